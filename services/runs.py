@@ -1,0 +1,197 @@
+"""Runs: evaluate a candidate (round 0), improve it round by round, and save every step."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from sqlalchemy.engine import Engine
+
+from db import crud
+from db.engine import get_session
+from db.models import RunCreate
+from services import dcr
+from services.config import BackendConfig, get_settings
+from services.llm import LLMClient, UsageLedger
+from services.text import InputError, check_pair, estimate_tokens
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[str], None]
+
+PROMPT_OVERHEAD_TOKENS = 450
+
+
+def make_client(backend: BackendConfig, engine: Engine, ledger: UsageLedger | None = None) -> LLMClient:
+    """The one way the app builds a model client: with the database cache and a usage ledger."""
+    return LLMClient(backend, cache=crud.SqlCache(engine), ledger=ledger or UsageLedger())
+
+
+def check_context(backend: BackendConfig, reference: str, candidate: str) -> None:
+    """Refuse up front what the embedded model cannot read at once, with what to do instead."""
+    if not backend.is_embedded:
+        return
+    n_ctx = get_settings().embedded_ctx
+    need = estimate_tokens(reference) + 2 * estimate_tokens(candidate) + PROMPT_OVERHEAD_TOKENS + backend.max_tokens
+    if need > n_ctx:
+        raise InputError(
+            f"This pair needs about {need:,} tokens (reference ~{estimate_tokens(reference):,}, candidate "
+            f"~{estimate_tokens(candidate):,}, plus prompt and answer), more than the embedded model's "
+            f"{n_ctx:,}-token context. Shorten the reference, or connect a long-context model in Settings."
+        )
+
+
+def start_run(
+    engine: Engine,
+    backend: BackendConfig,
+    reference: str,
+    candidate: str,
+    cfg: dcr.DCRConfig,
+    *,
+    source: str = "app",
+    title: str = "",
+    progress: Progress | None = None,
+) -> int:
+    """Validate, create the run and evaluate round 0. Raises InputError for input the user must fix."""
+    reference, candidate = reference.strip(), candidate.strip()
+    sentences = check_pair(reference, candidate, max_chars=get_settings().max_input_chars)
+    check_context(backend, reference, candidate)
+    units = dcr.candidate_units(candidate, cfg, sentences)
+    with get_session(engine) as session:
+        run = crud.create_run(
+            session=session,
+            data=RunCreate(
+                reference=reference,
+                candidate=candidate,
+                title=title or candidate[:80],
+                source=source,
+                task=cfg.task,
+                criteria=cfg.criteria,
+                method=cfg.method,
+                amc=cfg.amc,
+                max_rounds=cfg.max_rounds,
+                backend_kind=backend.kind,
+                model=backend.model,
+                base_url=None if backend.is_embedded else backend.base_url,
+                params={k: v for k, v in backend.public().items() if k not in ("base_url", "model", "kind")},
+                prompt_versions=cfg.prompt_versions(),
+            ),
+        )
+        run_id: int = run.id  # type: ignore[assignment]
+    ledger = UsageLedger()
+    client = make_client(backend, engine, ledger)
+    if progress:
+        progress(f"Round 0: judging {len(units)} sentence(s)…")
+    try:
+        rnd = dcr.first_round(client, reference, units, cfg)
+    except Exception as exc:  # the embedded server failed to start, or a bug: keep the run, say why
+        log.exception("run %s failed", run_id)
+        with get_session(engine) as session:
+            crud.save_usage(session=session, run_id=run_id, records=ledger.records)
+            crud.finish_run(session=session, run_id=run_id, status="failed", error=str(exc))
+        return run_id
+    with get_session(engine) as session:
+        crud.save_round(session=session, run_id=run_id, rnd=rnd)
+        crud.save_usage(session=session, run_id=run_id, records=ledger.records)
+        ev = rnd.evaluation
+        crud.finish_run(
+            session=session, run_id=run_id, status="failed" if ev.error and ev.n_judged == 0 else "done", error=ev.error
+        )
+    return run_id
+
+
+def improve_run(
+    engine: Engine,
+    backend: BackendConfig,
+    run_id: int,
+    *,
+    max_rounds: int | None = None,
+    progress: Progress | None = None,
+) -> crud.RunDetail:
+    """Algorithm 1 from the run's last round; each round is saved as soon as it is done."""
+    with get_session(engine) as session:
+        detail = crud.load_run(session=session, run_id=run_id)
+    if detail is None:
+        raise InputError(f"Run {run_id} does not exist (deleted?).")
+    r = detail.run
+    cfg = dcr.DCRConfig(
+        task=r.task, criteria=r.criteria, method=r.method, amc=r.amc,  # type: ignore[arg-type]
+        max_rounds=max_rounds if max_rounds is not None else r.max_rounds,
+    )  # fmt: skip
+    rounds = detail.rounds
+    if not rounds:
+        raise InputError("This run has no evaluated round to improve; evaluate it again.")
+    # Rounds after the last are recomputed from it, so earlier choices stay as the user left them.
+    ledger = UsageLedger()
+    client = make_client(backend, engine, ledger)
+
+    def saved(rnd: dcr.Round) -> None:
+        with get_session(engine) as session:
+            crud.save_round(session=session, run_id=run_id, rnd=rnd)
+            crud.save_usage(session=session, run_id=run_id, records=ledger.records)
+        ledger.records.clear()
+
+    def improved(rnd: dcr.Round) -> None:
+        if progress:
+            n = sum(rw.changed for rw in rnd.rewrites)
+            progress(f"Round {rnd.index}: {n} sentence(s) rewritten; re-evaluating…")
+        saved(rnd)
+
+    def evaluated(rnd: dcr.Round) -> None:
+        if progress:
+            s = rnd.evaluation.score
+            progress(
+                f"Round {rnd.index} judged: score {s.z_hat:.2f}"
+                if s and s.z_hat is not None
+                else f"Round {rnd.index} judged"
+            )
+        saved(rnd)
+
+    if progress:
+        progress(f"Improving from round {rounds[-1].index} (at most {cfg.max_rounds} rounds)…")
+    try:
+        dcr.continue_rounds(client, detail.reference, rounds, cfg, on_improved=improved, on_round=evaluated)
+    except Exception as exc:
+        log.exception("improving run %s failed", run_id)
+        with get_session(engine) as session:
+            crud.save_usage(session=session, run_id=run_id, records=ledger.records)
+            crud.finish_run(session=session, run_id=run_id, status="failed", error=str(exc))
+    else:
+        with get_session(engine) as session:
+            crud.save_usage(session=session, run_id=run_id, records=ledger.records)
+    with get_session(engine) as session:
+        out = crud.load_run(session=session, run_id=run_id)
+    assert out is not None
+    return out
+
+
+def load(engine: Engine, run_id: int) -> crud.RunDetail | None:
+    with get_session(engine) as session:
+        return crud.load_run(session=session, run_id=run_id)
+
+
+def set_rewrite(engine: Engine, run_id: int, round_idx: int, sentence_idx: int, accepted: bool) -> bool:
+    with get_session(engine) as session:
+        return crud.set_rewrite_accepted(
+            session=session, run_id=run_id, round_idx=round_idx, sentence_idx=sentence_idx, accepted=accepted
+        )
+
+
+def delete(engine: Engine, run_id: int) -> bool:
+    with get_session(engine) as session:
+        return crud.delete_run(session=session, run_id=run_id)
+
+
+def list_all(engine: Engine, limit: int = 500) -> list[tuple]:
+    with get_session(engine) as session:
+        return crud.list_runs(session=session, limit=limit)
+
+
+def db_counts(engine: Engine) -> dict[str, int]:
+    with get_session(engine) as session:
+        return crud.counts(session=session)
+
+
+def final_text(detail: crud.RunDetail) -> str:
+    """The final candidate under the user's accept/reject choices."""
+    return " ".join(dcr.compose_final(detail.rounds))

@@ -1,0 +1,140 @@
+"""Sentence splitting, reading uploaded documents, and input checks."""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import html
+import io
+import re
+from pathlib import Path
+
+import pysbd
+
+
+class InputError(ValueError):
+    """Input the user must fix; the message says how."""
+
+
+@functools.lru_cache(maxsize=1)
+def _segmenter() -> pysbd.Segmenter:
+    return pysbd.Segmenter(language="en", clean=False)
+
+
+def split_sentences(text: str) -> list[str]:
+    """Split text into sentences with pysbd (rule-based, handles abbreviations and decimals)."""
+    text = (text or "").strip()
+    if not text:
+        return []
+    out: list[str] = []
+    for para in re.split(r"\n\s*\n", text):
+        para = " ".join(para.split())
+        if para:
+            out.extend(s.strip() for s in _segmenter().segment(para) if s.strip())
+    return [s for s in out if re.search(r"\w", s)]
+
+
+def join_sentences(sentences: list[str]) -> str:
+    return " ".join(s.strip() for s in sentences if s.strip())
+
+
+SUPPORTED_UPLOADS = ("txt", "md", "pdf", "docx")
+
+
+def read_document(name: str, data: bytes) -> str:
+    """Text of an uploaded .txt, .md, .pdf or .docx file; raises InputError with the reason."""
+    suffix = Path(name).suffix.lower().lstrip(".")
+    if suffix not in SUPPORTED_UPLOADS:
+        raise InputError(f"{name}: unsupported file type '.{suffix}'. Use .txt, .md, .pdf or .docx.")
+    if not data:
+        raise InputError(f"{name} is empty.")
+    if suffix in ("txt", "md"):
+        if b"\x00" in data[:8192]:
+            raise InputError(f"{name} looks like a binary file, not text.")
+        try:
+            text = data.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise InputError(
+                f"{name} is not UTF-8 text (byte {exc.start} cannot be read). Save it as UTF-8 and upload it again."
+            ) from None
+    elif suffix == "pdf":
+        text = _read_pdf(name, data)
+    else:
+        text = _read_docx(name, data)
+    text = text.strip()
+    if not text:
+        raise InputError(f"{name} contains no text.")
+    return text
+
+
+def _read_pdf(name: str, data: bytes) -> str:
+    from pypdf import PdfReader
+    from pypdf.errors import PdfReadError
+
+    try:
+        reader = PdfReader(io.BytesIO(data))
+        pages = [page.extract_text() or "" for page in reader.pages]
+    except (PdfReadError, ValueError, OSError, KeyError) as exc:
+        raise InputError(f"{name} could not be read as a PDF ({exc}).") from None
+    text = "\n\n".join(p.strip() for p in pages if p.strip())
+    if not text:
+        raise InputError(f"{name} has no extractable text (a scanned PDF?). Paste the text instead.")
+    return text
+
+
+def _read_docx(name: str, data: bytes) -> str:
+    import zipfile
+
+    import docx
+
+    try:
+        document = docx.Document(io.BytesIO(data))
+    except (zipfile.BadZipFile, KeyError, ValueError, OSError) as exc:
+        raise InputError(f"{name} could not be read as a Word document ({exc}).") from None
+    return "\n\n".join(p.text for p in document.paragraphs if p.text.strip())
+
+
+def check_pair(reference: str, candidate: str, *, max_chars: int) -> list[str]:
+    """Sentences of the candidate, or InputError saying what is wrong with the pair."""
+    if not (reference or "").strip():
+        raise InputError("The reference is empty. Paste or upload the text to check against.")
+    if not (candidate or "").strip():
+        raise InputError("The candidate is empty. Paste or upload the text to check.")
+    for label, text in (("reference", reference), ("candidate", candidate)):
+        if len(text) > max_chars:
+            raise InputError(
+                f"The {label} is {len(text):,} characters; the limit is {max_chars:,} "
+                f"(about {max_chars // 4:,} tokens). Shorten it or split it into several documents."
+            )
+    sentences = split_sentences(candidate)
+    if not sentences:
+        raise InputError("The candidate has no sentence to check (only punctuation or whitespace).")
+    return sentences
+
+
+def estimate_tokens(text: str) -> int:
+    """A rough token count (about four characters a token for English)."""
+    return len(text) // 4 + 1
+
+
+def diff_html(before: str, after: str) -> str:
+    """Word-level diff as HTML: removed words struck through, added words highlighted."""
+    a, b = before.split(), after.split()
+    out: list[str] = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+        if op == "equal":
+            out.append(html.escape(" ".join(a[i1:i2])))
+            continue
+        if i2 > i1:
+            out.append(f'<del class="cs-del">{html.escape(" ".join(a[i1:i2]))}</del>')
+        if j2 > j1:
+            out.append(f'<ins class="cs-ins">{html.escape(" ".join(b[j1:j2]))}</ins>')
+    return " ".join(out)
+
+
+def similarity(a: str, b: str) -> float:
+    """Similarity of two sentences in [0, 1], ignoring case and spacing."""
+    na, nb = " ".join(a.lower().split()), " ".join(b.lower().split())
+    if not na or not nb:
+        return 0.0
+    return difflib.SequenceMatcher(a=na, b=nb, autojunk=False).ratio()
