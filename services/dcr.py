@@ -362,7 +362,7 @@ TEMPLATE_ECHOES = (
 def is_template_echo(text: str | None) -> bool:
     """Whether a model's text is (mostly) the prompt's placeholder rather than an answer."""
     t = " ".join((text or "").lower().split()).strip(" .'\"")
-    return any(t == e or t.startswith(e) for e in TEMPLATE_ECHOES)
+    return any(t == e or t.startswith(e) for e in TEMPLATE_ECHOES) or "you should start with" in t
 
 
 def rule_mark(reason: str | None) -> int | None:

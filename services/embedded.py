@@ -6,6 +6,7 @@ import atexit
 import ctypes
 import importlib.util
 import logging
+import os
 import signal
 import socket
 import subprocess
@@ -63,6 +64,15 @@ def _die_with_parent() -> None:  # runs in the child before exec
         pass
 
 
+# llama_cpp.server reads its settings from the environment too (PORT, HOST, API_KEY, MODEL...):
+# the child gets only what a process needs, so the app's environment cannot reconfigure it.
+_ENV_KEEP = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "LD_LIBRARY_PATH", "SYSTEMROOT")
+
+
+def _child_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k in _ENV_KEEP}
+
+
 class EmbeddedServer:
     """One llama.cpp server process on loopback, started on first use and stopped with the app."""
 
@@ -109,7 +119,9 @@ class EmbeddedServer:
                 "--n_ctx", str(self._n_ctx),
             ]  # fmt: skip
             log.info("starting embedded model server on port %s", self._port)
-            self._proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
+            self._proc = subprocess.Popen(
+                cmd, stdout=logf, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent, env=_child_env()
+            )
             logf.close()
             deadline = time.monotonic() + wait
             url = f"http://127.0.0.1:{self._port}/v1/models"

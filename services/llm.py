@@ -192,6 +192,10 @@ class LLMClient:
         self._sdk: openai.OpenAI | None = None
         self._sem = threading.BoundedSemaphore(max(1, backend.concurrency))
         self._sdk_lock = threading.Lock()
+        self._sent = threading.local()  # HTTP requests sent by this thread's current attempt
+
+    def _count_request(self, _request: Any) -> None:
+        self._sent.n = getattr(self._sent, "n", 0) + 1
 
     # -- plumbing ---------------------------------------------------------------------------
     @property
@@ -214,6 +218,8 @@ class LLMClient:
                     api_key=key or "not-needed",
                     timeout=openai.Timeout(self.backend.timeout, connect=min(10.0, self.backend.timeout)),
                     max_retries=self.backend.max_retries,
+                    # counts every HTTP request, including the SDK's own retries, for the usage ledger
+                    http_client=openai.DefaultHttpxClient(event_hooks={"request": [self._count_request]}),
                 )
             return self._sdk
 
@@ -266,7 +272,7 @@ class LLMClient:
         modes = list(MODES[MODES.index(self._start_mode()) :]) if schema is not None else ["text"]
         last: BackendError | None = None
         for i, mode in enumerate(modes):
-            rec.requests += 1
+            self._sent.n = 0
             try:
                 reply = self._request(messages, schema, mode, temperature)
             except (openai.BadRequestError, openai.UnprocessableEntityError, openai.InternalServerError) as exc:
@@ -277,6 +283,8 @@ class LLMClient:
                 continue
             except openai.OpenAIError as exc:
                 raise describe_error(exc, self.backend, self.base_url) from exc
+            finally:
+                rec.requests += self._sent.n
             if schema is not None:
                 self._remember_mode(mode)
             return reply

@@ -195,3 +195,8 @@ def db_counts(engine: Engine) -> dict[str, int]:
 def final_text(detail: crud.RunDetail) -> str:
     """The final candidate under the user's accept/reject choices."""
     return " ".join(dcr.compose_final(detail.rounds))
+
+
+def connection_check(backend: BackendConfig) -> tuple[bool, str]:
+    """Test a backend with a tiny request; (ok, message saying what worked or what is wrong)."""
+    return LLMClient(backend).test_connection()

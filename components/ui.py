@@ -1,0 +1,102 @@
+"""The thin Streamlit layer shared by every page: engine, backend, sidebar, styles."""
+
+from __future__ import annotations
+
+import streamlit as st
+from pydantic import SecretStr
+
+from db.engine import get_engine
+from services.config import EMBEDDED_MODEL_NAME, BackendConfig, backend_from_settings, get_settings
+
+BACKEND_KEY = "backend"  # public backend fields (no key) for this browser session
+API_KEY_KEY = "backend_api_key"  # a key typed in Settings: this browser session only, never saved
+
+CSS = """
+<style>
+.cs-text {line-height: 1.9; font-size: 1.02rem;}
+.cs-s {padding: 2px 3px; border-radius: 4px; cursor: help;}
+.cs-consistent {background: #d9f2e3; border-bottom: 2px solid #2e9d5b;}
+.cs-inconsistent {background: #fbdada; border-bottom: 2px solid #d13c3c;}
+.cs-unknown {background: #eceff3; border-bottom: 2px dashed #8a94a6;}
+.cs-card {border-left: 5px solid #8a94a6; padding: 0.45rem 0.8rem; margin: 0.35rem 0; background: #fafbfc;
+  border-radius: 4px;}
+.cs-card.cs-consistent {border-left-color: #2e9d5b; background: #f3fbf6; border-bottom: none;}
+.cs-card.cs-inconsistent {border-left-color: #d13c3c; background: #fdf4f4; border-bottom: none;}
+.cs-card.cs-unknown {border-left-color: #8a94a6; background: #f6f7f9; border-bottom: none;}
+.cs-chip {display: inline-block; font-size: 0.75rem; font-weight: 600; padding: 1px 8px; border-radius: 10px;
+  margin-right: 6px; color: white;}
+.cs-chip.consistent {background: #2e9d5b;} .cs-chip.inconsistent {background: #d13c3c;}
+.cs-chip.unknown {background: #8a94a6;}
+.cs-reason {color: #4a5363; font-size: 0.9rem; margin-top: 2px;}
+.cs-err {color: #a8571b; font-size: 0.85rem;}
+.cs-del {background: #fbdada; text-decoration: line-through; color: #8b1e1e;}
+.cs-ins {background: #d9f2e3; text-decoration: none; color: #12532f; font-weight: 500;}
+</style>
+"""
+
+
+@st.cache_resource(show_spinner=False)
+def engine():
+    """The app's database engine, created and migrated once per process."""
+    return get_engine()
+
+
+def current_backend() -> BackendConfig:
+    """The backend this browser session uses: Settings page choices over the environment defaults."""
+    base = backend_from_settings()
+    chosen = st.session_state.get(BACKEND_KEY)
+    if chosen:
+        base = base.with_changes(**chosen)
+    typed = st.session_state.get(API_KEY_KEY)
+    if typed:
+        base = base.with_changes(api_key=SecretStr(typed))
+    elif not base.is_embedded and base.api_key is None:
+        env_key = get_settings().llm_api_key
+        if env_key is not None:
+            base = base.with_changes(api_key=env_key)
+    return base
+
+
+def set_backend(backend: BackendConfig, typed_key: str | None) -> None:
+    """Remember a backend for this browser session; a typed key lives only in session state."""
+    d = backend.public()
+    d.pop("has_api_key", None)
+    st.session_state[BACKEND_KEY] = d
+    if typed_key:
+        st.session_state[API_KEY_KEY] = typed_key
+    elif typed_key == "":
+        st.session_state.pop(API_KEY_KEY, None)
+
+
+def demo_notice(backend: BackendConfig) -> None:
+    """Say plainly that the embedded model is a demo-grade judge."""
+    if backend.is_embedded:
+        st.warning(
+            f"**Demo judge.** The embedded {EMBEDDED_MODEL_NAME} (135M parameters, runs offline) makes the app "
+            "work without a network, but its verdicts are near chance: it often repeats the prompt's template "
+            "instead of judging. Do not read quality into them. Connect a real model (OpenAI, vLLM, Ollama, a "
+            "llama.cpp server) on the **Settings** page.",
+            icon=":material/science:",
+        )
+
+
+def page_setup(title: str, icon: str) -> BackendConfig:
+    """Common page start: config, styles, sidebar. Returns the backend in use."""
+    st.set_page_config(page_title=f"{title} · Consistency Studio", page_icon=icon, layout="wide")
+    st.html(CSS)
+    backend = current_backend()
+    with st.sidebar:
+        st.markdown("### Consistency Studio")
+        st.page_link("app.py", label="Home", icon=":material/home:")
+        st.page_link("pages/1_Evaluate.py", label="Evaluate", icon=":material/fact_check:")
+        st.page_link("pages/2_History.py", label="History", icon=":material/history:")
+        st.page_link("pages/3_Settings.py", label="Settings", icon=":material/tune:")
+        st.divider()
+        st.caption("Backend in use")
+        if backend.is_embedded:
+            st.markdown(f"**Embedded demo model**  \n`{EMBEDDED_MODEL_NAME}` · offline")
+            st.caption(":orange[Demo-grade judge: near chance on consistency.]")
+        else:
+            st.markdown(f"**{backend.model}**  \n`{backend.base_url}`")
+        st.caption(f"temperature {backend.temperature:g} · max tokens {backend.max_tokens}")
+    return backend

@@ -1,0 +1,242 @@
+"""Evaluate: paste or upload a reference and a candidate, read sentence verdicts, improve round by round."""
+
+import json
+
+import pandas as pd
+import streamlit as st
+
+from components.dcr_views import make_rounds_figure, render_evaluation, render_rewrites, render_score, rounds_frame
+from components.ui import demo_notice, engine, page_setup
+from services import runs
+from services.dcr import CONVERTER_LABELS, METHOD_LABELS, TASK_LABELS, DCRConfig
+from services.samples import load_samples
+from services.text import SUPPORTED_UPLOADS, InputError, read_document
+
+backend = page_setup("Evaluate", ":material/fact_check:")
+eng = engine()
+
+for key, default in {
+    "ev_reference": "",
+    "ev_candidate": "",
+    "ev_task": "summarization",
+    "ev_criteria": "",
+    "ev_method": "dce-amc",
+    "ev_amc": "rule",
+    "ev_rounds": 3,
+    "ev_run_id": None,
+    "ev_messages": [],
+}.items():
+    st.session_state.setdefault(key, default)
+
+run_param = st.query_params.get("run")
+if run_param and run_param.isdigit() and st.session_state.ev_run_id != int(run_param):
+    st.session_state.ev_run_id = int(run_param)
+
+
+def _load_upload(which: str) -> None:
+    f = st.session_state.get(f"ev_{which}_file")
+    if f is None:
+        return
+    try:
+        st.session_state[f"ev_{which}"] = read_document(f.name, f.getvalue())
+        st.session_state.ev_messages = [("success", f"Loaded {f.name} into the {which}.")]
+    except InputError as exc:
+        st.session_state.ev_messages = [("error", str(exc))]
+
+
+def _load_sample() -> None:
+    title = st.session_state.get("ev_sample")
+    for s in load_samples():
+        if s.title == title:
+            st.session_state.ev_reference = s.reference
+            st.session_state.ev_candidate = s.candidate
+            st.session_state.ev_task = s.task
+            st.session_state.ev_messages = [("success", f"Loaded the sample “{s.title}”.")]
+
+
+def _open_run(run_id: int | None) -> None:
+    st.session_state.ev_run_id = run_id
+    if run_id is None:
+        st.query_params.pop("run", None)
+    else:
+        st.query_params["run"] = str(run_id)
+
+
+st.title("Evaluate and improve")
+st.caption(
+    "Each candidate sentence is judged against the reference (Divide-Conquer Evaluator), its reason is turned "
+    "into a mark z = ±1 (Auto-Metric Converter) and the marks into a score Ẑ in [0, 1] (Eq. 3). "
+    "**Improve** rewrites the inconsistent sentences from their reasons (Reason-Assisted Improver) and judges again."
+)
+demo_notice(backend)
+
+with st.container(border=True):
+    top = st.columns([3, 2])
+    top[0].radio("Task", list(TASK_LABELS), format_func=TASK_LABELS.get, key="ev_task", horizontal=True)
+    top[1].selectbox(
+        "Load a bundled sample",
+        [s.title for s in load_samples()],
+        index=None,
+        placeholder="Choose a sample…",
+        key="ev_sample",
+        on_change=_load_sample,
+    )
+    if st.session_state.ev_task == "custom":
+        st.text_area(
+            "Criteria",
+            key="ev_criteria",
+            height=100,
+            placeholder="* Every number and name in the sentence must appear in the reference\n* …",
+            help="Replaces the procedure of the Table 8 prompt; the rest of the prompt stays the same.",
+        )
+    labels = {
+        "summarization": ("Article (reference)", "Summary (candidate)"),
+        "semantic": ("True answer (reference)", "Attempt answer (candidate)"),
+        "custom": ("Reference", "Candidate"),
+    }[st.session_state.ev_task]
+    left, right = st.columns(2)
+    with left:
+        st.text_area(labels[0], key="ev_reference", height=260, placeholder="Paste the reference text…")
+        st.file_uploader(
+            "…or upload it", type=list(SUPPORTED_UPLOADS), key="ev_reference_file", on_change=_load_upload,
+            args=("reference",),
+        )  # fmt: skip
+    with right:
+        st.text_area(labels[1], key="ev_candidate", height=260, placeholder="Paste the text to check…")
+        st.file_uploader(
+            "…or upload it", type=list(SUPPORTED_UPLOADS), key="ev_candidate_file", on_change=_load_upload,
+            args=("candidate",),
+        )  # fmt: skip
+    for kind, msg in st.session_state.ev_messages:
+        (st.error if kind == "error" else st.success)(msg)
+    st.session_state.ev_messages = []
+    with st.expander("Options", icon=":material/settings:"):
+        o = st.columns(3)
+        o[0].radio("Evaluator", list(METHOD_LABELS), format_func=METHOD_LABELS.get, key="ev_method")
+        o[1].radio("Converter (AMC)", list(CONVERTER_LABELS), format_func=CONVERTER_LABELS.get, key="ev_amc")
+        o[2].number_input("Maximum rounds m", min_value=1, max_value=10, key="ev_rounds")
+    go = st.button("Evaluate", type="primary", icon=":material/play_arrow:")
+
+if go:
+    cfg = DCRConfig(
+        task=st.session_state.ev_task,
+        criteria=st.session_state.ev_criteria,
+        method=st.session_state.ev_method,
+        amc=st.session_state.ev_amc,
+        max_rounds=int(st.session_state.ev_rounds),
+    )
+    try:
+        with st.status("Evaluating…", expanded=False) as status:
+            if backend.is_embedded:
+                status.update(label="Starting the embedded model and evaluating…")
+            run_id = runs.start_run(
+                eng, backend, st.session_state.ev_reference, st.session_state.ev_candidate, cfg,
+                progress=lambda m: status.update(label=m),
+            )  # fmt: skip
+            status.update(label="Evaluated", state="complete")
+        _open_run(run_id)
+        st.rerun()
+    except InputError as exc:
+        st.error(str(exc), icon=":material/warning:")
+
+run_id = st.session_state.ev_run_id
+if run_id is not None:
+    detail = runs.load(eng, run_id)
+    if detail is None:
+        st.warning(f"Run {run_id} no longer exists (it was deleted).")
+        _open_run(None)
+        st.stop()
+    r = detail.run
+    st.divider()
+    head = st.columns([5, 1])
+    head[0].subheader(f"Run #{r.id} · {TASK_LABELS.get(r.task, r.task).split(' (')[0]}")
+    head[0].caption(
+        f"{r.model} · {METHOD_LABELS.get(r.method, r.method)} · converter: {r.amc} · "
+        f"{r.created_at:%Y-%m-%d %H:%M} UTC · source: {r.source}"
+    )
+    if head[1].button("Close", icon=":material/close:"):
+        _open_run(None)
+        st.rerun()
+    if not detail.rounds:
+        st.error(f"This run failed before any round was judged: {r.error or 'unknown error'}")
+        st.stop()
+    n = len(detail.rounds)
+    round_key = f"ev_round_{r.id}_{n}"
+    chosen = st.segmented_control(
+        "Round", list(range(n)), format_func=lambda i: f"Round {i}", default=n - 1, key=round_key,
+        required=True,
+    )
+    chosen = n - 1 if chosen is None else chosen
+    rnd = detail.rounds[chosen]
+    render_score(rnd.evaluation, detail.usage if chosen == n - 1 else None)
+    body, side = st.columns([3, 2])
+    with body:
+        render_evaluation(rnd.evaluation)
+    with side:
+        if n > 1:
+            st.plotly_chart(make_rounds_figure(rounds_frame(detail.rounds)), width="stretch")
+        if rnd.rewrites or rnd.improve_error:
+            st.markdown(f"**Rewrites proposed in round {rnd.index}**")
+            render_rewrites(
+                rnd,
+                lambda idx, ok: (runs.set_rewrite(eng, r.id, rnd.index, idx, ok), st.rerun()),
+                key_prefix=f"ev_rw_{r.id}",
+            )
+        last = detail.rounds[-1]
+        ev_last = last.evaluation
+        can_improve = (
+            not ev_last.all_consistent
+            and not ev_last.error
+            and any(s.verdict == "inconsistent" for s in ev_last.sentences)
+        )
+        if ev_last.all_consistent:
+            st.success(f"Every sentence is consistent after round {last.index}.", icon=":material/check_circle:")
+        elif can_improve:
+            c = st.columns([1, 2])
+            m = c[0].number_input("Up to round", min_value=last.index + 1, max_value=10,
+                                  value=max(last.index + 1, r.max_rounds), key=f"ev_m_{r.id}_{n}")  # fmt: skip
+            if c[1].button("Improve", type="primary", icon=":material/auto_fix_high:", key=f"ev_improve_{r.id}"):
+                with st.status("Improving…", expanded=True) as status:
+                    runs.improve_run(eng, backend, r.id, max_rounds=int(m), progress=status.write)
+                    status.update(label="Improved", state="complete")
+                st.rerun()
+        elif last.rewrites and not any(rw.changed for rw in last.rewrites):
+            st.info("The improver proposed no change in the last round; the loop stopped.")
+
+    st.markdown("#### Final text")
+    final = runs.final_text(detail)
+    n_rejected = sum(not rw.accepted for rd in detail.rounds for rw in rd.rewrites if rw.changed)
+    st.caption(
+        "The candidate with every accepted rewrite applied"
+        + (f" ({n_rejected} rejected rewrite(s) left out)." if n_rejected else ".")
+        + " Copy it with the button in the box's corner."
+    )
+    st.code(final, language=None, wrap_lines=True)
+    fc = st.columns([1, 1, 3])
+    fc[0].download_button(
+        "Download .txt", final, file_name=f"run-{r.id}-final.txt", mime="text/plain", icon=":material/download:"
+    )
+    if fc[1].button("Evaluate final text", icon=":material/replay:", help="Start a new run with this text"):
+        st.session_state.ev_reference = detail.reference
+        st.session_state.ev_candidate = final
+        _open_run(None)
+        st.rerun()
+
+    with st.expander("Configuration, prompts and usage", icon=":material/receipt_long:"):
+        st.json(
+            {
+                "model": r.model,
+                "backend": r.backend_kind,
+                "base_url": r.base_url,
+                "parameters": r.params,
+                "prompt_versions": r.prompt_versions,
+                "max_rounds": r.max_rounds,
+                "criteria": r.criteria or None,
+            },
+            expanded=False,
+        )
+        if detail.usage_by_stage:
+            st.dataframe(pd.DataFrame(detail.usage_by_stage), hide_index=True, width="stretch")
+        st.caption(
+            "Totals: " + json.dumps(detail.usage) + ". Calls count requests sent to the model; cache hits cost none."
+        )

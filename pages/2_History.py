@@ -1,0 +1,143 @@
+"""History: every evaluation with its documents, configuration, verdicts and rounds."""
+
+import pandas as pd
+import streamlit as st
+
+from components.dcr_views import colored_text_html, render_score
+from components.ui import engine, page_setup
+from services import runs
+from services.dcr import METHOD_LABELS
+
+page_setup("History", ":material/history:")
+eng = engine()
+st.session_state.setdefault("hi_confirm_delete", None)
+
+st.title("History")
+st.caption("Every evaluation run, from the app and from `cli.py`. Select one to reopen it, two to compare them.")
+
+rows = runs.list_all(eng)
+if not rows:
+    st.info("No runs yet. Evaluate something on the **Evaluate** page, or run `python cli.py evaluate`.")
+    st.page_link("pages/1_Evaluate.py", label="Go to Evaluate", icon=":material/fact_check:")
+    st.stop()
+
+df = pd.DataFrame(
+    [
+        {
+            "run": r.id,
+            "created (UTC)": r.created_at.strftime("%Y-%m-%d %H:%M"),
+            "candidate": preview,
+            "task": r.task,
+            "method": r.method,
+            "converter": r.amc,
+            "model": r.model,
+            "rounds": r.n_rounds,
+            "initial Ẑ": r.initial_score,
+            "final Ẑ": r.final_score,
+            "status": r.status,
+            "source": r.source,
+        }
+        for r, preview in rows
+    ]
+)
+q = st.text_input("Filter", placeholder="Search candidate text, model or task…", label_visibility="collapsed")
+if q:
+    mask = df.apply(lambda row: q.lower() in " ".join(map(str, row.values)).lower(), axis=1)
+    df = df[mask]
+event = st.dataframe(
+    df,
+    hide_index=True,
+    width="stretch",
+    on_select="rerun",
+    selection_mode="multi-row",
+    key="hi_table",
+    column_config={
+        "initial Ẑ": st.column_config.ProgressColumn(min_value=0, max_value=1, format="%.2f"),
+        "final Ẑ": st.column_config.ProgressColumn(min_value=0, max_value=1, format="%.2f"),
+        "candidate": st.column_config.TextColumn(width="large"),
+    },
+)
+selected = [int(df.iloc[i]["run"]) for i in event.selection.rows] if event and event.selection else []
+
+if not selected:
+    st.caption("Select a row to see its details; select two to compare.")
+    st.stop()
+
+
+def _details(run_id: int) -> None:
+    d = runs.load(eng, run_id)
+    if d is None:
+        st.warning(f"Run {run_id} no longer exists.")
+        return
+    r = d.run
+    st.markdown(f"#### Run #{r.id}")
+    st.caption(f"{r.model} · {METHOD_LABELS.get(r.method, r.method)} · converter {r.amc} · status {r.status}")
+    if r.error:
+        st.error(r.error)
+    if d.rounds:
+        last = d.rounds[-1]
+        render_score(last.evaluation, d.usage)
+        for rnd in d.rounds:
+            with st.expander(
+                f"Round {rnd.index}: Ẑ = "
+                + (f"{rnd.evaluation.score.z_hat:.3f}" if rnd.evaluation.score and rnd.evaluation.score.z_hat is not None else "n/a")
+                + (f" · {sum(w.changed for w in rnd.rewrites)} rewrite(s)" if rnd.rewrites else ""),
+                expanded=rnd.index == len(d.rounds) - 1,
+            ):
+                st.markdown(colored_text_html(rnd.evaluation), unsafe_allow_html=True)
+                for s in rnd.evaluation.sentences:
+                    st.caption(f"#{s.index + 1} {s.verdict}: {s.reason or s.error or ''}")
+    with st.expander("Documents and configuration"):
+        st.text_area("Reference", d.reference, height=150, disabled=True, key=f"hi_ref_{run_id}")
+        st.text_area("Candidate", d.candidate, height=100, disabled=True, key=f"hi_cand_{run_id}")
+        st.json({"parameters": r.params, "prompt_versions": r.prompt_versions, "max_rounds": r.max_rounds})
+
+
+actions = st.columns([1, 1, 4])
+if len(selected) == 1:
+    if actions[0].button("Reopen in Evaluate", type="primary", icon=":material/open_in_new:"):
+        st.session_state.ev_run_id = selected[0]
+        st.switch_page("pages/1_Evaluate.py", query_params={"run": str(selected[0])})
+if actions[1].button(f"Delete {len(selected)} run(s)", icon=":material/delete:"):
+    st.session_state.hi_confirm_delete = list(selected)
+if st.session_state.hi_confirm_delete:
+    ids = st.session_state.hi_confirm_delete
+    with st.container(border=True):
+        st.warning(f"Delete run(s) {', '.join(map(str, ids))} with their rounds and verdicts? This cannot be undone.")
+        c = st.columns([1, 1, 5])
+        if c[0].button("Delete", type="primary", key="hi_do_delete"):
+            for i in ids:
+                runs.delete(eng, i)
+            st.session_state.hi_confirm_delete = None
+            st.toast(f"Deleted {len(ids)} run(s).")
+            st.rerun()
+        if c[1].button("Cancel", key="hi_cancel_delete"):
+            st.session_state.hi_confirm_delete = None
+            st.rerun()
+
+if len(selected) == 2:
+    st.subheader(f"Compare run #{selected[0]} and run #{selected[1]}")
+    a, b = (runs.load(eng, i) for i in selected)
+    if a and b:
+        diff = {
+            k: (getattr(a.run, k), getattr(b.run, k))
+            for k in ("model", "task", "method", "amc", "max_rounds", "n_rounds", "initial_score", "final_score")
+            if getattr(a.run, k) != getattr(b.run, k)
+        }
+        if a.reference != b.reference:
+            diff["reference"] = ("(differs)", "(differs)")
+        if a.candidate != b.candidate:
+            diff["candidate"] = ("(differs)", "(differs)")
+        if diff:
+            st.dataframe(
+                pd.DataFrame([{"setting": k, f"run #{selected[0]}": v[0], f"run #{selected[1]}": v[1]} for k, v in diff.items()]),
+                hide_index=True,
+            )
+        else:
+            st.caption("Same documents and configuration.")
+cols = st.columns(len(selected[:2]) or 1)
+for col, run_id in zip(cols, selected[:2], strict=False):
+    with col:
+        _details(run_id)
+if len(selected) > 2:
+    st.caption(f"Showing the first two of {len(selected)} selected runs.")

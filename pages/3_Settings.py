@@ -1,0 +1,100 @@
+"""Settings: the embedded model or any OpenAI-compatible endpoint, and the generation parameters."""
+
+import streamlit as st
+
+from components.ui import API_KEY_KEY, current_backend, demo_notice, page_setup, set_backend
+from services.config import EMBEDDED_MODEL_NAME, get_settings
+from services.embedded import server_available
+from services.runs import connection_check
+
+page_setup("Settings", ":material/tune:")
+backend = current_backend()
+
+PRESETS = {
+    "OpenAI": ("https://api.openai.com/v1", "gpt-4o-mini"),
+    "Ollama": ("http://localhost:11434/v1", "llama3.1"),
+    "vLLM": ("http://localhost:8000/v1", "meta-llama/Llama-3.1-8B-Instruct"),
+    "llama.cpp server": ("http://localhost:8080/v1", "default"),
+    "Other": (None, None),
+}
+
+st.title("Settings")
+st.caption(
+    "These choices apply to this browser session. Defaults come from `LLM_BASE_URL`, `LLM_MODEL`, "
+    "`LLM_API_KEY` / `OPENAI_API_KEY` in the environment or `.streamlit/secrets.toml`."
+)
+
+kind = st.radio(
+    "Backend",
+    ["embedded", "openai"],
+    index=0 if backend.is_embedded else 1,
+    format_func={
+        "embedded": f"Embedded demo model ({EMBEDDED_MODEL_NAME}, offline)",
+        "openai": "OpenAI-compatible endpoint (OpenAI, vLLM, Ollama, llama.cpp server…)",
+    }.get,
+    horizontal=True,
+)
+if kind == "embedded":
+    demo_notice(backend.with_changes(kind="embedded"))
+    if not server_available():
+        st.error("The embedded model is not installed here. Run `make install`, or connect an endpoint.")
+
+with st.form("settings"):
+    base_url, model, typed_key = None, backend.model, None
+    if kind == "openai":
+        preset = st.selectbox("Preset", list(PRESETS), index=len(PRESETS) - 1 if backend.base_url else 0)
+        p_url, p_model = PRESETS[preset]
+        c = st.columns(2)
+        base_url = c[0].text_input(
+            "Base URL", value=(backend.base_url if not backend.is_embedded else None) or p_url or "",
+            help="The OpenAI-compatible root, ending in /v1.",
+        )  # fmt: skip
+        model = c[1].text_input(
+            "Model", value=(backend.model if not backend.is_embedded else None) or p_model or "",
+        )  # fmt: skip
+        env_key = get_settings().llm_api_key is not None
+        typed_key = st.text_input(
+            "API key",
+            type="password",
+            value="",
+            placeholder="Using the key from the environment" if env_key else "Not needed for most local servers",
+            help="Kept for this browser session only; never saved to the database, logs or exports.",
+        )
+        if st.session_state.get(API_KEY_KEY):
+            st.caption("A key typed earlier in this session is in use. Type a new one to replace it.")
+    c = st.columns(4)
+    temperature = c[0].number_input("Temperature", 0.0, 2.0, float(backend.temperature), 0.1)
+    max_tokens = c[1].number_input("Max tokens", 16, 32768, int(backend.max_tokens), 64)
+    concurrency = c[2].number_input("Concurrency", 1, 64, int(backend.concurrency), 1)
+    timeout = c[3].number_input("Timeout (s)", 1.0, 3600.0, float(backend.timeout), 5.0)
+    b = st.columns([1, 1, 4])
+    save = b[0].form_submit_button("Save", type="primary", icon=":material/save:")
+    test = b[1].form_submit_button("Test connection", icon=":material/lan:")
+
+if save or test:
+    errors = []
+    if kind == "openai":
+        if not (base_url or "").strip().startswith(("http://", "https://")):
+            errors.append("The base URL must start with http:// or https://.")
+        if not (model or "").strip():
+            errors.append("Name the model to use.")
+    if errors:
+        for e in errors:
+            st.error(e)
+    else:
+        new = backend.with_changes(
+            kind=kind,
+            base_url=(base_url or "").strip().rstrip("/") or None,
+            model=(model or "").strip() if kind == "openai" else EMBEDDED_MODEL_NAME,
+            temperature=float(temperature),
+            max_tokens=int(max_tokens),
+            concurrency=int(concurrency),
+            timeout=float(timeout),
+        )
+        set_backend(new, typed_key or None)
+        new = current_backend()
+        st.success(f"Saved for this session: {new.label}.")
+        if test:
+            with st.spinner("Testing the connection…" if kind == "openai" else "Starting the embedded model…"):
+                ok, msg = connection_check(new)
+            (st.success if ok else st.error)(msg)

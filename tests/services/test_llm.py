@@ -1,0 +1,336 @@
+"""LLMClient against the fake OpenAI server over real HTTP."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import pytest
+from pydantic import BaseModel, SecretStr
+
+import services.llm
+from db.crud import SqlCache
+from services.config import BackendConfig
+from services.llm import LLMClient, UsageLedger
+from tests.fakes import FakeOpenAIServer, Reply
+
+SCHEMA = {"type": "object", "properties": {"answer": {"type": "integer"}}, "required": ["answer"]}
+MSGS = [{"role": "user", "content": "What is six times seven? Answer in JSON."}]
+
+
+class Answer(BaseModel):
+    answer: int
+
+
+def ask(client: LLMClient, messages=MSGS, schema=SCHEMA, **kw):
+    kw.setdefault("prompt_version", "test@1")
+    kw.setdefault("stage", "test")
+    return client.chat_json(messages, parse=Answer.model_validate, schema=schema, **kw)
+
+
+def modes(fake: FakeOpenAIServer) -> list[str | None]:
+    """The response_format of each request, as the mode name the client uses."""
+    out = []
+    for body in fake.requests:
+        rf = body.get("response_format")
+        if rf is None:
+            out.append(None)
+        elif rf["type"] == "json_object" and "schema" in rf:
+            out.append("json_object_schema")
+        else:
+            out.append(rf["type"])
+    return out
+
+
+# -- structured output modes ------------------------------------------------------------------
+def test_openai_backend_sends_json_schema_first(fake, client):
+    fake.enqueue_json({"answer": 42})
+    res = ask(client)
+    assert res.ok and res.value == Answer(answer=42)
+    assert len(fake.requests) == 1
+    body = fake.requests[0]
+    assert body["model"] == "fake-model"
+    assert body["messages"] == MSGS
+    assert body["response_format"]["type"] == "json_schema"
+    assert body["response_format"]["json_schema"]["schema"] == SCHEMA
+    assert services.llm._mode_memory[(fake.base_url, "fake-model")] == "json_schema"
+
+
+def test_json_schema_rejected_with_500_falls_back_to_json_object_schema_and_remembers(backend):
+    with FakeOpenAIServer(reject_json_schema=True) as fake:
+        backend = backend.with_changes(base_url=fake.base_url)
+        fake.enqueue_json({"answer": 1})
+        fake.enqueue_json({"answer": 2})
+        client = LLMClient(backend)
+        first = ask(client)
+        assert first.ok and first.value.answer == 1
+        # The SDK retries the 500 (1 + max_retries attempts), then the client steps down one mode.
+        n_schema = backend.max_retries + 1
+        assert modes(fake) == ["json_schema"] * n_schema + ["json_object_schema"]
+        assert fake.requests[-1]["response_format"] == {"type": "json_object", "schema": SCHEMA}
+        assert client.ledger.summary()["calls"] == n_schema + 1
+
+        # A new client for the same server and model starts at the mode that worked.
+        fake.clear_requests()
+        second = ask(LLMClient(backend), messages=[{"role": "user", "content": "again"}])
+        assert second.ok and second.value.answer == 2
+        assert modes(fake) == ["json_object_schema"]
+
+
+def test_400_on_json_schema_steps_down_without_sdk_retries(fake, client):
+    fake.enqueue_status(400, {"error": {"message": "response_format json_schema not supported"}})
+    fake.enqueue_json({"answer": 3})
+    res = ask(client)
+    assert res.ok and res.value.answer == 3
+    assert modes(fake) == ["json_schema", "json_object_schema"]
+    assert services.llm._mode_memory[(fake.base_url, "fake-model")] == "json_object_schema"
+
+
+def test_remembered_mode_is_per_model(fake, backend):
+    services.llm._mode_memory[(fake.base_url, "other-model")] = "json_object"
+    fake.enqueue_json({"answer": 1})
+    assert ask(LLMClient(backend)).ok
+    assert modes(fake) == ["json_schema"]
+
+
+def test_embedded_backend_starts_with_json_object_schema(fake):
+    client = LLMClient(BackendConfig(kind="embedded", max_retries=0, timeout=2.0), base_url=fake.base_url)
+    fake.enqueue_json({"answer": 5})
+    assert ask(client).value.answer == 5
+    assert modes(fake) == ["json_object_schema"]
+
+
+def test_no_schema_sends_no_response_format(fake, client):
+    fake.enqueue_json({"answer": 9})
+    res = ask(client, schema=None)
+    assert res.ok
+    assert modes(fake) == [None]
+    assert (fake.base_url, "fake-model") not in services.llm._mode_memory
+
+
+# -- repair and retry -------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "raw",
+    [
+        '```json\n{"answer": 42}\n```\nI hope this helps! Let me know if you need more.',
+        "{'answer': 42}",
+        'Here is the JSON: {"answer": 42,}',
+    ],
+)
+def test_malformed_json_is_repaired_without_a_second_request(fake, client, raw):
+    fake.enqueue_text(raw)
+    res = ask(client)
+    assert res.ok and res.value.answer == 42
+    assert res.raw == raw
+    assert len(fake.requests) == 1
+
+
+def test_prose_triggers_one_retry_asking_for_json(fake, client):
+    fake.enqueue_text("The answer is forty-two, obviously.", usage=(10, 6))
+    fake.enqueue_json({"answer": 42}, usage=(30, 4))
+    res = ask(client)
+    assert res.ok and res.value.answer == 42
+    assert len(fake.requests) == 2
+    retry = fake.requests[1]["messages"]
+    assert retry[: len(MSGS)] == MSGS
+    assert retry[-2] == {"role": "assistant", "content": "The answer is forty-two, obviously."}
+    assert retry[-1]["role"] == "user"
+    assert "only the JSON" in retry[-1]["content"]
+    assert "no JSON found" in retry[-1]["content"]
+    usage = client.ledger.summary()
+    assert (usage["calls"], usage["prompt_tokens"], usage["completion_tokens"]) == (2, 40, 10)
+
+
+def test_prose_twice_gives_an_error_and_no_value(fake, client):
+    fake.enqueue_text("I would say the answer is forty-two.")
+    fake.enqueue_text("Sorry, forty-two.")
+    res = ask(client)
+    assert res.value is None and not res.ok
+    assert res.error and "twice" in res.error and "Sorry, forty-two." in res.error
+    assert not res.fatal
+    assert len(fake.requests) == 2
+    assert client.ledger.summary()["errors"] == 1
+
+
+def test_wrong_shape_is_retried_with_the_problem_named(fake, client):
+    fake.enqueue_json({"result": "42"})
+    fake.enqueue_json({"answer": 42})
+    res = ask(client)
+    assert res.ok and res.value.answer == 42
+    assert "unexpected shape" in fake.requests[1]["messages"][-1]["content"]
+
+
+def test_truncated_answer_retry_mentions_max_tokens(fake, backend):
+    client = LLMClient(backend.with_changes(max_tokens=17))
+    fake.enqueue(Reply(content="Let me think step by step about", finish_reason="length"))
+    fake.enqueue_json({"answer": 1})
+    assert ask(client).ok
+    assert fake.requests[0]["max_tokens"] == 17
+    assert "max_tokens=17" in fake.requests[1]["messages"][-1]["content"]
+
+
+# -- transport errors -------------------------------------------------------------------------
+def test_429_with_retry_after_then_success_counts_the_extra_request(fake, client):
+    fake.enqueue_status(429, {"error": {"message": "slow down"}}, headers={"Retry-After": "0"})
+    fake.enqueue_json({"answer": 7})
+    res = ask(client)
+    assert res.ok and res.value.answer == 7
+    assert len(fake.requests) == 2
+    assert fake.request_headers[1].get("x-stainless-retry-count") == "1"
+    assert client.ledger.summary()["calls"] == 2
+
+
+def test_retry_after_is_honoured(fake, client):
+    fake.enqueue_status(429, {"error": {"message": "slow down"}}, headers={"Retry-After": "0.4"})
+    fake.enqueue_json({"answer": 7})
+    started = time.perf_counter()
+    assert ask(client, schema=None).ok
+    assert time.perf_counter() - started >= 0.4
+
+
+def test_500_beyond_max_retries_is_an_error_mentioning_500(backend):
+    with FakeOpenAIServer(responder=lambda body: Reply(status=500, body={"error": {"message": "boom"}})) as fake:
+        client = LLMClient(backend.with_changes(base_url=fake.base_url))
+        res = ask(client, schema=None)
+        assert res.value is None
+        assert "500" in res.error and "boom" in res.error
+        assert not res.fatal
+        assert len(fake.requests) == backend.max_retries + 1
+        assert client.ledger.summary()["errors"] == 1
+
+
+def test_500_on_every_mode_remembers_no_mode(backend):
+    with FakeOpenAIServer(responder=lambda body: Reply(status=500)) as fake:
+        client = LLMClient(backend.with_changes(base_url=fake.base_url, max_retries=0))
+        res = ask(client)
+        assert res.value is None and "500" in res.error
+        assert modes(fake) == ["json_schema", "json_object_schema", "json_object", None]
+        assert services.llm._mode_memory == {}
+
+
+def test_stall_past_timeout_is_a_timeout_error(fake, backend):
+    client = LLMClient(backend.with_changes(timeout=0.5, max_retries=0))
+    fake.enqueue_delay(5, then={"answer": 1})
+    started = time.perf_counter()
+    res = ask(client)
+    assert time.perf_counter() - started < 3
+    assert res.value is None
+    assert "timeout" in res.error.lower()
+    assert not res.fatal
+    assert len(fake.requests) == 1  # a timeout is not a reason to try another response_format
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_unreachable_port_is_fatal_cannot_reach():
+    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    client = LLMClient(BackendConfig(kind="openai", base_url=url, model="m", max_retries=1, timeout=2.0))
+    res = ask(client)
+    assert res.value is None and res.fatal
+    assert res.error.startswith(f"Cannot reach {url}")
+
+
+def test_401_is_fatal_and_mentions_the_api_key(fake, client):
+    fake.enqueue_status(401, {"error": {"message": "Incorrect API key provided", "code": "invalid_api_key"}})
+    res = ask(client)
+    assert res.fatal and res.value is None
+    assert "API key" in res.error and "401" in res.error
+    assert len(fake.requests) == 1
+
+
+def test_404_is_fatal_and_names_the_model(fake, client):
+    fake.enqueue_status(404, {"error": {"message": "The model does not exist"}})
+    res = ask(client)
+    assert res.fatal and "fake-model" in res.error and "404" in res.error
+
+
+def test_api_key_is_sent_as_bearer_token(fake, backend):
+    client = LLMClient(backend.with_changes(api_key=SecretStr("sk-test-123")))
+    fake.enqueue_json({"answer": 1})
+    ask(client)
+    assert fake.request_headers[0].get("authorization") == "Bearer sk-test-123"
+    assert "sk-test-123" not in repr(backend.with_changes(api_key=SecretStr("sk-test-123")))
+
+
+def test_test_connection_reports_model_and_answer(fake, client):
+    fake.enqueue_text("OK")
+    ok, msg = client.test_connection()
+    assert ok and "'fake-model'" in msg and "'OK'" in msg
+    fake.enqueue_status(401)
+    ok, msg = client.test_connection()
+    assert not ok and "API key" in msg
+
+
+# -- cache and ledger -------------------------------------------------------------------------
+def test_identical_call_is_served_from_the_cache(fake, backend, engine):
+    cache = SqlCache(engine)
+    fake.enqueue_json({"answer": 42}, usage=(12, 3))
+    first = ask(LLMClient(backend, cache=cache))
+    assert first.ok and not first.cached
+
+    ledger = UsageLedger()
+    second = ask(LLMClient(backend, cache=cache, ledger=ledger))
+    assert second.cached and second.value == first.value and second.raw == first.raw
+    assert len(fake.requests) == 1
+    summary = ledger.summary()
+    assert summary["cache_hits"] == 1 and summary["calls"] == 0
+    assert summary["prompt_tokens"] == 0
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"sample_index": 1},
+        {"prompt_version": "test@2"},
+        {"temperature": 0.7},
+        {"messages": [{"role": "user", "content": "What is six times eight?"}]},
+    ],
+)
+def test_a_different_key_sends_a_new_request(fake, backend, engine, change):
+    cache = SqlCache(engine)
+    fake.responder = lambda body: {"answer": 1}
+    assert ask(LLMClient(backend, cache=cache)).ok
+    res = ask(LLMClient(backend, cache=cache), **change)
+    assert res.ok and not res.cached
+    assert len(fake.requests) == 2
+
+
+def test_a_failed_call_is_not_cached(fake, backend, engine):
+    cache = SqlCache(engine)
+    fake.enqueue_text("no idea")
+    fake.enqueue_text("still no idea")
+    assert not ask(LLMClient(backend, cache=cache)).ok
+    fake.enqueue_json({"answer": 4})
+    res = ask(LLMClient(backend, cache=cache))
+    assert res.ok and not res.cached
+    assert len(fake.requests) == 3
+
+
+def test_a_cached_answer_that_no_longer_parses_is_asked_again(fake, backend, engine):
+    cache = SqlCache(engine)
+    fake.enqueue_json({"answer": 4})
+    client = LLMClient(backend, cache=cache)
+    assert ask(client).ok
+
+    class Other(BaseModel):
+        other: str
+
+    fake.enqueue_json({"other": "x"})
+    res = client.chat_json(MSGS, parse=Other.model_validate, schema=SCHEMA, prompt_version="test@1", stage="t")
+    assert res.ok and not res.cached and res.value.other == "x"
+    assert len(fake.requests) == 2
+
+
+def test_ledger_counts_tokens_from_usage(fake, client):
+    fake.enqueue_json({"answer": 1}, usage=(11, 7))
+    fake.enqueue_json({"answer": 2}, usage=(5, 2))
+    ask(client, stage="dce")
+    ask(client, messages=[{"role": "user", "content": "other"}], stage="amc")
+    s = client.ledger.summary()
+    assert (s["calls"], s["prompt_tokens"], s["completion_tokens"], s["errors"]) == (2, 16, 9, 0)
+    assert [r.stage for r in client.ledger.records] == ["dce", "amc"]
+    assert all(r.latency_ms > 0 for r in client.ledger.records)
