@@ -49,6 +49,7 @@ def _fast_sdk_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
 def fake() -> Iterator[FakeOpenAIServer]:
     with FakeOpenAIServer() as server:
         yield server
+    assert not server.responder_errors, f"the fake's responder raised: {server.responder_errors!r}"
 
 
 @pytest.fixture

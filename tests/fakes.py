@@ -99,7 +99,9 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.status != 200:
             payload = reply.body
             if payload is None:
-                payload = {"error": {"message": f"fake error {reply.status}", "type": "server_error", "code": reply.status}}
+                payload = {
+                    "error": {"message": f"fake error {reply.status}", "type": "server_error", "code": reply.status}
+                }
             self._send(reply.status, payload, reply.headers)
             return
         prompt_text = " ".join(str(m.get("content", "")) for m in body.get("messages", []))
@@ -154,6 +156,7 @@ class FakeOpenAIServer:
         self._requests: list[dict] = []
         self._headers: list[dict[str, str]] = []
         self._n = 0
+        self.responder_errors: list[Exception] = []
         self._closing = threading.Event()
         self._httpd: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -241,13 +244,20 @@ class FakeOpenAIServer:
             if self.reject_json_schema and rf.get("type") == "json_schema":
                 return Reply(
                     status=500,
-                    body={"error": {"code": 500, "message": "Unsupported response_format type", "type": "server_error"}},
+                    body={
+                        "error": {"code": 500, "message": "Unsupported response_format type", "type": "server_error"}
+                    },
                 )
             if self._queue:
                 return self._queue.popleft()
         if self.responder is None:
             return Reply(status=500, body={"error": {"message": "fake server: no scripted reply left"}})
-        return as_reply(self.responder(body))
+        try:
+            return as_reply(self.responder(body))
+        except Exception as exc:  # a broken test script: answer 500 and let the fixture report it
+            with self._lock:
+                self.responder_errors.append(exc)
+            return Reply(status=500, body={"error": {"message": f"fake responder failed: {exc!r}"}})
 
 
 # -- helpers for DCR scripts ---------------------------------------------------------------------

@@ -190,7 +190,9 @@ def test_set_rewrite_accepted_changes_the_final_text(engine):
     assert dcr.compose_final(load(engine, run_id).rounds) == FIXED
     with get_session(engine) as session:
         assert crud.set_rewrite_accepted(session=session, run_id=run_id, round_idx=0, sentence_idx=1, accepted=False)
-        assert not crud.set_rewrite_accepted(session=session, run_id=run_id, round_idx=0, sentence_idx=0, accepted=False)
+        assert not crud.set_rewrite_accepted(
+            session=session, run_id=run_id, round_idx=0, sentence_idx=0, accepted=False
+        )
         assert not crud.set_rewrite_accepted(session=session, run_id=run_id, round_idx=5, sentence_idx=1, accepted=True)
     d = load(engine, run_id)
     assert d.rounds[0].rewrites[0].accepted is False

@@ -259,9 +259,7 @@ def test_continue_fixes_and_reevaluates(fake, client):
     fake.responder = toy_judge(bad="1999", fix="1889")
     seen_improved, seen_rounds = [], []
     rounds = [dcr.first_round(client, REF, S, CFG)]
-    dcr.continue_rounds(
-        client, REF, rounds, CFG, on_improved=seen_improved.append, on_round=seen_rounds.append
-    )
+    dcr.continue_rounds(client, REF, rounds, CFG, on_improved=seen_improved.append, on_round=seen_rounds.append)
     assert len(rounds) == 2
     assert rounds[0].evaluation.score.z_hat == pytest.approx(2 / 3)
     assert [(rw.index, rw.after) for rw in rounds[0].rewrites] == [(1, "It was completed in 1889.")]
@@ -294,9 +292,7 @@ def test_only_inconsistent_sentences_are_rewritten(fake, client):
     fake.enqueue_json(dce((S[0], OK), ("It was completed in 1889.", OK), (S[2], OK)))
     rounds = [dcr.first_round(client, REF, S, CFG)]
     dcr.continue_rounds(client, REF, rounds, CFG)
-    assert [(rw.index, rw.before, rw.after) for rw in rounds[0].rewrites] == [
-        (1, S[1], "It was completed in 1889.")
-    ]
+    assert [(rw.index, rw.before, rw.after) for rw in rounds[0].rewrites] == [(1, S[1], "It was completed in 1889.")]
     assert rounds[1].sentences == [S[0], "It was completed in 1889.", S[2]]
     rai_prompt = last_user(fake.requests[1])
     assert rai_prompt.startswith("You are a good writer")
@@ -305,7 +301,9 @@ def test_only_inconsistent_sentences_are_rewritten(fake, client):
 
 def test_template_echo_rewrite_is_ignored(fake, client):
     fake.enqueue_json(dce((S[0], OK), (S[1], BAD.format("wrong year"))))
-    fake.enqueue_json([{"sentence": S[0], "improved_sentence": S[0]}, {"sentence": S[1], "improved_sentence": "improved sentence"}])
+    fake.enqueue_json(
+        [{"sentence": S[0], "improved_sentence": S[0]}, {"sentence": S[1], "improved_sentence": "improved sentence"}]
+    )
     rounds = [dcr.first_round(client, REF, S[:2], CFG)]
     dcr.continue_rounds(client, REF, rounds, CFG)
     assert len(rounds) == 1  # nothing changed: no second round
