@@ -137,11 +137,11 @@ def make_rounds_figure(df: pd.DataFrame) -> go.Figure:
     )
     fig.update_layout(
         barmode="stack",
-        height=260,
-        margin={"l": 10, "r": 10, "t": 30, "b": 10},
+        height=280,
+        margin={"l": 10, "r": 10, "t": 10, "b": 10},
         xaxis={"title": "round", "dtick": 1},
         yaxis={"title": "sentences"},
         yaxis2={"title": "Ẑ", "overlaying": "y", "side": "right", "range": [0, 1.05]},
-        legend={"orientation": "h", "y": 1.15},
+        legend={"orientation": "h", "y": -0.25, "x": 0},
     )
     return fig

@@ -70,7 +70,16 @@ st.caption(
 )
 demo_notice(backend)
 
-with st.container(border=True):
+open_run = st.session_state.ev_run_id
+if open_run is not None and not st.session_state.ev_reference and not st.session_state.ev_candidate:
+    opened = runs.load(eng, open_run)
+    if opened is not None:  # a deep link: show what was evaluated, ready to run again with changes
+        st.session_state.ev_reference, st.session_state.ev_candidate = opened.reference, opened.candidate
+        st.session_state.ev_task = opened.run.task
+form_box = (
+    st.expander("New evaluation", icon=":material/edit_note:") if open_run is not None else st.container(border=True)
+)
+with form_box:
     top = st.columns([3, 2])
     top[0].radio("Task", list(TASK_LABELS), format_func=TASK_LABELS.get, key="ev_task", horizontal=True)
     top[1].selectbox(
@@ -163,7 +172,11 @@ if run_id is not None:
     n = len(detail.rounds)
     round_key = f"ev_round_{r.id}_{n}"
     chosen = st.segmented_control(
-        "Round", list(range(n)), format_func=lambda i: f"Round {i}", default=n - 1, key=round_key,
+        "Round",
+        list(range(n)),
+        format_func=lambda i: f"Round {i}",
+        default=n - 1,
+        key=round_key,
         required=True,
     )
     chosen = n - 1 if chosen is None else chosen
@@ -188,6 +201,7 @@ if run_id is not None:
             not ev_last.all_consistent
             and not ev_last.error
             and any(s.verdict == "inconsistent" for s in ev_last.sentences)
+            and not (last.rewrites and not any(rw.changed for rw in last.rewrites))
         )
         if ev_last.all_consistent:
             st.success(f"Every sentence is consistent after round {last.index}.", icon=":material/check_circle:")

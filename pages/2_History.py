@@ -80,7 +80,11 @@ def _details(run_id: int) -> None:
         for rnd in d.rounds:
             with st.expander(
                 f"Round {rnd.index}: Ẑ = "
-                + (f"{rnd.evaluation.score.z_hat:.3f}" if rnd.evaluation.score and rnd.evaluation.score.z_hat is not None else "n/a")
+                + (
+                    f"{rnd.evaluation.score.z_hat:.3f}"
+                    if rnd.evaluation.score and rnd.evaluation.score.z_hat is not None
+                    else "n/a"
+                )
                 + (f" · {sum(w.changed for w in rnd.rewrites)} rewrite(s)" if rnd.rewrites else ""),
                 expanded=rnd.index == len(d.rounds) - 1,
             ):
@@ -130,7 +134,9 @@ if len(selected) == 2:
             diff["candidate"] = ("(differs)", "(differs)")
         if diff:
             st.dataframe(
-                pd.DataFrame([{"setting": k, f"run #{selected[0]}": v[0], f"run #{selected[1]}": v[1]} for k, v in diff.items()]),
+                pd.DataFrame(
+                    [{"setting": k, f"run #{selected[0]}": v[0], f"run #{selected[1]}": v[1]} for k, v in diff.items()]
+                ),
                 hide_index=True,
             )
         else:

@@ -304,3 +304,18 @@ def toy_judge(bad: str, fix: str) -> Callable[[dict], ReplyLike]:
         return dce(*[(s, BAD.format(f"it says {bad}") if bad in s else OK) for s in sentences])
 
     return respond
+
+
+CONNECTION_CHECK_PROMPT = "Reply with the word OK."
+
+
+def answers_connection_check(responder: Callable[[dict], ReplyLike]) -> Callable[[dict], ReplyLike]:
+    """Wrap a responder so the app's "Test connection" request (Settings) is answered "OK";
+    every other request goes to `responder`. Lets one fake serve both the judge and the check."""
+
+    def respond(body: dict) -> ReplyLike:
+        if last_user(body).strip() == CONNECTION_CHECK_PROMPT:
+            return Reply(content="OK")
+        return responder(body)
+
+    return respond

@@ -7,7 +7,17 @@ import json
 import pytest
 
 from services import dcr
-from services.dcr import DCRConfig, Evaluation, Rewrite, Round, align, eq3, rule_mark, score_evaluation
+from services.dcr import (
+    DCRConfig,
+    Evaluation,
+    Rewrite,
+    Round,
+    SentenceVerdict,
+    align,
+    eq3,
+    rule_mark,
+    score_evaluation,
+)
 from services.llm import LLMClient
 from tests.fakes import BAD, OK, FakeOpenAIServer, Reply, dce, last_user, toy_judge
 
@@ -328,6 +338,12 @@ def test_fatal_evaluation_is_not_improved(fake, client):
     assert rounds[0].evaluation.fatal
     dcr.continue_rounds(client, REF, rounds, CFG)
     assert len(rounds) == 1 and len(fake.requests) == 1
+
+    # even with a sentence judged inconsistent, a fatal backend error stops Algorithm 1
+    bad = SentenceVerdict(index=0, text=S[1], verdict="inconsistent", reason=BAD.format("x"), mark=-1)
+    rounds = [Round(index=0, sentences=[S[1]], evaluation=Evaluation(sentences=[bad], fatal=True))]
+    dcr.continue_rounds(client, REF, rounds, CFG)
+    assert len(rounds) == 1 and rounds[0].rewrites == [] and len(fake.requests) == 1
 
 
 # -- the user's choices -----------------------------------------------------------------------
