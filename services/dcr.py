@@ -349,9 +349,8 @@ _NEG_FALLBACK = re.compile(
 
 # What the prompts' JSON templates say; a weak model sometimes copies them instead of answering.
 TEMPLATE_ECHOES = (
-    "why this sentence is or is not consistent",
-    "why this sentence is or isn't consistent",
-    "why this summary is or is not consistent",
+    "why this sentence",
+    "why this summary",
     "original sentence",
     "improved sentence",
     "improved summary",
@@ -404,8 +403,7 @@ def align(items: Sequence[str], sentences: Sequence[str]) -> tuple[list[int | No
             continue
         by_sentence[j] = i
         used.add(i)
-    # Items without a quoted match fill the remaining sentences in order when they sit in the same
-    # order; anything left over judges no single sentence.
+    # Items that quote no sentence judge no single sentence (Appendix E.4's paragraph-level reasons).
     return by_sentence, [i for i in range(len(items)) if i not in used]
 
 

@@ -226,9 +226,12 @@ class LLMClient:
     def _mode_key(self) -> tuple[str, str]:
         return (self.base_url, self.backend.model)
 
-    def _start_mode(self) -> str:
+    def _known_mode(self) -> str | None:
         with _mode_lock:
-            known = _mode_memory.get(self._mode_key())
+            return _mode_memory.get(self._mode_key())
+
+    def _start_mode(self) -> str:
+        known = self._known_mode()
         if known:
             return known
         return "json_object_schema" if self.backend.is_embedded else "json_schema"
@@ -237,7 +240,9 @@ class LLMClient:
         with _mode_lock:
             _mode_memory[self._mode_key()] = mode
 
-    def _request(self, messages: list[dict], schema: dict | None, mode: str, temperature: float) -> _Reply:
+    def _request(
+        self, messages: list[dict], schema: dict | None, mode: str, temperature: float, probe: bool = False
+    ) -> _Reply:
         kwargs: dict[str, Any] = {
             "model": self.backend.model,
             "messages": messages,
@@ -254,7 +259,21 @@ class LLMClient:
         elif mode == "json_object":
             kwargs["response_format"] = {"type": "json_object"}
         with self._sem:
-            resp = self.sdk().chat.completions.create(**kwargs)
+            resp = None
+            if probe:
+                # A first json_schema request probes support without SDK retries: llama.cpp answers 500
+                # to it, which the SDK would otherwise retry with backoff. Rate limits and network
+                # trouble are not an answer about support: those go on to the normal, retried request.
+                try:
+                    resp = self.sdk().with_options(max_retries=0).chat.completions.create(**kwargs)
+                except openai.APITimeoutError:
+                    raise
+                except openai.RateLimitError as exc:
+                    time.sleep(_retry_after(exc))
+                except openai.APIConnectionError:
+                    pass
+            if resp is None:
+                resp = self.sdk().chat.completions.create(**kwargs)
         if not resp.choices:
             raise BackendError("The server returned no choices.")
         choice = resp.choices[0]
@@ -269,15 +288,19 @@ class LLMClient:
     def _request_with_fallback(
         self, messages: list[dict], schema: dict | None, temperature: float, rec: CallRecord
     ) -> _Reply:
+        known = self._known_mode()
         modes = list(MODES[MODES.index(self._start_mode()) :]) if schema is not None else ["text"]
         last: BackendError | None = None
         for i, mode in enumerate(modes):
             self._sent.n = 0
+            probe = schema is not None and known is None and mode == "json_schema"
             try:
-                reply = self._request(messages, schema, mode, temperature)
+                reply = self._request(messages, schema, mode, temperature, probe=probe)
             except (openai.BadRequestError, openai.UnprocessableEntityError, openai.InternalServerError) as exc:
                 last = describe_error(exc, self.backend, self.base_url)
-                if mode == "text" or i == len(modes) - 1:
+                # A 500 means "unsupported" only for the json_schema probe; elsewhere it is a failing server.
+                unsupported = not isinstance(exc, openai.InternalServerError) or probe
+                if mode == "text" or i == len(modes) - 1 or not unsupported:
                     raise last from exc
                 log.info("server refused response_format=%s (%s); trying the next mode", mode, exc)
                 continue
@@ -390,6 +413,14 @@ class LLMClient:
             True,
             f"Connected to {base}: model '{resp.model or self.backend.model}' answered {text!r} in {ms:.0f} ms.",
         )
+
+
+def _retry_after(exc: openai.APIStatusError, cap: float = 60.0) -> float:
+    """The server's Retry-After in seconds (bounded), or a short default."""
+    try:
+        return min(cap, max(0.0, float(exc.response.headers.get("retry-after", "0.5"))))
+    except (TypeError, ValueError):
+        return 0.5
 
 
 def _try_parse(raw: str, parse: Callable[[Any], T]) -> tuple[T | None, str | None]:

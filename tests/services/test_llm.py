@@ -64,17 +64,27 @@ def test_json_schema_rejected_with_500_falls_back_to_json_object_schema_and_reme
         client = LLMClient(backend)
         first = ask(client)
         assert first.ok and first.value.answer == 1
-        # The SDK retries the 500 (1 + max_retries attempts), then the client steps down one mode.
-        n_schema = backend.max_retries + 1
-        assert modes(fake) == ["json_schema"] * n_schema + ["json_object_schema"]
+        # The first json_schema request is a probe sent without SDK retries; its 500 steps down one mode.
+        assert modes(fake) == ["json_schema", "json_object_schema"]
         assert fake.requests[-1]["response_format"] == {"type": "json_object", "schema": SCHEMA}
-        assert client.ledger.summary()["calls"] == n_schema + 1
+        assert client.ledger.summary()["calls"] == 2
 
         # A new client for the same server and model starts at the mode that worked.
         fake.clear_requests()
         second = ask(LLMClient(backend), messages=[{"role": "user", "content": "again"}])
         assert second.ok and second.value.answer == 2
         assert modes(fake) == ["json_object_schema"]
+
+
+def test_500_after_the_mode_is_known_is_a_server_failure_not_a_format_refusal(fake, client):
+    fake.enqueue_json({"answer": 1})
+    assert ask(client).ok  # json_schema works and is remembered
+    for _ in range(client.backend.max_retries + 1):
+        fake.enqueue_status(500)
+    res = ask(client, messages=[{"role": "user", "content": "again"}])
+    assert res.error and "500" in res.error
+    assert modes(fake)[1:] == ["json_schema"] * (client.backend.max_retries + 1)  # no step down to JSON mode
+    assert services.llm._mode_memory[(fake.base_url, "fake-model")] == "json_schema"
 
 
 def test_400_on_json_schema_steps_down_without_sdk_retries(fake, client):
@@ -176,8 +186,16 @@ def test_429_with_retry_after_then_success_counts_the_extra_request(fake, client
     res = ask(client)
     assert res.ok and res.value.answer == 7
     assert len(fake.requests) == 2
-    assert fake.request_headers[1].get("x-stainless-retry-count") == "1"
     assert client.ledger.summary()["calls"] == 2
+
+
+def test_429_on_the_json_schema_probe_waits_retry_after_and_keeps_the_mode(fake, client):
+    fake.enqueue_status(429, {"error": {"message": "slow down"}}, headers={"Retry-After": "0.4"})
+    fake.enqueue_json({"answer": 7})
+    started = time.perf_counter()
+    res = ask(client)
+    assert res.ok and time.perf_counter() - started >= 0.4
+    assert modes(fake) == ["json_schema", "json_schema"]  # a rate limit says nothing about format support
 
 
 def test_retry_after_is_honoured(fake, client):
@@ -199,12 +217,13 @@ def test_500_beyond_max_retries_is_an_error_mentioning_500(backend):
         assert client.ledger.summary()["errors"] == 1
 
 
-def test_500_on_every_mode_remembers_no_mode(backend):
+def test_500_on_every_mode_gives_up_and_remembers_no_mode(backend):
     with FakeOpenAIServer(responder=lambda body: Reply(status=500)) as fake:
         client = LLMClient(backend.with_changes(base_url=fake.base_url, max_retries=0))
         res = ask(client)
         assert res.value is None and "500" in res.error
-        assert modes(fake) == ["json_schema", "json_object_schema", "json_object", None]
+        # The json_schema probe's 500 steps down once; a second 500 is a failing server, not a refusal.
+        assert modes(fake) == ["json_schema", "json_object_schema"]
         assert services.llm._mode_memory == {}
 
 

@@ -1,0 +1,84 @@
+"""AppTest fixtures: each test gets its own SQLite file, fresh engine caches and, when asked, the fake judge.
+
+AppTest runs the pages in this process, so the process-wide caches (`st.cache_resource` behind
+`components.ui.engine` and `db.engine._engines`) are cleared around every test; otherwise the
+first test's database would serve all the others.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import components.ui
+import db.engine
+import services.embedded
+from tests.app.helpers import HOME, ROOT
+from tests.fakes import FakeOpenAIServer, answers_connection_check, toy_judge
+
+
+def _reset_engines() -> None:
+    components.ui.engine.clear()
+    with db.engine._lock:
+        for eng in db.engine._engines.values():
+            eng.dispose()
+        db.engine._engines.clear()
+
+
+@pytest.fixture(autouse=True)
+def db_file(_isolated_env, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
+    """DATABASE_URL points at a SQLite file of this test; the app's engine caches start empty."""
+    path = tmp_path / "app.db"
+    monkeypatch.setenv("DATABASE_URL", f"sqlite:///{path}")
+    _reset_engines()
+    yield path
+    _reset_engines()
+
+
+@pytest.fixture(autouse=True)
+def _no_embedded_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No app test may start the embedded model (slow, and not what these tests are about)."""
+
+    def refuse():
+        raise AssertionError("an app test tried to start the embedded model")
+
+    monkeypatch.setattr(services.embedded, "get_embedded_server", refuse)
+
+
+@pytest.fixture
+def judge(fake: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch) -> FakeOpenAIServer:
+    """The fake server as the app's backend (via LLM_BASE_URL), judging with the toy judge."""
+    fake.responder = answers_connection_check(toy_judge(bad="1999", fix="1889"))
+    monkeypatch.setenv("LLM_BASE_URL", fake.base_url)
+    monkeypatch.setenv("LLM_MODEL", "fake-model")
+    monkeypatch.setenv("LLM_TIMEOUT", "10")
+    monkeypatch.setenv("LLM_MAX_RETRIES", "1")
+    return fake
+
+
+@pytest.fixture
+def closed_url() -> str:
+    """An OpenAI-style base URL on a local port nothing listens on."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"
+
+
+@pytest.fixture
+def open_page() -> Callable[..., AppTest]:
+    """Run the app at one page: `open_page(EVALUATE, query={"run": "1"})`; HOME (None) is app.py."""
+
+    def _open(page: str | None = HOME, *, query: dict[str, str] | None = None) -> AppTest:
+        at = AppTest.from_file(ROOT / "app.py", default_timeout=30)
+        if query:
+            at.query_params.update(query)
+        if page:
+            at.switch_page(page)
+        return at.run()
+
+    return _open

@@ -1,0 +1,49 @@
+"""Constants and helpers for the AppTest tests (fixtures are in conftest.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+import db.engine
+from services import runs
+from services.config import BackendConfig
+from services.dcr import DCRConfig
+from tests.fakes import FakeOpenAIServer
+
+ROOT = Path(__file__).resolve().parents[2]
+HOME = None
+EVALUATE = "pages/1_Evaluate.py"
+HISTORY = "pages/2_History.py"
+SETTINGS = "pages/3_Settings.py"
+
+# Three sentences, one wrong (1999): the toy judge flags it and the improver writes 1889.
+REF = (
+    "The Eiffel Tower stands in Paris. It was completed in 1889 for the World's Fair. "
+    "The tower is made of wrought iron."
+)
+CAND = "The Eiffel Tower is in Paris. It was completed in 1999. It is made of wrought iron."
+FIXED = "The Eiffel Tower is in Paris. It was completed in 1889. It is made of wrought iron."
+
+
+def counts() -> dict[str, int]:
+    """What the test's database holds (the same engine the app uses)."""
+    return runs.db_counts(db.engine.get_engine())
+
+
+def seed_run(fake: FakeOpenAIServer, candidate: str = CAND, **kw) -> int:
+    """A finished round-0 run in the test's database, judged by the fake (as cli.py would save it)."""
+    backend = BackendConfig(kind="openai", base_url=fake.base_url, model="fake-model", max_retries=1, timeout=10)
+    return runs.start_run(db.engine.get_engine(), backend, REF, candidate, DCRConfig(), **kw)
+
+
+def texts(elements) -> list[str]:
+    return [str(e.value) for e in elements]
+
+
+def click(at: AppTest, label: str) -> AppTest:
+    """Click the (first) button with this exact label and rerun."""
+    matches = [b for b in at.button if b.label == label]
+    assert matches, f"no button {label!r}; buttons: {[b.label for b in at.button]}"
+    return matches[0].click().run()

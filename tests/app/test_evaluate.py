@@ -1,0 +1,176 @@
+"""Evaluate page: evaluate, improve, step through rounds, deep links, and the failure paths."""
+
+from __future__ import annotations
+
+import pytest
+
+import db.engine
+from services import runs
+from tests.app.helpers import CAND, EVALUATE, FIXED, REF, click, counts, seed_run, texts
+
+
+def evaluate(open_page, reference: str = REF, candidate: str = CAND):
+    at = open_page(EVALUATE)
+    assert not at.exception
+    at.text_area(key="ev_reference").input(reference)
+    at.text_area(key="ev_candidate").input(candidate)
+    return click(at, "Evaluate")
+
+
+def score(at) -> str:
+    return next(m.value for m in at.metric if m.label == "Score Ẑ")
+
+
+def verdict_html(at) -> str:
+    """The markdown blocks with the sentence cards (verdict chips)."""
+    return "\n".join(t for t in texts(at.markdown) if "cs-chip" in t)
+
+
+def test_evaluate_shows_sentence_verdicts_and_saves_the_run(open_page, judge):
+    at = evaluate(open_page)
+    assert not at.exception
+    assert not at.error, texts(at.error)
+    assert [s.value for s in at.subheader] == ["Run #1 · Summarization"]
+    assert at.query_params["run"] == "1"
+    cards = verdict_html(at)
+    assert cards.count('class="cs-chip consistent"') == 2
+    assert cards.count('class="cs-chip inconsistent"') == 1
+    assert "✗ inconsistent</span><b>#2</b> · z = -1<div>It was completed in 1999.</div>" in cards
+    assert "it says 1999" in cards  # the model's reason is shown
+    assert score(at) == "0.667"  # Eq. 3: (1 - 1 + 1) / 3 = 1/3 -> (1/3 + 1) / 2
+    assert next(m.value for m in at.metric if m.label == "Judged") == "3 / 3"
+    assert at.code[0].value == CAND  # no rewrite yet: the final text is the candidate
+    assert any(b.label == "Improve" for b in at.button)
+
+    c = counts()
+    assert (c["runs"], c["rounds"], c["sentence verdicts"], c["model calls"]) == (1, 1, 3, 1)
+    detail = runs.load(db.engine.get_engine(), 1)
+    assert detail.run.status == "done" and detail.run.source == "app"
+    assert (detail.reference, detail.candidate) == (REF, CAND)
+    assert detail.run.base_url == judge.base_url and detail.run.model == "fake-model"
+    assert len(judge.requests) == 1
+
+
+def test_close_returns_to_an_empty_page(open_page, judge):
+    at = evaluate(open_page)
+    at = click(at, "Close")
+    assert not at.exception
+    assert not at.subheader and "run" not in at.query_params
+    assert counts()["runs"] == 1, "closing does not delete"
+
+
+@pytest.mark.parametrize(
+    ("candidate", "message"),
+    [
+        ("", "The candidate is empty"),
+        ("   \n\t ", "The candidate is empty"),
+        ("... !!", "The candidate has no sentence to check"),
+    ],
+)
+def test_unusable_candidate_shows_an_error_and_saves_nothing(open_page, judge, candidate, message):
+    at = evaluate(open_page, candidate=candidate)
+    assert not at.exception
+    assert any(message in e for e in texts(at.error)), texts(at.error)
+    assert not at.subheader and "run" not in at.query_params
+    assert counts()["runs"] == 0
+    assert judge.requests == [], "nothing is sent to the model"
+
+
+def test_empty_reference_shows_an_error(open_page, judge):
+    at = evaluate(open_page, reference="")
+    assert not at.exception
+    assert any("The reference is empty" in e for e in texts(at.error)), texts(at.error)
+    assert counts()["runs"] == 0
+
+
+def test_bundled_sample_fills_both_texts(open_page):
+    at = open_page(EVALUATE)
+    box = at.selectbox(key="ev_sample")
+    at = box.select_index(1).run()
+    assert not at.exception
+    assert at.text_area(key="ev_reference").value.startswith("The Northfield Museum")
+    assert "planetarium is free" in at.text_area(key="ev_candidate").value
+    assert any("Loaded the sample" in s for s in texts(at.success))
+
+
+def test_improve_adds_rounds_and_the_round_selector_steps_through_them(open_page, judge):
+    at = evaluate(open_page)
+    rounds = at.segmented_control[0]
+    assert rounds.options == ["Round 0"]
+
+    at = click(at, "Improve")
+    assert not at.exception
+    assert not at.error, texts(at.error)
+    rounds = at.segmented_control[0]
+    assert rounds.options == ["Round 0", "Round 1"]
+    assert rounds.value == 1
+    assert score(at) == "1.000"
+    assert 'class="cs-chip inconsistent"' not in verdict_html(at)
+    assert any("Every sentence is consistent after round 1" in s for s in texts(at.success))
+    assert at.code[0].value == FIXED
+    assert not any(b.label == "Improve" for b in at.button), "nothing left to improve"
+    assert len(at.get("plotly_chart")) == 1, "the rounds chart appears once there are two rounds"
+
+    at = at.segmented_control[0].set_value(0).run()
+    assert not at.exception
+    assert score(at) == "0.667"
+    assert verdict_html(at).count('class="cs-chip inconsistent"') == 1
+    assert any("Rewrites proposed in round 0" in t for t in texts(at.markdown))
+    assert any("1889" in t and "cs-ins" in t for t in texts(at.markdown)), "the rewrite's diff is shown"
+    assert at.code[0].value == FIXED, "the final text does not depend on the round shown"
+
+    at = at.segmented_control[0].set_value(1).run()
+    assert score(at) == "1.000"
+    c = counts()
+    assert (c["runs"], c["rounds"]) == (1, 2)
+
+
+def test_rejecting_a_rewrite_keeps_the_original_sentence_in_the_final_text(open_page, judge):
+    at = click(evaluate(open_page), "Improve")
+    at = at.segmented_control[0].set_value(0).run()
+    keep = next(s for s in at.segmented_control if s.key and s.key.startswith("ev_rw_"))
+    assert keep.value == "Accept"
+    at = keep.set_value("Reject").run()
+    assert not at.exception
+    assert at.code[0].value == CAND
+    assert any("1 rejected rewrite(s) left out" in c for c in texts(at.caption))
+
+
+def test_deep_link_opens_a_saved_run(open_page, judge):
+    seed_run(judge, source="cli")
+    run_id = seed_run(judge, candidate="It was completed in 1999.")
+    at = open_page(EVALUATE, query={"run": str(run_id)})
+    assert not at.exception
+    assert [s.value for s in at.subheader] == [f"Run #{run_id} · Summarization"]
+    assert verdict_html(at).count('class="cs-chip inconsistent"') == 1
+    assert score(at) == "0.000"
+
+    at = open_page(EVALUATE, query={"run": "1"})
+    assert [s.value for s in at.subheader] == ["Run #1 · Summarization"]
+    assert any("source: cli" in c for c in texts(at.caption))
+
+
+@pytest.mark.parametrize("run", ["999", "abc"])
+def test_link_to_a_missing_run_warns_instead_of_failing(open_page, judge, run):
+    seed_run(judge)
+    at = open_page(EVALUATE, query={"run": run})
+    assert not at.exception
+    assert not at.subheader
+    if run == "999":
+        assert any("Run 999 no longer exists" in w for w in texts(at.warning)), texts(at.warning)
+        assert "run" not in at.query_params, "the dead link is dropped from the URL"
+    # the page is still usable for a new evaluation
+    assert at.text_area(key="ev_candidate") is not None and any(b.label == "Evaluate" for b in at.button)
+
+
+def test_unreachable_backend_shows_the_failure(open_page, monkeypatch, closed_url):
+    monkeypatch.setenv("LLM_BASE_URL", closed_url)
+    monkeypatch.setenv("LLM_MAX_RETRIES", "0")
+    at = evaluate(open_page)
+    assert not at.exception
+    errors = texts(at.error)
+    assert any("The evaluator failed" in e and f"Cannot reach {closed_url}" in e for e in errors), errors
+    assert score(at) == "n/a"
+    assert not any(b.label == "Improve" for b in at.button), "nothing to improve after a failed evaluation"
+    detail = runs.load(db.engine.get_engine(), 1)
+    assert detail.run.status == "failed" and "Cannot reach" in (detail.run.error or "")

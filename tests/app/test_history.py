@@ -1,0 +1,92 @@
+"""History page: the empty state, the table of runs, filtering, opening and comparing runs."""
+
+from __future__ import annotations
+
+import db.engine
+from services import runs
+from tests.app.helpers import HISTORY, click, counts, seed_run, texts
+
+
+def test_no_runs_shows_the_hint(open_page):
+    at = open_page(HISTORY)
+    assert not at.exception
+    assert any("No runs yet" in i for i in texts(at.info)), texts(at.info)
+    assert not at.dataframe
+
+
+def test_runs_are_listed_in_the_table(open_page, judge):
+    seed_run(judge)
+    seed_run(judge, candidate="The tower is made of wrought iron.", source="cli")
+    at = open_page(HISTORY)
+    assert not at.exception
+    assert not at.info
+    df = at.dataframe[0].value
+    assert sorted(df["run"].tolist()) == [1, 2]
+    row = df.set_index("run").loc[1]
+    assert row["candidate"].startswith("The Eiffel Tower is in Paris.")
+    assert (row["task"], row["method"], row["model"], row["status"], row["source"]) == (
+        "summarization",
+        "dce-amc",
+        "fake-model",
+        "done",
+        "app",
+    )
+    assert abs(row["initial Ẑ"] - 2 / 3) < 1e-9
+    assert df.set_index("run").loc[2, "source"] == "cli"
+
+
+def test_filter_narrows_the_table(open_page, judge):
+    seed_run(judge)
+    seed_run(judge, candidate="The tower is made of wrought iron.", source="cli")
+    at = open_page(HISTORY)
+    at = at.text_input[0].input("the TOWER is made").run()
+    assert not at.exception
+    assert at.dataframe[0].value["run"].tolist() == [2]
+    at = at.text_input[0].input("no run says this").run()
+    assert not at.exception
+    assert at.dataframe[0].value.empty
+
+
+def select_rows(at, *rows: int):
+    """What the browser sends when rows of the table are ticked."""
+    at.session_state["hi_table"] = {"selection": {"rows": list(rows), "columns": [], "cells": []}}
+    return at.run()
+
+
+def test_selecting_a_run_shows_its_details_and_reopens_it(open_page, judge):
+    seed_run(judge)
+    at = select_rows(open_page(HISTORY), 0)
+    assert not at.exception
+    assert "#### Run #1" in texts(at.markdown)
+    assert any("cs-inconsistent" in t and "It was completed in 1999." in t for t in texts(at.markdown))
+    assert "Round 0: Ẑ = 0.667" in [e.label for e in at.expander]
+
+    at = click(at, "Reopen in Evaluate")
+    assert not at.exception
+    assert at.query_params["run"] == "1"
+    assert [s.value for s in at.subheader] == ["Run #1 · Summarization"]
+
+
+def test_two_selected_runs_are_compared(open_page, judge):
+    seed_run(judge)
+    seed_run(judge, candidate="The tower is made of wrought iron.")
+    at = select_rows(open_page(HISTORY), 0, 1)
+    assert not at.exception
+    assert any(s.startswith("Compare run #") for s in texts(at.subheader))
+    diff = at.dataframe[1].value
+    assert set(diff["setting"]) >= {"candidate", "initial_score"}
+    assert {"#### Run #1", "#### Run #2"} <= set(texts(at.markdown))
+
+
+def test_delete_asks_first_then_removes_the_run(open_page, judge):
+    seed_run(judge)
+    seed_run(judge, candidate="The tower is made of wrought iron.")
+    at = select_rows(open_page(HISTORY), 0)
+    run_id = int(at.dataframe[0].value.iloc[0]["run"])
+    at = click(at, "Delete 1 run(s)")
+    assert any(f"Delete run(s) {run_id}" in w for w in texts(at.warning))
+    assert counts()["runs"] == 2, "nothing is deleted before the confirmation"
+    at = click(at, "Delete")
+    assert not at.exception
+    assert counts()["runs"] == 1
+    assert runs.load(db.engine.get_engine(), run_id) is None

@@ -1,0 +1,106 @@
+"""Settings page: choosing an endpoint, validation, the session-only API key, and "Test connection"."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import db.engine
+from components.ui import API_KEY_KEY, BACKEND_KEY
+from services import runs
+from tests.app.helpers import CAND, EVALUATE, REF, SETTINGS, click, counts, texts
+
+SECRET = "sk-test-5f3c9e1d-never-store-me"
+
+
+def endpoint_form(open_page, base_url: str, model: str = "fake-model", key: str = ""):
+    """Settings with the OpenAI-compatible backend chosen and the form filled in (not submitted)."""
+    at = open_page(SETTINGS)
+    assert not at.exception
+    at = at.radio[0].set_value("openai").run()
+    assert not at.exception
+    by_label = {t.label: t for t in at.text_input}
+    by_label["Base URL"].input(base_url)
+    by_label["Model"].input(model)
+    if key:
+        by_label["API key"].input(key)
+    return at
+
+
+@pytest.mark.parametrize("base_url", ["localhost:8000/v1", "", "ftp://example.com/v1"])
+def test_invalid_base_url_is_refused(open_page, base_url):
+    at = click(endpoint_form(open_page, base_url), "Save")
+    assert not at.exception
+    assert "The base URL must start with http:// or https://." in texts(at.error)
+    assert BACKEND_KEY not in at.session_state and API_KEY_KEY not in at.session_state
+    assert not at.success
+
+
+def test_missing_model_is_refused(open_page, judge):
+    at = click(endpoint_form(open_page, judge.base_url, model="  "), "Save")
+    assert "Name the model to use." in texts(at.error)
+    assert BACKEND_KEY not in at.session_state
+
+
+def test_saved_endpoint_is_used_and_the_typed_key_lives_only_in_session_state(open_page, judge, tmp_path):
+    at = click(endpoint_form(open_page, judge.base_url + "/", key=SECRET), "Save")
+    assert not at.exception
+    assert not at.error, texts(at.error)
+    assert f"Saved for this session: fake-model at {judge.base_url}." in texts(at.success)
+    saved = at.session_state[BACKEND_KEY]
+    assert (saved["kind"], saved["base_url"], saved["model"]) == ("openai", judge.base_url, "fake-model")
+    assert "api_key" not in saved and SECRET not in repr(saved)
+    assert at.session_state[API_KEY_KEY] == SECRET
+
+    # Evaluate with it: the key goes to the server, and nowhere else.
+    at.switch_page(EVALUATE).run()
+    assert not at.exception
+    at.text_area(key="ev_reference").input(REF)
+    at.text_area(key="ev_candidate").input(CAND)
+    at = click(at, "Evaluate")
+    assert not at.exception
+    assert not at.error, texts(at.error)
+    assert counts()["runs"] == 1
+    assert judge.request_headers[-1]["authorization"] == f"Bearer {SECRET}"
+    detail = runs.load(db.engine.get_engine(), 1)
+    assert detail.run.base_url == judge.base_url
+    assert detail.run.params.get("has_api_key") is True
+
+    for name, value in at.session_state.items():
+        if name != API_KEY_KEY:
+            assert SECRET not in repr(value), f"the key leaked into session_state[{name!r}]"
+    db.engine.get_engine().dispose()  # flush the WAL so every byte is on disk
+    files = [p for p in Path(tmp_path).rglob("*") if p.is_file()]
+    assert any(p.name == "app.db" for p in files)
+    for p in files:
+        assert SECRET.encode() not in p.read_bytes(), f"the API key was written to {p}"
+
+
+def test_sidebar_and_form_follow_the_saved_backend(open_page, judge):
+    at = click(endpoint_form(open_page, judge.base_url), "Save")
+    at = at.run()
+    assert any("fake-model" in t and judge.base_url in t for t in texts(at.sidebar.markdown))
+    assert at.radio[0].value == "openai"
+    assert {t.label: t.value for t in at.text_input}["Base URL"] == judge.base_url
+
+
+def test_test_connection_reports_success_against_the_fake(open_page, judge):
+    at = click(endpoint_form(open_page, judge.base_url), "Test connection")
+    assert not at.exception
+    ok = [s for s in texts(at.success) if s.startswith("Connected to")]
+    assert ok and f"Connected to {judge.base_url}: model 'fake-model' answered 'OK'" in ok[0], texts(at.success)
+    assert not at.error
+    assert at.session_state[BACKEND_KEY]["base_url"] == judge.base_url, "testing also saves the settings"
+
+
+def test_test_connection_reports_an_unreachable_server(open_page, closed_url, monkeypatch):
+    monkeypatch.setenv("LLM_MAX_RETRIES", "0")
+    at = endpoint_form(open_page, closed_url)
+    by_label = {n.label: n for n in at.number_input}
+    by_label["Timeout (s)"].set_value(5.0)
+    at = click(at, "Test connection")
+    assert not at.exception
+    errors = texts(at.error)
+    assert any(e.startswith(f"Cannot reach {closed_url}") for e in errors), errors
+    assert not any(s.startswith("Connected") for s in texts(at.success))
