@@ -21,8 +21,7 @@ def colored_text_html(ev: Evaluation) -> str:
     for s in ev.sentences:
         tip = s.reason or s.error or "no reason"
         parts.append(
-            f'<span class="cs-s cs-{s.verdict}" title="{html.escape(tip, quote=True)}">'
-            f"{html.escape(s.text)}</span>"
+            f'<span class="cs-s cs-{s.verdict}" title="{html.escape(tip, quote=True)}">{html.escape(s.text)}</span>'
         )
     return '<div class="cs-text">' + " ".join(parts) + "</div>"
 
@@ -59,8 +58,10 @@ def render_score(ev: Evaluation, usage: dict | None = None) -> None:
     cols[1].metric("Judged", f"{ev.n_judged} / {len(ev.sentences)}", help="Sentences with a mark z_i")
     cols[2].metric("k · α · β", f"{s.k if s else 0} · {s.alpha if s else 0:g} · {s.beta if s else 0:g}")
     if usage is not None:
-        cols[3].metric("Model calls", usage.get("calls", 0), help=f"cache hits: {usage.get('cache_hits', 0)}")
-        cols[4].metric("Tokens", f"{usage.get('prompt_tokens', 0) + usage.get('completion_tokens', 0):,}")
+        cols[3].metric(
+            "Model calls (run)", usage.get("calls", 0), help=f"All rounds; cache hits: {usage.get('cache_hits', 0)}"
+        )
+        cols[4].metric("Tokens (run)", f"{usage.get('prompt_tokens', 0) + usage.get('completion_tokens', 0):,}")
     if ev.n_unknown:
         st.caption(
             f":orange[{ev.n_unknown} sentence(s) could not be judged; the score uses the {ev.n_judged} that were.]"
@@ -137,11 +138,18 @@ def make_rounds_figure(df: pd.DataFrame) -> go.Figure:
     )
     fig.update_layout(
         barmode="stack",
-        height=280,
-        margin={"l": 10, "r": 10, "t": 10, "b": 10},
+        height=300,
+        margin={"l": 10, "r": 40, "t": 30, "b": 10},
         xaxis={"title": "round", "dtick": 1},
         yaxis={"title": "sentences"},
-        yaxis2={"title": "Ẑ", "overlaying": "y", "side": "right", "range": [0, 1.05]},
+        yaxis2={
+            "title": {"text": "Ẑ", "standoff": 8},
+            "overlaying": "y",
+            "side": "right",
+            "range": [0, 1.05],
+            "tickvals": [0, 0.25, 0.5, 0.75, 1],
+            "showgrid": False,
+        },
         legend={"orientation": "h", "y": -0.25, "x": 0},
     )
     return fig

@@ -62,6 +62,13 @@ def _open_run(run_id: int | None) -> None:
         st.query_params["run"] = str(run_id)
 
 
+def _start_from_final(reference: str, final: str) -> None:
+    """Close the run and put its reference and final text in the form, ready to evaluate again."""
+    st.session_state.ev_reference = reference
+    st.session_state.ev_candidate = final
+    _open_run(None)
+
+
 st.title("Evaluate and improve")
 st.caption(
     "Each candidate sentence is judged against the reference (Divide-Conquer Evaluator), its reason is turned "
@@ -157,7 +164,7 @@ if run_id is not None:
         st.stop()
     r = detail.run
     st.divider()
-    head = st.columns([5, 1])
+    head = st.columns([5, 1], vertical_alignment="center")
     head[0].subheader(f"Run #{r.id} · {TASK_LABELS.get(r.task, r.task).split(' (')[0]}")
     head[0].caption(
         f"{r.model} · {METHOD_LABELS.get(r.method, r.method)} · converter: {r.amc} · "
@@ -170,24 +177,29 @@ if run_id is not None:
         st.error(f"This run failed before any round was judged: {r.error or 'unknown error'}")
         st.stop()
     n = len(detail.rounds)
-    round_key = f"ev_round_{r.id}_{n}"
-    chosen = st.segmented_control(
-        "Round",
-        list(range(n)),
-        format_func=lambda i: f"Round {i}",
-        default=n - 1,
-        key=round_key,
-        required=True,
-    )
-    chosen = n - 1 if chosen is None else chosen
+    if n > 1:
+        chosen = st.segmented_control(
+            "Round",
+            list(range(n)),
+            format_func=lambda i: f"Round {i}",
+            default=n - 1,
+            key=f"ev_round_{r.id}_{n}",
+            required=True,
+            help="Round 0 is the candidate as given; each later round is the improved text, judged again.",
+        )
+        chosen = n - 1 if chosen is None else chosen
+    else:
+        chosen = 0
     rnd = detail.rounds[chosen]
-    render_score(rnd.evaluation, detail.usage if chosen == n - 1 else None)
+    render_score(rnd.evaluation, detail.usage)
     body, side = st.columns([3, 2])
     with body:
         render_evaluation(rnd.evaluation)
     with side:
         if n > 1:
-            st.plotly_chart(make_rounds_figure(rounds_frame(detail.rounds)), width="stretch")
+            st.plotly_chart(
+                make_rounds_figure(rounds_frame(detail.rounds)), width="stretch", config={"displayModeBar": False}
+            )
         if rnd.rewrites or rnd.improve_error:
             st.markdown(f"**Rewrites proposed in round {rnd.index}**")
             render_rewrites(
@@ -203,7 +215,9 @@ if run_id is not None:
             and any(s.verdict == "inconsistent" for s in ev_last.sentences)
             and not (last.rewrites and not any(rw.changed for rw in last.rewrites))
         )
-        if ev_last.all_consistent:
+        if chosen != n - 1:
+            st.caption(f"Viewing round {chosen} of {n - 1}. Improving continues from the last round.")
+        elif ev_last.all_consistent:
             st.success(f"Every sentence is consistent after round {last.index}.", icon=":material/check_circle:")
         elif can_improve:
             c = st.columns([1, 2])
@@ -226,15 +240,18 @@ if run_id is not None:
         + " Copy it with the button in the box's corner."
     )
     st.code(final, language=None, wrap_lines=True)
-    fc = st.columns([1, 1, 3])
-    fc[0].download_button(
+    fc = st.container(horizontal=True)
+    fc.download_button(
         "Download .txt", final, file_name=f"run-{r.id}-final.txt", mime="text/plain", icon=":material/download:"
     )
-    if fc[1].button("Evaluate final text", icon=":material/replay:", help="Start a new run with this text"):
-        st.session_state.ev_reference = detail.reference
-        st.session_state.ev_candidate = final
-        _open_run(None)
-        st.rerun()
+    # A callback: the text areas' state can only be set before they are drawn, i.e. before the script reruns.
+    fc.button(
+        "Evaluate final text",
+        icon=":material/replay:",
+        help="Start a new run with this text",
+        on_click=_start_from_final,
+        args=(detail.reference, final),
+    )
 
     with st.expander("Configuration, prompts and usage", icon=":material/receipt_long:"):
         st.json(

@@ -26,15 +26,15 @@ df = pd.DataFrame(
         {
             "run": r.id,
             "created (UTC)": r.created_at.strftime("%Y-%m-%d %H:%M"),
+            "initial Ẑ": r.initial_score,
+            "final Ẑ": r.final_score,
+            "rounds": r.n_rounds,
+            "status": r.status,
             "candidate": preview,
             "task": r.task,
             "method": r.method,
             "converter": r.amc,
             "model": r.model,
-            "rounds": r.n_rounds,
-            "initial Ẑ": r.initial_score,
-            "final Ẑ": r.final_score,
-            "status": r.status,
             "source": r.source,
         }
         for r, preview in rows
@@ -54,7 +54,8 @@ event = st.dataframe(
     column_config={
         "initial Ẑ": st.column_config.ProgressColumn(min_value=0, max_value=1, format="%.2f"),
         "final Ẑ": st.column_config.ProgressColumn(min_value=0, max_value=1, format="%.2f"),
-        "candidate": st.column_config.TextColumn(width="large"),
+        "candidate": st.column_config.TextColumn(width="medium"),
+        "run": st.column_config.NumberColumn(width="small"),
     },
 )
 selected = [int(df.iloc[i]["run"]) for i in event.selection.rows] if event and event.selection else []

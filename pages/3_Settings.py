@@ -1,6 +1,7 @@
 """Settings: the embedded model or any OpenAI-compatible endpoint, and the generation parameters."""
 
 import streamlit as st
+from pydantic import SecretStr
 
 from components.ui import API_KEY_KEY, current_backend, demo_notice, page_setup, set_backend
 from services.config import EMBEDDED_MODEL_NAME, get_settings
@@ -19,6 +20,8 @@ PRESETS = {
 }
 
 st.title("Settings")
+if flash := st.session_state.pop("se_flash", None):
+    st.success(flash, icon=":material/check_circle:")
 st.caption(
     "These choices apply to this browser session. Defaults come from `LLM_BASE_URL`, `LLM_MODEL`, "
     "`LLM_API_KEY` / `OPENAI_API_KEY` in the environment or `.streamlit/secrets.toml`."
@@ -67,9 +70,9 @@ with st.form("settings"):
     max_tokens = c[1].number_input("Max tokens", 16, 32768, int(backend.max_tokens), 64)
     concurrency = c[2].number_input("Concurrency", 1, 64, int(backend.concurrency), 1)
     timeout = c[3].number_input("Timeout (s)", 1.0, 3600.0, float(backend.timeout), 5.0)
-    b = st.columns([1, 1, 4])
-    save = b[0].form_submit_button("Save", type="primary", icon=":material/save:")
-    test = b[1].form_submit_button("Test connection", icon=":material/lan:")
+    with st.container(horizontal=True):
+        save = st.form_submit_button("Save", type="primary", icon=":material/save:")
+        test = st.form_submit_button("Test connection", icon=":material/lan:")
 
 if save or test:
     errors = []
@@ -91,10 +94,15 @@ if save or test:
             concurrency=int(concurrency),
             timeout=float(timeout),
         )
-        set_backend(new, typed_key or None)
-        new = current_backend()
-        st.success(f"Saved for this session: {new.label}.")
-        if test:
-            with st.spinner("Testing the connection…" if kind == "openai" else "Starting the embedded model…"):
-                ok, msg = connection_check(new)
-            (st.success if ok else st.error)(msg)
+        if typed_key:
+            new = new.with_changes(api_key=SecretStr(typed_key))
+        elif kind == "openai" and new.api_key is None and get_settings().llm_api_key is not None:
+            new = new.with_changes(api_key=get_settings().llm_api_key)
+        if save:
+            set_backend(new, typed_key or None)
+            st.session_state.se_flash = f"Saved for this session: {current_backend().label}."
+            st.rerun()  # so the sidebar shows the new backend at once
+        with st.spinner("Testing the connection…" if kind == "openai" else "Starting the embedded model…"):
+            ok, msg = connection_check(new)
+        (st.success if ok else st.error)(msg)
+        st.caption("Testing does not save; press Save to use these settings.")

@@ -95,8 +95,7 @@ def test_bundled_sample_fills_both_texts(open_page):
 
 def test_improve_adds_rounds_and_the_round_selector_steps_through_them(open_page, judge):
     at = evaluate(open_page)
-    rounds = at.segmented_control[0]
-    assert rounds.options == ["Round 0"]
+    assert not at.segmented_control, "no round selector while there is only round 0"
 
     at = click(at, "Improve")
     assert not at.exception
@@ -123,6 +122,18 @@ def test_improve_adds_rounds_and_the_round_selector_steps_through_them(open_page
     assert score(at) == "1.000"
     c = counts()
     assert (c["runs"], c["rounds"]) == (1, 2)
+
+
+def test_evaluate_final_text_starts_a_new_run_from_it(open_page, judge):
+    at = click(click(evaluate(open_page), "Improve"), "Evaluate final text")
+    assert not at.exception
+    assert not at.subheader and "run" not in at.query_params
+    assert at.text_area(key="ev_reference").value == REF
+    assert at.text_area(key="ev_candidate").value == FIXED
+    at = click(at, "Evaluate")
+    assert not at.exception
+    assert [s.value for s in at.subheader] == ["Run #2 · Summarization"]
+    assert score(at) == "1.000"
 
 
 def test_rejecting_a_rewrite_keeps_the_original_sentence_in_the_final_text(open_page, judge):

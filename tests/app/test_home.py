@@ -36,7 +36,7 @@ def test_endpoint_backend_shows_its_label_and_the_saved_runs(open_page, judge):
     assert m["Runs"] == "2"
     assert m["Sentence verdicts"] == str(counts()["sentence verdicts"]) == "4"
     assert m["Model calls"] == "2"
-    assert any(f"**fake-model at {judge.base_url}**" in t for t in texts(at.markdown))
+    assert any(f"**fake-model at `{judge.base_url}`**" in t for t in texts(at.markdown)), "the URL is code, not a link"
     assert any("fake-model" in t and judge.base_url in t for t in texts(at.sidebar.markdown))
 
 

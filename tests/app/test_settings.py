@@ -91,7 +91,8 @@ def test_test_connection_reports_success_against_the_fake(open_page, judge):
     ok = [s for s in texts(at.success) if s.startswith("Connected to")]
     assert ok and f"Connected to {judge.base_url}: model 'fake-model' answered 'OK'" in ok[0], texts(at.success)
     assert not at.error
-    assert at.session_state[BACKEND_KEY]["base_url"] == judge.base_url, "testing also saves the settings"
+    assert BACKEND_KEY not in at.session_state, "testing is a dry run: it does not save the settings"
+    assert any("does not save" in c for c in texts(at.caption))
 
 
 def test_test_connection_reports_an_unreachable_server(open_page, closed_url, monkeypatch):
@@ -104,3 +105,8 @@ def test_test_connection_reports_an_unreachable_server(open_page, closed_url, mo
     errors = texts(at.error)
     assert any(e.startswith(f"Cannot reach {closed_url}") for e in errors), errors
     assert not any(s.startswith("Connected") for s in texts(at.success))
+
+
+def test_sidebar_shows_the_new_backend_right_after_save(open_page, closed_url):
+    at = click(endpoint_form(open_page, closed_url), "Save")
+    assert any(closed_url in t for t in texts(at.sidebar.markdown)), texts(at.sidebar.markdown)

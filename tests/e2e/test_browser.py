@@ -1,0 +1,300 @@
+"""The real app in headless Chromium: `streamlit run app.py` against the fake OpenAI server (toy judge).
+
+Screenshots of each page of the main path, and of any failing test, go to test-artifacts/.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from db.engine import make_engine
+from services import runs
+from services.config import BackendConfig
+from services.dcr import DCRConfig
+from services.samples import load_samples
+from tests.e2e.conftest import PHASE_REPORTS
+from tests.fakes import FakeOpenAIServer, answers_connection_check, toy_judge
+
+CHROMIUM = Path("/usr/bin/chromium")
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "test-artifacts"
+VIEWPORT = {"width": 1400, "height": 2400}  # Streamlit scrolls inside its own container: a tall window shows it all
+TIMEOUT_MS = 30_000
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} not found (install Debian's chromium: make browser)"),
+]
+
+sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (requirements-dev.txt)")
+expect = sync_api.expect
+expect.set_options(timeout=TIMEOUT_MS)
+
+SAMPLE = load_samples()[0]  # "City council approves harbour bridge repairs": one error the toy judge knows
+BAD, FIX = "47 million", "40 million"
+assert BAD in SAMPLE.candidate and SAMPLE.task == "summarization"
+
+
+@dataclass
+class LiveApp:
+    url: str
+    fake: FakeOpenAIServer
+    database_url: str
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_healthy(url: str, proc: subprocess.Popen, log: Path, deadline_s: float = 60) -> None:
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"streamlit exited with {proc.returncode}:\n{log.read_text(errors='replace')[-3000:]}")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.25)
+    raise RuntimeError(f"streamlit was not healthy within {deadline_s:g} s:\n{log.read_text(errors='replace')[-3000:]}")
+
+
+@pytest.fixture(scope="session")
+def live_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveApp]:
+    """The fake judge in this process and the real app in a subprocess, on free ports, with its own database."""
+    tmp = tmp_path_factory.mktemp("e2e")
+    fake = FakeOpenAIServer(answers_connection_check(toy_judge(bad=BAD, fix=FIX))).start()
+    database_url = f"sqlite:///{tmp / 'e2e.db'}"
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.upper().startswith(("LLM_", "OPENAI_", "DATABASE_URL", "STREAMLIT_"))
+    }
+    env.update(
+        LLM_BASE_URL=fake.base_url,
+        LLM_MODEL="fake-model",
+        LLM_MAX_RETRIES="1",
+        LLM_TIMEOUT="20",
+        DATABASE_URL=database_url,
+        DATA_DIR=str(tmp / "data"),
+        CONSISTENCY_SECRETS_FILE=str(tmp / "no-secrets.toml"),
+    )
+    port = _free_port()
+    log = tmp / "streamlit.log"
+    cmd = [
+        sys.executable, "-m", "streamlit", "run", "app.py",
+        "--server.port", str(port), "--server.address", "127.0.0.1", "--server.headless", "true",
+        "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false",
+    ]  # fmt: skip
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_healthy(url, proc, log)
+        yield LiveApp(url=url, fake=fake, database_url=database_url)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+        fake.stop()
+    assert not fake.responder_errors, f"the fake's responder raised: {fake.responder_errors!r}"
+    assert "Traceback" not in log.read_text(errors="replace"), log.read_text(errors="replace")[-3000:]
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator:
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(
+            executable_path=str(CHROMIUM),
+            args=[
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+            ],
+        )
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser, request: pytest.FixtureRequest) -> Iterator:
+    """A fresh browser context (a new Streamlit session) per test; a screenshot if the test fails."""
+    context = browser.new_context(viewport=VIEWPORT)
+    context.set_default_timeout(TIMEOUT_MS)
+    pg = context.new_page()
+    yield pg
+    report = request.node.stash.get(PHASE_REPORTS, {}).get("call")
+    if report is not None and report.failed:
+        ARTIFACTS.mkdir(exist_ok=True)
+        name = re.sub(r"[^\w.-]+", "_", request.node.name)
+        try:
+            pg.screenshot(path=str(ARTIFACTS / f"FAILED-{name}.png"))
+        except Exception as exc:  # the page may be gone; the test's own error is what matters
+            print(f"could not save a failure screenshot: {exc}")
+    context.close()
+
+
+def main(pg):
+    """The main area (not the sidebar)."""
+    return pg.get_by_test_id("stMain")
+
+
+def shot(pg, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    pg.screenshot(path=str(ARTIFACTS / f"{name}.png"))
+
+
+def wait_idle(pg) -> None:
+    """Wait until the script run is over and every element has drawn (lazy-loaded elements show a skeleton)."""
+    expect(pg.get_by_test_id("stStatusWidget")).to_have_count(0)
+    expect(pg.locator('[data-testid^="stSkeleton"]')).to_have_count(0)
+
+
+def metric(pg, label: str):
+    """The value of the metric with this label."""
+    return main(pg).get_by_test_id("stMetric").filter(has_text=label).get_by_test_id("stMetricValue")
+
+
+def no_exception(pg) -> None:
+    expect(pg.get_by_test_id("stException")).to_have_count(0)
+
+
+def seed_run(app: LiveApp, candidate: str) -> int:
+    """A saved run in the app's database, written from here (as cli.py would)."""
+    engine = make_engine(app.database_url)
+    try:
+        backend = BackendConfig(kind="openai", base_url=app.fake.base_url, model="fake-model", max_retries=1)
+        return runs.start_run(engine, backend, SAMPLE.reference, candidate, DCRConfig(), source="cli")
+    finally:
+        engine.dispose()
+
+
+def test_evaluate_and_improve_the_bundled_sample(live_app: LiveApp, page):
+    pg = page
+    pg.goto(live_app.url + "/")
+    expect(main(pg).get_by_role("heading", name="Consistency Studio", exact=True)).to_be_visible()
+    expect(pg.get_by_text("fake-model at", exact=False).first).to_be_visible()
+    wait_idle(pg)
+    no_exception(pg)
+    shot(pg, "01-home")
+
+    pg.goto(live_app.url + "/Evaluate")
+    expect(pg.get_by_role("heading", name="Evaluate and improve")).to_be_visible()
+    wait_idle(pg)
+    pg.get_by_test_id("stSelectbox").click()
+    pg.get_by_role("option", name=SAMPLE.title).click()
+    candidate_box = pg.get_by_label("Summary (candidate)")
+    expect(candidate_box).to_have_value(SAMPLE.candidate)
+    expect(pg.get_by_label("Article (reference)")).to_have_value(SAMPLE.reference)
+    shot(pg, "02-evaluate-sample-loaded")
+
+    pg.get_by_role("button", name=re.compile(r"^\W*(play_arrow)?\s*Evaluate$")).click()
+    heading = pg.get_by_role("heading", name=re.compile(r"Run #\d+"))
+    expect(heading).to_be_visible()
+    run_id = int(re.search(r"Run #(\d+)", heading.inner_text()).group(1))
+    expect(pg).to_have_url(re.compile(rf"[?&]run={run_id}\b"))
+    expect(pg.locator(".cs-chip.inconsistent")).to_have_count(1)
+    expect(pg.locator(".cs-chip.consistent")).to_have_count(3)
+    expect(pg.locator(".cs-chip.inconsistent")).to_contain_text("inconsistent")
+    expect(metric(pg, "Score Ẑ")).to_have_text("0.750")
+    wait_idle(pg)
+    no_exception(pg)
+    shot(pg, "03-evaluate-round0")
+
+    rounds = pg.get_by_test_id("stButtonGroup").filter(has_text="Round 0").first
+    pg.get_by_role("button", name=re.compile(r"^\W*(auto_fix_high)?\s*Improve$")).click()
+    expect(rounds.get_by_text("Round 1", exact=True)).to_be_visible()
+    expect(pg.locator(".cs-chip.inconsistent")).to_have_count(0)
+    expect(pg.get_by_text("Every sentence is consistent after round 1.")).to_be_visible()
+    expect(metric(pg, "Score Ẑ")).to_have_text("1.000")
+    expect(main(pg).get_by_test_id("stPlotlyChart")).to_be_visible()
+    wait_idle(pg)
+    no_exception(pg)
+    shot(pg, "04-evaluate-improved-round1")
+
+    # step back to round 0 and forward again
+    rounds.get_by_text("Round 0", exact=True).click()
+    expect(pg.locator(".cs-chip.inconsistent")).to_have_count(1)
+    expect(pg.get_by_text("Rewrites proposed in round 0")).to_be_visible()
+    expect(metric(pg, "Score Ẑ")).to_have_text("0.750")
+    wait_idle(pg)
+    shot(pg, "05-evaluate-round0-with-rewrite")
+    rounds.get_by_text("Round 1", exact=True).click()
+    expect(pg.locator(".cs-chip.inconsistent")).to_have_count(0)
+    expect(metric(pg, "Score Ẑ")).to_have_text("1.000")
+    wait_idle(pg)
+
+    final = pg.get_by_test_id("stCode")
+    expect(final).to_contain_text(FIX)
+    expect(final).not_to_contain_text(BAD)
+    no_exception(pg)
+
+    # the final text goes back into the form for another run
+    pg.get_by_role("button", name=re.compile(r"Evaluate final text$")).click()
+    expect(pg.get_by_role("heading", name=re.compile(r"Run #\d+"))).to_have_count(0)
+    expect(pg.get_by_label("Summary (candidate)")).to_have_value(re.compile(FIX))
+    expect(pg).not_to_have_url(re.compile(r"[?&]run="))
+    wait_idle(pg)
+    no_exception(pg)
+
+
+def test_deep_link_opens_a_run_in_a_new_page(live_app: LiveApp, page):
+    run_id = seed_run(live_app, "The repair plan will cost 47 million dollars.")
+    page.goto(f"{live_app.url}/Evaluate?run={run_id}")
+    expect(page.get_by_role("heading", name=re.compile(rf"Run #{run_id}\b"))).to_be_visible()
+    expect(page.locator(".cs-chip.inconsistent")).to_have_count(1)
+    expect(page.get_by_text("source: cli", exact=False)).to_be_visible()
+    expect(metric(page, "Score Ẑ")).to_have_text("0.000")
+    wait_idle(page)
+    no_exception(page)
+    shot(page, "06-deep-link")
+
+    page.goto(f"{live_app.url}/Evaluate?run=987654")
+    expect(page.get_by_text("Run 987654 no longer exists")).to_be_visible()
+    wait_idle(page)
+    no_exception(page)
+
+
+def test_history_lists_runs_and_settings_loads(live_app: LiveApp, page):
+    run_id = seed_run(live_app, "Work will start in March.")
+    page.goto(live_app.url + "/History")
+    expect(page.get_by_role("heading", name="History")).to_be_visible()
+    table = page.get_by_test_id("stDataFrame")
+    expect(table).to_be_visible()
+    wait_idle(page)
+    no_exception(page)
+    shot(page, "07-history")
+    # the grid draws on a canvas; a hidden accessible table mirrors the cells
+    expect(table.locator('td[role="gridcell"]', has_text="Work will start in March.")).to_have_count(1)
+    expect(table.locator('td[aria-colindex="1"]').filter(has_text=re.compile(rf"^{run_id}$"))).to_have_count(1)
+
+    page.goto(live_app.url + "/Settings")
+    expect(page.get_by_role("heading", name="Settings")).to_be_visible()
+    expect(page.get_by_role("textbox", name="Base URL")).to_have_value(live_app.fake.base_url)
+    page.get_by_role("button", name=re.compile(r"Test connection$")).click()
+    expect(page.get_by_text(re.compile(r"Connected to .*answered 'OK'"))).to_be_visible()
+    wait_idle(page)
+    no_exception(page)
+    shot(page, "08-settings")
