@@ -154,3 +154,128 @@ class UsageEvent(SQLModel, table=True):
     latency_ms: float = 0.0
     error: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
     created_at: datetime = Field(default_factory=utcnow)
+
+
+# -- datasets and batches ----------------------------------------------------------------------
+class DatasetBase(SQLModel):
+    name: str = Field(max_length=200)
+    format: str = Field(default="jsonl", max_length=20)  # qags | summeval | paws | jsonl | csv
+    task: str = Field(default="summarization", max_length=20)
+    sha256: str = Field(index=True, max_length=64)
+    label_kinds: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    meta: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+
+
+class Dataset(DatasetBase, table=True):
+    """An imported dataset: items with references, candidates and human judgments."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    n_items: int = 0
+    n_rejected: int = 0
+    rejected: list[dict[str, Any]] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class DatasetPublic(DatasetBase):
+    id: int
+    n_items: int
+    n_rejected: int
+    created_at: datetime
+
+
+class DatasetItem(SQLModel, table=True):
+    """One reference/candidate pair with whatever human judgments the dataset carries."""
+
+    __tablename__ = "dataset_item"
+
+    id: int | None = Field(default=None, primary_key=True)
+    dataset_id: int = Field(foreign_key="dataset.id", index=True)
+    idx: int = 0
+    external_id: str = Field(default="", max_length=200)
+    reference_id: int = Field(foreign_key="document.id", index=True)
+    candidate: str = Field(sa_column=Column(Text, nullable=False))
+    # The candidate's sentences, split once at import (or as the dataset gives them).
+    sentences: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    human_score: float | None = None
+    human_label: int | None = None  # 1 consistent / 0 inconsistent
+    # Per sentence: {"rater id": 1 or 0, ...} (e.g. QAGS workers' yes/no).
+    sentence_labels: list[dict[str, int]] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    extra: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+
+
+class BatchBase(SQLModel):
+    name: str = Field(default="", max_length=200)
+    dataset_id: int = Field(foreign_key="dataset.id", index=True)
+    task: str = Field(default="summarization", max_length=20)
+    criteria: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
+    method: str = Field(default="dce-amc", max_length=20)
+    amc: str = Field(default="rule", max_length=10)
+    max_rounds: int = 0
+    concurrency: int = 8
+    item_limit: int | None = None
+    backend_kind: str = Field(default="embedded", max_length=20)
+    model: str = Field(default="", max_length=200)
+    base_url: str | None = Field(default=None, max_length=500)
+    params: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    prompt_versions: dict[str, str] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+
+
+class Batch(BatchBase, table=True):
+    """A batch run of one method over a dataset, processed by background workers."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    status: str = Field(default="queued", max_length=20)  # queued | running | done | cancelled
+    cancel_requested: bool = False
+    n_items: int = 0
+    created_at: datetime = Field(default_factory=utcnow, index=True)
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+
+
+class BatchPublic(BatchBase):
+    id: int
+    status: str
+    cancel_requested: bool
+    n_items: int
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+
+
+class BatchItem(SQLModel, table=True):
+    """One dataset item in a batch: its state, scores, usage and the full result."""
+
+    __tablename__ = "batch_item"
+
+    id: int | None = Field(default=None, primary_key=True)
+    batch_id: int = Field(foreign_key="batch.id", index=True)
+    item_id: int = Field(foreign_key="dataset_item.id", index=True)
+    status: str = Field(default="pending", max_length=20, index=True)  # pending | running | done | failed
+    worker: str | None = Field(default=None, max_length=100)
+    attempts: int = 0
+    error: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    score: float | None = None  # Ẑ of round 0
+    final_score: float | None = None  # Ẑ of the last round
+    n_sentences: int = 0
+    n_unknown: int = 0
+    n_rounds: int = 0
+    calls: int = 0
+    cache_hits: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_ms: float = 0.0
+    # Rounds with sentences, verdicts, reasons, marks and rewrites (the CLI's output record).
+    result: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+class WorkerHeartbeat(SQLModel, table=True):
+    """A batch worker that is alive (or was): items it claimed return to the queue when it goes quiet."""
+
+    __tablename__ = "worker_heartbeat"
+
+    id: str = Field(primary_key=True, max_length=100)
+    host: str = Field(default="", max_length=200)
+    pid: int = 0
+    started_at: datetime = Field(default_factory=utcnow)
+    heartbeat_at: datetime = Field(default_factory=utcnow, index=True)
