@@ -228,6 +228,7 @@ class Batch(BatchBase, table=True):
     cancel_requested: bool = False
     n_items: int = 0
     created_at: datetime = Field(default_factory=utcnow, index=True)
+    enqueued_at: datetime | None = None
     started_at: datetime | None = None
     finished_at: datetime | None = None
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import logging
@@ -196,6 +197,13 @@ class LLMClient:
 
     def _count_request(self, _request: Any) -> None:
         self._sent.n = getattr(self._sent, "n", 0) + 1
+
+    def fork(self, ledger: UsageLedger) -> LLMClient:
+        """The same client (connection pool, cache, concurrency limit) recording into another ledger."""
+        self.sdk()  # build the shared SDK client once, before copies are taken
+        twin = copy.copy(self)
+        twin.ledger = ledger
+        return twin
 
     # -- plumbing ---------------------------------------------------------------------------
     @property

@@ -68,6 +68,7 @@ def upgrade() -> None:
         sa.Column("cancel_requested", sa.Boolean(), nullable=False),
         sa.Column("n_items", sa.Integer(), nullable=False),
         sa.Column("created_at", sqlmodel.sql.sqltypes.UTCDateTime(), nullable=False),
+        sa.Column("enqueued_at", sqlmodel.sql.sqltypes.UTCDateTime(), nullable=True),
         sa.Column("started_at", sqlmodel.sql.sqltypes.UTCDateTime(), nullable=True),
         sa.Column("finished_at", sqlmodel.sql.sqltypes.UTCDateTime(), nullable=True),
         sa.ForeignKeyConstraint(

@@ -1,0 +1,589 @@
+"""Batch runs of DCR over a dataset: create, claim, process, resume, cancel, re-run failed items.
+
+Items are claimed atomically (a conditional UPDATE), so any number of workers, on any number of
+machines, can share a batch without doing an item twice. A worker that goes quiet has its claimed
+items returned to the queue by `recover`. Finished items are never sent to the model again: their
+state is `done`, and every model answer is in the cache as well.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import socket
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import and_, func, select, update
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+
+from db.models import (
+    Batch,
+    BatchItem,
+    BatchPublic,
+    Dataset,
+    DatasetItem,
+    Document,
+    LLMCacheEntry,
+    WorkerHeartbeat,
+    utcnow,
+)
+from services import dcr
+from services.config import BackendConfig, get_settings
+from services.llm import LLMClient, UsageLedger, summarize_records
+from services.text import InputError, split_sentences
+
+log = logging.getLogger(__name__)
+
+STALE_AFTER = timedelta(seconds=20)  # a worker silent this long has died; its items go back to the queue
+HEARTBEAT_EVERY = 3.0
+FLUSH_EVERY = 0.25
+
+
+def worker_id() -> str:
+    """This process's worker name: host and pid."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+# -- creating and steering batches --------------------------------------------------------------
+def create_batch(
+    engine: Engine,
+    *,
+    dataset_id: int,
+    backend: BackendConfig,
+    cfg: dcr.DCRConfig,
+    concurrency: int | None = None,
+    item_limit: int | None = None,
+    name: str = "",
+) -> int:
+    """A batch over the first `item_limit` items of a dataset, every item pending."""
+    with Session(engine) as session:
+        ds = session.get(Dataset, dataset_id)
+        if ds is None:
+            raise InputError(f"Dataset {dataset_id} does not exist.")
+        q = select(DatasetItem.id).where(DatasetItem.dataset_id == dataset_id).order_by(DatasetItem.idx)
+        if item_limit:
+            q = q.limit(item_limit)
+        item_ids = list(session.execute(q).scalars())
+        if not item_ids:
+            raise InputError(f"Dataset {ds.name!r} has no items.")
+        batch = Batch(
+            name=name or f"{ds.name} · {cfg.method} · {cfg.amc}",
+            dataset_id=dataset_id,
+            task=cfg.task,
+            criteria=cfg.criteria,
+            method=cfg.method,
+            amc=cfg.amc,
+            max_rounds=cfg.max_rounds,
+            concurrency=concurrency or backend.concurrency,
+            item_limit=item_limit,
+            backend_kind=backend.kind,
+            model=backend.model,
+            base_url=None if backend.is_embedded else backend.base_url,
+            params={k: v for k, v in backend.public().items() if k not in ("base_url", "model", "kind")},
+            prompt_versions=cfg.prompt_versions(),
+            n_items=len(item_ids),
+        )
+        session.add(batch)
+        session.flush()
+        now = utcnow()
+        session.execute(
+            BatchItem.__table__.insert(),
+            [{"batch_id": batch.id, "item_id": i, "status": "pending", "attempts": 0, "updated_at": now,
+              "n_sentences": 0, "n_unknown": 0, "n_rounds": 0, "calls": 0, "cache_hits": 0,
+              "prompt_tokens": 0, "completion_tokens": 0, "latency_ms": 0.0} for i in item_ids],
+        )  # fmt: skip
+        session.commit()
+        return batch.id  # type: ignore[return-value]
+
+
+def request_cancel(engine: Engine, batch_id: int) -> None:
+    """Ask the workers to stop; items in flight finish, the rest stay pending."""
+    with Session(engine) as session:
+        session.execute(update(Batch).where(Batch.id == batch_id).values(cancel_requested=True))
+        session.execute(
+            update(Batch)
+            .where(Batch.id == batch_id, Batch.status == "queued")
+            .values(status="cancelled", finished_at=utcnow())
+        )
+        session.commit()
+
+
+def reopen(engine: Engine, batch_id: int, *, failed_too: bool = False) -> int:
+    """Make a batch runnable again (resume, or re-run its failed items); returns items pending."""
+    with Session(engine) as session:
+        if failed_too:
+            session.execute(
+                update(BatchItem)
+                .where(BatchItem.batch_id == batch_id, BatchItem.status == "failed")
+                .values(status="pending", worker=None, error=None, updated_at=utcnow())
+            )
+        n = session.execute(
+            select(func.count()).where(BatchItem.batch_id == batch_id, BatchItem.status == "pending")
+        ).scalar_one()
+        session.execute(
+            update(Batch)
+            .where(Batch.id == batch_id)
+            .values(cancel_requested=False, status="queued" if n else "done", finished_at=None if n else utcnow())
+        )
+        session.commit()
+        return int(n)
+
+
+def delete_batch(engine: Engine, batch_id: int) -> bool:
+    with Session(engine) as session:
+        b = session.get(Batch, batch_id)
+        if b is None:
+            return False
+        session.execute(BatchItem.__table__.delete().where(BatchItem.batch_id == batch_id))
+        session.delete(b)
+        session.commit()
+        return True
+
+
+# -- progress -------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Progress:
+    """Where a batch stands."""
+
+    batch: BatchPublic
+    total: int
+    done: int
+    failed: int
+    running: int
+    pending: int
+    calls: int
+    cache_hits: int
+    tokens: int
+    elapsed_s: float | None
+    eta_s: float | None
+
+    @property
+    def finished(self) -> int:
+        return self.done + self.failed
+
+
+def progress(engine: Engine, batch_id: int) -> Progress | None:
+    """Counts by state, usage totals and an ETA from the rate so far."""
+    with Session(engine) as session:
+        b = session.get(Batch, batch_id)
+        if b is None:
+            return None
+        rows = session.execute(
+            select(
+                BatchItem.status,
+                func.count(),
+                func.coalesce(func.sum(BatchItem.calls), 0),
+                func.coalesce(func.sum(BatchItem.cache_hits), 0),
+                func.coalesce(func.sum(BatchItem.prompt_tokens + BatchItem.completion_tokens), 0),
+            )
+            .where(BatchItem.batch_id == batch_id)
+            .group_by(BatchItem.status)
+        ).all()
+        pub = BatchPublic.model_validate(b)
+    by = {r[0]: r for r in rows}
+    count = {s: int(by[s][1]) if s in by else 0 for s in ("done", "failed", "running", "pending")}
+    calls = sum(int(r[2]) for r in rows)
+    hits = sum(int(r[3]) for r in rows)
+    tokens = sum(int(r[4]) for r in rows)
+    elapsed = eta = None
+    if pub.started_at is not None:
+        end = pub.finished_at if pub.status in ("done", "cancelled") and pub.finished_at else utcnow()
+        started = pub.started_at if pub.started_at.tzinfo else pub.started_at.replace(tzinfo=end.tzinfo)
+        end = end if end.tzinfo else end.replace(tzinfo=started.tzinfo)
+        elapsed = max(0.0, (end - started).total_seconds())
+        finished = count["done"] + count["failed"]
+        left = count["pending"] + count["running"]
+        if finished and left and pub.status == "running":
+            eta = elapsed / finished * left
+    return Progress(
+        batch=pub, total=sum(count.values()), calls=calls, cache_hits=hits, tokens=tokens,
+        elapsed_s=elapsed, eta_s=eta, **count,
+    )  # fmt: skip
+
+
+def list_batches(engine: Engine, limit: int = 200) -> list[BatchPublic]:
+    with Session(engine) as session:
+        rows = session.execute(select(Batch).order_by(Batch.id.desc()).limit(limit)).scalars().all()
+        return [BatchPublic.model_validate(b) for b in rows]
+
+
+# -- the cache, buffered for batches ------------------------------------------------------------
+class BufferedCache:
+    """The database cache for a batch: known keys read once, writes buffered and flushed in bulk.
+
+    At 64 requests in flight a database read per call costs more CPU than the call itself; the set of
+    keys stored for the model is loaded up front, so a new answer costs no read at all.
+    """
+
+    def __init__(self, engine: Engine, model: str | None = None) -> None:
+        self.engine = engine
+        self._lock = threading.Lock()
+        self._pending: dict[str, dict[str, Any]] = {}
+        q = select(LLMCacheEntry.key)
+        if model is not None:
+            q = q.where(LLMCacheEntry.model == model)
+        with engine.connect() as conn:
+            self._known: set[str] = set(conn.execute(q).scalars())
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        with self._lock:
+            row = self._pending.get(key)
+            known = key in self._known
+        if row is not None:
+            return dict(row["payload"])
+        if not known:
+            return None
+        with self.engine.connect() as conn:
+            payload = conn.execute(select(LLMCacheEntry.payload).where(LLMCacheEntry.key == key)).scalar()
+        return dict(payload) if payload else None
+
+    def put(self, key: str, *, model: str, prompt_version: str, payload: dict[str, Any]) -> None:
+        with self._lock:
+            self._pending[key] = {
+                "key": key, "model": model, "prompt_version": prompt_version, "payload": payload,
+                "created_at": utcnow(),
+            }  # fmt: skip
+
+    def flush(self, conn) -> None:  # noqa: ANN001 - a SQLAlchemy Connection in a transaction
+        with self._lock:
+            rows, self._pending = list(self._pending.values()), {}
+            self._known.update(r["key"] for r in rows)
+        if rows:
+            conn.execute(insert_ignore(conn, LLMCacheEntry.__table__), rows)
+
+
+def insert_ignore(conn, table):  # noqa: ANN001, ANN201
+    """INSERT that skips rows whose key exists, on SQLite and PostgreSQL."""
+    if conn.dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert
+    return insert(table).on_conflict_do_nothing()
+
+
+# -- workers -------------------------------------------------------------------------------------
+def heartbeat(engine: Engine, wid: str) -> None:
+    """Record that worker `wid` is alive."""
+    now = utcnow()
+    with engine.begin() as conn:
+        n = conn.execute(update(WorkerHeartbeat).where(WorkerHeartbeat.id == wid).values(heartbeat_at=now)).rowcount
+        if not n:
+            conn.execute(
+                insert_ignore(conn, WorkerHeartbeat.__table__),
+                [{"id": wid, "host": wid.rsplit(":", 1)[0], "pid": int(wid.rsplit(":", 1)[-1] or 0)
+                  if wid.rsplit(":", 1)[-1].isdigit() else 0, "started_at": now, "heartbeat_at": now}],
+            )  # fmt: skip
+
+
+def live_workers(engine: Engine) -> list[str]:
+    cutoff = utcnow() - STALE_AFTER
+    with Session(engine) as session:
+        return list(session.execute(select(WorkerHeartbeat.id).where(WorkerHeartbeat.heartbeat_at >= cutoff)).scalars())
+
+
+def recover(engine: Engine, *, stale_after: timedelta = STALE_AFTER) -> list[int]:
+    """Return items claimed by dead workers to the queue; list batches that need a worker now."""
+    cutoff = utcnow() - stale_after
+    with Session(engine) as session:
+        live = set(session.execute(select(WorkerHeartbeat.id).where(WorkerHeartbeat.heartbeat_at >= cutoff)).scalars())
+        orphaned = session.execute(select(BatchItem.id, BatchItem.worker).where(BatchItem.status == "running")).all()
+        dead_ids = [i for i, w in orphaned if w not in live]
+        if dead_ids:
+            session.execute(update(BatchItem).where(BatchItem.id.in_(dead_ids)).values(status="pending", worker=None))
+            log.info("returned %d item(s) of dead workers to the queue", len(dead_ids))
+        # Batches with work left and nobody on them: no item running, none touched lately, and not
+        # handed to the queue lately (a busy queue may simply not have reached them yet).
+        running = select(BatchItem.batch_id).where(BatchItem.status == "running").distinct()
+        recent = select(BatchItem.batch_id).where(BatchItem.updated_at >= cutoff).distinct()
+        requeue_cutoff = utcnow() - 3 * stale_after
+        needy = (
+            session.execute(
+                select(Batch.id).where(
+                    Batch.status.in_(("queued", "running")),
+                    Batch.cancel_requested.is_(False),
+                    Batch.id.not_in(running),
+                    Batch.id.not_in(recent),
+                    (Batch.enqueued_at.is_(None)) | (Batch.enqueued_at < requeue_cutoff),
+                )
+            )
+            .scalars()
+            .all()
+        )
+        with_pending = [
+            b for b in needy
+            if session.execute(
+                select(func.count()).where(BatchItem.batch_id == b, BatchItem.status == "pending")
+            ).scalar_one()
+        ]  # fmt: skip
+        if with_pending:
+            session.execute(update(Batch).where(Batch.id.in_(with_pending)).values(enqueued_at=utcnow()))
+        session.commit()
+    return with_pending
+
+
+def claim(engine: Engine, batch_id: int, wid: str, limit: int) -> list[int]:
+    """Atomically take up to `limit` pending items of a batch for worker `wid`."""
+    with engine.begin() as conn:
+        ids = list(
+            conn.execute(
+                select(BatchItem.id)
+                .where(BatchItem.batch_id == batch_id, BatchItem.status == "pending")
+                .order_by(BatchItem.id)
+                .limit(limit)
+            ).scalars()
+        )
+        if not ids:
+            return []
+        res = conn.execute(
+            update(BatchItem)
+            .where(and_(BatchItem.id.in_(ids), BatchItem.status == "pending"))
+            .values(status="running", worker=wid, attempts=BatchItem.attempts + 1, updated_at=utcnow())
+            .returning(BatchItem.id)
+        )
+        return list(res.scalars())
+
+
+@dataclass
+class ItemInput:
+    batch_item_id: int
+    reference: str
+    candidate: str
+    sentences: list[str]
+
+
+def load_inputs(engine: Engine, batch_item_ids: list[int]) -> list[ItemInput]:
+    with engine.connect() as conn:
+        rows = conn.execute(
+            select(BatchItem.id, Document.text, DatasetItem.candidate, DatasetItem.sentences)
+            .join(DatasetItem, DatasetItem.id == BatchItem.item_id)
+            .join(Document, Document.id == DatasetItem.reference_id)
+            .where(BatchItem.id.in_(batch_item_ids))
+        ).all()
+    return [ItemInput(r[0], r[1], r[2], list(r[3] or [])) for r in rows]
+
+
+def round_record(rnd: dcr.Round) -> dict[str, Any]:
+    """A round as plain data (the CLI's output shape)."""
+    s = rnd.evaluation.score
+    return {
+        "round": rnd.index,
+        "candidate": rnd.text,
+        "score": s.z_hat if s else None,
+        "k": s.k if s else 0,
+        "alpha": s.alpha if s else 0.0,
+        "beta": s.beta if s else 0.0,
+        "n_unknown": rnd.evaluation.n_unknown,
+        "error": rnd.evaluation.error,
+        "model_is_consistent": rnd.evaluation.model_is_consistent,
+        "sentences": [
+            {
+                "index": v.index,
+                "text": v.text,
+                "verdict": v.verdict,
+                "reason": v.reason,
+                "mark": v.mark,
+                "rule_mark": v.rule_mark,
+                "error": v.error,
+            }
+            for v in rnd.evaluation.sentences
+        ],  # fmt: skip
+        "extras": [{"text": x.text, "mark": x.mark} for x in rnd.evaluation.extras],
+        "rewrites": [
+            {"index": w.index, "before": w.before, "after": w.after, "reason": w.reason} for w in rnd.rewrites
+        ],
+        "improve_error": rnd.improve_error,
+    }
+
+
+def process_item(client: LLMClient, item: ItemInput, cfg: dcr.DCRConfig) -> dict[str, Any]:
+    """Algorithm 1 on one item; returns the batch_item columns to write."""
+    ledger = UsageLedger()
+    c = client.fork(ledger)
+    sentences = item.sentences or split_sentences(item.candidate)
+    units = dcr.candidate_units(item.candidate, cfg, sentences)
+    started = time.perf_counter()
+    if not units:
+        return {"status": "failed", "error": "The candidate has no sentence to check."}
+    rounds = [dcr.first_round(c, item.reference, units, cfg)]
+    if cfg.max_rounds > 0:
+        dcr.continue_rounds(c, item.reference, rounds, cfg)
+    first, last = rounds[0].evaluation, rounds[-1].evaluation
+    usage = summarize_records(ledger.records)
+    failed = first.error is not None and first.n_judged == 0
+    return {
+        "status": "failed" if failed else "done",
+        "error": first.error,
+        "score": first.score.z_hat if first.score else None,
+        "final_score": last.score.z_hat if last.score else None,
+        "n_sentences": len(first.sentences),
+        "n_unknown": first.n_unknown,
+        "n_rounds": len(rounds),
+        "calls": usage["calls"],
+        "cache_hits": usage["cache_hits"],
+        "prompt_tokens": usage["prompt_tokens"],
+        "completion_tokens": usage["completion_tokens"],
+        "latency_ms": (time.perf_counter() - started) * 1000,
+        "result": {"rounds": [round_record(r) for r in rounds], "final_candidate": " ".join(dcr.compose_final(rounds))},
+    }
+
+
+def backend_for(batch: BatchPublic | Batch) -> BackendConfig:
+    """The batch's recorded backend; its key (never stored) comes from this worker's environment."""
+    p = dict(batch.params)
+    kw = {k: p[k] for k in ("temperature", "max_tokens", "timeout", "max_retries") if k in p}
+    s = get_settings()
+    if batch.backend_kind == "embedded":
+        return BackendConfig(kind="embedded", concurrency=batch.concurrency, **kw)
+    return BackendConfig(
+        kind="openai", base_url=batch.base_url, model=batch.model, api_key=s.llm_api_key,
+        concurrency=batch.concurrency, **kw,
+    )  # fmt: skip
+
+
+@dataclass
+class RunStats:
+    processed: int = 0
+    failed: int = 0
+    seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+
+def process_batch(
+    engine: Engine,
+    batch_id: int,
+    *,
+    wid: str | None = None,
+    backend: BackendConfig | None = None,
+    on_progress: Callable[[int], None] | None = None,
+    stop: threading.Event | None = None,
+) -> RunStats:
+    """Work on a batch until nothing is left to claim (or it is cancelled); safe to run on many workers."""
+    wid = wid or worker_id()
+    stats = RunStats()
+    t0 = time.perf_counter()
+    with Session(engine) as session:
+        b = session.get(Batch, batch_id)
+        if b is None:
+            raise InputError(f"Batch {batch_id} does not exist.")
+        if b.cancel_requested or b.status in ("done", "cancelled"):
+            return stats
+        cfg = dcr.DCRConfig(task=b.task, criteria=b.criteria, method=b.method, amc=b.amc, max_rounds=b.max_rounds)  # type: ignore[arg-type]
+        backend = backend or backend_for(b)
+        concurrency = max(1, b.concurrency)
+        b.status = "running"
+        b.started_at = b.started_at or utcnow()
+        session.add(b)
+        session.commit()
+    cache = BufferedCache(engine, backend.model)
+    client = LLMClient(backend, cache=cache, ledger=UsageLedger())
+    heartbeat(engine, wid)
+    results: queue.Queue[tuple[int, dict[str, Any]]] = queue.Queue()
+    last_flush = last_beat = last_cancel_check = time.monotonic()
+    cancelled = False
+    inflight: set[Future] = set()
+
+    def run(item: ItemInput) -> None:
+        try:
+            out = process_item(client, item, cfg)
+        except Exception as exc:  # a bug or a server fault on one item must not stop the batch
+            log.exception("batch %s item %s failed", batch_id, item.batch_item_id)
+            out = {"status": "failed", "error": f"{type(exc).__name__}: {exc}"}
+        results.put((item.batch_item_id, out))
+
+    def flush() -> None:
+        rows = []
+        while True:
+            try:
+                bid, out = results.get_nowait()
+            except queue.Empty:
+                break
+            rows.append({"b_id": bid, **out})
+        with engine.begin() as conn:
+            cache.flush(conn)
+            if rows:
+                _write_results(conn, rows)
+        stats.processed += len(rows)
+        stats.failed += sum(r["status"] == "failed" for r in rows)
+        if rows and on_progress:
+            on_progress(len(rows))
+
+    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix=f"batch{batch_id}") as pool:
+        exhausted = False
+        while True:
+            if not cancelled and not exhausted and len(inflight) < concurrency * 2:
+                ids = claim(engine, batch_id, wid, concurrency * 2 - len(inflight))
+                if not ids:
+                    exhausted = True
+                for item in load_inputs(engine, ids):
+                    inflight.add(pool.submit(run, item))
+            if not inflight:
+                break
+            done, inflight = wait(inflight, timeout=FLUSH_EVERY, return_when=FIRST_COMPLETED)
+            inflight = set(inflight)
+            now = time.monotonic()
+            if now - last_flush >= FLUSH_EVERY:
+                flush()
+                last_flush = now
+            if now - last_beat >= HEARTBEAT_EVERY:
+                heartbeat(engine, wid)
+                last_beat = now
+            if now - last_cancel_check >= 1.0 or (stop is not None and stop.is_set()):
+                last_cancel_check = now
+                with Session(engine) as session:
+                    cancelled = bool(
+                        session.execute(select(Batch.cancel_requested).where(Batch.id == batch_id)).scalar()
+                    )
+                cancelled = cancelled or (stop is not None and stop.is_set())
+        flush()
+    _settle(engine, batch_id)
+    stats.seconds = time.perf_counter() - t0
+    return stats
+
+
+def _write_results(conn, rows: list[dict[str, Any]]) -> None:  # noqa: ANN001
+    from sqlalchemy import bindparam
+
+    cols = (
+        "status", "error", "score", "final_score", "n_sentences", "n_unknown", "n_rounds", "calls",
+        "cache_hits", "prompt_tokens", "completion_tokens", "latency_ms", "result",
+    )  # fmt: skip
+    now = utcnow()
+    full = [{c: r.get(c) for c in cols} | {"b_id": r["b_id"], "updated_at": now} for r in rows]
+    for r in full:
+        for c in ("n_sentences", "n_unknown", "n_rounds", "calls", "cache_hits", "prompt_tokens", "completion_tokens"):
+            r[c] = r[c] or 0
+        r["latency_ms"] = r["latency_ms"] or 0.0
+    stmt = (
+        update(BatchItem.__table__)
+        .where(BatchItem.__table__.c.id == bindparam("b_id"))
+        .values({c: bindparam(c) for c in (*cols, "updated_at")})
+    )
+    conn.execute(stmt, full)
+
+
+def _settle(engine: Engine, batch_id: int) -> None:
+    """Mark the batch done or cancelled once no item is pending or running."""
+    with Session(engine) as session:
+        b = session.get(Batch, batch_id)
+        if b is None:
+            return
+        left = session.execute(
+            select(func.count()).where(BatchItem.batch_id == batch_id, BatchItem.status.in_(("pending", "running")))
+        ).scalar_one()
+        running = session.execute(
+            select(func.count()).where(BatchItem.batch_id == batch_id, BatchItem.status == "running")
+        ).scalar_one()
+        if left == 0:
+            b.status, b.finished_at = "done", utcnow()
+        elif b.cancel_requested and running == 0:
+            b.status, b.finished_at = "cancelled", utcnow()
+        session.add(b)
+        session.commit()
