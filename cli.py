@@ -2,6 +2,10 @@
 
     python cli.py evaluate --input pairs.jsonl --output out.jsonl [--task summarization|semantic|custom]
         [--method dce-amc|paragraph] [--amc llm|rule] [--rounds N] [--concurrency C]
+    python cli.py batch --dataset FILE --format qags|summeval|paws|jsonl|csv [--method ...] [--amc ...]
+        [--rounds N] [--concurrency C] [--limit N]
+    python cli.py report --run ID [--output FILE.json]
+    python cli.py alpha --input RATINGS.csv --level nominal|ordinal|interval|ratio
 
 The backend comes from LLM_BASE_URL, LLM_API_KEY (or OPENAI_API_KEY) and LLM_MODEL (none set: the embedded
 model); the database from DATABASE_URL (default: data/consistency.db). Runs show up in the app's History.
@@ -19,6 +23,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import clitools.alpha
+import clitools.batch
 from db.engine import get_engine
 from services import dcr, runs
 from services.config import backend_from_settings
@@ -163,6 +169,8 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--rounds", type=int, default=0, help="improvement rounds m (default 0: evaluate only)")
     ev.add_argument("--concurrency", type=int, default=None, help="items in flight at once")
     ev.set_defaults(func=cmd_evaluate)
+    for module in (clitools.batch, clitools.alpha):
+        module.add_parser(sub)
     return p
 
 
@@ -172,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "evaluate" and args.task == "custom" and not args.criteria:
         print("error: --task custom needs --criteria", file=sys.stderr)
         return 2
-    if args.rounds < 0:
+    if args.command == "evaluate" and args.rounds < 0:
         print("error: --rounds must be 0 or more", file=sys.stderr)
         return 2
     return args.func(args)

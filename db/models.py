@@ -280,3 +280,14 @@ class WorkerHeartbeat(SQLModel, table=True):
     pid: int = 0
     started_at: datetime = Field(default_factory=utcnow)
     heartbeat_at: datetime = Field(default_factory=utcnow, index=True)
+
+
+class BaselineScore(SQLModel, table=True):
+    """A local baseline metric of one dataset item (ROUGE, embedding similarity), computed once."""
+
+    __tablename__ = "baseline_score"
+
+    id: int | None = Field(default=None, primary_key=True)
+    item_id: int = Field(foreign_key="dataset_item.id", index=True)
+    metric: str = Field(max_length=40, index=True)
+    value: float | None = None

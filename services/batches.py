@@ -587,3 +587,25 @@ def _settle(engine: Engine, batch_id: int) -> None:
             b.status, b.finished_at = "cancelled", utcnow()
         session.add(b)
         session.commit()
+
+
+def items_frame(engine: Engine, batch_id: int) -> Any:
+    """One row per item: state, scores, human judgments, usage and error."""
+    import pandas as pd
+
+    with engine.connect() as conn:
+        rows = conn.execute(
+            select(
+                BatchItem.item_id, DatasetItem.external_id, BatchItem.status, BatchItem.score,
+                BatchItem.final_score, DatasetItem.human_score, DatasetItem.human_label, BatchItem.n_sentences,
+                BatchItem.n_unknown, BatchItem.n_rounds, BatchItem.calls, BatchItem.attempts, BatchItem.error,
+            )
+            .join(DatasetItem, DatasetItem.id == BatchItem.item_id)
+            .where(BatchItem.batch_id == batch_id)
+            .order_by(DatasetItem.idx)
+        ).all()  # fmt: skip
+    cols = [
+        "item", "external_id", "status", "score", "final score", "human score", "human label", "sentences",
+        "unknown", "rounds", "calls", "attempts", "error",
+    ]  # fmt: skip
+    return pd.DataFrame(rows, columns=cols)

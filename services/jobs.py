@@ -8,14 +8,16 @@ or duplicated task costs nothing: items are claimed atomically and recovered fro
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
+import subprocess
 import sys
 
 from huey import RedisHuey, SqliteHuey
 from huey.api import Huey
 
-from services.config import get_settings
+from services.config import PROJECT_ROOT, get_settings
 
 log = logging.getLogger(__name__)
 
@@ -59,3 +61,31 @@ def enqueue(batch_id: int) -> None:
 
 def worker_command() -> list[str]:
     return [sys.executable, "-m", "services.worker"]
+
+
+def spawn_worker() -> subprocess.Popen | None:
+    """Start a worker beside the app (it stops with the app). CONSISTENCY_SPAWN_WORKER=0 turns this off
+    for deployments that run their own workers."""
+    if os.environ.get("CONSISTENCY_SPAWN_WORKER", "1") == "0":
+        return None
+    from services.embedded import _die_with_parent
+
+    s = get_settings()
+    s.data_dir.mkdir(parents=True, exist_ok=True)
+    with open(s.data_dir / "worker.log", "ab") as logf:
+        proc = subprocess.Popen(
+            worker_command(), stdout=logf, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent,
+            cwd=str(PROJECT_ROOT),
+        )  # fmt: skip
+    atexit.register(_stop, proc)
+    log.info("started batch worker pid %s", proc.pid)
+    return proc
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()

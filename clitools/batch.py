@@ -1,0 +1,117 @@
+"""`cli.py batch`: import a dataset (or reuse it) and run a batch over it, printing progress."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+import time
+from pathlib import Path
+
+from db.engine import get_engine
+from services import batches, datasets, jobs
+from services.config import backend_from_settings
+from services.dcr import DCRConfig
+from services.text import InputError
+
+FORMATS = ("qags", "summeval", "paws", "jsonl", "csv")
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = subparsers.add_parser("batch", help="run the evaluator over a dataset with human judgments")
+    p.add_argument("--dataset", required=True, help="the dataset file")
+    p.add_argument("--format", required=True, choices=FORMATS)
+    p.add_argument("--name", help="dataset name (default: the file name)")
+    p.add_argument("--task", choices=["summarization", "semantic", "custom"], help="default: the dataset's")
+    p.add_argument("--criteria", default="", help="criteria text for --task custom")
+    p.add_argument("--method", choices=["dce-amc", "paragraph"], default="dce-amc")
+    p.add_argument("--amc", choices=["llm", "rule"], default="rule")
+    p.add_argument("--rounds", type=int, default=0, help="improvement rounds (default 0: evaluate only)")
+    p.add_argument("--concurrency", type=int, default=None)
+    p.add_argument("--limit", type=int, default=None, help="only the first N items")
+    p.add_argument(
+        "--reference-column", default="reference", help="jsonl/csv: the reference column (default reference)"
+    )
+    p.add_argument("--candidate-column", default="candidate")
+    p.add_argument("--score-column", default=None)
+    p.add_argument("--label-column", default=None)
+    p.add_argument("--enqueue", action="store_true", help="hand the batch to the workers and return at once")
+    p.set_defaults(func=run)
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    path = Path(args.dataset)
+    if not path.is_file():
+        print(f"error: {path}: no such file", file=sys.stderr)
+        return 2
+    if args.rounds < 0 or (args.limit is not None and args.limit < 1):
+        print("error: --rounds must be 0 or more and --limit 1 or more", file=sys.stderr)
+        return 2
+    engine = get_engine()
+    mapping = None
+    if args.format in ("jsonl", "csv"):
+        mapping = datasets.ColumnMapping(
+            reference=args.reference_column, candidate=args.candidate_column, id="id",
+            human_score=args.score_column, human_label=args.label_column,
+        )  # fmt: skip
+    try:
+        saved, result = datasets.import_file(
+            engine, name=args.name or path.name, data=path.read_bytes(), fmt=args.format, mapping=mapping,
+            task=args.task or "summarization",
+        )  # fmt: skip
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    ds = datasets.get_dataset(engine, saved.id)
+    assert ds is not None
+    if result is not None:
+        print(f"imported {ds.name}: {ds.n_items} items, {ds.n_rejected} rejected (dataset {ds.id})", file=sys.stderr)
+        for r in result.rejected[:10]:
+            print(f"  rejected row {r.row}: {r.reason}", file=sys.stderr)
+    else:
+        print(f"dataset {ds.id} ({ds.name}) was imported before; reusing it", file=sys.stderr)
+    backend = backend_from_settings()
+    cfg = DCRConfig(
+        task=args.task or ds.task, criteria=args.criteria, method=args.method, amc=args.amc, max_rounds=args.rounds
+    )
+    try:
+        bid = batches.create_batch(
+            engine, dataset_id=ds.id, backend=backend, cfg=cfg, concurrency=args.concurrency, item_limit=args.limit
+        )
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"batch {bid}: {backend.label}, {args.method}, converter {args.amc}, rounds {args.rounds}", file=sys.stderr)
+    if args.enqueue:
+        jobs.enqueue(bid)
+        print(bid)
+        return 0
+    stop = threading.Event()
+
+    def report() -> None:
+        while not stop.wait(2.0):
+            p = batches.progress(engine, bid)
+            if p:
+                eta = f", ETA {p.eta_s:.0f} s" if p.eta_s else ""
+                print(f"  {p.finished}/{p.total} done ({p.failed} failed), {p.calls} calls{eta}", file=sys.stderr)
+
+    threading.Thread(target=report, daemon=True).start()
+    t = time.perf_counter()
+    try:
+        batches.process_batch(engine, bid, backend=backend)
+    except KeyboardInterrupt:
+        batches.request_cancel(engine, bid)
+        print(f"\ncancelled; resume with the app's Batches page (batch {bid})", file=sys.stderr)
+        return 130
+    finally:
+        stop.set()
+    p = batches.progress(engine, bid)
+    assert p is not None
+    print(
+        f"batch {bid} {p.batch.status}: {p.done} done, {p.failed} failed, {p.calls} calls, "
+        f"{p.cache_hits} cache hits, {time.perf_counter() - t:.1f} s",
+        file=sys.stderr,
+    )
+    print(bid)
+    return 0 if p.failed < p.total else 1

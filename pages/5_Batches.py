@@ -1,0 +1,185 @@
+"""Batches: run DCR over a dataset in the background worker; progress, cancel, resume, re-run failed."""
+
+import pandas as pd
+import streamlit as st
+
+from components.ui import batch_worker, demo_notice, engine, page_setup
+from services import batches, jobs
+from services.datasets import list_datasets
+from services.dcr import CONVERTER_LABELS, METHOD_LABELS, TASK_LABELS, DCRConfig
+from services.text import InputError
+
+backend = page_setup("Batches", ":material/dynamic_feed:")
+eng = engine()
+batch_worker()
+st.session_state.setdefault("ba_selected", None)
+param = st.query_params.get("batch")
+if param and param.isdigit():
+    st.session_state.ba_selected = int(param)
+
+st.title("Batches")
+st.caption(
+    "Run the evaluator over a whole dataset. Batches run in a background worker: close the tab, come back "
+    "later; a restarted app resumes unfinished items. Finished items are never sent to the model again."
+)
+
+datasets = list_datasets(eng)
+with st.expander("Start a batch", expanded=not batches.list_batches(eng, 1), icon=":material/play_circle:"):
+    if not datasets:
+        st.info("Import a dataset first on the **Datasets** page.")
+        st.page_link("pages/4_Datasets.py", label="Go to Datasets", icon=":material/dataset:")
+    else:
+        demo_notice(backend)
+        if not backend.is_embedded and st.session_state.get("backend_api_key"):
+            st.warning(
+                "The worker does not see a key typed in Settings (keys are never stored). Batches use "
+                "`LLM_API_KEY` / `OPENAI_API_KEY` from the environment or `.streamlit/secrets.toml`."
+            )
+        with st.form("ba_new"):
+            ds = st.selectbox("Dataset", datasets, format_func=lambda d: f"{d.name} · {d.n_items} items · {d.format}")
+            c = st.columns(3)
+            default_task = list(TASK_LABELS).index(ds.task) if ds and ds.task in TASK_LABELS else 0
+            task = c[0].selectbox("Task", list(TASK_LABELS), format_func=TASK_LABELS.get, index=default_task)
+            method = c[1].selectbox("Evaluator", list(METHOD_LABELS), format_func=METHOD_LABELS.get)
+            amc = c[2].selectbox("Converter", list(CONVERTER_LABELS), format_func=CONVERTER_LABELS.get)
+            c = st.columns(4)
+            rounds = c[0].number_input("Improvement rounds", 0, 10, 0, help="0: evaluate only")
+            concurrency = c[1].number_input("Concurrency", 1, 256, int(backend.concurrency))
+            limit = c[2].number_input("Item limit", 0, 1_000_000, 0, help="0: every item")
+            name = c[3].text_input("Name", placeholder="optional")
+            criteria = st.text_input("Criteria (custom task only)", "")
+            start = st.form_submit_button("Start batch", type="primary", icon=":material/play_arrow:")
+        if start:
+            try:
+                bid = batches.create_batch(
+                    eng, dataset_id=ds.id, backend=backend,
+                    cfg=DCRConfig(task=task, criteria=criteria, method=method, amc=amc, max_rounds=int(rounds)),
+                    concurrency=int(concurrency), item_limit=int(limit) or None, name=name,
+                )  # fmt: skip
+                jobs.enqueue(bid)
+                st.session_state.ba_selected = bid
+                st.query_params["batch"] = str(bid)
+                st.toast(f"Batch {bid} started.")
+            except InputError as exc:
+                st.error(str(exc))
+
+all_batches = batches.list_batches(eng)
+if not all_batches:
+    st.stop()
+
+st.subheader("All batches")
+table = pd.DataFrame(
+    [
+        {
+            "batch": b.id,
+            "name": b.name,
+            "status": b.status,
+            "items": b.n_items,
+            "method": b.method,
+            "converter": b.amc,
+            "rounds": b.max_rounds,
+            "model": b.model,
+            "created (UTC)": b.created_at.strftime("%Y-%m-%d %H:%M"),
+        }
+        for b in all_batches
+    ]
+)
+ev = st.dataframe(
+    table, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row", key="ba_table"
+)
+if ev and ev.selection and ev.selection.rows:
+    st.session_state.ba_selected = int(table.iloc[ev.selection.rows[0]]["batch"])
+    st.query_params["batch"] = str(st.session_state.ba_selected)
+
+bid = st.session_state.ba_selected
+if bid is None:
+    st.caption("Select a batch to follow its progress.")
+    st.stop()
+
+
+def _fmt_s(s: float | None) -> str:
+    if s is None:
+        return "—"
+    return f"{s:.0f} s" if s < 120 else f"{s / 60:.1f} min"
+
+
+@st.fragment(run_every=1.5)
+def live(batch_id: int) -> None:
+    p = batches.progress(eng, batch_id)
+    if p is None:
+        st.warning(f"Batch {batch_id} no longer exists.")
+        return
+    b = p.batch
+    st.markdown(f"### Batch #{b.id} · {b.name}")
+    st.caption(
+        f"{b.model} · {METHOD_LABELS.get(b.method, b.method)} · converter {b.amc} · rounds {b.max_rounds} · "
+        f"concurrency {b.concurrency} · status **{b.status}**"
+        + (" · cancelling…" if b.cancel_requested and b.status == "running" else "")
+    )
+    st.progress(p.finished / p.total if p.total else 0.0, text=f"{p.finished} of {p.total} items")
+    m = st.columns(7)
+    m[0].metric("Done", p.done)
+    m[1].metric("Failed", p.failed)
+    m[2].metric("Pending", p.pending + p.running)
+    m[3].metric("ETA", _fmt_s(p.eta_s) if b.status == "running" else "—")
+    m[4].metric("Calls", f"{p.calls:,}", help="Requests sent to the model")
+    m[5].metric("Cache hits", f"{p.cache_hits:,}")
+    m[6].metric("Tokens", f"{p.tokens:,}")
+    if b.status in ("queued", "running") and not batches.live_workers(eng):
+        st.info("Waiting for a worker. The app starts one; it resumes unfinished items within a minute.")
+    a = st.container(horizontal=True)
+    if b.status in ("queued", "running") and not b.cancel_requested:
+        if a.button("Cancel", icon=":material/stop_circle:", key=f"ba_cancel_{b.id}"):
+            batches.request_cancel(eng, b.id)
+            st.rerun(scope="fragment")
+    if b.status == "cancelled" and p.pending:
+        if a.button("Resume", icon=":material/play_arrow:", key=f"ba_resume_{b.id}"):
+            batches.reopen(eng, b.id)
+            jobs.enqueue(b.id)
+            st.rerun(scope="fragment")
+    if p.failed and b.status in ("done", "cancelled"):
+        if a.button(f"Re-run {p.failed} failed", icon=":material/replay:", key=f"ba_retry_{b.id}"):
+            batches.reopen(eng, b.id, failed_too=True)
+            jobs.enqueue(b.id)
+            st.rerun(scope="fragment")
+    if b.status == "done":
+        a.page_link("pages/6_Meta-evaluation.py", label="Meta-evaluation", icon=":material/query_stats:",
+                    query_params={"batch": str(b.id)})  # fmt: skip
+
+
+live(bid)
+
+items = batches.items_frame(eng, bid)
+if not items.empty:
+    failed = items[items["status"] == "failed"]
+    if not failed.empty:
+        with st.expander(f"Failed items ({len(failed)})", icon=":material/error:"):
+            st.dataframe(failed[["item", "external_id", "error"]], hide_index=True, width="stretch")
+    with st.expander("Items", icon=":material/list:"):
+        st.dataframe(
+            items.drop(columns=["error"]),
+            hide_index=True,
+            width="stretch",
+            column_config={
+                "score": st.column_config.ProgressColumn(min_value=0, max_value=1, format="%.2f"),
+                "final score": st.column_config.ProgressColumn(min_value=0, max_value=1, format="%.2f"),
+            },
+        )
+    c = st.container(horizontal=True)
+    c.download_button("Download items (CSV)", items.to_csv(index=False), file_name=f"batch-{bid}-items.csv",
+                      mime="text/csv", icon=":material/download:")  # fmt: skip
+    if st.button("Delete this batch", icon=":material/delete:", key="ba_delete"):
+        st.session_state.ba_confirm = bid
+    if st.session_state.get("ba_confirm") == bid:
+        st.warning(f"Delete batch {bid} and its results? The dataset stays.")
+        d = st.container(horizontal=True)
+        if d.button("Delete", type="primary", key="ba_do_delete"):
+            batches.request_cancel(eng, bid)
+            batches.delete_batch(eng, bid)
+            st.session_state.ba_selected = None
+            st.session_state.ba_confirm = None
+            st.query_params.pop("batch", None)
+            st.rerun()
+        if d.button("Keep it", key="ba_keep"):
+            st.session_state.ba_confirm = None
+            st.rerun()
