@@ -29,6 +29,17 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
 
 
 @pytest.fixture(autouse=True)
+def _queue_in_process(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Tasks run inline (Huey's immediate mode, in memory): no test writes to a real queue or spawns a worker."""
+    import services.jobs
+
+    monkeypatch.setenv("CONSISTENCY_SPAWN_WORKER", "0")
+    services.jobs.huey.immediate = True
+    yield
+    services.jobs.huey.immediate = False
+
+
+@pytest.fixture(autouse=True)
 def _fresh_mode_memory() -> Iterator[None]:
     """`services.llm._mode_memory` is process-global: no test may see another's remembered mode."""
     services.llm._mode_memory.clear()

@@ -1,0 +1,72 @@
+"""The Batches page: start a batch over a dataset, follow it, cancel, re-run failed items."""
+
+from __future__ import annotations
+
+from sqlmodel import Session
+
+import db.engine
+from db.models import Dataset, DatasetItem, Document
+from services import batches
+from services.text import split_sentences
+from tests.app.helpers import CAND, FIXED, REF, click, texts
+
+BATCHES = "pages/5_Batches.py"
+
+
+def seed_dataset(n: int = 4) -> int:
+    eng = db.engine.get_engine()
+    with Session(eng) as s:
+        ref = Document(sha256="ref", text=REF, n_chars=len(REF))
+        ds = Dataset(name="eiffel", format="jsonl", sha256="eiffel", n_items=n)
+        s.add(ref)
+        s.add(ds)
+        s.flush()
+        for i in range(n):
+            cand = CAND if i % 2 == 0 else FIXED
+            s.add(DatasetItem(dataset_id=ds.id, idx=i, external_id=str(i), reference_id=ref.id, candidate=cand,
+                              sentences=split_sentences(cand), human_label=int(i % 2)))  # fmt: skip
+        s.commit()
+        return ds.id
+
+
+def test_without_datasets_the_page_points_to_the_datasets_page(open_page):
+    at = open_page(BATCHES)
+    assert not at.exception
+    assert any("Import a dataset first" in t for t in texts(at.info))
+
+
+def test_starting_a_batch_runs_it_and_shows_progress_and_items(open_page, judge):
+    seed_dataset(4)
+    at = open_page(BATCHES)
+    assert not at.exception
+    at = at.button(key="FormSubmitter:ba_new-Start batch").click().run()  # tasks run inline in tests
+    assert not at.exception, at.exception
+    assert at.query_params["batch"] == ["1"] or at.query_params["batch"] == "1"
+    p = batches.progress(db.engine.get_engine(), 1)
+    assert p is not None and p.done == 4 and p.batch.status == "done"
+    assert len(judge.requests) == 4
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Done"] == "4" and metrics["Failed"] == "0" and metrics["Calls"] == "4"
+    assert any("Batch #1" in m for m in texts(at.markdown))
+
+
+def test_a_deep_link_opens_a_batch_and_a_missing_one_is_explained(open_page, judge):
+    seed_dataset(2)
+    eng = db.engine.get_engine()
+    from services.config import BackendConfig
+    from services.dcr import DCRConfig
+
+    backend = BackendConfig(kind="openai", base_url=judge.base_url, model="fake-model", max_retries=0)
+    bid = batches.create_batch(eng, dataset_id=1, backend=backend, cfg=DCRConfig(max_rounds=0))
+    at = open_page(BATCHES, query={"batch": str(bid)})
+    assert not at.exception
+    assert any(f"Batch #{bid}" in m for m in texts(at.markdown))
+    assert {m.label: m.value for m in at.metric}["Pending"] == "2"
+    assert any(b.label == "Cancel" for b in at.button)
+    at = click(at, "Cancel")
+    assert not at.exception
+    assert batches.progress(eng, bid).batch.status == "cancelled"
+
+    at = open_page(BATCHES, query={"batch": "999"})
+    assert not at.exception
+    assert any("no longer exists" in w for w in texts(at.warning))

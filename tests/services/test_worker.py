@@ -1,0 +1,47 @@
+"""The real queue and worker: a batch enqueued on the SQLite queue is finished by `python -m services.worker`."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from db.engine import make_engine
+from services import batches, dcr
+from services.config import BackendConfig
+from tests.fakes import FakeOpenAIServer, toy_judge
+from tests.services.test_batches import BAD, FIX, make_dataset
+
+
+def test_the_worker_process_runs_an_enqueued_batch(tmp_path):
+    url = f"sqlite:///{tmp_path}/w.db"
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("LLM_")},
+        "PYTHONPATH": os.getcwd(),
+        "DATABASE_URL": url,
+        "DATA_DIR": str(tmp_path / "data"),
+    }
+    engine = make_engine(url)
+    with FakeOpenAIServer(responder=toy_judge(BAD, FIX)) as fake:
+        ds = make_dataset(engine, 5)
+        backend = BackendConfig(kind="openai", base_url=fake.base_url, model="fake-model", max_retries=0)
+        bid = batches.create_batch(engine, dataset_id=ds, backend=backend, cfg=dcr.DCRConfig(max_rounds=0))
+        # Enqueue from another process, as the app does, onto the queue file in DATA_DIR.
+        subprocess.run(
+            [sys.executable, "-c", f"from services.jobs import enqueue; enqueue({bid})"], env=env, check=True
+        )
+        assert batches.progress(engine, bid).batch.status == "queued"
+        worker = subprocess.Popen([sys.executable, "-m", "services.worker"], env=env)
+        try:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and batches.progress(engine, bid).batch.status != "done":
+                time.sleep(0.2)
+            p = batches.progress(engine, bid)
+            assert p.batch.status == "done" and p.done == 5 and len(fake.requests) == 5
+            assert batches.live_workers(engine), "the worker writes a heartbeat"
+        finally:
+            worker.send_signal(signal.SIGINT)
+            worker.wait(timeout=20)
+    engine.dispose()
