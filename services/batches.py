@@ -484,6 +484,7 @@ def process_batch(
         session.commit()
     cache = BufferedCache(engine, backend.model)
     client = LLMClient(backend, cache=cache, ledger=UsageLedger())
+    client.sdk()  # build the HTTP clients before the threads start
     heartbeat(engine, wid)
     results: queue.Queue[tuple[int, dict[str, Any]]] = queue.Queue()
     last_flush = last_beat = last_cancel_check = time.monotonic()
@@ -518,7 +519,8 @@ def process_batch(
     with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix=f"batch{batch_id}") as pool:
         exhausted = False
         while True:
-            if not cancelled and not exhausted and len(inflight) < concurrency * 2:
+            # Keep between one and two rounds of work queued; claim in large chunks (few transactions).
+            if not cancelled and not exhausted and len(inflight) <= concurrency:
                 ids = claim(engine, batch_id, wid, concurrency * 2 - len(inflight))
                 if not ids:
                     exhausted = True

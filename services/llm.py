@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
+import itertools
 import json
 import logging
+import ssl
 import threading
 import time
 from collections.abc import Callable
@@ -25,6 +28,8 @@ T = TypeVar("T")
 # Ways of asking for JSON, strongest first. llama.cpp's server answers 500 to json_schema but
 # constrains output with {"type": "json_object", "schema": ...}; OpenAI takes json_schema.
 MODES = ("json_schema", "json_object_schema", "json_object", "text")
+
+SDK_THREADS_PER_CLIENT = 8
 
 RETRY_PROMPT = (
     "Your previous answer could not be read as the JSON format requested ({problem}). "
@@ -190,7 +195,9 @@ class LLMClient:
         self.cache = cache
         self.ledger = ledger or UsageLedger()
         self._base_url = base_url
-        self._sdk: openai.OpenAI | None = None
+        self._sdks: list[openai.OpenAI] | None = None
+        self._shard = threading.local()
+        self._next_shard = itertools.count()
         self._sem = threading.BoundedSemaphore(max(1, backend.concurrency))
         self._sdk_lock = threading.Lock()
         self._sent = threading.local()  # HTTP requests sent by this thread's current attempt
@@ -218,18 +225,36 @@ class LLMClient:
         return self._base_url
 
     def sdk(self) -> openai.OpenAI:
-        with self._sdk_lock:
-            if self._sdk is None:
-                key = self.backend.api_key.get_secret_value() if self.backend.api_key else ""
-                self._sdk = openai.OpenAI(
-                    base_url=self.base_url,
-                    api_key=key or "not-needed",
-                    timeout=openai.Timeout(self.backend.timeout, connect=min(10.0, self.backend.timeout)),
-                    max_retries=self.backend.max_retries,
-                    # counts every HTTP request, including the SDK's own retries, for the usage ledger
-                    http_client=openai.DefaultHttpxClient(event_hooks={"request": [self._count_request]}),
-                )
-            return self._sdk
+        """The SDK client of this thread. Threads are spread over several clients, because one HTTP
+        connection pool shared by dozens of threads spends its time waiting on the pool's lock."""
+        shards = self._sdks
+        if shards is None:
+            with self._sdk_lock:
+                if self._sdks is None:
+                    n = max(1, -(-self.backend.concurrency // SDK_THREADS_PER_CLIENT))
+                    self._sdks = [self._new_sdk() for _ in range(n)]
+                shards = self._sdks
+        if len(shards) == 1:
+            return shards[0]
+        idx = getattr(self._shard, "i", None)
+        if idx is None:
+            idx = self._shard.i = next(self._next_shard) % len(shards)
+        return shards[idx]
+
+    def _new_sdk(self) -> openai.OpenAI:
+        key = self.backend.api_key.get_secret_value() if self.backend.api_key else ""
+        return openai.OpenAI(
+            base_url=self.base_url,
+            api_key=key or "not-needed",
+            timeout=openai.Timeout(self.backend.timeout, connect=min(10.0, self.backend.timeout)),
+            max_retries=self.backend.max_retries,
+            # counts every HTTP request, including the SDK's own retries, for the usage ledger
+            http_client=openai.DefaultHttpxClient(
+                # plain-HTTP servers (local vLLM, Ollama, llama.cpp) need no TLS context at all
+                verify=_ssl_context() if self.base_url.startswith("https") else False,
+                event_hooks={"request": [self._count_request]},
+            ),
+        )
 
     def _mode_key(self) -> tuple[str, str]:
         return (self.base_url, self.backend.model)
@@ -428,6 +453,17 @@ class LLMClient:
             True,
             f"Connected to {base}: model '{resp.model or self.backend.model}' answered {text!r} in {ms:.0f} ms.",
         )
+
+
+@functools.lru_cache(maxsize=1)
+def _ssl_context() -> ssl.SSLContext:
+    """One TLS context for every client: building one loads the CA bundle (tens of milliseconds)."""
+    try:
+        import httpx2  # the SDK's HTTP library: the same defaults the SDK would use
+
+        return httpx2.create_ssl_context()
+    except (ImportError, AttributeError):
+        return ssl.create_default_context()
 
 
 def _retry_after(exc: openai.APIStatusError, cap: float = 60.0) -> float:
