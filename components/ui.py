@@ -41,6 +41,14 @@ def engine():
     return get_engine()
 
 
+@st.cache_resource(show_spinner=False)
+def batch_worker():
+    """The background worker that runs batches, started with the app (once per server process)."""
+    from services.jobs import spawn_worker
+
+    return spawn_worker()
+
+
 def current_backend() -> BackendConfig:
     """The backend this browser session uses: Settings page choices over the environment defaults."""
     base = backend_from_settings()
@@ -90,6 +98,9 @@ def page_setup(title: str, icon: str) -> BackendConfig:
         st.page_link("app.py", label="Home", icon=":material/home:")
         st.page_link("pages/1_Evaluate.py", label="Evaluate", icon=":material/fact_check:")
         st.page_link("pages/2_History.py", label="History", icon=":material/history:")
+        st.page_link("pages/4_Datasets.py", label="Datasets", icon=":material/dataset:")
+        st.page_link("pages/5_Batches.py", label="Batches", icon=":material/dynamic_feed:")
+        st.page_link("pages/6_Meta-evaluation.py", label="Meta-evaluation", icon=":material/query_stats:")
         st.page_link("pages/3_Settings.py", label="Settings", icon=":material/tune:")
         st.divider()
         st.caption("Backend in use")

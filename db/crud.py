@@ -6,12 +6,16 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import func
+from sqlalchemy import func, insert
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, delete, select
 
 from db.models import (
+    Batch,
+    Dataset,
+    DatasetItem,
+    DatasetPublic,
     Document,
     EvalRound,
     LLMCacheEntry,
@@ -284,3 +288,108 @@ class SqlCache:
                 session.commit()
             except IntegrityError:  # the same answer stored by a concurrent call
                 session.rollback()
+
+
+# -- datasets ----------------------------------------------------------------------------------
+def get_or_create_documents(*, session: Session, texts: list[str]) -> list[int]:
+    """Document ids for many texts at once (same hashing as get_or_create_document), in the order given."""
+    by_hash: dict[str, str] = {}
+    digests = []
+    for text in texts:
+        digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        by_hash.setdefault(digest, text)
+        digests.append(digest)
+    ids: dict[str, int] = {}
+    unique = list(by_hash)
+    for i in range(0, len(unique), 500):  # stay under every backend's bound-parameter limit
+        chunk = unique[i : i + 500]
+        rows = session.exec(select(Document.sha256, Document.id).where(col(Document.sha256).in_(chunk))).all()
+        ids.update({sha: doc_id for sha, doc_id in rows if doc_id is not None})
+    missing = [d for d in unique if d not in ids]
+    if missing:
+        now = utcnow()
+        session.execute(
+            insert(Document),
+            [{"sha256": d, "text": by_hash[d], "n_chars": len(by_hash[d]), "created_at": now} for d in missing],
+        )
+        for i in range(0, len(missing), 500):
+            chunk = missing[i : i + 500]
+            rows = session.exec(select(Document.sha256, Document.id).where(col(Document.sha256).in_(chunk))).all()
+            ids.update({sha: doc_id for sha, doc_id in rows if doc_id is not None})
+    return [ids[d] for d in digests]
+
+
+def find_dataset(*, session: Session, sha256: str, format: str) -> DatasetPublic | None:
+    """The dataset imported from a file with this hash in this format, if any."""
+    row = session.exec(
+        select(Dataset).where(Dataset.sha256 == sha256, Dataset.format == format).order_by(col(Dataset.id))
+    ).first()
+    return DatasetPublic.model_validate(row) if row else None
+
+
+def add_dataset_items(*, session: Session, rows: list[dict[str, Any]]) -> None:
+    """Bulk insert of dataset items (dicts with every DatasetItem column but id)."""
+    for i in range(0, len(rows), 2000):
+        session.execute(insert(DatasetItem), rows[i : i + 2000])
+
+
+def list_datasets(*, session: Session) -> list[DatasetPublic]:
+    """Every dataset, newest first."""
+    rows = session.exec(select(Dataset).order_by(col(Dataset.id).desc())).all()
+    return [DatasetPublic.model_validate(r) for r in rows]
+
+
+def get_dataset(*, session: Session, dataset_id: int) -> Dataset | None:
+    return session.get(Dataset, dataset_id)
+
+
+def dataset_item_rows(*, session: Session, dataset_id: int, limit: int | None = None) -> list[Any]:
+    """(id, external_id, candidate, sentences, human_score, human_label, sentence_labels) rows in import order."""
+    q = (
+        select(
+            DatasetItem.id,
+            DatasetItem.external_id,
+            DatasetItem.candidate,
+            DatasetItem.sentences,
+            DatasetItem.human_score,
+            DatasetItem.human_label,
+            DatasetItem.sentence_labels,
+        )
+        .where(DatasetItem.dataset_id == dataset_id)
+        .order_by(col(DatasetItem.idx))
+    )
+    if limit is not None:
+        q = q.limit(limit)
+    return list(session.exec(q).all())
+
+
+def dataset_aggregates(*, session: Session, dataset_id: int) -> dict[str, Any]:
+    """Counts and means over a dataset's items, computed by the database."""
+    row = session.exec(
+        select(
+            func.count(),
+            func.count(func.distinct(DatasetItem.reference_id)),
+            func.count(DatasetItem.human_score),
+            func.avg(DatasetItem.human_score),
+            func.min(DatasetItem.human_score),
+            func.max(DatasetItem.human_score),
+            func.count(DatasetItem.human_label),
+            func.avg(DatasetItem.human_label),
+        ).where(DatasetItem.dataset_id == dataset_id)
+    ).one()
+    keys = ("items", "references", "scored", "score_mean", "score_min", "score_max", "labelled", "share_consistent")
+    return dict(zip(keys, row, strict=True))
+
+
+def count_batches_for_dataset(*, session: Session, dataset_id: int) -> int:
+    return int(session.exec(select(func.count()).select_from(Batch).where(Batch.dataset_id == dataset_id)).one())
+
+
+def delete_dataset(*, session: Session, dataset_id: int) -> bool:
+    """Delete a dataset and its items (documents stay: they may be shared). The caller checks batches first."""
+    ds = session.get(Dataset, dataset_id)
+    if ds is None:
+        return False
+    session.exec(delete(DatasetItem).where(DatasetItem.dataset_id == dataset_id))  # type: ignore[call-overload]
+    session.delete(ds)
+    return True

@@ -1,0 +1,1 @@
+"""Subcommands for cli.py, one module each with `add_parser(subparsers)` and `run(args) -> int`."""

@@ -1,0 +1,829 @@
+"""Dataset import: QAGS, SummEval, PAWS/QQP and generic JSONL/CSV files with human judgments."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import logging
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, NamedTuple
+
+import pandas as pd
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError
+
+from db import crud
+from db.engine import get_session
+from db.models import Dataset, DatasetPublic
+from services.text import InputError, split_sentences
+
+log = logging.getLogger(__name__)
+
+LABEL_KINDS = ("score", "binary", "sentence")
+MAX_STORED_REJECTED = 1000
+UPLOAD_TYPES = ("jsonl", "json", "csv", "tsv")
+GENERIC_FORMATS = ("jsonl", "csv", "tsv")
+FORMAT_LABELS = {
+    "qags": "QAGS (article + summary sentences with worker votes)",
+    "summeval": "SummEval model annotations (paired JSONL)",
+    "paws": "PAWS / QQP (TSV with a header)",
+    "jsonl": "Generic JSONL (or a JSON array)",
+    "csv": "Generic CSV",
+    "tsv": "Generic TSV",
+}
+SUMMEVAL_ASPECTS = ("coherence", "consistency", "fluency", "relevance")
+
+TableFormat = Literal["jsonl", "csv", "tsv"]
+
+_TRUE = {"1", "true", "yes", "consistent"}
+_FALSE = {"0", "false", "no", "inconsistent"}
+
+
+@dataclass
+class ImportedItem:
+    """One reference/candidate pair read from a file, with whatever human judgments it carries."""
+
+    external_id: str
+    reference: str
+    candidate: str
+    sentences: list[str] | None = None
+    human_score: float | None = None
+    human_label: int | None = None  # 1 consistent / 0 inconsistent
+    sentence_labels: list[dict[str, int]] | None = None  # per sentence: {rater: 1 or 0}
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RejectedRow:
+    """A row that was not imported: its 1-based row (line) number and why."""
+
+    row: int
+    reason: str
+
+
+@dataclass
+class ImportResult:
+    """What a reader made of a file: the valid items, the rejected rows and the judgments present."""
+
+    format: str
+    task: str
+    items: list[ImportedItem]
+    rejected: list[RejectedRow]
+    label_kinds: list[str]
+    meta: dict[str, Any] = field(default_factory=dict)  # provenance, e.g. the column mapping or the variant
+
+
+@dataclass(frozen=True)
+class ColumnMapping:
+    """Which columns (JSONL keys or CSV headers) hold what, for a generic file."""
+
+    reference: str
+    candidate: str
+    id: str | None = None
+    human_score: str | None = None
+    human_label: str | None = None
+    sentence_labels: str | None = None
+
+
+class SavedDataset(NamedTuple):
+    """The dataset's id, and whether this call created it (False: the same file was imported before)."""
+
+    id: int
+    created: bool
+
+
+class _Reject(Exception):
+    """A row that cannot be imported; the message is the reason shown to the user."""
+
+
+# -- value parsing -------------------------------------------------------------------------------
+def parse_label(value: Any) -> int | None:
+    """1/0 from 0/1, true/false, yes/no or consistent/inconsistent (any case); None when empty."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int | float) and value in (0, 1):
+        return int(value)
+    s = str(value).strip().lower()
+    if not s:
+        return None
+    if s in _TRUE:
+        return 1
+    if s in _FALSE:
+        return 0
+    if s in ("1.0", "0.0"):
+        return int(float(s))
+    raise ValueError(f"label {value!r} is not 0/1, true/false, yes/no or consistent/inconsistent")
+
+
+def parse_score(value: Any) -> float | None:
+    """A finite number, or None when empty."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise ValueError(f"score {value!r} is not a number")
+    try:
+        x = float(value)
+    except ValueError:
+        raise ValueError(f"score {value!r} is not a number") from None
+    if not math.isfinite(x):
+        raise ValueError(f"score {value!r} is not a finite number")
+    return x
+
+
+def majority_vote(votes: dict[str, int]) -> int:
+    """1 when more than half of the raters say consistent (a tie counts as not consistent)."""
+    return int(sum(votes.values()) * 2 > len(votes))
+
+
+def parse_sentence_labels(value: Any) -> list[dict[str, int]] | None:
+    """Per-sentence labels from a JSON list of 0/1, of vote lists, or of {rater: 0/1} dicts."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            raise ValueError("sentence labels are not a JSON list") from None
+    if not isinstance(value, list):
+        raise ValueError("sentence labels must be a list with one entry per sentence")
+    out: list[dict[str, int]] = []
+    for k, entry in enumerate(value, 1):
+        if isinstance(entry, dict):
+            pairs = [(str(r), v) for r, v in entry.items()]
+        elif isinstance(entry, list):
+            pairs = [(str(i), v) for i, v in enumerate(entry)]
+        else:
+            pairs = [("0", entry)]
+        if not pairs:
+            raise ValueError(f"sentence {k} has no label")
+        votes: dict[str, int] = {}
+        for rater, v in pairs:
+            try:
+                label = parse_label(v)
+            except ValueError as exc:
+                raise ValueError(f"sentence {k}: {exc}") from None
+            if label is None:
+                raise ValueError(f"sentence {k}: an empty label")
+            votes[rater] = label
+        out.append(votes)
+    return out
+
+
+# -- reading files -------------------------------------------------------------------------------
+def _decode(data: bytes) -> str:
+    if not data or not data.strip():
+        raise InputError("The file is empty.")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise InputError(
+            f"The file is not UTF-8 text (byte {exc.start:,}, on line {line:,}, cannot be read). "
+            "Save it as UTF-8 and upload it again."
+        ) from None
+    if not text.strip():
+        raise InputError("The file is empty.")
+    return text
+
+
+def _json_records(text: str) -> Iterator[tuple[int, Any, str | None]]:
+    """(row number, value, error) for each record of a JSONL file, or of a file holding one JSON array."""
+    if text.lstrip().startswith("["):
+        try:
+            whole = json.loads(text)
+        except json.JSONDecodeError:
+            whole = None
+        if isinstance(whole, list):
+            for i, value in enumerate(whole, 1):
+                yield i, value, None
+            return
+    # Split on "\n" only: JSON strings may hold U+2028 and other characters str.splitlines() breaks on.
+    for i, line in enumerate(text.split("\n"), 1):
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            yield i, json.loads(line), None
+        except json.JSONDecodeError as exc:
+            yield i, None, f"not valid JSON ({exc.msg} at column {exc.colno})"
+
+
+def _table_records(
+    text: str, delimiter: str, *, quoted: bool
+) -> tuple[list[str], Iterator[tuple[int, Any, str | None]]]:
+    """The header and (line number, {column: value}, error) for each data row of a CSV/TSV file."""
+    csv.field_size_limit(max(csv.field_size_limit(), 64 * 1024 * 1024))  # articles are longer than 128 kB
+    reader = csv.reader(
+        io.StringIO(text, newline=""), delimiter=delimiter, quoting=csv.QUOTE_MINIMAL if quoted else csv.QUOTE_NONE
+    )
+    try:
+        header = [h.strip() for h in next(reader)]
+    except (StopIteration, csv.Error) as exc:
+        raise InputError(f"The file has no readable header row ({exc}).") from None
+    if not any(header):
+        raise InputError("The first row (the header) is empty; the file needs a header naming its columns.")
+    if len(set(header)) != len(header):
+        dupes = sorted({h for h in header if header.count(h) > 1})
+        raise InputError(f"The header names a column twice: {', '.join(dupes)}. Rename the columns.")
+
+    def rows() -> Iterator[tuple[int, Any, str | None]]:
+        while True:
+            start = reader.line_num + 1
+            try:
+                fields = next(reader)
+            except StopIteration:
+                return
+            except csv.Error as exc:
+                yield start, None, f"unreadable row ({exc})"
+                if reader.line_num < start:  # the reader cannot move past it
+                    return
+                continue
+            if not fields or not any(f.strip() for f in fields):
+                continue
+            if len(fields) != len(header):
+                yield start, None, f"has {len(fields)} fields but the header has {len(header)}"
+                continue
+            yield start, dict(zip(header, fields, strict=True)), None
+
+    return header, rows()
+
+
+def _text(obj: dict[str, Any], key: str, what: str | None = None) -> str:
+    """A required non-empty text field."""
+    what = what or key
+    if key not in obj:
+        raise _Reject(f"missing field '{key}'")
+    value = obj[key]
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        value = str(value)
+    if not isinstance(value, str):
+        raise _Reject(f"'{key}' is not text")
+    value = value.strip()
+    if not value:
+        raise _Reject(f"empty {what} ('{key}')")
+    return value
+
+
+def _finish(item: ImportedItem) -> ImportedItem:
+    """Split the candidate once, here, so batch runs never re-split; check sentence labels line up."""
+    if item.sentences is None:
+        item.sentences = split_sentences(item.candidate)
+    if not item.sentences:
+        raise _Reject("the candidate has no sentence (only punctuation or whitespace)")
+    if item.sentence_labels is not None and len(item.sentence_labels) != len(item.sentences):
+        raise _Reject(
+            f"{len(item.sentence_labels)} sentence label(s) but the candidate has {len(item.sentences)} "
+            "sentence(s); give the candidate as a JSON list of sentences to fix the split"
+        )
+    return item
+
+
+def _collect(
+    records: Iterator[tuple[int, Any, str | None]],
+    make: Callable[[int, dict[str, Any]], ImportedItem],
+    *,
+    fmt: str,
+    task: str,
+    meta: dict[str, Any] | None = None,
+) -> ImportResult:
+    items: list[ImportedItem] = []
+    rejected: list[RejectedRow] = []
+    for row, value, error in records:
+        try:
+            if error:
+                raise _Reject(error)
+            if not isinstance(value, dict):
+                raise _Reject("not a JSON object")
+            items.append(_finish(make(row, value)))
+        except _Reject as exc:
+            rejected.append(RejectedRow(row, str(exc)))
+    if not items:
+        if not rejected:
+            raise InputError("The file has no data row.")
+        first = "; ".join(f"row {r.row}: {r.reason}" for r in rejected[:3])
+        raise InputError(f"No valid row in this file ({len(rejected):,} rejected). First problems: {first}.")
+    kinds = [k for k in LABEL_KINDS if any(_has_kind(it, k) for it in items)]
+    return ImportResult(format=fmt, task=task, items=items, rejected=rejected, label_kinds=kinds, meta=meta or {})
+
+
+def _has_kind(item: ImportedItem, kind: str) -> bool:
+    if kind == "score":
+        return item.human_score is not None
+    if kind == "binary":
+        return item.human_label is not None
+    return item.sentence_labels is not None
+
+
+# -- QAGS --------------------------------------------------------------------------------------
+def _qags_item(row: int, obj: dict[str, Any]) -> ImportedItem:
+    article = _text(obj, "article", "article")
+    given = obj.get("summary_sentences")
+    if given is None:
+        raise _Reject("missing field 'summary_sentences'")
+    if not isinstance(given, list) or not given:
+        raise _Reject("'summary_sentences' must be a non-empty list")
+    sentences: list[str] = []
+    labels: list[dict[str, int]] = []
+    for k, s in enumerate(given, 1):
+        if not isinstance(s, dict):
+            raise _Reject(f"summary sentence {k} is not an object")
+        text = s.get("sentence")
+        if not isinstance(text, str) or not text.strip():
+            raise _Reject(f"summary sentence {k} has no text")
+        responses = s.get("responses")
+        if not isinstance(responses, list) or not responses:
+            raise _Reject(f"summary sentence {k} has no worker responses")
+        votes: dict[str, int] = {}
+        for r in responses:
+            if not isinstance(r, dict) or r.get("worker_id") is None:
+                raise _Reject(f"summary sentence {k}: a response has no worker_id")
+            worker = str(r["worker_id"])
+            answer = str(r.get("response", "")).strip().lower()
+            if answer not in ("yes", "no"):
+                raise _Reject(f"summary sentence {k}: response {r.get('response')!r} is not yes or no")
+            if worker in votes:
+                raise _Reject(f"summary sentence {k}: worker {worker} answered twice")
+            votes[worker] = 1 if answer == "yes" else 0
+        sentences.append(text.strip())
+        labels.append(votes)
+    majority = [majority_vote(v) for v in labels]
+    return ImportedItem(
+        external_id=str(row),
+        reference=article,
+        candidate=" ".join(sentences),
+        sentences=sentences,
+        human_score=sum(majority) / len(majority),
+        human_label=int(all(majority)),
+        sentence_labels=labels,
+    )
+
+
+def read_qags(data: bytes) -> ImportResult:
+    """QAGS JSONL (article + summary_sentences with MTurk yes/no votes); scores by majority vote."""
+    text = _decode(data)
+    return _collect(_json_records(text), _qags_item, fmt="qags", task="summarization")
+
+
+# -- SummEval ----------------------------------------------------------------------------------
+def _aspect_means(annotations: Any, who: str) -> dict[str, float]:
+    if annotations is None:
+        return {}
+    if not isinstance(annotations, list):
+        raise _Reject(f"'{who}_annotations' is not a list")
+    means: dict[str, float] = {}
+    for aspect in SUMMEVAL_ASPECTS:
+        values: list[float] = []
+        for i, a in enumerate(annotations, 1):
+            if not isinstance(a, dict):
+                raise _Reject(f"{who} annotation {i} is not an object")
+            if aspect in a:
+                try:
+                    x = parse_score(a[aspect])
+                except ValueError as exc:
+                    raise _Reject(f"{who} annotation {i}: {aspect} {exc}") from None
+                if x is not None:
+                    values.append(x)
+        if values:
+            means[aspect] = sum(values) / len(values)
+    return means
+
+
+def _summeval_item(row: int, obj: dict[str, Any]) -> ImportedItem:
+    source_key = next((k for k in ("text", "src", "article") if isinstance(obj.get(k), str) and obj[k].strip()), None)
+    if source_key is None:
+        raise _Reject(
+            "no source article: this looks like the aligned file without sources; import "
+            "model_annotations.aligned.paired.jsonl (the 'paired' file, with the article in 'text')"
+        )
+    reference = obj[source_key].strip()
+    candidate = _text(obj, "decoded", "summary")
+    experts_raw = obj.get("expert_annotations")
+    if not experts_raw:
+        raise _Reject("missing field 'expert_annotations'")
+    experts = _aspect_means(experts_raw, "expert")
+    turkers = _aspect_means(obj.get("turker_annotations"), "turker")
+    consistency = experts.get("consistency")
+    if consistency is None:
+        raise _Reject("the expert annotations have no consistency score")
+    if not 1 <= consistency <= 5:
+        raise _Reject(f"expert consistency {consistency:g} is outside the 1–5 scale")
+    article_id = str(obj.get("id") or "").strip()
+    model_id = str(obj.get("model_id") or "").strip()
+    return ImportedItem(
+        external_id="/".join(p for p in (article_id, model_id) if p) or str(row),
+        reference=reference,
+        candidate=candidate,
+        human_score=(consistency - 1) / 4,
+        human_label=int(math.isclose(consistency, 5.0)),
+        extra={
+            "model_id": model_id,
+            "article_id": article_id,
+            "filepath": obj.get("filepath"),
+            "expert": experts,
+            "turker": turkers,
+            "n_experts": len(experts_raw),
+            "n_turkers": len(obj.get("turker_annotations") or []),
+        },
+    )
+
+
+def read_summeval(data: bytes) -> ImportResult:
+    """SummEval model_annotations JSONL (the paired file): mean expert consistency rescaled to [0, 1]."""
+    text = _decode(data)
+    result = _collect(_json_records(text), _summeval_item, fmt="summeval", task="summarization")
+    result.meta["human_score"] = "(mean expert consistency - 1) / 4; human_label = all experts gave 5"
+    return result
+
+
+# -- PAWS / QQP --------------------------------------------------------------------------------
+_PAWS = {"paws": ("sentence1", "sentence2", "label"), "qqp": ("question1", "question2", "is_duplicate")}
+
+
+def read_paws(data: bytes) -> ImportResult:
+    """PAWS (id, sentence1, sentence2, label) or QQP (…, question1, question2, is_duplicate) TSV."""
+    text = _decode(data)
+    header, records = _table_records(text, "\t", quoted=False)
+    variant = next((v for v, cols in _PAWS.items() if set(cols) <= set(header)), None)
+    if variant is None:
+        raise InputError(
+            f"Unrecognised header ({', '.join(header)[:200]}). PAWS needs the columns id, sentence1, sentence2, "
+            "label; QQP needs id, question1, question2, is_duplicate (tab-separated, with the header line)."
+        )
+    ref_col, cand_col, label_col = _PAWS[variant]
+
+    def make(row: int, rec: dict[str, Any]) -> ImportedItem:
+        reference = _text(rec, ref_col, "first sentence")
+        candidate = _text(rec, cand_col, "second sentence")
+        try:
+            label = parse_label(rec.get(label_col))
+        except ValueError as exc:
+            raise _Reject(str(exc)) from None
+        if label is None:
+            raise _Reject(f"empty label ('{label_col}')")
+        extra = {k: rec[k] for k in ("qid1", "qid2") if rec.get(k)}
+        return ImportedItem(
+            external_id=(rec.get("id") or "").strip() or str(row),
+            reference=reference,
+            candidate=candidate,
+            human_label=label,
+            extra=extra,
+        )
+
+    return _collect(records, make, fmt="paws", task="semantic", meta={"variant": variant})
+
+
+# -- generic JSONL / CSV / TSV -----------------------------------------------------------------
+def sniff_columns(data: bytes, fmt: TableFormat) -> list[str]:
+    """The column names of a generic file: the CSV/TSV header, or the keys of the first JSONL objects."""
+    text = _decode(data)
+    if fmt in ("csv", "tsv"):
+        header, _ = _table_records(text, "," if fmt == "csv" else "\t", quoted=True)
+        return header
+    columns: dict[str, None] = {}
+    seen = 0
+    for _row, value, error in _json_records(text):
+        if error is None and isinstance(value, dict):
+            columns.update(dict.fromkeys(str(k) for k in value))
+            seen += 1
+            if seen >= 200:
+                break
+    if not columns:
+        raise InputError("No JSON object found in the first rows; is this a JSONL file (one object per line)?")
+    return list(columns)
+
+
+_DEFAULTS = {
+    "reference": ("reference", "article", "source", "document", "src", "text", "context", "premise", "sentence1",
+                  "question1", "true_answer"),
+    "candidate": ("candidate", "summary", "claim", "hypothesis", "decoded", "output", "prediction", "generated",
+                  "response", "answer", "sentence2", "question2", "attempt"),
+    "id": ("id", "external_id", "uid", "key", "example_id", "doc_id"),
+    "human_score": ("human_score", "score", "consistency", "faithfulness", "rating"),
+    "human_label": ("human_label", "label", "is_consistent", "consistent", "factual", "is_duplicate"),
+    "sentence_labels": ("sentence_labels", "sentence_label", "labels_per_sentence"),
+}  # fmt: skip
+
+
+def default_mapping(columns: list[str]) -> dict[str, str | None]:
+    """A first guess of which column holds what, from common column names (case-insensitive)."""
+    lower = {c.lower(): c for c in columns}
+    out: dict[str, str | None] = {}
+    used: set[str] = set()
+    for role, names in _DEFAULTS.items():
+        pick = next((lower[n] for n in names if n in lower and lower[n] not in used), None)
+        out[role] = pick
+        if pick:
+            used.add(pick)
+    # A file with two text columns and no known names: the first is the reference, the second the candidate.
+    rest = [c for c in columns if c not in used]
+    if out["reference"] is None and rest:
+        out["reference"] = rest.pop(0)
+    if out["candidate"] is None and rest:
+        out["candidate"] = rest.pop(0)
+    return out
+
+
+def read_table(data: bytes, fmt: TableFormat, mapping: ColumnMapping, *, task: str = "summarization") -> ImportResult:
+    """A generic JSONL (or JSON array), CSV or TSV file, read through a column mapping."""
+    if not mapping.reference or not mapping.candidate:
+        raise InputError("Choose the reference column and the candidate column.")
+    if mapping.reference == mapping.candidate:
+        raise InputError("The reference and the candidate must be different columns.")
+    text = _decode(data)
+    if fmt in ("csv", "tsv"):
+        header, records = _table_records(text, "," if fmt == "csv" else "\t", quoted=True)
+        wanted = [c for c in (mapping.reference, mapping.candidate, mapping.id, mapping.human_score,
+                              mapping.human_label, mapping.sentence_labels) if c]  # fmt: skip
+        absent = [c for c in wanted if c not in header]
+        if absent:
+            raise InputError(f"Column(s) {', '.join(absent)} are not in the header ({', '.join(header)[:200]}).")
+    elif fmt == "jsonl":
+        records = _json_records(text)
+    else:
+        raise InputError(f"Unknown table format {fmt!r}; use jsonl, csv or tsv.")
+
+    def make(row: int, rec: dict[str, Any]) -> ImportedItem:
+        reference = _text(rec, mapping.reference, "reference")
+        if mapping.candidate not in rec:
+            raise _Reject(f"missing field '{mapping.candidate}'")
+        raw = rec[mapping.candidate]
+        sentences: list[str] | None = None
+        if isinstance(raw, list):  # a JSONL candidate given as its sentences: keep that split
+            if not all(isinstance(s, str) for s in raw):
+                raise _Reject(f"'{mapping.candidate}' is a list but not a list of sentences")
+            sentences = [s.strip() for s in raw if s.strip()]
+            candidate = " ".join(sentences)
+            if not candidate:
+                raise _Reject(f"empty candidate ('{mapping.candidate}')")
+        else:
+            candidate = _text(rec, mapping.candidate, "candidate")
+        external_id = str(rec.get(mapping.id) or "").strip() if mapping.id else ""
+        try:
+            score = parse_score(rec.get(mapping.human_score)) if mapping.human_score else None
+            label = parse_label(rec.get(mapping.human_label)) if mapping.human_label else None
+            sentence_labels = (
+                parse_sentence_labels(rec.get(mapping.sentence_labels)) if mapping.sentence_labels else None
+            )
+        except ValueError as exc:
+            raise _Reject(str(exc)) from None
+        return ImportedItem(
+            external_id=external_id or str(row),
+            reference=reference,
+            candidate=candidate,
+            sentences=sentences,
+            human_score=score,
+            human_label=label,
+            sentence_labels=sentence_labels,
+        )
+
+    mapping_meta = {k: v for k, v in vars(mapping).items() if v}
+    return _collect(records, make, fmt=fmt, task=task, meta={"columns": mapping_meta})
+
+
+# -- guessing, preview, dispatch ---------------------------------------------------------------
+def guess_format(name: str, data: bytes) -> str:
+    """The likely format of an upload from its name and first row: qags, summeval, paws, jsonl, csv or tsv."""
+    suffix = Path(name).suffix.lower().lstrip(".")
+    head = data[:65536].decode("utf-8-sig", errors="replace")
+    if suffix == "tsv":
+        first = head.split("\n", 1)[0].lower().split("\t")
+        cols = {c.strip() for c in first}
+        return "paws" if any(set(c) <= cols for c in _PAWS.values()) else "tsv"
+    if suffix == "csv":
+        return "csv"
+    first_obj: dict[str, Any] | None = None
+    try:
+        for _row, value, error in _json_records(data.decode("utf-8-sig") if suffix == "json" else head):
+            if error is None and isinstance(value, dict):
+                first_obj = value
+                break
+    except UnicodeDecodeError:
+        first_obj = None
+    if first_obj is not None:
+        keys = set(first_obj)
+        if {"article", "summary_sentences"} <= keys:
+            return "qags"
+        if {"decoded", "expert_annotations"} <= keys:
+            return "summeval"
+        return "jsonl"
+    if "\t" in head.split("\n", 1)[0]:
+        return "tsv"
+    return "jsonl" if suffix in ("jsonl", "json") else "csv"
+
+
+def preview_rows(data: bytes, fmt: str, n: int = 5, width: int = 160) -> list[dict[str, str]]:
+    """The first n raw rows of a file, each value cut to `width` characters, for a look before importing."""
+    text = _decode(data)
+    if fmt in ("csv", "tsv", "paws"):
+        _, records = _table_records(text, "," if fmt == "csv" else "\t", quoted=fmt != "paws")
+    else:
+        records = _json_records(text)
+    out: list[dict[str, str]] = []
+    for row, value, error in records:
+        if error is None and isinstance(value, dict):
+            cells = {str(k): v if isinstance(v, str) else json.dumps(v, ensure_ascii=False) for k, v in value.items()}
+            out.append(
+                {"row": str(row), **{k: v if len(v) <= width else v[: width - 1] + "…" for k, v in cells.items()}}
+            )
+        else:
+            out.append({"row": str(row), "problem": error or "not a JSON object"})
+        if len(out) >= n:
+            break
+    return out
+
+
+def read_dataset(
+    data: bytes, fmt: str, mapping: ColumnMapping | None = None, *, task: str = "summarization"
+) -> ImportResult:
+    """Read a file in any supported format (generic formats need a mapping)."""
+    if fmt == "qags":
+        return read_qags(data)
+    if fmt == "summeval":
+        return read_summeval(data)
+    if fmt == "paws":
+        return read_paws(data)
+    if fmt in GENERIC_FORMATS:
+        if mapping is None:
+            raise InputError("A generic file needs a column mapping: which column is the reference, the candidate, …")
+        return read_table(data, fmt, mapping, task=task)  # type: ignore[arg-type]
+    raise InputError(f"Unknown format {fmt!r}; use one of {', '.join(FORMAT_LABELS)}.")
+
+
+# -- storing and reading datasets --------------------------------------------------------------
+def file_sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def find_existing(engine: Engine, data: bytes, fmt: str) -> DatasetPublic | None:
+    """The dataset already imported from these bytes in this format, if any."""
+    with get_session(engine) as session:
+        return crud.find_dataset(session=session, sha256=file_sha256(data), format=fmt)
+
+
+def _label_counts(items: list[ImportedItem]) -> dict[str, int]:
+    return {k: sum(_has_kind(it, k) for it in items) for k in LABEL_KINDS}
+
+
+def save_dataset(engine: Engine, *, name: str, data: bytes, result: ImportResult) -> SavedDataset:
+    """Store a dataset and its items in one transaction; a file imported before in this format is not re-imported."""
+    digest = file_sha256(data)
+    for attempt in range(2):
+        try:
+            return _save(engine, name=name, digest=digest, result=result)
+        except IntegrityError:  # a document inserted meanwhile by another writer: the retry finds it
+            if attempt:
+                raise
+            log.info("retrying the import of %s after a concurrent document insert", name)
+    raise AssertionError("unreachable")
+
+
+def _save(engine: Engine, *, name: str, digest: str, result: ImportResult) -> SavedDataset:
+    items = result.items
+    sentences = [it.sentences if it.sentences is not None else split_sentences(it.candidate) for it in items]
+    with get_session(engine) as session:
+        existing = crud.find_dataset(session=session, sha256=digest, format=result.format)
+        if existing is not None:
+            return SavedDataset(existing.id, False)
+        ref_ids = crud.get_or_create_documents(session=session, texts=[it.reference for it in items])
+        meta = {
+            **result.meta,
+            "label_counts": _label_counts(items),
+            "n_sentences": sum(map(len, sentences)),
+            "n_references": len(set(ref_ids)),
+        }
+        ds = Dataset(
+            name=(name.strip() or "dataset")[:200],
+            format=result.format,
+            task=result.task,
+            sha256=digest,
+            label_kinds=list(result.label_kinds),
+            meta=meta,
+            n_items=len(items),
+            n_rejected=len(result.rejected),
+            rejected=[{"row": r.row, "reason": r.reason} for r in result.rejected[:MAX_STORED_REJECTED]],
+        )
+        session.add(ds)
+        session.flush()
+        dataset_id: int = ds.id  # type: ignore[assignment]
+        crud.add_dataset_items(
+            session=session,
+            rows=[
+                {
+                    "dataset_id": dataset_id,
+                    "idx": i,
+                    "external_id": it.external_id[:200],
+                    "reference_id": ref_id,
+                    "candidate": it.candidate,
+                    "sentences": sents,
+                    "human_score": it.human_score,
+                    "human_label": it.human_label,
+                    "sentence_labels": it.sentence_labels,
+                    "extra": it.extra,
+                }
+                for i, (it, ref_id, sents) in enumerate(zip(items, ref_ids, sentences, strict=True))
+            ],
+        )
+    log.info(
+        "imported dataset %s (%s): %d items, %d rejected", dataset_id, result.format, len(items), len(result.rejected)
+    )
+    return SavedDataset(dataset_id, True)
+
+
+def list_datasets(engine: Engine) -> list[DatasetPublic]:
+    """Every saved dataset, newest first."""
+    with get_session(engine) as session:
+        return crud.list_datasets(session=session)
+
+
+def get_dataset(engine: Engine, dataset_id: int) -> DatasetPublic | None:
+    with get_session(engine) as session:
+        ds = crud.get_dataset(session=session, dataset_id=dataset_id)
+        return DatasetPublic.model_validate(ds) if ds else None
+
+
+def rejected_rows(engine: Engine, dataset_id: int) -> list[RejectedRow]:
+    """The rejected rows stored with a dataset (the first MAX_STORED_REJECTED of them)."""
+    with get_session(engine) as session:
+        ds = crud.get_dataset(session=session, dataset_id=dataset_id)
+        return [RejectedRow(int(r["row"]), str(r["reason"])) for r in ds.rejected] if ds else []
+
+
+def dataset_items_frame(engine: Engine, dataset_id: int, limit: int | None = None) -> pd.DataFrame:
+    """A dataset's items in import order: id, external_id, candidate, n_sentences, human_score, human_label."""
+    with get_session(engine) as session:
+        rows = crud.dataset_item_rows(session=session, dataset_id=dataset_id, limit=limit)
+    df = pd.DataFrame(
+        {
+            "id": [r[0] for r in rows],
+            "external_id": [r[1] for r in rows],
+            "candidate": [r[2] for r in rows],
+            "n_sentences": [len(r[3] or []) for r in rows],
+            "human_score": pd.array([r[4] for r in rows], dtype="Float64"),
+            "human_label": pd.array([r[5] for r in rows], dtype="Int64"),
+        }
+    )
+    return df
+
+
+def delete_dataset(engine: Engine, dataset_id: int) -> bool:
+    """Delete a dataset and its items; refuses (InputError) while a batch uses it."""
+    with get_session(engine) as session:
+        n = crud.count_batches_for_dataset(session=session, dataset_id=dataset_id)
+        if n:
+            raise InputError(
+                f"Dataset #{dataset_id} is used by {n} batch run(s). Delete those batches first; "
+                "their results refer to the dataset's items."
+            )
+        return crud.delete_dataset(session=session, dataset_id=dataset_id)
+
+
+def dataset_stats(engine: Engine, dataset_id: int) -> dict[str, Any]:
+    """Items, sentences, label kinds, mean human score and the share labelled consistent."""
+    with get_session(engine) as session:
+        ds = crud.get_dataset(session=session, dataset_id=dataset_id)
+        if ds is None:
+            raise InputError(f"Dataset #{dataset_id} does not exist (it was deleted?).")
+        agg = crud.dataset_aggregates(session=session, dataset_id=dataset_id)
+        rows = crud.dataset_item_rows(session=session, dataset_id=dataset_id)
+        label_kinds, n_rejected = list(ds.label_kinds), ds.n_rejected
+    n_sentences = sum(len(r[3] or []) for r in rows)
+    majorities = [majority_vote(v) for r in rows if r[6] for v in r[6]]
+    return {
+        "items": int(agg["items"]),
+        "sentences": n_sentences,
+        "references": int(agg["references"]),
+        "rejected": n_rejected,
+        "label_kinds": label_kinds,
+        "scored": int(agg["scored"]),
+        "score_mean": float(agg["score_mean"]) if agg["score_mean"] is not None else None,
+        "score_min": agg["score_min"],
+        "score_max": agg["score_max"],
+        "labelled": int(agg["labelled"]),
+        "share_consistent": float(agg["share_consistent"]) if agg["share_consistent"] is not None else None,
+        "sentences_labelled": len(majorities),
+        "sentence_share_consistent": sum(majorities) / len(majorities) if majorities else None,
+    }
+
+
+def import_file(
+    engine: Engine,
+    *,
+    name: str,
+    data: bytes,
+    fmt: str,
+    mapping: ColumnMapping | None = None,
+    task: str = "summarization",
+) -> tuple[SavedDataset, ImportResult | None]:
+    """Read and save in one step; a file imported before is neither read nor saved again (result None)."""
+    existing = find_existing(engine, data, fmt)
+    if existing is not None:
+        return SavedDataset(existing.id, False), None
+    result = read_dataset(data, fmt, mapping, task=task)
+    return save_dataset(engine, name=name, data=data, result=result), result

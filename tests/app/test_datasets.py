@@ -1,0 +1,130 @@
+"""Datasets page: the empty state, a dataset imported through the service, details, deletion, the QAGS sample."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import db.engine
+from db.engine import get_session
+from db.models import Batch
+from services import datasets
+from services.config import PROJECT_ROOT
+from tests.app.helpers import click, texts
+
+DATASETS = "pages/4_Datasets.py"
+QAGS_FILE = PROJECT_ROOT.parent / "shared" / "data" / "qags_cnndm_mturk.jsonl"
+ARTICLE = "The Eiffel Tower stands in Paris. It was completed in 1889. The tower is made of wrought iron."
+
+
+def seed_dataset(name: str = "tiny") -> int:
+    """A small generic JSONL dataset (one malformed row) in the app's database, imported as the page would."""
+    rows = [
+        {"id": "a", "article": ARTICLE, "summary": "The tower is in Paris. It is iron.", "label": "yes", "score": 1},
+        {"id": "b", "article": ARTICLE, "summary": "The tower is in Rome.", "label": "no", "score": 0.25},
+        {"id": "c", "article": ARTICLE, "summary": ""},
+    ]
+    rows.append({"id": name, "article": "Other.", "summary": "Other text."})  # makes each name's file differ
+    data = "\n".join(json.dumps(r) for r in rows).encode()
+    mapping = datasets.ColumnMapping(**datasets.default_mapping(datasets.sniff_columns(data, "jsonl")))
+    saved, result = datasets.import_file(db.engine.get_engine(), name=name, data=data, fmt="jsonl", mapping=mapping)
+    assert saved.created and result is not None and len(result.items) == 3
+    return saved.id
+
+
+def test_no_datasets_shows_the_hint(open_page):
+    at = open_page(DATASETS)
+    assert not at.exception
+    assert any("No dataset yet" in i for i in texts(at.info)), texts(at.info)
+    assert not at.dataframe
+    assert at.title[0].value == "Datasets"
+
+
+def test_a_saved_dataset_is_listed_with_its_details(open_page):
+    ds_id = seed_dataset()
+    at = open_page(DATASETS)
+    assert not at.exception
+    listing = at.dataframe[0].value
+    row = listing.set_index("id").loc[ds_id]
+    assert (row["name"], row["format"], row["items"], row["rejected"]) == ("tiny", "jsonl", 3, 1)
+    assert row["label kinds"] == "score, binary" and len(row["sha256"]) == 12
+    assert at.selectbox(key="ds_open").value == ds_id
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Items"] == "3" and metrics["Sentences"] == "4" and metrics["References"] == "2"
+    assert metrics["Mean human score"] == "0.625" and metrics["Labelled consistent"] == "50%"
+    items = at.dataframe[-1].value
+    assert items["external_id"].tolist() == ["a", "b", "tiny"]
+    assert items["n_sentences"].tolist() == [2, 1, 1]
+    assert any("1 rejected row(s)" in e.label for e in at.expander), [e.label for e in at.expander]
+    rejected = next(df.value for df in at.dataframe if "reason" in df.value.columns)
+    assert rejected["reason"].tolist() == ["empty candidate ('summary')"]
+
+
+def test_choosing_another_dataset_and_deep_link(open_page):
+    first = seed_dataset("first")
+    second = seed_dataset("second")
+    at = open_page(DATASETS)
+    assert at.selectbox(key="ds_open").value == second  # the newest opens first
+    at = at.selectbox(key="ds_open").select(first).run()
+    assert not at.exception
+    assert any(f"#{first} · first" in m for m in texts(at.markdown))
+    assert at.query_params["dataset"] == str(first)
+
+    at = open_page(DATASETS, query={"dataset": str(first)})
+    assert not at.exception
+    assert at.selectbox(key="ds_open").value == first
+    at = open_page(DATASETS, query={"dataset": "999"})  # a deleted dataset: the newest opens instead
+    assert not at.exception
+    assert at.selectbox(key="ds_open").value == second
+
+
+def test_delete_asks_for_confirmation(open_page):
+    ds_id = seed_dataset()
+    at = open_page(DATASETS)
+    at = click(at, "Delete")
+    assert not at.exception
+    assert any("cannot be undone" in w for w in texts(at.warning)), texts(at.warning)
+    at = click(at, "Cancel")
+    assert not any("cannot be undone" in w for w in texts(at.warning))
+    at = click(at, "Delete")
+    at = click(at, "Delete dataset")
+    assert not at.exception
+    assert any(f"Deleted dataset #{ds_id}" in s for s in texts(at.success))
+    assert any("No dataset yet" in i for i in texts(at.info))
+    assert datasets.list_datasets(db.engine.get_engine()) == []
+
+
+def test_delete_is_refused_while_a_batch_uses_the_dataset(open_page):
+    ds_id = seed_dataset()
+    with get_session(db.engine.get_engine()) as session:
+        session.add(Batch(name="b", dataset_id=ds_id))
+    at = click(click(open_page(DATASETS), "Delete"), "Delete dataset")
+    assert not at.exception
+    assert any("used by 1 batch" in e for e in texts(at.error)), texts(at.error)
+    assert datasets.get_dataset(db.engine.get_engine(), ds_id) is not None
+
+
+@pytest.mark.skipif(not QAGS_FILE.is_file(), reason="the QAGS file in ../shared/data is absent")
+def test_import_the_qags_sample(open_page):
+    label = "Import the QAGS-CNN sample from ../shared"
+    at = click(open_page(DATASETS), label)
+    assert not at.exception
+    assert any("Imported **235** item(s)" in s for s in texts(at.success)), texts(at.success)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Items"] == "235" and metrics["Sentences"] == "714"
+    assert at.dataframe[0].value["label kinds"].tolist() == ["score, binary, sentence"]
+    assert len(at.dataframe[-1].value) == 50
+    at = click(at, label)  # the same file again: nothing new
+    assert not at.exception
+    assert any("imported before" in i for i in texts(at.info)), texts(at.info)
+    assert len(datasets.list_datasets(db.engine.get_engine())) == 1
+
+
+def test_the_qags_button_is_hidden_without_the_file(open_page, monkeypatch, tmp_path):
+    import services.config
+
+    monkeypatch.setattr(services.config, "PROJECT_ROOT", tmp_path / "project")
+    at = open_page(DATASETS)
+    assert not at.exception
+    assert not [b for b in at.button if b.label.startswith("Import the QAGS")]
