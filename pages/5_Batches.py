@@ -131,17 +131,17 @@ def live(batch_id: int) -> None:
     if b.status in ("queued", "running") and not b.cancel_requested:
         if a.button("Cancel", icon=":material/stop_circle:", key=f"ba_cancel_{b.id}"):
             batches.request_cancel(eng, b.id)
-            st.rerun(scope="fragment")
+            st.rerun()
     if b.status == "cancelled" and p.pending:
         if a.button("Resume", icon=":material/play_arrow:", key=f"ba_resume_{b.id}"):
             batches.reopen(eng, b.id)
             jobs.enqueue(b.id)
-            st.rerun(scope="fragment")
+            st.rerun()
     if p.failed and b.status in ("done", "cancelled"):
         if a.button(f"Re-run {p.failed} failed", icon=":material/replay:", key=f"ba_retry_{b.id}"):
             batches.reopen(eng, b.id, failed_too=True)
             jobs.enqueue(b.id)
-            st.rerun(scope="fragment")
+            st.rerun()
     if b.status == "done":
         a.page_link("pages/6_Meta-evaluation.py", label="Meta-evaluation", icon=":material/query_stats:",
                     query_params={"batch": str(b.id)})  # fmt: skip
