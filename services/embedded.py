@@ -7,6 +7,7 @@ import ctypes
 import importlib.util
 import logging
 import os
+import queue
 import signal
 import socket
 import subprocess
@@ -14,6 +15,7 @@ import sys
 import threading
 import time
 import urllib.request
+from concurrent.futures import Future
 from pathlib import Path
 
 from services.config import EMBEDDED_MODEL_NAME, get_settings
@@ -62,6 +64,37 @@ def _die_with_parent() -> None:  # runs in the child before exec
         libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG: stop if the app is killed
     except OSError:
         pass
+
+
+_spawn_requests: queue.Queue = queue.Queue()
+_spawner: threading.Thread | None = None
+_spawner_lock = threading.Lock()
+
+
+def _spawner_loop() -> None:
+    while True:
+        args, kwargs, future = _spawn_requests.get()
+        try:
+            future.set_result(subprocess.Popen(*args, preexec_fn=_die_with_parent, **kwargs))
+        except BaseException as exc:  # handed back to the caller
+            future.set_exception(exc)
+
+
+def spawn_child(*args, **kwargs) -> subprocess.Popen:
+    """Popen a child that stops when this process dies, however it dies.
+
+    The kernel sends the parent-death signal when the *thread* that forked the child ends, and
+    Streamlit runs each script run in a thread of its own; so every child is forked from one
+    long-lived thread, which ends only with the process.
+    """
+    global _spawner
+    with _spawner_lock:
+        if _spawner is None or not _spawner.is_alive():
+            _spawner = threading.Thread(target=_spawner_loop, name="child-spawner", daemon=True)
+            _spawner.start()
+    future: Future = Future()
+    _spawn_requests.put((args, kwargs, future))
+    return future.result()
 
 
 # llama_cpp.server reads its settings from the environment too (PORT, HOST, API_KEY, MODEL...):
@@ -119,9 +152,7 @@ class EmbeddedServer:
                 "--n_ctx", str(self._n_ctx),
             ]  # fmt: skip
             log.info("starting embedded model server on port %s", self._port)
-            self._proc = subprocess.Popen(
-                cmd, stdout=logf, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent, env=_child_env()
-            )
+            self._proc = spawn_child(cmd, stdout=logf, stderr=subprocess.STDOUT, env=_child_env())
             logf.close()
             deadline = time.monotonic() + wait
             url = f"http://127.0.0.1:{self._port}/v1/models"

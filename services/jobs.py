@@ -68,15 +68,12 @@ def spawn_worker() -> subprocess.Popen | None:
     for deployments that run their own workers."""
     if os.environ.get("CONSISTENCY_SPAWN_WORKER", "1") == "0":
         return None
-    from services.embedded import _die_with_parent
+    from services.embedded import spawn_child
 
     s = get_settings()
     s.data_dir.mkdir(parents=True, exist_ok=True)
     with open(s.data_dir / "worker.log", "ab") as logf:
-        proc = subprocess.Popen(
-            worker_command(), stdout=logf, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent,
-            cwd=str(PROJECT_ROOT),
-        )  # fmt: skip
+        proc = spawn_child(worker_command(), stdout=logf, stderr=subprocess.STDOUT, cwd=str(PROJECT_ROOT))
     atexit.register(_stop, proc)
     log.info("started batch worker pid %s", proc.pid)
     return proc
