@@ -1,7 +1,7 @@
 """Consistency Studio from a terminal: the same services as the app, headless.
 
     python cli.py evaluate --input pairs.jsonl --output out.jsonl [--task summarization|semantic|custom]
-        [--method dce-amc|paragraph] [--amc llm|rule] [--rounds N] [--concurrency C]
+        [--method dce-amc|paragraph|evidence] [--amc llm|rule] [--rounds N] [--concurrency C]
     python cli.py batch --dataset FILE --format qags|summeval|paws|jsonl|csv [--method ...] [--amc ...]
         [--rounds N] [--concurrency C] [--limit N]
     python cli.py report --run ID [--output FILE.json]
@@ -25,8 +25,9 @@ from typing import Any
 
 import clitools.alpha
 import clitools.batch
+import clitools.report
 from db.engine import get_engine
-from services import dcr, runs
+from services import dcr, evidence, runs
 from services.config import backend_from_settings
 from services.text import InputError
 
@@ -72,17 +73,24 @@ def read_items(path: Path) -> list[dict[str, str]]:
     ]
 
 
-def sentences_out(rnd: dcr.Round) -> list[dict[str, Any]]:
-    return [
+def sentences_out(rnd: dcr.Round, reference: str | None = None, *, task: str = "summarization") -> list[dict[str, Any]]:
+    """Each sentence's verdict, reason and mark; with the reference, also its evidence (services.evidence)."""
+    out = [
         {"index": s.index, "text": s.text, "verdict": s.verdict, "reason": s.reason, "mark": s.mark, "error": s.error}
         for s in rnd.evaluation.sentences
     ]
+    if reference is not None and out:
+        found = evidence.analyse(reference, [s["text"] for s in out], noun=dcr.REFERENCE_NOUN.get(task, "reference"))
+        for row, se in zip(out, found, strict=True):
+            row["evidence"] = se.record()
+    return out
 
 
 def result_line(item_id: str, detail) -> dict[str, Any]:  # noqa: ANN001
     """The output record of one item: round 0's score and verdicts, every round, usage."""
     first = detail.rounds[0] if detail.rounds else None
     score = first.evaluation.score if first else None
+    ref, task = detail.reference, detail.run.task
     return {
         "id": item_id,
         "run_id": detail.run.id,
@@ -90,13 +98,13 @@ def result_line(item_id: str, detail) -> dict[str, Any]:  # noqa: ANN001
         "k": score.k if score else 0,
         "alpha": score.alpha if score else 0.0,
         "beta": score.beta if score else 0.0,
-        "sentences": sentences_out(first) if first else [],
+        "sentences": sentences_out(first, ref, task=task) if first else [],
         "rounds": [
             {
                 "round": r.index,
                 "candidate": r.text,
                 "score": r.evaluation.score.z_hat if r.evaluation.score else None,
-                "sentences": sentences_out(r),
+                "sentences": sentences_out(r, ref, task=task),
                 "rewrites": [
                     {"index": w.index, "before": w.before, "after": w.after, "reason": w.reason} for w in r.rewrites
                 ],
@@ -122,8 +130,13 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         task=args.task, criteria=args.criteria or "", method=args.method, amc=args.amc, max_rounds=args.rounds
     )
     engine = get_engine()
-    print(f"{len(items)} item(s) · {backend.label} · {args.method} · converter {args.amc} · rounds {args.rounds}",
-          file=sys.stderr)  # fmt: skip
+    if cfg.uses_model:
+        print(f"{len(items)} item(s) · {backend.label} · {args.method} · converter {args.amc} · rounds {args.rounds}",
+              file=sys.stderr)  # fmt: skip
+    else:
+        print(f"{len(items)} item(s) · {evidence.model_name()} · no model call", file=sys.stderr)
+        if args.rounds > 0:
+            print(f"note: --rounds ignored: {dcr.NO_IMPROVE_REASON}", file=sys.stderr)
 
     def one(item: dict[str, str]) -> dict[str, Any]:
         try:
@@ -164,12 +177,15 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--output", required=True, help="JSONL file to write, one line per input row")
     ev.add_argument("--task", choices=["summarization", "semantic", "custom"], default="summarization")
     ev.add_argument("--criteria", help="criteria text for --task custom")
-    ev.add_argument("--method", choices=["dce-amc", "paragraph"], default="dce-amc")
+    ev.add_argument(
+        "--method", choices=list(dcr.METHOD_LABELS), default="dce-amc",
+        help="evidence: the offline evidence checker (no model call)",
+    )  # fmt: skip
     ev.add_argument("--amc", choices=["llm", "rule"], default="rule", help="converter (default: rule)")
     ev.add_argument("--rounds", type=int, default=0, help="improvement rounds m (default 0: evaluate only)")
     ev.add_argument("--concurrency", type=int, default=None, help="items in flight at once")
     ev.set_defaults(func=cmd_evaluate)
-    for module in (clitools.batch, clitools.alpha):
+    for module in (clitools.batch, clitools.alpha, clitools.report):
         module.add_parser(sub)
     return p
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from db.engine import get_engine
 from services import batches, datasets, jobs
 from services.config import backend_from_settings
-from services.dcr import DCRConfig
+from services.dcr import METHOD_LABELS, DCRConfig
 from services.text import InputError
 
 FORMATS = ("qags", "summeval", "paws", "jsonl", "csv")
@@ -24,7 +24,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--name", help="dataset name (default: the file name)")
     p.add_argument("--task", choices=["summarization", "semantic", "custom"], help="default: the dataset's")
     p.add_argument("--criteria", default="", help="criteria text for --task custom")
-    p.add_argument("--method", choices=["dce-amc", "paragraph"], default="dce-amc")
+    p.add_argument(
+        "--method", choices=list(METHOD_LABELS), default="dce-amc",
+        help="evidence: the offline evidence checker (no model call)",
+    )  # fmt: skip
     p.add_argument("--amc", choices=["llm", "rule"], default="rule")
     p.add_argument("--rounds", type=int, default=0, help="improvement rounds (default 0: evaluate only)")
     p.add_argument("--concurrency", type=int, default=None)
@@ -82,7 +85,8 @@ def run(args: argparse.Namespace) -> int:
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(f"batch {bid}: {backend.label}, {args.method}, converter {args.amc}, rounds {args.rounds}", file=sys.stderr)
+    how = backend.label if cfg.uses_model else "no model call"
+    print(f"batch {bid}: {how}, {args.method}, converter {args.amc}, rounds {args.rounds}", file=sys.stderr)
     if args.enqueue:
         jobs.enqueue(bid)
         print(bid)

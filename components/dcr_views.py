@@ -9,10 +9,76 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from services.dcr import Evaluation, Round
+from services import evidence
+from services.dcr import REFERENCE_NOUN, Evaluation, Round
+from services.evidence import SentenceEvidence, Span
 from services.text import diff_html
 
 VERDICT_ICON = {"consistent": "✓", "inconsistent": "✗", "unknown": "?"}
+NOVEL_TITLE = {"number": "number or date", "name": "name", "word": "word"}
+
+
+@st.cache_data(max_entries=256, ttl=3600, show_spinner="Finding evidence in the reference…")
+def cached_evidence(reference: str, sentences: tuple[str, ...], task: str, with_embeddings: bool) -> list:
+    """Evidence for each sentence, cached per (reference, sentences, task, mode): reruns and rounds cost nothing.
+
+    Computed on view rather than stored with the run: it is fast (the MiniLM model loads once per process,
+    then a document takes well under a second), it stays available for every run ever saved, and a better
+    checker later improves old runs too.
+    """
+    embedder = None if with_embeddings else evidence.lexical_only
+    return evidence.analyse(reference, list(sentences), embedder=embedder, noun=REFERENCE_NOUN.get(task, "reference"))
+
+
+def evidence_for(reference: str, ev: Evaluation, task: str) -> list[SentenceEvidence]:
+    """The (cached) evidence for an evaluation's sentences."""
+    if not ev.sentences:
+        return []
+    return cached_evidence(reference, tuple(s.text for s in ev.sentences), task, evidence.embeddings_available())
+
+
+def novel_html(text: str, spans: tuple[Span, ...] | list[Span]) -> str:
+    """The sentence, escaped, with its spans found nowhere in the reference marked."""
+    out, pos = [], 0
+    for sp in sorted(spans, key=lambda x: x.start):
+        if sp.start < pos:
+            continue
+        out.append(html.escape(text[pos : sp.start]))
+        title = f"{NOVEL_TITLE[sp.kind]} not in the reference"
+        out.append(
+            f'<mark class="cs-novel cs-novel-{sp.kind}" title="{title}">{html.escape(text[sp.start : sp.end])}</mark>'
+        )
+        pos = sp.end
+    out.append(html.escape(text[pos:]))
+    return "".join(out)
+
+
+def _evidence_line(e: evidence.Evidence, noun: str) -> str:
+    sim = f"similarity {e.similarity:.2f} · " if e.similarity is not None else ""
+    label = "contradicts" if e.role == "contradict" else "closest"
+    conflict = f" ({html.escape(e.conflict)})" if e.conflict else ""
+    return (
+        f'<div class="cs-ev cs-ev-{e.role}"><span class="cs-ev-role">{label}</span> {noun} #{e.ref_index + 1} · '
+        f"{sim}overlap {e.lexical:.2f}{conflict}: “{html.escape(e.ref_text)}”</div>"
+    )
+
+
+def evidence_html(se: SentenceEvidence, noun: str = "reference") -> str:
+    """The best reference sentence, and a contradicting one among the top ones if it is not the best."""
+    if not se.alignments:
+        return f'<div class="cs-ev">No {noun} sentence to compare with.</div>'
+    shown = [se.alignments[0]]
+    shown += [e for e in se.alignments[1:] if e.role == "contradict"][:1]
+    return "".join(_evidence_line(e, noun) for e in shown)
+
+
+def checker_html(se: SentenceEvidence) -> str:
+    """The offline checker's verdict, labelled as such, to read beside a model's."""
+    return (
+        f'<div class="cs-checker {se.verdict}" title="{html.escape(se.reason, quote=True)}">'
+        f"<b>Offline evidence checker</b> (no model): {VERDICT_ICON[se.verdict]} {se.verdict} — "
+        f"{html.escape(se.finding)}</div>"
+    )
 
 
 def colored_text_html(ev: Evaluation) -> str:
@@ -26,17 +92,32 @@ def colored_text_html(ev: Evaluation) -> str:
     return '<div class="cs-text">' + " ".join(parts) + "</div>"
 
 
-def sentence_cards_html(ev: Evaluation) -> str:
-    """One card per sentence: verdict, mark z_i, the sentence, the model's reason or the error."""
+def sentence_cards_html(
+    ev: Evaluation,
+    found: list[SentenceEvidence] | None = None,
+    *,
+    checker: bool = False,
+    noun: str = "reference",
+) -> str:
+    """One card per sentence: verdict, mark z_i, the sentence, the reason or the error; with `found`, its
+    evidence (novel spans highlighted, the closest reference sentence) and, with `checker`, the offline
+    checker's verdict beside the evaluator's."""
+    by_index = {se.index: se for se in found or []}
     cards = []
     for s in ev.sentences:
         mark = "—" if s.mark is None else f"{s.mark:+d}"
-        reason = f'<div class="cs-reason">{html.escape(s.reason)}</div>' if s.reason else ""
+        se = by_index.get(s.index)
+        se = se if se is not None and se.text == s.text else None
+        # The evidence checker's own reason ends with the closest sentence, which the evidence line shows.
+        shown = se.finding if se is not None and s.reason == se.reason else s.reason
+        reason = f'<div class="cs-reason">{html.escape(shown)}</div>' if shown else ""
         err = f'<div class="cs-err">⚠ {html.escape(s.error)}</div>' if s.error else ""
+        text = novel_html(s.text, se.novel) if se else html.escape(s.text)
+        extra = (evidence_html(se, noun) + (checker_html(se) if checker else "")) if se else ""
         cards.append(
             f'<div class="cs-card cs-{s.verdict}">'
             f'<span class="cs-chip {s.verdict}">{VERDICT_ICON[s.verdict]} {s.verdict}</span>'
-            f"<b>#{s.index + 1}</b> · z = {mark}<div>{html.escape(s.text)}</div>{reason}{err}</div>"
+            f"<b>#{s.index + 1}</b> · z = {mark}<div>{text}</div>{reason}{err}{extra}</div>"
         )
     for x in ev.extras:
         mark = "—" if x.mark is None else f"{x.mark:+d}"
@@ -68,8 +149,14 @@ def render_score(ev: Evaluation, usage: dict | None = None) -> None:
         )
 
 
-def render_evaluation(ev: Evaluation) -> None:
-    """Errors and notes, the colour-coded candidate, and a card per sentence."""
+def render_evaluation(
+    ev: Evaluation,
+    found: list[SentenceEvidence] | None = None,
+    *,
+    checker: bool = False,
+    noun: str = "reference",
+) -> None:
+    """Errors and notes, the colour-coded candidate, and a card per sentence (with its evidence, if given)."""
     if ev.error:
         st.error(f"The evaluator failed: {ev.error}", icon=":material/error:")
     for note in ev.notes:
@@ -78,7 +165,14 @@ def render_evaluation(ev: Evaluation) -> None:
         agree, n = ev.amc_agreement
         st.caption(f"LLM converter and rule converter agree on {agree} of {n} reasons that state a verdict.")
     st.markdown(colored_text_html(ev), unsafe_allow_html=True)
-    st.markdown(sentence_cards_html(ev), unsafe_allow_html=True)
+    if found:
+        st.caption(
+            f"Evidence: the closest {noun} sentence to each sentence ({evidence.mode_of(found)}); "
+            '<mark class="cs-novel cs-novel-word">marked</mark> words, numbers and names appear nowhere '
+            f"in the {noun}.",
+            unsafe_allow_html=True,
+        )
+    st.markdown(sentence_cards_html(ev, found, checker=checker, noun=noun), unsafe_allow_html=True)
 
 
 def render_rewrites(rnd: Round, on_toggle: Callable[[int, bool], None] | None, key_prefix: str) -> None:

@@ -31,6 +31,14 @@ CSS = """
 .cs-err {color: #a8571b; font-size: 0.85rem;}
 .cs-del {background: #fbdada; text-decoration: line-through; color: #8b1e1e;}
 .cs-ins {background: #d9f2e3; text-decoration: none; color: #12532f; font-weight: 500;}
+.cs-novel {background: #ffe28a; color: inherit; padding: 0 2px; border-radius: 3px; border-bottom: 2px solid #d99a00;}
+.cs-novel-number, .cs-novel-name {background: #ffc46b; border-bottom-color: #c25e00; font-weight: 600;}
+.cs-ev {color: #4a5363; font-size: 0.85rem; margin-top: 3px; padding-left: 6px; border-left: 2px solid #c9d1dc;}
+.cs-ev-contradict {border-left-color: #d13c3c;}
+.cs-ev-role {font-weight: 600; text-transform: uppercase; font-size: 0.7rem; letter-spacing: 0.03em;}
+.cs-ev-contradict .cs-ev-role {color: #b02a2a;}
+.cs-checker {font-size: 0.85rem; margin-top: 4px; padding: 2px 6px; border-radius: 4px; border: 1px dashed #8a94a6;}
+.cs-checker.consistent {background: #f0f8f3;} .cs-checker.inconsistent {background: #fcf0f0;}
 </style>
 """
 
@@ -100,6 +108,7 @@ def page_setup(title: str, icon: str) -> BackendConfig:
         st.page_link("pages/2_History.py", label="History", icon=":material/history:")
         st.page_link("pages/4_Datasets.py", label="Datasets", icon=":material/dataset:")
         st.page_link("pages/5_Batches.py", label="Batches", icon=":material/dynamic_feed:")
+        st.page_link("pages/7_Annotate.py", label="Annotate", icon=":material/edit_note:")
         st.page_link("pages/6_Meta-evaluation.py", label="Meta-evaluation", icon=":material/query_stats:")
         st.page_link("pages/3_Settings.py", label="Settings", icon=":material/tune:")
         st.divider()

@@ -5,10 +5,24 @@ import json
 import pandas as pd
 import streamlit as st
 
-from components.dcr_views import make_rounds_figure, render_evaluation, render_rewrites, render_score, rounds_frame
+from components.dcr_views import (
+    evidence_for,
+    make_rounds_figure,
+    render_evaluation,
+    render_rewrites,
+    render_score,
+    rounds_frame,
+)
 from components.ui import demo_notice, engine, page_setup
 from services import runs
-from services.dcr import CONVERTER_LABELS, METHOD_LABELS, TASK_LABELS, DCRConfig
+from services.dcr import (
+    CONVERTER_LABELS,
+    METHOD_LABELS,
+    NO_IMPROVE_REASON,
+    REFERENCE_NOUN,
+    TASK_LABELS,
+    DCRConfig,
+)
 from services.samples import load_samples
 from services.text import SUPPORTED_UPLOADS, InputError, read_document
 
@@ -131,6 +145,12 @@ with form_box:
         o[0].radio("Evaluator", list(METHOD_LABELS), format_func=METHOD_LABELS.get, key="ev_method")
         o[1].radio("Converter (AMC)", list(CONVERTER_LABELS), format_func=CONVERTER_LABELS.get, key="ev_amc")
         o[2].number_input("Maximum rounds m", min_value=1, max_value=10, key="ev_rounds")
+        if st.session_state.ev_method == "evidence":
+            st.caption(
+                "The evidence checker aligns each sentence with the reference (MiniLM embeddings when installed, "
+                "plus word overlap) and flags numbers, names and words found nowhere in it. No model is called, "
+                "so the converter and the rounds do not apply."
+            )
     go = st.button("Evaluate", type="primary", icon=":material/play_arrow:")
 
 if go:
@@ -143,7 +163,7 @@ if go:
     )
     try:
         with st.status("Evaluating…", expanded=False) as status:
-            if backend.is_embedded:
+            if backend.is_embedded and cfg.uses_model:
                 status.update(label="Starting the embedded model and evaluating…")
             run_id = runs.start_run(
                 eng, backend, st.session_state.ev_reference, st.session_state.ev_candidate, cfg,
@@ -166,8 +186,9 @@ if run_id is not None:
     st.divider()
     head = st.columns([5, 1], vertical_alignment="center")
     head[0].subheader(f"Run #{r.id} · {TASK_LABELS.get(r.task, r.task).split(' (')[0]}")
+    converter = "" if r.method == "evidence" else f" · converter: {r.amc}"
     head[0].caption(
-        f"{r.model} · {METHOD_LABELS.get(r.method, r.method)} · converter: {r.amc} · "
+        f"{r.model} · {METHOD_LABELS.get(r.method, r.method)}{converter} · "
         f"{r.created_at:%Y-%m-%d %H:%M} UTC · source: {r.source}"
     )
     if head[1].button("Close", icon=":material/close:"):
@@ -192,9 +213,21 @@ if run_id is not None:
         chosen = 0
     rnd = detail.rounds[chosen]
     render_score(rnd.evaluation, detail.usage)
+    noun = REFERENCE_NOUN.get(r.task, "reference")
+    show_checker = False
+    if r.method != "evidence":
+        # The embedded demo model judges near chance: its verdicts come with the offline checker's by default.
+        show_checker = st.toggle(
+            "Show the offline evidence checker's verdicts beside the model's",
+            value=r.backend_kind == "embedded",
+            key=f"ev_checker_{r.id}",
+            help="A second opinion that calls no model: each sentence is aligned with the reference, and numbers, "
+            "names or weakly supported statements are flagged. Labelled 'Offline evidence checker' on each card.",
+        )
+    found = evidence_for(detail.reference, rnd.evaluation, r.task)
     body, side = st.columns([3, 2])
     with body:
-        render_evaluation(rnd.evaluation)
+        render_evaluation(rnd.evaluation, found, checker=show_checker, noun=noun)
     with side:
         if n > 1:
             st.plotly_chart(
@@ -215,7 +248,12 @@ if run_id is not None:
             and any(s.verdict == "inconsistent" for s in ev_last.sentences)
             and not (last.rewrites and not any(rw.changed for rw in last.rewrites))
         )
-        if chosen != n - 1:
+        if r.method == "evidence":
+            if ev_last.all_consistent:
+                st.success("The evidence checker finds every sentence supported.", icon=":material/check_circle:")
+            else:
+                st.info(f"No **Improve** here. {NO_IMPROVE_REASON}", icon=":material/info:")
+        elif chosen != n - 1:
             st.caption(f"Viewing round {chosen} of {n - 1}. Improving continues from the last round.")
         elif ev_last.all_consistent:
             st.success(f"Every sentence is consistent after round {last.index}.", icon=":material/check_circle:")

@@ -3,10 +3,10 @@
 import pandas as pd
 import streamlit as st
 
-from components.dcr_views import colored_text_html, render_score
+from components.dcr_views import colored_text_html, evidence_for, render_score, sentence_cards_html
 from components.ui import engine, page_setup
 from services import runs
-from services.dcr import METHOD_LABELS
+from services.dcr import METHOD_LABELS, REFERENCE_NOUN
 
 page_setup("History", ":material/history:")
 eng = engine()
@@ -90,8 +90,9 @@ def _details(run_id: int) -> None:
                 expanded=rnd.index == len(d.rounds) - 1,
             ):
                 st.markdown(colored_text_html(rnd.evaluation), unsafe_allow_html=True)
-                for s in rnd.evaluation.sentences:
-                    st.caption(f"#{s.index + 1} {s.verdict}: {s.reason or s.error or ''}")
+                found = evidence_for(d.reference, rnd.evaluation, r.task)
+                noun = REFERENCE_NOUN.get(r.task, "reference")
+                st.markdown(sentence_cards_html(rnd.evaluation, found, noun=noun), unsafe_allow_html=True)
     with st.expander("Documents and configuration"):
         st.text_area("Reference", d.reference, height=150, disabled=True, key=f"hi_ref_{run_id}")
         st.text_area("Candidate", d.candidate, height=100, disabled=True, key=f"hi_cand_{run_id}")

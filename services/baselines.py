@@ -12,12 +12,14 @@ import importlib.util
 import logging
 import os
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-from rouge_score import rouge_scorer
 
 from services.text import split_sentences
+
+if TYPE_CHECKING:
+    from rouge_score import rouge_scorer
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +47,10 @@ def _check_pairs(refs: Sequence[str], cands: Sequence[str]) -> None:
 
 @functools.lru_cache(maxsize=1)
 def _rouge() -> rouge_scorer.RougeScorer:
+    # Imported on first use: rouge-score pulls in nltk, over 2 s of imports that a page asking only whether
+    # embeddings are available should not pay.
+    from rouge_score import rouge_scorer
+
     return rouge_scorer.RougeScorer(list(ROUGE_TYPES), use_stemmer=True)
 
 

@@ -35,7 +35,7 @@ from db.models import (
     WorkerHeartbeat,
     utcnow,
 )
-from services import dcr
+from services import dcr, evidence
 from services.config import BackendConfig, get_settings
 from services.llm import LLMClient, UsageLedger, summarize_records
 from services.text import InputError, split_sentences
@@ -85,8 +85,8 @@ def create_batch(
             concurrency=concurrency or backend.concurrency,
             item_limit=item_limit,
             backend_kind=backend.kind,
-            model=backend.model,
-            base_url=None if backend.is_embedded else backend.base_url,
+            model=backend.model if cfg.uses_model else evidence.model_name(),
+            base_url=None if backend.is_embedded or not cfg.uses_model else backend.base_url,
             params={k: v for k, v in backend.public().items() if k not in ("base_url", "model", "kind")},
             prompt_versions=cfg.prompt_versions(),
             n_items=len(item_ids),
@@ -371,7 +371,11 @@ def load_inputs(engine: Engine, batch_item_ids: list[int]) -> list[ItemInput]:
 
 
 def round_record(rnd: dcr.Round) -> dict[str, Any]:
-    """A round as plain data (the CLI's output shape)."""
+    """A round as plain data (the CLI's output shape).
+
+    A sentence judged by the evidence checker also carries its "evidence" (top reference sentences, novel
+    spans, support); other methods leave it out here, so a batch spends no time on it.
+    """
     s = rnd.evaluation.score
     return {
         "round": rnd.index,
@@ -393,6 +397,7 @@ def round_record(rnd: dcr.Round) -> dict[str, Any]:
                 "rule_mark": v.rule_mark,
                 "error": v.error,
             }
+            | ({"evidence": v.evidence} if v.evidence is not None else {})
             for v in rnd.evaluation.sentences
         ],  # fmt: skip
         "extras": [{"text": x.text, "mark": x.mark} for x in rnd.evaluation.extras],
@@ -406,7 +411,8 @@ def round_record(rnd: dcr.Round) -> dict[str, Any]:
 def process_item(client: LLMClient, item: ItemInput, cfg: dcr.DCRConfig) -> dict[str, Any]:
     """Algorithm 1 on one item; returns the batch_item columns to write."""
     ledger = UsageLedger()
-    c = client.fork(ledger)
+    # fork() builds the HTTP client, which starts the embedded model: the evidence checker needs neither.
+    c = client.fork(ledger) if cfg.uses_model else client
     sentences = item.sentences or split_sentences(item.candidate)
     units = dcr.candidate_units(item.candidate, cfg, sentences)
     started = time.perf_counter()
@@ -484,7 +490,8 @@ def process_batch(
         session.commit()
     cache = BufferedCache(engine, backend.model)
     client = LLMClient(backend, cache=cache, ledger=UsageLedger())
-    client.sdk()  # build the HTTP clients before the threads start
+    if cfg.uses_model:
+        client.sdk()  # build the HTTP clients before the threads start
     heartbeat(engine, wid)
     results: queue.Queue[tuple[int, dict[str, Any]]] = queue.Queue()
     last_flush = last_beat = last_cancel_check = time.monotonic()

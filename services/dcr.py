@@ -19,7 +19,7 @@ from services.prompts import dcr as P
 from services.text import similarity
 
 Task = Literal["summarization", "semantic", "custom"]
-Method = Literal["dce-amc", "paragraph"]
+Method = Literal["dce-amc", "paragraph", "evidence"]
 Converter = Literal["llm", "rule"]
 Verdict = Literal["consistent", "inconsistent", "unknown"]
 
@@ -31,7 +31,14 @@ TASK_LABELS = {
 METHOD_LABELS = {
     "dce-amc": "Sentence by sentence (DCE + AMC)",
     "paragraph": "Paragraph-level baseline (Tables 11, 12)",
+    "evidence": "Evidence checker (offline, no model call)",
 }
+# What the reference is called in the evidence checker's reasons, by task.
+REFERENCE_NOUN = {"summarization": "article", "semantic": "true answer", "custom": "reference"}
+NO_IMPROVE_REASON = (
+    "The evidence checker makes no model call, and improving needs a model to rewrite the sentences: "
+    "choose another evaluator to improve a candidate."
+)
 CONVERTER_LABELS = {
     "rule": "Rule: read the verdict each reason states (no extra call)",
     "llm": "LLM: the paper's Auto-Metric Converter (Table 9, one call)",
@@ -50,6 +57,11 @@ class DCRConfig:
     amc: Converter = "rule"
     max_rounds: int = 3
 
+    @property
+    def uses_model(self) -> bool:
+        """Whether this configuration calls a model at all (the evidence checker does not)."""
+        return self.method != "evidence"
+
     def dce_prompt(self) -> P.Prompt:
         if self.method == "paragraph":
             return P.PARAGRAPH_DCE
@@ -59,6 +71,10 @@ class DCRConfig:
         return P.PARAGRAPH_RAI if self.method == "paragraph" else P.RAI
 
     def prompt_versions(self) -> dict[str, str]:
+        if self.method == "evidence":
+            from services.evidence import VERSION
+
+            return {"evaluator": VERSION}
         out = {"evaluator": self.dce_prompt().id, "improver": self.improve_prompt().id}
         out["converter"] = P.AMC.id if self.amc == "llm" else "rule@1"
         return out
@@ -235,6 +251,7 @@ class SentenceVerdict:
     mark: int | None = None
     rule_mark: int | None = None
     error: str | None = None
+    evidence: dict[str, Any] | None = None  # the evidence checker's findings (not stored; see services.evidence)
 
 
 @dataclass
@@ -413,7 +430,14 @@ def _user(content: str) -> list[dict]:
 
 
 def evaluate(client: LLMClient, reference: str, sentences: list[str], cfg: DCRConfig) -> Evaluation:
-    """One DCE pass (Eq. 1) and AMC (Eq. 2), scored by Eq. 3."""
+    """One DCE pass (Eq. 1) and AMC (Eq. 2), scored by Eq. 3; the evidence method calls no model."""
+    if cfg.method == "evidence":
+        from services.evidence import check
+
+        ev = check(reference, sentences, noun=REFERENCE_NOUN.get(cfg.task, "reference"))
+        if cfg.task == "custom" and cfg.criteria.strip():
+            ev.notes.append("The evidence checker does not read custom criteria; it checks support by the reference.")
+        return ev
     if cfg.method == "paragraph":
         return _evaluate_paragraph(client, reference, sentences, cfg)
     prompt = cfg.dce_prompt()
@@ -630,7 +654,12 @@ def continue_rounds(
     on_improved: Callable[[Round], None] | None = None,
     on_round: Callable[[Round], None] | None = None,
 ) -> list[Round]:
-    """Algorithm 1 from the last round: improve and re-evaluate until all consistent or m rounds."""
+    """Algorithm 1 from the last round: improve and re-evaluate until all consistent or m rounds.
+
+    Without a model (the evidence checker) there is nothing to rewrite with: the rounds are returned as they are.
+    """
+    if not cfg.uses_model:
+        return rounds
     while rounds and rounds[-1].index < cfg.max_rounds:
         last = rounds[-1]
         if last.evaluation.fatal or last.evaluation.all_consistent:

@@ -10,7 +10,7 @@ from sqlalchemy.engine import Engine
 from db import crud
 from db.engine import get_session
 from db.models import RunCreate
-from services import dcr
+from services import dcr, evidence
 from services.config import BackendConfig, get_settings
 from services.llm import LLMClient, UsageLedger
 from services.text import InputError, check_pair, estimate_tokens
@@ -55,7 +55,8 @@ def start_run(
     """Validate, create the run and evaluate round 0. Raises InputError for input the user must fix."""
     reference, candidate = reference.strip(), candidate.strip()
     sentences = check_pair(reference, candidate, max_chars=get_settings().max_input_chars)
-    check_context(backend, reference, candidate)
+    if cfg.uses_model:  # the evidence checker reads any length and never starts the model
+        check_context(backend, reference, candidate)
     units = dcr.candidate_units(candidate, cfg, sentences)
     with get_session(engine) as session:
         run = crud.create_run(
@@ -71,8 +72,8 @@ def start_run(
                 amc=cfg.amc,
                 max_rounds=cfg.max_rounds,
                 backend_kind=backend.kind,
-                model=backend.model,
-                base_url=None if backend.is_embedded else backend.base_url,
+                model=backend.model if cfg.uses_model else evidence.model_name(),
+                base_url=None if backend.is_embedded or not cfg.uses_model else backend.base_url,
                 params={k: v for k, v in backend.public().items() if k not in ("base_url", "model", "kind")},
                 prompt_versions=cfg.prompt_versions(),
             ),
@@ -81,7 +82,8 @@ def start_run(
     ledger = UsageLedger()
     client = make_client(backend, engine, ledger)
     if progress:
-        progress(f"Round 0: judging {len(units)} sentence(s)…")
+        how = "" if cfg.uses_model else " with the offline evidence checker"
+        progress(f"Round 0: judging {len(units)} sentence(s){how}…")
     try:
         rnd = dcr.first_round(client, reference, units, cfg)
     except Exception as exc:  # the embedded server failed to start, or a bug: keep the run, say why

@@ -35,8 +35,14 @@ def test_evaluate_shows_sentence_verdicts_and_saves_the_run(open_page, judge):
     cards = verdict_html(at)
     assert cards.count('class="cs-chip consistent"') == 2
     assert cards.count('class="cs-chip inconsistent"') == 1
-    assert "✗ inconsistent</span><b>#2</b> · z = -1<div>It was completed in 1999.</div>" in cards
+    # The sentence, with its number found nowhere in the article marked, and the closest article sentence.
+    assert (
+        '✗ inconsistent</span><b>#2</b> · z = -1<div>It was completed in <mark class="cs-novel cs-novel-number" '
+        'title="number or date not in the reference">1999</mark>.</div>'
+    ) in cards
+    assert "article #2" in cards and "It was completed in 1889 for the World&#x27;s Fair." in cards
     assert "it says 1999" in cards  # the model's reason is shown
+    assert "Offline evidence checker" not in cards, "a real model's verdicts come without the checker's by default"
     assert score(at) == "0.667"  # Eq. 3: (1 - 1 + 1) / 3 = 1/3 -> (1/3 + 1) / 2
     assert next(m.value for m in at.metric if m.label == "Judged") == "3 / 3"
     assert at.code[0].value == CAND  # no rewrite yet: the final text is the candidate
@@ -185,3 +191,51 @@ def test_unreachable_backend_shows_the_failure(open_page, monkeypatch, closed_ur
     assert not any(b.label == "Improve" for b in at.button), "nothing to improve after a failed evaluation"
     detail = runs.load(db.engine.get_engine(), 1)
     assert detail.run.status == "failed" and "Cannot reach" in (detail.run.error or "")
+
+
+def test_evidence_checker_run_calls_no_model_and_offers_no_improve(open_page):
+    # No LLM_BASE_URL: the backend is the embedded model, which must not start (conftest refuses it).
+    at = open_page(EVALUATE)
+    at = at.radio(key="ev_method").set_value("evidence").run()
+    assert any("No model is called" in c for c in texts(at.caption))
+    at.text_area(key="ev_reference").input(REF)
+    at.text_area(key="ev_candidate").input(CAND)
+    at = click(at, "Evaluate")
+    assert not at.exception
+    assert not at.error, texts(at.error)
+    cards = verdict_html(at)
+    assert cards.count('class="cs-chip consistent"') == 2
+    assert cards.count('class="cs-chip inconsistent"') == 1
+    assert "&#x27;1999&#x27; does not appear in the article</div>" in cards  # the checker's finding
+    assert "article #2 · " in cards and "“It was completed in 1889 for the World&#x27;s Fair.”" in cards
+    assert score(at) == "0.667"
+    assert next(m.value for m in at.metric if m.label == "Model calls (run)") == "0"
+    assert any("Evidence checker (offline, no model call)" in c for c in texts(at.caption))
+    assert any("Offline evidence checker" in n for n in texts(at.info))  # the evaluation's note
+    assert not any(b.label == "Improve" for b in at.button)
+    assert any("improving needs a model" in i for i in texts(at.info)), texts(at.info)
+    assert not at.toggle, "the checker is the evaluator here: no second opinion to toggle"
+    detail = runs.load(db.engine.get_engine(), 1)
+    assert detail.run.method == "evidence" and detail.run.model.startswith("offline evidence checker")
+
+
+def test_demo_model_runs_show_the_offline_checker_beside_the_verdicts(open_page, judge):
+    from sqlmodel import Session
+
+    from db.models import Run
+
+    run_id = seed_run(judge)
+    with Session(db.engine.get_engine()) as session:  # as if judged by the embedded demo model
+        row = session.get(Run, run_id)
+        row.backend_kind = "embedded"
+        session.add(row)
+        session.commit()
+    at = open_page(EVALUATE, query={"run": str(run_id)})
+    assert not at.exception
+    toggle = at.toggle(key=f"ev_checker_{run_id}")
+    assert toggle.value is True, "on by default for the demo model"
+    cards = verdict_html(at)
+    assert cards.count("<b>Offline evidence checker</b> (no model)") == 3
+    assert "✗ inconsistent — &#x27;1999&#x27; does not appear in the article" in cards
+    at = toggle.set_value(False).run()
+    assert "Offline evidence checker" not in verdict_html(at)

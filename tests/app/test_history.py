@@ -60,6 +60,10 @@ def test_selecting_a_run_shows_its_details_and_reopens_it(open_page, judge):
     assert "#### Run #1" in texts(at.markdown)
     assert any("cs-inconsistent" in t and "It was completed in 1999." in t for t in texts(at.markdown))
     assert "Round 0: Ẑ = 0.667" in [e.label for e in at.expander]
+    # Each sentence's evidence: its number found nowhere in the article, and the closest article sentence.
+    cards = next(t for t in texts(at.markdown) if "cs-card" in t)
+    assert 'cs-novel-number" title="number or date not in the reference">1999</mark>' in cards
+    assert "article #2" in cards
 
     at = click(at, "Reopen in Evaluate")
     assert not at.exception

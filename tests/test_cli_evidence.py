@@ -1,0 +1,76 @@
+"""`cli.py evaluate` and `cli.py batch` with the offline evidence checker: no model, evidence in the output."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import cli
+import services.embedded
+from db.engine import get_engine
+from services import batches
+
+REF = (
+    "The city council met on Tuesday evening. It approved a budget of 40 million dollars for new schools. "
+    "Mayor Anna Lopez said the vote was close."
+)
+ROWS = [
+    {
+        "id": "a",
+        "reference": REF,
+        "candidate": "It approved 47 million dollars. Mayor Anna Lopez said the vote was close.",
+    },
+    {"id": "b", "reference": REF, "candidate": "It approved a budget of 40 million dollars for new schools."},
+]
+
+
+@pytest.fixture(autouse=True)
+def _no_embedded_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No LLM_BASE_URL: the backend is the embedded model, which the evidence checker must never start."""
+
+    def refuse():
+        raise AssertionError("the evidence checker started the embedded model")
+
+    monkeypatch.setattr(services.embedded, "get_embedded_server", refuse)
+
+
+@pytest.fixture
+def pairs(tmp_path):
+    path = tmp_path / "pairs.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in ROWS), encoding="utf-8")
+    return path
+
+
+def test_evaluate_with_the_evidence_method_writes_verdicts_and_evidence(pairs, tmp_path, capsys) -> None:
+    out = tmp_path / "out.jsonl"
+    assert (
+        cli.main(["evaluate", "--input", str(pairs), "--output", str(out), "--method", "evidence", "--rounds", "2"])
+        == 0
+    )
+    a, b = (json.loads(line) for line in out.read_text(encoding="utf-8").splitlines())
+    assert a["score"] == pytest.approx(0.5) and b["score"] == pytest.approx(1.0)
+    assert a["usage"]["calls"] == 0 and len(a["rounds"]) == 1
+    first, second = a["sentences"]
+    assert first["verdict"] == "inconsistent" and first["mark"] == -1
+    assert first["reason"].startswith("'47 million' does not appear in the article; closest: 'It approved a budget")
+    assert first["evidence"]["novel"] == [{"start": 12, "end": 22, "text": "47 million", "kind": "number"}]
+    top = second["evidence"]["top"][0]
+    assert (top["ref_index"], top["ref_text"], top["role"]) == (
+        2,
+        "Mayor Anna Lopez said the vote was close.",
+        "support",
+    )
+    assert "similarity" in top
+    err = capsys.readouterr().err
+    assert "no model call" in err and "--rounds ignored" in err
+
+
+def test_batch_with_the_evidence_method_runs_without_a_model(pairs, capsys) -> None:
+    assert cli.main(["batch", "--dataset", str(pairs), "--format", "jsonl", "--method", "evidence"]) == 0
+    bid = int(capsys.readouterr().out.strip())
+    p = batches.progress(get_engine(), bid)
+    assert (p.done, p.failed, p.calls) == (2, 0, 0)
+    assert p.batch.model.startswith("offline evidence checker")
+    frame = batches.items_frame(get_engine(), bid)
+    assert sorted(frame["score"]) == [pytest.approx(0.5), pytest.approx(1.0)]
