@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import secrets
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, Column, Text
+from sqlalchemy import JSON, CheckConstraint, Column, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 
@@ -291,3 +292,82 @@ class BaselineScore(SQLModel, table=True):
     item_id: int = Field(foreign_key="dataset_item.id", index=True)
     metric: str = Field(max_length=40, index=True)
     value: float | None = None
+
+
+# -- annotations ---------------------------------------------------------------------------------
+def new_token() -> str:
+    """An unguessable personal token for an annotator's link."""
+    return secrets.token_urlsafe(24)
+
+
+class AnnotatorBase(SQLModel):
+    name: str = Field(max_length=100, unique=True, index=True)
+
+
+class Annotator(AnnotatorBase, table=True):
+    """A person who labels sentences; the token in their personal link identifies them."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    token: str = Field(default_factory=new_token, max_length=64, unique=True, index=True)
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class AnnotatorPublic(AnnotatorBase):
+    id: int
+    created_at: datetime
+
+
+class SentenceLabelBase(SQLModel):
+    # The target: a run's round (Evaluate / History) or a dataset item; exactly one of the two is set.
+    run_id: int | None = Field(default=None, foreign_key="run.id", index=True, ondelete="CASCADE")
+    round_idx: int | None = None
+    dataset_item_id: int | None = Field(default=None, foreign_key="dataset_item.id", index=True, ondelete="CASCADE")
+    sentence_idx: int = 0
+    label: int = 1  # 1 consistent / 0 inconsistent
+    note: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
+
+
+class SentenceLabel(SentenceLabelBase, table=True):
+    """One annotator's label of one sentence; the model's verdicts live elsewhere and are never touched."""
+
+    __tablename__ = "sentence_label"
+    # NULLs are distinct in a unique constraint, so each constraint only binds rows of its own target kind.
+    __table_args__ = (
+        UniqueConstraint("annotator_id", "dataset_item_id", "sentence_idx", name="uq_sentence_label_item"),
+        UniqueConstraint("annotator_id", "run_id", "round_idx", "sentence_idx", name="uq_sentence_label_run"),
+        CheckConstraint(
+            "(run_id IS NOT NULL AND round_idx IS NOT NULL AND dataset_item_id IS NULL) "
+            "OR (run_id IS NULL AND round_idx IS NULL AND dataset_item_id IS NOT NULL)",
+            name="ck_sentence_label_one_target",
+        ),
+        CheckConstraint("label IN (0, 1)", name="ck_sentence_label_label"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    annotator_id: int = Field(foreign_key="annotator.id", index=True, ondelete="CASCADE")
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+class SentenceLabelPublic(SentenceLabelBase):
+    id: int
+    annotator_id: int
+    created_at: datetime
+    updated_at: datetime
+
+
+class AnnotationAssignment(SQLModel, table=True):
+    """A dataset item given to an annotator to label; done once every sentence has their label."""
+
+    __tablename__ = "annotation_assignment"
+    __table_args__ = (
+        UniqueConstraint("dataset_item_id", "annotator_id", name="uq_annotation_assignment_item_annotator"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    dataset_id: int = Field(foreign_key="dataset.id", index=True, ondelete="CASCADE")
+    dataset_item_id: int = Field(foreign_key="dataset_item.id", index=True, ondelete="CASCADE")
+    annotator_id: int = Field(foreign_key="annotator.id", index=True, ondelete="CASCADE")
+    status: str = Field(default="pending", max_length=20)  # pending | done
+    assigned_at: datetime = Field(default_factory=utcnow)
+    done_at: datetime | None = None

@@ -1,0 +1,316 @@
+"""Annotate: label candidate sentences yourself, item by item; agreement with others and the models; export."""
+
+import html
+from pathlib import Path
+
+import streamlit as st
+
+from components.annotate import KEY_NEXT, KEY_PREVIOUS, KEYS_HELP, render_sentence_labeller
+from components.ui import engine, page_setup
+from services import annotations
+from services.annotations import Target
+from services.datasets import list_datasets
+from services.text import InputError
+
+page_setup("Annotate", ":material/edit_note:")
+eng = engine()
+for key, default in {"an_annotator": None, "an_item": None, "an_ctx": None, "an_flash": None,
+                     "an_import": None}.items():  # fmt: skip
+    st.session_state.setdefault(key, default)
+
+VIEWS = ["Annotate", "Agreement", "Export / import"]
+
+
+def _flash(kind: str, text: str) -> None:
+    st.session_state.an_flash = (kind, text)
+
+
+def _create_annotator() -> None:
+    try:
+        a = annotations.create_annotator(eng, st.session_state.get("an_new_name", ""))
+    except InputError as exc:
+        _flash("error", str(exc))
+        return
+    st.session_state.an_annotator = a.id
+    st.session_state.an_pick = a.id
+    st.session_state.an_new_name = ""
+    _flash("success", f"Welcome, {a.name}. Your personal link is below: it opens this page as you.")
+
+
+def _pick_annotator() -> None:
+    st.session_state.an_annotator = st.session_state.an_pick
+
+
+def _go(item_id: int | None) -> None:
+    if item_id is not None:
+        st.session_state.an_item = item_id
+
+
+def _dataset_changed() -> None:
+    st.query_params["dataset"] = str(st.session_state.an_dataset)
+    st.session_state.pop("an_batch", None)
+
+
+def _personal_link(token: str, dataset_id: int | None) -> str:
+    try:
+        base = (st.context.url or "").split("?", 1)[0]
+    except Exception:  # no browser context (a headless test run)
+        base = ""
+    base = base or "/Annotate"
+    return f"{base}?token={token}" + (f"&dataset={dataset_id}" if dataset_id else "")
+
+
+st.title("Annotate")
+st.caption(
+    "Mark each sentence of a candidate **consistent** or **inconsistent** with its reference, agreeing with the "
+    "model or correcting it. Labels are stored under your name, beside the model's verdicts and never over them."
+)
+
+# -- who is annotating ----------------------------------------------------------------------------
+token = st.query_params.get("token")
+me = None
+if token:
+    me = annotations.annotator_by_token(eng, token)
+    if me is None:
+        st.error("This personal link is not valid (the annotator may have been removed). Pick your name below.")
+    else:
+        st.session_state.an_annotator = me.id
+elif st.session_state.an_annotator is not None:
+    me = annotations.get_annotator(eng, st.session_state.an_annotator)
+
+flash = st.session_state.an_flash
+if flash:
+    getattr(st, flash[0])(flash[1])
+    st.session_state.an_flash = None
+
+if me is not None and token:
+    st.markdown(f"You are **{html.escape(me.name)}** (from your personal link).")
+else:
+    people = annotations.list_annotators(eng)
+    names = {p.id: p.name for p in people}
+    if st.session_state.get("an_pick") not in names:
+        st.session_state.an_pick = me.id if me is not None and me.id in names else None
+    with st.container(border=True):
+        c = st.columns([3, 3, 1], vertical_alignment="bottom")
+        c[0].selectbox(
+            "Who are you?", list(names), format_func=names.get, key="an_pick", on_change=_pick_annotator,
+            placeholder="Pick your name" if names else "No annotator yet: create one",
+        )  # fmt: skip
+        c[1].text_input("New annotator", key="an_new_name", placeholder="Your name", max_chars=annotations.MAX_NAME)
+        c[2].button("Create", icon=":material/person_add:", on_click=_create_annotator, width="stretch")
+
+datasets = list_datasets(eng)
+if not datasets:
+    st.info("No dataset yet. Import one on the **Datasets** page; its items are what you label here.")
+    st.page_link("pages/4_Datasets.py", label="Go to Datasets", icon=":material/dataset:")
+    st.stop()
+
+ds_names = {d.id: f"{d.name} · {d.n_items} items" for d in datasets}
+param = st.query_params.get("dataset")
+if param and param.isdigit() and int(param) in ds_names and "an_dataset" not in st.session_state:
+    st.session_state.an_dataset = int(param)
+if st.session_state.get("an_dataset") not in ds_names:
+    st.session_state.an_dataset = datasets[0].id
+c = st.columns([3, 3, 2], vertical_alignment="bottom")
+dataset_id = c[0].selectbox("Dataset", list(ds_names), format_func=ds_names.get, key="an_dataset",
+                            on_change=_dataset_changed)  # fmt: skip
+batches = annotations.batches_for_dataset(eng, dataset_id)
+batch_names = {None: "(none: no model verdicts)"} | {b.id: f"#{b.id} {b.name} · {b.status}" for b in batches}
+if "an_batch" not in st.session_state or st.session_state.an_batch not in batch_names:
+    st.session_state.an_batch = next((b.id for b in batches if b.status == "done"), None)
+batch_id = c[1].selectbox(
+    "Model verdicts from", list(batch_names), format_func=batch_names.get, key="an_batch",
+    help="The batch whose round-0 verdicts are shown beside each sentence.",
+)  # fmt: skip
+blind = c[2].toggle(
+    "Blind mode", value=True, key="an_blind",
+    help="Hide the model's verdict on a sentence until you have labelled it, so it cannot sway you.",
+)  # fmt: skip
+
+if me is not None:
+    with st.expander("Your personal link", icon=":material/link:"):
+        st.code(_personal_link(annotations.annotator_token(eng, me.id) or "", dataset_id), language=None)
+        st.caption(
+            "It opens this page as you, with no name to pick. Anyone with it labels as you: keep it to yourself."
+        )
+
+view = st.segmented_control("View", VIEWS, default=VIEWS[0], key="an_view", required=True,
+                            label_visibility="collapsed")  # fmt: skip
+
+
+# -- the queue ----------------------------------------------------------------------------------
+def assign_panel(open_it: bool) -> None:
+    with st.expander("Assign items (for a lead)", icon=":material/group_add:", expanded=open_it):
+        people = annotations.list_annotators(eng)
+        if not people:
+            st.caption("Create annotators first (above).")
+            return
+        names = {p.id: p.name for p in people}
+        with st.form("an_assign_form", border=False):
+            chosen = st.multiselect("Annotators", list(names), default=list(names), format_func=names.get)
+            f = st.columns(2)
+            per_item = f[0].number_input("Annotators per item", 1, max(1, len(names)), min(2, len(names)))
+            seed = f[1].number_input("Seed", 0, 2**31 - 1, 0, help="The same seed gives the same assignment.")
+            submitted = st.form_submit_button("Assign", type="primary", icon=":material/assignment_ind:")
+        st.caption(
+            "Each item goes to that many annotators: to the ones holding the fewest items, ties drawn with the "
+            "seed (a shuffled round robin). Assigning again only tops items up; nothing is taken away."
+        )
+        if submitted:
+            try:
+                res = annotations.assign(eng, dataset_id, annotators=chosen, per_item=int(per_item), seed=int(seed))
+            except InputError as exc:
+                st.error(str(exc))
+            else:
+                loads = ", ".join(f"{k} {v}" for k, v in res.loads.items())
+                st.success(f"{res.created} new assignment(s); {res.covered} of {res.items} items covered. Items each: "
+                           f"{loads}.")  # fmt: skip
+        table = annotations.progress_frame(eng, dataset_id)
+        if not table.empty:
+            st.dataframe(table, hide_index=True, width="content")
+
+
+def queue_view() -> None:
+    everyone = annotations.progress(eng, dataset_id)
+    assign_panel(open_it=everyone.assigned == 0)
+    if me is None:
+        st.info("Pick your name (or create it) above to start labelling.")
+        return
+    entries = annotations.queue(eng, dataset_id, me.id)
+    if not entries:
+        st.info(
+            "No item of this dataset is assigned to you yet. A lead assigns items under **Assign items** "
+            "(working alone: choose just yourself, one annotator per item)."
+        )
+        return
+    ids = [e.item_id for e in entries]
+    if st.session_state.an_ctx != (me.id, dataset_id) or st.session_state.an_item not in ids:
+        st.session_state.an_item = annotations.next_item(eng, dataset_id, me.id)
+        st.session_state.an_ctx = (me.id, dataset_id)
+    item_id = st.session_state.an_item
+    pos = ids.index(item_id)
+    entry = entries[pos]
+    p = annotations.progress(eng, dataset_id, me.id)
+    st.progress(p.fraction, text=f"{p.done} of {p.assigned} items done · {p.labels} sentence label(s)")
+
+    nav = st.container(horizontal=True, vertical_alignment="center")
+    nav.button("Previous", icon=":material/arrow_back:", key="an_prev", disabled=pos == 0, shortcut=KEY_PREVIOUS,
+               on_click=_go, args=(ids[pos - 1] if pos else None,))  # fmt: skip
+    nav.button("Next", icon=":material/arrow_forward:", key="an_next", disabled=pos == len(ids) - 1,
+               shortcut=KEY_NEXT, on_click=_go, args=(ids[pos + 1] if pos < len(ids) - 1 else None,))  # fmt: skip
+    pending_after = annotations.next_item(eng, dataset_id, me.id, after=item_id, pending_only=True)
+    nav.button("Next unfinished", icon=":material/skip_next:", key="an_next_todo", disabled=pending_after is None,
+               on_click=_go, args=(pending_after,))  # fmt: skip
+    status = ":green[done]" if entry.status == "done" else ":orange[to do]"
+    nav.markdown(f"**Item {pos + 1} of {len(ids)}** · `{html.escape(entry.external_id)}` · {status}")
+
+    item = annotations.get_item(eng, item_id)
+    if item is None:
+        st.warning("This item no longer exists.")
+        return
+    with st.expander("Reference", expanded=True, icon=":material/article:"):
+        # A long article scrolls inside its own box, so the sentences stay close to the top.
+        with st.container(height=260 if len(item.reference) > 900 else "content", border=False):
+            st.text(item.reference)
+    verdicts = annotations.model_verdicts(eng, batch_id, item.id) if batch_id is not None else None
+    if batch_id is not None and verdicts is None:
+        st.caption(
+            "This batch has no per-sentence verdict for this item (not finished, or it judged the candidate as "
+            "one paragraph)."
+        )
+    st.markdown("**Candidate, sentence by sentence**")
+    st.caption(KEYS_HELP)
+    render_sentence_labeller(
+        eng, annotator_id=me.id, target=Target.item(item.id), sentences=item.sentences, verdicts=verdicts,
+        show_verdicts=batch_id is not None, blind=blind, key_prefix="an", shortcuts=True,
+    )  # fmt: skip
+
+
+# -- agreement ------------------------------------------------------------------------------------
+def agreement_view() -> None:
+    done = [b.id for b in batches if b.status == "done"]
+    chosen = st.multiselect(
+        "Compare with batches", [b for b in batch_names if b is not None], format_func=batch_names.get,
+        default=[batch_id] if batch_id is not None else done[:3], key=f"an_agree_batches_{dataset_id}",
+    )  # fmt: skip
+    with st.spinner("Computing agreement…"):
+        res = annotations.agreement(eng, dataset_id, batch_ids=chosen)
+    st.caption(
+        f"Krippendorff's alpha (nominal) over {res['n_units']} labelled sentence(s) from {res['n_annotators']} "
+        "annotator(s), with 95% bootstrap intervals over sentences. Against a batch, the annotators' majority "
+        "(ties left out) is one rater and the model's round-0 verdict the other (unknown verdicts left out)."
+    )
+    table = annotations.agreement_frame(res)
+    st.dataframe(
+        table.drop(columns=["note"]), hide_index=True, width="stretch",
+        column_config={
+            "comparison": st.column_config.TextColumn(width="large"),
+            "alpha": st.column_config.NumberColumn(format="%.3f"),
+            "ci_low": st.column_config.NumberColumn("95% CI low", format="%.3f"),
+            "ci_high": st.column_config.NumberColumn("95% CI high", format="%.3f"),
+        },
+    )  # fmt: skip
+    for what, note in zip(table["comparison"], table["note"], strict=True):
+        if note:
+            st.caption(f"**{what}**: {note}")
+    st.markdown("##### Where they disagree")
+    if blind:
+        st.info("Blind mode is on: this table shows the models' verdicts, so it is hidden. Turn blind mode off to "
+                "see it.", icon=":material/visibility_off:")  # fmt: skip
+        return
+    df = annotations.disagreements(eng, dataset_id, batch_ids=chosen)
+    if df.empty:
+        st.caption("No disagreement: every labelled sentence has one answer among annotators and models.")
+        return
+    st.caption(f"{len(df)} sentence(s) where annotators disagree, or a model differs from their majority.")
+    # Numbered from 1 here, as in the queue; the export keeps the 0-based indices.
+    shown = df.assign(**{"item #": df["item"] + 1, "sentence #": df["sentence_idx"] + 1})
+    rest = [c for c in df.columns if c not in ("item", "external_id", "sentence_idx")]
+    st.dataframe(
+        shown[["item #", "external_id", "sentence #", *rest]], hide_index=True, width="stretch",
+        column_config={"sentence": st.column_config.TextColumn(width="large")},
+    )  # fmt: skip
+
+
+# -- export / import ------------------------------------------------------------------------------
+def export_view() -> None:
+    name = Path(ds_names[dataset_id].split(" · ")[0]).name.replace(" ", "_") or "dataset"
+    st.markdown("##### Export")
+    st.caption(
+        "One row per item, sentence and annotator: the dataset's external_id, the item's position, the sentence "
+        "index (from 0) and text, the annotator's name, the label (1 consistent, 0 inconsistent), the note and "
+        "the times."
+    )
+    row = st.container(horizontal=True)
+    for fmt, mime in (("jsonl", "application/jsonl"), ("csv", "text/csv")):
+        row.download_button(
+            f"Download labels ({fmt.upper()})", annotations.export_labels(eng, dataset_id, fmt),
+            file_name=f"{name}-labels.{fmt}", mime=mime, icon=":material/download:", key=f"an_export_{fmt}",
+        )  # fmt: skip
+    st.markdown("##### Import")
+    st.caption(
+        "The same columns; rows are matched to items by external_id and to sentences by index (a row whose "
+        "sentence text differs is rejected). Missing annotators are created by name; a label replaces the same "
+        "annotator's label of that sentence."
+    )
+    upload = st.file_uploader("Labels file", type=["jsonl", "json", "csv"], key="an_import_file")
+    if upload is not None and st.button("Import labels", type="primary", icon=":material/upload:", key="an_do_import"):
+        fmt = "csv" if upload.name.lower().endswith(".csv") else "jsonl"
+        try:
+            n, rejected = annotations.import_labels(eng, dataset_id, upload.getvalue(), fmt)
+        except InputError as exc:
+            st.session_state.an_import = {"error": str(exc)}
+        else:
+            st.session_state.an_import = {"n": n, "rejected": [{"row": r.row, "reason": r.reason} for r in rejected]}
+    outcome = st.session_state.an_import
+    if outcome:
+        if "error" in outcome:
+            st.error(outcome["error"])
+        else:
+            st.success(f"Imported {outcome['n']} label(s).")
+            if outcome["rejected"]:
+                st.warning(f"{len(outcome['rejected'])} row(s) rejected:")
+                st.dataframe(outcome["rejected"], hide_index=True, width="stretch")
+
+
+{"Annotate": queue_view, "Agreement": agreement_view, "Export / import": export_view}[view or VIEWS[0]]()

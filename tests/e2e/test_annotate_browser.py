@@ -1,0 +1,245 @@
+"""The Annotate page in headless Chromium: blind mode never shows a verdict before the answer; shortcuts work.
+
+The pattern of test_browser.py: the real app (`streamlit run app.py`) in a subprocess on a free port, with its
+own SQLite file, seeded from here before it starts (as cli.py would write it). The app and the browser are
+module-scoped: two Playwright instances cannot run at once in one process, and test_browser.py keeps its own
+for the whole session, so this module (collected first) closes its browser before that one starts.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+
+from db.engine import make_engine
+from services import annotations as an
+from services.annotations import Target
+from tests.annotation_seed import add_batch, make_dataset
+from tests.e2e.conftest import PHASE_REPORTS
+from tests.e2e.test_browser import (
+    ARTIFACTS,
+    CHROMIUM,
+    ROOT,
+    TIMEOUT_MS,
+    VIEWPORT,
+    _free_port,
+    _wait_healthy,
+    expect,
+    main,
+    no_exception,
+    shot,
+    sync_api,
+    wait_idle,
+)
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} not found (install Debian's chromium: make browser)"),
+]
+
+SENTS = [
+    ["The council met on Tuesday.", "It approved 47 million dollars for the bridge."],
+    ["Work on the harbour bridge starts in March."],
+]
+REASONS = [
+    ["Zebra-reason: the article dates the meeting to Tuesday", "Quokka-reason: the article says 40 million, not 47"],
+    ["Narwhal-reason: March is the start month in the article"],
+]
+
+
+@dataclass
+class AnnotateApp:
+    url: str
+    database_url: str
+    dataset_id: int
+    items: list[int]
+    tokens: dict[str, str]  # annotator name -> personal token
+
+
+def seed(database_url: str) -> tuple[int, list[int], dict[str, str]]:
+    """A dataset with a finished batch; two annotators, each holding every item (one per test)."""
+    engine = make_engine(database_url)
+    try:
+        ds, items = make_dataset(engine, SENTS, name="annotate e2e")
+        add_batch(engine, ds, [["consistent", "inconsistent"], ["consistent"]], reasons=REASONS, name="e2e batch")
+        tokens = {}
+        for name in ("blind-ada", "keys-bob"):
+            who = an.create_annotator(engine, name)
+            tokens[name] = an.annotator_token(engine, who.id)
+        an.assign(engine, ds, annotators=[an.annotator_by_name(engine, n).id for n in tokens], per_item=2)
+        return ds, items, tokens
+    finally:
+        engine.dispose()
+
+
+@pytest.fixture(scope="module")
+def annotate_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AnnotateApp]:
+    """The real app in a subprocess on a free port, on a database seeded before it starts."""
+    tmp = tmp_path_factory.mktemp("e2e-annotate")
+    database_url = f"sqlite:///{tmp / 'annotate.db'}"
+    ds, items, tokens = seed(database_url)
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.upper().startswith(("LLM_", "OPENAI_", "DATABASE_URL", "STREAMLIT_"))
+    }
+    env.update(
+        DATABASE_URL=database_url,
+        DATA_DIR=str(tmp / "data"),
+        CONSISTENCY_SECRETS_FILE=str(tmp / "no-secrets.toml"),
+        CONSISTENCY_SPAWN_WORKER="0",  # nothing here runs a batch
+    )
+    port = _free_port()
+    log = tmp / "streamlit.log"
+    cmd = [
+        sys.executable, "-m", "streamlit", "run", "app.py",
+        "--server.port", str(port), "--server.address", "127.0.0.1", "--server.headless", "true",
+        "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false",
+    ]  # fmt: skip
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_healthy(url, proc, log)
+        yield AnnotateApp(url=url, database_url=database_url, dataset_id=ds, items=items, tokens=tokens)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+    assert "Traceback" not in log.read_text(errors="replace"), log.read_text(errors="replace")[-3000:]
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator:
+    try:
+        pw = sync_api.sync_playwright().start()
+    except sync_api.Error as exc:  # another module's Playwright is still open in this process
+        pytest.skip(f"run this module before test_browser.py or on its own ({exc})")
+    b = pw.chromium.launch(
+        executable_path=str(CHROMIUM),
+        args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+              "--disable-component-update", "--disable-sync", "--no-first-run"],
+    )  # fmt: skip
+    yield b
+    b.close()
+    pw.stop()
+
+
+@pytest.fixture
+def pg(chromium, request: pytest.FixtureRequest) -> Iterator:
+    """A fresh browser context (a new Streamlit session) per test; a screenshot if the test fails."""
+    context = chromium.new_context(viewport=VIEWPORT)
+    context.set_default_timeout(TIMEOUT_MS)
+    page = context.new_page()
+    yield page
+    report = request.node.stash.get(PHASE_REPORTS, {}).get("call")
+    if report is not None and report.failed:
+        ARTIFACTS.mkdir(exist_ok=True)
+        name = re.sub(r"[^\w.-]+", "_", request.node.name)
+        try:
+            page.screenshot(path=str(ARTIFACTS / f"FAILED-{name}.png"))
+        except Exception as exc:  # the page may be gone; the test's own error is what matters
+            print(f"could not save a failure screenshot: {exc}")
+    context.close()
+
+
+def labels(app: AnnotateApp, name: str, item_id: int, *, notes: bool = False) -> list[tuple]:
+    """One annotator's labels of an item, read from the app's database."""
+    engine = make_engine(app.database_url)
+    try:
+        who = an.annotator_by_name(engine, name)
+        found = an.labels_for(engine, Target.item(item_id), annotator_id=who.id)
+        return [(x.sentence_idx, x.label, x.note) if notes else (x.sentence_idx, x.label) for x in found]
+    finally:
+        engine.dispose()
+
+
+def open_queue(pg, app: AnnotateApp, name: str) -> None:
+    pg.goto(f"{app.url}/Annotate?token={app.tokens[name]}&dataset={app.dataset_id}")
+    expect(main(pg).get_by_role("heading", name="Annotate", exact=True)).to_be_visible()
+    expect(main(pg).get_by_text(SENTS[0][1])).to_be_visible()
+    wait_idle(pg)
+    no_exception(pg)
+
+
+def verdicts_absent(pg) -> None:
+    """No reason and no verdict chip anywhere in the document (not merely hidden)."""
+    html = pg.content()
+    for r in (*REASONS[0], *REASONS[1]):
+        assert r.split(":")[0] not in html
+    expect(pg.locator(".cs-chip.inconsistent")).to_have_count(0)
+    expect(pg.locator(".cs-chip.consistent")).to_have_count(0)
+
+
+def test_blind_mode_never_shows_the_verdict_before_the_answer(annotate_app: AnnotateApp, pg):
+    app, items = annotate_app, annotate_app.items
+    open_queue(pg, app, "blind-ada")
+    expect(main(pg).get_by_text("You are blind-ada (from your personal link).")).to_be_visible()
+    expect(main(pg).get_by_text("Model verdict hidden until you answer.")).to_have_count(2)
+    verdicts_absent(pg)
+    shot(pg, "20-annotate-blind-before")
+
+    main(pg).locator(f".st-key-an_item{items[0]}_1_0").get_by_role("button").click()
+    expect(main(pg).get_by_text("Quokka-reason", exact=False)).to_be_visible()
+    expect(pg.locator(".cs-chip.inconsistent")).to_have_count(1)
+    expect(main(pg).get_by_text("you agree")).to_be_visible()
+    assert "Zebra-reason" not in pg.content(), "the unanswered sentence keeps its verdict hidden"
+    wait_idle(pg)
+    no_exception(pg)
+    shot(pg, "21-annotate-blind-after")
+    assert labels(app, "blind-ada", items[0]) == [(1, 0)]
+
+    # The personal link shown on the page is a deep link that opens the page as this annotator.
+    main(pg).get_by_text("Your personal link", exact=True).click()
+    link = main(pg).get_by_test_id("stCode")
+    expect(link).to_contain_text(f"{app.url}/Annotate?token={app.tokens['blind-ada']}&dataset={app.dataset_id}")
+
+
+def test_keyboard_shortcuts_label_and_move_between_items(annotate_app: AnnotateApp, pg):
+    app, items = annotate_app, annotate_app.items
+    open_queue(pg, app, "keys-bob")
+    verdicts_absent(pg)
+
+    # Typing into a note never triggers a shortcut.
+    note = main(pg).locator(f".st-key-an_item{items[0]}_0_note input")
+    note.click()
+    note.type("12 np")
+    expect(note).to_have_value("12 np")
+    note.press("Tab")
+    wait_idle(pg)
+    assert labels(app, "keys-bob", items[0]) == []
+    verdicts_absent(pg)
+
+    # "1" labels the first unlabelled sentence consistent (with the note typed before), then "2" the next one.
+    main(pg).get_by_role("heading", name="Annotate", exact=True).click()
+    pg.keyboard.press("1")
+    expect(main(pg).get_by_text("Zebra-reason", exact=False)).to_be_visible()
+    assert "Quokka-reason" not in pg.content()
+    wait_idle(pg)
+    pg.keyboard.press("2")
+    expect(main(pg).get_by_text("Quokka-reason", exact=False)).to_be_visible()
+    wait_idle(pg)
+    assert labels(app, "keys-bob", items[0], notes=True) == [(0, 1, "12 np"), (1, 0, "")]
+    expect(main(pg).get_by_text(re.compile(r"^1 of 2 items done"))).to_be_visible()
+    shot(pg, "22-annotate-keyboard")
+
+    # "N" goes to the next item, where the verdict is hidden again; "P" comes back.
+    pg.keyboard.press("n")
+    expect(main(pg).get_by_text(SENTS[1][0])).to_be_visible()
+    expect(main(pg).get_by_text("Item 2 of 2", exact=False)).to_be_visible()
+    assert "Narwhal-reason" not in pg.content()
+    wait_idle(pg)
+    pg.keyboard.press("p")
+    expect(main(pg).get_by_text("Item 1 of 2", exact=False)).to_be_visible()
+    expect(main(pg).get_by_text("Quokka-reason", exact=False)).to_be_visible()
+    wait_idle(pg)
+    no_exception(pg)
