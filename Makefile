@@ -64,6 +64,7 @@ bench: install-embeddings
 	$(BIN)/python bench/dcr_embedded.py
 	$(BIN)/python bench/batch_throughput.py
 	$(BIN)/python bench/baselines_qags.py
+	$(BIN)/python bench/pages_render.py
 	$(BIN)/python bench/evidence_qags.py
 
 clean:

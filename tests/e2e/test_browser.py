@@ -298,3 +298,28 @@ def test_history_lists_runs_and_settings_loads(live_app: LiveApp, page):
     wait_idle(page)
     no_exception(page)
     shot(page, "08-settings")
+
+
+def test_meta_evaluation_deep_link_to_a_tab(live_app: LiveApp, page):
+    from tests.metaeval_seed import seed
+    from tests.services.test_metaeval import HAND, LABELLED
+
+    engine = make_engine(live_app.database_url)
+    try:
+        _, bid = seed(engine, LABELLED + HAND, name="e2e-meta")
+    finally:
+        engine.dispose()
+    pg = page
+    pg.goto(f"{live_app.url}/Meta-evaluation?batch={bid}&me_tab=Human+agreement")
+    wait_idle(pg)
+    no_exception(pg)
+    expect(metric(pg, "Workers")).to_have_text("4")
+    expect(metric(pg, "Sentences")).to_have_text("8")
+    main(pg).get_by_role("tab", name="RAI").click()
+    wait_idle(pg)
+    expect(main(pg).get_by_role("heading", name="Consistency improvement with RAI (Table 4)")).to_be_visible()
+    # The chart toolbar (with the PNG camera) is always shown, not only on hover.
+    expect(main(pg).get_by_role("button", name="Download plot as a PNG").first).to_be_visible()
+    assert f"batch={bid}" in pg.url and "me_tab=RAI" in pg.url
+    no_exception(pg)
+    shot(pg, "meta-evaluation")

@@ -1,0 +1,71 @@
+"""`cli.py report`: the meta-evaluation of a batch as JSON (every table, the human alpha and its n, the bundle).
+
+    python cli.py report --run ID [--output FILE.json] [--threshold T] [--seed S] [--boot N]
+        [--compare ID] [--baselines] [--embeddings]
+
+Writes the JSON to FILE (or prints it); exit 0, or 2 with a message when the batch does not exist or an
+option is out of range.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from db.engine import get_engine
+from services import metaeval
+from services.text import InputError
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Register `report` on cli.py's subparsers."""
+    p = subparsers.add_parser(
+        "report",
+        help="meta-evaluation tables of a batch as JSON",
+        description="Correlations with human scores, AUROC, classification at a threshold (inconsistent = "
+        "positive), sentence level, Figure 3, baselines, RAI, Krippendorff's alpha, reproducibility bundle.",
+    )
+    p.add_argument("--run", required=True, type=int, metavar="ID", help="the batch id (as on the Batches page)")
+    p.add_argument("--output", type=Path, metavar="FILE.json", help="write here (default: print to stdout)")
+    p.add_argument(
+        "--threshold", type=float, default=metaeval.DEFAULT_THRESHOLD,
+        help="a score below it flags a summary as inconsistent (default 1.0: any inconsistent sentence)",
+    )  # fmt: skip
+    p.add_argument("--seed", type=int, default=metaeval.DEFAULT_SEED, help="bootstrap seed (default 0)")
+    p.add_argument("--boot", type=int, default=metaeval.DEFAULT_BOOT, help="bootstrap resamples (default 1000)")
+    p.add_argument("--compare", type=int, metavar="ID", help="a second batch over the same dataset (Figure 3)")
+    p.add_argument("--baselines", action="store_true", help="compute missing ROUGE values first (stored)")
+    p.add_argument("--embeddings", action="store_true", help="with --baselines: the embedding similarity too")
+    p.set_defaults(func=run)
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    """Build the report; 2 for an unknown batch or an option out of range."""
+    if not 0.0 <= args.threshold <= 1.0:
+        print("error: --threshold must be between 0 and 1", file=sys.stderr)
+        return 2
+    if args.boot < 0:
+        print("error: --boot must be 0 or more", file=sys.stderr)
+        return 2
+    engine = get_engine()
+    try:
+        rep = metaeval.report(
+            engine, args.run, threshold=args.threshold, seed=args.seed, n_boot=args.boot, other_batch_id=args.compare,
+            compute_baselines_first=args.baselines, with_embeddings=args.embeddings,
+        )  # fmt: skip
+    except InputError as exc:
+        print(f"error: {exc} List batches on the app's Batches page.", file=sys.stderr)
+        return 2
+    text = metaeval.report_json(rep)
+    if args.output is None:
+        print(text)
+        return 0
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(text + "\n", encoding="utf-8")
+    h = rep["human_agreement"]
+    alpha = f"{h['alpha']:.4f} over {h['n_sentences']:,} sentences" if h["alpha"] is not None else "n/a"
+    print(f"wrote {args.output}: batch {args.run}, {rep['summary_level']['n_items']:,} items, human alpha {alpha}",
+          file=sys.stderr)  # fmt: skip
+    return 0

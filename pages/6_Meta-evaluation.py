@@ -1,0 +1,352 @@
+"""Meta-evaluation: how well a batch's scores agree with human judgments (the DCR paper's section 4)."""
+
+import json
+
+import pandas as pd
+import streamlit as st
+
+from components import background
+from components import metaeval_views as mv
+from components.ui import engine, page_setup
+from services import baselines, batches, metaeval
+from services.dcr import METHOD_LABELS
+
+page_setup("Meta-evaluation", ":material/query_stats:")
+eng = engine()
+st.session_state.setdefault("me_param", None)
+
+st.title("Meta-evaluation")
+st.caption(
+    "How well a batch's scores agree with the human judgments of its dataset, as in the DCR paper: "
+    "correlations (Tables 2-3), AUROC (Table 1), precision and recall with inconsistency as the positive "
+    "class (Figure 3), local baselines on the same items, and the improver's rounds (Table 4, Figure 4)."
+)
+
+all_batches = batches.list_batches(eng)
+if not all_batches:
+    st.info("No batch yet. Import a dataset with human judgments, then run a batch over it.")
+    c = st.container(horizontal=True)
+    c.page_link("pages/4_Datasets.py", label="Go to Datasets", icon=":material/dataset:")
+    c.page_link("pages/5_Batches.py", label="Go to Batches", icon=":material/dynamic_feed:")
+    st.stop()
+
+by_id = {b.id: b for b in all_batches}
+param = st.query_params.get("batch")
+if param != st.session_state.me_param:  # a (new) deep link wins over the last choice
+    st.session_state.me_param = param
+    if param and param.isdigit() and int(param) in by_id:
+        st.session_state.me_batch = int(param)
+    elif param:
+        st.warning(f"Batch {param} does not exist (deleted?). Showing the newest batch instead.")
+if st.session_state.get("me_batch") not in by_id:
+    st.session_state.me_batch = all_batches[0].id
+
+
+def _label(bid: int) -> str:
+    b = by_id[bid]
+    return f"#{b.id} · {b.name} · {b.status} · {b.n_items:,} items"
+
+
+top = st.columns([3, 3, 2])
+bid = top[0].selectbox("Batch", list(by_id), format_func=_label, key="me_batch")
+if st.query_params.get("batch") != str(bid):
+    st.query_params["batch"] = str(bid)
+    st.session_state.me_param = str(bid)
+batch = by_id[bid]
+peers = [b.id for b in all_batches if b.dataset_id == batch.dataset_id and b.id != bid]
+if st.session_state.get("me_other") not in (None, *peers):
+    st.session_state.me_other = None
+other_id = top[1].selectbox(
+    "Compare with (Figure 3)", [None, *peers], key="me_other",
+    format_func=lambda i: "— none —" if i is None else f"{_label(i)} · {METHOD_LABELS.get(by_id[i].method, '')}",
+    help="Another batch over the same dataset, e.g. the paragraph-level evaluator.",
+)  # fmt: skip
+threshold = top[2].slider(
+    "Threshold", 0.0, 1.0, metaeval.DEFAULT_THRESHOLD, 0.05, key="me_threshold",
+    help="A score below the threshold flags the summary as inconsistent (the positive class). 1.0, the "
+    "default, flags any summary with an inconsistent sentence, as the paper's Table 4 and Figure 3 do.",
+)  # fmt: skip
+with st.expander("Statistics settings", icon=":material/tune:"):
+    s = st.columns(3)
+    seed = int(s[0].number_input("Bootstrap seed", 0, 2**31 - 1, metaeval.DEFAULT_SEED, key="me_seed"))
+    n_boot = int(
+        s[1].selectbox("Bootstrap resamples", [0, 200, 1000, 2000], index=2, key="me_boot",
+                       help="Percentile bootstrap for the 95% intervals; 0: no intervals.")
+    )  # fmt: skip
+    s[2].caption(
+        "Intervals are percentile bootstraps: pairs of items for correlations, each class apart for AUROC, "
+        "sentences for Krippendorff's alpha. Large batches get them from a background process."
+    )
+
+stamp = metaeval.batch_stamp(eng, bid)
+data = mv.load_data(bid, stamp)  # items only; the sentences are read when a tab needs them
+other = mv.load_data(other_id, metaeval.batch_stamp(eng, other_id)) if other_id is not None else None
+ds = data.dataset
+done = data.done
+item_ids = tuple(int(i) for i in done["item_id"])
+bstamp = metaeval.baseline_stamp(eng, batch.dataset_id)
+values = mv.baseline_values(bid, stamp, bstamp, item_ids)
+
+level = {"paragraph": "paragraph-level evaluator", "evidence": "evidence checker"}.get(
+    batch.method, "sentence-level DCE"
+)
+st.markdown(
+    f"**{ds.name if ds else 'deleted dataset'}**"
+    + (f" <span style='color:#6b7280'>({ds.format}, sha256 {ds.sha256[:10]}…)</span>" if ds else "")
+    + f" · **{len(done):,}** of {len(data.items):,} items scored · {level}, converter {batch.amc} · model "
+    f"`{batch.model or '—'}` · status **{batch.status}**",
+    unsafe_allow_html=True,
+)
+mv.show_notes(data.notes, kind="info")
+if done.empty:
+    st.info("No item of this batch has a score yet. Come back when some items are done.")
+    st.page_link("pages/5_Batches.py", label="Follow it on Batches", icon=":material/dynamic_feed:",
+                 query_params={"batch": str(bid)})  # fmt: skip
+    st.stop()
+
+est, ci_key = mv.interval_estimates(data, values, stamp=stamp, bstamp=bstamp, seed=seed, n_boot=n_boot)
+ci_slot = st.container()  # filled at the end, once the page is drawn, if the intervals are still to come
+cls = metaeval.at_threshold(done, threshold)
+
+
+def _full() -> metaeval.BatchData:
+    """The batch with its sentence verdicts and human votes (read on demand, cached)."""
+    return mv.load_full(bid, stamp)
+
+
+TABS = ["Summary level", "Figure 3", "Sentence level", "Baselines", "RAI", "Human agreement", "Export"]
+tab = dict(zip(TABS, st.tabs(TABS, key="me_tab", bind="query-params"), strict=True))
+
+# -- summary level -----------------------------------------------------------------------------
+if tab["Summary level"].open:
+    with tab["Summary level"]:
+        corr = est.correlations
+        st.subheader("Correlation with human scores (Tables 2-3)")
+        mv.show_notes(corr.notes)
+        if any(c.r is not None for c in corr.correlations) or corr.auroc.auc is not None:
+            table = corr.frame()
+            mv.show_table(mv.correlations_display(table), f"batch-{bid}-summary-level.csv", "me_corr", raw=table)
+        if done["human_score"].notna().any():
+            mv.show_chart(mv.make_scatter_figure(done), f"batch-{bid}-scatter", "me_scatter")
+            st.caption(mv.PNG_NOTE)
+            mv.csv_button(done[["item_id", "external_id", "score", "human_score", "human_label"]],
+                          f"batch-{bid}-scores.csv", "me_scores_csv", label="Scores per item (CSV)")  # fmt: skip
+        st.subheader(f"Binary: inconsistent when the score is below {threshold:g}")
+        if cls.n == 0:
+            st.caption(":material/info: No binary human labels for these items: AUROC and the confusion need them.")
+        else:
+            k = st.columns(5)
+            a = corr.auroc
+            k[0].metric("AUROC", mv.fmt(a.auc), help=f"{mv.fmt_ci(a.auc, a.ci_low, a.ci_high)} · {a.n_neg:,} "
+                        f"inconsistent, {a.n_pos:,} consistent (Table 1)")  # fmt: skip
+            k[1].metric("Balanced accuracy", mv.fmt(cls.balanced_accuracy))
+            k[2].metric("Precision", mv.fmt(cls.precision), help="Of the flagged summaries, the share humans call "
+                        "inconsistent")  # fmt: skip
+            k[3].metric("Recall", mv.fmt(cls.recall), help="Of the summaries humans call inconsistent, the share "
+                        "flagged")  # fmt: skip
+            k[4].metric("F1", mv.fmt(cls.f1))
+            if cls.note:
+                st.caption(f":material/info: {cls.note}")
+            c = st.columns([3, 2])
+            with c[0]:
+                mv.show_table(metaeval.confusion_frame(cls).reset_index(), f"batch-{bid}-classification.csv", "me_cls",
+                              raw=metaeval.classification_frame(cls))  # fmt: skip
+            c[1].caption(mv.CONFUSION_NOTE)
+
+# -- Figure 3 ----------------------------------------------------------------------------------
+if tab["Figure 3"].open:
+    with tab["Figure 3"]:
+        f3 = metaeval.figure3(data=data, other=other)
+        st.subheader("Sentence level vs paragraph level, with and without AMC (Figure 3)")
+        st.caption(
+            "Binary at summary level against the human label; inconsistency is the positive class. A summary is "
+            "flagged when its score is below 1 (with AMC) or when the model's own is_consistent is false (without)."
+        )
+        mv.show_notes(f3.notes)
+        if other is None:
+            st.caption(":material/lightbulb: Pick a paragraph-level batch over the same dataset under *Compare "
+                       "with* to add its bars.")  # fmt: skip
+        if f3.frame["n"].sum() == 0:
+            st.info("Nothing to compare: these items have no binary human labels (or no result yet).")
+        else:
+            show = f3.frame.copy()
+            for col in ("precision", "recall", "f1", "balanced_accuracy"):
+                show[col] = show[col].map(mv.fmt)
+            mv.show_table(show, f"batch-{bid}-figure3.csv", "me_f3", raw=f3.frame)
+            mv.show_chart(mv.make_figure3_figure(f3.frame), f"batch-{bid}-figure3", "me_f3_chart")
+            st.caption(mv.PNG_NOTE)
+
+# -- sentence level ----------------------------------------------------------------------------
+if tab["Sentence level"].open:
+    with tab["Sentence level"]:
+        sl = metaeval.sentence_level(data=_full())
+        st.subheader("Sentence verdicts vs the human majority")
+        mv.show_notes(sl.notes)
+        if sl.classification is not None:
+            sc = sl.classification
+            k = st.columns(5)
+            k[0].metric("Sentences compared", f"{sl.n_compared:,}", help=f"{sl.n_labelled:,} labelled; "
+                        f"{sl.n_unknown:,} unknown verdicts and {sl.n_ties:,} ties left out")  # fmt: skip
+            k[1].metric("Balanced accuracy", mv.fmt(sc.balanced_accuracy))
+            k[2].metric("Precision", mv.fmt(sc.precision))
+            k[3].metric("Recall", mv.fmt(sc.recall))
+            k[4].metric("F1", mv.fmt(sc.f1))
+            raw = metaeval.classification_frame(sc).assign(
+                sentences=sl.n_sentences, labelled=sl.n_labelled, unknown_left_out=sl.n_unknown,
+                ties_left_out=sl.n_ties,
+            )  # fmt: skip
+            c = st.columns([3, 2])
+            with c[0]:
+                mv.show_table(metaeval.confusion_frame(sc).reset_index(), f"batch-{bid}-sentence-level.csv", "me_sl",
+                              raw=raw)  # fmt: skip
+            c[1].caption(mv.CONFUSION_NOTE)
+
+# -- baselines ---------------------------------------------------------------------------------
+if tab["Baselines"].open:
+    with tab["Baselines"]:
+        st.subheader("Baselines on the same items (Tables 1-3)")
+        st.caption(
+            "ROUGE-2 and ROUGE-L precision (the share of the summary's n-grams found in the article) and the "
+            "all-MiniLM-L6-v2 embedding similarity, computed locally, against the same human judgments."
+        )
+        emb_ok, emb_msg = baselines.embeddings_available()
+        if not emb_ok:
+            st.warning(f"Embedding similarity unavailable. {emb_msg}", icon=":material/extension_off:")
+        bl_key = f"me-bl:{bid}"
+        task = background.get(bl_key)
+        missing = {k: int(values[k].isna().sum()) for k in metaeval.wanted_metrics(emb_ok)}
+        if task is not None and not task.future.done():
+            mv.poll(task, "Computing baselines")
+        elif any(missing.values()):
+            if task is not None and task.error() is not None:
+                st.error(f"Computing the baselines failed: {task.error()}")
+            with_emb = emb_ok and st.checkbox(
+                "Include the embedding similarity", value=emb_ok, key="me_with_emb",
+                help="About 0.1 s per item on a CPU; ROUGE takes about 6 ms per item.",
+            )  # fmt: skip
+            todo = ", ".join(f"{metaeval.BASELINE_METRICS[k]}: {n:,}" for k, n in missing.items() if n)
+            st.caption(f"Missing values: {todo}. Computed values are stored and never computed again.")
+            if st.button("Compute baselines", icon=":material/calculate:", type="primary", key="me_compute_bl"):
+                ids = list(item_ids)
+                background.submit(
+                    bl_key,
+                    lambda t: metaeval.compute_baselines(eng, ids, with_embeddings=with_emb, on_progress=t.report),
+                    restart=True,
+                )
+                st.rerun()
+        if done["human_score"].isna().all() and done["human_label"].isna().all():
+            st.info("These items have no human scores or labels: there is nothing to compare the baselines with.")
+        else:
+            mv.show_table(mv.baselines_display(est.baselines), f"batch-{bid}-baselines.csv", "me_bl", raw=est.baselines)
+
+# -- RAI ---------------------------------------------------------------------------------------
+if tab["RAI"].open:
+    with tab["RAI"]:
+        st.subheader("Consistency improvement with RAI (Table 4)")
+        level = {True: "Paragraph", False: "Sentence"}
+        rai = metaeval.rai_table(data.items).assign(batch=bid, level=level[data.is_paragraph])
+        if other is not None:
+            rai = pd.concat([rai, metaeval.rai_table(other.items).assign(batch=other.batch.id,
+                                                                         level=level[other.is_paragraph])])  # fmt: skip
+        cols = [
+            "batch",
+            "level",
+            "evaluated",
+            "inconsistent",
+            "improved",
+            "corrected",
+            "improvement_rate",
+            "rounds_run",
+        ]
+        rai = rai[cols]
+        mv.show_table(rai.assign(improvement_rate=rai["improvement_rate"].map(mv.pct)), f"batch-{bid}-table4.csv",
+                      "me_rai", raw=rai)  # fmt: skip
+        st.caption("Inconsistent: score below 1 at round 0. Corrected: of those, the ones whose last round scores 1.")
+        rounds = metaeval.rounds_of(data.items)
+        if batch.max_rounds == 0:
+            st.caption(":material/info: This batch ran with 0 improvement rounds (evaluation only): start a batch "
+                       "with rounds ≥ 1 on the Batches page to see RAI at work.")  # fmt: skip
+        else:
+            mv.show_notes(rounds.notes)
+        share = rounds.share.assign(label=f"batch #{bid}")
+        if other is not None:
+            share = pd.concat([share, metaeval.rounds_of(other.items).share.assign(label=f"batch #{other.batch.id}")])
+        c = st.columns(2)
+        with c[0]:
+            mv.show_chart(mv.make_share_figure(share), f"batch-{bid}-share-per-round", "me_share")
+            mv.csv_button(share, f"batch-{bid}-share-per-round.csv", "me_share_csv")
+        with c[1]:
+            mv.show_chart(mv.make_histograms_figure(rounds.scores), f"batch-{bid}-scores-per-round", "me_hist")
+            mv.csv_button(rounds.scores, f"batch-{bid}-scores-per-round.csv", "me_hist_csv")
+        st.caption(mv.PNG_NOTE + " An item that stopped early (consistent, or nothing left to rewrite) keeps its "
+                   "last score in later rounds (Figure 4).")  # fmt: skip
+
+# -- human agreement ---------------------------------------------------------------------------
+if tab["Human agreement"].open:
+    with tab["Human agreement"]:
+        h = est.agreement or metaeval.human_agreement(data=_full(), n_boot=0)
+        st.subheader("Agreement among the human raters, and with the model")
+        mv.show_notes(h.notes)
+        if h.among_humans is not None:
+            a = h.among_humans
+            k = st.columns(4)
+            k[0].metric(
+                "Krippendorff's α (humans)", mv.fmt(a.alpha, 4), help=mv.fmt_ci(a.alpha, a.ci_low, a.ci_high, 4)
+            )
+            k[1].metric("Sentences", f"{a.n_pairable:,}", help=f"Rated by two or more raters, in {h.n_items:,} items")
+            k[2].metric("Workers", f"{h.n_workers:,}")
+            vs = h.model_vs_majority
+            k[3].metric("α model vs majority", mv.fmt(vs.alpha, 4) if vs else "—",
+                        help=mv.fmt_ci(vs.alpha, vs.ci_low, vs.ci_high, 4) if vs else None)  # fmt: skip
+            st.caption(
+                "Nominal alpha; units are summary sentences, raters are worker ids, values yes (1) / no (0). "
+                "The model is compared with the majority of the workers (ties and unknown verdicts left out)."
+            )
+            table = metaeval.alpha_frame(h)
+            show = table.assign(alpha=table["alpha"].map(lambda x: mv.fmt(x, 4)),
+                                ci_low=table["ci_low"].map(mv.fmt), ci_high=table["ci_high"].map(mv.fmt))  # fmt: skip
+            mv.show_table(show, f"batch-{bid}-agreement.csv", "me_alpha", raw=table)
+
+# -- export ------------------------------------------------------------------------------------
+if tab["Export"].open:
+    with tab["Export"]:
+        st.subheader("Reproducibility")
+        st.caption(
+            "The bundle records what it takes to reproduce this batch and these figures: configuration, model "
+            "and parameters (never an API key), prompt ids with the sha256 of each template, seeds, and the "
+            "dataset's name, format and sha256."
+        )
+        settings = {"threshold": threshold, "seed": seed, "bootstrap_resamples": est.n_boot, "other_batch_id": other_id}
+        bundle = metaeval.bundle(eng, bid, seed=seed, n_boot=est.n_boot, threshold=threshold)
+
+        def _report() -> str:
+            """Every table as JSON, built when the button is clicked (on another thread: no Streamlit here)."""
+            full = metaeval.load_batch(eng, bid)
+            rep = metaeval.Report(
+                summary=metaeval.SummaryLevel(est.correlations, cls), sentence=metaeval.sentence_level(data=full),
+                figure3=metaeval.figure3(data=data, other=other), baselines=est.baselines,
+                rai=metaeval.rai_table(data.items), rounds=metaeval.rounds_of(data.items),
+                agreement=est.agreement or metaeval.human_agreement(data=full, seed=seed, n_boot=est.n_boot),
+                notes=data.notes,
+            )  # fmt: skip
+            return metaeval.report_json(metaeval.report_dict(rep, batch_id=bid, settings=settings, bundle=bundle))
+
+        c = st.container(horizontal=True)
+        json_kw = {"mime": "application/json", "icon": ":material/download:", "on_click": "ignore"}
+        c.download_button("Download reproducibility bundle (JSON)", json.dumps(bundle, indent=2),
+                          file_name=f"batch-{bid}-bundle.json", type="primary", key="me_bundle", **json_kw)  # fmt: skip
+        c.download_button("Download every table (JSON)", _report, file_name=f"batch-{bid}-meta-evaluation.json",
+                          key="me_report", **json_kw)  # fmt: skip
+        st.caption("The same tables from a terminal:")
+        st.code(f"python cli.py report --run {bid} --output batch-{bid}-meta-evaluation.json", language="bash")
+        with st.expander("Bundle preview", icon=":material/data_object:"):
+            st.json(bundle, expanded=2)
+
+if ci_key is not None:
+    ci_task = mv.start_intervals(ci_key, bid, seed=seed, n_boot=n_boot)
+    with ci_slot:
+        if ci_task.error() is not None:
+            st.error(f"The bootstrap intervals failed: {ci_task.error()}. Showing point estimates.")
+        else:
+            st.caption(f"Showing point estimates while {n_boot:,} bootstrap resamples run in the background.")
+            mv.poll(ci_task, "Computing 95% intervals")

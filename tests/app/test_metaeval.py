@@ -1,0 +1,182 @@
+"""Meta-evaluation page: no batches, a finished batch in every tab, missing human judgments, deep links."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import streamlit as st
+
+import db.engine
+import services.baselines
+from components import background
+from services import metaeval
+from tests.app.helpers import texts
+from tests.metaeval_seed import Item, seed
+from tests.services.test_metaeval import HAND, LABELLED, ROUNDS
+
+META = "pages/6_Meta-evaluation.py"
+C, X = "consistent", "inconsistent"
+TABS = ["Summary level", "Figure 3", "Sentence level", "Baselines", "RAI", "Human agreement", "Export"]
+
+
+@pytest.fixture(autouse=True)
+def _fresh_caches():
+    """Cached frames and background tasks are per process: no test may see another's."""
+    st.cache_data.clear()
+    background._registry.clear()
+    yield
+    st.cache_data.clear()
+    background._registry.clear()
+
+
+@pytest.fixture
+def no_embeddings(monkeypatch):
+    monkeypatch.setattr(services.baselines, "embeddings_available", lambda: (False, "Install it with make."))
+
+
+def open_tab(open_page, batch_id: int, tab: str = "Summary level", **query):
+    at = open_page(META, query={"batch": str(batch_id), "me_tab": tab, **query})
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def metrics(at) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def header(at) -> str:
+    return " ".join(texts(at.markdown))
+
+
+def downloads(at) -> list[str]:
+    return [b.proto.label for b in at.get("download_button")]
+
+
+def test_no_batches_says_what_to_do(open_page):
+    at = open_page(META)
+    assert not at.exception
+    assert any("No batch yet" in i for i in texts(at.info))
+    assert not at.dataframe
+
+
+def test_a_finished_batch_shows_every_table(open_page, no_embeddings):
+    _, bid = seed(db.engine.get_engine(), LABELLED + HAND)
+    at = open_tab(open_page, bid)
+    assert at.selectbox[0].value == bid
+    corr = at.dataframe[0].value
+    assert corr["statistic"].tolist() == ["Pearson r", "Spearman ρ", "Kendall τ (b)", "AUROC"]
+    assert (corr["n"] == 8).all() and corr["value [95% CI]"].str.contains(r"\[").all()
+    m = metrics(at)
+    assert "**11** of 11 items scored" in header(at) and m["AUROC"] != "—" and m["Precision"] == "0.800"
+    assert "CSV" in downloads(at) and any("PNG" in c for c in texts(at.caption))
+
+    at = open_tab(open_page, bid, "Figure 3")
+    assert at.dataframe[0].value["evaluator"].str.contains("without AMC").any()
+
+    at = open_tab(open_page, bid, "Sentence level")
+    assert metrics(at)["Sentences compared"] == "6"
+    assert any("tied human votes" in c for c in texts(at.caption))
+
+    at = open_tab(open_page, bid, "Baselines")
+    table = at.dataframe[0].value
+    assert table["metric"].tolist()[1:] == list(metaeval.BASELINE_METRICS.values())
+    assert any("Embedding similarity unavailable" in w for w in texts(at.warning))
+    assert [b.label for b in at.button if b.label == "Compute baselines"]
+
+    at = open_tab(open_page, bid, "RAI")
+    assert at.dataframe[0].value[["inconsistent", "corrected"]].iloc[0].tolist() == [8, 0]
+
+    at = open_tab(open_page, bid, "Human agreement")
+    m = metrics(at)
+    assert m["Sentences"] == "8" and m["Workers"] == "4" and m["Krippendorff's α (humans)"] != "—"
+
+    at = open_tab(open_page, bid, "Export")
+    assert "Download reproducibility bundle (JSON)" in downloads(at)
+    assert "Download every table (JSON)" in downloads(at)
+    assert any(f"report --run {bid}" in c.value for c in at.code)
+
+
+def test_compute_baselines_fills_the_table(open_page, no_embeddings):
+    _, bid = seed(db.engine.get_engine(), HAND)
+    at = open_tab(open_page, bid, "Baselines")
+    assert at.dataframe[0].value["n"].tolist() == [8, 0, 0, 0]
+    at = [b for b in at.button if b.label == "Compute baselines"][0].click().run()
+    assert not at.exception
+    deadline = time.monotonic() + 30
+    task = background.get(f"me-bl:{bid}")
+    while task is not None and not task.future.done() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    at = open_tab(open_page, bid, "Baselines")
+    table = at.dataframe[0].value
+    assert table["n"].tolist() == [8, 8, 8, 0]  # ROUGE-2, ROUGE-L; no embeddings here
+    assert not [b for b in at.button if b.label == "Compute baselines"]
+
+
+def test_a_dataset_without_human_judgments_explains_what_is_missing(open_page, no_embeddings):
+    _, bid = seed(db.engine.get_engine(), [Item([[C, X]]), Item([[C, C]]), Item([[X]])])
+    at = open_tab(open_page, bid)
+    captions = " ".join(texts(at.caption))
+    assert "no human scores" in captions and "No binary human labels" in captions
+    assert not at.dataframe  # no table of undefined numbers
+    at = open_tab(open_page, bid, "Figure 3")
+    assert any("no binary human labels" in i for i in texts(at.info))
+    at = open_tab(open_page, bid, "Sentence level")
+    assert any("No per-sentence human labels" in c for c in texts(at.caption))
+    at = open_tab(open_page, bid, "Human agreement")
+    assert any("no per-sentence human labels" in c for c in texts(at.caption))
+    assert not at.metric or "Sentences" not in metrics(at)
+    at = open_tab(open_page, bid, "Baselines")
+    assert any("no human scores or labels" in i for i in texts(at.info)) and not at.dataframe
+
+
+def test_a_running_batch_shows_partial_results_with_a_note(open_page, no_embeddings):
+    items = [*HAND[:4], Item([[C, C]], status="pending"), Item([[C]], status="pending")]
+    _, bid = seed(db.engine.get_engine(), items, status="running")
+    at = open_tab(open_page, bid)
+    assert any("still running" in i and "4 of 6" in i for i in texts(at.info))
+    assert "**4** of 6 items scored" in header(at)
+
+
+def test_a_batch_with_nothing_finished_says_so(open_page):
+    _, bid = seed(db.engine.get_engine(), [Item([[C]], status="pending")], status="queued")
+    at = open_tab(open_page, bid)
+    assert any("No item of this batch has a score yet" in i for i in texts(at.info))
+
+
+def test_too_few_items_get_the_notes_of_the_statistics(open_page, no_embeddings):
+    _, bid = seed(db.engine.get_engine(), HAND[:2])
+    at = open_tab(open_page, bid)
+    notes = at.dataframe[0].value["note"].tolist()
+    assert all("at least 3 pairs" in n for n in notes[:3])
+
+
+def test_rounds_and_a_second_batch_for_figure3(open_page, no_embeddings):
+    from tests.metaeval_seed import add_batch
+
+    ds, bid = seed(db.engine.get_engine(), [Item(r.rounds, human_score=1.0, human_label=i % 2) for i, r in
+                                            enumerate(ROUNDS)])  # fmt: skip
+    para = add_batch(db.engine.get_engine(), ds, [Item([[X]]), Item([[C]]), Item([[X]]), Item([[C]]), Item([[X]])],
+                     method="paragraph")  # fmt: skip
+    at = open_tab(open_page, bid, "RAI")
+    assert at.dataframe[0].value[["inconsistent", "corrected"]].iloc[0].tolist() == [4, 2]
+    assert len(at.get("plotly_chart")) == 2
+    at = open_tab(open_page, bid, "Figure 3")
+    assert at.selectbox[1].options == ["— none —", f"#{para} · hand batch · done · 5 items · Paragraph-level baseline "
+                                       "(Tables 11, 12)"]  # fmt: skip
+    at = at.selectbox[1].set_value(para).run()
+    assert not at.exception
+    rows = at.dataframe[0].value
+    assert rows["batch"].tolist()[-1] == para and rows["evaluator"].iloc[-1].startswith("Paragraph level")
+
+
+def test_deep_link_picks_the_batch_and_an_unknown_one_warns(open_page, no_embeddings):
+    engine = db.engine.get_engine()
+    _, first = seed(engine, HAND, name="first")
+    _, second = seed(engine, HAND[:5], name="second")
+    at = open_tab(open_page, first)
+    assert at.selectbox[0].value == first and "**8** of 8 items scored" in header(at)
+    at = open_page(META, query={"batch": "999"})
+    assert not at.exception
+    assert any("Batch 999 does not exist" in w for w in texts(at.warning))
+    assert at.selectbox[0].value == second  # the newest
