@@ -164,3 +164,36 @@ def render_sentence_labeller(
                 else:
                     st.markdown(_verdict_html(v, label), unsafe_allow_html=True)
     return mine
+
+
+ANNOTATOR_KEY = "annotator_name"  # who is labelling, shared by the Evaluate, History and Annotate pages
+
+
+def render_run_annotation(engine: Engine, *, run_id: int, rnd, key_prefix: str) -> None:  # noqa: ANN001
+    """Human labels for the sentences of one round of a run, beside the model's verdicts.
+
+    Labels are stored per annotator; the model's verdicts are never changed.
+    """
+    name = st.text_input(
+        "Annotator",
+        key=ANNOTATOR_KEY,
+        placeholder="Your name, to label these sentences",
+        help="Labels are stored under this name. The model's verdicts are never changed.",
+    )
+    if not (name or "").strip():
+        st.caption("Type your name to mark each sentence consistent or inconsistent and add notes.")
+        return
+    try:
+        annotator = annotations.get_or_create_annotator(engine, name.strip())
+    except InputError as exc:
+        st.error(str(exc))
+        return
+    render_sentence_labeller(
+        engine,
+        annotator_id=annotator.id,
+        target=Target.run(run_id, rnd.index),
+        sentences=[s.text for s in rnd.evaluation.sentences],
+        verdicts=rnd.evaluation.sentences,
+        blind=False,
+        key_prefix=f"{key_prefix}_{run_id}_{rnd.index}",
+    )

@@ -5,6 +5,7 @@ import json
 import pandas as pd
 import streamlit as st
 
+from components.annotate import render_run_annotation
 from components.dcr_views import (
     evidence_for,
     make_rounds_figure,
@@ -228,6 +229,8 @@ if run_id is not None:
     body, side = st.columns([3, 2])
     with body:
         render_evaluation(rnd.evaluation, found, checker=show_checker, noun=noun)
+        with st.expander("Annotate these sentences", icon=":material/edit_note:"):
+            render_run_annotation(eng, run_id=r.id, rnd=rnd, key_prefix="ev_lab")
     with side:
         if n > 1:
             st.plotly_chart(

@@ -3,6 +3,7 @@
 import pandas as pd
 import streamlit as st
 
+from components.annotate import render_run_annotation
 from components.dcr_views import colored_text_html, evidence_for, render_score, sentence_cards_html
 from components.ui import engine, page_setup
 from services import runs
@@ -65,7 +66,7 @@ if not selected:
     st.stop()
 
 
-def _details(run_id: int) -> None:
+def _details(run_id: int, annotate: bool = False) -> None:
     d = runs.load(eng, run_id)
     if d is None:
         st.warning(f"Run {run_id} no longer exists.")
@@ -93,6 +94,12 @@ def _details(run_id: int) -> None:
                 found = evidence_for(d.reference, rnd.evaluation, r.task)
                 noun = REFERENCE_NOUN.get(r.task, "reference")
                 st.markdown(sentence_cards_html(rnd.evaluation, found, noun=noun), unsafe_allow_html=True)
+    if annotate and d.rounds:
+        with st.expander("Annotate sentences", icon=":material/edit_note:"):
+            idx = st.selectbox(
+                "Round", [x.index for x in d.rounds], index=len(d.rounds) - 1, key=f"hi_lab_round_{run_id}"
+            )
+            render_run_annotation(eng, run_id=r.id, rnd=d.rounds[idx], key_prefix="hi_lab")
     with st.expander("Documents and configuration"):
         st.text_area("Reference", d.reference, height=150, disabled=True, key=f"hi_ref_{run_id}")
         st.text_area("Candidate", d.candidate, height=100, disabled=True, key=f"hi_cand_{run_id}")
@@ -146,6 +153,6 @@ if len(selected) == 2:
 cols = st.columns(len(selected[:2]) or 1)
 for col, run_id in zip(cols, selected[:2], strict=False):
     with col:
-        _details(run_id)
+        _details(run_id, annotate=len(selected) == 1)
 if len(selected) > 2:
     st.caption(f"Showing the first two of {len(selected)} selected runs.")

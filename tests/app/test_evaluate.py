@@ -239,3 +239,22 @@ def test_demo_model_runs_show_the_offline_checker_beside_the_verdicts(open_page,
     assert "✗ inconsistent — &#x27;1999&#x27; does not appear in the article" in cards
     at = toggle.set_value(False).run()
     assert "Offline evidence checker" not in verdict_html(at)
+
+
+def test_an_annotator_labels_a_run_sentence_without_touching_the_models_verdict(open_page, judge):
+    from services import annotations
+
+    at = evaluate(open_page)
+    eng = db.engine.get_engine()
+    before = [s.verdict for s in runs.load(eng, 1).rounds[0].evaluation.sentences]
+    at.text_input(key="annotator_name").input("Ada").run()
+    assert not at.exception
+    buttons = [b for b in at.button if b.label == "Inconsistent"]
+    assert len(buttons) == 3, [b.label for b in at.button]
+    at = buttons[0].click().run()  # Ada says sentence 1 is inconsistent (the model said consistent)
+    assert not at.exception
+    labels = annotations.labels_for_run(eng, 1, 0)
+    assert [(x.sentence_idx, x.label) for x in labels] == [(0, 0)]
+    assert annotations.annotator_by_name(eng, "Ada") is not None
+    assert [s.verdict for s in runs.load(eng, 1).rounds[0].evaluation.sentences] == before, "model unchanged"
+    assert any("you corrected the model" in t for t in texts(at.markdown))
