@@ -8,7 +8,7 @@ import streamlit as st
 from components import background
 from components import metaeval_views as mv
 from components.ui import engine, page_setup
-from services import baselines, batches, metaeval
+from services import annotations, baselines, batches, metaeval
 from services.dcr import METHOD_LABELS
 
 page_setup("Meta-evaluation", ":material/query_stats:")
@@ -306,6 +306,24 @@ if tab["Human agreement"].open:
             show = table.assign(alpha=table["alpha"].map(lambda x: mv.fmt(x, 4)),
                                 ci_low=table["ci_low"].map(mv.fmt), ci_high=table["ci_high"].map(mv.fmt))  # fmt: skip
             mv.show_table(show, f"batch-{bid}-agreement.csv", "me_alpha", raw=table)
+        st.subheader("Agreement of the app's annotators")
+        ann = annotations.agreement(eng, batch.dataset_id, batch_ids=[bid])
+        if not ann["n_units"]:
+            st.caption(
+                "Nobody has labelled this dataset's sentences in the app yet. Labels made on the Annotate page "
+                "appear here: alpha among annotators and between their majority and this batch's verdicts."
+            )
+        else:
+            st.caption(
+                f"Krippendorff's alpha (nominal) over {ann['n_units']} sentence(s) labelled by "
+                f"{ann['n_annotators']} annotator(s), with 95% bootstrap intervals over sentences."
+            )
+            atable = annotations.agreement_frame(ann)
+            mv.show_table(atable, f"batch-{bid}-annotator-agreement.csv", "me_ann_alpha", raw=atable)
+        st.page_link(
+            "pages/7_Annotate.py", label="Label sentences, or see where annotators and models disagree",
+            icon=":material/edit_note:", query_params={"dataset": str(batch.dataset_id)},
+        )  # fmt: skip
 
 # -- export ------------------------------------------------------------------------------------
 if tab["Export"].open:

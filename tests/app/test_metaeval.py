@@ -180,3 +180,26 @@ def test_deep_link_picks_the_batch_and_an_unknown_one_warns(open_page, no_embedd
     assert not at.exception
     assert any("Batch 999 does not exist" in w for w in texts(at.warning))
     assert at.selectbox[0].value == second  # the newest
+
+
+def test_human_agreement_shows_the_app_annotators_alpha(open_page, no_embeddings):
+    from sqlmodel import Session, select
+
+    from db.models import DatasetItem
+    from services import annotations
+    from services.annotations import Target
+
+    eng = db.engine.get_engine()
+    ds, bid = seed(eng, LABELLED + HAND)
+    at = open_tab(open_page, bid, "Human agreement")
+    assert any("Nobody has labelled" in c for c in texts(at.caption))
+
+    with Session(eng) as s:
+        items = s.exec(select(DatasetItem).where(DatasetItem.dataset_id == ds).order_by(DatasetItem.idx)).all()
+    a, b = (annotations.get_or_create_annotator(eng, n) for n in ("Ada", "Bo"))
+    for it in items[:4]:
+        for who, label in ((a, 1), (b, 1 if it.idx % 2 else 0)):
+            annotations.label_sentence(eng, annotator_id=who.id, target=Target.item(it.id), sentence_idx=0, label=label)
+    at = open_tab(open_page, bid, "Human agreement")
+    assert any("labelled by 2 annotator(s)" in c for c in texts(at.caption))
+    assert len(at.dataframe) >= 2
