@@ -60,10 +60,13 @@ CONSISTENT_AT = 1.0 - 1e-9  # a score counts as "fully consistent" at 1 (Eq. 3 g
 BASELINE_METRICS: dict[str, str] = {
     "rouge2_precision": "ROUGE-2 (precision)",
     "rougeL_precision": "ROUGE-L (precision)",
+    "evidence_lexical": "Evidence checker (offline, lexical)",
     "embedding_minilm": "MiniLM embedding similarity",
 }
 ROUGE_METRICS = ("rouge2_precision", "rougeL_precision")
 EMBEDDING_METRIC = "embedding_minilm"
+# The offline evidence checker in its lexical mode: no torch needed, so it is always computed.
+EVIDENCE_METRIC = "evidence_lexical"
 
 # Parameter names that could carry a credential; the bundle never exports them.
 _SECRET_NAME = re.compile(
@@ -645,7 +648,7 @@ def baseline_stamp(engine: Engine, dataset_id: int) -> str:
 
 
 def wanted_metrics(with_embeddings: bool) -> list[str]:
-    return [*ROUGE_METRICS, *([EMBEDDING_METRIC] if with_embeddings else [])]
+    return [*ROUGE_METRICS, EVIDENCE_METRIC, *([EMBEDDING_METRIC] if with_embeddings else [])]
 
 
 def missing_baselines(engine: Engine, item_ids: Sequence[int], *, with_embeddings: bool) -> dict[str, int]:
@@ -674,7 +677,7 @@ def compute_baselines(
         raise InputError(bl.embeddings_available()[1])
     rouge_ids = sorted(set(todo.get(ROUGE_METRICS[0], [])) | set(todo.get(ROUGE_METRICS[1], [])))
     emb_ids = todo.get(EMBEDDING_METRIC, [])
-    total = len(rouge_ids) + len(emb_ids)
+    total = len(rouge_ids) + len(emb_ids) + len(todo.get(EVIDENCE_METRIC, []))
     added = {m: 0 for m in todo}
     wanted = {m: set(ids) for m, ids in todo.items()}
     done = 0
@@ -712,6 +715,18 @@ def compute_baselines(
         done += len(ids)
         if on_progress:
             on_progress(done, total, "ROUGE")
+    ev_ids = todo.get(EVIDENCE_METRIC, [])
+    for k in range(0, len(ev_ids), rouge_chunk):
+        from services import evidence
+
+        ids = ev_ids[k : k + rouge_chunk]
+        refs, cands = texts(ids)
+        store([{"item_id": i, "metric": EVIDENCE_METRIC, "value": v}
+               for i, v in zip(ids, evidence.scores(refs, cands, embedder=evidence.lexical_only), strict=True)])  # fmt: skip
+        added[EVIDENCE_METRIC] += len(ids)
+        done += len(ids)
+        if on_progress:
+            on_progress(done, total, "evidence checker")
     for k in range(0, len(emb_ids), embedding_chunk):
         ids = emb_ids[k : k + embedding_chunk]
         refs, cands = texts(ids)

@@ -100,7 +100,7 @@ def test_a_finished_batch_shows_every_table(open_page, no_embeddings):
 def test_compute_baselines_fills_the_table(open_page, no_embeddings):
     _, bid = seed(db.engine.get_engine(), HAND)
     at = open_tab(open_page, bid, "Baselines")
-    assert at.dataframe[0].value["n"].tolist() == [8, 0, 0, 0]
+    assert at.dataframe[0].value["n"].tolist() == [8, 0, 0, 0, 0]
     at = [b for b in at.button if b.label == "Compute baselines"][0].click().run()
     assert not at.exception
     deadline = time.monotonic() + 30
@@ -109,7 +109,7 @@ def test_compute_baselines_fills_the_table(open_page, no_embeddings):
         time.sleep(0.05)
     at = open_tab(open_page, bid, "Baselines")
     table = at.dataframe[0].value
-    assert table["n"].tolist() == [8, 8, 8, 0]  # ROUGE-2, ROUGE-L; no embeddings here
+    assert table["n"].tolist() == [8, 8, 8, 8, 0]  # ROUGE-2, ROUGE-L, evidence checker; no embeddings here
     assert not [b for b in at.button if b.label == "Compute baselines"]
 
 

@@ -255,10 +255,10 @@ def test_baselines_are_computed_once_cached_and_tabled_next_to_the_model(engine,
     monkeypatch.setattr(bl, "embedding_similarity", fake_embeddings)
     monkeypatch.setattr(bl, "embeddings_available", lambda: (True, "fake"))
     assert metaeval.missing_baselines(engine, ids, with_embeddings=True) == {
-        "rouge2_precision": 8, "rougeL_precision": 8, "embedding_minilm": 8,
+        "rouge2_precision": 8, "rougeL_precision": 8, "evidence_lexical": 8, "embedding_minilm": 8,
     }  # fmt: skip
     added = metaeval.compute_baselines(engine, ids[:3], with_embeddings=False)
-    assert added == {"rouge2_precision": 3, "rougeL_precision": 3}
+    assert added == {"rouge2_precision": 3, "rougeL_precision": 3, "evidence_lexical": 3}
     table = metaeval.baselines(engine, ds, ids, with_embeddings=True, df=df, model_label="DCE", n_boot=50)
     assert calls == [8]
     assert metaeval.missing_baselines(engine, ids, with_embeddings=True) == dict.fromkeys(metaeval.BASELINE_METRICS, 0)
@@ -287,7 +287,7 @@ def test_a_baseline_not_computed_yet_is_listed_with_a_note(engine):
     _, bid = seed(engine, HAND)
     df = metaeval.batch_frame(engine, bid)
     table = metaeval.baseline_table(df, metaeval.cached_baselines(engine, df["item_id"]), n_boot=0)
-    assert table["n"].tolist() == [8, 0, 0, 0]
+    assert table["n"].tolist() == [8, 0, 0, 0, 0]
     assert (table["note"].iloc[1:] == "Not computed yet.").all()
 
 
@@ -336,7 +336,7 @@ def test_report_is_json_with_every_table(engine):
     assert back["summary_level"]["classification"]["threshold"] == 1.0
     assert back["rai"]["table4"][0]["evaluated"] == 11
     assert back["bundle"]["batch"]["id"] == bid
-    assert len(back["baselines"]) == 4
+    assert len(back["baselines"]) == 5
     with pytest.raises(InputError):
         metaeval.report(engine, 999)
 
