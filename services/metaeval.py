@@ -721,8 +721,8 @@ def compute_baselines(
 
         ids = ev_ids[k : k + rouge_chunk]
         refs, cands = texts(ids)
-        store([{"item_id": i, "metric": EVIDENCE_METRIC, "value": v}
-               for i, v in zip(ids, evidence.scores(refs, cands, embedder=evidence.lexical_only), strict=True)])  # fmt: skip
+        values = evidence.scores(refs, cands, embedder=evidence.lexical_only)
+        store([{"item_id": i, "metric": EVIDENCE_METRIC, "value": v} for i, v in zip(ids, values, strict=True)])
         added[EVIDENCE_METRIC] += len(ids)
         done += len(ids)
         if on_progress:
