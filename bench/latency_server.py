@@ -1,17 +1,18 @@
 """An OpenAI-compatible server that answers every request after a fixed latency, for throughput figures.
 
 It plays a perfectly agreeable judge: every DCE reason says the sentence is consistent, every AMC mark
-is +1, RAI keeps each sentence. Run: python bench/latency_server.py PORT [LATENCY_SECONDS]
+is +1, RAI keeps each sentence. It is an asyncio server, like the servers it stands for (vLLM,
+llama.cpp, uvicorn): a thread per connection would add delays of its own to the figure.
+Run: python bench/latency_server.py PORT [LATENCY_SECONDS]
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import sys
-import time
 import zlib
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 def answer(body: dict) -> str:
@@ -33,43 +34,45 @@ def answer(body: dict) -> str:
     return json.dumps({"reason": reasons, "is_consistent": True})
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True  # as real servers do; otherwise keep-alive replies wait on delayed ACKs
-    latency = 0.2
-
-    def log_message(self, *args) -> None:  # noqa: ANN002
+async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, latency: float) -> None:
+    """HTTP/1.1 with keep-alive: enough of it for the OpenAI SDK, with no per-connection thread."""
+    try:
+        while True:
+            head = await reader.readuntil(b"\r\n\r\n")
+            lines = head.decode("latin-1").split("\r\n")
+            method, path, _ = lines[0].split(" ", 2)
+            headers = {k.lower(): v.strip() for k, _, v in (ln.partition(":") for ln in lines[1:] if ln)}
+            body = await reader.readexactly(int(headers.get("content-length", "0") or 0))
+            if method == "POST":
+                req = json.loads(body)
+                await asyncio.sleep(latency)
+                payload = {
+                    "id": "x", "object": "chat.completion", "created": 0, "model": req.get("model", ""),
+                    "choices": [{"index": 0, "message": {"role": "assistant", "content": answer(req)},
+                                 "finish_reason": "stop"}],
+                    "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
+                }  # fmt: skip
+            else:
+                payload = {"object": "list", "data": [{"id": "latency-model", "object": "model"}]}
+            out = json.dumps(payload).encode()
+            writer.write(
+                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
+                + str(len(out)).encode()
+                + b"\r\n\r\n"
+                + out
+            )
+            await writer.drain()
+    except (asyncio.IncompleteReadError, ConnectionResetError, BrokenPipeError):
         pass
-
-    def do_GET(self) -> None:  # noqa: N802
-        self._send({"object": "list", "data": [{"id": "latency-model", "object": "model"}]})
-
-    def do_POST(self) -> None:  # noqa: N802
-        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
-        time.sleep(self.latency)
-        self._send(
-            {
-                "id": "x", "object": "chat.completion", "created": 0, "model": body.get("model", ""),
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": answer(body)},
-                             "finish_reason": "stop"}],
-                "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
-            }
-        )  # fmt: skip
-
-    def _send(self, payload: dict) -> None:
-        out = json.dumps(payload).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(out)))
-        self.end_headers()
-        self.wfile.write(out)
+    finally:
+        writer.close()
 
 
-class Server(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 512
+async def serve(port: int, latency: float) -> None:
+    server = await asyncio.start_server(lambda r, w: handle(r, w, latency), "127.0.0.1", port, backlog=1024)
+    async with server:
+        await server.serve_forever()
 
 
 if __name__ == "__main__":
-    Handler.latency = float(sys.argv[2]) if len(sys.argv) > 2 else 0.2
-    Server(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
+    asyncio.run(serve(int(sys.argv[1]), float(sys.argv[2]) if len(sys.argv) > 2 else 0.2))
