@@ -204,6 +204,18 @@ def test_blind_mode_never_shows_the_verdict_before_the_answer(annotate_app: Anno
     expect(link).to_contain_text(f"{app.url}/Annotate?token={app.tokens['blind-ada']}&dataset={app.dataset_id}")
 
 
+def settle(pg) -> None:
+    """Let the rerun a shortcut started finish and the page take key presses again.
+
+    Right after a key press the new script run may not have begun, so "idle" alone can be seen too early;
+    a short pause, idle again, and focus back on the page make the next key press land.
+    """
+    wait_idle(pg)
+    pg.wait_for_timeout(1000)
+    wait_idle(pg)
+    main(pg).get_by_role("heading", name="Annotate", exact=True).click()
+
+
 def test_keyboard_shortcuts_label_and_move_between_items(annotate_app: AnnotateApp, pg):
     app, items = annotate_app, annotate_app.items
     open_queue(pg, app, "keys-bob")
@@ -224,7 +236,7 @@ def test_keyboard_shortcuts_label_and_move_between_items(annotate_app: AnnotateA
     pg.keyboard.press("1")
     expect(main(pg).get_by_text("Zebra-reason", exact=False)).to_be_visible()
     assert "Quokka-reason" not in pg.content()
-    wait_idle(pg)
+    settle(pg)
     pg.keyboard.press("2")
     expect(main(pg).get_by_text("Quokka-reason", exact=False)).to_be_visible()
     wait_idle(pg)
@@ -233,11 +245,12 @@ def test_keyboard_shortcuts_label_and_move_between_items(annotate_app: AnnotateA
     shot(pg, "22-annotate-keyboard")
 
     # "N" goes to the next item, where the verdict is hidden again; "P" comes back.
+    settle(pg)
     pg.keyboard.press("n")
     expect(main(pg).get_by_text(SENTS[1][0])).to_be_visible()
     expect(main(pg).get_by_text("Item 2 of 2", exact=False)).to_be_visible()
     assert "Narwhal-reason" not in pg.content()
-    wait_idle(pg)
+    settle(pg)
     pg.keyboard.press("p")
     expect(main(pg).get_by_text("Item 1 of 2", exact=False)).to_be_visible()
     expect(main(pg).get_by_text("Quokka-reason", exact=False)).to_be_visible()
