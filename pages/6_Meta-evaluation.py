@@ -99,7 +99,14 @@ st.markdown(
 )
 mv.show_notes(data.notes, kind="info")
 if done.empty:
-    st.info("No item of this batch has a score yet. Come back when some items are done.")
+    if batch.status in ("done", "cancelled"):
+        st.info(
+            "No item of this batch got a score: in every item each sentence was left unknown (the model's "
+            "answers could not be read as verdicts, or the calls failed). The items and their errors are on "
+            "the Batches page."
+        )
+    else:
+        st.info("No item of this batch has a score yet. Come back when some items are done.")
     st.page_link("pages/5_Batches.py", label="Follow it on Batches", icon=":material/dynamic_feed:",
                  query_params={"batch": str(bid)})  # fmt: skip
     st.stop()

@@ -203,3 +203,10 @@ def test_human_agreement_shows_the_app_annotators_alpha(open_page, no_embeddings
     at = open_tab(open_page, bid, "Human agreement")
     assert any("labelled by 2 annotator(s)" in c for c in texts(at.caption))
     assert len(at.dataframe) >= 2
+
+
+def test_a_finished_batch_without_any_score_says_why(open_page):
+    # Every sentence unknown (e.g. a model that only echoed the prompt): done, but nothing scored.
+    _, bid = seed(db.engine.get_engine(), [Item([["unknown", "unknown"]]), Item([["unknown"]])], status="done")
+    at = open_tab(open_page, bid)
+    assert any("No item of this batch got a score" in i for i in texts(at.info))
