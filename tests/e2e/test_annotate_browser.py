@@ -21,7 +21,7 @@ from db.engine import make_engine
 from services import annotations as an
 from services.annotations import Target
 from tests.annotation_seed import add_batch, make_dataset
-from tests.e2e.conftest import PHASE_REPORTS
+from tests.e2e.conftest import CHROMIUM_ARGS, page_with_failure_screenshot
 from tests.e2e.test_browser import (
     ARTIFACTS,
     CHROMIUM,
@@ -124,11 +124,7 @@ def chromium() -> Iterator:
         pw = sync_api.sync_playwright().start()
     except sync_api.Error as exc:  # another module's Playwright is still open in this process
         pytest.skip(f"run this module before test_browser.py or on its own ({exc})")
-    b = pw.chromium.launch(
-        executable_path=str(CHROMIUM),
-        args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-              "--disable-component-update", "--disable-sync", "--no-first-run"],
-    )  # fmt: skip
+    b = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
     yield b
     b.close()
     pw.stop()
@@ -137,19 +133,9 @@ def chromium() -> Iterator:
 @pytest.fixture
 def pg(chromium, request: pytest.FixtureRequest) -> Iterator:
     """A fresh browser context (a new Streamlit session) per test; a screenshot if the test fails."""
-    context = chromium.new_context(viewport=VIEWPORT)
-    context.set_default_timeout(TIMEOUT_MS)
-    page = context.new_page()
-    yield page
-    report = request.node.stash.get(PHASE_REPORTS, {}).get("call")
-    if report is not None and report.failed:
-        ARTIFACTS.mkdir(exist_ok=True)
-        name = re.sub(r"[^\w.-]+", "_", request.node.name)
-        try:
-            page.screenshot(path=str(ARTIFACTS / f"FAILED-{name}.png"))
-        except Exception as exc:  # the page may be gone; the test's own error is what matters
-            print(f"could not save a failure screenshot: {exc}")
-    context.close()
+    yield from page_with_failure_screenshot(
+        chromium, request, viewport=VIEWPORT, timeout_ms=TIMEOUT_MS, artifacts=ARTIFACTS
+    )
 
 
 def labels(app: AnnotateApp, name: str, item_id: int, *, notes: bool = False) -> list[tuple]:

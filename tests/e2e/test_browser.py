@@ -23,7 +23,7 @@ from services import runs
 from services.config import BackendConfig
 from services.dcr import DCRConfig
 from services.samples import load_samples
-from tests.e2e.conftest import PHASE_REPORTS
+from tests.e2e.conftest import CHROMIUM_ARGS, page_with_failure_screenshot
 from tests.fakes import FakeOpenAIServer, answers_connection_check, toy_judge
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -122,18 +122,7 @@ def live_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveApp]:
 @pytest.fixture(scope="session")
 def browser() -> Iterator:
     with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(
-            executable_path=str(CHROMIUM),
-            args=[
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--no-first-run",
-            ],
-        )
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         yield b
         b.close()
 
@@ -141,19 +130,9 @@ def browser() -> Iterator:
 @pytest.fixture
 def page(browser, request: pytest.FixtureRequest) -> Iterator:
     """A fresh browser context (a new Streamlit session) per test; a screenshot if the test fails."""
-    context = browser.new_context(viewport=VIEWPORT)
-    context.set_default_timeout(TIMEOUT_MS)
-    pg = context.new_page()
-    yield pg
-    report = request.node.stash.get(PHASE_REPORTS, {}).get("call")
-    if report is not None and report.failed:
-        ARTIFACTS.mkdir(exist_ok=True)
-        name = re.sub(r"[^\w.-]+", "_", request.node.name)
-        try:
-            pg.screenshot(path=str(ARTIFACTS / f"FAILED-{name}.png"))
-        except Exception as exc:  # the page may be gone; the test's own error is what matters
-            print(f"could not save a failure screenshot: {exc}")
-    context.close()
+    yield from page_with_failure_screenshot(
+        browser, request, viewport=VIEWPORT, timeout_ms=TIMEOUT_MS, artifacts=ARTIFACTS
+    )
 
 
 def main(pg):
