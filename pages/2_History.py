@@ -21,6 +21,11 @@ if not rows:
     st.info("No runs yet. Evaluate something on the **Evaluate** page, or run `python cli.py evaluate`.")
     st.page_link("pages/1_Evaluate.py", label="Go to Evaluate", icon=":material/fact_check:")
     st.stop()
+if len(rows) >= runs.HISTORY_LIMIT:
+    st.caption(
+        f"Showing the newest {runs.HISTORY_LIMIT:,} runs; older ones stay in the database "
+        "(open one by its link, `/Evaluate?run=ID`)."
+    )
 
 df = pd.DataFrame(
     [

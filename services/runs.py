@@ -184,7 +184,10 @@ def delete(engine: Engine, run_id: int) -> bool:
         return crud.delete_run(session=session, run_id=run_id)
 
 
-def list_all(engine: Engine, limit: int = 500) -> list[tuple]:
+HISTORY_LIMIT = 500
+
+
+def list_all(engine: Engine, limit: int = HISTORY_LIMIT) -> list[tuple]:
     with get_session(engine) as session:
         return crud.list_runs(session=session, limit=limit)
 
