@@ -314,7 +314,8 @@ if tab["Human agreement"].open:
                                 ci_low=table["ci_low"].map(mv.fmt), ci_high=table["ci_high"].map(mv.fmt))  # fmt: skip
             mv.show_table(show, f"batch-{bid}-agreement.csv", "me_alpha", raw=table)
         st.subheader("Agreement of the app's annotators")
-        ann = annotations.agreement(eng, batch.dataset_id, batch_ids=[bid])
+        # Every model or method run over this dataset, this batch first.
+        ann = annotations.agreement(eng, batch.dataset_id, batch_ids=[bid, *peers])
         if not ann["n_units"]:
             st.caption(
                 "Nobody has labelled this dataset's sentences in the app yet. Labels made on the Annotate page "
@@ -323,7 +324,8 @@ if tab["Human agreement"].open:
         else:
             st.caption(
                 f"Krippendorff's alpha (nominal) over {ann['n_units']} sentence(s) labelled by "
-                f"{ann['n_annotators']} annotator(s), with 95% bootstrap intervals over sentences."
+                f"{ann['n_annotators']} annotator(s), with 95% bootstrap intervals over sentences; against each "
+                "batch over this dataset, the annotators' majority is one rater and the batch's verdicts the other."
             )
             atable = annotations.agreement_frame(ann)
             mv.show_table(atable, f"batch-{bid}-annotator-agreement.csv", "me_ann_alpha", raw=atable)
