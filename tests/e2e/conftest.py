@@ -42,3 +42,64 @@ def page_with_failure_screenshot(browser, request: pytest.FixtureRequest, *, vie
         except Exception as exc:  # the page may be gone; the test's own error is what matters
             print(f"could not save a failure screenshot: {exc}")
     context.close()
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_healthy(url: str, proc, log, deadline_s: float = 60) -> None:  # noqa: ANN001
+    """Wait for Streamlit's health endpoint; fail with the log's tail if it exits or never answers."""
+    import time
+    import urllib.request
+
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"streamlit exited with {proc.returncode}:\n{log.read_text(errors='replace')[-3000:]}")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.25)
+    raise RuntimeError(f"streamlit was not healthy within {deadline_s:g} s:\n{log.read_text(errors='replace')[-3000:]}")
+
+
+def running_app(root, tmp, **env_overrides: str):  # noqa: ANN001, ANN201
+    """Start the real app (`streamlit run app.py`) on a free port with a clean environment; yield its URL."""
+    import os
+    import subprocess
+    import sys
+
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.upper().startswith(("LLM_", "OPENAI_", "DATABASE_URL", "STREAMLIT_"))
+    }
+    env.update(DATA_DIR=str(tmp / "data"), CONSISTENCY_SECRETS_FILE=str(tmp / "no-secrets.toml"), **env_overrides)
+    port = free_port()
+    log = tmp / "streamlit.log"
+    cmd = [
+        sys.executable, "-m", "streamlit", "run", "app.py",
+        "--server.port", str(port), "--server.address", "127.0.0.1", "--server.headless", "true",
+        "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false",
+    ]  # fmt: skip
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_healthy(url, proc, log)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)

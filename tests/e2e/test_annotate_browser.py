@@ -8,10 +8,7 @@ for the whole session, so this module (collected first) closes its browser befor
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -21,15 +18,13 @@ from db.engine import make_engine
 from services import annotations as an
 from services.annotations import Target
 from tests.annotation_seed import add_batch, make_dataset
-from tests.e2e.conftest import CHROMIUM_ARGS, page_with_failure_screenshot
+from tests.e2e.conftest import CHROMIUM_ARGS, page_with_failure_screenshot, running_app
 from tests.e2e.test_browser import (
     ARTIFACTS,
     CHROMIUM,
     ROOT,
     TIMEOUT_MS,
     VIEWPORT,
-    _free_port,
-    _wait_healthy,
     expect,
     main,
     no_exception,
@@ -84,37 +79,9 @@ def annotate_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AnnotateA
     tmp = tmp_path_factory.mktemp("e2e-annotate")
     database_url = f"sqlite:///{tmp / 'annotate.db'}"
     ds, items, tokens = seed(database_url)
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.upper().startswith(("LLM_", "OPENAI_", "DATABASE_URL", "STREAMLIT_"))
-    }
-    env.update(
-        DATABASE_URL=database_url,
-        DATA_DIR=str(tmp / "data"),
-        CONSISTENCY_SECRETS_FILE=str(tmp / "no-secrets.toml"),
-        CONSISTENCY_SPAWN_WORKER="0",  # nothing here runs a batch
-    )
-    port = _free_port()
-    log = tmp / "streamlit.log"
-    cmd = [
-        sys.executable, "-m", "streamlit", "run", "app.py",
-        "--server.port", str(port), "--server.address", "127.0.0.1", "--server.headless", "true",
-        "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false",
-    ]  # fmt: skip
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_healthy(url, proc, log)
+    for url in running_app(ROOT, tmp, DATABASE_URL=database_url, CONSISTENCY_SPAWN_WORKER="0"):  # no batch runs here
         yield AnnotateApp(url=url, database_url=database_url, dataset_id=ds, items=items, tokens=tokens)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+    log = tmp / "streamlit.log"  # written by running_app
     assert "Traceback" not in log.read_text(errors="replace"), log.read_text(errors="replace")[-3000:]
 
 

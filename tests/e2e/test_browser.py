@@ -5,13 +5,7 @@ Screenshots of each page of the main path, and of any failing test, go to test-a
 
 from __future__ import annotations
 
-import os
 import re
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +17,7 @@ from services import runs
 from services.config import BackendConfig
 from services.dcr import DCRConfig
 from services.samples import load_samples
-from tests.e2e.conftest import CHROMIUM_ARGS, page_with_failure_screenshot
+from tests.e2e.conftest import CHROMIUM_ARGS, page_with_failure_screenshot, running_app
 from tests.fakes import FakeOpenAIServer, answers_connection_check, toy_judge
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -53,69 +47,22 @@ class LiveApp:
     database_url: str
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_healthy(url: str, proc: subprocess.Popen, log: Path, deadline_s: float = 60) -> None:
-    deadline = time.monotonic() + deadline_s
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"streamlit exited with {proc.returncode}:\n{log.read_text(errors='replace')[-3000:]}")
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(0.25)
-    raise RuntimeError(f"streamlit was not healthy within {deadline_s:g} s:\n{log.read_text(errors='replace')[-3000:]}")
-
-
 @pytest.fixture(scope="session")
 def live_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveApp]:
     """The fake judge in this process and the real app in a subprocess, on free ports, with its own database."""
     tmp = tmp_path_factory.mktemp("e2e")
     fake = FakeOpenAIServer(answers_connection_check(toy_judge(bad=BAD, fix=FIX))).start()
     database_url = f"sqlite:///{tmp / 'e2e.db'}"
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.upper().startswith(("LLM_", "OPENAI_", "DATABASE_URL", "STREAMLIT_"))
-    }
-    env.update(
-        LLM_BASE_URL=fake.base_url,
-        LLM_MODEL="fake-model",
-        LLM_MAX_RETRIES="1",
-        LLM_TIMEOUT="20",
-        DATABASE_URL=database_url,
-        DATA_DIR=str(tmp / "data"),
-        CONSISTENCY_SECRETS_FILE=str(tmp / "no-secrets.toml"),
-    )
-    port = _free_port()
-    log = tmp / "streamlit.log"
-    cmd = [
-        sys.executable, "-m", "streamlit", "run", "app.py",
-        "--server.port", str(port), "--server.address", "127.0.0.1", "--server.headless", "true",
-        "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false",
-    ]  # fmt: skip
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
     try:
-        _wait_healthy(url, proc, log)
-        yield LiveApp(url=url, fake=fake, database_url=database_url)
+        for url in running_app(
+            ROOT, tmp, LLM_BASE_URL=fake.base_url, LLM_MODEL="fake-model", LLM_MAX_RETRIES="1",
+            LLM_TIMEOUT="20", DATABASE_URL=database_url,
+        ):  # fmt: skip
+            yield LiveApp(url=url, fake=fake, database_url=database_url)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
         fake.stop()
     assert not fake.responder_errors, f"the fake's responder raised: {fake.responder_errors!r}"
+    log = tmp / "streamlit.log"  # written by running_app
     assert "Traceback" not in log.read_text(errors="replace"), log.read_text(errors="replace")[-3000:]
 
 

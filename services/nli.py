@@ -1,0 +1,388 @@
+"""Zero-shot factual-inconsistency paradigms of paper 003: Summ-NLI (Eq. 1), Sent-NLI (Eq. 2), QG-QA (Eqs. 3-4).
+
+Pure domain code: every model call goes through `LLMClient.chat_json`; nothing here touches the
+database or the UI. A reply that skips the judgement, gives no questions or judges one question
+twice is recorded as a parse failure of its window or pair; no verdict is guessed for it.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from services.llm import CallResult, LLMClient, UsageLedger
+from services.prompts import nli as P
+from services.text import estimate_tokens, split_sentences
+
+Label = Literal["consistent", "inconsistent"]
+
+CONTEXT_BUDGET_TOKENS = 1024  # Appendix B, Table 8: Summ-Alignment
+WINDOW_CONTEXT_SENTENCES = 5  # Appendix B, Table 8: Sent-Alignment n
+
+_JUDGEMENT_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "reasoning": {"type": "string"},
+        "judgement": {"type": "string", "enum": ["Consistent", "Inconsistent"]},
+    },
+    "required": ["reasoning", "judgement"],
+}
+_QG_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "entities": {"type": "array", "items": {"type": "string"}},
+        "pairs": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"question": {"type": "string"}, "answer": {"type": "string"}},
+                "required": ["question", "answer"],
+            },
+        },
+    },
+    "required": ["pairs"],
+}
+_QA_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "results": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "question": {"type": "string"},
+                    "answer": {"type": "string"},
+                    "reasoning": {"type": "string"},
+                    "judgement": {"type": "string", "enum": ["Consistent", "Inconsistent"]},
+                },
+                "required": ["reasoning", "judgement"],
+            },
+        }
+    },
+    "required": ["results"],
+}
+
+
+# -- results ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ContextSelection:
+    """Document sentences retrieved for a target (Appendix B); `indices` are in document order."""
+
+    indices: tuple[int, ...]
+    sentences: tuple[str, ...]
+
+    @property
+    def text(self) -> str:
+        return " ".join(self.sentences)
+
+
+@dataclass(frozen=True)
+class NliResult:
+    """Summ-NLI (Eq. 1): one judgement of the whole summary."""
+
+    label: Label | None
+    reasoning: str | None
+    parse_error: str | None
+    context: ContextSelection | None = None  # None: the whole document was the context
+    usage: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class WindowResult:
+    """One Sent-NLI window: summary sentences [start, end) and the judgement on them."""
+
+    start: int
+    end: int
+    sentences: tuple[str, ...]
+    label: Label | None
+    reasoning: str | None
+    parse_error: str | None
+    context: ContextSelection | None = None
+
+
+@dataclass(frozen=True)
+class SentNliResult:
+    """Sent-NLI: window judgements and their Eq. 2 aggregate."""
+
+    windows: tuple[WindowResult, ...]
+    label: Label | None
+    usage: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def n_failed(self) -> int:
+        return sum(1 for w in self.windows if w.parse_error)
+
+
+@dataclass(frozen=True)
+class QAPair:
+    """One QG question verified by QA; a window whose QG failed has one pair with no question."""
+
+    window: int
+    question: str | None
+    expected_answer: str | None  # the entity QG gave (the answer QA checks against the document)
+    answer: str | None  # the answer as the QA reply restated it
+    reasoning: str | None
+    judgement: Label | None
+    parse_error: str | None
+    context: ContextSelection | None = None
+
+
+@dataclass(frozen=True)
+class QgQaResult:
+    """QG-QA: verified pairs and their Eq. 4 aggregate."""
+
+    pairs: tuple[QAPair, ...]
+    label: Label | None
+    usage: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def n_failed(self) -> int:
+        return sum(1 for p in self.pairs if p.parse_error)
+
+
+# -- parsing ---------------------------------------------------------------------------------------
+def parse_judgement(value: Any) -> Label:
+    """The judgement field, read strictly: "Consistent" or "Inconsistent" (any case), nothing else."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        raise ValueError("no Judgement given")
+    if not isinstance(value, str):
+        raise ValueError(f"Judgement is not a word: {value!r}")
+    word = value.strip().lower()
+    if word not in ("consistent", "inconsistent"):
+        raise ValueError(f"Judgement must be Consistent or Inconsistent, not {value!r}")
+    return word  # type: ignore[return-value]
+
+
+def _reasoning(data: dict) -> str:
+    value = data.get("reasoning")
+    if value is None:
+        value = data.get("reasoning process", data.get("reasoning_process", ""))
+    return value if isinstance(value, str) else str(value)
+
+
+def parse_nli(data: Any) -> tuple[Label, str]:
+    """A Figure 4/5 answer as (label, reasoning); raises when the Judgement is missing or unreadable."""
+    if not isinstance(data, dict):
+        raise ValueError("expected a JSON object with reasoning and judgement")
+    return parse_judgement(data.get("judgement", data.get("Judgement"))), _reasoning(data)
+
+
+def parse_qg(data: Any) -> list[tuple[str, str]]:
+    """Figure 6 (question, answer) pairs; raises when there are none or one is incomplete."""
+    if not isinstance(data, dict) or not isinstance(data.get("pairs"), list):
+        raise ValueError("expected a JSON object with a list of pairs")
+    out: list[tuple[str, str]] = []
+    for item in data["pairs"]:
+        if not isinstance(item, dict):
+            raise ValueError("each pair must be an object with question and answer")
+        q, a = item.get("question"), item.get("answer")
+        if not isinstance(q, str) or not q.strip() or not isinstance(a, str) or not a.strip():
+            raise ValueError("a pair lacks its question or its answer")
+        out.append((q.strip(), a.strip()))
+    if not out:
+        raise ValueError("no questions generated")
+    return out
+
+
+def parse_qa(data: Any) -> tuple[Label, str, str | None]:
+    """A Figure 7 reply to one question as (label, reasoning, restated answer); exactly one judgement."""
+    if not isinstance(data, dict) or not isinstance(data.get("results"), list):
+        raise ValueError("expected a JSON object with a list of results")
+    results = data["results"]
+    if not results:
+        raise ValueError("the question was not answered")
+    if len(results) > 1:
+        raise ValueError(f"one question was asked, {len(results)} judgements given")
+    item = results[0]
+    if not isinstance(item, dict):
+        raise ValueError("the result must be an object")
+    answer = item.get("answer")
+    return parse_judgement(item.get("judgement")), _reasoning(item), answer if isinstance(answer, str) else None
+
+
+# -- long documents (Appendix B) --------------------------------------------------------------------
+@functools.lru_cache(maxsize=1)
+def _scorer() -> Any:
+    from rouge_score import rouge_scorer
+
+    return rouge_scorer.RougeScorer(["rouge1", "rouge2"], use_stemmer=True)
+
+
+def _recall(target: str, text: str) -> float:
+    scores = _scorer().score(target, text)
+    return scores["rouge1"].recall + scores["rouge2"].recall
+
+
+def select_context(
+    document: str | list[str],
+    target: str,
+    *,
+    budget_tokens: int | None = None,
+    n_sentences: int | None = None,
+) -> ContextSelection:
+    """Greedily pick document sentences maximizing ROUGE-1 + ROUGE-2 recall toward `target`.
+
+    Stops at `n_sentences` sentences, or before the picked text would exceed `budget_tokens`
+    (default 1024, when neither is given), or when no sentence adds recall.
+    """
+    if budget_tokens is None and n_sentences is None:
+        budget_tokens = CONTEXT_BUDGET_TOKENS
+    sentences = split_sentences(document) if isinstance(document, str) else list(document)
+    chosen: list[int] = []
+    used = 0
+    best = 0.0
+    while n_sentences is None or len(chosen) < n_sentences:
+        pick, pick_score = None, best
+        for i, sent in enumerate(sentences):
+            if i in chosen:
+                continue
+            if budget_tokens is not None and used + estimate_tokens(sent) > budget_tokens:
+                continue
+            score = _recall(target, " ".join(sentences[j] for j in sorted([*chosen, i])))
+            if score > pick_score + 1e-12:
+                pick, pick_score = i, score
+        if pick is None:
+            break
+        chosen.append(pick)
+        used += estimate_tokens(sentences[pick])
+        best = pick_score
+    order = tuple(sorted(chosen))
+    return ContextSelection(indices=order, sentences=tuple(sentences[i] for i in order))
+
+
+def _context(document: str, target: str, budget_tokens: int, n_sentences: int | None) -> ContextSelection | None:
+    """The retrieved context when the document is over the budget, else None (use it whole)."""
+    if estimate_tokens(document) <= budget_tokens:
+        return None
+    if n_sentences is None:
+        return select_context(document, target, budget_tokens=budget_tokens)
+    return select_context(document, target, n_sentences=n_sentences)
+
+
+def windows_of(sentences: list[str], window: int) -> list[tuple[int, int]]:
+    """Consecutive, non-overlapping windows of `window` sentences as [start, end) spans."""
+    if window < 1:
+        raise ValueError("window must be at least 1")
+    return [(i, min(i + window, len(sentences))) for i in range(0, len(sentences), window)]
+
+
+def _any_inconsistent(labels: list[Label | None]) -> Label | None:
+    """Eqs. 2 and 4: inconsistent if any unit is; None when no unit could be read."""
+    read = [lab for lab in labels if lab is not None]
+    if not read:
+        return None
+    return "inconsistent" if "inconsistent" in read else "consistent"
+
+
+def _per_document(client: LLMClient) -> tuple[LLMClient, UsageLedger]:
+    ledger = UsageLedger()
+    return client.fork(ledger), ledger
+
+
+def _close(client: LLMClient, ledger: UsageLedger) -> dict[str, Any]:
+    # the per-document ledger's records also count in the caller's run ledger
+    for rec in ledger.records:
+        client.ledger.add(rec)
+    return ledger.summary()
+
+
+def _ask(client: LLMClient, prompt: str, *, parse: Any, schema: dict, version: str, stage: str) -> CallResult:
+    return client.chat_json(
+        [{"role": "user", "content": prompt}], parse=parse, schema=schema, prompt_version=version, stage=stage
+    )
+
+
+# -- the paradigms --------------------------------------------------------------------------------
+def summ_nli(
+    client: LLMClient, document: str, summary: str, *, budget_tokens: int = CONTEXT_BUDGET_TOKENS
+) -> NliResult:
+    """Summ-NLI (Eq. 1): the whole summary judged at once (Figure 4)."""
+    doc_client, ledger = _per_document(client)
+    ctx = _context(document, summary, budget_tokens, None)
+    prompt = P.SUMM_NLI.render(**{"source text": ctx.text if ctx else document, "summary": summary})
+    res = _ask(
+        doc_client,
+        prompt + P.JUDGEMENT_FORMAT.template,
+        parse=parse_nli,
+        schema=_JUDGEMENT_SCHEMA,
+        version=f"{P.SUMM_NLI.id}+{P.JUDGEMENT_FORMAT.id}",
+        stage="summ-nli",
+    )
+    label, reasoning = res.value if res.ok else (None, None)
+    return NliResult(label, reasoning, res.error, context=ctx, usage=_close(client, ledger))
+
+
+def sent_nli(
+    client: LLMClient,
+    document: str,
+    summary: str,
+    *,
+    window: int = 1,
+    budget_tokens: int = CONTEXT_BUDGET_TOKENS,
+    n_sentences: int = WINDOW_CONTEXT_SENTENCES,
+) -> SentNliResult:
+    """Sent-NLI (Eq. 2): each window of `window` summary sentences judged (Figure 5); any inconsistent wins."""
+    doc_client, ledger = _per_document(client)
+    sentences = split_sentences(summary)
+    out: list[WindowResult] = []
+    for start, end in windows_of(sentences, window):
+        text = " ".join(sentences[start:end])
+        ctx = _context(document, text, budget_tokens, n_sentences)
+        prompt = P.SENT_NLI.render(**{"source text": ctx.text if ctx else document, "Sentence": text})
+        res = _ask(
+            doc_client,
+            prompt + P.JUDGEMENT_FORMAT.template,
+            parse=parse_nli,
+            schema=_JUDGEMENT_SCHEMA,
+            version=f"{P.SENT_NLI.id}+{P.JUDGEMENT_FORMAT.id}",
+            stage="sent-nli",
+        )
+        label, reasoning = res.value if res.ok else (None, None)
+        out.append(WindowResult(start, end, tuple(sentences[start:end]), label, reasoning, res.error, ctx))
+    return SentNliResult(tuple(out), _any_inconsistent([w.label for w in out]), usage=_close(client, ledger))
+
+
+def qg_qa(
+    client: LLMClient,
+    document: str,
+    summary: str,
+    *,
+    window: int = 1,
+    budget_tokens: int = CONTEXT_BUDGET_TOKENS,
+    n_sentences: int = WINDOW_CONTEXT_SENTENCES,
+) -> QgQaResult:
+    """QG-QA (Eqs. 3-4): questions from each window (Figure 6, no document), each verified on the
+    document in a new conversation of its own (Figure 7); any inconsistent answer wins."""
+    doc_client, ledger = _per_document(client)
+    sentences = split_sentences(summary)
+    pairs: list[QAPair] = []
+    for w, (start, end) in enumerate(windows_of(sentences, window)):
+        text = " ".join(sentences[start:end])
+        qg = _ask(
+            doc_client,
+            P.QG.render(context=summary, sentence=text) + P.QG_FORMAT.template,
+            parse=parse_qg,
+            schema=_QG_SCHEMA,
+            version=f"{P.QG.id}+{P.QG_FORMAT.id}",
+            stage="qg",
+        )
+        if not qg.ok:
+            pairs.append(QAPair(w, None, None, None, None, None, qg.error))
+            continue
+        ctx = _context(document, text, budget_tokens, n_sentences)
+        source = ctx.text if ctx else document
+        for question, expected in qg.value:
+            # a fresh single-message conversation: QA must not see the summary or the QG exchange
+            qa = _ask(
+                doc_client,
+                P.QA.render(**{"source text": source, "Question-answer pairs": f"Q1: {question} A1: {expected}"})
+                + P.QA_FORMAT.template,
+                parse=parse_qa,
+                schema=_QA_SCHEMA,
+                version=f"{P.QA.id}+{P.QA_FORMAT.id}",
+                stage="qa",
+            )
+            label, reasoning, answer = qa.value if qa.ok else (None, None, None)
+            pairs.append(QAPair(w, question, expected, answer, reasoning, label, qa.error, ctx))
+    return QgQaResult(tuple(pairs), _any_inconsistent([p.judgement for p in pairs]), usage=_close(client, ledger))
