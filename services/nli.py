@@ -8,6 +8,7 @@ twice is recorded as a parse failure of its window or pair; no verdict is guesse
 from __future__ import annotations
 
 import functools
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -203,15 +204,26 @@ def parse_qa(data: Any) -> tuple[Label, str, str | None]:
 
 # -- long documents (Appendix B) --------------------------------------------------------------------
 @functools.lru_cache(maxsize=1)
-def _scorer() -> Any:
-    from rouge_score import rouge_scorer
+def _tokenizer() -> Any:
+    from rouge_score import tokenizers
 
-    return rouge_scorer.RougeScorer(["rouge1", "rouge2"], use_stemmer=True)
+    # rouge-score's own tokenizer and stemmer, so these recalls match its ROUGE-1/ROUGE-2
+    return tokenizers.DefaultTokenizer(use_stemmer=True)
 
 
-def _recall(target: str, text: str) -> float:
-    scores = _scorer().score(target, text)
-    return scores["rouge1"].recall + scores["rouge2"].recall
+def _ngrams(text: str) -> tuple[Counter, Counter]:
+    tokens = _tokenizer().tokenize(text)
+    return Counter(tokens), Counter(zip(tokens, tokens[1:], strict=False))
+
+
+def _recall(target: tuple[Counter, Counter], picked: tuple[Counter, Counter]) -> float:
+    """ROUGE-1 recall + ROUGE-2 recall of the picked n-grams toward the target's."""
+    total = 0.0
+    for want, have in zip(target, picked, strict=True):
+        n = sum(want.values())
+        if n:
+            total += sum(min(c, have[g]) for g, c in want.items()) / n
+    return total
 
 
 def select_context(
@@ -229,6 +241,9 @@ def select_context(
     if budget_tokens is None and n_sentences is None:
         budget_tokens = CONTEXT_BUDGET_TOKENS
     sentences = split_sentences(document) if isinstance(document, str) else list(document)
+    want = _ngrams(target)
+    grams = [_ngrams(sent) for sent in sentences]
+    have: tuple[Counter, Counter] = (Counter(), Counter())
     chosen: list[int] = []
     used = 0
     best = 0.0
@@ -239,12 +254,13 @@ def select_context(
                 continue
             if budget_tokens is not None and used + estimate_tokens(sent) > budget_tokens:
                 continue
-            score = _recall(target, " ".join(sentences[j] for j in sorted([*chosen, i])))
+            score = _recall(want, (have[0] + grams[i][0], have[1] + grams[i][1]))
             if score > pick_score + 1e-12:
                 pick, pick_score = i, score
         if pick is None:
             break
         chosen.append(pick)
+        have = (have[0] + grams[pick][0], have[1] + grams[pick][1])
         used += estimate_tokens(sentences[pick])
         best = pick_score
     order = tuple(sorted(chosen))
