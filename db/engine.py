@@ -63,6 +63,15 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
         command.upgrade(cfg, revision)
 
 
+def dialect_insert(conn):  # noqa: ANN001, ANN201 - a Connection; returns the dialect's insert()
+    """The INSERT construct with ON CONFLICT of the connection's dialect (PostgreSQL or SQLite)."""
+    if conn.dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert
+    return insert
+
+
 _engines: dict[str, Engine] = {}
 _lock = threading.Lock()
 

@@ -24,6 +24,7 @@ from sqlalchemy import case, func, select, update
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
+from db.engine import dialect_insert
 from db.models import (
     AnnotationAssignment,
     Annotator,
@@ -90,15 +91,6 @@ class Target:
         return {"run_id": self.run_id, "round_idx": self.round_idx, "dataset_item_id": self.dataset_item_id}
 
 
-def _insert(conn: Connection):  # noqa: ANN202 - the dialect's insert construct
-    """The dialect's INSERT (it has ON CONFLICT) for SQLite or PostgreSQL."""
-    if conn.dialect.name == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert
-    else:
-        from sqlalchemy.dialects.sqlite import insert
-    return insert
-
-
 # -- annotators ----------------------------------------------------------------------------------
 def _clean_name(name: str) -> str:
     name = " ".join(str(name or "").split())
@@ -134,7 +126,7 @@ def get_or_create_annotator(engine: Engine, name: str) -> AnnotatorPublic:
         return found
     with engine.begin() as conn:
         conn.execute(
-            _insert(conn)(Annotator.__table__).on_conflict_do_nothing(),
+            dialect_insert(conn)(Annotator.__table__).on_conflict_do_nothing(),
             [Annotator(name=name).model_dump(exclude={"id"})],
         )
     found = annotator_by_name(engine, name)
@@ -184,7 +176,7 @@ def _conflict_columns(target: Target) -> list[str]:
 
 def _upsert(conn: Connection, target: Target, rows: list[dict[str, Any]], *, keep_note: bool) -> None:
     """INSERT ... ON CONFLICT DO UPDATE on the annotator's own row: the label (and note), never created_at."""
-    ins = _insert(conn)(SentenceLabel.__table__)
+    ins = dialect_insert(conn)(SentenceLabel.__table__)
     set_ = {"label": ins.excluded.label, "updated_at": ins.excluded.updated_at}
     if not keep_note:
         set_["note"] = ins.excluded.note
@@ -384,7 +376,7 @@ def assign(engine: Engine, dataset_id: int, *, annotators: list[int], per_item: 
         before = _count_assignments(conn, dataset_id)
         if rows:
             # A concurrent call may have assigned some of these pairs meanwhile: the unique key skips them.
-            conn.execute(_insert(conn)(AnnotationAssignment.__table__).on_conflict_do_nothing(), rows)
+            conn.execute(dialect_insert(conn)(AnnotationAssignment.__table__).on_conflict_do_nothing(), rows)
             _refresh_assignments(conn, {(r["dataset_item_id"], r["annotator_id"]) for r in rows})
         created = _count_assignments(conn, dataset_id) - before
         covered = sum(len(holders[i]) >= per_item for i in items)

@@ -24,6 +24,7 @@ from sqlalchemy import and_, func, select, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
+from db.engine import dialect_insert
 from db.models import (
     Batch,
     BatchItem,
@@ -35,9 +36,10 @@ from db.models import (
     WorkerHeartbeat,
     utcnow,
 )
-from services import dcr, evidence
+from services import dcr
 from services.config import BackendConfig, get_settings
 from services.llm import LLMClient, UsageLedger, summarize_records
+from services.runs import recorded_config
 from services.text import InputError, split_sentences
 
 log = logging.getLogger(__name__)
@@ -84,11 +86,7 @@ def create_batch(
             max_rounds=cfg.max_rounds,
             concurrency=concurrency or backend.concurrency,
             item_limit=item_limit,
-            backend_kind=backend.kind,
-            model=backend.model if cfg.uses_model else evidence.model_name(),
-            base_url=None if backend.is_embedded or not cfg.uses_model else backend.base_url,
-            params={k: v for k, v in backend.public().items() if k not in ("base_url", "model", "kind")},
-            prompt_versions=cfg.prompt_versions(),
+            **recorded_config(backend, cfg),
             n_items=len(item_ids),
         )
         session.add(batch)
@@ -262,11 +260,7 @@ class BufferedCache:
 
 def insert_ignore(conn, table):  # noqa: ANN001, ANN201
     """INSERT that skips rows whose key exists, on SQLite and PostgreSQL."""
-    if conn.dialect.name == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert
-    else:
-        from sqlalchemy.dialects.sqlite import insert
-    return insert(table).on_conflict_do_nothing()
+    return dialect_insert(conn)(table).on_conflict_do_nothing()
 
 
 # -- workers -------------------------------------------------------------------------------------

@@ -27,6 +27,17 @@ def make_client(backend: BackendConfig, engine: Engine, ledger: UsageLedger | No
     return LLMClient(backend, cache=crud.SqlCache(engine), ledger=ledger or UsageLedger())
 
 
+def recorded_config(backend: BackendConfig, cfg: dcr.DCRConfig) -> dict:
+    """What a run or batch records of its backend and prompts (never the key)."""
+    return {
+        "backend_kind": backend.kind,
+        "model": backend.model if cfg.uses_model else evidence.model_name(),
+        "base_url": None if backend.is_embedded or not cfg.uses_model else backend.base_url,
+        "params": {k: v for k, v in backend.public().items() if k not in ("base_url", "model", "kind")},
+        "prompt_versions": cfg.prompt_versions(),
+    }
+
+
 def check_context(backend: BackendConfig, reference: str, candidate: str) -> None:
     """Refuse up front what the embedded model cannot read at once, with what to do instead."""
     if not backend.is_embedded:
@@ -71,11 +82,7 @@ def start_run(
                 method=cfg.method,
                 amc=cfg.amc,
                 max_rounds=cfg.max_rounds,
-                backend_kind=backend.kind,
-                model=backend.model if cfg.uses_model else evidence.model_name(),
-                base_url=None if backend.is_embedded or not cfg.uses_model else backend.base_url,
-                params={k: v for k, v in backend.public().items() if k not in ("base_url", "model", "kind")},
-                prompt_versions=cfg.prompt_versions(),
+                **recorded_config(backend, cfg),
             ),
         )
         run_id: int = run.id  # type: ignore[assignment]
