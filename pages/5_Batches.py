@@ -110,6 +110,8 @@ def live(batch_id: int) -> None:
         st.warning(f"Batch {batch_id} no longer exists.")
         return
     b = p.batch
+    if b.status != shown_status.get(batch_id, b.status):
+        st.rerun()  # the batch changed state: redraw the whole page (the table above, the items below)
     st.markdown(f"### Batch #{b.id} · {b.name}")
     st.caption(
         f"{b.model} · {METHOD_LABELS.get(b.method, b.method)} · converter {b.amc} · rounds {b.max_rounds} · "
@@ -147,6 +149,7 @@ def live(batch_id: int) -> None:
                     query_params={"batch": str(b.id)})  # fmt: skip
 
 
+shown_status = {b.id: b.status for b in all_batches}
 live(bid)
 
 items = batches.items_frame(eng, bid)

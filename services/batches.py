@@ -77,7 +77,7 @@ def create_batch(
         if not item_ids:
             raise InputError(f"Dataset {ds.name!r} has no items.")
         batch = Batch(
-            name=name or f"{ds.name} · {cfg.method} · {cfg.amc}",
+            name=name or f"{ds.name} · {cfg.method}" + (f" · {cfg.amc}" if cfg.uses_model else ""),
             dataset_id=dataset_id,
             task=cfg.task,
             criteria=cfg.criteria,
