@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import streamlit as st
 from pydantic import SecretStr
 
@@ -96,6 +98,23 @@ def demo_notice(backend: BackendConfig) -> None:
         )
 
 
+# The sidebar, in reading order; a page whose file is absent is skipped.
+NAV: list[tuple[str, str, str]] = [
+    ("app.py", "Home", ":material/home:"),
+    ("pages/1_Evaluate.py", "Evaluate", ":material/fact_check:"),
+    ("pages/2_History.py", "History", ":material/history:"),
+    ("pages/4_Datasets.py", "Datasets", ":material/dataset:"),
+    ("pages/5_Batches.py", "Batches", ":material/dynamic_feed:"),
+    ("pages/7_Annotate.py", "Annotate", ":material/edit_note:"),
+    ("pages/6_Meta-evaluation.py", "Meta-evaluation", ":material/query_stats:"),
+    ("pages/8_ConsEval.py", "ConsEval", ":material/balance:"),
+    ("pages/10_DHP.py", "DHP", ":material/troubleshoot:"),
+    ("pages/12_Reports.py", "Reports", ":material/summarize:"),
+    ("pages/3_Settings.py", "Settings", ":material/tune:"),
+]
+ROOT = Path(__file__).resolve().parent.parent
+
+
 def page_setup(title: str, icon: str) -> BackendConfig:
     """Common page start: config, styles, sidebar. Returns the backend in use."""
     st.set_page_config(page_title=f"{title} · Consistency Studio", page_icon=icon, layout="wide")
@@ -103,14 +122,9 @@ def page_setup(title: str, icon: str) -> BackendConfig:
     backend = current_backend()
     with st.sidebar:
         st.markdown("### Consistency Studio")
-        st.page_link("app.py", label="Home", icon=":material/home:")
-        st.page_link("pages/1_Evaluate.py", label="Evaluate", icon=":material/fact_check:")
-        st.page_link("pages/2_History.py", label="History", icon=":material/history:")
-        st.page_link("pages/4_Datasets.py", label="Datasets", icon=":material/dataset:")
-        st.page_link("pages/5_Batches.py", label="Batches", icon=":material/dynamic_feed:")
-        st.page_link("pages/7_Annotate.py", label="Annotate", icon=":material/edit_note:")
-        st.page_link("pages/6_Meta-evaluation.py", label="Meta-evaluation", icon=":material/query_stats:")
-        st.page_link("pages/3_Settings.py", label="Settings", icon=":material/tune:")
+        for path, label, icon in NAV:
+            if (ROOT / path).is_file():
+                st.page_link(path, label=label, icon=icon)
         st.divider()
         st.caption("Backend in use")
         if backend.is_embedded:

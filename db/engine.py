@@ -55,7 +55,7 @@ def alembic_config(engine: Engine) -> Config:
     return cfg
 
 
-def upgrade(engine: Engine, revision: str = "head") -> None:
+def upgrade(engine: Engine, revision: str = "heads") -> None:
     """Bring the database to `revision`; a database made by any earlier version keeps its data."""
     with engine.begin() as conn:
         cfg = alembic_config(engine)
