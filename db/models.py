@@ -371,3 +371,39 @@ class AnnotationAssignment(SQLModel, table=True):
     status: str = Field(default="pending", max_length=20)  # pending | done
     assigned_at: datetime = Field(default_factory=utcnow)
     done_at: datetime | None = None
+
+
+# -- reports and share links -------------------------------------------------------------------
+REPORT_KINDS = ("run", "batch", "nli", "conseval", "dhp", "survey")
+
+
+class ReportShareBase(SQLModel):
+    kind: str = Field(max_length=20, index=True)  # one of REPORT_KINDS
+    ref_id: int = 0  # the run, batch or study the report is built from
+    title: str = Field(default="", max_length=200)
+
+
+class ReportShare(ReportShareBase, table=True):
+    """A read-only link to one report: whoever holds the token may view it, until it is revoked."""
+
+    __tablename__ = "report_share"
+
+    id: int | None = Field(default=None, primary_key=True)
+    token: str = Field(default_factory=new_token, max_length=64, unique=True, index=True)
+    created_at: datetime = Field(default_factory=utcnow)
+    revoked_at: datetime | None = None
+
+
+class ReportShareCreate(ReportShareBase):
+    pass
+
+
+class ReportSharePublic(ReportShareBase):
+    id: int
+    token: str
+    created_at: datetime
+    revoked_at: datetime | None
+
+    @property
+    def active(self) -> bool:
+        return self.revoked_at is None
