@@ -407,3 +407,109 @@ class ReportSharePublic(ReportShareBase):
     @property
     def active(self) -> bool:
         return self.revoked_at is None
+
+
+# -- ConsEval ------------------------------------------------------------------------------------
+class ConsevalStudyBase(SQLModel):
+    name: str = Field(default="", max_length=200)
+    # criteria, definitions, granularities, scales, models (no keys), samples n, methods, k, oracle, seed
+    config: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+
+
+class ConsevalStudy(ConsevalStudyBase, table=True):
+    """A ConsEval study: models rating items on several scales and definitions, run by the batch worker."""
+
+    __tablename__ = "conseval_study"
+
+    id: int | None = Field(default=None, primary_key=True)
+    status: str = Field(default="queued", max_length=20)  # queued | running | done | failed | cancelled
+    cancel_requested: bool = False
+    n_planned: int = 0
+    n_done: int = 0
+    calls: int = 0
+    cache_hits: int = 0
+    error: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    results: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    created_at: datetime = Field(default_factory=utcnow, index=True)
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+
+
+class ConsevalStudyPublic(ConsevalStudyBase):
+    id: int
+    status: str
+    cancel_requested: bool
+    n_planned: int
+    n_done: int
+    calls: int
+    cache_hits: int
+    error: str | None
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+
+
+class ConsevalItem(SQLModel, table=True):
+    """A query and response rated in a study under one criterion, with an optional oracle or human score."""
+
+    __tablename__ = "conseval_item"
+
+    id: int | None = Field(default=None, primary_key=True)
+    study_id: int = Field(foreign_key="conseval_study.id", index=True, ondelete="CASCADE")
+    idx: int = 0
+    criterion: str = Field(max_length=100)
+    query: str = Field(sa_column=Column(Text, nullable=False))
+    response: str = Field(sa_column=Column(Text, nullable=False))
+    source_id: str = Field(default="", max_length=200)
+    oracle_score: float | None = None
+    oracle_scale: str | None = Field(default=None, max_length=20)
+
+
+class ConsevalRating(SQLModel, table=True):
+    """One model answer: a rater (model or oracle) scoring an item on a scale; value None = missing, raw kept."""
+
+    __tablename__ = "conseval_rating"
+    __table_args__ = (
+        UniqueConstraint(
+            "item_id", "rater", "method", "granularity", "scale", "sample", name="uq_conseval_rating_call"
+        ),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    study_id: int = Field(foreign_key="conseval_study.id", index=True, ondelete="CASCADE")
+    item_id: int = Field(foreign_key="conseval_item.id", index=True, ondelete="CASCADE")
+    rater: str = Field(max_length=300)  # the model's label in the study, or "oracle"
+    method: str = Field(max_length=20)  # base | dicl_r | dicl_sm | oracle
+    granularity: str = Field(max_length=10)  # none | short | long
+    scale: str = Field(max_length=20)
+    sample: int = -1  # -1: greedy (temperature 0); 0..n-1: sampled at temperature 1.0
+    value: float | None = None
+    raw: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
+    problem: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+
+
+class ConsevalRater(SQLModel, table=True):
+    """A person rating a study's items through a personal link; a revoked link no longer opens the page."""
+
+    __tablename__ = "conseval_rater"
+
+    id: int | None = Field(default=None, primary_key=True)
+    study_id: int = Field(foreign_key="conseval_study.id", index=True, ondelete="CASCADE")
+    name: str = Field(max_length=100)
+    token: str = Field(default_factory=new_token, max_length=64, unique=True, index=True)
+    revoked_at: datetime | None = None
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class ConsevalHumanRating(SQLModel, table=True):
+    """A person's score of an item on one of the study's scales."""
+
+    __tablename__ = "conseval_human_rating"
+    __table_args__ = (UniqueConstraint("rater_id", "item_id", "scale", name="uq_conseval_human_rating"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    rater_id: int = Field(foreign_key="conseval_rater.id", index=True, ondelete="CASCADE")
+    item_id: int = Field(foreign_key="conseval_item.id", index=True, ondelete="CASCADE")
+    scale: str = Field(max_length=20)
+    value: float
+    updated_at: datetime = Field(default_factory=utcnow)
