@@ -513,3 +513,186 @@ class ConsevalHumanRating(SQLModel, table=True):
     scale: str = Field(max_length=20)
     value: float
     updated_at: datetime = Field(default_factory=utcnow)
+
+
+# -- DHP: discernment of LLM evaluators, and the expert-weight survey --------------------------------
+class DhpTask(SQLModel, table=True):
+    """A task added by a user, with its metrics and perturbations; the built-in ones live in services.perturb."""
+
+    __tablename__ = "dhp_task"
+
+    id: int | None = Field(default=None, primary_key=True)
+    key: str = Field(max_length=40, unique=True, index=True)
+    name: str = Field(max_length=200)
+    text_label: str = Field(default="Text", max_length=60)
+    source_label: str | None = Field(default=None, max_length=60)
+    definition: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
+    metrics: list[dict[str, Any]] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    perturbations: list[dict[str, Any]] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class DhpSetBase(SQLModel):
+    name: str = Field(max_length=200)
+    task: str = Field(max_length=40, index=True)
+    seed: int = 0
+
+
+class DhpSet(DhpSetBase, table=True):
+    """Good texts of a task and their perturbed versions (rows of dhp_text)."""
+
+    __tablename__ = "dhp_set"
+
+    id: int | None = Field(default=None, primary_key=True)
+    items: list[dict[str, Any]] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    status: str = Field(default="ready", max_length=20)  # generating | ready | failed
+    model: str = Field(default="", max_length=200)  # who made the LLM-based perturbations
+    error: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class DhpSetPublic(DhpSetBase):
+    id: int
+    items: list[dict[str, Any]]
+    status: str
+    model: str
+    error: str | None
+    created_at: datetime
+
+
+class DhpText(SQLModel, table=True):
+    """One text of a set: an original ("original") or its version under one perturbation."""
+
+    __tablename__ = "dhp_text"
+    __table_args__ = (UniqueConstraint("set_id", "item_id", "perturbation", name="uq_dhp_text"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    set_id: int = Field(foreign_key="dhp_set.id", index=True, ondelete="CASCADE")
+    item_id: str = Field(max_length=100)
+    perturbation: str = Field(max_length=60)
+    level: str = Field(default="", max_length=20)
+    text: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    detail: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
+    error: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class DhpRunBase(SQLModel):
+    set_id: int = Field(foreign_key="dhp_set.id", index=True, ondelete="CASCADE")
+    backend_kind: str = Field(default="embedded", max_length=20)
+    model: str = Field(default="", max_length=200)
+    base_url: str | None = Field(default=None, max_length=500)
+    repeats: int = 5
+    seed: int = 0
+    params: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    prompt_versions: dict[str, str] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+
+
+class DhpRun(DhpRunBase, table=True):
+    """One evaluator model scoring every text of a set, r times per metric, in the batch worker."""
+
+    __tablename__ = "dhp_run"
+
+    id: int | None = Field(default=None, primary_key=True)
+    status: str = Field(default="queued", max_length=20)  # queued | running | done | failed | cancelled
+    n_total: int = 0
+    n_done: int = 0
+    n_failed: int = 0
+    error: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    worker: str | None = Field(default=None, max_length=100)
+    heartbeat_at: datetime | None = None
+    created_at: datetime = Field(default_factory=utcnow)
+    finished_at: datetime | None = None
+
+
+class DhpRunPublic(DhpRunBase):
+    id: int
+    status: str
+    n_total: int
+    n_done: int
+    n_failed: int
+    error: str | None
+    created_at: datetime
+    finished_at: datetime | None
+
+
+class DhpScore(SQLModel, table=True):
+    """The r scores of one text on one metric by a run's model, and their mean."""
+
+    __tablename__ = "dhp_score"
+    __table_args__ = (UniqueConstraint("run_id", "text_id", "metric", name="uq_dhp_score"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: int = Field(foreign_key="dhp_run.id", index=True, ondelete="CASCADE")
+    text_id: int = Field(foreign_key="dhp_text.id", index=True, ondelete="CASCADE")
+    metric: str = Field(max_length=100)
+    scores: list[float] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    mean: float | None = None
+    error: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class SurveyBase(SQLModel):
+    title: str = Field(max_length=200)
+    task: str = Field(max_length=40, index=True)
+
+
+class Survey(SurveyBase, table=True):
+    """An expert-weight survey of a task: which metric each quality issue impacts most (DHP Figure 5)."""
+
+    __tablename__ = "dhp_survey"
+
+    id: int | None = Field(default=None, primary_key=True)
+    status: str = Field(default="open", max_length=20)  # open | closed
+    task_definition: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
+    metrics: list[dict[str, Any]] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    questions: list[dict[str, Any]] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    created_at: datetime = Field(default_factory=utcnow)
+    closed_at: datetime | None = None
+
+
+class SurveyPublic(SurveyBase):
+    id: int
+    status: str
+    task_definition: str
+    metrics: list[dict[str, Any]]
+    questions: list[dict[str, Any]]
+    created_at: datetime
+    closed_at: datetime | None
+
+
+class SurveyExpert(SQLModel, table=True):
+    """An expert invited to a survey; the token in their personal link identifies them until revoked."""
+
+    __tablename__ = "dhp_survey_expert"
+    __table_args__ = (UniqueConstraint("survey_id", "name", name="uq_dhp_survey_expert_name"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    survey_id: int = Field(foreign_key="dhp_survey.id", index=True, ondelete="CASCADE")
+    name: str = Field(max_length=100)
+    token: str = Field(default_factory=new_token, max_length=64, unique=True, index=True)
+    revoked_at: datetime | None = None
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class SurveyExpertPublic(SQLModel):
+    id: int
+    survey_id: int
+    name: str
+    revoked_at: datetime | None
+    created_at: datetime
+
+
+class SurveyVote(SQLModel, table=True):
+    """An expert's answer to one question of a survey: the metric the quality issue impacts most."""
+
+    __tablename__ = "dhp_survey_vote"
+    __table_args__ = (UniqueConstraint("expert_id", "question", name="uq_dhp_survey_vote"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    survey_id: int = Field(foreign_key="dhp_survey.id", index=True, ondelete="CASCADE")
+    expert_id: int = Field(foreign_key="dhp_survey_expert.id", index=True, ondelete="CASCADE")
+    question: str = Field(max_length=60)
+    metric: str = Field(max_length=100)
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
