@@ -547,6 +547,7 @@ class DhpSet(DhpSetBase, table=True):
     items: list[dict[str, Any]] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
     status: str = Field(default="ready", max_length=20)  # generating | ready | failed
     model: str = Field(default="", max_length=200)  # who made the LLM-based perturbations
+    params: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))  # that backend
     error: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
     created_at: datetime = Field(default_factory=utcnow)
 

@@ -41,6 +41,7 @@ def upgrade() -> None:
         sa.Column("items", sa.JSON(), nullable=False),
         sa.Column("status", sqlmodel.sql.sqltypes.AutoString(length=20), nullable=False),
         sa.Column("model", sqlmodel.sql.sqltypes.AutoString(length=200), nullable=False),
+        sa.Column("params", sa.JSON(), nullable=False),
         sa.Column("error", sa.Text(), nullable=True),
         sa.Column("created_at", sqlmodel.sql.sqltypes.UTCDateTime(), nullable=False),
         sa.PrimaryKeyConstraint("id"),
