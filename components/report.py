@@ -1,0 +1,96 @@
+"""Reports in the app: "Download report" and "Create share link" next to any run or study, and the
+read-only view of a shared report."""
+
+from __future__ import annotations
+
+import logging
+
+import pandas as pd
+import streamlit as st
+
+from components.report_builders import build
+from components.ui import engine
+from services import reports
+from services.reports import KIND_LABELS, Report
+from services.text import InputError
+
+log = logging.getLogger(__name__)
+
+REPORTS_PAGE = "pages/12_Reports.py"
+
+
+@st.cache_data(show_spinner="Building the report…", max_entries=16, ttl=600)
+def cached_report(kind: str, ref_id: int, stamp: str = "") -> Report:
+    """The report of one subject (`stamp` changes when its results do)."""
+    return build(engine(), kind, ref_id)
+
+
+def report_html(kind: str, ref_id: int, stamp: str = "") -> str:
+    """The self-contained HTML file of one subject's report."""
+    return reports.to_html(cached_report(kind, ref_id, stamp))
+
+
+def share_url(token: str) -> str:
+    """The path of a share link inside this app (prefix it with the app's address)."""
+    return f"/Reports?share={token}"
+
+
+def render_report_download(kind: str, ref_id: int, *, stamp: str = "", key: str | None = None) -> None:
+    """A "Download report" button (one self-contained HTML file) and "Create share link" (a read-only token)."""
+    key = key or f"rep_{kind}_{ref_id}"
+    row = st.container(horizontal=True, vertical_alignment="center")
+    try:
+        row.download_button(
+            "Download report",
+            lambda: report_html(kind, ref_id, stamp),
+            file_name=f"{kind}-{ref_id}-report.html",
+            mime="text/html",
+            icon=":material/summarize:",
+            key=f"{key}_dl",
+            on_click="ignore",
+            help="One HTML file with the configuration, headline numbers with intervals, interactive charts, "
+            "tables and worked examples. Opens offline in any browser; holds no API key.",
+        )
+    except InputError as exc:  # pragma: no cover - the callable runs on click
+        row.error(str(exc))
+    if row.button("Create share link", icon=":material/link:", key=f"{key}_share", type="tertiary",
+                  help="A read-only link to this report for people with access to the app."):  # fmt: skip
+        share = reports.new_share(engine(), kind, ref_id, title=f"{KIND_LABELS.get(kind, kind)} #{ref_id}")
+        st.session_state[f"{key}_token"] = share.token
+    token = st.session_state.get(f"{key}_token")
+    if token:
+        st.caption("Read-only share link (revoke it on the **Reports** page):")
+        st.code(share_url(token), language=None)
+
+
+def render_report(report: Report) -> None:
+    """A report in the app, read-only: the same content as the HTML file."""
+    st.title(report.title)
+    st.caption(f"{KIND_LABELS.get(report.kind, report.kind)} #{report.ref_id} · read-only")
+    if report.summary:
+        st.markdown(report.summary)
+    if report.headlines:
+        cols = st.columns(min(4, len(report.headlines)))
+        for i, h in enumerate(report.headlines):
+            cols[i % len(cols)].metric(
+                h.label, h.text(), help=(f"n = {h.n:,}. " if h.n is not None else "") + (h.note or "")
+            )
+        st.caption("Brackets: 95% bootstrap interval.")
+    for note in report.notes:
+        st.caption(f":material/info: {note}")
+    for i, f in enumerate(report.figures):
+        st.plotly_chart(f.to_figure(), key=f"rep_fig_{i}", config={"displaylogo": False})
+        if f.caption:
+            st.caption(f.caption)
+    for i, t in enumerate(report.tables):
+        st.markdown(f"**{t.title}**")
+        st.dataframe(pd.DataFrame(t.rows, columns=t.columns), hide_index=True, width="stretch", key=f"rep_tab_{i}")
+        if t.note:
+            st.caption(t.note)
+    if report.examples:
+        st.subheader("Worked examples")
+        for ex in report.examples:
+            with st.expander(ex.title):
+                st.html(f"<style>{reports.EXAMPLE_CSS}</style>" + reports.example_html(ex))
+    with st.expander("Configuration"):
+        st.json(report.configuration, expanded=False)

@@ -1,0 +1,291 @@
+"""One builder per report kind: read a run or study through its services, draw it with the pure figure
+functions, and return a services.reports.Report (which services.reports.to_html writes as one file).
+
+Each kind plugs in by one function registered in BUILDERS: `builder(engine, ref_id) -> Report`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from typing import Any
+
+import pandas as pd
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, select
+
+from components.dcr_views import make_rounds_figure, rounds_frame
+from components.metaeval_views import (
+    baselines_display,
+    correlations_display,
+    make_figure3_figure,
+    make_histograms_figure,
+    make_scatter_figure,
+    make_share_figure,
+)
+from db.models import BatchItem, DatasetItem, Document
+from services import metaeval, runs
+from services.dcr import CONVERTER_LABELS, METHOD_LABELS, REFERENCE_NOUN, TASK_LABELS, Round
+from services.reports import (
+    Example,
+    ExampleRewrite,
+    ExampleRound,
+    ExampleSentence,
+    FigureSpec,
+    Headline,
+    Report,
+    Table,
+)
+from services.text import InputError
+
+Builder = Callable[..., Report]
+BUILDERS: dict[str, Builder] = {}
+N_EXAMPLES = 3
+
+
+def register(kind: str) -> Callable[[Builder], Builder]:
+    def deco(fn: Builder) -> Builder:
+        BUILDERS[kind] = fn
+        return fn
+
+    return deco
+
+
+def build(engine: Engine, kind: str, ref_id: int, **options: Any) -> Report:
+    """The report of `kind` for `ref_id`; InputError when the kind is unknown or the subject does not exist."""
+    fn = BUILDERS.get(kind)
+    if fn is None:
+        raise InputError(f"No report for {kind!r} in this version; available: {', '.join(sorted(BUILDERS))}.")
+    return fn(engine, ref_id, **options)
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _rounds_example(title: str, rounds: list[Round], fields: list[tuple[str, str]]) -> Example:
+    return Example(
+        title=title,
+        fields=fields,
+        rounds=[
+            ExampleRound(
+                label=f"Round {r.index}" + (" (before any rewrite)" if r.index == 0 else ""),
+                score=r.evaluation.score.z_hat if r.evaluation.score else None,
+                sentences=[
+                    ExampleSentence(text=s.text, verdict=s.verdict, reason=s.reason or s.error or "")
+                    for s in r.evaluation.sentences
+                ],
+                rewrites=[
+                    ExampleRewrite(index=w.index, before=w.before, after=w.after, reason=w.reason) for w in r.rewrites
+                ],  # fmt: skip
+            )
+            for r in rounds
+        ],
+    )
+
+
+# -- a DCR run ---------------------------------------------------------------------------------------
+@register("run")
+def run_report(engine: Engine, run_id: int, **_: Any) -> Report:
+    """One evaluation run: the document, its sentence verdicts and the rewrite rounds with changes highlighted."""
+    d = runs.load(engine, run_id)
+    if d is None:
+        raise InputError(f"Run {run_id} does not exist (deleted?).")
+    r = d.run
+    first = d.rounds[0].evaluation if d.rounds else None
+    last = d.rounds[-1].evaluation if d.rounds else None
+    noun = REFERENCE_NOUN.get(r.task, "reference")
+    heads = [
+        Headline(label="Score Ẑ before any rewrite", value=first.score.z_hat if first and first.score else None,
+                 n=len(first.sentences) if first else None, note="Eq. 3 over the judged sentences"),
+        Headline(label="Score Ẑ after the last round", value=last.score.z_hat if last and last.score else None,
+                 n=len(last.sentences) if last else None),
+        Headline(label="Rounds", value=float(len(d.rounds)), digits=0),
+        Headline(label="Model calls", value=float(d.usage.get("calls", 0)), digits=0,
+                 note=f"{d.usage.get('prompt_tokens', 0) + d.usage.get('completion_tokens', 0):,} tokens"),
+    ]  # fmt: skip
+    figures, tables = [], []
+    if d.rounds:
+        rf = rounds_frame(d.rounds)
+        figures.append(FigureSpec.of("Verdicts and score per round", make_rounds_figure(rf),
+                                     "Stacked: sentences by verdict; line: the score Ẑ (right axis)."))  # fmt: skip
+        tables.append(Table.from_frame("Rounds", rf))
+    config = {
+        "run": {"id": r.id, "title": r.title, "source": r.source, "status": r.status,
+                "created_at": r.created_at.isoformat()},
+        "task": TASK_LABELS.get(r.task, r.task),
+        "criteria": r.criteria or None,
+        "method": METHOD_LABELS.get(r.method, r.method),
+        "converter": CONVERTER_LABELS.get(r.amc, r.amc),
+        "max_rounds": r.max_rounds,
+        "model": {"backend": r.backend_kind, "model": r.model, "base_url": metaeval._public_url(r.base_url),
+                  "params": metaeval._public_params(dict(r.params))},
+        "prompts": [metaeval.prompt_record(role, pid) for role, pid in sorted(r.prompt_versions.items())],
+        "documents": {f"{noun} sha256": _sha(d.reference), "candidate sha256": _sha(d.candidate)},
+        "app": {"version": metaeval.app_version()},
+    }  # fmt: skip
+    example = _rounds_example(
+        "The document, its sentence verdicts and the rewrite rounds",
+        d.rounds,
+        [(noun.capitalize(), d.reference), ("Candidate", d.candidate), ("Final text", runs.final_text(d))],
+    )
+    return Report(
+        title=f"Run #{r.id}: {r.title or 'evaluation'}",
+        kind="run",
+        ref_id=r.id,
+        summary=f"{METHOD_LABELS.get(r.method, r.method)} of a candidate against its {noun} with {r.model}, "
+        f"{len(d.rounds)} round(s).",
+        configuration=config,
+        headlines=heads,
+        figures=figures,
+        tables=tables,
+        examples=[example],
+        notes=[f"The run failed: {r.error}"] if r.error else [],
+    )
+
+
+# -- a DCR / evidence batch with its meta-evaluation -----------------------------------------------
+def _ci_headline(label: str, row: pd.Series | None, n: int | None = None) -> Headline:
+    if row is None:
+        return Headline(label=label, value=None)
+    return Headline(label=label, value=_f(row.get("value")), ci_low=_f(row.get("ci_low")),
+                    ci_high=_f(row.get("ci_high")), n=int(row.get("n") or 0) if n is None else n)  # fmt: skip
+
+
+def _f(x: Any) -> float | None:
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return None
+    return v if v == v else None
+
+
+def batch_examples(engine: Engine, batch_id: int, n: int = N_EXAMPLES) -> list[Example]:
+    """A few finished items, the ones the judge flagged first (they show reasons and rewrites)."""
+    with Session(engine) as s:
+        rows = s.exec(
+            select(BatchItem, DatasetItem, Document.text)
+            .join(DatasetItem, DatasetItem.id == BatchItem.item_id)
+            .join(Document, Document.id == DatasetItem.reference_id)
+            .where(BatchItem.batch_id == batch_id, BatchItem.status == "done")
+            .order_by(BatchItem.score, DatasetItem.idx)
+            .limit(n)
+        ).all()
+    out = []
+    for bi, di, ref in rows:
+        result = bi.result or {}
+        rounds = result.get("rounds") or []
+        gold = {1: "consistent", 0: "inconsistent"}.get(di.human_label, "—")
+        fields = [("Document", ref), ("Summary", di.candidate), ("Human label", gold)]
+        if di.human_score is not None:
+            fields.append(("Human score", f"{di.human_score:.3f}"))
+        out.append(
+            Example(
+                title=f"Item {di.external_id or di.idx}",
+                fields=fields,
+                rounds=[
+                    ExampleRound(
+                        label=f"Round {rd.get('round', i)}" + (" (before any rewrite)" if i == 0 else ""),
+                        score=rd.get("score"),
+                        sentences=[
+                            ExampleSentence(
+                                text=x.get("text", ""),
+                                verdict=x.get("verdict") or "unknown",
+                                reason=x.get("reason") or x.get("error") or "",
+                            )
+                            for x in rd.get("sentences") or []
+                        ],
+                        rewrites=[
+                            ExampleRewrite(
+                                index=w.get("index", 0),
+                                before=w.get("before", ""),
+                                after=w.get("after", ""),
+                                reason=w.get("reason") or "",
+                            )
+                            for w in rd.get("rewrites") or []
+                        ],
+                    )  # fmt: skip
+                    for i, rd in enumerate(rounds)
+                ],
+            )
+        )
+    return out
+
+
+@register("batch")
+def batch_report(
+    engine: Engine,
+    batch_id: int,
+    *,
+    threshold: float = metaeval.DEFAULT_THRESHOLD,
+    seed: int = metaeval.DEFAULT_SEED,
+    n_boot: int = metaeval.DEFAULT_BOOT,
+    **_: Any,
+) -> Report:
+    """A batch (DCE + AMC, paragraph or the evidence checker) and its meta-evaluation against people."""
+    data = metaeval.load_batch(engine, batch_id)
+    bundle = metaeval.bundle(engine, batch_id, seed=seed, n_boot=n_boot, threshold=threshold)
+    ids = data.done["item_id"].astype(int).tolist()
+    rep = metaeval.build_report(
+        data, threshold=threshold, seed=seed, n_boot=n_boot, baseline_values=metaeval.cached_baselines(engine, ids)
+    )
+    b = data.batch
+    corr = rep.summary.correlations.frame().set_index("statistic")
+    row = lambda name: corr.loc[name] if name in corr.index else None  # noqa: E731
+    c = rep.summary.classification
+    h = rep.agreement.among_humans
+    mv = rep.agreement.model_vs_majority
+    rai = rep.rai.iloc[0] if len(rep.rai) else None
+    heads = [
+        _ci_headline("Pearson r with the human score", row("pearson")),
+        _ci_headline("Spearman ρ", row("spearman")),
+        _ci_headline("Kendall τ (b)", row("kendall")),
+        _ci_headline("AUROC against the human label", row("auroc")),
+        Headline(label=f"Balanced accuracy at score < {threshold:g}", value=c.balanced_accuracy, n=c.n,
+                 note="inconsistent = positive class"),
+        Headline(label="F1 (inconsistent = positive)", value=c.f1, n=c.n),
+        Headline(label="Krippendorff's α among the human raters", value=h.alpha if h else None,
+                 ci_low=h.ci_low if h else None, ci_high=h.ci_high if h else None,
+                 n=h.n_pairable if h else None, note="sentences with two or more votes"),
+        Headline(label="α between the model and the human majority", value=mv.alpha if mv else None,
+                 ci_low=mv.ci_low if mv else None, ci_high=mv.ci_high if mv else None,
+                 n=mv.n_pairable if mv else None),
+    ]  # fmt: skip
+    if rai is not None and int(rai["rounds_run"]) > 0:
+        heads.append(Headline(label="RAI improvement rate (Table 4)", value=_f(rai["improvement_rate"]),
+                              percent=True, n=int(rai["inconsistent"])))  # fmt: skip
+    done = data.done
+    figures = [
+        FigureSpec.of("Score vs human score", make_scatter_figure(done),
+                      "One bubble per distinct (human, model) pair, sized by how many items share it."),
+        FigureSpec.of("Figure 3", make_figure3_figure(rep.figure3.frame),
+                      "Precision, recall and F1 at summary level; inconsistent is the positive class."),
+    ]  # fmt: skip
+    if len(rep.rounds.share) > 1:
+        figures.append(FigureSpec.of("Fully consistent after each round", make_share_figure(rep.rounds.share)))
+    if len(rep.rounds.scores):
+        figures.append(FigureSpec.of("Scores per round", make_histograms_figure(rep.rounds.scores)))
+    tables = [
+        Table.from_frame("Summary level: correlations and AUROC", correlations_display(corr.reset_index())),
+        Table.from_frame("Classification at the threshold", metaeval.classification_frame(c)),
+        Table.from_frame("Figure 3 table", rep.figure3.frame),
+        Table.from_frame("Against local baselines on the same items (Tables 1-3)", baselines_display(rep.baselines)),
+        Table.from_frame("RAI (Table 4)", rep.rai),
+        Table.from_frame("Human agreement (Krippendorff's α)", metaeval.alpha_frame(rep.agreement)),
+    ]
+    ds = data.dataset
+    notes = list(dict.fromkeys([*rep.notes, *rep.summary.correlations.notes, *rep.figure3.notes, *rep.agreement.notes]))
+    return Report(
+        title=f"Batch #{b.id}: {b.name or METHOD_LABELS.get(b.method, b.method)}",
+        kind="batch",
+        ref_id=b.id,
+        summary=f"{METHOD_LABELS.get(b.method, b.method)} with {b.model} over "
+        f"{ds.name if ds else 'a deleted dataset'}: {len(done):,} of {len(data.items):,} items scored, compared "
+        "with the human judgments of the dataset.",
+        configuration=bundle,
+        headlines=heads,
+        figures=figures,
+        tables=tables,
+        examples=batch_examples(engine, batch_id),
+        notes=notes,
+    )

@@ -1,0 +1,391 @@
+"""Distillation datasets from batches over labelled data (paper 003, section 4).
+
+Two forms of training example (section 4.1):
+
+* with reasoning: only for an item whose judge's label matched the gold label; the Summ-NLI prompt, and as
+  output the judge's reasoning (Summ-NLI's, or the concatenated window reasonings of Sent-NLI; for DCE the
+  sentence reasons in order), then the label;
+* without reasoning: for every labelled item; the prompt asks for the label alone, the output is the gold label.
+
+An item judged correctly gives both (the paper's contrastive pairs). With several batches, the first one
+(in the order given) that judged the item correctly and left a complete reasoning supplies it, as the paper
+prefers Summ-NLI's reasoning and falls back to Sent-NLI's.
+
+Splits (section 4.2): in-domain, 80/20 by document (every summary of a document on one side), seeded;
+out-of-domain, by dataset (train on the others, test on one). The test set holds prompts without reasoning
+with the gold label (inference without reasoning, the paper's best setting). The mix ratio and sizes are
+reported as in Table 7.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import zipfile
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, select
+
+from db.models import Batch, BatchItem, Dataset, DatasetItem, Document
+from services.metaeval import CONSISTENT_AT
+from services.prompts import distill as P
+from services.text import InputError
+
+log = logging.getLogger(__name__)
+
+Split = Literal["in-domain", "ood"]
+Format = Literal["chat", "plain"]
+Label = Literal["consistent", "inconsistent"]
+DEFAULT_SEED = 0
+DEFAULT_TEST_SHARE = 0.2
+# Methods whose reasons are a model's reasoning about the summary. The offline evidence checker has no model,
+# and QG-QA's answers verify single entities, which section 4.1 does not use as summary-level reasoning.
+REASONING_METHODS = ("summ-nli", "sent-nli", "dce-amc", "paragraph")
+GOLD = {1: "consistent", 0: "inconsistent"}
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """What one batch's judge said about one item."""
+
+    batch_id: int
+    method: str
+    label: Label | None
+    reasoning: str | None  # None: no complete reasoning (a window failed, or a method without one)
+
+
+@dataclass(frozen=True)
+class LabelledItem:
+    """A dataset item with its gold label and every judgement the batches made of it."""
+
+    item_id: int
+    dataset_id: int
+    dataset: str
+    document_id: int
+    external_id: str
+    document: str
+    summary: str
+    gold: Label
+    judgements: tuple[Judgement, ...]
+
+    def teacher(self) -> Judgement | None:
+        """The first judgement that matched the gold label with a complete reasoning."""
+        for j in self.judgements:
+            if j.label == self.gold and j.reasoning:
+                return j
+        return None
+
+
+@dataclass(frozen=True)
+class TrainingExample:
+    item_id: int
+    form: Literal["with-reasoning", "without-reasoning"]
+    prompt: str
+    completion: str
+    prompt_version: str
+
+    def line(self, fmt: Format) -> dict[str, Any]:
+        """One JSONL record: chat fine-tuning `messages`, or plain `prompt`/`completion`."""
+        if fmt == "chat":
+            return {"messages": [{"role": "user", "content": self.prompt},
+                                 {"role": "assistant", "content": self.completion}]}  # fmt: skip
+        return {"prompt": self.prompt, "completion": self.completion}
+
+
+@dataclass(frozen=True)
+class SplitStats:
+    """Table 7: training examples, their mean summary length, the share with reasoning; test examples, length."""
+
+    n_train: int
+    train_length: float | None
+    r_ratio: float | None
+    n_test: int
+    test_length: float | None
+    n_with_reasoning: int
+    n_train_items: int
+    n_train_documents: int
+    n_test_documents: int
+
+
+@dataclass(frozen=True)
+class DistillSet:
+    """A split's training and test examples, its Table 7 row, and what it was made from."""
+
+    split: Split
+    seed: int
+    train: tuple[TrainingExample, ...]
+    test: tuple[TrainingExample, ...]
+    stats: SplitStats
+    manifest: dict[str, Any]
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def table7(self) -> pd.DataFrame:
+        """The split as a row of the paper's Table 7."""
+        s = self.stats
+        return pd.DataFrame(
+            [{"split": "ID" if self.split == "in-domain" else "OOD", "# Train": s.n_train,
+              "Length": None if s.train_length is None else round(s.train_length, 1),
+              "R-Ratio": None if s.r_ratio is None else f"{s.r_ratio:.0%}", "# Test": s.n_test,
+              "Length (test)": None if s.test_length is None else round(s.test_length, 1)}]
+        )  # fmt: skip
+
+    def jsonl(self, part: Literal["train", "test"], fmt: Format) -> str:
+        rows = self.train if part == "train" else self.test
+        return "".join(json.dumps(e.line(fmt), ensure_ascii=False) + "\n" for e in rows)
+
+
+# -- reading the judgements ----------------------------------------------------------------------------
+def _label(value: Any) -> Label | None:
+    v = str(value or "").strip().lower()
+    return v if v in ("consistent", "inconsistent") else None  # type: ignore[return-value]
+
+
+def judgement_of(batch_id: int, method: str, result: dict[str, Any] | None, score: float | None) -> Judgement:
+    """The judge's label and complete reasoning from a batch item's stored result."""
+    result = result or {}
+    method = str(result.get("method") or method)
+    if method in ("summ-nli", "sent-nli", "qg-qa"):
+        label = _label(result.get("label"))
+        reasoning = None
+        if method == "summ-nli":
+            reasoning = ((result.get("summary") or {}).get("reasoning") or "").strip() or None
+        elif method == "sent-nli":
+            parts = [(w.get("reasoning") or "").strip() for w in result.get("windows") or []]
+            reasoning = "\n".join(parts) if parts and all(parts) else None
+        return Judgement(batch_id, method, label, reasoning if method in REASONING_METHODS else None)
+    # DCR methods: an item is consistent when every judged sentence is (score 1, as in Table 4 and Figure 3).
+    label = None if score is None else ("consistent" if score >= CONSISTENT_AT else "inconsistent")
+    rounds = result.get("rounds") or []
+    sentences = rounds[0].get("sentences") or [] if rounds else []
+    reasons = [(s.get("reason") or "").strip() for s in sentences]
+    reasoning = None
+    if method in REASONING_METHODS and reasons and all(reasons):
+        reasoning = reasons[0] if len(reasons) == 1 else "\n".join(reasons)
+    return Judgement(batch_id, method, label, reasoning)  # type: ignore[arg-type]
+
+
+def load_items(engine: Engine, batch_ids: Sequence[int]) -> tuple[list[LabelledItem], list[str]]:
+    """Every item the batches judged, with its gold label and the judgements in the batches' order."""
+    if not batch_ids:
+        raise InputError("Choose at least one batch.")
+    notes: list[str] = []
+    by_item: dict[int, dict[str, Any]] = {}
+    with Session(engine) as s:
+        for bid in batch_ids:
+            b = s.get(Batch, bid)
+            if b is None:
+                raise InputError(f"Batch {bid} does not exist.")
+            rows = s.exec(
+                select(BatchItem, DatasetItem, Document, Dataset.name)
+                .join(DatasetItem, DatasetItem.id == BatchItem.item_id)
+                .join(Document, Document.id == DatasetItem.reference_id)
+                .join(Dataset, Dataset.id == DatasetItem.dataset_id)
+                .where(BatchItem.batch_id == bid)
+                .order_by(DatasetItem.idx)
+            ).all()
+            unlabelled = 0
+            for bi, di, doc, ds_name in rows:
+                if di.human_label not in GOLD:
+                    unlabelled += 1
+                    continue
+                entry = by_item.setdefault(
+                    di.id,
+                    {"di": di, "doc": doc, "dataset": ds_name, "judgements": []},
+                )
+                if bi.status == "done":
+                    entry["judgements"].append(judgement_of(bid, b.method, bi.result, bi.score))
+            if unlabelled:
+                notes.append(
+                    f"Batch #{bid}: {unlabelled:,} item(s) have no binary gold label and are left out "
+                    "(the dataset needs a label column, or QAGS/SummEval labels)."
+                )
+    items = [
+        LabelledItem(
+            item_id=di.id,
+            dataset_id=di.dataset_id,
+            dataset=e["dataset"],
+            document_id=e["doc"].id,
+            external_id=di.external_id,
+            document=e["doc"].text,
+            summary=di.candidate,
+            gold=GOLD[di.human_label],
+            judgements=tuple(e["judgements"]),
+        )  # fmt: skip
+        for e in by_item.values()
+        for di in [e["di"]]
+    ]
+    items.sort(key=lambda x: x.item_id)
+    if not items:
+        raise InputError(
+            "None of these batches' items has a binary gold label: distillation needs labelled data "
+            "(import a dataset with a label column, or QAGS / SummEval)."
+        )
+    return items, notes
+
+
+# -- splits ------------------------------------------------------------------------------------------
+def split_in_domain(
+    items: Sequence[LabelledItem], *, seed: int = DEFAULT_SEED, test_share: float = DEFAULT_TEST_SHARE
+) -> tuple[list[LabelledItem], list[LabelledItem]]:
+    """80/20 by document (all summaries of a document on the same side), reproducible under `seed`."""
+    if not 0.0 < test_share < 1.0:
+        raise InputError("The test share must be between 0 and 1 (the paper uses 0.2).")
+    docs = sorted({x.document_id for x in items})
+    if len(docs) < 2:
+        raise InputError("An in-domain split by document needs items from at least two documents.")
+    order = np.random.default_rng(seed).permutation(len(docs))
+    n_test = min(len(docs) - 1, max(1, round(len(docs) * test_share)))
+    test_docs = {docs[i] for i in order[:n_test]}
+    train = [x for x in items if x.document_id not in test_docs]
+    test = [x for x in items if x.document_id in test_docs]
+    return train, test
+
+
+def split_ood(
+    items: Sequence[LabelledItem], *, test_dataset_id: int | None = None
+) -> tuple[list[LabelledItem], list[LabelledItem], int]:
+    """Train on every dataset but one, test on that one (default: the dataset of the last item's batch order)."""
+    datasets = list(dict.fromkeys(x.dataset_id for x in items))
+    if len(datasets) < 2:
+        raise InputError(
+            "An out-of-domain split needs batches over at least two datasets: train on some, test on another. "
+            "Add a batch over another labelled dataset, or use the in-domain split."
+        )
+    target = test_dataset_id if test_dataset_id is not None else datasets[-1]
+    if target not in datasets:
+        raise InputError(f"Dataset {target} is not among the batches' datasets ({', '.join(map(str, datasets))}).")
+    train = [x for x in items if x.dataset_id != target]
+    test = [x for x in items if x.dataset_id == target]
+    # An article shared by both sides would leak into the test set: keep it on the test side only.
+    test_docs = {x.document_id for x in test}
+    train = [x for x in train if x.document_id not in test_docs]
+    return train, test, target
+
+
+# -- examples ----------------------------------------------------------------------------------------
+def _prompt(prompt: Any, item: LabelledItem) -> str:
+    return prompt.render(**{"source text": item.document, "summary": item.summary})
+
+
+def examples_of(item: LabelledItem, *, train: bool) -> list[TrainingExample]:
+    """A training item's examples (with reasoning when its judge was right, and always without); a test item's
+    prompt without reasoning with the gold label."""
+    out = []
+    teacher = item.teacher() if train else None
+    if teacher is not None:
+        out.append(
+            TrainingExample(
+                item.item_id, "with-reasoning", _prompt(P.WITH_REASONING, item),
+                P.completion_with_reasoning(teacher.reasoning or "", item.gold), P.WITH_REASONING.id,
+            )
+        )  # fmt: skip
+    out.append(
+        TrainingExample(
+            item.item_id, "without-reasoning", _prompt(P.WITHOUT_REASONING, item),
+            P.completion_without_reasoning(item.gold), P.WITHOUT_REASONING.id,
+        )
+    )  # fmt: skip
+    return out
+
+
+def _length(items: Sequence[LabelledItem]) -> float | None:
+    return float(np.mean([len(x.summary.split()) for x in items])) if items else None
+
+
+def build(
+    engine: Engine,
+    batch_ids: Sequence[int],
+    *,
+    split: Split = "in-domain",
+    seed: int = DEFAULT_SEED,
+    test_share: float = DEFAULT_TEST_SHARE,
+    test_dataset_id: int | None = None,
+) -> DistillSet:
+    """The distillation set of these batches: split, examples in both forms, Table 7 statistics, manifest."""
+    items, notes = load_items(engine, batch_ids)
+    if split == "in-domain":
+        train_items, test_items = split_in_domain(items, seed=seed, test_share=test_share)
+        target = None
+    elif split == "ood":
+        train_items, test_items, target = split_ood(items, test_dataset_id=test_dataset_id)
+    else:
+        raise InputError(f"Unknown split {split!r}: in-domain or ood.")
+    train = [e for x in train_items for e in examples_of(x, train=True)]
+    # The order examples are seen in training: shuffled, reproducibly.
+    train = [train[i] for i in np.random.default_rng(seed + 1).permutation(len(train))]
+    test = [e for x in test_items for e in examples_of(x, train=False)]
+    n_with = sum(e.form == "with-reasoning" for e in train)
+    judged_right = sum(1 for x in train_items if any(j.label == x.gold for j in x.judgements))
+    if judged_right > n_with:
+        notes.append(
+            f"{judged_right - n_with:,} training item(s) were judged correctly but have no complete reasoning "
+            "(a failed window, or a method without reasoning: the evidence checker, QG-QA); they train "
+            "without reasoning only."
+        )
+    if not n_with:
+        notes.append("No training item was judged correctly with a reasoning: every example is without reasoning.")
+    stats = SplitStats(
+        n_train=len(train), train_length=_length(train_items), r_ratio=n_with / len(train) if train else None,
+        n_test=len(test), test_length=_length(test_items), n_with_reasoning=n_with, n_train_items=len(train_items),
+        n_train_documents=len({x.document_id for x in train_items}),
+        n_test_documents=len({x.document_id for x in test_items}),
+    )  # fmt: skip
+    with Session(engine) as s:
+        batches = [s.get(Batch, b) for b in batch_ids]
+        dsets = {x.dataset_id: s.get(Dataset, x.dataset_id) for x in items}
+    manifest = {
+        "kind": "consistency-studio/distillation-set",
+        "paper": "Identifying Factual Inconsistency in Summaries (paper 003), section 4",
+        "split": split,
+        "seed": seed,
+        "test_share": test_share if split == "in-domain" else None,
+        "test_dataset_id": target,
+        "batches": [
+            {
+                "id": b.id,
+                "method": b.method,
+                "model": b.model,
+                "dataset_id": b.dataset_id,
+                "prompt_versions": dict(b.prompt_versions),
+            }
+            for b in batches
+            if b is not None
+        ],  # fmt: skip
+        "datasets": [{"id": d.id, "name": d.name, "sha256": d.sha256, "format": d.format} for d in dsets.values() if d],
+        "prompts": [{"id": p.id, "source": p.source} for p in P.ALL],
+        "table7": asdict(stats),
+        "summary_length": "mean whitespace-separated words per summary",
+        "train_item_ids": sorted(x.item_id for x in train_items),
+        "test_item_ids": sorted(x.item_id for x in test_items),
+        "train_document_ids": sorted({x.document_id for x in train_items}),
+        "test_document_ids": sorted({x.document_id for x in test_items}),
+        "notes": notes,
+    }
+    return DistillSet(split, seed, tuple(train), tuple(test), stats, manifest, tuple(notes))
+
+
+def write(ds: DistillSet, out_dir: Path, fmt: Format) -> list[Path]:
+    """train.jsonl, test.jsonl and manifest.json in `out_dir` (created)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = [out_dir / "train.jsonl", out_dir / "test.jsonl", out_dir / "manifest.json"]
+    paths[0].write_text(ds.jsonl("train", fmt), encoding="utf-8")
+    paths[1].write_text(ds.jsonl("test", fmt), encoding="utf-8")
+    paths[2].write_text(json.dumps({**ds.manifest, "format": fmt}, indent=2, ensure_ascii=False) + "\n", "utf-8")
+    return paths
+
+
+def zip_bytes(ds: DistillSet, fmt: Format) -> bytes:
+    """The same three files in one zip (the app's download)."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("train.jsonl", ds.jsonl("train", fmt))
+        z.writestr("test.jsonl", ds.jsonl("test", fmt))
+        z.writestr("manifest.json", json.dumps({**ds.manifest, "format": fmt}, indent=2, ensure_ascii=False) + "\n")
+    return buf.getvalue()
