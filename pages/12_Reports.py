@@ -1,0 +1,171 @@
+"""Reports: download a stakeholder report, manage read-only share links, show a shared report at
+?share=TOKEN, and export a distillation dataset from labelled batches."""
+
+import pandas as pd
+import streamlit as st
+
+from components.report import cached_report, render_report, render_report_download, report_html, share_url
+from components.report_builders import BUILDERS
+from components.ui import engine, page_setup
+from services import batches, distill, reports, runs
+from services.reports import KIND_LABELS
+from services.text import InputError
+
+page_setup("Reports", ":material/summarize:")
+eng = engine()
+
+# -- a shared report, read-only -------------------------------------------------------------------------
+token = st.query_params.get("share")
+if token is not None:
+    share = reports.find_share(eng, token)
+    problem = reports.share_problem(share)
+    if problem:
+        st.title("Shared report")
+        st.error(problem, icon=":material/link_off:")
+        st.stop()
+    try:
+        rep = cached_report(share.kind, share.ref_id)
+    except InputError as exc:
+        st.title("Shared report")
+        st.error(f"This report can no longer be built: {exc}", icon=":material/error:")
+        st.stop()
+    st.info("A read-only shared report.", icon=":material/visibility:")
+    st.download_button(
+        "Download as HTML",
+        lambda: report_html(share.kind, share.ref_id),
+        file_name=rep.file_name,
+        mime="text/html",
+        icon=":material/download:",
+        on_click="ignore",
+    )
+    render_report(rep)
+    st.stop()
+
+st.title("Reports")
+st.caption(
+    "Share results with people who will not open the app: one self-contained HTML file per run or study "
+    "(opens offline, holds no API key), or a read-only link inside the app. Turn correct judgements into "
+    "training data for a smaller judge."
+)
+st.session_state.setdefault("rp_kind", "batch")
+tab_make, tab_shares, tab_distill = st.tabs(["Make a report", "Share links", "Distillation dataset"])
+
+# -- make a report ---------------------------------------------------------------------------------------
+with tab_make:
+    kinds = [k for k in KIND_LABELS if k in BUILDERS]
+    kind = st.segmented_control("Report on", kinds, format_func=KIND_LABELS.get, key="rp_kind")
+    ref_id = None
+    if kind == "run":
+        rows = runs.list_all(eng, limit=200)
+        if not rows:
+            st.info("No runs yet: evaluate something on the **Evaluate** page.")
+        else:
+            ref_id = st.selectbox(
+                "Run", [r.id for r, _ in rows], key="rp_run",
+                format_func=lambda i: next(f"#{r.id} · {r.created_at:%Y-%m-%d %H:%M} · {p[:70]}"
+                                           for r, p in rows if r.id == i),
+            )  # fmt: skip
+    elif kind == "batch":
+        bl = batches.list_batches(eng)
+        if not bl:
+            st.info("No batches yet: start one on the **Batches** page.")
+        else:
+            ref_id = st.selectbox(
+                "Batch", [b.id for b in bl], key="rp_batch",
+                format_func=lambda i: next(f"#{b.id} · {b.name or b.method} · {b.model} · {b.status}"
+                                           for b in bl if b.id == i),
+            )  # fmt: skip
+    elif kind:
+        ref_id = st.number_input(f"{KIND_LABELS[kind]} id", min_value=1, step=1, key=f"rp_id_{kind}")
+    if kind and ref_id is not None:
+        render_report_download(kind, int(ref_id), key=f"rp_make_{kind}_{ref_id}")
+        st.caption(
+            "The file holds the configuration (model, prompts and their versions, dataset and its hash), the "
+            "headline numbers with their intervals, the interactive charts, the tables and a few worked examples."
+        )
+
+# -- share links ------------------------------------------------------------------------------------------
+with tab_shares:
+    all_shares = reports.shares(eng)
+    if not all_shares:
+        st.info("No share links yet. Create one with **Create share link** next to a report.")
+    else:
+        st.caption("Whoever has a link sees that report read-only. Revoke a link to close it for good.")
+        df = pd.DataFrame(
+            [
+                {
+                    "id": s.id,
+                    "report": s.title or f"{KIND_LABELS.get(s.kind, s.kind)} #{s.ref_id}",
+                    "kind": KIND_LABELS.get(s.kind, s.kind),
+                    "created (UTC)": s.created_at.strftime("%Y-%m-%d %H:%M"),
+                    "status": "active" if s.revoked_at is None else f"revoked {s.revoked_at:%Y-%m-%d %H:%M}",
+                    "link": share_url(s.token),
+                }
+                for s in all_shares
+            ]
+        )
+        st.dataframe(df, hide_index=True, width="stretch", key="rp_shares",
+                     column_config={"id": st.column_config.NumberColumn(width="small")})  # fmt: skip
+        open_ids = [s.id for s in all_shares if s.revoked_at is None]
+        if open_ids:
+            labels = {s.id: f"#{s.id} · {s.title or s.kind}" for s in all_shares}
+            c = st.columns([3, 1], vertical_alignment="bottom")
+            chosen = c[0].multiselect("Links to revoke", open_ids, format_func=labels.get, key="rp_to_revoke")
+            if c[1].button("Revoke", icon=":material/link_off:", disabled=not chosen, key="rp_revoke"):
+                for sid in chosen:
+                    reports.revoke(eng, sid)
+                st.session_state.pop("rp_to_revoke", None)
+                st.toast(f"Revoked {len(chosen)} link(s).")
+                st.rerun()
+
+# -- distillation ----------------------------------------------------------------------------------------
+with tab_distill:
+    st.caption(
+        "Paper 003, section 4: from batches over labelled data, training examples **with reasoning** (only where "
+        "the judge's label matched the gold label: its reasoning, then the label) and **without reasoning** (the "
+        "gold label, for every labelled item). The first batch that judged an item correctly gives the reasoning."
+    )
+    done = [b for b in batches.list_batches(eng) if b.status in ("done", "cancelled")]
+    if not done:
+        st.info("No finished batch yet: run one over a dataset with gold labels on the **Batches** page.")
+    else:
+        c = st.columns([3, 1, 1, 1])
+        picked = c[0].multiselect(
+            "Batches (in order of preference for the reasoning)", [b.id for b in done], default=[done[0].id],
+            format_func=lambda i: next(f"#{b.id} · {b.method} · {b.model}" for b in done if b.id == i),
+            key="rp_ds_batches",
+        )  # fmt: skip
+        split = c[1].selectbox("Split", ["in-domain", "ood"], key="rp_ds_split",
+                               help="in-domain: 80/20 by document; ood: test on one dataset")  # fmt: skip
+        fmt = c[2].selectbox("Format", ["chat", "plain"], key="rp_ds_fmt",
+                             help="chat: {messages: [...]}; plain: {prompt, completion}")  # fmt: skip
+        seed = c[3].number_input("Seed", 0, 2**31 - 1, distill.DEFAULT_SEED, key="rp_ds_seed")
+        test_ds = None
+        if split == "ood" and picked:
+            ds_ids = list(dict.fromkeys(b.dataset_id for b in done if b.id in picked))
+            test_ds = st.selectbox("Test dataset (out of domain)", ds_ids, index=len(ds_ids) - 1, key="rp_ds_test",
+                                   format_func=lambda i: f"dataset #{i}")  # fmt: skip
+        if picked:
+            try:
+                dset = distill.build(eng, picked, split=split, seed=int(seed), test_dataset_id=test_ds)
+            except InputError as exc:
+                st.warning(str(exc), icon=":material/warning:")
+            else:
+                st.markdown("**As in Table 7**")
+                st.dataframe(dset.table7(), hide_index=True)
+                s = dset.stats
+                st.caption(
+                    f"{s.n_with_reasoning:,} of {s.n_train:,} training examples carry reasoning "
+                    f"(from {s.n_train_items:,} items over {s.n_train_documents:,} documents); the test set has "
+                    f"{s.n_test:,} items over {s.n_test_documents:,} other documents. Length: mean words per summary."
+                )
+                for note in dset.notes:
+                    st.caption(f":material/info: {note}")
+                st.download_button(
+                    "Download training set (zip)", distill.zip_bytes(dset, fmt),
+                    file_name=f"distill-{split}-{fmt}-seed{int(seed)}.zip", mime="application/zip",
+                    icon=":material/download:", key="rp_ds_dl",
+                )  # fmt: skip
+                if dset.train:
+                    with st.expander("First training example"):
+                        st.json(dset.train[0].line(fmt))

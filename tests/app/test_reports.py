@@ -1,0 +1,76 @@
+"""The Reports page: make a report and a share link, revoke links, show a shared report read-only at
+?share=TOKEN (a revoked or unknown token gets a clear message), and the distillation export."""
+
+from __future__ import annotations
+
+import db.engine
+from services import reports
+from tests.app.helpers import click, texts
+from tests.metaeval_seed import Item, seed
+
+REPORTS = "pages/12_Reports.py"
+C, X = "consistent", "inconsistent"
+ITEMS = [
+    Item([[C, X], [C, C]], human_score=0.5, human_label=0),
+    Item([[C, C]], human_score=1.0, human_label=1),
+    Item([[X]], human_score=0.0, human_label=0),
+    Item([[C, C, C]], human_score=1.0, human_label=1),
+]
+
+
+def test_an_empty_app_says_where_reports_come_from(open_page):
+    at = open_page(REPORTS)
+    assert not at.exception, at.exception
+    info = " ".join(texts(at.info))
+    assert "No batches yet" in info and "No share links yet" in info and "No finished batch yet" in info
+
+
+def test_create_a_share_link_then_view_it_read_only_then_revoke_it(open_page):
+    eng = db.engine.get_engine()
+    _, bid = seed(eng, ITEMS)
+    at = open_page(REPORTS)
+    assert not at.exception, at.exception
+    assert [b.label for b in at.get("download_button")][:1] == ["Download report"]
+    at = click(at, "Create share link")
+    assert not at.exception, at.exception
+    (share,) = reports.shares(eng)
+    assert (share.kind, share.ref_id, share.revoked_at) == ("batch", bid, None)
+    assert any(share.token in c.value for c in at.code)
+
+    viewer = open_page(REPORTS, query={"share": share.token})
+    assert not viewer.exception, viewer.exception
+    assert any(f"Batch #{bid}" in t.value for t in viewer.title)
+    labels = [m.label for m in viewer.metric]
+    assert "Pearson r with the human score" in labels and "AUROC against the human label" in labels
+    assert not [b for b in viewer.button if b.label == "Create share link"]  # read-only: nothing to change
+
+    at = open_page(REPORTS)
+    at.multiselect(key="rp_to_revoke").select(share.id).run()
+    at = at.button(key="rp_revoke").click().run()
+    assert not at.exception, at.exception
+    assert reports.find_share(eng, share.token).revoked_at is not None
+
+    viewer = open_page(REPORTS, query={"share": share.token})
+    assert not viewer.exception
+    assert any("was revoked" in e.value for e in viewer.error)
+    assert not viewer.metric
+
+
+def test_an_unknown_token_gets_a_clear_message(open_page):
+    at = open_page(REPORTS, query={"share": "not-a-token"})
+    assert not at.exception
+    assert any("not valid" in e.value for e in at.error)
+
+
+def test_distillation_tab_shows_the_table7_row_and_a_download(open_page):
+    seed(db.engine.get_engine(), ITEMS)
+    at = open_page(REPORTS)
+    assert not at.exception, at.exception
+    frames = [d.value for d in at.dataframe]
+    t7 = next(f for f in frames if "R-Ratio" in f.columns)
+    assert int(t7["# Train"].iloc[0]) + int(t7["# Test"].iloc[0]) >= len(ITEMS)
+    assert "Download training set (zip)" in [b.label for b in at.get("download_button")]
+
+    at.selectbox(key="rp_ds_split").select("ood").run()
+    assert not at.exception
+    assert any("at least two datasets" in w.value for w in at.warning)
