@@ -1,15 +1,18 @@
-"""`cli.py report`: the meta-evaluation of a batch as JSON (every table, the human alpha and its n, the bundle).
+"""`cli.py report`: the meta-evaluation of a batch as JSON (every table, the human alpha and its n, the bundle),
+and/or the stakeholder report as one self-contained HTML file.
 
     python cli.py report --run ID [--output FILE.json] [--threshold T] [--seed S] [--boot N]
         [--compare ID] [--baselines] [--embeddings]
+    python cli.py report --run ID --html FILE.html [--kind batch|run|...]
 
-Writes the JSON to FILE (or prints it); exit 0, or 2 with a message when the batch does not exist or an
-option is out of range.
+Writes the JSON to FILE (or prints it, unless only --html is given); --html writes the HTML report (offline,
+no secret). Exit 0, or 2 with a message when the batch does not exist or an option is out of range.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from pathlib import Path
 
@@ -37,6 +40,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--compare", type=int, metavar="ID", help="a second batch over the same dataset (Figure 3)")
     p.add_argument("--baselines", action="store_true", help="compute missing ROUGE values first (stored)")
     p.add_argument("--embeddings", action="store_true", help="with --baselines: the embedding similarity too")
+    p.add_argument("--html", type=Path, metavar="FILE.html", help="write the report as one self-contained HTML file")
+    p.add_argument(
+        "--kind", default="batch", metavar="KIND",
+        help="with --html: what --run designates (batch, run, or a study kind; default batch)",
+    )  # fmt: skip
     p.set_defaults(func=run)
     return p
 
@@ -50,6 +58,13 @@ def run(args: argparse.Namespace) -> int:
         print("error: --boot must be 0 or more", file=sys.stderr)
         return 2
     engine = get_engine()
+    if args.html is not None:
+        code = write_html(engine, args)
+        if code or args.output is None:
+            return code
+    elif args.kind != "batch":
+        print("error: --kind needs --html (the JSON report is the meta-evaluation of a batch)", file=sys.stderr)
+        return 2
     try:
         rep = metaeval.report(
             engine, args.run, threshold=args.threshold, seed=args.seed, n_boot=args.boot, other_batch_id=args.compare,
@@ -68,4 +83,25 @@ def run(args: argparse.Namespace) -> int:
     alpha = f"{h['alpha']:.4f} over {h['n_sentences']:,} sentences" if h["alpha"] is not None else "n/a"
     print(f"wrote {args.output}: batch {args.run}, {rep['summary_level']['n_items']:,} items, human alpha {alpha}",
           file=sys.stderr)  # fmt: skip
+    return 0
+
+
+def write_html(engine, args: argparse.Namespace) -> int:  # noqa: ANN001
+    """The stakeholder report of `--kind` `--run` as one HTML file; 2 when it cannot be built."""
+    # The figure helpers live beside Streamlit views; outside the app Streamlit's cache warnings are noise.
+    logging.getLogger("streamlit").setLevel(logging.ERROR)
+    from components.report_builders import build
+    from services.reports import to_html
+
+    options = {"threshold": args.threshold, "seed": args.seed, "n_boot": args.boot} if args.kind == "batch" else {}
+    try:
+        report = build(engine, args.kind, args.run, **options)
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    args.html.parent.mkdir(parents=True, exist_ok=True)
+    args.html.write_text(to_html(report), encoding="utf-8")
+    size = args.html.stat().st_size
+    print(f"wrote {args.html}: {report.title}, {len(report.figures)} chart(s), {len(report.tables)} table(s), "
+          f"{len(report.examples)} example(s), {size / 1e6:.1f} MB", file=sys.stderr)  # fmt: skip
     return 0

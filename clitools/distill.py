@@ -1,0 +1,63 @@
+"""`cli.py distill`: training data for a smaller judge from batches over labelled data (paper 003, section 4).
+
+    python cli.py distill --run ID [--run ID ...] --split in-domain|ood --format chat|plain --output DIR
+        [--seed S] [--test-share 0.2] [--test-dataset ID]
+
+`--run` is a batch id (as on the Batches page); give it more than once to pool batches: the first one (in
+the order given) that judged an item correctly supplies its reasoning, and an out-of-domain split needs
+batches over two or more datasets. Writes DIR/train.jsonl, DIR/test.jsonl and DIR/manifest.json, and
+prints the Table 7 row. Exit 0, or 2 with a message.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from db.engine import get_engine
+from services import distill
+from services.text import InputError
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Register `distill` on cli.py's subparsers."""
+    p = subparsers.add_parser(
+        "distill",
+        help="training examples with and without reasoning from labelled batches",
+        description="Prompts with reasoning where the judge matched the gold label, prompts without reasoning "
+        "(gold label) for every labelled item; in-domain split by document or out-of-domain by dataset.",
+    )
+    p.add_argument("--run", required=True, type=int, action="append", metavar="ID",
+                   help="a batch id; repeat to pool batches (first correct judgement gives the reasoning)")  # fmt: skip
+    p.add_argument("--split", choices=["in-domain", "ood"], default="in-domain")
+    p.add_argument("--format", choices=["chat", "plain"], default="chat", dest="fmt",
+                   help="chat: {messages: [...]} lines; plain: {prompt, completion} lines")  # fmt: skip
+    p.add_argument("--output", required=True, type=Path, metavar="DIR", help="directory for the files")
+    p.add_argument("--seed", type=int, default=distill.DEFAULT_SEED, help="split and shuffle seed (default 0)")
+    p.add_argument("--test-share", type=float, default=distill.DEFAULT_TEST_SHARE,
+                   help="in-domain: share of documents held out (default 0.2)")  # fmt: skip
+    p.add_argument("--test-dataset", type=int, metavar="ID",
+                   help="ood: the held-out dataset id (default: the dataset of the last --run)")  # fmt: skip
+    p.set_defaults(func=run)
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    """Build and write the set; 2 with a message for what the user must fix."""
+    try:
+        ds = distill.build(
+            get_engine(), args.run, split=args.split, seed=args.seed, test_share=args.test_share,
+            test_dataset_id=args.test_dataset,
+        )  # fmt: skip
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    paths = distill.write(ds, args.output, args.fmt)
+    print(ds.table7().to_string(index=False))
+    for note in ds.notes:
+        print(f"note: {note}", file=sys.stderr)
+    s = ds.stats
+    print(f"wrote {', '.join(str(p) for p in paths)}: {s.n_train:,} training examples ({s.n_with_reasoning:,} with "
+          f"reasoning), {s.n_test:,} test examples", file=sys.stderr)  # fmt: skip
+    return 0
