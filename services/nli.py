@@ -303,15 +303,23 @@ def _close(client: LLMClient, ledger: UsageLedger) -> dict[str, Any]:
     return ledger.summary()
 
 
-def _ask(client: LLMClient, prompt: str, *, parse: Any, schema: dict, version: str, stage: str) -> CallResult:
+def _ask(
+    client: LLMClient, prompt: str, *, parse: Any, schema: dict, version: str, stage: str, sample: int = 0
+) -> CallResult:
+    # `sample` is the cache's sample index: repeated runs (Table 4) ask again instead of reading the cache
     return client.chat_json(
-        [{"role": "user", "content": prompt}], parse=parse, schema=schema, prompt_version=version, stage=stage
+        [{"role": "user", "content": prompt}],
+        parse=parse,
+        schema=schema,
+        prompt_version=version,
+        stage=stage,
+        sample_index=sample,
     )
 
 
 # -- the paradigms --------------------------------------------------------------------------------
 def summ_nli(
-    client: LLMClient, document: str, summary: str, *, budget_tokens: int = CONTEXT_BUDGET_TOKENS
+    client: LLMClient, document: str, summary: str, *, budget_tokens: int = CONTEXT_BUDGET_TOKENS, sample: int = 0
 ) -> NliResult:
     """Summ-NLI (Eq. 1): the whole summary judged at once (Figure 4)."""
     doc_client, ledger = _per_document(client)
@@ -324,6 +332,7 @@ def summ_nli(
         schema=_JUDGEMENT_SCHEMA,
         version=f"{P.SUMM_NLI.id}+{P.JUDGEMENT_FORMAT.id}",
         stage="summ-nli",
+        sample=sample,
     )
     label, reasoning = res.value if res.ok else (None, None)
     return NliResult(label, reasoning, res.error, context=ctx, usage=_close(client, ledger))
@@ -337,6 +346,7 @@ def sent_nli(
     window: int = 1,
     budget_tokens: int = CONTEXT_BUDGET_TOKENS,
     n_sentences: int = WINDOW_CONTEXT_SENTENCES,
+    sample: int = 0,
 ) -> SentNliResult:
     """Sent-NLI (Eq. 2): each window of `window` summary sentences judged (Figure 5); any inconsistent wins."""
     doc_client, ledger = _per_document(client)
@@ -353,6 +363,7 @@ def sent_nli(
             schema=_JUDGEMENT_SCHEMA,
             version=f"{P.SENT_NLI.id}+{P.JUDGEMENT_FORMAT.id}",
             stage="sent-nli",
+            sample=sample,
         )
         label, reasoning = res.value if res.ok else (None, None)
         out.append(WindowResult(start, end, tuple(sentences[start:end]), label, reasoning, res.error, ctx))
@@ -367,6 +378,7 @@ def qg_qa(
     window: int = 1,
     budget_tokens: int = CONTEXT_BUDGET_TOKENS,
     n_sentences: int = WINDOW_CONTEXT_SENTENCES,
+    sample: int = 0,
 ) -> QgQaResult:
     """QG-QA (Eqs. 3-4): questions from each window (Figure 6, no document), each verified on the
     document in a new conversation of its own (Figure 7); any inconsistent answer wins."""
@@ -382,6 +394,7 @@ def qg_qa(
             schema=_QG_SCHEMA,
             version=f"{P.QG.id}+{P.QG_FORMAT.id}",
             stage="qg",
+            sample=sample,
         )
         if not qg.ok:
             pairs.append(QAPair(w, None, None, None, None, None, qg.error))
@@ -398,7 +411,139 @@ def qg_qa(
                 schema=_QA_SCHEMA,
                 version=f"{P.QA.id}+{P.QA_FORMAT.id}",
                 stage="qa",
+                sample=sample,
             )
             label, reasoning, answer = qa.value if qa.ok else (None, None, None)
             pairs.append(QAPair(w, question, expected, answer, reasoning, label, qa.error, ctx))
     return QgQaResult(tuple(pairs), _any_inconsistent([p.judgement for p in pairs]), usage=_close(client, ledger))
+
+
+# -- one entry point for the app, batches, the CLI and the bench -------------------------------------
+NLI_METHODS = ("summ-nli", "sent-nli", "qg-qa")
+METHOD_LABELS = {
+    "summ-nli": "Summ-NLI (whole summary)",
+    "sent-nli": "Sent-NLI (each window of w sentences)",
+    "qg-qa": "QG-QA (questions per window)",
+}
+WINDOWED = ("sent-nli", "qg-qa")
+MethodResult = NliResult | SentNliResult | QgQaResult
+
+
+def is_nli(method: str) -> bool:
+    """Whether `method` is one of the paper-003 paradigms (the rest are DCR's evaluators)."""
+    return method in NLI_METHODS
+
+
+def prompt_versions(method: str) -> dict[str, str]:
+    """The prompt ids a method uses (recorded with runs and batches)."""
+    fmt = P.JUDGEMENT_FORMAT.id
+    return {
+        "summ-nli": {"evaluator": P.SUMM_NLI.id, "format": fmt},
+        "sent-nli": {"evaluator": P.SENT_NLI.id, "format": fmt},
+        "qg-qa": {"qg": P.QG.id, "qa": P.QA.id, "qg_format": P.QG_FORMAT.id, "qa_format": P.QA_FORMAT.id},
+    }[method]
+
+
+def run_method(
+    client: LLMClient, document: str, summary: str, method: str, *, window: int = 1, sample: int = 0
+) -> MethodResult:
+    """Run one paradigm by name; `window` applies to Sent-NLI and QG-QA."""
+    if method == "summ-nli":
+        return summ_nli(client, document, summary, sample=sample)
+    if method == "sent-nli":
+        return sent_nli(client, document, summary, window=window, sample=sample)
+    if method == "qg-qa":
+        return qg_qa(client, document, summary, window=window, sample=sample)
+    raise ValueError(f"unknown method {method!r}; expected one of {', '.join(NLI_METHODS)}")
+
+
+def _ctx_record(ctx: ContextSelection | None) -> dict[str, Any] | None:
+    return None if ctx is None else {"indices": list(ctx.indices), "sentences": list(ctx.sentences)}
+
+
+def _sentence_rows(sentences: list[str], spans: list[tuple[int, int]], units: list[list[dict]]) -> list[dict]:
+    """Per summary sentence: the verdict of its window (Eq. 2/4 inside the window) and the window's reasons."""
+    rows = []
+    for (start, end), judged in zip(spans, units, strict=True):
+        labels = [u["label"] for u in judged]
+        verdict = _any_inconsistent(labels) or "unknown"
+        reason = " · ".join(u["why"] for u in judged if u["why"]) or None
+        errors = [u["error"] for u in judged if u["error"]]
+        for i in range(start, end):
+            rows.append(
+                {
+                    "index": i,
+                    "text": sentences[i],
+                    "verdict": verdict,
+                    "reason": reason,
+                    "error": "; ".join(errors) if errors else None,
+                }
+            )
+    return rows
+
+
+def result_record(result: MethodResult, method: str, summary: str, *, window: int = 1) -> dict[str, Any]:
+    """A method's result as plain JSON: label, score (share of units judged consistent), the sentences with
+    their window's verdict, and the windows, QA pairs or whole-summary judgement with the context used."""
+    sentences = split_sentences(summary)
+    rec: dict[str, Any] = {"method": method, "window": window if method in WINDOWED else None}
+    if isinstance(result, NliResult):
+        labels = [result.label]
+        rec["summary"] = {
+            "label": result.label,
+            "reasoning": result.reasoning,
+            "error": result.parse_error,
+            "context": _ctx_record(result.context),
+        }
+        rec["sentences"] = []
+        n_units, n_failed = 1, int(result.parse_error is not None or result.label is None)
+    elif isinstance(result, SentNliResult):
+        labels = [w.label for w in result.windows]
+        rec["windows"] = [
+            {
+                "start": w.start,
+                "end": w.end,
+                "text": " ".join(w.sentences),
+                "label": w.label,
+                "reasoning": w.reasoning,
+                "error": w.parse_error,
+                "context": _ctx_record(w.context),
+            }
+            for w in result.windows
+        ]
+        rec["sentences"] = _sentence_rows(
+            sentences,
+            [(w.start, w.end) for w in result.windows],
+            [[{"label": w.label, "why": w.reasoning, "error": w.parse_error}] for w in result.windows],
+        )
+        n_units, n_failed = len(result.windows), result.n_failed
+    else:
+        labels = [p.judgement for p in result.pairs]
+        rec["pairs"] = [
+            {
+                "window": p.window,
+                "question": p.question,
+                "expected_answer": p.expected_answer,
+                "answer": p.answer,
+                "reasoning": p.reasoning,
+                "judgement": p.judgement,
+                "error": p.parse_error,
+                "context": _ctx_record(p.context),
+            }
+            for p in result.pairs
+        ]
+        spans = windows_of(sentences, window) if sentences else []
+        units: list[list[dict]] = [[] for _ in spans]
+        for p in result.pairs:
+            if p.window < len(units):
+                why = f"{p.question} → {p.expected_answer}: {p.judgement}" if p.question else None
+                units[p.window].append({"label": p.judgement, "why": why, "error": p.parse_error})
+        rec["sentences"] = _sentence_rows(sentences, spans, units)
+        n_units, n_failed = len(result.pairs), result.n_failed
+    read = [lab for lab in labels if lab is not None]
+    rec["label"] = result.label
+    rec["score"] = sum(lab == "consistent" for lab in read) / len(read) if read else None
+    rec["n_units"] = n_units
+    rec["n_failed"] = n_failed
+    rec["usage"] = dict(result.usage)
+    return rec
