@@ -444,6 +444,7 @@ class ConsevalStudyPublic(ConsevalStudyBase):
     calls: int
     cache_hits: int
     error: str | None
+    results: dict[str, Any] | None = None
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
@@ -697,3 +698,43 @@ class SurveyVote(SQLModel, table=True):
     metric: str = Field(max_length=100)
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
+
+
+# -- factual inconsistency paradigms (Summ-NLI, Sent-NLI, QG-QA beside DCE) --------------------------
+class MethodResultBase(SQLModel):
+    method: str = Field(max_length=20)  # dce-amc | paragraph | evidence | summ-nli | sent-nli | qg-qa
+    window: int | None = None  # Sent-NLI / QG-QA window w
+    label: str | None = Field(default=None, max_length=20)  # consistent | inconsistent | None: no unit read
+    score: float | None = None  # share of windows / pairs judged consistent (Ẑ for DCE)
+    n_units: int = 0
+    n_failed: int = 0  # windows or pairs whose reply could not be read
+    compare_group: str | None = Field(default=None, max_length=40, index=True)  # runs compared on one document
+    # the method's windows, QA pairs or whole-summary judgement, with the document sentences used
+    detail: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+
+
+class MethodResult(MethodResultBase, table=True):
+    """A run's verdict by one method, and what the method saw and said (services.nli.result_record)."""
+
+    __tablename__ = "method_result"
+
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: int = Field(foreign_key="run.id", index=True, unique=True, ondelete="CASCADE")
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class MethodResultPublic(MethodResultBase):
+    id: int
+    run_id: int
+    created_at: datetime
+
+
+class BatchOptions(SQLModel, table=True):
+    """A batch's method options: the window, and the sample index of a repeated run (Table 4)."""
+
+    __tablename__ = "batch_options"
+
+    batch_id: int = Field(primary_key=True, foreign_key="batch.id", ondelete="CASCADE")
+    window: int = 1
+    sample: int = 0  # the cache's sample index: repeats of one configuration ask the model again
+    repeat_group: str | None = Field(default=None, max_length=40, index=True)
