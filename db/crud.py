@@ -11,6 +11,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, delete, select
 
+from db.engine import dialect_insert
 from db.models import (
     Batch,
     Dataset,
@@ -36,13 +37,14 @@ def get_or_create_document(*, session: Session, text: str) -> Document:
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     doc = session.exec(select(Document).where(Document.sha256 == digest)).first()
     if doc is None:
-        doc = Document(sha256=digest, text=text, n_chars=len(text))
-        session.add(doc)
-        try:
-            session.flush()
-        except IntegrityError:  # created meanwhile by another writer
-            session.rollback()
-            doc = session.exec(select(Document).where(Document.sha256 == digest)).one()
+        # ON CONFLICT DO NOTHING: a concurrent writer may create it meanwhile, and a failed INSERT would
+        # abort the whole transaction on PostgreSQL (and a rollback would drop this session's earlier work).
+        session.execute(
+            dialect_insert(session.connection())(Document.__table__)
+            .values(sha256=digest, text=text, n_chars=len(text), created_at=utcnow())
+            .on_conflict_do_nothing(index_elements=["sha256"])
+        )
+        doc = session.exec(select(Document).where(Document.sha256 == digest)).one()
     return doc
 
 
@@ -309,7 +311,7 @@ def get_or_create_documents(*, session: Session, texts: list[str]) -> list[int]:
     if missing:
         now = utcnow()
         session.execute(
-            insert(Document),
+            dialect_insert(session.connection())(Document.__table__).on_conflict_do_nothing(index_elements=["sha256"]),
             [{"sha256": d, "text": by_hash[d], "n_chars": len(by_hash[d]), "created_at": now} for d in missing],
         )
         for i in range(0, len(missing), 500):

@@ -1,0 +1,148 @@
+"""Several writers at once, on a SQLite file (WAL, busy timeout) and on PostgreSQL: nothing is lost.
+
+20 writers, each with its own engine (its own connection, as separate app sessions and workers have),
+write for CONSISTENCY_CONCURRENCY_SECONDS (default 30) without pause: sentence labels upserted over the
+same items (each writer as its own annotator, and all of them as one shared annotator on the same
+sentences), runs that share their reference document, and usage rows. Afterwards every write is in
+the database exactly once. The test is bounded by its duration, and nothing about speed is asserted.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+import pytest
+from sqlalchemy import func, select
+from sqlmodel import Session
+
+from db import crud
+from db.engine import get_session, make_engine
+from db.models import Document, Run, RunCreate, SentenceLabel, UsageEvent
+from services import annotations
+from services.annotations import Target
+from services.llm import CallRecord
+from tests.annotation_seed import make_dataset
+from tests.db import pg
+
+WRITERS = 20
+SECONDS = float(os.environ.get("CONSISTENCY_CONCURRENCY_SECONDS", "30"))
+REFERENCE = "The museum reopened on Friday after a two-year renovation costing 12 million euros."
+SENTENCES = [["The museum reopened.", "It cost 12 million euros."], ["It took two years.", "It opened on Friday."]]
+
+
+@dataclass
+class Writes:
+    labels: dict[tuple[int, int], int] = field(default_factory=dict)  # (item, sentence) -> last label written
+    shared: list[int] = field(default_factory=list)  # labels written as the shared annotator
+    runs: list[int] = field(default_factory=list)
+    usage: list[str] = field(default_factory=list)
+    ops: int = 0
+    errors: list[str] = field(default_factory=list)
+
+
+def _writer(url: str, n: int, annotator_id: int, shared_id: int, items: list[int], until: float, out: Writes) -> None:
+    engine = make_engine(url, migrate=False)
+    rng = random.Random(n)
+    try:
+        while time.monotonic() < until:
+            op = out.ops % 4
+            try:
+                if op in (0, 1):  # an annotator's own label, on items every writer labels
+                    item = rng.randrange(len(items))
+                    sent, label = rng.randrange(2), rng.randrange(2)
+                    annotations.label_sentence(
+                        engine, annotator_id=annotator_id, target=Target.item(items[item]), sentence_idx=sent,
+                        label=label, note=f"w{n} op{out.ops}",
+                    )  # fmt: skip
+                    out.labels[(items[item], sent)] = label
+                elif op == 2:  # everyone as one annotator, on the same sentence: one row, never two
+                    label = rng.randrange(2)
+                    annotations.label_sentence(
+                        engine, annotator_id=shared_id, target=Target.item(items[0]), sentence_idx=0, label=label
+                    )
+                    out.shared.append(label)
+                else:  # a run on the shared reference (its document is created once) with a usage row
+                    tag = f"w{n}-{out.ops}"
+                    with get_session(engine) as session:
+                        run = crud.create_run(
+                            session=session,
+                            data=RunCreate(reference=REFERENCE, candidate=f"Candidate {tag}.", title=tag, model="m"),
+                        )
+                        crud.save_usage(
+                            session=session, run_id=run.id,
+                            records=[CallRecord(stage="dce", prompt_version=tag, cached=False, requests=1)],
+                        )  # fmt: skip
+                        run_id = run.id
+                    out.runs.append(run_id)
+                    out.usage.append(tag)
+            except Exception as exc:  # noqa: BLE001 - every failed write is reported, none may happen
+                out.errors.append(f"writer {n} op {op}: {type(exc).__name__}: {exc}")
+            out.ops += 1
+    finally:
+        engine.dispose()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def shared_url(request, tmp_path):
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'many.db'}"
+        return
+    cluster = pg.cluster()
+    url = cluster.new_database()
+    yield url
+    cluster.drop_database(url)
+
+
+def test_twenty_concurrent_writers_lose_nothing(shared_url):
+    engine = make_engine(shared_url)
+    _, items = make_dataset(engine, SENTENCES * 3, name="contended")
+    people = [annotations.create_annotator(engine, f"writer {i}").id for i in range(WRITERS)]
+    shared = annotations.create_annotator(engine, "everyone").id
+    with Session(engine) as s:
+        docs_before = s.execute(select(func.count()).select_from(Document)).scalar_one()
+
+    outs = [Writes() for _ in range(WRITERS)]
+    until = time.monotonic() + SECONDS
+    threads = [
+        threading.Thread(target=_writer, args=(shared_url, i, people[i], shared, items, until, outs[i]))
+        for i in range(WRITERS)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+    errors = [e for o in outs for e in o.errors]
+    assert not errors, f"{len(errors)} write(s) failed, first: {errors[:3]}"
+    assert all(o.ops >= 1 for o in outs), "every writer wrote"
+
+    with Session(engine) as s:
+        # Each annotator's labels: one row per sentence it labelled, holding the label it wrote last.
+        for o, person in zip(outs, people, strict=True):
+            rows = s.execute(
+                select(SentenceLabel.dataset_item_id, SentenceLabel.sentence_idx, SentenceLabel.label).where(
+                    SentenceLabel.annotator_id == person
+                )
+            ).all()
+            assert {(i, j): lab for i, j, lab in rows} == o.labels
+            assert len(rows) == len(o.labels)
+        shared_rows = s.execute(select(SentenceLabel.label).where(SentenceLabel.annotator_id == shared)).all()
+        assert len(shared_rows) == 1 and shared_rows[0][0] in {lab for o in outs for lab in o.shared}
+        # Runs and usage rows: every one written is there exactly once; the shared reference is one document.
+        written_runs = [r for o in outs for r in o.runs]
+        stored_runs = list(s.execute(select(Run.id)).scalars())
+        assert sorted(stored_runs) == sorted(written_runs) and len(set(written_runs)) == len(written_runs)
+        tags = Counter(s.execute(select(UsageEvent.prompt_version)).scalars())
+        assert tags == Counter(t for o in outs for t in o.usage) and set(tags.values()) <= {1}
+        n_ref = s.execute(select(func.count()).where(Document.text == REFERENCE)).scalar_one()
+        assert n_ref == (1 if written_runs else 0)
+        assert (
+            s.execute(select(func.count()).select_from(Document)).scalar_one()
+            == docs_before + len(written_runs) + n_ref
+        )
+    engine.dispose()
