@@ -1,0 +1,1189 @@
+"""ConsEval: how consistent is an LLM evaluator? Self-consistency, inter-consistency and accuracy.
+
+The study of the ConsEval paper: each model rates query/response pairs under a criterion (with no, a short or
+a long definition) on the scales of Table 2, with the Table 1 prompt (or Table 6's few-shot prompt for
+distilled in-context learning). From the ratings:
+
+- Self-consistency (SC): Krippendorff's alpha across the n samples (temperature 1.0) of each item, at the
+  level of the scale (interval for numeric scales, ordinal for the Likert scale, nominal for binary).
+- Inter-consistency (IC): alpha between the scores the same model gives on different scales (the four cases
+  of Table 4), every scale mapped onto [0, 1] (see `Scale.to_unit`), at the interval level; and greedy
+  against sampled decoding on each scale (GS), at the scale's level.
+- SCE: the mean of the n samples as the score. dICL: k examples from an oracle (a second endpoint, human
+  ratings, or scores imported with the items), random or scale-matched, in the Table 6 template.
+- Accuracy: Pearson r between the model's score and the oracle's, both mapped onto [0, 1].
+
+A score outside the scale or that cannot be read is stored as missing with the raw answer, never coerced.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import logging
+import random
+import re
+import threading
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from sqlalchemy import delete, func, select, update
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+
+from db.models import (
+    ConsevalHumanRating,
+    ConsevalItem,
+    ConsevalRater,
+    ConsevalRating,
+    ConsevalStudy,
+    ConsevalStudyPublic,
+    utcnow,
+)
+from services import stats
+from services.batches import BufferedCache, insert_ignore
+from services.config import PROJECT_ROOT, BackendConfig, get_settings
+from services.llm import LLMClient, UsageLedger
+from services.prompts import conseval as prompts
+from services.text import InputError
+
+log = logging.getLogger(__name__)
+
+SAMPLES_FILE = PROJECT_ROOT / "samples" / "conseval.json"
+
+
+# -- scales (Table 2) ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Scale:
+    """A rating scale. Values are stored as numbers: the score itself, or the code of a label (lo + position)."""
+
+    key: str
+    kind: str  # interval | ordinal | nominal
+    lo: float
+    hi: float
+    options: str  # what {options} says in the prompt
+    labels: tuple[str, ...] = ()
+
+    @property
+    def level(self) -> str:
+        """The level of measurement for Krippendorff's alpha on this scale's own values."""
+        return self.kind
+
+    @property
+    def mapping(self) -> str:
+        """The documented mapping onto [0, 1]."""
+        if self.labels:
+            codes = ", ".join(f"{lab} = {self.to_unit(self.lo + i):g}" for i, lab in enumerate(self.labels))
+            return f"{codes}"
+        return f"(x - ({self.lo:g})) / {self.hi - self.lo:g}: {self.lo:g} -> 0, {self.hi:g} -> 1"
+
+    def to_unit(self, value: float | None) -> float | None:
+        """The value mapped linearly onto [0, 1] (labels by their position); None stays None."""
+        if value is None or not np.isfinite(value):
+            return None
+        return (float(value) - self.lo) / (self.hi - self.lo)
+
+    def format(self, value: float) -> str:
+        """The value as an answer in this scale's terms (a label, or a number)."""
+        if self.labels:
+            return self.labels[int(round(value - self.lo))]
+        return f"{value:g}"
+
+    def choices(self) -> list[float]:
+        """The whole-number (or label) values a person picks from."""
+        return [float(v) for v in range(int(self.lo), int(self.hi) + 1)]
+
+
+LIKERT = ("Strongly Disagree", "Disagree", "Neutral", "Agree", "Strongly Agree")
+SCALES: dict[str, Scale] = {
+    s.key: s
+    for s in (
+        Scale("5-P", "interval", 1, 5, "1-5"),
+        Scale("7-P", "interval", 1, 7, "1-7"),
+        Scale("10-P", "interval", 1, 10, "1-10"),
+        Scale("11-P (POS)", "interval", 1, 11, "1-11"),
+        Scale("11-P (NEG)", "interval", -5, 5, "-5 to 5"),
+        Scale("5-P Likert", "ordinal", 1, 5, ", ".join(LIKERT), LIKERT),
+        Scale("Binary", "nominal", 0, 1, "No, Yes", ("No", "Yes")),
+    )
+}
+# Figure 2 reports self-consistency on four scales; the study page starts from every scale (IC needs them).
+SC_SCALES = ("5-P", "7-P", "10-P", "5-P Likert")
+
+# Table 4, plus greedy against sampled decoding (Figure 3's decoding rows).
+IC_CASES: dict[str, tuple[str, ...]] = {
+    "IC1": ("5-P", "7-P", "11-P (POS)"),
+    "IC2": ("5-P", "5-P Likert"),
+    "IC3": ("11-P (POS)", "11-P (NEG)"),
+    "IC4": ("Binary", "10-P"),
+}
+IC_LABELS = {
+    "IC1": "Case 1: 5-P / 7-P / 11-P (interval vs interval)",
+    "IC2": "Case 2: 5-P / 5-P Likert (interval vs ordinal)",
+    "IC3": "Case 3: 11-P (+) / 11-P (-) (interval + vs -)",
+    "IC4": "Case 4: Binary / 10-P (nominal vs interval)",
+    "GS": "Greedy vs sampled decoding (same scale)",
+}
+GRANULARITIES = ("none", "short", "long")
+CRITERIA = tuple(prompts.DEFINITIONS)
+METHODS = {"base": "Base prompt", "dicl_r": "dICL (random)", "dicl_sm": "dICL (scale-matched)"}
+ORACLES = {
+    "none": "No oracle",
+    "endpoint": "A second endpoint (model)",
+    "humans": "Human ratings (Rate page)",
+    "imported": "Scores imported with the items",
+}
+SAMPLE_TEMPERATURE = 1.0
+GREEDY = -1
+
+
+def scale(key: str) -> Scale:
+    try:
+        return SCALES[key]
+    except KeyError:
+        raise InputError(f"Unknown scale {key!r}; the scales are: {', '.join(SCALES)}.") from None
+
+
+# -- reading a score -----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ParsedScore:
+    """A model's answer read on a scale: the value, or None with the reason; the raw answer is always kept."""
+
+    value: float | None
+    raw: str
+    problem: str | None = None
+
+
+NUMBER_WORDS = {
+    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+    "eight": 8, "nine": 9, "ten": 10, "eleven": 11,
+}  # fmt: skip
+NO_ANSWER = re.compile(r"^\W*(n/?a|none|null|unknown|nan|not applicable|no score|-)?\W*$", re.I)
+NUM = r"[-+−]?\d+(?:\.\d+)?"
+
+
+def _words_to_numbers(text: str) -> str:
+    def repl(m: re.Match) -> str:
+        sign = "-" if m.group(1) else ""
+        return f"{sign}{NUMBER_WORDS[m.group(2).lower()]}"
+
+    words = "|".join(NUMBER_WORDS)
+    return re.sub(rf"\b(minus |negative )?({words})\b", repl, text, flags=re.I)
+
+
+def _read_labels(text: str, sc: Scale) -> ParsedScore:
+    low = text.lower()
+    found: set[int] = set()
+    spans: list[tuple[int, int]] = []
+    # longest labels first, so "Strongly Agree" is not also read as "Agree"
+    for i, lab in sorted(enumerate(sc.labels), key=lambda p: -len(p[1])):
+        for m in re.finditer(rf"\b{re.escape(lab.lower())}\b", low):
+            if any(a <= m.start() < b for a, b in spans):
+                continue
+            spans.append((m.start(), m.end()))
+            found.add(i)
+    if len(found) == 1:
+        return ParsedScore(sc.lo + found.pop(), text)
+    if len(found) > 1:
+        names = ", ".join(sc.labels[i] for i in sorted(found))
+        return ParsedScore(None, text, f"more than one option in the answer ({names})")
+    return ParsedScore(None, text, f"no option of the scale ({sc.options}) in the answer")
+
+
+def parse_score(answer: Any, sc: Scale) -> ParsedScore:
+    """Read an answer on a scale; out of range, several candidates or no score give None with the reason."""
+    raw = answer if isinstance(answer, str) else json.dumps(answer) if answer is not None else ""
+    text = raw.strip()
+    if isinstance(answer, bool):
+        return ParsedScore(None, raw, "a true/false answer is not a score")
+    if NO_ANSWER.match(text):
+        return ParsedScore(None, raw, "no score in the answer" if text else "empty answer")
+    if sc.labels:
+        return _read_labels(text, sc)
+    t = _words_to_numbers(text.replace("−", "-"))
+    # "on a scale of 1-5", "(1-10)": the scale's own range is not the score
+    lo, hi = f"{sc.lo:g}", f"{sc.hi:g}"
+    t = re.sub(rf"(?<![\d.]){re.escape(lo)}\s*(?:-|–|to)\s*{re.escape(hi)}(?![\d.])", " ", t)
+    frac = re.fullmatch(rf"\D*?({NUM})\s*(?:/|out of)\s*({NUM})\W*", t, flags=re.I)
+    if frac:
+        num, den = float(frac.group(1)), float(frac.group(2))
+        if den != sc.hi:
+            return ParsedScore(None, raw, f"the answer is on another scale ({frac.group(1)}/{frac.group(2)})")
+        values = [num]
+    else:
+        values = sorted({float(v) for v in re.findall(rf"(?<![\w.]){NUM}(?![\w.])", t)})
+    if not values:
+        return ParsedScore(None, raw, "no number in the answer")
+    if len(values) > 1:
+        return ParsedScore(
+            None, raw, "more than one number in the answer (" + ", ".join(f"{v:g}" for v in values) + ")"
+        )
+    v = values[0]
+    if not sc.lo <= v <= sc.hi:
+        return ParsedScore(None, raw, f"{v:g} is outside the scale ({sc.options})")
+    return ParsedScore(v, raw)
+
+
+def answer_of(data: Any) -> str:
+    """The answer inside the structured reply {"score": ...} (or a bare value), as text; never raises on a value."""
+    if isinstance(data, dict):
+        for key in ("score", "answer", "rating", "evaluation"):
+            if key in data:
+                v = data[key]
+                return v if isinstance(v, str) else json.dumps(v)
+        if len(data) == 1:
+            v = next(iter(data.values()))
+            return v if isinstance(v, str) else json.dumps(v)
+        raise ValueError("no 'score' field in the answer")
+    if isinstance(data, str | int | float) and not isinstance(data, bool):
+        return data if isinstance(data, str) else json.dumps(data)
+    raise ValueError("the answer is not a score")
+
+
+SCORE_SCHEMA = {
+    "type": "object",
+    "properties": {"score": {"type": ["string", "number"]}},
+    "required": ["score"],
+}
+
+
+# -- the study definition ------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ModelSpec:
+    """A model in a study: the embedded model or an OpenAI-compatible endpoint (its key comes from the environment)."""
+
+    label: str
+    kind: str = "embedded"
+    base_url: str | None = None
+    model: str = ""
+
+    @classmethod
+    def of(cls, backend: BackendConfig, label: str | None = None) -> ModelSpec:
+        name = label or (backend.model if not backend.is_embedded else f"{backend.model} (embedded)")
+        return cls(label=name, kind=backend.kind, base_url=backend.base_url, model=backend.model)
+
+    def backend(self, *, concurrency: int = 4, timeout: float | None = None) -> BackendConfig:
+        s = get_settings()
+        common = dict(concurrency=concurrency, timeout=timeout or s.llm_timeout, max_retries=s.llm_max_retries)
+        if self.kind == "embedded":
+            return BackendConfig(kind="embedded", **common)
+        return BackendConfig(kind="openai", base_url=self.base_url, model=self.model, api_key=s.llm_api_key, **common)
+
+
+@dataclass
+class StudyConfig:
+    criteria: list[str]
+    scales: list[str]
+    granularities: list[str] = field(default_factory=lambda: list(GRANULARITIES))
+    models: list[ModelSpec] = field(default_factory=list)
+    definitions: dict[str, dict[str, str]] = field(default_factory=dict)  # criterion -> {short, long}
+    n_samples: int = 5
+    greedy: bool = True
+    methods: list[str] = field(default_factory=lambda: ["base"])
+    k: int = 5
+    oracle: str = "none"
+    oracle_model: ModelSpec | None = None
+    seed: int = 0
+    n_boot: int = 1000
+    max_tokens: int = 64
+    concurrency: int = 4
+
+    def validate(self) -> None:
+        """Raise InputError with what to change when the study cannot run as set up."""
+        if not self.criteria:
+            raise InputError("Pick at least one criterion.")
+        if not self.scales:
+            raise InputError("Pick at least one scale.")
+        for key in self.scales:
+            scale(key)
+        bad = [g for g in self.granularities if g not in GRANULARITIES]
+        if bad or not self.granularities:
+            raise InputError(f"Definitions must be some of {', '.join(GRANULARITIES)}.")
+        if not self.models:
+            raise InputError("Pick at least one model.")
+        if len({m.label for m in self.models}) != len(self.models):
+            raise InputError("Two models have the same name; give each a distinct name.")
+        if self.n_samples < 0 or self.n_samples > 50:
+            raise InputError("Samples n must be between 0 and 50.")
+        if self.n_samples == 1:
+            raise InputError("Self-consistency needs n >= 2 samples (or 0 to skip sampling).")
+        if not self.greedy and self.n_samples == 0:
+            raise InputError("Ask for greedy scores, samples, or both.")
+        unknown = [m for m in self.methods if m not in METHODS]
+        if unknown or not self.methods:
+            raise InputError(f"Methods must be some of {', '.join(METHODS)}.")
+        if self.oracle not in ORACLES:
+            raise InputError(f"The oracle must be one of {', '.join(ORACLES)}.")
+        if self.oracle == "endpoint" and self.oracle_model is None:
+            raise InputError("Name the oracle endpoint (base URL and model).")
+        if any(m.startswith("dicl") for m in self.methods) and self.oracle == "none":
+            raise InputError(
+                "Distilled in-context learning needs an oracle: a second endpoint, human ratings or imported scores."
+            )
+        if self.k < 1:
+            raise InputError("k (examples for dICL) must be 1 or more.")
+        for g in self.granularities:
+            if g == "none":
+                continue
+            missing = [c for c in self.criteria if not self.definition(c, g)]
+            if missing:
+                raise InputError(f"No {g} definition for {', '.join(missing)}; write one or leave out '{g}'.")
+
+    def definition(self, criterion: str, granularity: str) -> str:
+        if granularity == "none":
+            return ""
+        own = self.definitions.get(criterion, {}).get(granularity)
+        return own if own is not None else prompts.DEFINITIONS.get(criterion, {}).get(granularity, "")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> StudyConfig:
+        d = dict(d)
+        d["models"] = [ModelSpec(**m) for m in d.get("models", [])]
+        if d.get("oracle_model"):
+            d["oracle_model"] = ModelSpec(**d["oracle_model"])
+        known = set(cls.__dataclass_fields__)
+        return cls(**{k: v for k, v in d.items() if k in known})
+
+
+ORACLE_RATER = "oracle"
+
+
+@dataclass(frozen=True)
+class Call:
+    """One planned model answer."""
+
+    item_id: int
+    rater: str
+    method: str
+    granularity: str
+    scale: str
+    sample: int
+
+    @property
+    def key(self) -> tuple:
+        return (self.item_id, self.rater, self.method, self.granularity, self.scale, self.sample)
+
+
+def plan_calls(cfg: StudyConfig, item_ids: Iterable[int]) -> tuple[list[Call], list[Call]]:
+    """The oracle's calls (greedy, base prompt) and the models' calls, in the order they are made."""
+    ids = list(item_ids)
+    samples = ([GREEDY] if cfg.greedy else []) + list(range(cfg.n_samples))
+    oracle = []
+    if cfg.oracle == "endpoint":
+        oracle = [
+            Call(i, ORACLE_RATER, "oracle", g, s, GREEDY) for g in cfg.granularities for s in cfg.scales for i in ids
+        ]
+    calls = [
+        Call(i, m.label, meth, g, s, smp)
+        for m in cfg.models
+        for meth in cfg.methods
+        for g in cfg.granularities
+        for s in cfg.scales
+        for i in ids
+        for smp in samples
+    ]
+    return oracle, calls
+
+
+# -- items ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ItemIn:
+    criterion: str
+    query: str
+    response: str
+    source_id: str = ""
+    oracle_score: float | None = None
+    oracle_scale: str | None = None
+
+
+def load_sample_items() -> dict[str, list[dict[str, Any]]]:
+    """The bundled items per criterion (written for the app)."""
+    return json.loads(SAMPLES_FILE.read_text(encoding="utf-8"))
+
+
+def sample_items(criteria: Iterable[str], per_criterion: int | None = None) -> list[ItemIn]:
+    """Bundled items of these criteria (the first `per_criterion` of each)."""
+    data = load_sample_items()
+    out: list[ItemIn] = []
+    for c in criteria:
+        rows = data.get(c, [])
+        if not rows:
+            raise InputError(f"No bundled items for {c!r}; upload items for it (JSONL or CSV).")
+        for r in rows[: per_criterion or None]:
+            out.append(ItemIn(c, r["query"], r["response"], r.get("id", "")))
+    return out
+
+
+def read_items(
+    data: bytes | str, filename: str, *, criteria: list[str], score_scale: str | None = None
+) -> list[ItemIn]:
+    """Items from JSONL or CSV with `query`, `response`, optional `criterion`, optional `score` (or `human_score`,
+    `oracle_score`) on `score_scale`. A row without a criterion goes to every criterion of the study."""
+    text = data.decode("utf-8-sig") if isinstance(data, bytes) else data
+    rows: list[dict[str, Any]] = []
+    if filename.lower().endswith(".csv"):
+        try:
+            rows = list(csv.DictReader(io.StringIO(text)))
+        except csv.Error as exc:
+            raise InputError(f"{filename}: not a readable CSV ({exc}).") from None
+    else:
+        for n, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InputError(f"{filename} line {n}: not valid JSON ({exc.msg}).") from None
+            if not isinstance(row, dict):
+                raise InputError(f"{filename} line {n}: each line must be a JSON object.")
+            rows.append(row)
+    if not rows:
+        raise InputError(f"{filename}: no rows.")
+    missing = [c for c in ("query", "response") if c not in rows[0]]
+    if missing:
+        raise InputError(f"{filename}: missing column(s) {', '.join(missing)}; need query, response.")
+    sc = scale(score_scale) if score_scale else None
+    out: list[ItemIn] = []
+    for n, r in enumerate(rows, 1):
+        q, resp = str(r.get("query") or "").strip(), str(r.get("response") or "").strip()
+        if not q or not resp:
+            raise InputError(f"{filename} row {n}: empty query or response.")
+        raw_score = next((r[k] for k in ("score", "oracle_score", "human_score") if r.get(k) not in (None, "")), None)
+        value = None
+        if raw_score is not None:
+            if sc is None:
+                raise InputError(f"{filename} has scores: say on which scale they are.")
+            parsed = parse_score(str(raw_score), sc)
+            if parsed.value is None:
+                raise InputError(
+                    f"{filename} row {n}: score {raw_score!r} cannot be used on {sc.key}: {parsed.problem}."
+                )
+            value = parsed.value
+        crit = str(r.get("criterion") or "").strip()
+        targets = [crit] if crit else criteria
+        if crit and crit not in criteria:
+            continue
+        for c in targets:
+            out.append(ItemIn(c, q, resp, str(r.get("id") or n), value, sc.key if value is not None else None))
+    if not out:
+        raise InputError(f"{filename}: no row is for the chosen criteria ({', '.join(criteria)}).")
+    return out
+
+
+# -- persistence ---------------------------------------------------------------------------------
+def create_study(engine: Engine, cfg: StudyConfig, items: list[ItemIn], *, name: str = "") -> int:
+    """Save a study and its items, queued; InputError when the set-up cannot run."""
+    cfg.validate()
+    if not items:
+        raise InputError("The study has no items.")
+    without = [c for c in cfg.criteria if not any(it.criterion == c for it in items)]
+    if without:
+        raise InputError(f"No items for {', '.join(without)}.")
+    if cfg.oracle == "imported" and not any(it.oracle_score is not None for it in items):
+        raise InputError("The oracle is 'scores imported with the items', but no item has a score.")
+    n_items = len(items)
+    oracle, calls = plan_calls(cfg, range(n_items))
+    with Session(engine) as session:
+        study = ConsevalStudy(
+            name=name or f"ConsEval · {', '.join(cfg.criteria)} · {len(cfg.scales)} scales",
+            config=cfg.to_dict(),
+            n_planned=len(oracle) + len(calls),
+        )
+        session.add(study)
+        session.flush()
+        for i, it in enumerate(items):
+            session.add(ConsevalItem(study_id=study.id, idx=i, **asdict(it)))
+        session.commit()
+        return study.id  # type: ignore[return-value]
+
+
+def get_study(engine: Engine, study_id: int) -> ConsevalStudyPublic | None:
+    with Session(engine) as session:
+        s = session.get(ConsevalStudy, study_id)
+        return ConsevalStudyPublic.model_validate(s, from_attributes=True) if s else None
+
+
+def list_studies(engine: Engine, limit: int = 100) -> list[ConsevalStudyPublic]:
+    with Session(engine) as session:
+        rows = session.execute(select(ConsevalStudy).order_by(ConsevalStudy.id.desc()).limit(limit)).scalars()
+        return [ConsevalStudyPublic.model_validate(s, from_attributes=True) for s in rows]
+
+
+def delete_study(engine: Engine, study_id: int) -> bool:
+    with Session(engine) as session:
+        item_ids = select(ConsevalItem.id).where(ConsevalItem.study_id == study_id)
+        rater_ids = select(ConsevalRater.id).where(ConsevalRater.study_id == study_id)
+        session.execute(delete(ConsevalHumanRating).where(ConsevalHumanRating.rater_id.in_(rater_ids)))
+        session.execute(delete(ConsevalHumanRating).where(ConsevalHumanRating.item_id.in_(item_ids)))
+        session.execute(delete(ConsevalRater).where(ConsevalRater.study_id == study_id))
+        session.execute(delete(ConsevalRating).where(ConsevalRating.study_id == study_id))
+        session.execute(delete(ConsevalItem).where(ConsevalItem.study_id == study_id))
+        n = session.execute(delete(ConsevalStudy).where(ConsevalStudy.id == study_id)).rowcount
+        session.commit()
+        return bool(n)
+
+
+def request_cancel(engine: Engine, study_id: int) -> None:
+    with Session(engine) as session:
+        session.execute(update(ConsevalStudy).where(ConsevalStudy.id == study_id).values(cancel_requested=True))
+        session.execute(
+            update(ConsevalStudy)
+            .where(ConsevalStudy.id == study_id, ConsevalStudy.status == "queued")
+            .values(status="cancelled", finished_at=utcnow())
+        )
+        session.commit()
+
+
+def reopen(engine: Engine, study_id: int) -> None:
+    """Queue a cancelled or failed study again; answers already saved are never asked again."""
+    with Session(engine) as session:
+        session.execute(
+            update(ConsevalStudy)
+            .where(ConsevalStudy.id == study_id)
+            .values(status="queued", cancel_requested=False, error=None, finished_at=None)
+        )
+        session.commit()
+
+
+def items_frame(engine: Engine, study_id: int) -> pd.DataFrame:
+    with Session(engine) as session:
+        rows = session.execute(
+            select(ConsevalItem).where(ConsevalItem.study_id == study_id).order_by(ConsevalItem.idx)
+        ).scalars()
+        data = [r.model_dump() for r in rows]
+    return pd.DataFrame(
+        data,
+        columns=[
+            "id",
+            "study_id",
+            "idx",
+            "criterion",
+            "query",
+            "response",
+            "source_id",
+            "oracle_score",
+            "oracle_scale",
+        ],
+    )
+
+
+def ratings_frame(engine: Engine, study_id: int) -> pd.DataFrame:
+    """Every model answer of a study (value NaN = missing, with raw and problem)."""
+    cols = ["item_id", "rater", "method", "granularity", "scale", "sample", "value", "raw", "problem"]
+    with engine.connect() as conn:
+        rows = conn.execute(
+            select(*[getattr(ConsevalRating, c) for c in cols]).where(ConsevalRating.study_id == study_id)
+        ).all()
+    df = pd.DataFrame(rows, columns=cols)
+    df["value"] = pd.to_numeric(df["value"], errors="coerce")
+    return df
+
+
+# -- running -------------------------------------------------------------------------------------
+class Cancelled(Exception):
+    pass
+
+
+@dataclass
+class _Ctx:
+    cfg: StudyConfig
+    items: dict[int, ConsevalItem]
+    oracle_pool: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _examples(ctx: _Ctx, call: Call) -> list[dict[str, str]] | None:
+    """k oracle evaluations for dICL: other items of the same criterion (and definition for an endpoint oracle);
+    scale-matched keeps only the target's scale. Seeded per call, so the prompt (and its cache entry) is stable."""
+    item = ctx.items[call.item_id]
+    pool = [
+        p
+        for p in ctx.oracle_pool
+        if p["item_id"] != call.item_id
+        and ctx.items[p["item_id"]].criterion == item.criterion
+        and p.get("granularity") in (None, call.granularity)
+        and (call.method != "dicl_sm" or p["scale"] == call.scale)
+    ]
+    if not pool:
+        return None
+    seed = int(
+        hashlib.sha256(
+            f"{ctx.cfg.seed}|{call.item_id}|{call.granularity}|{call.scale}|{call.method}".encode()
+        ).hexdigest()[:8],
+        16,
+    )
+    chosen = random.Random(seed).sample(pool, min(ctx.cfg.k, len(pool)))
+    out = []
+    for p in chosen:
+        ex_item, sc = ctx.items[p["item_id"]], SCALES[p["scale"]]
+        out.append(
+            {
+                "query": ex_item.query,
+                "response": ex_item.response,
+                "options": sc.options,
+                "answer": sc.format(p["value"]),
+            }
+        )
+    return out
+
+
+def _prompt(ctx: _Ctx, call: Call) -> tuple[str | None, str]:
+    item, sc = ctx.items[call.item_id], SCALES[call.scale]
+    detail = ctx.cfg.definition(item.criterion, call.granularity)
+    common = dict(criterion=item.criterion, detail=detail, options=sc.options, query=item.query, response=item.response)
+    if call.method.startswith("dicl"):
+        ex = _examples(ctx, call)
+        if ex is None:
+            return None, "no oracle example for this criterion" + (" on this scale" if call.method == "dicl_sm" else "")
+        return prompts.render_few_shot(**common, examples=ex), prompts.FEW_SHOT_HEAD.id
+    return prompts.render_rate(**common), prompts.RATE.id
+
+
+def _ask(client: LLMClient, ctx: _Ctx, call: Call) -> dict[str, Any]:
+    prompt, version = _prompt(ctx, call)
+    row = {"item_id": call.item_id, "rater": call.rater, "method": call.method, "granularity": call.granularity,
+           "scale": call.scale, "sample": call.sample}  # fmt: skip
+    if prompt is None:
+        return {**row, "value": None, "raw": "", "problem": version}
+    greedy = call.sample == GREEDY
+    res = client.chat_json(
+        [{"role": "user", "content": prompt}],
+        parse=answer_of,
+        schema=SCORE_SCHEMA,
+        prompt_version=version,
+        stage="conseval",
+        sample_index=max(0, call.sample),
+        temperature=0.0 if greedy else SAMPLE_TEMPERATURE,
+    )
+    if res.fatal:
+        raise InputError(res.error or "the model could not be reached")
+    if not res.ok:
+        return {**row, "value": None, "raw": res.raw or "", "problem": res.error}
+    parsed = parse_score(res.value, SCALES[call.scale])
+    return {**row, "value": parsed.value, "raw": parsed.raw, "problem": parsed.problem}
+
+
+def _write(engine: Engine, study_id: int, rows: list[dict[str, Any]], usage: dict[str, int], caches=()) -> None:  # noqa: ANN001
+    """Save answers (an answer saved meanwhile by another worker is kept), usage and new cache entries at once."""
+    with engine.begin() as conn:
+        if rows:
+            conn.execute(insert_ignore(conn, ConsevalRating.__table__), [{"study_id": study_id, **r} for r in rows])
+        for cache in caches:
+            cache.flush(conn)
+        conn.execute(
+            update(ConsevalStudy)
+            .where(ConsevalStudy.id == study_id)
+            .values(
+                n_done=ConsevalStudy.n_done + len(rows),
+                calls=ConsevalStudy.calls + usage.get("calls", 0),
+                cache_hits=ConsevalStudy.cache_hits + usage.get("cache_hits", 0),
+            )
+        )
+
+
+def _cancel_requested(engine: Engine, study_id: int) -> bool:
+    with engine.connect() as conn:
+        return bool(conn.execute(select(ConsevalStudy.cancel_requested).where(ConsevalStudy.id == study_id)).scalar())
+
+
+def run_study(
+    engine: Engine,
+    study_id: int,
+    *,
+    backends: dict[str, BackendConfig] | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> ConsevalStudyPublic:
+    """Ask every planned answer not yet saved (oracle first), then compute and save the results."""
+    with Session(engine, expire_on_commit=False) as session:
+        st = session.get(ConsevalStudy, study_id)
+        if st is None:
+            raise InputError(f"Study {study_id} does not exist.")
+        if st.status in ("done", "cancelled") or st.cancel_requested:
+            return ConsevalStudyPublic.model_validate(st, from_attributes=True)
+        cfg = StudyConfig.from_dict(st.config)
+        items = {
+            it.id: it for it in session.execute(select(ConsevalItem).where(ConsevalItem.study_id == study_id)).scalars()
+        }
+        st.status, st.started_at, st.error = "running", st.started_at or utcnow(), None
+        session.add(st)
+        session.commit()
+    ctx = _Ctx(cfg, items)
+    oracle_calls, model_calls = plan_calls(cfg, items)
+    clients: dict[str, LLMClient] = {}
+
+    def client_for(rater: str) -> LLMClient:
+        if rater not in clients:
+            spec = cfg.oracle_model if rater == ORACLE_RATER else next(m for m in cfg.models if m.label == rater)
+            be = (backends or {}).get(rater) or spec.backend(concurrency=cfg.concurrency)  # type: ignore[union-attr]
+            be = be.with_changes(max_tokens=cfg.max_tokens)
+            clients[rater] = LLMClient(be, cache=BufferedCache(engine, be.model), ledger=UsageLedger())
+        return clients[rater]
+
+    try:
+        for phase in (oracle_calls, model_calls):
+            if phase is model_calls:
+                ctx.oracle_pool = _oracle_pool(engine, study_id, cfg)
+            done = set(
+                map(
+                    tuple,
+                    ratings_frame(engine, study_id)[
+                        ["item_id", "rater", "method", "granularity", "scale", "sample"]
+                    ].itertuples(index=False),
+                )
+            )
+            todo = [c for c in phase if c.key not in done]
+            _run_calls(engine, study_id, todo, ctx, client_for, cfg.concurrency, on_progress)
+        results = analyse(engine, study_id)
+        status, error = "done", None
+    except Cancelled:
+        results, status, error = None, "cancelled", None
+    except InputError as exc:
+        results, status, error = None, "failed", str(exc)
+    except Exception as exc:  # a bug must not leave the study "running" for ever
+        log.exception("study %s failed", study_id)
+        results, status, error = None, "failed", f"{type(exc).__name__}: {exc}"
+    with Session(engine) as session:
+        st = session.get(ConsevalStudy, study_id)
+        assert st is not None
+        st.status, st.error, st.finished_at = status, error, utcnow()
+        if results is not None:
+            st.results = results
+        session.add(st)
+        session.commit()
+        return ConsevalStudyPublic.model_validate(st, from_attributes=True)
+
+
+def _run_calls(engine, study_id, todo, ctx, client_for, concurrency, on_progress) -> None:  # noqa: ANN001, C901
+    """Ask the calls in chunks; each chunk's answers and usage are saved before the next (resume loses little)."""
+    if not todo:
+        return
+    lock = threading.Lock()
+    buffer: list[dict[str, Any]] = []
+    usage = {"calls": 0, "cache_hits": 0}
+    fatal: list[InputError] = []
+    done = 0
+
+    def clients_in_use() -> list[LLMClient]:
+        return [client_for(r) for r in sorted({c.rater for c in todo})]
+
+    def one(call: Call) -> None:
+        if fatal:
+            return
+        client = client_for(call.rater).fork(UsageLedger())  # its own ledger: this call's usage only
+        try:
+            row = _ask(client, ctx, call)
+        except InputError as exc:
+            fatal.append(exc)
+            return
+        u = client.ledger.summary()
+        with lock:
+            buffer.append(row)
+            usage["calls"] += u["calls"]
+            usage["cache_hits"] += u["cache_hits"]
+
+    with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+        for i in range(0, len(todo), CHUNK):
+            list(pool.map(one, todo[i : i + CHUNK]))
+            with lock:
+                rows, u = list(buffer), dict(usage)
+                buffer.clear()
+                usage.update(calls=0, cache_hits=0)
+            _write(engine, study_id, rows, u, [c.cache for c in clients_in_use()])
+            done += len(rows)
+            if fatal:
+                raise fatal[0]
+            if on_progress:
+                on_progress(done, len(todo))
+            if _cancel_requested(engine, study_id):
+                raise Cancelled
+
+
+CHUNK = 40
+
+
+def _oracle_pool(engine: Engine, study_id: int, cfg: StudyConfig) -> list[dict[str, Any]]:
+    """The oracle's evaluations dICL draws from: {item_id, scale, value, granularity (None = any)}."""
+    if cfg.oracle == "endpoint":
+        df = ratings_frame(engine, study_id)
+        df = df[(df.rater == ORACLE_RATER) & df.value.notna()]
+        return [{"item_id": int(r.item_id), "scale": r.scale, "value": float(r.value), "granularity": r.granularity}
+                for r in df.itertuples()]  # fmt: skip
+    if cfg.oracle == "humans":
+        h = human_ratings_frame(engine, study_id)
+        return [{"item_id": int(r.item_id), "scale": r.scale, "value": float(r.value), "granularity": None}
+                for r in h.itertuples() if r.scale in SCALES]  # fmt: skip
+    if cfg.oracle == "imported":
+        items = items_frame(engine, study_id)
+        items = items[items.oracle_score.notna()]
+        return [{"item_id": int(r.id), "scale": r.oracle_scale, "value": float(r.oracle_score), "granularity": None}
+                for r in items.itertuples()]  # fmt: skip
+    return []
+
+
+# -- analysis ------------------------------------------------------------------------------------
+def _alpha_row(kind: str, matrix: np.ndarray, level: str, cfg: StudyConfig, **keys: Any) -> dict[str, Any]:
+    res = stats.krippendorff_alpha(matrix, level, n_boot=cfg.n_boot, seed=cfg.seed)  # type: ignore[arg-type]
+    return {"kind": kind, "stat": "alpha", "value": res.alpha, "ci_low": res.ci_low, "ci_high": res.ci_high,
+            "n": res.n_pairable, "n_raters": res.n_raters, "level": level, "note": res.note, **keys}  # fmt: skip
+
+
+def _empty_row(kind: str, note: str, **keys: Any) -> dict[str, Any]:
+    return {"kind": kind, "stat": "alpha", "value": None, "ci_low": None, "ci_high": None, "n": 0, "n_raters": 0,
+            "level": None, "note": note, **keys}  # fmt: skip
+
+
+def score_table(r: pd.DataFrame, mode: str) -> pd.Series:
+    """One score per (item, scale): the greedy answer (or the first sample) for 'single', the mean of the
+    samples for 'sce'. Missing answers are left out of the mean; all missing gives NaN."""
+    if mode == "sce":
+        s = r[r["sample"] >= 0]
+        return s.groupby(["item_id", "scale"])["value"].mean()
+    first = r.sort_values("sample").drop_duplicates(["item_id", "scale"], keep="first")
+    return first.set_index(["item_id", "scale"])["value"]
+
+
+def _mapped(scores: pd.Series) -> pd.Series:
+    return pd.Series(
+        [SCALES[s].to_unit(v) if pd.notna(v) else np.nan for (_, s), v in scores.items()],
+        index=scores.index,
+        dtype=float,
+    )
+
+
+def analyse(engine: Engine, study_id: int) -> dict[str, Any]:
+    """Every alpha and correlation of a study, as rows for tables and figures (JSON-ready)."""
+    st = get_study(engine, study_id)
+    assert st is not None
+    cfg = StudyConfig.from_dict(st.config)
+    items = items_frame(engine, study_id)
+    ratings = ratings_frame(engine, study_id)
+    humans = human_ratings_frame(engine, study_id)
+    return {"rows": compute_rows(cfg, items, ratings, humans), "missing": missing_summary(ratings)}
+
+
+def missing_summary(ratings: pd.DataFrame) -> dict[str, Any]:
+    miss = ratings[ratings.value.isna()]
+    examples = miss.head(20)[["rater", "scale", "raw", "problem"]].to_dict("records")
+    return {"answers": int(len(ratings)), "missing": int(len(miss)), "examples": examples}
+
+
+def compute_rows(
+    cfg: StudyConfig, items: pd.DataFrame, ratings: pd.DataFrame, humans: pd.DataFrame
+) -> list[dict[str, Any]]:
+    """SC, IC1-4, GS and accuracy per model, method, criterion, definition; human agreement per criterion and scale."""
+    rows: list[dict[str, Any]] = []
+    crit_of = dict(zip(items.id, items.criterion, strict=False))
+    ratings = ratings.assign(criterion=ratings.item_id.map(crit_of))
+    oracle = _oracle_scores(cfg, items, ratings, humans)
+    for model in [m.label for m in cfg.models]:
+        for method in cfg.methods:
+            for crit in cfg.criteria:
+                ids = items.id[items.criterion == crit].tolist()
+                for gran in cfg.granularities:
+                    r = ratings[(ratings.rater == model) & (ratings.method == method) & (ratings.criterion == crit)
+                                & (ratings.granularity == gran)]  # fmt: skip
+                    keys = dict(model=model, method=method, criterion=crit, granularity=gran)
+                    # self-consistency on each scale: raters = the n samples
+                    for sk in cfg.scales:
+                        s = r[(r.scale == sk) & (r["sample"] >= 0)]
+                        if cfg.n_samples >= 2:
+                            mat = s.pivot_table(
+                                index="sample", columns="item_id", values="value", aggfunc="first", dropna=False
+                            )
+                            mat = mat.reindex(index=range(cfg.n_samples), columns=ids)
+                            rows.append(
+                                _alpha_row(
+                                    "SC",
+                                    mat.to_numpy(dtype=float),
+                                    SCALES[sk].level,
+                                    cfg,
+                                    scale=sk,
+                                    mode="single",
+                                    **keys,
+                                )
+                            )
+                        if cfg.greedy and cfg.n_samples >= 1:
+                            g = r[(r.scale == sk) & (r["sample"].isin([GREEDY, 0]))]
+                            mat = g.pivot_table(
+                                index="sample", columns="item_id", values="value", aggfunc="first", dropna=False
+                            )
+                            mat = mat.reindex(index=[GREEDY, 0], columns=ids)
+                            rows.append(
+                                _alpha_row(
+                                    "GS",
+                                    mat.to_numpy(dtype=float),
+                                    SCALES[sk].level,
+                                    cfg,
+                                    scale=sk,
+                                    mode="single",
+                                    **keys,
+                                )
+                            )
+                    for mode in ("single", "sce") if cfg.n_samples >= 2 else ("single",):
+                        if mode == "sce" and cfg.n_samples < 2:
+                            continue
+                        scores = _mapped(score_table(r, mode)) if len(r) else pd.Series(dtype=float)
+                        for case, case_scales in IC_CASES.items():
+                            if not set(case_scales) <= set(cfg.scales):
+                                continue
+                            mat = np.array(
+                                [[scores.get((i, sk), np.nan) for i in ids] for sk in case_scales], dtype=float
+                            )
+                            rows.append(
+                                _alpha_row(case, mat, "interval", cfg, scale=" / ".join(case_scales), mode=mode, **keys)
+                            )
+                        for sk in cfg.scales:
+                            rows.append(_accuracy_row(scores, oracle, ids, sk, gran, cfg, mode=mode, **keys))
+    rows += _human_rows(cfg, items, ratings, humans)
+    return [r for r in rows if r is not None]
+
+
+def _oracle_scores(cfg: StudyConfig, items: pd.DataFrame, ratings: pd.DataFrame, humans: pd.DataFrame) -> dict:
+    """(item, scale, granularity or None) -> the oracle's score mapped onto [0, 1]."""
+    out: dict[tuple, float] = {}
+    if cfg.oracle == "endpoint":
+        o = ratings[(ratings.rater == ORACLE_RATER) & ratings.value.notna()]
+        for r in o.itertuples():
+            out[(r.item_id, r.scale, r.granularity)] = SCALES[r.scale].to_unit(r.value)
+    elif cfg.oracle == "humans" and len(humans):
+        for (item, sk), v in humans.groupby(["item_id", "scale"])["value"].mean().items():
+            if sk in SCALES:
+                out[(item, sk, None)] = SCALES[sk].to_unit(v)
+    elif cfg.oracle == "imported":
+        for r in items[items.oracle_score.notna()].itertuples():
+            mapped = SCALES[r.oracle_scale].to_unit(r.oracle_score)
+            for sk in cfg.scales:  # a score on one scale is compared, mapped onto [0, 1], with every scale
+                out[(r.id, sk, None)] = mapped
+    return out
+
+
+def _accuracy_row(scores, oracle, ids, sk, gran, cfg, **keys) -> dict[str, Any] | None:  # noqa: ANN001
+    if cfg.oracle == "none":
+        return None
+    x, y = [], []
+    for i in ids:
+        o = oracle.get((i, sk, gran), oracle.get((i, sk, None)))
+        x.append(scores.get((i, sk), np.nan))
+        y.append(np.nan if o is None else o)
+    res = stats.correlation(x, y, "pearson", n_boot=cfg.n_boot, seed=cfg.seed)
+    return {"kind": "ACC", "stat": "pearson", "value": res.r, "ci_low": res.ci_low, "ci_high": res.ci_high,
+            "n": res.n, "n_raters": 2, "level": None, "note": res.note, "scale": sk, "oracle": cfg.oracle,
+            **keys}  # fmt: skip
+
+
+def _consensus(values: pd.Series, level: str) -> float:
+    v = values.dropna()
+    if v.empty:
+        return np.nan
+    if level == "interval":
+        return float(v.mean())
+    if level == "ordinal":
+        return float(np.median(v))
+    counts = v.value_counts()
+    return float(counts.index[0]) if len(counts) == 1 or counts.iloc[0] > counts.iloc[1] else np.nan
+
+
+def _human_rows(cfg: StudyConfig, items: pd.DataFrame, ratings: pd.DataFrame, humans: pd.DataFrame) -> list[dict]:
+    if humans.empty:
+        return []
+    rows = []
+    crit_of = dict(zip(items.id, items.criterion, strict=False))
+    humans = humans.assign(criterion=humans.item_id.map(crit_of))
+    gran = "long" if "long" in cfg.granularities else cfg.granularities[-1]
+    for crit in cfg.criteria:
+        ids = items.id[items.criterion == crit].tolist()
+        for sk in cfg.scales:
+            h = humans[(humans.criterion == crit) & (humans.scale == sk)]
+            if h.empty:
+                continue
+            level = SCALES[sk].level
+            mat = h.pivot_table(index="rater", columns="item_id", values="value", aggfunc="first").reindex(columns=ids)
+            rows.append(_alpha_row("HUMAN", mat.to_numpy(dtype=float), level, cfg, model="humans", method="-",
+                                   criterion=crit, granularity="-", scale=sk, mode="-"))  # fmt: skip
+            cons = h.groupby("item_id")["value"].apply(lambda v, lv=level: _consensus(v, lv))
+            for model in [m.label for m in cfg.models]:
+                r = ratings[(ratings.rater == model) & (ratings.method == "base") & (ratings.criterion == crit)
+                            & (ratings.granularity == gran) & (ratings.scale == sk)]  # fmt: skip
+                single = score_table(r, "single") if len(r) else pd.Series(dtype=float)
+                mat = np.array(
+                    [[single.get((i, sk), np.nan) for i in ids], [cons.get(i, np.nan) for i in ids]], dtype=float
+                )
+                rows.append(_alpha_row("HUMAN-MODEL", mat, level, cfg, model=model, method="base", criterion=crit,
+                                       granularity=gran, scale=sk, mode="single"))  # fmt: skip
+    return rows
+
+
+def results_frame(results: dict[str, Any] | None) -> pd.DataFrame:
+    """The saved result rows as a DataFrame, with the row label of Table 5 (e.g. 'dICL (random) & SCE')."""
+    cols = ["kind", "stat", "value", "ci_low", "ci_high", "n", "n_raters", "level", "note", "model", "method",
+            "criterion", "granularity", "scale", "mode"]  # fmt: skip
+    df = pd.DataFrame((results or {}).get("rows", []))
+    for c in cols:
+        if c not in df.columns:
+            df[c] = None
+    if df.empty:
+        return df.assign(variant=pd.Series(dtype=str))
+    df["value"] = pd.to_numeric(df["value"], errors="coerce")
+    df["variant"] = [variant_label(m, mode) for m, mode in zip(df["method"], df["mode"], strict=True)]
+    return df
+
+
+def variant_label(method: str, mode: str) -> str:
+    if method not in METHODS:
+        return str(method)
+    base = {"base": "Base", "dicl_r": "dICL_r", "dicl_sm": "dICL_sm"}[method]
+    if mode == "sce":
+        return "SCE" if method == "base" else f"{base} & SCE"
+    return base
+
+
+def model_method_matrix(df: pd.DataFrame, criterion: str) -> pd.DataFrame:
+    """Table 5: rows model x method, columns SC, IC1-IC4, GS and accuracy, each the mean over definitions and scales."""
+    d = df[(df.criterion == criterion) & df.kind.isin(["SC", "IC1", "IC2", "IC3", "IC4", "GS", "ACC"])]
+    if d.empty:
+        return pd.DataFrame()
+    d = d.assign(row=d.model + " · " + d.variant)
+    table = d.pivot_table(index="row", columns="kind", values="value", aggfunc="mean")
+    order = [c for c in ["SC", "IC1", "IC2", "IC3", "IC4", "GS", "ACC"] if c in table.columns]
+    return table[order].rename(columns={"ACC": "Accuracy (r)"})
+
+
+def radar_frame(df: pd.DataFrame) -> pd.DataFrame:
+    """Figure 4: per model and criterion, SC (mean over scales), IC (mean over cases) and accuracy, base method."""
+    d = df[(df.method == "base") & (df["mode"] == "single")]
+    out = []
+    for (model, crit), g in d.groupby(["model", "criterion"]):
+        out.append(
+            {
+                "model": model,
+                "criterion": crit,
+                "SC": g[g.kind == "SC"].value.mean(),
+                "IC": g[g.kind.isin(list(IC_CASES))].value.mean(),
+                "Accuracy": g[g.kind == "ACC"].value.mean(),
+            }
+        )
+    return pd.DataFrame(out, columns=["model", "criterion", "SC", "IC", "Accuracy"])
+
+
+# -- human raters --------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class RaterInfo:
+    id: int
+    study_id: int
+    name: str
+    token: str
+    active: bool
+    n_rated: int
+
+
+def add_rater(engine: Engine, study_id: int, name: str) -> RaterInfo:
+    name = (name or "").strip()
+    if not name:
+        raise InputError("Give the rater a name.")
+    if len(name) > 100:
+        raise InputError("A rater's name has at most 100 characters.")
+    with Session(engine) as session:
+        if session.get(ConsevalStudy, study_id) is None:
+            raise InputError(f"Study {study_id} does not exist.")
+        taken = session.execute(
+            select(ConsevalRater.id).where(ConsevalRater.study_id == study_id, ConsevalRater.name == name)
+        ).first()
+        if taken:
+            raise InputError(f"A rater named {name!r} exists already in this study.")
+        r = ConsevalRater(study_id=study_id, name=name)
+        session.add(r)
+        session.commit()
+        return RaterInfo(r.id, study_id, name, r.token, True, 0)  # type: ignore[arg-type]
+
+
+def list_raters(engine: Engine, study_id: int) -> list[RaterInfo]:
+    with Session(engine) as session:
+        counts = dict(
+            session.execute(
+                select(ConsevalHumanRating.rater_id, func.count())
+                .join(ConsevalRater, ConsevalRater.id == ConsevalHumanRating.rater_id)
+                .where(ConsevalRater.study_id == study_id)
+                .group_by(ConsevalHumanRating.rater_id)
+            ).all()
+        )
+        rows = session.execute(
+            select(ConsevalRater).where(ConsevalRater.study_id == study_id).order_by(ConsevalRater.name)
+        ).scalars()
+        return [
+            RaterInfo(r.id, r.study_id, r.name, r.token, r.revoked_at is None, int(counts.get(r.id, 0))) for r in rows
+        ]  # type: ignore[arg-type]
+
+
+def rater_by_token(engine: Engine, token: str) -> RaterInfo | None:
+    """The active rater whose personal link carries this token (a revoked link gives None)."""
+    token = (token or "").strip()
+    if not token:
+        return None
+    with Session(engine) as session:
+        r = session.execute(select(ConsevalRater).where(ConsevalRater.token == token)).scalar_one_or_none()
+        if r is None or r.revoked_at is not None:
+            return None
+        n = session.execute(select(func.count()).where(ConsevalHumanRating.rater_id == r.id)).scalar_one()
+        return RaterInfo(r.id, r.study_id, r.name, r.token, True, int(n))  # type: ignore[arg-type]
+
+
+def revoke_rater(engine: Engine, rater_id: int) -> None:
+    """The rater's link stops working; their ratings stay."""
+    with Session(engine) as session:
+        session.execute(update(ConsevalRater).where(ConsevalRater.id == rater_id).values(revoked_at=utcnow()))
+        session.commit()
+
+
+def save_human_rating(engine: Engine, rater_id: int, item_id: int, scale_key: str, value: float) -> None:
+    """Store (or replace) a person's score; InputError for a value off the scale or an item of another study."""
+    sc = scale(scale_key)
+    if value is None or not sc.lo <= float(value) <= sc.hi:
+        raise InputError(f"{value!r} is not on the {sc.key} scale ({sc.options}).")
+    with Session(engine) as session:
+        rater = session.get(ConsevalRater, rater_id)
+        item = session.get(ConsevalItem, item_id)
+        if rater is None or rater.revoked_at is not None:
+            raise InputError("This rater link is not valid any more.")
+        if item is None or item.study_id != rater.study_id:
+            raise InputError("This item is not part of the rater's study.")
+        row = session.execute(
+            select(ConsevalHumanRating).where(
+                ConsevalHumanRating.rater_id == rater_id,
+                ConsevalHumanRating.item_id == item_id,
+                ConsevalHumanRating.scale == scale_key,
+            )
+        ).scalar_one_or_none()
+        if row is None:
+            row = ConsevalHumanRating(rater_id=rater_id, item_id=item_id, scale=scale_key, value=float(value))
+        else:
+            row.value, row.updated_at = float(value), utcnow()
+        session.add(row)
+        session.commit()
+
+
+def human_ratings_frame(engine: Engine, study_id: int) -> pd.DataFrame:
+    cols = ["rater_id", "rater", "item_id", "scale", "value"]
+    with engine.connect() as conn:
+        rows = conn.execute(
+            select(ConsevalHumanRating.rater_id, ConsevalRater.name, ConsevalHumanRating.item_id,
+                   ConsevalHumanRating.scale, ConsevalHumanRating.value)
+            .join(ConsevalRater, ConsevalRater.id == ConsevalHumanRating.rater_id)
+            .where(ConsevalRater.study_id == study_id)
+        ).all()  # fmt: skip
+    return pd.DataFrame(rows, columns=cols)
+
+
+def refresh_results(engine: Engine, study_id: int) -> None:
+    """Recompute a finished study's results (e.g. after new human ratings)."""
+    results = analyse(engine, study_id)
+    with Session(engine) as session:
+        session.execute(update(ConsevalStudy).where(ConsevalStudy.id == study_id).values(results=results))
+        session.commit()

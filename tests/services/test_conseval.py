@@ -1,0 +1,457 @@
+"""ConsEval: scales and their mappings, score reading, alpha, the study end to end against the fake server."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+
+from services import conseval as ce
+from services import stats
+from services.conseval import SCALES, ModelSpec, StudyConfig
+from services.prompts import conseval as prompts
+from services.text import InputError
+from tests.fakes import Reply, last_user
+
+# -- scales and mappings -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "unit"),
+    [
+        ("5-P", 1, 0.0),
+        ("5-P", 5, 1.0),
+        ("5-P", 4, 0.75),
+        ("7-P", 4, 0.5),
+        ("10-P", 1, 0.0),
+        ("10-P", 10, 1.0),
+        ("11-P (POS)", 6, 0.5),
+        ("11-P (NEG)", -5, 0.0),
+        ("11-P (NEG)", 0, 0.5),
+        ("11-P (NEG)", 5, 1.0),
+        ("5-P Likert", 1, 0.0),
+        ("5-P Likert", 4, 0.75),
+        ("Binary", 0, 0.0),
+        ("Binary", 1, 1.0),
+    ],
+)
+def test_every_scale_maps_onto_the_unit_interval(key, value, unit):
+    assert SCALES[key].to_unit(value) == pytest.approx(unit)
+
+
+def test_scales_of_table_2_and_their_levels():
+    assert set(SCALES) == {"5-P", "7-P", "10-P", "11-P (POS)", "11-P (NEG)", "5-P Likert", "Binary"}
+    assert (SCALES["11-P (NEG)"].lo, SCALES["11-P (NEG)"].hi) == (-5, 5)
+    assert SCALES["5-P"].level == "interval" and SCALES["5-P Likert"].level == "ordinal"
+    assert SCALES["Binary"].level == "nominal"
+    assert SCALES["5-P Likert"].format(5) == "Strongly Agree" and SCALES["Binary"].format(0) == "No"
+    assert SCALES["5-P"].to_unit(None) is None
+    assert "Strongly Disagree = 0" in SCALES["5-P Likert"].mapping
+
+
+# -- reading scores ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("answer", "key", "value"),
+    [
+        ("Score: 4/5", "5-P", 4.0),
+        ("four", "5-P", 4.0),
+        ("4.5", "5-P", 4.5),
+        ("4", "5-P", 4.0),
+        (4, "5-P", 4.0),
+        ("8 out of 10", "10-P", 8.0),
+        ("Rating (1-10): 7", "10-P", 7.0),
+        ("-3", "11-P (NEG)", -3.0),
+        ("minus two", "11-P (NEG)", -2.0),
+        ("Strongly agree", "5-P Likert", 5.0),
+        ("Agree.", "5-P Likert", 4.0),
+        ("disagree", "5-P Likert", 2.0),
+        ("Yes", "Binary", 1.0),
+        ("Answer: no", "Binary", 0.0),
+    ],
+)
+def test_scores_are_read(answer, key, value):
+    parsed = ce.parse_score(answer, SCALES[key])
+    assert parsed.value == value and parsed.problem is None
+
+
+@pytest.mark.parametrize(
+    ("answer", "key", "why"),
+    [
+        ("N/A", "5-P", "no score"),
+        ("", "5-P", "empty"),
+        ("6", "5-P", "outside the scale"),
+        ("0", "5-P", "outside the scale"),
+        ("4/10", "5-P", "another scale"),
+        ("4 or 5", "5-P", "more than one number"),
+        ("excellent", "5-P", "no number"),
+        ("4.5", "5-P Likert", "no option"),
+        ("4.5", "Binary", "no option"),
+        ("1", "Binary", "no option"),
+        ("Yes and no", "Binary", "more than one option"),
+        ("-6", "11-P (NEG)", "outside the scale"),
+        (True, "Binary", "true/false"),
+    ],
+)
+def test_unreadable_or_out_of_scale_scores_are_missing_with_the_raw_answer(answer, key, why):
+    parsed = ce.parse_score(answer, SCALES[key])
+    assert parsed.value is None
+    assert why in parsed.problem
+    assert parsed.raw == (answer if isinstance(answer, str) else json.dumps(answer))
+
+
+def test_the_structured_answer_is_unwrapped_without_coercion():
+    assert ce.answer_of({"score": "Score: 4/5"}) == "Score: 4/5"
+    assert ce.answer_of({"score": 4.5}) == "4.5"
+    assert ce.answer_of(7) == "7"
+    with pytest.raises(ValueError):
+        ce.answer_of([1, 2])
+
+
+# -- alpha: the krippendorff package's documented examples ---------------------------------------
+
+DOC = [
+    [np.nan, np.nan, np.nan, np.nan, np.nan, 3, 4, 1, 2, 1, 1, 3, 3, np.nan, 3],
+    [1, np.nan, 2, 1, 3, 3, 4, 3, np.nan, np.nan, np.nan, np.nan, np.nan, np.nan, np.nan],
+    [np.nan, np.nan, 2, 1, 3, 4, 4, np.nan, 2, 1, 1, 3, 3, np.nan, 4],
+]
+ORDINAL = [
+    [1, 2, 3, 3, 2, 1, 4, 1, 2, np.nan, np.nan, np.nan],
+    [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, np.nan, 3],
+    [np.nan, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, np.nan],
+    [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, np.nan],
+]
+
+
+@pytest.mark.parametrize(("data", "level", "expected", "tol"), [
+    (DOC, "nominal", 0.691358, 1e-6), (DOC, "interval", 0.810845, 1e-6), (ORDINAL, "ordinal", 0.815, 5e-4),
+])  # fmt: skip
+def test_alpha_matches_the_documented_examples_with_missing_values(data, level, expected, tol):
+    res = stats.krippendorff_alpha(data, level, n_boot=200, seed=1)
+    assert res.alpha == pytest.approx(expected, abs=tol)
+    assert res.ci_low is not None and res.ci_low <= res.alpha <= res.ci_high
+    assert res.n_raters == len(data)
+
+
+def test_alpha_explains_instead_of_nan():
+    same = stats.krippendorff_alpha([[3, 3, 3], [3, 3, 3]], "interval", n_boot=10)
+    one = stats.krippendorff_alpha([[1, 2, 3], [np.nan] * 3], "interval", n_boot=10)
+    few = stats.krippendorff_alpha([[1, 2, np.nan], [np.nan, 2, 3]], "interval", n_boot=10)
+    for res, why in ((same, "same value"), (one, "1 rater"), (few, "unit")):
+        assert res.alpha is None and why in res.note
+
+
+# -- prompts -------------------------------------------------------------------------------------
+
+
+def test_table_1_and_table_6_prompts():
+    p = prompts.render_rate(
+        criterion="Logicality", detail="correct reasoning", options="1-5", query="Q?", response="R."
+    )
+    assert p.startswith("You will be given a pair of input query and response.")
+    assert "Logicality:correct reasoning" in p and "Options: 1-5" in p and p.endswith("Answer:")
+    ex = [{"query": f"q{i}", "response": f"r{i}", "options": "1-5", "answer": str(i)} for i in range(1, 6)]
+    few = prompts.render_few_shot(criterion="C", detail="d", options="1-7", query="TQ", response="TR", examples=ex)
+    assert few.count("### Example") == 5 and "### Target" in few and "Answer: 5" in few
+    assert few.index("### Target") < few.index("TQ") and few.rstrip().endswith("Answer:")
+    for crit in ce.CRITERIA:
+        assert prompts.DEFINITIONS[crit]["short"] and len(prompts.DEFINITIONS[crit]["long"].split()) > 50
+
+
+# -- the study against the fake server -----------------------------------------------------------
+
+GOOD = "GOOD"
+
+
+def options_of(prompt: str) -> str:
+    return re.findall(r"Options: (.*)", prompt)[-1].strip()
+
+
+def scorer(noisy: bool = False):
+    """A fake judge: GOOD responses score high, others low; on the Likert and binary scales it answers labels."""
+    counter = {"n": 0}
+
+    def respond(body):
+        prompt = last_user(body)
+        target = prompt.rsplit("### Target", 1)[-1]
+        good = GOOD in target.split("Response:", 1)[-1]
+        opts = options_of(prompt)
+        counter["n"] += 1
+        jitter = counter["n"] % 2 if noisy and body.get("temperature", 0) > 0 else 0
+        if opts.startswith("Strongly"):
+            ans = "Agree" if good else "Disagree"
+        elif opts == "No, Yes":
+            ans = "Yes" if good else "No"
+        elif opts == "-5 to 5":
+            ans = 4 - jitter if good else -3 + jitter
+        else:
+            hi = int(opts.split("-")[1])
+            ans = hi - 1 - jitter if good else 2 + jitter
+        return {"score": ans}
+
+    return respond
+
+
+def items(n: int = 6, criterion: str = "Helpfulness", scored: bool = False) -> list[ce.ItemIn]:
+    out = []
+    for i in range(n):
+        good = i % 2 == 0
+        out.append(
+            ce.ItemIn(
+                criterion,
+                f"question {i}",
+                f"{GOOD if good else 'bad'} answer {i}",
+                str(i),
+                oracle_score=(5.0 if good else 1.0) if scored else None,
+                oracle_scale="5-P" if scored else None,
+            )
+        )
+    return out
+
+
+def config(backend, **kw) -> StudyConfig:
+    base = dict(
+        criteria=["Helpfulness"],
+        scales=["5-P", "7-P", "11-P (POS)", "5-P Likert", "11-P (NEG)", "Binary", "10-P"],
+        granularities=["none", "long"],
+        models=[ModelSpec.of(backend, "judge")],
+        n_samples=3,
+        n_boot=50,
+        concurrency=4,
+    )
+    base.update(kw)
+    return StudyConfig(**base)
+
+
+def test_a_study_end_to_end(engine, fake, backend):
+    fake.responder = scorer(noisy=True)
+    cfg = config(backend)
+    sid = ce.create_study(engine, cfg, items())
+    st = ce.run_study(engine, sid, backends={"judge": backend})
+    assert st.status == "done", st.error
+    n_calls = 6 * 7 * 2 * (3 + 1)
+    assert st.n_planned == n_calls and st.n_done == n_calls and st.calls == n_calls
+    temps = sorted({r["temperature"] for r in fake.requests})
+    assert temps == [0.0, 1.0]
+    assert all(r["max_tokens"] == cfg.max_tokens for r in fake.requests)
+    df = ce.results_frame(st.results)
+    sc = df[(df.kind == "SC") & (df.granularity == "none")]
+    assert set(sc.scale) == set(cfg.scales)
+    levels = dict(zip(sc.scale, sc.level, strict=True))
+    assert levels["5-P"] == "interval" and levels["5-P Likert"] == "ordinal" and levels["Binary"] == "nominal"
+    # the noisy judge still separates good from bad: high but not perfect alpha on numeric scales
+    five = sc[sc.scale == "5-P"].iloc[0]
+    assert 0 < five.value < 1 and five.ci_low <= five.value <= five.ci_high and five.n == 6
+    # labels are answered without noise: every sample the same per item, alpha 1
+    assert sc[sc.scale == "Binary"].iloc[0].value == pytest.approx(1.0)
+    ic = df[df.kind.isin(["IC1", "IC2", "IC3", "IC4"])]
+    assert set(ic.kind) == {"IC1", "IC2", "IC3", "IC4"} and set(ic["mode"]) == {"single", "sce"}
+    assert (ic.value > 0.5).all()
+    assert set(df[df.kind == "GS"].scale) == set(cfg.scales)
+    # a second run asks nothing: every answer is saved, and cached
+    fake.clear_requests()
+    ce.reopen(engine, sid)
+    again = ce.run_study(engine, sid, backends={"judge": backend})
+    assert again.status == "done" and fake.requests == []
+
+
+def test_odd_answers_are_missing_with_the_raw_answer_and_alpha_explains(engine, fake, backend):
+    fake.responder = lambda body: {"score": "N/A"} if "question 0" in last_user(body) else {"score": "3"}
+    cfg = config(backend, scales=["5-P"], granularities=["none"], n_samples=2)
+    sid = ce.create_study(engine, cfg, items(4))
+    st = ce.run_study(engine, sid, backends={"judge": backend})
+    ratings = ce.ratings_frame(engine, sid)
+    miss = ratings[ratings.value.isna()]
+    assert len(miss) == 3 and set(miss.raw) == {"N/A"} and miss.problem.str.contains("no score").all()
+    sc = ce.results_frame(st.results).query("kind == 'SC'").iloc[0]
+    assert pd_isna(sc.value) and "same value" in sc.note
+    assert st.results["missing"]["missing"] == 3
+
+
+def pd_isna(v) -> bool:
+    return v is None or v != v
+
+
+def test_an_unreachable_model_fails_the_study_with_a_message(engine, backend, closed_backend):
+    cfg = config(backend, scales=["5-P"], granularities=["none"], n_samples=0)
+    sid = ce.create_study(engine, cfg, items(2))
+    st = ce.run_study(engine, sid, backends={"judge": closed_backend})
+    assert st.status == "failed" and "Cannot reach" in st.error
+
+
+@pytest.fixture
+def closed_backend(backend):
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return backend.with_changes(base_url=f"http://127.0.0.1:{port}/v1", max_retries=0)
+
+
+@pytest.mark.parametrize("method", ["dicl_r", "dicl_sm"])
+def test_dicl_draws_k_oracle_examples_from_other_items(engine, fake, backend, method):
+    fake.responder = scorer()
+    cfg = config(backend, scales=["5-P", "Binary"], granularities=["short"], n_samples=0, methods=["base", method],
+                 oracle="imported", k=2)  # fmt: skip
+    sid = ce.create_study(engine, cfg, items(6, scored=True))
+    st = ce.run_study(engine, sid, backends={"judge": backend})
+    assert st.status == "done", st.error
+    few = [last_user(r) for r in fake.requests if "### Example" in last_user(r)]
+    assert few
+    for p in few:
+        assert p.count("### Example") == 2
+        target = p.rsplit("### Target", 1)[1]
+        q = re.search(r"Query: (question \d+)", target).group(1)
+        examples = p.split("### Target")[0]
+        assert q + "\n" not in examples  # never the target item itself
+        if method == "dicl_sm":
+            # imported scores are on 5-P only: a binary target has no scale-matched example
+            assert "Options: 1-5" in examples and options_of(p) == "1-5"
+    if method == "dicl_sm":
+        r = ce.ratings_frame(engine, sid)
+        binary = r[(r.method == "dicl_sm") & (r.scale == "Binary")]
+        assert binary.value.isna().all() and binary.problem.str.contains("no oracle example").all()
+    acc = ce.results_frame(st.results).query("kind == 'ACC' and method == 'base' and scale == '5-P'").iloc[0]
+    assert acc.value == pytest.approx(1.0) and acc.n == 6
+
+
+def test_an_endpoint_oracle_is_asked_first_and_gives_accuracy(engine, fake, backend):
+    fake.responder = scorer()
+    cfg = config(backend, scales=["5-P"], granularities=["none"], n_samples=2, methods=["base", "dicl_sm"],
+                 oracle="endpoint", oracle_model=ModelSpec.of(backend, "oracle-model"), k=3)  # fmt: skip
+    sid = ce.create_study(engine, cfg, items(6))
+    st = ce.run_study(engine, sid, backends={"judge": backend, "oracle": backend})
+    assert st.status == "done", st.error
+    first_six = [last_user(r) for r in fake.requests[:6]]
+    assert all("### Example" not in p for p in first_six)
+    df = ce.results_frame(st.results)
+    acc = df[(df.kind == "ACC") & (df.method == "base") & (df["mode"] == "single")].iloc[0]
+    assert acc.value == pytest.approx(1.0)
+    matrix = ce.model_method_matrix(df, "Helpfulness")
+    assert {"judge · Base", "judge · SCE", "judge · dICL_sm", "judge · dICL_sm & SCE"} <= set(matrix.index)
+    assert "SC" in matrix.columns and "Accuracy (r)" in matrix.columns
+
+
+def test_cancel_stops_between_chunks(engine, fake, backend, monkeypatch):
+    fake.responder = scorer()
+    monkeypatch.setattr(ce, "CHUNK", 5)
+    cfg = config(backend, scales=["5-P"], granularities=["none"], n_samples=4)
+    sid = ce.create_study(engine, cfg, items(6))
+    st = ce.run_study(engine, sid, backends={"judge": backend},
+                      on_progress=lambda done, total: ce.request_cancel(engine, sid))  # fmt: skip
+    assert st.status == "cancelled" and 0 < st.n_done < st.n_planned
+    ce.reopen(engine, sid)
+    st = ce.run_study(engine, sid, backends={"judge": backend})
+    assert st.status == "done" and st.n_done == st.n_planned
+
+
+def test_bad_setups_are_refused_with_a_message(engine, backend):
+    with pytest.raises(InputError, match="oracle"):
+        ce.create_study(engine, config(backend, methods=["dicl_r"]), items())
+    with pytest.raises(InputError, match="n >= 2"):
+        ce.create_study(engine, config(backend, n_samples=1), items())
+    with pytest.raises(InputError, match="No items for"):
+        ce.create_study(engine, config(backend, criteria=["Helpfulness", "Logicality"]), items())
+    with pytest.raises(InputError, match="No long definition"):
+        ce.create_study(engine, config(backend, criteria=["Tone"]), items(criterion="Tone"))
+    own = config(backend, criteria=["Tone"], definitions={"Tone": {"short": "polite", "long": "polite and warm"}})
+    assert ce.create_study(engine, own, items(criterion="Tone"))
+
+
+def test_reading_items_from_jsonl_and_csv():
+    jsonl = (
+        '{"query": "q1", "response": "r1", "score": "4"}\n'
+        '{"query": "q2", "response": "r2", "criterion": "Factuality"}\n'
+    )
+    got = ce.read_items(jsonl, "x.jsonl", criteria=["Helpfulness", "Factuality"], score_scale="5-P")
+    assert [(i.criterion, i.query, i.oracle_score) for i in got] == [
+        ("Helpfulness", "q1", 4.0), ("Factuality", "q1", 4.0), ("Factuality", "q2", None),
+    ]  # fmt: skip
+    csv_text = "query,response,human_score\nq,r,Yes\n"
+    assert ce.read_items(csv_text, "x.csv", criteria=["Helpfulness"], score_scale="Binary")[0].oracle_score == 1.0
+    for bad, why in (
+        ('{"query": "q"}\n', "missing column"),
+        ("not json\n", "not valid JSON"),
+        ('{"query": "q", "response": "r", "score": 9}\n', "cannot be used"),
+    ):
+        with pytest.raises(InputError, match=why):
+            ce.read_items(bad, "bad.jsonl", criteria=["Helpfulness"], score_scale="5-P")
+
+
+def test_the_bundled_sample_set():
+    data = ce.load_sample_items()
+    assert set(data) == set(ce.CRITERIA)
+    for rows in data.values():
+        assert 8 <= len(rows) <= 12
+        assert len({r["id"] for r in rows}) == len(rows)
+
+
+def test_human_raters_links_ratings_and_agreement(engine, fake, backend):
+    fake.responder = scorer()
+    cfg = config(backend, scales=["5-P", "Binary"], granularities=["long"], n_samples=0)
+    sid = ce.create_study(engine, cfg, items(6))
+    ce.run_study(engine, sid, backends={"judge": backend})
+    ada, bob = ce.add_rater(engine, sid, "ada"), ce.add_rater(engine, sid, "bob")
+    assert ada.token != bob.token and len(ada.token) >= 30
+    with pytest.raises(InputError, match="exists already"):
+        ce.add_rater(engine, sid, "ada")
+    ids = ce.items_frame(engine, sid).id.tolist()
+    for n, item_id in enumerate(ids):
+        good = n % 2 == 0
+        ce.save_human_rating(engine, ada.id, item_id, "5-P", 5 if good else 1)
+        ce.save_human_rating(engine, bob.id, item_id, "5-P", 4 if good else 2)
+        ce.save_human_rating(engine, ada.id, item_id, "Binary", 1 if good else 0)
+    ce.save_human_rating(engine, ada.id, ids[0], "5-P", 4)  # a change replaces the earlier rating
+    with pytest.raises(InputError, match="not on the 5-P scale"):
+        ce.save_human_rating(engine, ada.id, ids[0], "5-P", 6)
+    assert {r.name: r.n_rated for r in ce.list_raters(engine, sid)} == {"ada": 12, "bob": 6}
+    ce.refresh_results(engine, sid)
+    df = ce.results_frame(ce.get_study(engine, sid).results)
+    hum = df[(df.kind == "HUMAN") & (df.scale == "5-P")].iloc[0]
+    assert hum.value > 0.8 and hum.n_raters == 2
+    single = df[(df.kind == "HUMAN") & (df.scale == "Binary")].iloc[0]
+    assert single.value is None or single.value != single.value
+    assert "1 rater" in single.note
+    hm = df[(df.kind == "HUMAN-MODEL") & (df.scale == "5-P")].iloc[0]
+    assert hm.model == "judge" and hm.value > 0.8
+    # revoking a link: it stops working, the ratings stay
+    ce.revoke_rater(engine, bob.id)
+    assert ce.rater_by_token(engine, bob.token) is None and ce.rater_by_token(engine, ada.token).name == "ada"
+    with pytest.raises(InputError, match="not valid"):
+        ce.save_human_rating(engine, bob.id, ids[0], "5-P", 3)
+    assert len(ce.human_ratings_frame(engine, sid)) == 18
+
+
+def test_human_oracle_feeds_accuracy(engine, fake, backend):
+    fake.responder = scorer()
+    cfg = config(backend, scales=["5-P"], granularities=["long"], n_samples=0, oracle="humans")
+    sid = ce.create_study(engine, cfg, items(6))
+    ada = ce.add_rater(engine, sid, "ada")
+    for n, item_id in enumerate(ce.items_frame(engine, sid).id):
+        ce.save_human_rating(engine, ada.id, int(item_id), "5-P", 5 if n % 2 == 0 else 2)
+    st = ce.run_study(engine, sid, backends={"judge": backend})
+    acc = ce.results_frame(st.results).query("kind == 'ACC'").iloc[0]
+    assert acc.value == pytest.approx(1.0) and acc.oracle == "humans"
+
+
+def test_delete_study_removes_everything(engine, fake, backend):
+    fake.responder = scorer()
+    sid = ce.create_study(engine, config(backend, scales=["5-P"], granularities=["none"], n_samples=0), items(2))
+    ce.run_study(engine, sid, backends={"judge": backend})
+    r = ce.add_rater(engine, sid, "ada")
+    ce.save_human_rating(engine, r.id, int(ce.items_frame(engine, sid).id[0]), "5-P", 3)
+    assert ce.delete_study(engine, sid)
+    assert ce.get_study(engine, sid) is None and ce.ratings_frame(engine, sid).empty
+    assert ce.human_ratings_frame(engine, sid).empty and ce.list_raters(engine, sid) == []
+
+
+def test_a_retry_reply_is_not_needed_for_plain_text(engine, fake, backend):
+    """A server without structured output may answer a bare number: it is read as the score."""
+    fake.responder = lambda body: Reply(content="4")
+    sid = ce.create_study(engine, config(backend, scales=["5-P"], granularities=["none"], n_samples=0), items(2))
+    ce.run_study(engine, sid, backends={"judge": backend})
+    assert ce.ratings_frame(engine, sid).value.tolist() == [4.0, 4.0]
