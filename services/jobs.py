@@ -59,6 +59,21 @@ def enqueue(batch_id: int) -> None:
     run_batch(batch_id)
 
 
+@huey.task(retries=0)
+def run_conseval(study_id: int) -> None:
+    """Ask a ConsEval study's model answers not yet saved, then compute its results."""
+    from db.engine import get_engine
+    from services import conseval
+
+    st = conseval.run_study(get_engine(), study_id)
+    log.info("conseval study %s: %s, %d answers, %d calls", study_id, st.status, st.n_done, st.calls)
+
+
+def enqueue_conseval(study_id: int) -> None:
+    """Hand a ConsEval study to the workers."""
+    run_conseval(study_id)
+
+
 def worker_command() -> list[str]:
     return [sys.executable, "-m", "services.worker"]
 
