@@ -74,6 +74,23 @@ def enqueue_conseval(study_id: int) -> None:
     run_conseval(study_id)
 
 
+@huey.task(retries=0)
+def run_dhp(kind: str, ident: int) -> None:
+    """DHP work: "perturb" makes a set's LLM-based perturbations, "run" scores a set with one evaluator."""
+    from db.engine import get_engine
+    from services import dhp
+
+    if kind == "perturb":
+        dhp.process_set(get_engine(), ident)
+    else:
+        log.info("dhp run %s: %s", ident, dhp.process_run(get_engine(), ident))
+
+
+def enqueue_dhp(kind: str, ident: int) -> None:
+    """Hand DHP work (a set to perturb or a run to score) to the workers."""
+    run_dhp(kind, ident)
+
+
 def worker_command() -> list[str]:
     return [sys.executable, "-m", "services.worker"]
 

@@ -13,8 +13,8 @@ import threading
 import time
 
 from db.engine import get_engine
-from services import batches
-from services.jobs import enqueue, huey
+from services import batches, dhp
+from services.jobs import enqueue, enqueue_dhp, huey
 
 log = logging.getLogger("services.worker")
 
@@ -31,6 +31,9 @@ def housekeeping(stop: threading.Event, every: float = batches.HEARTBEAT_EVERY, 
                 for batch_id in batches.recover(engine):
                     log.info("batch %s has work left and no worker: enqueued", batch_id)
                     enqueue(batch_id)
+                for kind, ident in dhp.recover(engine):
+                    log.info("dhp %s %s has work left and no worker: enqueued", kind, ident)
+                    enqueue_dhp(kind, ident)
         except Exception:  # the database may be briefly locked or away; try again next beat
             log.exception("housekeeping failed")
         if stop.wait(every):

@@ -197,7 +197,8 @@ def evaluation_prompt(task_key: str, text_label: str, source_label: str | None, 
     else:
         criterion = f"{metric} (1-5) - {definition}"
         steps = _generic_steps(metric, noun, source_label, definition)
-    source_block = f"{source_label}:\n\n{{source}}\n\n" if source_label else ""
+    shown = "Source Article" if task_key == "summarization" else source_label  # Appendix E's wording
+    source_block = f"{shown}:\n\n{{source}}\n\n" if source_label else ""
     template = (
         _EVAL.replace("{criterion}", criterion)
         .replace("{steps}", steps)
