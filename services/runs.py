@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, select
 
 from db import crud
 from db.engine import get_session
-from db.models import RunCreate
-from services import dcr, evidence
+from db.models import MethodResult, MethodResultPublic, Run, RunCreate
+from services import dcr, evidence, nli
 from services.config import BackendConfig, get_settings
 from services.llm import LLMClient, UsageLedger
 from services.text import InputError, check_pair, estimate_tokens
@@ -212,3 +215,195 @@ def final_text(detail: crud.RunDetail) -> str:
 def connection_check(backend: BackendConfig) -> tuple[bool, str]:
     """Test a backend with a tiny request; (ok, message saying what worked or what is wrong)."""
     return LLMClient(backend).test_connection()
+
+
+# -- the factual-inconsistency paradigms (paper 003) and comparisons of methods on one document -----------
+COMPARE_METHODS = ("dce-amc", "summ-nli", "sent-nli", "qg-qa")
+
+
+def method_config(backend: BackendConfig, method: str, window: int) -> dict:
+    """What an NLI run or batch records of its backend and prompts (never the key)."""
+    versions = nli.prompt_versions(method) | ({"window": str(window)} if method in nli.WINDOWED else {})
+    return {
+        "backend_kind": backend.kind,
+        "model": backend.model,
+        "base_url": None if backend.is_embedded else backend.base_url,
+        "params": {k: v for k, v in backend.public().items() if k not in ("base_url", "model", "kind")},
+        "prompt_versions": versions,
+    }
+
+
+def save_method_result(*, session: Session, run_id: int, record: dict[str, Any], group: str | None = None) -> None:
+    """Store a method's record (services.nli.result_record shape) for a run."""
+    session.add(
+        MethodResult(
+            run_id=run_id, method=record["method"], window=record.get("window"), label=record.get("label"),
+            score=record.get("score"), n_units=record.get("n_units", 0), n_failed=record.get("n_failed", 0),
+            compare_group=group, detail=record,
+        )
+    )  # fmt: skip
+
+
+def get_method_result(*, session: Session, run_id: int) -> MethodResultPublic | None:
+    row = session.exec(select(MethodResult).where(MethodResult.run_id == run_id)).first()
+    return MethodResultPublic.model_validate(row) if row else None
+
+
+def group_results(*, session: Session, group: str) -> list[MethodResultPublic]:
+    rows = session.exec(
+        select(MethodResult).where(MethodResult.compare_group == group).order_by(col(MethodResult.run_id))
+    ).all()
+    return [MethodResultPublic.model_validate(r) for r in rows]
+
+
+def method_results(*, session: Session, run_ids: Sequence[int]) -> dict[int, MethodResultPublic]:
+    if not run_ids:
+        return {}
+    rows = session.exec(select(MethodResult).where(col(MethodResult.run_id).in_(list(run_ids)))).all()
+    return {r.run_id: MethodResultPublic.model_validate(r) for r in rows}
+
+
+def start_method_run(
+    engine: Engine,
+    backend: BackendConfig,
+    reference: str,
+    candidate: str,
+    method: str,
+    *,
+    window: int = 1,
+    group: str | None = None,
+    source: str = "app",
+    title: str = "",
+    progress: Progress | None = None,
+) -> int:
+    """Run Summ-NLI, Sent-NLI or QG-QA on one pair and save it. Raises InputError for input the user must fix.
+
+    Documents over the token budget are cut to their retrieved sentences (Appendix B), so no length check
+    is made here beyond the app's input limit.
+    """
+    if not nli.is_nli(method):
+        raise InputError(f"Unknown method {method!r}; expected one of {', '.join(nli.NLI_METHODS)}.")
+    if window < 1:
+        raise InputError("The window w must be 1 or more sentences.")
+    reference, candidate = reference.strip(), candidate.strip()
+    check_pair(reference, candidate, max_chars=get_settings().max_input_chars)
+    with get_session(engine) as session:
+        run = crud.create_run(
+            session=session,
+            data=RunCreate(
+                reference=reference, candidate=candidate, title=title or candidate[:80], source=source,
+                task="summarization", method=method, amc="none", max_rounds=0,
+                **method_config(backend, method, window),
+            ),
+        )  # fmt: skip
+        run_id: int = run.id  # type: ignore[assignment]
+    ledger = UsageLedger()
+    client = make_client(backend, engine, ledger)
+    if progress:
+        progress(f"{nli.METHOD_LABELS[method]}: judging…")
+    try:
+        result = nli.run_method(client, reference, candidate, method, window=window)
+    except Exception as exc:  # the embedded server failed to start, or a bug: keep the run, say why
+        log.exception("run %s failed", run_id)
+        with get_session(engine) as session:
+            crud.save_usage(session=session, run_id=run_id, records=ledger.records)
+            crud.finish_run(session=session, run_id=run_id, status="failed", error=str(exc))
+        return run_id
+    record = nli.result_record(result, method, candidate, window=window)
+    errors = _unit_errors(record)
+    with get_session(engine) as session:
+        save_method_result(session=session, run_id=run_id, record=record, group=group)
+        crud.save_usage(session=session, run_id=run_id, records=ledger.records)
+        row = session.get(Run, run_id)
+        if row is not None:
+            row.initial_score = row.final_score = record["score"]
+            row.n_rounds = 1
+            session.add(row)
+        failed = record["label"] is None
+        crud.finish_run(
+            session=session, run_id=run_id, status="failed" if failed else "done",
+            error=(f"{len(errors)} of {record['n_units']} unit(s) unreadable: {errors[0]}" if errors else None),
+        )  # fmt: skip
+    return run_id
+
+
+def _unit_errors(record: dict[str, Any]) -> list[str]:
+    units = [record.get("summary") or {}, *record.get("windows", []), *record.get("pairs", [])]
+    return [u["error"] for u in units if u.get("error")]
+
+
+def dce_record(detail: crud.RunDetail) -> dict[str, Any]:
+    """A DCE (or paragraph / evidence) run's round 0 in the method-record shape, for comparisons."""
+    ev = detail.rounds[0].evaluation if detail.rounds else None
+    label = None
+    if ev is not None and ev.n_judged:
+        label = "inconsistent" if any(s.verdict == "inconsistent" for s in ev.sentences) else "consistent"
+    sentences = [
+        {"index": s.index, "text": s.text, "verdict": s.verdict, "reason": s.reason, "error": s.error}
+        for s in (ev.sentences if ev else [])
+    ]
+    return {
+        "method": detail.run.method, "window": None, "label": label,
+        "score": ev.score.z_hat if ev is not None and ev.score else None,
+        "n_units": len(sentences), "n_failed": ev.n_unknown if ev else 0, "sentences": sentences,
+        "usage": detail.usage,
+    }  # fmt: skip
+
+
+def compare_methods(
+    engine: Engine,
+    backend: BackendConfig,
+    reference: str,
+    candidate: str,
+    methods: Sequence[str] = COMPARE_METHODS,
+    *,
+    window: int = 1,
+    amc: str = "rule",
+    progress: Progress | None = None,
+) -> str:
+    """Run each method on the same pair as its own run (listed in History), grouped; returns the group id."""
+    if not methods:
+        raise InputError("Choose at least one method to compare.")
+    reference, candidate = reference.strip(), candidate.strip()
+    check_pair(reference, candidate, max_chars=get_settings().max_input_chars)
+    if any(not nli.is_nli(m) and m != "evidence" for m in methods):
+        check_context(backend, reference, candidate)  # before any run, so a refused pair leaves no half comparison
+    group = uuid.uuid4().hex[:12]
+    for method in methods:
+        if nli.is_nli(method):
+            start_method_run(
+                engine, backend, reference, candidate, method, window=window, group=group, source="app",
+                title=f"compare: {candidate[:70]}", progress=progress,
+            )  # fmt: skip
+            continue
+        cfg = dcr.DCRConfig(method=method, amc=amc, max_rounds=0)  # type: ignore[arg-type]
+        run_id = start_run(
+            engine, backend, reference, candidate, cfg, title=f"compare: {candidate[:70]}", progress=progress
+        )
+        detail = load(engine, run_id)
+        if detail is not None:
+            with get_session(engine) as session:
+                save_method_result(session=session, run_id=run_id, record=dce_record(detail), group=group)
+    return group
+
+
+def load_method(engine: Engine, run_id: int) -> MethodResultPublic | None:
+    with get_session(engine) as session:
+        return get_method_result(session=session, run_id=run_id)
+
+
+def load_group(engine: Engine, group: str) -> list[tuple[MethodResultPublic, crud.RunDetail]]:
+    """The runs of a comparison, in the order they were made, each with its stored method record."""
+    with get_session(engine) as session:
+        found = group_results(session=session, group=group)
+        out = []
+        for m in found:
+            d = crud.load_run(session=session, run_id=m.run_id)
+            if d is not None:
+                out.append((m, d))
+        return out
+
+
+def list_methods(engine: Engine, run_ids: Sequence[int]) -> dict[int, MethodResultPublic]:
+    with get_session(engine) as session:
+        return method_results(session=session, run_ids=run_ids)
