@@ -455,3 +455,35 @@ def test_a_retry_reply_is_not_needed_for_plain_text(engine, fake, backend):
     sid = ce.create_study(engine, config(backend, scales=["5-P"], granularities=["none"], n_samples=0), items(2))
     ce.run_study(engine, sid, backends={"judge": backend})
     assert ce.ratings_frame(engine, sid).value.tolist() == [4.0, 4.0]
+
+
+# -- the command line ----------------------------------------------------------------------------
+
+
+def test_cli_conseval_writes_every_alpha_with_interval_and_n(fake, monkeypatch, tmp_path, capsys):
+    import cli
+
+    fake.responder = scorer(noisy=True)
+    monkeypatch.setenv("LLM_BASE_URL", fake.base_url)
+    monkeypatch.setenv("LLM_MODEL", "fake-model")
+    monkeypatch.setenv("DATABASE_URL", f"sqlite:///{tmp_path / 'cli.db'}")
+    data = tmp_path / "items.jsonl"
+    data.write_text(
+        "\n".join(json.dumps({"query": f"q{i}", "response": f"{GOOD if i % 2 else 'bad'} {i}",
+                               "score": 5 if i % 2 else 1}) for i in range(6)),
+        encoding="utf-8",
+    )  # fmt: skip
+    out = tmp_path / "out.json"
+    code = cli.main(["conseval", "--input", str(data), "--criteria", "helpfulness", "--scales", "5p,7-P,likert",
+                     "--samples", "3", "--definitions", "none,short", "--oracle", "imported", "--score-scale", "5p",
+                     "--boot", "30", "--output", str(out)])  # fmt: skip
+    assert code == 0, capsys.readouterr().err
+    report = json.loads(out.read_text(encoding="utf-8"))
+    assert report["status"] == "done" and report["calls"] == 6 * 3 * 2 * 4
+    sc = [r for r in report["results"] if r["kind"] == "SC"]
+    assert len(sc) == 3 * 2
+    assert all({"value", "ci_low", "ci_high", "n", "level"} <= set(r) and r["n"] == 6 for r in sc)
+    assert {r["kind"] for r in report["results"]} == {"SC", "GS", "IC2", "ACC"}
+    assert report["mappings"]["11-P (NEG)"].startswith("(x - (-5)) / 10")
+    assert cli.main(["conseval", "--criteria", "Helpfulness", "--scales", "12-P", "--samples", "2"]) == 2
+    assert "unknown scale" in capsys.readouterr().err
