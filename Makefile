@@ -11,7 +11,7 @@ else
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF
 endif
 
-.PHONY: install install-dev install-embeddings run worker test test-fast lint bench browser clean
+.PHONY: install install-dev install-embeddings run worker test test-fast lint bench browser postgres clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -47,11 +47,19 @@ browser:
 			apt-get update -qq && apt-get install -y -qq chromium >/dev/null; \
 		else echo "chromium not found: the browser tests will be skipped"; fi; }
 
+# Debian's PostgreSQL for the database tests, which start a throwaway server on loopback (tests/db/pg.py);
+# elsewhere they are skipped with a message, except under CI=true, where a missing server fails the run.
+postgres:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 || { \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; \
+		else echo "PostgreSQL not found: the PostgreSQL database tests will be skipped"; fi; }
+
 # A batch worker on its own (the app starts one itself); run more, here or on other machines.
 worker: install
 	$(BIN)/python -m services.worker
 
-test: install-dev install-embeddings browser
+test: install-dev install-embeddings browser postgres
 	$(BIN)/python -m pytest
 
 test-fast: install-dev
