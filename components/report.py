@@ -70,12 +70,14 @@ def render_report(report: Report) -> None:
     if report.summary:
         st.markdown(report.summary)
     if report.headlines:
-        cols = st.columns(min(4, len(report.headlines)))
-        for i, h in enumerate(report.headlines):
-            cols[i % len(cols)].metric(
-                h.label, h.text(), help=(f"n = {h.n:,}. " if h.n is not None else "") + (h.note or "")
-            )
-        st.caption("Brackets: 95% bootstrap interval.")
+        per_row = min(3, len(report.headlines))
+        for start in range(0, len(report.headlines), per_row):
+            cols = st.columns(per_row)
+            for col, h in zip(cols, report.headlines[start : start + per_row], strict=False):
+                col.metric(h.label, h.value_text(), help=h.note or None)
+                parts = [f"95% CI {h.interval_text()}" if h.interval_text() else "", f"n = {h.n:,}" if h.n else ""]
+                if any(parts):
+                    col.caption(" · ".join(p for p in parts if p))
     for note in report.notes:
         st.caption(f":material/info: {note}")
     for i, f in enumerate(report.figures):

@@ -63,13 +63,19 @@ class Headline(BaseModel):
     percent: bool = False
     note: str = ""
 
+    def value_text(self) -> str:
+        """'0.612', '71.3%' or '—'."""
+        return _num(self.value, self.digits, self.percent)
+
+    def interval_text(self) -> str:
+        """'[0.540, 0.671]', or '' without an interval."""
+        if not (_finite(self.ci_low) and _finite(self.ci_high) and _finite(self.value)):
+            return ""
+        return f"[{_num(self.ci_low, self.digits, self.percent)}, {_num(self.ci_high, self.digits, self.percent)}]"
+
     def text(self) -> str:
         """'0.612 [0.540, 0.671]', '71.3%' or '—'."""
-        return _num(self.value, self.digits, self.percent) + (
-            f" [{_num(self.ci_low, self.digits, self.percent)}, {_num(self.ci_high, self.digits, self.percent)}]"
-            if _finite(self.ci_low) and _finite(self.ci_high) and _finite(self.value)
-            else ""
-        )
+        return " ".join(x for x in (self.value_text(), self.interval_text()) if x)
 
 
 class Table(BaseModel):

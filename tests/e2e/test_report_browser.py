@@ -1,0 +1,161 @@
+"""Reports in headless Chromium: the downloaded HTML file opens with every request aborted and draws its
+charts; a share link shows the report read-only in the running app, and a revoked link says so.
+
+Playwright runs in a thread of its own here: test_browser.py keeps a session-wide Playwright open in the
+main thread, and a second sync Playwright cannot start in the same thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from components.report_builders import build
+from db.engine import make_engine
+from services import reports
+from tests.e2e.conftest import CHROMIUM_ARGS, running_app
+from tests.metaeval_seed import Item, seed
+
+CHROMIUM = Path("/usr/bin/chromium")
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "test-artifacts"
+TIMEOUT_MS = 30_000
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} not found (install Debian's chromium: make browser)"),
+]
+sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (requirements-dev.txt)")
+
+C, X = "consistent", "inconsistent"
+ITEMS = [
+    Item([[C, X], [C, C]], human_score=0.5, human_label=0),
+    Item([[C, C]], human_score=1.0, human_label=1),
+    Item([[X]], human_score=0.0, human_label=0),
+    Item([[C, X, C], [C, C, C]], human_score=0.6, human_label=0),
+    Item([[C, C, C]], human_score=1.0, human_label=1),
+]
+
+
+def in_browser(fn: Callable[[Any], Any], name: str) -> Any:
+    """Run fn(page) in a fresh Chromium on a thread of its own; a screenshot of the page if it fails."""
+
+    def work() -> Any:
+        with sync_api.sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+            context = browser.new_context(viewport={"width": 1300, "height": 2200})
+            context.set_default_timeout(TIMEOUT_MS)
+            page = context.new_page()
+            try:
+                return fn(page)
+            except Exception:
+                ARTIFACTS.mkdir(exist_ok=True)
+                page.screenshot(path=str(ARTIFACTS / f"FAILED-{name}.png"), full_page=True)
+                raise
+            finally:
+                context.close()
+                browser.close()
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(work).result()
+
+
+@dataclass
+class Seeded:
+    database_url: str
+    batch_id: int
+    token: str
+    revoked_token: str
+    html: Path
+    n_figures: int
+
+
+@pytest.fixture(scope="module")
+def seeded(tmp_path_factory: pytest.TempPathFactory) -> Seeded:
+    tmp = tmp_path_factory.mktemp("e2e-report")
+    database_url = f"sqlite:///{tmp / 'report.db'}"
+    engine = make_engine(database_url)
+    try:
+        _, bid = seed(engine, ITEMS)
+        report = build(engine, "batch", bid, n_boot=200)
+        html = tmp / "batch-report.html"
+        html.write_text(reports.to_html(report), encoding="utf-8")
+        token = reports.new_share(engine, "batch", bid, title=f"Batch #{bid}").token
+        old = reports.new_share(engine, "batch", bid, title="old link")
+        reports.revoke(engine, old.id)
+        return Seeded(database_url, bid, token, old.token, html, len(report.figures))
+    finally:
+        engine.dispose()
+
+
+def test_the_report_file_opens_without_a_network_and_draws_its_charts(seeded: Seeded):
+    def check(page) -> dict:
+        attempted: list[str] = []
+        errors: list[str] = []
+
+        def route(r) -> None:
+            if r.request.url.startswith("file:"):
+                r.continue_()
+            else:
+                attempted.append(r.request.url)
+                r.abort()
+
+        page.context.route("**/*", route)
+        page.context.set_offline(True)
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(seeded.html.as_uri())
+        plots = page.locator(".js-plotly-plot")
+        sync_api.expect(plots).to_have_count(seeded.n_figures)
+        for i in range(seeded.n_figures):
+            sync_api.expect(plots.nth(i).locator(".main-svg").first).to_be_visible()
+        bars = page.locator(".js-plotly-plot .bars path, .js-plotly-plot .scatterlayer path").count()
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "report-offline.png"), full_page=True)
+        return {
+            "attempted": attempted,
+            "errors": errors,
+            "plotly": page.evaluate("typeof window.Plotly"),
+            "title": page.locator("h1").inner_text(),
+            "marks": bars,
+            "kpis": page.locator(".kpi").count(),
+        }
+
+    got = in_browser(check, "report-offline")
+    assert got["plotly"] == "object" and not got["errors"], got["errors"]
+    assert got["attempted"] == []  # nothing was even requested from outside the file
+    assert f"Batch #{seeded.batch_id}" in got["title"]
+    assert got["marks"] > 0 and got["kpis"] >= 6
+
+
+@pytest.fixture(scope="module")
+def app_url(seeded: Seeded, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    tmp = tmp_path_factory.mktemp("e2e-report-app")
+    yield from running_app(ROOT, tmp, DATABASE_URL=seeded.database_url, CONSISTENCY_SPAWN_WORKER="0")
+    log = tmp / "streamlit.log"
+    assert "Traceback" not in log.read_text(errors="replace"), log.read_text(errors="replace")[-3000:]
+
+
+def test_a_share_link_shows_the_report_read_only_and_a_revoked_one_says_so(seeded: Seeded, app_url: str):
+    def check(page) -> None:
+        expect = sync_api.expect
+        main = page.get_by_test_id("stMain")
+        page.goto(f"{app_url}/Reports?share={seeded.token}")
+        expect(main.get_by_role("heading", name=f"Batch #{seeded.batch_id}")).to_be_visible()
+        expect(main.get_by_test_id("stMetric").filter(has_text="Pearson r")).to_be_visible()
+        expect(main.locator(".js-plotly-plot").first).to_be_visible()
+        expect(main.get_by_text("A read-only shared report.")).to_be_visible()
+        expect(page.get_by_test_id("stStatusWidget")).to_have_count(0)
+        expect(page.get_by_test_id("stException")).to_have_count(0)
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "report-shared.png"), full_page=True)
+
+        page.goto(f"{app_url}/Reports?share={seeded.revoked_token}")
+        expect(main.get_by_text("This share link was revoked")).to_be_visible()
+        expect(main.get_by_test_id("stMetric")).to_have_count(0)
+
+    in_browser(check, "report-shared")
