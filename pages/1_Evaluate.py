@@ -14,8 +14,10 @@ from components.dcr_views import (
     render_score,
     rounds_frame,
 )
+from components.nli_figures import ALL_METHOD_LABELS, method_name
+from components.nli_views import render_comparison
 from components.ui import demo_notice, engine, page_setup
-from services import runs
+from services import nli, runs
 from services.dcr import (
     CONVERTER_LABELS,
     METHOD_LABELS,
@@ -40,12 +42,18 @@ for key, default in {
     "ev_rounds": 3,
     "ev_run_id": None,
     "ev_messages": [],
+    "ev_window": 1,
+    "ev_compare": None,
+    "ev_compare_methods": list(runs.COMPARE_METHODS),
 }.items():
     st.session_state.setdefault(key, default)
 
 run_param = st.query_params.get("run")
 if run_param and run_param.isdigit() and st.session_state.ev_run_id != int(run_param):
     st.session_state.ev_run_id = int(run_param)
+compare_param = st.query_params.get("compare")
+if compare_param and st.session_state.ev_compare != compare_param:
+    st.session_state.ev_compare, st.session_state.ev_run_id = compare_param, None
 
 
 def _load_upload(which: str) -> None:
@@ -71,10 +79,22 @@ def _load_sample() -> None:
 
 def _open_run(run_id: int | None) -> None:
     st.session_state.ev_run_id = run_id
+    st.session_state.ev_compare = None
+    st.query_params.pop("compare", None)
     if run_id is None:
         st.query_params.pop("run", None)
     else:
         st.query_params["run"] = str(run_id)
+
+
+def _open_compare(group: str | None) -> None:
+    st.session_state.ev_run_id = None
+    st.query_params.pop("run", None)
+    st.session_state.ev_compare = group
+    if group is None:
+        st.query_params.pop("compare", None)
+    else:
+        st.query_params["compare"] = group
 
 
 def _start_from_final(reference: str, final: str) -> None:
@@ -92,8 +112,8 @@ st.caption(
 )
 demo_notice(backend)
 
-open_run = st.session_state.ev_run_id
-if open_run is not None and not st.session_state.ev_reference and not st.session_state.ev_candidate:
+open_run = st.session_state.ev_run_id if st.session_state.ev_compare is None else -1
+if open_run is not None and open_run >= 0 and not st.session_state.ev_reference and not st.session_state.ev_candidate:
     opened = runs.load(eng, open_run)
     if opened is not None:  # a deep link: show what was evaluated, ready to run again with changes
         st.session_state.ev_reference, st.session_state.ev_candidate = opened.reference, opened.candidate
@@ -143,16 +163,89 @@ with form_box:
     st.session_state.ev_messages = []
     with st.expander("Options", icon=":material/settings:"):
         o = st.columns(3)
-        o[0].radio("Evaluator", list(METHOD_LABELS), format_func=METHOD_LABELS.get, key="ev_method")
+        o[0].radio("Evaluator", list(ALL_METHOD_LABELS), format_func=ALL_METHOD_LABELS.get, key="ev_method")
         o[1].radio("Converter (AMC)", list(CONVERTER_LABELS), format_func=CONVERTER_LABELS.get, key="ev_amc")
         o[2].number_input("Maximum rounds m", min_value=1, max_value=10, key="ev_rounds")
+        o[2].number_input(
+            "Window w (sentences)", min_value=1, max_value=10, key="ev_window",
+            help="Sent-NLI and QG-QA judge the summary w sentences at a time (the paper's default: 1).",
+        )  # fmt: skip
+        if nli.is_nli(st.session_state.ev_method):
+            st.caption(
+                "The factual-inconsistency paradigms of the Summ-NLI / Sent-NLI / QG-QA paper give a verdict, not a "
+                "rewrite: the converter and the rounds do not apply. Documents over 1,024 tokens are cut to the "
+                "sentences that best match the summary (or each window: 5 sentences)."
+            )
+        st.multiselect(
+            "Methods to compare", list(runs.COMPARE_METHODS), format_func=ALL_METHOD_LABELS.get,
+            key="ev_compare_methods", help="Compare methods runs each of these on the same article and summary.",
+        )  # fmt: skip
         if st.session_state.ev_method == "evidence":
             st.caption(
                 "The evidence checker aligns each sentence with the reference (MiniLM embeddings when installed, "
                 "plus word overlap) and flags numbers, names and words found nowhere in it. No model is called, "
                 "so the converter and the rounds do not apply."
             )
-    go = st.button("Evaluate", type="primary", icon=":material/play_arrow:")
+    b = st.container(horizontal=True)
+    go = b.button("Evaluate", type="primary", icon=":material/play_arrow:")
+    go_compare = b.button(
+        "Compare methods", icon=":material/compare:",
+        help="DCE-AMC, Summ-NLI, Sent-NLI and QG-QA (as chosen in Options) on the same pair, side by side.",
+    )  # fmt: skip
+
+if go and nli.is_nli(st.session_state.ev_method):
+    try:
+        with st.status("Evaluating…", expanded=False) as status:
+            run_id = runs.start_method_run(
+                eng, backend, st.session_state.ev_reference, st.session_state.ev_candidate,
+                st.session_state.ev_method, window=int(st.session_state.ev_window),
+                progress=lambda m: status.update(label=m),
+            )  # fmt: skip
+            status.update(label="Evaluated", state="complete")
+        _open_run(run_id)
+        st.rerun()
+    except InputError as exc:
+        st.error(str(exc), icon=":material/warning:")
+    go = False
+if go_compare:
+    try:
+        with st.status("Comparing methods…", expanded=True) as status:
+            group = runs.compare_methods(
+                eng, backend, st.session_state.ev_reference, st.session_state.ev_candidate,
+                st.session_state.ev_compare_methods, window=int(st.session_state.ev_window),
+                amc=st.session_state.ev_amc, progress=status.write,
+            )  # fmt: skip
+            status.update(label="Compared", state="complete")
+        _open_compare(group)
+        st.rerun()
+    except InputError as exc:
+        st.error(str(exc), icon=":material/warning:")
+
+group = st.session_state.ev_compare
+if group is not None and not go:
+    found = runs.load_group(eng, group)
+    if not found:
+        st.warning(f"Comparison {group} no longer exists (its runs were deleted).")
+        _open_compare(None)
+        st.stop()
+    first = found[0][1]
+    st.divider()
+    head = st.columns([5, 1], vertical_alignment="center")
+    head[0].subheader("Methods compared on one document")
+    head[0].caption(
+        f"{first.run.model} · {len(found)} method(s) · runs {', '.join(f'#{d.run.id}' for _, d in found)} "
+        f"(each listed in History) · {first.run.created_at:%Y-%m-%d %H:%M} UTC"
+    )
+    if head[1].button("Close", icon=":material/close:", key="ev_compare_close"):
+        _open_compare(None)
+        st.rerun()
+    for m, d in found:
+        if d.run.status == "failed" or d.run.error:
+            st.warning(f"{method_name(m.method, m.window)} (run #{d.run.id}): {d.run.error}", icon=":material/report:")
+    render_comparison(
+        first.candidate, [m.detail for m, _ in found], [d.usage for _, d in found], [d.run.id for _, d in found]
+    )
+    st.stop()
 
 if go:
     cfg = DCRConfig(
@@ -185,6 +278,21 @@ if run_id is not None:
         st.stop()
     r = detail.run
     st.divider()
+    if nli.is_nli(r.method):
+        head = st.columns([5, 1], vertical_alignment="center")
+        m = runs.load_method(eng, r.id)
+        head[0].subheader(f"Run #{r.id} · {method_name(r.method, m.window if m else None)}")
+        head[0].caption(f"{r.model} · {ALL_METHOD_LABELS.get(r.method, r.method)} · "
+                        f"{r.created_at:%Y-%m-%d %H:%M} UTC · source: {r.source}")  # fmt: skip
+        if head[1].button("Close", icon=":material/close:"):
+            _open_run(None)
+            st.rerun()
+        if r.error:
+            (st.error if r.status == "failed" else st.warning)(r.error, icon=":material/report:")
+        if m is None:
+            st.stop()
+        render_comparison(detail.candidate, [m.detail], [detail.usage], [r.id], key="ev_one")
+        st.stop()
     head = st.columns([5, 1], vertical_alignment="center")
     head[0].subheader(f"Run #{r.id} · {TASK_LABELS.get(r.task, r.task).split(' (')[0]}")
     converter = "" if r.method == "evidence" else f" · converter: {r.amc}"

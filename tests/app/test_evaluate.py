@@ -258,3 +258,64 @@ def test_an_annotator_labels_a_run_sentence_without_touching_the_models_verdict(
     assert annotations.annotator_by_name(eng, "Ada") is not None
     assert [s.verdict for s in runs.load(eng, 1).rounds[0].evaluation.sentences] == before, "model unchanged"
     assert any("you corrected the model" in t for t in texts(at.markdown))
+
+
+# -- the factual-inconsistency methods (Summ-NLI, Sent-NLI, QG-QA) beside DCE -------------------------
+@pytest.fixture
+def nli_fake(judge):
+    from tests.fakes import answers_connection_check
+    from tests.nli_fakes import nli_judge
+
+    judge.responder = answers_connection_check(nli_judge())
+    return judge
+
+
+def test_compare_methods_shows_verdicts_side_by_side_and_saves_each_run(open_page, nli_fake):
+    at = open_page(EVALUATE)
+    at.text_area(key="ev_reference").input(REF)
+    at.text_area(key="ev_candidate").input(CAND)
+    at = click(at, "Compare methods")
+    assert not at.exception
+    assert not at.error, texts(at.error)
+    assert "Methods compared on one document" in texts(at.subheader)
+    group = at.query_params["compare"]
+    found = runs.load_group(db.engine.get_engine(), group)
+    assert [m.method for m, _ in found] == ["dce-amc", "summ-nli", "sent-nli", "qg-qa"]
+    over, sentences = at.dataframe[0].value, at.dataframe[1].value
+    assert list(over["method"]) == ["DCE-AMC", "Summ-NLI", "Sent-NLI (w=1)", "QG-QA (w=1)"]
+    assert set(over["verdict"]) == {"✗ inconsistent"}
+    assert list(over["calls"]) == [1, 1, 3, 6]
+    assert list(sentences["Sent-NLI (w=1)"]) == ["✓ consistent", "✗ inconsistent", "✓ consistent"]
+    assert list(sentences["QG-QA (w=1)"]) == ["✓ consistent", "✗ inconsistent", "✓ consistent"]
+    assert set(sentences["Summ-NLI"]) == {"✗ inconsistent (whole summary)"}
+    windows = at.dataframe[2].value
+    assert list(windows["judgement"]) == ["✓ consistent", "✗ inconsistent", "✓ consistent"]
+    assert "1999" in windows["reasoning"][1]
+    qa = at.dataframe[3].value
+    assert list(qa["expected answer"]) == ["Paris", "1999", "iron"]
+    assert list(qa["judgement"]) == ["✓ consistent", "✗ inconsistent", "✓ consistent"]
+    assert counts()["runs"] == 4
+
+    again = open_page(EVALUATE, query={"compare": group})  # a deep link reopens the comparison
+    assert not again.exception and "Methods compared on one document" in texts(again.subheader)
+
+
+def test_sent_nli_run_with_a_window_and_a_parse_failure(open_page, judge):
+    from tests.fakes import answers_connection_check
+    from tests.nli_fakes import nli_judge
+
+    judge.responder = answers_connection_check(nli_judge(skip_judgement="wrought"))
+    at = open_page(EVALUATE)
+    at.text_area(key="ev_reference").input(REF)
+    at.text_area(key="ev_candidate").input(CAND)
+    at.radio(key="ev_method").set_value("sent-nli")
+    at.number_input(key="ev_window").set_value(2)
+    at = click(at, "Evaluate")
+    assert not at.exception
+    assert [s.value for s in at.subheader] == ["Run #1 · Sent-NLI (w=2)"]
+    windows = at.dataframe[2].value
+    assert list(windows["window"]) == ["1–2", "3"]
+    assert list(windows["judgement"]) == ["✗ inconsistent", "? no verdict"]
+    assert "Judgement" in windows["parse failure"][1]
+    assert any("1 of 2 unit(s) unreadable" in w for w in texts(at.warning))
+    assert runs.load(db.engine.get_engine(), 1).run.method == "sent-nli"

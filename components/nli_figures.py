@@ -1,0 +1,147 @@
+"""Frames and figures for the factual-inconsistency methods; no Streamlit, so reports can reuse them.
+
+The records are `services.nli.result_record` dicts (and `services.runs.dce_record` for DCE runs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from services import dcr, nli
+
+ALL_METHOD_LABELS = {**dcr.METHOD_LABELS, **nli.METHOD_LABELS}
+VERDICT_MARK = {"consistent": "✓ consistent", "inconsistent": "✗ inconsistent", None: "? no verdict"}
+COLORS = {"consistent": "#2e9d5b", "inconsistent": "#d13c3c", "unknown": "#8a94a6"}
+
+
+def method_name(method: str, window: int | None = None) -> str:
+    """A short column name: 'Sent-NLI (w=2)'."""
+    short = {
+        "dce-amc": "DCE-AMC", "paragraph": "Paragraph", "evidence": "Evidence checker",
+        "summ-nli": "Summ-NLI", "sent-nli": "Sent-NLI", "qg-qa": "QG-QA",
+    }.get(method, method)  # fmt: skip
+    return f"{short} (w={window})" if window and method in nli.WINDOWED else short
+
+
+def _tokens(usage: dict[str, Any]) -> int:
+    return int(usage.get("prompt_tokens", 0)) + int(usage.get("completion_tokens", 0))
+
+
+def overview_frame(records: Sequence[dict[str, Any]], usages: Sequence[dict[str, Any]]) -> pd.DataFrame:
+    """One row per method: its verdict on the whole summary, score, units, parse failures, calls and tokens."""
+    rows = []
+    for rec, usage in zip(records, usages, strict=True):
+        rows.append(
+            {
+                "method": method_name(rec["method"], rec.get("window")),
+                "verdict": VERDICT_MARK.get(rec.get("label"), "? no verdict"),
+                "score": rec.get("score"),
+                "units judged": int(rec.get("n_units", 0)) - int(rec.get("n_failed", 0)),
+                "parse failures": int(rec.get("n_failed", 0)),
+                "calls": int(usage.get("calls", 0)),
+                "cache hits": int(usage.get("cache_hits", 0)),
+                "tokens": _tokens(usage),
+            }
+        )
+    return pd.DataFrame(
+        rows,
+        columns=["method", "verdict", "score", "units judged", "parse failures", "calls", "cache hits", "tokens"],
+    )
+
+
+def sentences_frame(sentences: Sequence[str], records: Sequence[dict[str, Any]]) -> pd.DataFrame:
+    """Summary sentences down, methods across: each method's verdict on each sentence.
+
+    A method with no per-sentence verdict (Summ-NLI, the paragraph evaluator) shows its whole-summary verdict
+    in every row, marked "(whole summary)".
+    """
+    data: dict[str, list[str]] = {"#": [str(i + 1) for i in range(len(sentences))], "sentence": list(sentences)}
+    for rec in records:
+        name = method_name(rec["method"], rec.get("window"))
+        per = {int(s["index"]): s.get("verdict") or "unknown" for s in rec.get("sentences") or []}
+        if not per and rec["method"] in ("summ-nli", "paragraph"):
+            mark = VERDICT_MARK.get(rec.get("label"), "? no verdict")
+            data[name] = [f"{mark} (whole summary)"] * len(sentences)
+        else:
+            data[name] = [VERDICT_MARK.get(per.get(i), "? no verdict") for i in range(len(sentences))]
+    return pd.DataFrame(data)
+
+
+def _context_text(ctx: dict[str, Any] | None) -> str:
+    if not ctx:
+        return "whole document"
+    return "document sentences " + ", ".join(str(i + 1) for i in ctx.get("indices", []))
+
+
+def windows_frame(record: dict[str, Any]) -> pd.DataFrame:
+    """Sent-NLI: each window with its sentences, judgement, reasoning, parse failure and the context used."""
+    rows = [
+        {
+            "window": f"{w['start'] + 1}" if w["end"] - w["start"] == 1 else f"{w['start'] + 1}–{w['end']}",
+            "sentences": w["text"],
+            "judgement": VERDICT_MARK.get(w.get("label"), "? no verdict"),
+            "reasoning": w.get("reasoning") or "",
+            "parse failure": w.get("error") or "",
+            "context": _context_text(w.get("context")),
+        }
+        for w in record.get("windows", [])
+    ]
+    return pd.DataFrame(rows, columns=["window", "sentences", "judgement", "reasoning", "parse failure", "context"])
+
+
+def qa_frame(record: dict[str, Any]) -> pd.DataFrame:
+    """QG-QA: question, expected answer, the model's answer, reasoning and judgement, one row per pair."""
+    rows = [
+        {
+            "window": int(p["window"]) + 1,
+            "question": p.get("question") or "— (no question generated)",
+            "expected answer": p.get("expected_answer") or "",
+            "model's answer": p.get("answer") or "",
+            "reasoning": p.get("reasoning") or "",
+            "judgement": VERDICT_MARK.get(p.get("judgement"), "? no verdict"),
+            "parse failure": p.get("error") or "",
+            "context": _context_text(p.get("context")),
+        }
+        for p in record.get("pairs", [])
+    ]
+    cols = ["window", "question", "expected answer", "model's answer", "reasoning", "judgement", "parse failure",
+            "context"]  # fmt: skip
+    return pd.DataFrame(rows, columns=cols)
+
+
+def used_context(record: dict[str, Any]) -> list[tuple[str, list[int], list[str]]]:
+    """Which document sentences were used, per unit, when the document exceeded the budget (Appendix B)."""
+    out: list[tuple[str, list[int], list[str]]] = []
+    s = record.get("summary")
+    if s and s.get("context"):
+        out.append(("whole summary", s["context"]["indices"], s["context"]["sentences"]))
+    for w in record.get("windows", []):
+        if w.get("context"):
+            out.append((f"window {w['start'] + 1}", w["context"]["indices"], w["context"]["sentences"]))
+    seen: set[int] = set()
+    for p in record.get("pairs", []):
+        if p.get("context") and p["window"] not in seen:
+            seen.add(p["window"])
+            out.append((f"QA window {p['window'] + 1}", p["context"]["indices"], p["context"]["sentences"]))
+    return out
+
+
+def make_method_cost_figure(df: pd.DataFrame) -> go.Figure:
+    """Calls and tokens per method (columns method, calls, tokens): the efficiency trade-off, two axes."""
+    fig = go.Figure()
+    fig.add_bar(x=df["method"], y=df["calls"], name="calls", marker_color="#4c78a8", offsetgroup="calls")
+    fig.add_bar(x=df["method"], y=df["tokens"], name="tokens", marker_color="#f58518", yaxis="y2", offsetgroup="tokens")
+    fig.update_layout(
+        barmode="group",
+        height=300,
+        margin={"l": 10, "r": 10, "t": 40, "b": 10},
+        title={"text": "Cost per method", "font": {"size": 14}},
+        yaxis={"title": "calls", "rangemode": "tozero"},
+        yaxis2={"title": "tokens", "overlaying": "y", "side": "right", "rangemode": "tozero", "showgrid": False},
+        legend={"orientation": "h", "y": -0.2},
+    )
+    return fig
