@@ -26,6 +26,7 @@ from typing import Any
 import clitools.alpha
 import clitools.batch
 import clitools.conseval
+import clitools.dhp
 import clitools.distill
 import clitools.report
 from db.engine import get_engine
@@ -187,7 +188,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--rounds", type=int, default=0, help="improvement rounds m (default 0: evaluate only)")
     ev.add_argument("--concurrency", type=int, default=None, help="items in flight at once")
     ev.set_defaults(func=cmd_evaluate)
-    for module in (clitools.batch, clitools.alpha, clitools.report, clitools.distill, clitools.conseval):
+    for module in (clitools.batch, clitools.alpha, clitools.report, clitools.distill, clitools.conseval, clitools.dhp):
         module.add_parser(sub)
     return p
 
