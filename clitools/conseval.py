@@ -96,14 +96,7 @@ def build(args: argparse.Namespace) -> tuple[ce.StudyConfig, list[ce.ItemIn]]:
         if not args.input.is_file():
             raise InputError(f"{args.input}: no such file")
         items = ce.read_items(args.input.read_bytes(), args.input.name, criteria=criteria, score_scale=score_scale)
-        if args.limit:
-            kept: dict[str, int] = {}
-            limited = []
-            for it in items:
-                kept[it.criterion] = kept.get(it.criterion, 0) + 1
-                if kept[it.criterion] <= args.limit:
-                    limited.append(it)
-            items = limited
+        items = ce.limit_items(items, args.limit)
     else:
         items = ce.sample_items(criteria, args.limit)
     cfg.validate()

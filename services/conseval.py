@@ -479,6 +479,19 @@ def read_items(
     return out
 
 
+def limit_items(items: list[ItemIn], per_criterion: int | None) -> list[ItemIn]:
+    """The first `per_criterion` items of each criterion (all when None or 0)."""
+    if not per_criterion:
+        return items
+    seen: dict[str, int] = {}
+    out = []
+    for it in items:
+        seen[it.criterion] = seen.get(it.criterion, 0) + 1
+        if seen[it.criterion] <= per_criterion:
+            out.append(it)
+    return out
+
+
 # -- persistence ---------------------------------------------------------------------------------
 def create_study(engine: Engine, cfg: StudyConfig, items: list[ItemIn], *, name: str = "") -> int:
     """Save a study and its items, queued; InputError when the set-up cannot run."""

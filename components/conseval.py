@@ -1,0 +1,184 @@
+"""Streamlit rendering of ConsEval studies: progress, results (alphas with intervals and n), raters."""
+
+from __future__ import annotations
+
+import html
+import math
+
+import pandas as pd
+import streamlit as st
+
+from components.conseval_figures import make_ic_figure, make_matrix_figure, make_radar_figure, make_sc_figure
+from services import conseval as ce
+
+KIND_LABELS = {
+    "SC": "Self-consistency",
+    **ce.IC_LABELS,
+    "ACC": "Accuracy (Pearson r)",
+    "HUMAN": "Among human raters",
+    "HUMAN-MODEL": "Humans vs model",
+}
+
+
+def fmt_value(v, lo, hi) -> str:  # noqa: ANN001
+    """'0.82 [0.71, 0.90]', or '0.82' without an interval, or 'undefined'."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "undefined"
+    if lo is None or hi is None or (isinstance(lo, float) and math.isnan(lo)):
+        return f"{v:.3f}"
+    return f"{v:.3f} [{lo:.3f}, {hi:.3f}]"
+
+
+def table(df: pd.DataFrame) -> pd.DataFrame:
+    """Result rows for reading: the value with its 95% interval, n, level and the note (why undefined)."""
+    if df.empty:
+        return pd.DataFrame()
+    out = pd.DataFrame(
+        {
+            "measure": df["kind"].map(lambda k: KIND_LABELS.get(k, k)),
+            "model": df["model"],
+            "method": df["variant"],
+            "criterion": df["criterion"],
+            "definition": df["granularity"],
+            "scale(s)": df["scale"],
+            "α or r [95% CI]": [
+                fmt_value(v, lo, hi) for v, lo, hi in zip(df["value"], df["ci_low"], df["ci_high"], strict=True)
+            ],
+            "n": df["n"],
+            "level": df["level"].fillna("pearson"),
+            "note": df["note"].fillna(""),
+        }
+    )
+    return out.reset_index(drop=True)
+
+
+def render_progress(study: ce.ConsevalStudyPublic) -> None:
+    """Status, answers done of planned, calls and cache hits."""
+    done, planned = study.n_done, max(1, study.n_planned)
+    label = {"queued": "Waiting for the worker", "running": "Running", "done": "Finished", "failed": "Failed",
+             "cancelled": "Cancelled"}.get(study.status, study.status)  # fmt: skip
+    st.progress(min(1.0, done / planned), text=f"{label} · {done:,} of {study.n_planned:,} answers")
+    m = st.columns(4)
+    m[0].metric("Answers", f"{done:,}")
+    m[1].metric("Model calls", f"{study.calls:,}")
+    m[2].metric("Cache hits", f"{study.cache_hits:,}")
+    missing = (study.results or {}).get("missing") or {}
+    m[3].metric("Unreadable / off-scale", f"{missing.get('missing', 0):,}" if study.results else "–")
+    if study.error:
+        st.error(study.error)
+
+
+def _pick(df: pd.DataFrame, key: str) -> tuple[str, str]:
+    models = list(dict.fromkeys(df["model"]))
+    variants = list(dict.fromkeys(df["variant"]))
+    c = st.columns(2)
+    model = c[0].selectbox("Model", models, key=f"{key}_model")
+    variant = c[1].selectbox("Method", variants, key=f"{key}_variant")
+    return model, variant
+
+
+def render_results(study: ce.ConsevalStudyPublic, ratings: pd.DataFrame) -> None:
+    """Tabs: self-consistency, inter-consistency, model x method, radar, human raters, answers."""
+    df = ce.results_frame(study.results)
+    if df.empty:
+        st.info("No results yet: they appear when the study has finished.")
+        return
+    tabs = st.tabs(["Self-consistency", "Inter-consistency", "Model × method", "Radar", "Humans", "Answers"])
+    model_rows = df[~df["kind"].isin(["HUMAN", "HUMAN-MODEL"])]
+    with tabs[0]:
+        sc = model_rows[model_rows["kind"] == "SC"]
+        if sc.empty:
+            st.info("Self-consistency needs n ≥ 2 samples per item.")
+        else:
+            st.caption("Krippendorff's α across the n samples (temperature 1.0) of each item; interval level for "
+                       "numeric scales, ordinal for Likert, nominal for binary. Whiskers: bootstrap 95% intervals "
+                       "(resampling items). Hatched bars are undefined: the table says why.")  # fmt: skip
+            model, variant = _pick(sc, "ce_sc")
+            d = sc[(sc["model"] == model) & (sc["variant"] == variant)]
+            st.plotly_chart(make_sc_figure(d), key="ce_sc_fig")
+            st.dataframe(table(d), hide_index=True, width="stretch")
+    with tabs[1]:
+        ic = model_rows[model_rows["kind"].isin(["IC1", "IC2", "IC3", "IC4", "GS"])]
+        if ic.empty:
+            st.info("Inter-consistency needs the scales of a case of Table 4 (e.g. 5-P and 5-P Likert).")
+        else:
+            st.caption("α between the scores the model gives on different scales, each mapped onto [0, 1] "
+                       "(interval level); GS: greedy against a sampled answer on the same scale.")  # fmt: skip
+            with st.expander("Mappings onto [0, 1]"):
+                st.dataframe(pd.DataFrame([{"scale": k, "mapping": s.mapping} for k, s in ce.SCALES.items()]),
+                             hide_index=True, width="stretch")  # fmt: skip
+            model, variant = _pick(ic, "ce_ic")
+            d = ic[(ic["model"] == model) & (ic["variant"] == variant)]
+            st.plotly_chart(make_ic_figure(d), key="ce_ic_fig")
+            st.dataframe(table(d), hide_index=True, width="stretch")
+    with tabs[2]:
+        crits = list(dict.fromkeys(model_rows["criterion"]))
+        crit = st.selectbox("Criterion", crits, key="ce_mx_crit")
+        matrix = ce.model_method_matrix(model_rows, crit)
+        if matrix.empty:
+            st.info("Nothing to show for this criterion.")
+        else:
+            st.caption("Each cell: the mean over definitions and scales (SC, GS, accuracy) or definitions (IC); "
+                       "SC is blank for SCE rows, as in Table 5. The intervals are in the other tabs.")  # fmt: skip
+            st.plotly_chart(make_matrix_figure(matrix), key="ce_mx_fig")
+            st.dataframe(matrix.round(3), width="stretch")
+    with tabs[3]:
+        radar = ce.radar_frame(model_rows)
+        if radar.empty:
+            st.info("No base-prompt results to draw.")
+        else:
+            st.plotly_chart(make_radar_figure(radar), key="ce_radar_fig")
+            st.dataframe(radar.round(3), hide_index=True, width="stretch")
+    with tabs[4]:
+        hum = df[df["kind"].isin(["HUMAN", "HUMAN-MODEL"])]
+        if hum.empty:
+            st.info("No human ratings yet. Add raters below; their personal links open the Rate page. Then press "
+                    "**Recompute results**.")  # fmt: skip
+        else:
+            st.caption("α among the human raters, and between each model's greedy score (base prompt) and the "
+                       "humans' consensus (mean, median or majority by the scale's level).")  # fmt: skip
+            st.dataframe(table(hum), hide_index=True, width="stretch")
+    with tabs[5]:
+        if ratings.empty:
+            st.info("No answers yet.")
+        else:
+            only_missing = st.toggle("Only unreadable or off-scale answers", key="ce_only_missing")
+            r = ratings[ratings["value"].isna()] if only_missing else ratings
+            st.caption(f"{len(ratings):,} answers, {int(ratings['value'].isna().sum()):,} missing. Sample −1 is the "
+                       "greedy answer. A missing value keeps the raw answer and the reason.")  # fmt: skip
+            st.dataframe(r.head(2000), hide_index=True, width="stretch")
+            st.download_button(
+                "Download answers (CSV)", ratings.to_csv(index=False), file_name=f"conseval-{study.id}.csv",
+                mime="text/csv", icon=":material/download:",
+            )  # fmt: skip
+    st.download_button(
+        "Download results (CSV)", table(df).to_csv(index=False), file_name=f"conseval-{study.id}-results.csv",
+        mime="text/csv", icon=":material/download:",
+    )  # fmt: skip
+
+
+def rater_link(token: str) -> str:
+    """The personal link of a rater: this app's Rate page with the token."""
+    try:
+        base = (st.context.url or "").split("?", 1)[0]
+    except Exception:  # no browser context (a headless test run)
+        base = ""
+    root = base.rsplit("/", 1)[0] if base else ""
+    return f"{root}/Rate?token={token}"
+
+
+def render_raters(raters: list[ce.RaterInfo], n_items: int, n_scales: int, on_revoke) -> None:  # noqa: ANN001
+    """Who rates, their link, and how much each has rated."""
+    if not raters:
+        st.caption("No rater yet.")
+        return
+    total = n_items * n_scales
+    for r in raters:
+        c = st.columns([2, 2, 5, 1.4], vertical_alignment="center")
+        c[0].markdown(f"**{html.escape(r.name)}**" + ("" if r.active else " · :red[revoked]"))
+        c[1].progress(min(1.0, r.n_rated / max(1, total)), text=f"{r.n_rated} of {total} ratings")
+        if r.active:
+            c[2].code(rater_link(r.token), language=None)
+            c[3].button("Revoke", key=f"ce_revoke_{r.id}", on_click=on_revoke, args=(r.id,), icon=":material/block:")
+        else:
+            c[2].caption("Link revoked; the ratings stay.")

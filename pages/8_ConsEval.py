@@ -1,0 +1,231 @@
+"""ConsEval: how consistent is an LLM evaluator? Set up a study, run it in the worker, read alpha and accuracy."""
+
+import html
+
+import streamlit as st
+
+from components import conseval as view
+from components.ui import batch_worker, demo_notice, engine, page_setup
+from services import conseval as ce
+from services import jobs
+from services.text import InputError
+
+backend = page_setup("ConsEval", ":material/balance:")
+eng = engine()
+batch_worker()
+st.session_state.setdefault("ce_selected", None)
+st.session_state.setdefault("ce_flash", None)
+param = st.query_params.get("study")
+if param and param.isdigit():
+    st.session_state.ce_selected = int(param)
+if "ce_next" in st.session_state:  # a study chosen by a button after the selector was drawn
+    st.session_state.ce_selected = st.session_state.pop("ce_next")
+
+st.title("ConsEval")
+st.caption(
+    "How consistent is an LLM evaluator? Each model rates query/response pairs under a criterion on several "
+    "scales. **Self-consistency**: Krippendorff's α across n samples at temperature 1.0. **Inter-consistency**: "
+    "α between scales (Table 4) and between greedy and sampled decoding. **Accuracy**: Pearson r against an "
+    "oracle model or people. Every α has a bootstrap 95% interval and its n."
+)
+
+if st.session_state.ce_flash:
+    kind, msg = st.session_state.ce_flash
+    getattr(st, kind)(msg)
+    st.session_state.ce_flash = None
+
+studies = ce.list_studies(eng)
+
+# -- a new study ----------------------------------------------------------------------------------
+with st.expander("New study", expanded=not studies, icon=":material/add_circle:"):
+    demo_notice(backend)
+    c = st.columns([3, 2])
+    criteria = c[0].multiselect("Criteria", list(ce.CRITERIA), default=["Harmlessness", "Conciseness"], key="ce_crit")
+    grans = c[1].multiselect("Definitions", list(ce.GRANULARITIES), default=["none", "short", "long"], key="ce_gran",
+                             help="None, a short phrase or a paragraph (Appendix B).")  # fmt: skip
+    with st.popover("Add your own criterion", icon=":material/add:"):
+        st.text_input("Name", key="ce_own_name", placeholder="e.g. Politeness")
+        st.text_input("Short definition", key="ce_own_short")
+        st.text_area("Long definition", key="ce_own_long", height=100)
+    own_name = (st.session_state.get("ce_own_name") or "").strip()
+    if own_name:
+        criteria = [*criteria, own_name] if own_name not in criteria else criteria
+        st.caption(f"Own criterion **{html.escape(own_name)}** is part of the study (it needs uploaded items).")
+    scales = st.multiselect("Scales (Table 2)", list(ce.SCALES), default=list(ce.SCALES), key="ce_scales",
+                            help="Inter-consistency cases need their scales: 5-P/7-P/11-P (POS), 5-P/Likert, "
+                                 "11-P POS/NEG, Binary/10-P.")  # fmt: skip
+    c = st.columns(4)
+    n_samples = c[0].number_input("Samples n", 0, 50, 5, key="ce_n", help="At temperature 1.0; 0 skips sampling.")
+    greedy = c[1].toggle("Greedy answer too", value=True, key="ce_greedy", help="One answer at temperature 0.")
+    methods = c[2].multiselect("Methods", list(ce.METHODS), default=["base"], format_func=ce.METHODS.get,
+                               key="ce_methods")  # fmt: skip
+    k = c[3].number_input("k examples (dICL)", 1, 20, 5, key="ce_k")
+    st.markdown("**Models**")
+    c = st.columns([2, 3])
+    use_current = c[0].checkbox(f"The backend in use: {backend.model}", value=True, key="ce_use_current")
+    extra = c[1].text_area(
+        "More OpenAI-compatible endpoints, one per line: `name | base URL | model`", key="ce_extra", height=68,
+        placeholder="llama | http://localhost:8000/v1 | meta-llama/Llama-2-7b-chat-hf",
+        help="Keys come from LLM_API_KEY / OPENAI_API_KEY in the worker's environment, never from this page.",
+    )  # fmt: skip
+    c = st.columns([2, 3])
+    oracle = c[0].selectbox(
+        "Oracle (for dICL and accuracy)", list(ce.ORACLES), format_func=ce.ORACLES.get, key="ce_oracle"
+    )
+    oracle_line = c[1].text_input("Oracle endpoint: `base URL | model`", key="ce_oracle_ep",
+                                  disabled=oracle != "endpoint")  # fmt: skip
+    st.markdown("**Items**")
+    c = st.columns([2, 3, 2])
+    source = c[0].radio("Source", ["Bundled sample set", "Upload JSONL or CSV"], key="ce_source")
+    upload = c[1].file_uploader("query, response, optional criterion and score", type=["jsonl", "csv", "json"],
+                                key="ce_upload", disabled=source.startswith("Bundled"))  # fmt: skip
+    score_scale = c[2].selectbox("Scale of the uploaded scores", list(ce.SCALES), key="ce_score_scale",
+                                 disabled=source.startswith("Bundled"))  # fmt: skip
+    c = st.columns(4)
+    limit = c[0].number_input("Items per criterion (0: all)", 0, 10_000, 0, key="ce_limit")
+    n_boot = c[1].number_input("Bootstrap resamples", 0, 10_000, 1000, step=100, key="ce_boot")
+    seed = c[2].number_input("Seed", 0, 2**31 - 1, 0, key="ce_seed")
+    name = c[3].text_input("Name", placeholder="optional", key="ce_name")
+
+    def build():
+        models = [ce.ModelSpec.of(backend)] if use_current else []
+        for n, line in enumerate([ln for ln in (extra or "").splitlines() if ln.strip()], 1):
+            parts = [p.strip() for p in line.split("|")]
+            if len(parts) != 3 or not all(parts):
+                raise InputError(f"Endpoint line {n} must read `name | base URL | model`.")
+            models.append(ce.ModelSpec(label=parts[0], kind="openai", base_url=parts[1].rstrip("/"), model=parts[2]))
+        oracle_model = None
+        if oracle == "endpoint":
+            parts = [p.strip() for p in (oracle_line or "").split("|")]
+            if len(parts) != 2 or not all(parts):
+                raise InputError("Give the oracle endpoint as `base URL | model`.")
+            oracle_model = ce.ModelSpec(label="oracle", kind="openai", base_url=parts[0].rstrip("/"), model=parts[1])
+        own = {}
+        if own_name:
+            own[own_name] = {"short": st.session_state.get("ce_own_short") or "",
+                             "long": st.session_state.get("ce_own_long") or ""}  # fmt: skip
+        cfg = ce.StudyConfig(
+            criteria=criteria, scales=scales, granularities=grans, models=models, definitions=own,
+            n_samples=int(n_samples), greedy=greedy, methods=methods, k=int(k), oracle=oracle,
+            oracle_model=oracle_model, seed=int(seed), n_boot=int(n_boot), concurrency=int(backend.concurrency),
+        )  # fmt: skip
+        cfg.validate()
+        if source.startswith("Bundled"):
+            items = ce.sample_items([c for c in criteria if c in ce.CRITERIA], int(limit) or None)
+        else:
+            if upload is None:
+                raise InputError("Upload a JSONL or CSV file with query and response columns.")
+            items = ce.read_items(upload.getvalue(), upload.name, criteria=criteria, score_scale=score_scale)
+            items = ce.limit_items(items, int(limit))
+        return cfg, items
+
+    try:
+        cfg, items = build()
+        oracle_calls, calls = ce.plan_calls(cfg, range(len(items)))
+        st.info(
+            f"{len(items)} items × {len(cfg.granularities)} definitions × {len(cfg.scales)} scales × "
+            f"{cfg.n_samples + int(cfg.greedy)} answers × {len(cfg.models)} model(s) × {len(cfg.methods)} method(s)"
+            f" = **{len(calls) + len(oracle_calls):,} answers** to ask (cached answers cost no call).",
+            icon=":material/calculate:",
+        )
+        problem = None
+    except InputError as exc:
+        problem = str(exc)
+        st.warning(problem, icon=":material/warning:")
+    if st.button("Start study", type="primary", icon=":material/play_arrow:", disabled=problem is not None,
+                 key="ce_start"):  # fmt: skip
+        try:
+            sid = ce.create_study(eng, cfg, items, name=name)
+        except InputError as exc:
+            st.error(str(exc))
+        else:
+            jobs.enqueue_conseval(sid)
+            st.session_state.ce_next = sid
+            st.query_params["study"] = str(sid)
+            st.session_state.ce_flash = ("success", f"Study {sid} started in the background worker.")
+            st.rerun()
+
+if not studies:
+    st.stop()
+
+# -- a study --------------------------------------------------------------------------------------
+ids = [s.id for s in studies]
+if st.session_state.ce_selected not in ids:
+    st.session_state.ce_selected = ids[0]
+labels = {s.id: f"#{s.id} · {s.name} · {s.status}" for s in studies}
+st.selectbox("Study", ids, format_func=labels.get, key="ce_selected")
+st.query_params["study"] = str(st.session_state.ce_selected)
+sid = st.session_state.ce_selected
+
+
+@st.fragment(run_every=2.0)
+def progress() -> None:
+    s = ce.get_study(eng, sid)
+    if s is None:
+        return
+    view.render_progress(s)
+    c = st.columns(4)
+    if s.status in ("queued", "running"):
+        if c[0].button("Cancel", icon=":material/stop:", key="ce_cancel"):
+            ce.request_cancel(eng, sid)
+    elif s.status in ("cancelled", "failed"):
+        if c[0].button("Resume", icon=":material/replay:", key="ce_resume",
+                       help="Answers already saved are never asked again."):  # fmt: skip
+            ce.reopen(eng, sid)
+            jobs.enqueue_conseval(sid)
+    prev = st.session_state.get("ce_seen")
+    st.session_state.ce_seen = (sid, s.status)
+    if prev is not None and prev[0] == sid and prev[1] in ("queued", "running") and s.status != prev[1]:
+        st.rerun()  # the study ended while the page was open: draw its results
+
+
+progress()
+study = ce.get_study(eng, sid)
+cfg = ce.StudyConfig.from_dict(study.config)
+with st.expander("Configuration", icon=":material/settings:"):
+    st.markdown(
+        f"**Criteria** {', '.join(cfg.criteria)} · **definitions** {', '.join(cfg.granularities)} · **scales** "
+        f"{', '.join(cfg.scales)} · **n** {cfg.n_samples} · greedy {'yes' if cfg.greedy else 'no'} · **methods** "
+        f"{', '.join(ce.METHODS[m] for m in cfg.methods)} · k {cfg.k} · **oracle** {ce.ORACLES[cfg.oracle]} · "
+        f"**models** {', '.join(m.label for m in cfg.models)} · bootstrap {cfg.n_boot} · seed {cfg.seed}"
+    )
+if study.status == "done":
+    view.render_results(study, ce.ratings_frame(eng, sid))
+
+st.subheader("Human raters")
+st.caption("People rate the same items on the same scales through a personal link (the Rate page). Links are "
+           "unguessable and can be revoked; ratings stay.")  # fmt: skip
+
+
+def _add_rater() -> None:
+    try:
+        r = ce.add_rater(eng, sid, st.session_state.get("ce_rater_name", ""))
+    except InputError as exc:
+        st.session_state.ce_flash = ("error", str(exc))
+    else:
+        st.session_state.ce_flash = ("success", f"Rater {r.name} added; send them the link below.")
+        st.session_state.ce_rater_name = ""
+
+
+def _revoke(rater_id: int) -> None:
+    ce.revoke_rater(eng, rater_id)
+
+
+c = st.columns([3, 1, 2], vertical_alignment="bottom")
+c[0].text_input("New rater", key="ce_rater_name", placeholder="Their name")
+c[1].button("Add rater", on_click=_add_rater, icon=":material/person_add:", key="ce_add_rater")
+if study.status == "done" and c[2].button("Recompute results", icon=":material/refresh:", key="ce_refresh",
+                                         help="Include the newest human ratings."):  # fmt: skip
+    ce.refresh_results(eng, sid)
+    st.session_state.ce_flash = ("success", "Results recomputed with the newest human ratings.")
+    st.rerun()
+view.render_raters(ce.list_raters(eng, sid), len(ce.items_frame(eng, sid)), len(cfg.scales), _revoke)
+
+with st.expander("Delete this study", icon=":material/delete:"):
+    st.caption("Removes the study, its items, answers, raters and their ratings. Cached model answers stay.")
+    if st.button("Delete study", key="ce_delete", type="secondary"):
+        ce.delete_study(eng, sid)
+        st.session_state.ce_next = None
+        st.query_params.pop("study", None)
+        st.session_state.ce_flash = ("success", f"Study {sid} deleted.")
+        st.rerun()

@@ -1,0 +1,102 @@
+"""The ConsEval page: set up a study, run it (inline in tests), read the results, manage human raters."""
+
+from __future__ import annotations
+
+import db.engine
+from services import conseval as ce
+from services.config import BackendConfig
+from tests.app.helpers import click, texts
+from tests.services.test_conseval import scorer
+
+CONSEVAL = "pages/8_ConsEval.py"
+
+
+def small_setup(at):
+    at.multiselect(key="ce_crit").set_value(["Helpfulness"])
+    at.multiselect(key="ce_gran").set_value(["none", "short"])
+    at.multiselect(key="ce_scales").set_value(["5-P", "5-P Likert"])
+    at.number_input(key="ce_n").set_value(2)
+    at.number_input(key="ce_limit").set_value(4)
+    at.number_input(key="ce_boot").set_value(50)
+    return at.run()
+
+
+def seeded_study(judge, *, n_items: int = 4) -> int:
+    judge.responder = scorer()
+    eng = db.engine.get_engine()
+    backend = BackendConfig(kind="openai", base_url=judge.base_url, model="fake-model", max_retries=0)
+    cfg = ce.StudyConfig(criteria=["Conciseness"], scales=["5-P", "Binary", "10-P"], granularities=["none"],
+                         models=[ce.ModelSpec.of(backend)], n_samples=2, n_boot=30)  # fmt: skip
+    sid = ce.create_study(eng, cfg, ce.sample_items(["Conciseness"], n_items))
+    ce.run_study(eng, sid, backends={backend.model: backend})
+    return sid
+
+
+def test_the_page_renders_with_no_study(open_page):
+    at = open_page(CONSEVAL)
+    assert not at.exception
+    assert at.title[0].value == "ConsEval"
+    assert any(b.label == "Start study" for b in at.button)
+    assert any("answers** to ask" in i for i in texts(at.info))
+
+
+def test_a_study_starts_runs_in_the_worker_and_shows_its_results(open_page, judge):
+    judge.responder = scorer(noisy=True)
+    at = small_setup(open_page(CONSEVAL))
+    assert not at.exception
+    assert any("4 items × 2 definitions × 2 scales × 3 answers" in i for i in texts(at.info))
+    at = click(at, "Start study")  # the worker's task runs inline in tests
+    assert not at.exception, at.exception
+    st = ce.list_studies(db.engine.get_engine())[0]
+    assert st.status == "done" and st.n_done == 4 * 2 * 2 * 3
+    assert len(judge.requests) == st.n_done
+    assert at.query_params["study"] in (str(st.id), [str(st.id)])
+    assert any("Study 1 started" in s for s in texts(at.success))
+    assert {m.label: m.value for m in at.metric}["Answers"] == "48"
+    frames = [df.value for df in at.dataframe]
+    sc = next(f for f in frames if "α or r [95% CI]" in f.columns and "Self-consistency" in set(f["measure"]))
+    assert set(sc["scale(s)"]) == {"5-P", "5-P Likert"} and (sc["n"] == 4).all()
+    assert all(v == "undefined" or "[" in v for v in sc["α or r [95% CI]"])
+
+
+def test_an_impossible_setup_is_explained_and_cannot_start(open_page):
+    at = open_page(CONSEVAL)
+    at.multiselect(key="ce_methods").set_value(["base", "dicl_r"])
+    at = at.run()
+    assert not at.exception
+    assert any("needs an oracle" in w for w in texts(at.warning))
+    assert next(b for b in at.button if b.label == "Start study").disabled
+    at.multiselect(key="ce_methods").set_value(["base"])
+    at.multiselect(key="ce_crit").set_value([])
+    at = at.run()
+    assert any("at least one criterion" in w for w in texts(at.warning))
+
+
+def test_a_deep_link_shows_a_study_and_raters_are_managed(open_page, judge):
+    sid = seeded_study(judge)
+    at = open_page(CONSEVAL, query={"study": str(sid)})
+    assert not at.exception
+    assert at.session_state.ce_selected == sid
+    assert any("Inter-consistency" in t.label for t in at.tabs)
+    at.text_input(key="ce_rater_name").input("Ada")
+    at = click(at, "Add rater")
+    assert not at.exception
+    eng = db.engine.get_engine()
+    ada = ce.list_raters(eng, sid)[0]
+    assert any(f"Rate?token={ada.token}" in c.value for c in at.code)
+    at.text_input(key="ce_rater_name").input("Ada")
+    at = click(at, "Add rater")
+    assert any("exists already" in e for e in texts(at.error))
+    at = at.button(key=f"ce_revoke_{ada.id}").click().run()
+    assert not at.exception
+    assert ce.rater_by_token(eng, ada.token) is None
+    assert not any(f"token={ada.token}" in c.value for c in at.code)
+
+
+def test_deleting_a_study(open_page, judge):
+    sid = seeded_study(judge, n_items=2)
+    at = open_page(CONSEVAL, query={"study": str(sid)})
+    at = click(at, "Delete study")
+    assert not at.exception
+    assert ce.get_study(db.engine.get_engine(), sid) is None
+    assert any(f"Study {sid} deleted" in s for s in texts(at.success))
