@@ -5,9 +5,11 @@ import streamlit as st
 
 from components.annotate import render_run_annotation
 from components.dcr_views import colored_text_html, evidence_for, render_score, sentence_cards_html
+from components.nli_figures import ALL_METHOD_LABELS
+from components.nli_views import render_method_detail
 from components.ui import engine, page_setup
-from services import runs
-from services.dcr import METHOD_LABELS, REFERENCE_NOUN
+from services import nli, runs
+from services.dcr import REFERENCE_NOUN
 
 page_setup("History", ":material/history:")
 eng = engine()
@@ -27,6 +29,7 @@ if len(rows) >= runs.HISTORY_LIMIT:
         "(open one by its link, `/Evaluate?run=ID`)."
     )
 
+methods = runs.list_methods(eng, [r.id for r, _ in rows])
 df = pd.DataFrame(
     [
         {
@@ -39,7 +42,8 @@ df = pd.DataFrame(
             "candidate": preview,
             "task": r.task,
             "method": r.method,
-            "converter": r.amc,
+            "window": methods[r.id].window if r.id in methods else None,
+            "converter": "—" if nli.is_nli(r.method) else r.amc,
             "model": r.model,
             "source": r.source,
         }
@@ -71,6 +75,10 @@ if not selected:
     st.stop()
 
 
+def nf_mark(label: str | None) -> str:
+    return {"consistent": "✓ consistent", "inconsistent": "✗ inconsistent"}.get(label or "", "? no verdict")
+
+
 def _details(run_id: int, annotate: bool = False) -> None:
     d = runs.load(eng, run_id)
     if d is None:
@@ -78,9 +86,18 @@ def _details(run_id: int, annotate: bool = False) -> None:
         return
     r = d.run
     st.markdown(f"#### Run #{r.id}")
-    st.caption(f"{r.model} · {METHOD_LABELS.get(r.method, r.method)} · converter {r.amc} · status {r.status}")
+    converter = "" if nli.is_nli(r.method) else f" · converter {r.amc}"
+    st.caption(f"{r.model} · {ALL_METHOD_LABELS.get(r.method, r.method)}{converter} · status {r.status}")
     if r.error:
         st.error(r.error)
+    m = runs.load_method(eng, run_id) if nli.is_nli(r.method) else None
+    if m is not None:
+        if m.score is not None:
+            st.metric("Verdict", nf_mark(m.label), help=f"Score {m.score:.2f}: share of units judged consistent")
+        render_method_detail(m.detail, key=f"hi_m_{run_id}")
+        if m.compare_group:
+            st.page_link("pages/1_Evaluate.py", label="Open the comparison this run belongs to",
+                         icon=":material/compare:", query_params={"compare": m.compare_group})  # fmt: skip
     if d.rounds:
         last = d.rounds[-1]
         render_score(last.evaluation, d.usage)

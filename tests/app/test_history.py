@@ -94,3 +94,24 @@ def test_delete_asks_first_then_removes_the_run(open_page, judge):
     assert not at.exception
     assert counts()["runs"] == 1
     assert runs.load(db.engine.get_engine(), run_id) is None
+
+
+def test_nli_runs_are_listed_with_their_method_and_window_and_reopen_with_their_windows(open_page, judge):
+    from services.config import BackendConfig
+    from tests.nli_fakes import nli_judge
+
+    judge.responder = nli_judge()
+    backend = BackendConfig(kind="openai", base_url=judge.base_url, model="fake-model", max_retries=1, timeout=10)
+    from tests.app.helpers import CAND, REF
+
+    group = runs.compare_methods(db.engine.get_engine(), backend, REF, CAND, ["summ-nli", "sent-nli"], window=2)
+    at = open_page(HISTORY)
+    assert not at.exception
+    df = at.dataframe[0].value.set_index("run")
+    assert df.loc[1, "method"] == "summ-nli" and df.loc[2, "method"] == "sent-nli"
+    assert df.loc[2, "window"] == 2 and df.loc[2, "converter"] == "—"
+    at = select_rows(at, 0)  # the newest run first: Sent-NLI, w = 2
+    assert not at.exception
+    windows = next(d.value for d in at.dataframe[1:] if "judgement" in d.value.columns)
+    assert list(windows["judgement"]) == ["✗ inconsistent", "✓ consistent"]
+    assert group
