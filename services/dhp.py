@@ -149,7 +149,7 @@ def discernment(p: float | None) -> float | None:
     """D = log_0.05(p): 1 at p = 0.05, higher is better."""
     if p is None:
         return None
-    return math.log(max(p, P_FLOOR)) / math.log(ALPHA)
+    return math.log(max(p, P_FLOOR)) / math.log(ALPHA) + 0.0  # + 0.0: p = 1 gives 0, not -0
 
 
 @dataclass(frozen=True)
