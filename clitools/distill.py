@@ -1,12 +1,13 @@
 """`cli.py distill`: training data for a smaller judge from batches over labelled data (paper 003, section 4).
 
     python cli.py distill --run ID [--run ID ...] --split in-domain|ood --format chat|plain --output DIR
-        [--seed S] [--test-share 0.2] [--test-dataset ID]
+        [--seed S] [--test-share 0.2] [--test-dataset ID] [--answer json|text]
 
 `--run` is a batch id (as on the Batches page); give it more than once to pool batches: the first one (in
 the order given) that judged an item correctly supplies its reasoning, and an out-of-domain split needs
-batches over two or more datasets. Writes DIR/train.jsonl, DIR/test.jsonl and DIR/manifest.json, and
-prints the Table 7 row. Exit 0, or 2 with a message.
+batches over two or more datasets. `--answer json` (default) writes the app's JSON answers, so the trained
+model plugs into the app as an endpoint; `text` the paper's plain lines. Writes DIR/train.jsonl,
+DIR/test.jsonl and DIR/manifest.json, and prints the Table 7 row. Exit 0, or 2 with a message.
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="in-domain: share of documents held out (default 0.2)")  # fmt: skip
     p.add_argument("--test-dataset", type=int, metavar="ID",
                    help="ood: the held-out dataset id (default: the dataset of the last --run)")  # fmt: skip
+    p.add_argument("--answer", choices=["json", "text"], default="json",
+                   help="json: the app's JSON answers (default); text: the paper's 'Judgement: ...' lines")  # fmt: skip
     p.set_defaults(func=run)
     return p
 
@@ -48,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         ds = distill.build(
             get_engine(), args.run, split=args.split, seed=args.seed, test_share=args.test_share,
-            test_dataset_id=args.test_dataset,
+            test_dataset_id=args.test_dataset, answer=args.answer,
         )  # fmt: skip
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)

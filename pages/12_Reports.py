@@ -129,7 +129,7 @@ with tab_distill:
     if not done:
         st.info("No finished batch yet: run one over a dataset with gold labels on the **Batches** page.")
     else:
-        c = st.columns([3, 1, 1, 1])
+        c = st.columns([3, 1, 1, 1, 1])
         picked = c[0].multiselect(
             "Batches (in order of preference for the reasoning)", [b.id for b in done], default=[done[0].id],
             format_func=lambda i: next(f"#{b.id} · {b.method} · {b.model}" for b in done if b.id == i),
@@ -139,7 +139,10 @@ with tab_distill:
                                help="in-domain: 80/20 by document; ood: test on one dataset")  # fmt: skip
         fmt = c[2].selectbox("Format", ["chat", "plain"], key="rp_ds_fmt",
                              help="chat: {messages: [...]}; plain: {prompt, completion}")  # fmt: skip
-        seed = c[3].number_input("Seed", 0, 2**31 - 1, distill.DEFAULT_SEED, key="rp_ds_seed")
+        answer = c[3].selectbox("Answers", ["json", "text"], key="rp_ds_answer",
+                                help="json: the app's JSON answers, so the trained model plugs into the app; "
+                                "text: the paper's 'Judgement: ...' lines")  # fmt: skip
+        seed = c[4].number_input("Seed", 0, 2**31 - 1, distill.DEFAULT_SEED, key="rp_ds_seed")
         test_ds = None
         if split == "ood" and picked:
             ds_ids = list(dict.fromkeys(b.dataset_id for b in done if b.id in picked))
@@ -147,7 +150,8 @@ with tab_distill:
                                    format_func=lambda i: f"dataset #{i}")  # fmt: skip
         if picked:
             try:
-                dset = distill.build(eng, picked, split=split, seed=int(seed), test_dataset_id=test_ds)
+                dset = distill.build(eng, picked, split=split, seed=int(seed), test_dataset_id=test_ds,
+                                     answer=answer)  # fmt: skip
             except InputError as exc:
                 st.warning(str(exc), icon=":material/warning:")
             else:
@@ -163,7 +167,7 @@ with tab_distill:
                     st.caption(f":material/info: {note}")
                 st.download_button(
                     "Download training set (zip)", distill.zip_bytes(dset, fmt),
-                    file_name=f"distill-{split}-{fmt}-seed{int(seed)}.zip", mime="application/zip",
+                    file_name=f"distill-{split}-{fmt}-{answer}-seed{int(seed)}.zip", mime="application/zip",
                     icon=":material/download:", key="rp_ds_dl",
                 )  # fmt: skip
                 if dset.train:

@@ -15,6 +15,10 @@ Splits (section 4.2): in-domain, 80/20 by document (every summary of a document 
 out-of-domain, by dataset (train on the others, test on one). The test set holds prompts without reasoning
 with the gold label (inference without reasoning, the paper's best setting). The mix ratio and sizes are
 reported as in Table 7.
+
+Answers are the app's JSON by default (`answer="json"`): the prompt with reasoning is then exactly the
+app's Summ-NLI prompt, so the trained student can be served as an endpoint and compared with its teacher
+in the app. `answer="text"` gives the paper's plain "Reasoning process: ... / Judgement: ..." lines.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ log = logging.getLogger(__name__)
 
 Split = Literal["in-domain", "ood"]
 Format = Literal["chat", "plain"]
+Answer = Literal["json", "text"]  # json: the app's JSON answers (a student plugs into the app); text: the paper's lines
 Label = Literal["consistent", "inconsistent"]
 DEFAULT_SEED = 0
 DEFAULT_TEST_SHARE = 0.2
@@ -270,28 +275,19 @@ def split_ood(
 
 
 # -- examples ----------------------------------------------------------------------------------------
-def _prompt(prompt: Any, item: LabelledItem) -> str:
-    return prompt.render(**{"source text": item.document, "summary": item.summary})
-
-
-def examples_of(item: LabelledItem, *, train: bool) -> list[TrainingExample]:
+def examples_of(item: LabelledItem, *, train: bool, answer: Answer = "json") -> list[TrainingExample]:
     """A training item's examples (with reasoning when its judge was right, and always without); a test item's
     prompt without reasoning with the gold label."""
+    as_json = answer == "json"
     out = []
     teacher = item.teacher() if train else None
     if teacher is not None:
-        out.append(
-            TrainingExample(
-                item.item_id, "with-reasoning", _prompt(P.WITH_REASONING, item),
-                P.completion_with_reasoning(teacher.reasoning or "", item.gold), P.WITH_REASONING.id,
-            )
-        )  # fmt: skip
-    out.append(
-        TrainingExample(
-            item.item_id, "without-reasoning", _prompt(P.WITHOUT_REASONING, item),
-            P.completion_without_reasoning(item.gold), P.WITHOUT_REASONING.id,
-        )
-    )  # fmt: skip
+        prompt, version = P.prompt_with_reasoning(item.document, item.summary, as_json=as_json)
+        completion = P.completion_with_reasoning(teacher.reasoning or "", item.gold, as_json=as_json)
+        out.append(TrainingExample(item.item_id, "with-reasoning", prompt, completion, version))
+    prompt, version = P.prompt_without_reasoning(item.document, item.summary, as_json=as_json)
+    completion = P.completion_without_reasoning(item.gold, as_json=as_json)
+    out.append(TrainingExample(item.item_id, "without-reasoning", prompt, completion, version))
     return out
 
 
@@ -307,6 +303,7 @@ def build(
     seed: int = DEFAULT_SEED,
     test_share: float = DEFAULT_TEST_SHARE,
     test_dataset_id: int | None = None,
+    answer: Answer = "json",
 ) -> DistillSet:
     """The distillation set of these batches: split, examples in both forms, Table 7 statistics, manifest."""
     items, notes = load_items(engine, batch_ids)
@@ -317,10 +314,12 @@ def build(
         train_items, test_items, target = split_ood(items, test_dataset_id=test_dataset_id)
     else:
         raise InputError(f"Unknown split {split!r}: in-domain or ood.")
-    train = [e for x in train_items for e in examples_of(x, train=True)]
+    if answer not in ("json", "text"):
+        raise InputError(f"Unknown answer style {answer!r}: json or text.")
+    train = [e for x in train_items for e in examples_of(x, train=True, answer=answer)]
     # The order examples are seen in training: shuffled, reproducibly.
     train = [train[i] for i in np.random.default_rng(seed + 1).permutation(len(train))]
-    test = [e for x in test_items for e in examples_of(x, train=False)]
+    test = [e for x in test_items for e in examples_of(x, train=False, answer=answer)]
     n_with = sum(e.form == "with-reasoning" for e in train)
     judged_right = sum(1 for x in train_items if any(j.label == x.gold for j in x.judgements))
     if judged_right > n_with:
@@ -359,7 +358,9 @@ def build(
             if b is not None
         ],  # fmt: skip
         "datasets": [{"id": d.id, "name": d.name, "sha256": d.sha256, "format": d.format} for d in dsets.values() if d],
-        "prompts": [{"id": p.id, "source": p.source} for p in P.ALL],
+        "answer": answer,
+        "prompts": sorted({e.prompt_version for e in [*train, *test]}),
+        "prompt_sources": {p.id: p.source for p in P.ALL},
         "table7": asdict(stats),
         "summary_length": "mean whitespace-separated words per summary",
         "train_item_ids": sorted(x.item_id for x in train_items),

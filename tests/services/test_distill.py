@@ -102,7 +102,7 @@ def test_reasoning_only_from_correct_judgements_and_gold_labels_for_every_item(e
         summ_nli(X, "The summary invents a second vote."),  # right
         summ_nli(C, "unlabelled item"),
     ], method="summ-nli")  # fmt: skip
-    ds = distill.build(engine, [bid], split="in-domain", seed=0, test_share=0.2)
+    ds = distill.build(engine, [bid], split="in-domain", seed=0, test_share=0.2, answer="text")
     everything = [*ds.train, *ds.test]
     assert all("WRONG" not in e.completion for e in everything)
     assert all("unlabelled" not in e.completion for e in everything)
@@ -137,7 +137,7 @@ def test_sent_nli_reasoning_is_the_windows_concatenated_and_a_failed_window_give
     j = {x.item_id: x.judgements[0] for x in items}
     assert j[ids[0]].reasoning == "Window one is supported.\nWindow two names the wrong mayor."
     assert j[ids[0]].label == X and j[ids[1]].reasoning is None
-    ex = distill.examples_of(next(x for x in items if x.item_id == ids[0]), train=True)
+    ex = distill.examples_of(next(x for x in items if x.item_id == ids[0]), train=True, answer="text")
     assert ex[0].completion == (
         "Reasoning process: Window one is supported.\nWindow two names the wrong mayor.\nJudgement: Inconsistent"
     )
@@ -243,3 +243,19 @@ def test_bad_requests_are_explained(engine):
     bid = add_batch(engine, 2, ids, [summ_nli(C, "a"), summ_nli(C, "b")], method="summ-nli")
     with pytest.raises(InputError, match="at least two documents"):
         distill.build(engine, [bid])
+
+
+def test_json_answers_are_the_apps_summ_nli_exchange_so_a_student_plugs_into_the_app(engine):
+    from services import nli
+    from services.prompts import nli as NP
+
+    _, ids = make_dataset(engine, [Row(0, 0)])
+    bid = add_batch(engine, 1, ids, [summ_nli(X, "The summary invents a vote.")], method="summ-nli")
+    (item,), _ = distill.load_items(engine, [bid])
+    with_r, without_r = distill.examples_of(item, train=True)  # json is the default
+    app_prompt = NP.SUMM_NLI.render(**{"source text": item.document, "summary": item.summary})
+    assert with_r.prompt == app_prompt + NP.JUDGEMENT_FORMAT.template
+    assert with_r.prompt_version == f"{P.WITH_REASONING.id}+{NP.JUDGEMENT_FORMAT.id}"
+    assert nli.parse_nli(json.loads(with_r.completion)) == (X, "The summary invents a vote.")
+    assert nli.parse_nli(json.loads(without_r.completion)) == (X, "")
+    assert without_r.prompt.endswith(P.LABEL_FORMAT.template) and "without any" in without_r.prompt
