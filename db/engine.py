@@ -24,7 +24,7 @@ MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 
 def make_engine(url: str | None = None, *, migrate: bool = True) -> Engine:
     """An engine for `url` (default: DATABASE_URL or the SQLite file), upgraded to the current schema."""
-    url = url or get_settings().resolved_database_url()
+    url = driver_url(url or get_settings().resolved_database_url())
     if url.startswith("sqlite"):
         memory = url in ("sqlite://", "sqlite:///:memory:")
         engine = create_engine(
@@ -42,10 +42,19 @@ def make_engine(url: str | None = None, *, migrate: bool = True) -> Engine:
             cur.execute("PRAGMA foreign_keys=ON")
             cur.close()
     else:
-        engine = create_engine(url, pool_pre_ping=True)
+        # Many app sessions and worker threads share one engine: a pool the size of a worker's threads.
+        engine = create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
     if migrate:
         upgrade(engine)
     return engine
+
+
+def driver_url(url: str) -> str:
+    """`postgresql://` and `postgres://` URLs name the psycopg (3) driver, the one installed."""
+    for prefix in ("postgresql://", "postgres://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix) :]
+    return url
 
 
 def alembic_config(engine: Engine) -> Config:
@@ -78,7 +87,7 @@ _lock = threading.Lock()
 
 def get_engine(url: str | None = None) -> Engine:
     """The process-wide engine for `url` (created and migrated once)."""
-    url = url or get_settings().resolved_database_url()
+    url = driver_url(url or get_settings().resolved_database_url())
     with _lock:
         if url not in _engines:
             _engines[url] = make_engine(url)

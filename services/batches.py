@@ -8,6 +8,7 @@ state is `done`, and every model answer is in the cache as well.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import queue
@@ -448,6 +449,15 @@ def backend_for(batch: BatchPublic | Batch) -> BackendConfig:
     )  # fmt: skip
 
 
+def worker_endpoints(backend: BackendConfig) -> list[BackendConfig]:
+    """The endpoints this worker sends a batch to: LLM_WORKER_BASE_URLS (the batch's model on each of
+    this worker's servers, items spread over them), else the endpoint the batch recorded."""
+    urls = [u.strip().rstrip("/") for u in (get_settings().llm_worker_base_urls or "").split(",") if u.strip()]
+    if backend.is_embedded or not urls:
+        return [backend]
+    return [backend.with_changes(base_url=u) for u in urls]
+
+
 @dataclass
 class RunStats:
     processed: int = 0
@@ -483,9 +493,11 @@ def process_batch(
         session.add(b)
         session.commit()
     cache = BufferedCache(engine, backend.model)
-    client = LLMClient(backend, cache=cache, ledger=UsageLedger())
+    clients = [LLMClient(b, cache=cache, ledger=UsageLedger()) for b in worker_endpoints(backend)]
     if cfg.uses_model:
-        client.sdk()  # build the HTTP clients before the threads start
+        for c in clients:
+            c.sdk()  # build the HTTP clients before the threads start
+    turn = itertools.count()
     heartbeat(engine, wid)
     results: queue.Queue[tuple[int, dict[str, Any]]] = queue.Queue()
     last_flush = last_beat = last_cancel_check = time.monotonic()
@@ -494,7 +506,7 @@ def process_batch(
 
     def run(item: ItemInput) -> None:
         try:
-            out = process_item(client, item, cfg)
+            out = process_item(clients[next(turn) % len(clients)], item, cfg)
         except Exception as exc:  # a bug or a server fault on one item must not stop the batch
             log.exception("batch %s item %s failed", batch_id, item.batch_item_id)
             out = {"status": "failed", "error": f"{type(exc).__name__}: {exc}"}

@@ -57,6 +57,8 @@ class Settings(BaseSettings):
     llm_concurrency: int = 4
     llm_timeout: float = 120.0
     llm_max_retries: int = 3
+    # A worker's own endpoints for the batch's model (comma-separated): it spreads its items over them.
+    llm_worker_base_urls: str | None = None
     database_url: str | None = None
     data_dir: Path = PROJECT_ROOT / "data"
     embedded_ctx: int = 8192

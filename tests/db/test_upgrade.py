@@ -144,3 +144,13 @@ def test_a_database_made_by_the_first_schema_upgrades_with_its_data(db_url):
         assert crud.counts(session=session)["runs"] == 2 and crud.counts(session=session)["documents"] == 3
     assert dcr.compose_final(d.rounds)  # old rounds still compose a final text
     engine.dispose()
+
+
+def test_a_plain_postgresql_url_uses_the_installed_driver(pg_url):
+    """DATABASE_URL=postgresql://... (or postgres://, as hosting services write it) works as given."""
+    for scheme in ("postgresql://", "postgres://"):
+        engine = make_engine(pg_url.replace("postgresql+psycopg://", scheme))
+        assert engine.dialect.name == "postgresql" and engine.dialect.driver == "psycopg"
+        with get_session(engine) as session:
+            assert crud.counts(session=session)["runs"] == 0
+        engine.dispose()

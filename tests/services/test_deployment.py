@@ -1,0 +1,105 @@
+"""Running for a team: a worker spread over several endpoints, and an API key that never leaks."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from db.engine import make_engine
+from services import batches, dcr
+from services.config import BackendConfig
+from tests.fakes import FakeOpenAIServer, toy_judge
+from tests.services.test_batches import BAD, FIX, make_dataset
+
+KEY = "sk-test-" + "Zq7" * 12  # what a real key looks like; it must appear nowhere but in the request header
+
+
+def test_a_worker_spreads_a_batch_over_its_own_endpoints(tmp_path, monkeypatch):
+    engine = make_engine(f"sqlite:///{tmp_path}/spread.db")
+    with FakeOpenAIServer(responder=toy_judge(BAD, FIX)) as a, FakeOpenAIServer(responder=toy_judge(BAD, FIX)) as b:
+        ds = make_dataset(engine, 12)
+        # The batch was created against an endpoint this worker cannot reach; the worker has its own two.
+        recorded = BackendConfig(kind="openai", base_url="http://127.0.0.1:9/v1", model="fake-model", max_retries=0)
+        bid = batches.create_batch(engine, dataset_id=ds, backend=recorded, cfg=dcr.DCRConfig(max_rounds=0))
+        monkeypatch.setenv("LLM_WORKER_BASE_URLS", f"{a.base_url}, {b.base_url}/")
+        batches.process_batch(engine, bid)
+        p = batches.progress(engine, bid)
+        assert p.done == 12 and p.failed == 0
+        assert a.requests and b.requests and len(a.requests) + len(b.requests) == 12
+    engine.dispose()
+
+
+def _files_under(*roots: Path) -> list[Path]:
+    return [p for r in roots for p in ([r] if r.is_file() else r.rglob("*")) if p.is_file()]
+
+
+def test_the_api_key_reaches_the_server_and_nothing_else(tmp_path):
+    """A batch through the queue and a worker with a key: search the database, the logs and an export."""
+    data = tmp_path / "data"
+    db_file = tmp_path / "team.db"
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "OPENAI_"))},
+        "PYTHONPATH": os.getcwd(),
+        "DATABASE_URL": f"sqlite:///{db_file}",
+        "DATA_DIR": str(data),
+        "LLM_API_KEY": KEY,
+        "CONSISTENCY_SPAWN_WORKER": "0",
+    }
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text(
+        "\n".join(
+            json.dumps({"id": f"d{i}", "reference": "The council approved 40 million dollars.",
+                        "candidate": f"Item {i}: the council approved {BAD if i % 2 else '40 million'} dollars.",
+                        "score": i % 2})
+            for i in range(6)
+        )
+    )  # fmt: skip
+    log_file = tmp_path / "worker.log"
+    with FakeOpenAIServer(responder=toy_judge(BAD, FIX)) as fake:
+        env |= {"LLM_BASE_URL": fake.base_url, "LLM_MODEL": "fake-model"}
+        cli = [sys.executable, "cli.py"]
+        out = subprocess.run(
+            [*cli, "batch", "--dataset", str(pairs), "--format", "jsonl", "--score-column", "score", "--enqueue"],
+            env=env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert out.returncode == 0, out.stderr
+        engine = make_engine(env["DATABASE_URL"])
+        bid = max(b.id for b in batches.list_batches(engine))
+        with open(log_file, "wb") as logf:
+            worker = subprocess.Popen(
+                [sys.executable, "-m", "services.worker"], env=env, stdout=logf, stderr=subprocess.STDOUT
+            )
+            try:
+                deadline = time.monotonic() + 90
+                while time.monotonic() < deadline and batches.progress(engine, bid).batch.status != "done":
+                    time.sleep(0.2)
+            finally:
+                worker.send_signal(signal.SIGINT)
+                worker.wait(timeout=30)
+        assert batches.progress(engine, bid).done == 6
+        assert {h.get("authorization") for h in fake.request_headers} == {f"Bearer {KEY}"}, "the key was used"
+        report = tmp_path / "report.json"
+        html = tmp_path / "report.html"
+        rep = subprocess.run(
+            [*cli, "report", "--run", str(bid), "--output", str(report), "--html", str(html), "--boot", "50"],
+            env=env, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert rep.returncode == 0, rep.stderr
+        engine.dispose()
+
+    csv_export = tmp_path / "items.csv"
+    engine = make_engine(env["DATABASE_URL"])
+    batches.items_frame(engine, bid).to_csv(csv_export, index=False)
+    engine.dispose()
+    searched = _files_under(db_file.parent, data, log_file, report, html, csv_export)
+    assert db_file in searched and log_file in searched and report in searched
+    leaks = [str(p) for p in searched if KEY.encode() in p.read_bytes()]
+    printed = {"cli output": out.stdout + out.stderr, "report output": rep.stdout + rep.stderr}
+    leaks += [name for name, text in printed.items() if KEY in text]
+    assert leaks == [], f"the API key leaked into {leaks}"
+    assert "Bearer" not in log_file.read_text(errors="replace")
