@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
@@ -23,8 +25,9 @@ from components.metaeval_views import (
     make_scatter_figure,
     make_share_figure,
 )
+from components.report_figures import make_method_accuracy_figure
 from db.models import BatchItem, DatasetItem, Document
-from services import metaeval, runs
+from services import metaeval, runs, stats
 from services.dcr import CONVERTER_LABELS, METHOD_LABELS, REFERENCE_NOUN, TASK_LABELS, Round
 from services.reports import (
     Example,
@@ -373,6 +376,171 @@ def conseval_report(engine: Engine, study_id: int, **_: Any) -> Report:
         headlines=heads,
         figures=figures,
         tables=tables,
+        examples=examples,
+        notes=notes,
+    )
+
+
+# -- an NLI comparison: the methods run over one dataset, side by side ------------------------------
+@dataclass(frozen=True)
+class BalancedAccuracy:
+    """Balanced accuracy of binary verdicts against gold labels, with a seeded percentile bootstrap interval."""
+
+    value: float | None
+    ci_low: float | None
+    ci_high: float | None
+    n: int
+
+
+def balanced_accuracy(pred: np.ndarray, gold: np.ndarray, *, seed: int = 0, n_boot: int = 1000) -> BalancedAccuracy:
+    """Mean recall of both classes; the interval resamples items (None when a resample lacks a class)."""
+    pred, gold = np.asarray(pred, dtype=int), np.asarray(gold, dtype=int)
+    n = int(gold.size)
+
+    def ba(p: np.ndarray, g: np.ndarray) -> float | None:
+        pos, neg = g == 1, g == 0
+        if not pos.any() or not neg.any():
+            return None
+        return float(((p[pos] == 1).mean() + (p[neg] == 0).mean()) / 2)
+
+    value = ba(pred, gold) if n else None
+    if value is None or n_boot <= 0:
+        return BalancedAccuracy(value, None, None, n)
+    rng = np.random.default_rng(seed)
+    boots = [ba(pred[i], gold[i]) for i in rng.integers(0, n, size=(n_boot, n))]
+    ok = np.array([b for b in boots if b is not None])
+    if len(ok) < n_boot / 2:
+        return BalancedAccuracy(value, None, None, n)
+    return BalancedAccuracy(value, float(np.percentile(ok, 2.5)), float(np.percentile(ok, 97.5)), n)
+
+
+def _verdict_text(result: dict[str, Any] | None) -> str:
+    """A method's verdict on one item with its reasoning, from the stored record."""
+    r = result or {}
+    if "label" not in r and r.get("rounds"):
+        rd = r["rounds"][0]
+        lines = [f"#{s.get('index', i) + 1} {s.get('verdict')}: {s.get('reason') or s.get('error') or ''}"
+                 for i, s in enumerate(rd.get("sentences") or [])]  # fmt: skip
+        score = rd.get("score")
+        head = "consistent" if score is not None and score >= metaeval.CONSISTENT_AT else "inconsistent"
+        shown = "no verdict" if score is None else f"{head} (Ẑ = {score:.3f})"
+        return shown + "\n" + "\n".join(lines)
+    label = r.get("label") or "no verdict"
+    parts = []
+    if r.get("summary"):
+        parts.append(r["summary"].get("reasoning") or r["summary"].get("error") or "")
+    for w in r.get("windows") or []:
+        parts.append(f"[{w.get('label') or '?'}] {w.get('text', '')} — {w.get('reasoning') or w.get('error') or ''}")
+    for p in r.get("pairs") or []:
+        parts.append(f"[{p.get('judgement') or '?'}] Q: {p.get('question')} A: {p.get('expected_answer')} — "
+                     f"{p.get('reasoning') or p.get('error') or ''}")  # fmt: skip
+    return label + ("\n" + "\n".join(x for x in parts if x) if parts else "")
+
+
+@register("nli")
+def nli_report(engine: Engine, batch_id: int, *, seed: int = 0, n_boot: int = 1000, **_: Any) -> Report:
+    """This batch beside every other finished batch over the same dataset (Summ-NLI, Sent-NLI, QG-QA, DCE...):
+    balanced accuracy against the gold label with intervals on the items all of them finished, and cost."""
+    from components.nli_figures import make_method_cost_figure, method_name
+    from services import batches as bsvc
+
+    first = bsvc.progress(engine, batch_id)
+    if first is None:
+        raise InputError(f"Batch {batch_id} does not exist.")
+    ds_id = first.batch.dataset_id
+    peers = [b for b in bsvc.list_batches(engine, limit=1000)
+             if b.dataset_id == ds_id and b.status in ("done", "cancelled") and b.id != batch_id]  # fmt: skip
+    chosen = [first.batch, *sorted(peers, key=lambda b: b.id)]
+    data = {b.id: metaeval.load_batch(engine, b.id, sentences=False) for b in chosen}
+    common = None
+    for d in data.values():
+        ids = set(d.done.loc[d.done["human_label"].notna(), "item_id"].astype(int))
+        common = ids if common is None else common & ids
+    common = sorted(common or [])
+    rows, notes = [], []
+    for b in chosen:
+        d = data[b.id].done.set_index("item_id").loc[common] if common else data[b.id].done.iloc[0:0]
+        pred = (d["score"] >= metaeval.CONSISTENT_AT).astype(int).to_numpy()
+        gold = d["human_label"].astype(int).to_numpy()
+        ba = balanced_accuracy(pred, gold, seed=seed, n_boot=n_boot)
+        c = stats.classification(d["score"].to_numpy(float), d["human_label"].to_numpy(float),
+                                          metaeval.CONSISTENT_AT, positive=0)  # fmt: skip
+        p = bsvc.progress(engine, b.id)
+        window = (b.params or {}).get("window")
+        rows.append({
+            "method": f"{method_name(b.method, window)} #{b.id}", "model": b.model, "batch": b.id, "n": ba.n,
+            "value": ba.value, "ci_low": ba.ci_low, "ci_high": ba.ci_high, "precision": c.precision,
+            "recall": c.recall, "f1": c.f1, "calls": p.calls if p else 0, "tokens": p.tokens if p else 0,
+        })  # fmt: skip
+    df = pd.DataFrame(rows)
+    ds = data[batch_id].dataset
+    if not common:
+        notes.append("No item has a gold label and a verdict from every batch: nothing to compare yet.")
+    elif len(chosen) == 1:
+        notes.append("Only this batch ran over the dataset: run the other methods over it to compare them.")
+    else:
+        notes.append(f"Compared on the {len(common):,} labelled items every batch finished.")
+    heads = [
+        Headline(
+            label=f"Balanced accuracy · {r['method']}",
+            value=r["value"],
+            ci_low=r["ci_low"],
+            ci_high=r["ci_high"],
+            n=r["n"],
+            note=f"{r['model']} · {r['calls']:,} calls",
+        )  # fmt: skip
+        for r in rows
+    ]
+    cells = [Headline(label="", value=r["value"], ci_low=r["ci_low"], ci_high=r["ci_high"]).text() for r in rows]
+    table = df.assign(**{"balanced accuracy [95% CI]": cells})
+    table = table[["method", "model", "n", "balanced accuracy [95% CI]", "precision", "recall", "f1", "calls",
+                   "tokens"]]  # fmt: skip
+    examples = []
+    with Session(engine) as s:
+        for item_id in common[:N_EXAMPLES]:
+            di = s.get(DatasetItem, item_id)
+            doc = s.get(Document, di.reference_id)
+            fields = [("Document", doc.text), ("Summary", di.candidate),
+                      ("Gold label", {1: "consistent", 0: "inconsistent"}.get(di.human_label, "—"))]  # fmt: skip
+            for b in chosen:
+                bi = s.exec(select(BatchItem).where(BatchItem.batch_id == b.id, BatchItem.item_id == item_id)).first()
+                fields.append((rows[chosen.index(b)]["method"], _verdict_text(bi.result if bi else None)))
+            examples.append(Example(title=f"Item {di.external_id or di.idx}", fields=fields))
+    config = {
+        "dataset": None if ds is None else {"id": ds.id, "name": ds.name, "sha256": ds.sha256, "format": ds.format},
+        "batches": [
+            {
+                "id": b.id,
+                "method": b.method,
+                "model": b.model,
+                "base_url": metaeval._public_url(b.base_url),
+                "params": metaeval._public_params(dict(b.params)),
+                "prompt_versions": dict(b.prompt_versions),
+            }
+            for b in chosen
+        ],  # fmt: skip
+        "statistics": {
+            "bootstrap_seed": seed,
+            "bootstrap_resamples": n_boot,
+            "verdict": "consistent when every unit is (Eq. 2/4; DCE: score 1)",
+            "positive_class": "inconsistent (precision, recall, F1)",
+        },  # fmt: skip
+        "app": {"version": metaeval.app_version()},
+    }
+    figures = []
+    if len(df):
+        figures = [FigureSpec.of("Balanced accuracy per method", make_method_accuracy_figure(df)),
+                   FigureSpec.of("Cost per method", make_method_cost_figure(df))]  # fmt: skip
+    return Report(
+        title=f"NLI comparison on {ds.name if ds else 'a deleted dataset'} (batch #{batch_id})",
+        kind="nli",
+        ref_id=batch_id,
+        summary="Zero-shot factual-inconsistency paradigms (Summ-NLI, Sent-NLI, QG-QA; paper 003) beside the other "
+        "methods run over the same dataset, judged by balanced accuracy against the gold labels.",
+        configuration=config,
+        headlines=heads,
+        figures=figures,
+        tables=[Table.from_frame("Methods side by side", table)],
         examples=examples,
         notes=notes,
     )

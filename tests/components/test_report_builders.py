@@ -33,3 +33,46 @@ def test_conseval_study_report_has_alphas_with_intervals_figures_and_ratings(eng
 
 def test_every_kind_the_app_offers_has_a_builder():
     assert {"run", "batch", "conseval"} <= set(BUILDERS)
+
+
+def nli_batch(engine, ds_id: int, item_ids: list[int], labels: list[str | None], method: str) -> int:
+    """A finished batch whose items carry an NLI record (score 1 when consistent, 0 when not)."""
+    from sqlmodel import Session
+
+    from db.models import Batch, BatchItem
+
+    with Session(engine) as s:
+        b = Batch(dataset_id=ds_id, method=method, status="done", model="teacher", n_items=len(item_ids),
+                  params={"window": 1, "api_key": "sk-never-shown"})  # fmt: skip
+        s.add(b)
+        s.flush()
+        for item_id, lab in zip(item_ids, labels, strict=True):
+            score = None if lab is None else float(lab == "consistent")
+            rec = {"method": method, "label": lab, "summary": {"label": lab, "reasoning": f"why {lab} {item_id}"}}
+            s.add(BatchItem(batch_id=b.id, item_id=item_id, status="done" if lab else "failed", score=score,
+                            final_score=score, n_rounds=1, calls=2, result=rec))  # fmt: skip
+        s.commit()
+        return b.id
+
+
+def test_nli_comparison_puts_the_methods_side_by_side_on_common_items(engine):
+    from tests.services.test_distill import Row, make_dataset
+
+    ds_id, ids = make_dataset(engine, [Row(i, i % 2) for i in range(6)])  # gold: 0 1 0 1 0 1
+    C, X = "consistent", "inconsistent"
+    summ = nli_batch(engine, ds_id, ids, [X, C, C, C, X, C], "summ-nli")  # 5 of 6 right
+    sent = nli_batch(engine, ds_id, ids, [X, C, X, C, X, None], "sent-nli")  # item 6 failed
+    rep = build(engine, "nli", summ, n_boot=200)
+    table = next(t for t in rep.tables if t.title == "Methods side by side")
+    rows = {r[0]: dict(zip(table.columns, r, strict=True)) for r in table.rows}
+    assert set(rows) == {f"Summ-NLI #{summ}", f"Sent-NLI (w=1) #{sent}"}
+    assert all(r["n"] == 5 for r in rows.values())  # the items both finished
+    # Summ-NLI on items 1-5: gold 0 1 0 1 0, said X C C C X: recall(inconsistent) 2/3, recall(consistent) 1
+    heads = {h.label: h for h in rep.headlines}
+    assert heads[f"Balanced accuracy · Summ-NLI #{summ}"].value == pytest.approx((2 / 3 + 1) / 2)
+    assert heads[f"Balanced accuracy · Sent-NLI (w=1) #{sent}"].value == pytest.approx(1.0)
+    assert "Compared on the 5 labelled items" in " ".join(rep.notes)
+    (ex, *_) = rep.examples
+    assert any("why inconsistent" in v for k, v in ex.fields if k.startswith("Summ-NLI"))
+    html = reports.to_html(rep, secrets=[])
+    assert "sk-never-shown" not in html and html.count("Plotly.newPlot(") == 2
