@@ -15,6 +15,7 @@ import queue
 import socket
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ from db.engine import dialect_insert
 from db.models import (
     Batch,
     BatchItem,
+    BatchOptions,
     BatchPublic,
     Dataset,
     DatasetItem,
@@ -37,10 +39,10 @@ from db.models import (
     WorkerHeartbeat,
     utcnow,
 )
-from services import dcr
+from services import dcr, nli
 from services.config import BackendConfig, get_settings
-from services.llm import LLMClient, UsageLedger, summarize_records
-from services.runs import recorded_config
+from services.llm import CallResult, LLMClient, UsageLedger, summarize_records
+from services.runs import method_config, recorded_config
 from services.text import InputError, split_sentences
 
 log = logging.getLogger(__name__)
@@ -65,8 +67,18 @@ def create_batch(
     concurrency: int | None = None,
     item_limit: int | None = None,
     name: str = "",
+    window: int = 1,
+    sample: int = 0,
+    repeat_group: str | None = None,
 ) -> int:
-    """A batch over the first `item_limit` items of a dataset, every item pending."""
+    """A batch over the first `item_limit` items of a dataset, every item pending.
+
+    `window` is Sent-NLI's and QG-QA's window w; `sample` the cache's sample index, so a repeat of the same
+    configuration (Table 4's standard deviation) asks the model again instead of reading the cache.
+    """
+    if window < 1:
+        raise InputError("The window w must be 1 or more sentences.")
+    is_nli = nli.is_nli(cfg.method)
     with Session(engine) as session:
         ds = session.get(Dataset, dataset_id)
         if ds is None:
@@ -77,8 +89,16 @@ def create_batch(
         item_ids = list(session.execute(q).scalars())
         if not item_ids:
             raise InputError(f"Dataset {ds.name!r} has no items.")
+        if not name:
+            name = f"{ds.name} · {cfg.method}"
+            if is_nli:
+                name += f" · w={window}" if cfg.method in nli.WINDOWED else ""
+            elif cfg.uses_model:
+                name += f" · {cfg.amc}"
+            name += f" · repeat {sample + 1}" if repeat_group else ""
+        recorded = method_config(backend, cfg.method, window) if is_nli else recorded_config(backend, cfg)
         batch = Batch(
-            name=name or f"{ds.name} · {cfg.method}" + (f" · {cfg.amc}" if cfg.uses_model else ""),
+            name=name,
             dataset_id=dataset_id,
             task=cfg.task,
             criteria=cfg.criteria,
@@ -87,11 +107,12 @@ def create_batch(
             max_rounds=cfg.max_rounds,
             concurrency=concurrency or backend.concurrency,
             item_limit=item_limit,
-            **recorded_config(backend, cfg),
+            **recorded,
             n_items=len(item_ids),
         )
         session.add(batch)
         session.flush()
+        session.add(BatchOptions(batch_id=batch.id, window=window, sample=sample, repeat_group=repeat_group))
         now = utcnow()
         session.execute(
             BatchItem.__table__.insert(),
@@ -101,6 +122,28 @@ def create_batch(
         )  # fmt: skip
         session.commit()
         return batch.id  # type: ignore[return-value]
+
+
+def create_repeats(engine: Engine, *, repeats: int, **kwargs: Any) -> list[int]:
+    """`repeats` batches of one configuration, each with its own sample index, grouped (Table 4)."""
+    if repeats < 1:
+        raise InputError("Repeats must be 1 or more.")
+    if repeats == 1:
+        return [create_batch(engine, **kwargs)]
+    group = uuid.uuid4().hex[:12]
+    return [create_batch(engine, sample=k, repeat_group=group, **kwargs) for k in range(repeats)]
+
+
+def options(engine: Engine, batch_id: int) -> BatchOptions:
+    """A batch's window, sample index and repeat group (defaults for batches made before they existed)."""
+    with Session(engine) as session:
+        row = session.get(BatchOptions, batch_id)
+        return BatchOptions(batch_id=batch_id) if row is None else BatchOptions.model_validate(row)
+
+
+def all_options(engine: Engine) -> dict[int, BatchOptions]:
+    with Session(engine) as session:
+        return {o.batch_id: BatchOptions.model_validate(o) for o in session.execute(select(BatchOptions)).scalars()}
 
 
 def request_cancel(engine: Engine, batch_id: int) -> None:
@@ -142,6 +185,7 @@ def delete_batch(engine: Engine, batch_id: int) -> bool:
         if b is None:
             return False
         session.execute(BatchItem.__table__.delete().where(BatchItem.batch_id == batch_id))
+        session.execute(BatchOptions.__table__.delete().where(BatchOptions.batch_id == batch_id))
         session.delete(b)
         session.commit()
         return True
@@ -403,8 +447,56 @@ def round_record(rnd: dcr.Round) -> dict[str, Any]:
     }
 
 
-def process_item(client: LLMClient, item: ItemInput, cfg: dcr.DCRConfig) -> dict[str, Any]:
-    """Algorithm 1 on one item; returns the batch_item columns to write."""
+class SampledClient(LLMClient):
+    """A client whose calls all carry one sample index: a repeated batch asks the model again."""
+
+    sample: int = 0
+
+    def chat_json(self, messages: list[dict], *, sample_index: int = 0, **kwargs: Any) -> CallResult:  # type: ignore[override]
+        return super().chat_json(messages, sample_index=sample_index or self.sample, **kwargs)
+
+
+def process_nli_item(client: LLMClient, item: ItemInput, method: str, window: int) -> dict[str, Any]:
+    """Summ-NLI, Sent-NLI or QG-QA on one item; the result keeps a round 0 of per-sentence verdicts, so the
+    sentence-level meta-evaluation reads it like DCE's."""
+    ledger = UsageLedger()
+    c = client.fork(ledger)
+    summary = " ".join(item.sentences) if item.sentences else item.candidate
+    started = time.perf_counter()
+    result = nli.run_method(c, item.reference, summary, method, window=window)
+    record = nli.result_record(result, method, summary, window=window)
+    usage = summarize_records(ledger.records)
+    units = [record.get("summary") or {}, *record.get("windows", []), *record.get("pairs", [])]
+    errors = [u["error"] for u in units if u.get("error")]
+    label = record["label"]
+    n_unknown = sum(s["verdict"] == "unknown" for s in record["sentences"])
+    round0 = {
+        "round": 0, "candidate": summary, "score": record["score"], "k": len(record["sentences"]),
+        "alpha": 0.0, "beta": 0.0, "n_unknown": n_unknown, "error": errors[0] if errors else None,
+        "model_is_consistent": None if label is None else label == "consistent",
+        "sentences": record["sentences"], "extras": [], "rewrites": [], "improve_error": None,
+    }  # fmt: skip
+    return {
+        "status": "failed" if label is None else "done",
+        "error": (f"{len(errors)} of {record['n_units']} unit(s) unreadable: {errors[0]}" if errors else None),
+        "score": record["score"],
+        "final_score": record["score"],
+        "n_sentences": len(split_sentences(summary)),
+        "n_unknown": record["n_failed"],
+        "n_rounds": 1,
+        "calls": usage["calls"],
+        "cache_hits": usage["cache_hits"],
+        "prompt_tokens": usage["prompt_tokens"],
+        "completion_tokens": usage["completion_tokens"],
+        "latency_ms": (time.perf_counter() - started) * 1000,
+        "result": record | {"rounds": [round0], "final_candidate": summary},
+    }
+
+
+def process_item(client: LLMClient, item: ItemInput, cfg: dcr.DCRConfig, *, window: int = 1) -> dict[str, Any]:
+    """Algorithm 1 (or an NLI paradigm) on one item; returns the batch_item columns to write."""
+    if nli.is_nli(cfg.method):
+        return process_nli_item(client, item, cfg.method, window)
     ledger = UsageLedger()
     # fork() builds the HTTP client, which starts the embedded model: the evidence checker needs neither.
     c = client.fork(ledger) if cfg.uses_model else client
@@ -486,6 +578,8 @@ def process_batch(
         if b.cancel_requested or b.status in ("done", "cancelled"):
             return stats
         cfg = dcr.DCRConfig(task=b.task, criteria=b.criteria, method=b.method, amc=b.amc, max_rounds=b.max_rounds)  # type: ignore[arg-type]
+        opts = session.get(BatchOptions, batch_id)
+        window, sample = (opts.window, opts.sample) if opts is not None else (1, 0)
         backend = backend or backend_for(b)
         concurrency = max(1, b.concurrency)
         b.status = "running"
@@ -493,7 +587,9 @@ def process_batch(
         session.add(b)
         session.commit()
     cache = BufferedCache(engine, backend.model)
-    clients = [LLMClient(b, cache=cache, ledger=UsageLedger()) for b in worker_endpoints(backend)]
+    clients = [SampledClient(b, cache=cache, ledger=UsageLedger()) for b in worker_endpoints(backend)]
+    for c in clients:
+        c.sample = sample
     if cfg.uses_model:
         for c in clients:
             c.sdk()  # build the HTTP clients before the threads start
@@ -506,7 +602,7 @@ def process_batch(
 
     def run(item: ItemInput) -> None:
         try:
-            out = process_item(clients[next(turn) % len(clients)], item, cfg)
+            out = process_item(clients[next(turn) % len(clients)], item, cfg, window=window)
         except Exception as exc:  # a bug or a server fault on one item must not stop the batch
             log.exception("batch %s item %s failed", batch_id, item.batch_item_id)
             out = {"status": "failed", "error": f"{type(exc).__name__}: {exc}"}

@@ -1,8 +1,9 @@
 """A fake judge for every method on one document: DCE/RAI (the toy judge), Summ-NLI, Sent-NLI, QG and QA.
 
-A text containing `bad` is inconsistent. QG asks one question per window whose expected answer is the
-window's last word; QA judges a pair inconsistent when that answer contains `bad`. `skip_judgement`
-makes the Sent-NLI reply for windows containing that word leave out its judgement (a parse failure).
+A text containing `bad` is inconsistent. QG asks one question per window whose expected answer is `bad`
+when the window holds it, else the window's last word; QA judges a pair inconsistent when that answer
+contains `bad`. `skip_judgement` makes the Sent-NLI reply for windows containing that word leave out
+its judgement (a parse failure).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ def nli_judge(bad: str = "1999", fix: str = "1889", skip_judgement: str | None =
             return {"reasoning": f"The text says {text!r}.", "judgement": label}
         if prompt.startswith("### Instruction:\n\nSuppose you are"):
             sent = re.search(r'"Specified sentences" : (.*)\n', prompt).group(1)
-            answer = sent.rstrip(".").split()[-1]
+            answer = bad if bad in sent else sent.rstrip(".").split()[-1]
             return {"entities": [answer], "pairs": [{"question": f"What is said in: {sent}", "answer": answer}]}
         if prompt.startswith("Now you are one of the greatest English linguist experts"):
             pair = re.search(r"### Question-answer pairs:\n\n(.*)\n\nPlease refer", prompt, re.S).group(1)
