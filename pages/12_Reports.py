@@ -7,7 +7,7 @@ import streamlit as st
 from components.report import cached_report, render_report, render_report_download, report_html, share_url
 from components.report_builders import BUILDERS
 from components.ui import engine, page_setup
-from services import batches, distill, reports, runs
+from services import batches, conseval, distill, reports, runs
 from services.reports import KIND_LABELS
 from services.text import InputError
 
@@ -65,7 +65,7 @@ with tab_make:
                 format_func=lambda i: next(f"#{r.id} · {r.created_at:%Y-%m-%d %H:%M} · {p[:70]}"
                                            for r, p in rows if r.id == i),
             )  # fmt: skip
-    elif kind == "batch":
+    elif kind in ("batch", "nli"):
         bl = batches.list_batches(eng)
         if not bl:
             st.info("No batches yet: start one on the **Batches** page.")
@@ -74,6 +74,15 @@ with tab_make:
                 "Batch", [b.id for b in bl], key="rp_batch",
                 format_func=lambda i: next(f"#{b.id} · {b.name or b.method} · {b.model} · {b.status}"
                                            for b in bl if b.id == i),
+            )  # fmt: skip
+    elif kind == "conseval":
+        studies = conseval.list_studies(eng)
+        if not studies:
+            st.info("No ConsEval studies yet: start one on the **ConsEval** page.")
+        else:
+            ref_id = st.selectbox(
+                "Study", [x.id for x in studies], key="rp_study",
+                format_func=lambda i: next(f"#{x.id} · {x.name or 'study'} · {x.status}" for x in studies if x.id == i),
             )  # fmt: skip
     elif kind:
         ref_id = st.number_input(f"{KIND_LABELS[kind]} id", min_value=1, step=1, key=f"rp_id_{kind}")
