@@ -487,3 +487,52 @@ def test_cli_conseval_writes_every_alpha_with_interval_and_n(fake, monkeypatch, 
     assert report["mappings"]["11-P (NEG)"].startswith("(x - (-5)) / 10")
     assert cli.main(["conseval", "--criteria", "Helpfulness", "--scales", "12-P", "--samples", "2"]) == 2
     assert "unknown scale" in capsys.readouterr().err
+
+
+# -- figures (pure functions, read through fig.data and fig.layout) ------------------------------
+
+
+def finished_results(engine, fake, backend) -> tuple[int, object]:
+    fake.responder = scorer(noisy=True)
+    cfg = config(backend, criteria=["Helpfulness", "Conciseness"], n_samples=3, oracle="imported")
+    its = items(4, "Helpfulness", scored=True) + items(4, "Conciseness", scored=True)
+    sid = ce.create_study(engine, cfg, its)
+    st = ce.run_study(engine, sid, backends={"judge": backend})
+    return sid, ce.results_frame(st.results)
+
+
+def test_figures_show_alphas_with_intervals_by_scale_definition_and_criterion(engine, fake, backend):
+    from components.conseval_figures import make_ic_figure, make_matrix_figure, make_radar_figure, make_sc_figure
+
+    _, df = finished_results(engine, fake, backend)
+    d = df[(df.model == "judge") & (df.variant == "Base")]
+    fig = make_sc_figure(d)
+    assert [a.text for a in fig.layout.annotations] == ["Helpfulness", "Conciseness"]
+    assert {t.name for t in fig.data} == {"definition: none", "definition: long"}
+    bar = next(t for t in fig.data if t.name == "definition: none" and t.xaxis == "x")
+    assert list(bar.x) == ["5-P", "7-P", "11-P (POS)", "5-P Likert", "11-P (NEG)", "Binary", "10-P"]
+    row = d[(d.kind == "SC") & (d.criterion == "Helpfulness") & (d.granularity == "none") & (d.scale == "5-P")].iloc[0]
+    assert bar.y[0] == pytest.approx(row.value)
+    assert bar.error_y.array[0] == pytest.approx(row.ci_high - row.value)
+    ic = make_ic_figure(d)
+    assert set(ic.data[0].x) == {"IC1", "IC2", "IC3", "IC4", "GS"}
+    matrix = ce.model_method_matrix(df, "Helpfulness")
+    mx = make_matrix_figure(matrix)
+    assert list(mx.data[0].y) == list(matrix.index) and "SC" in list(mx.data[0].x)
+    radar = make_radar_figure(ce.radar_frame(df))
+    assert len(radar.data) == 3 and set(radar.data[0].theta) == {"Helpfulness", "Conciseness"}
+    assert radar.data[0].name == "judge"
+
+
+def test_an_undefined_alpha_is_drawn_hatched_with_its_reason():
+    from components.conseval_figures import make_sc_figure
+
+    df = ce.results_frame({"rows": [
+        {"kind": "SC", "value": None, "ci_low": None, "ci_high": None, "n": 3, "note": "Every rating is the same",
+         "model": "m", "method": "base", "mode": "single", "criterion": "C", "granularity": "short", "scale": "5-P"},
+        {"kind": "SC", "value": 0.5, "ci_low": 0.2, "ci_high": 0.7, "n": 3, "note": None,
+         "model": "m", "method": "base", "mode": "single", "criterion": "C", "granularity": "short", "scale": "7-P"},
+    ]})  # fmt: skip
+    bar = make_sc_figure(df).data[0]
+    assert list(bar.text) == ["n/a", "0.50"] and bar.marker.pattern.shape[0] == "x"
+    assert "Every rating is the same" in bar.hovertext[0]
