@@ -3,10 +3,11 @@
 import pandas as pd
 import streamlit as st
 
+from components.nli_figures import ALL_METHOD_LABELS
 from components.ui import batch_worker, demo_notice, engine, page_setup
-from services import batches, jobs
+from services import batches, jobs, nli
 from services.datasets import list_datasets
-from services.dcr import CONVERTER_LABELS, METHOD_LABELS, TASK_LABELS, DCRConfig
+from services.dcr import CONVERTER_LABELS, TASK_LABELS, DCRConfig
 from services.text import InputError
 
 backend = page_setup("Batches", ":material/dynamic_feed:")
@@ -40,32 +41,45 @@ with st.expander("Start a batch", expanded=not batches.list_batches(eng, 1), ico
             c = st.columns(3)
             default_task = list(TASK_LABELS).index(ds.task) if ds and ds.task in TASK_LABELS else 0
             task = c[0].selectbox("Task", list(TASK_LABELS), format_func=TASK_LABELS.get, index=default_task)
-            method = c[1].selectbox("Evaluator", list(METHOD_LABELS), format_func=METHOD_LABELS.get)
-            amc = c[2].selectbox("Converter", list(CONVERTER_LABELS), format_func=CONVERTER_LABELS.get)
-            c = st.columns(4)
-            rounds = c[0].number_input("Improvement rounds", 0, 10, 0, help="0: evaluate only")
+            method = c[1].selectbox("Evaluator", list(ALL_METHOD_LABELS), format_func=ALL_METHOD_LABELS.get,
+                                    key="ba_method")  # fmt: skip
+            amc = c[2].selectbox("Converter", list(CONVERTER_LABELS), format_func=CONVERTER_LABELS.get,
+                                 help="DCE-AMC and the paragraph evaluator only")  # fmt: skip
+            c = st.columns(6)
+            rounds = c[0].number_input("Improvement rounds", 0, 10, 0, help="0: evaluate only (DCE methods)")
             concurrency = c[1].number_input("Concurrency", 1, 256, int(backend.concurrency))
             limit = c[2].number_input("Item limit", 0, 1_000_000, 0, help="0: every item")
-            name = c[3].text_input("Name", placeholder="optional")
+            window = c[3].number_input("Window w", 1, 10, 1, key="ba_window",
+                                       help="Sent-NLI and QG-QA: summary sentences judged at a time")  # fmt: skip
+            repeats = c[4].number_input(
+                "Repeats", 1, 10, 1, key="ba_repeats",
+                help="Run the same configuration n times, each asking the model again (not the cache), "
+                "for the standard deviation over runs (Table 4).",
+            )  # fmt: skip
+            name = c[5].text_input("Name", placeholder="optional")
             criteria = st.text_input("Criteria (custom task only)", "")
             start = st.form_submit_button("Start batch", type="primary", icon=":material/play_arrow:")
         if start:
             try:
-                bid = batches.create_batch(
-                    eng, dataset_id=ds.id, backend=backend,
-                    cfg=DCRConfig(task=task, criteria=criteria, method=method, amc=amc, max_rounds=int(rounds)),
-                    concurrency=int(concurrency), item_limit=int(limit) or None, name=name,
+                ids = batches.create_repeats(
+                    eng, repeats=int(repeats), dataset_id=ds.id, backend=backend,
+                    cfg=DCRConfig(task=task, criteria=criteria, method=method, amc=amc,
+                                  max_rounds=0 if nli.is_nli(method) else int(rounds)),
+                    concurrency=int(concurrency), item_limit=int(limit) or None, name=name, window=int(window),
                 )  # fmt: skip
-                jobs.enqueue(bid)
+                for bid in ids:
+                    jobs.enqueue(bid)
+                bid = ids[0]
                 st.session_state.ba_selected = bid
                 st.query_params["batch"] = str(bid)
-                st.toast(f"Batch {bid} started.")
+                st.toast(f"Batch {bid} started." if len(ids) == 1 else f"Batches {ids[0]}–{ids[-1]} started.")
             except InputError as exc:
                 st.error(str(exc))
 
 all_batches = batches.list_batches(eng)
 if not all_batches:
     st.stop()
+opts = batches.all_options(eng)
 
 st.subheader("All batches")
 table = pd.DataFrame(
@@ -76,7 +90,9 @@ table = pd.DataFrame(
             "status": b.status,
             "items": b.n_items,
             "method": b.method,
-            "converter": b.amc,
+            "window": opts[b.id].window if b.id in opts and b.method in nli.WINDOWED else None,
+            "repeat": opts[b.id].sample + 1 if b.id in opts and opts[b.id].repeat_group else None,
+            "converter": "—" if nli.is_nli(b.method) else b.amc,
             "rounds": b.max_rounds,
             "model": b.model,
             "created (UTC)": b.created_at.strftime("%Y-%m-%d %H:%M"),
@@ -113,8 +129,15 @@ def live(batch_id: int) -> None:
     if b.status != shown_status.get(batch_id, b.status):
         st.rerun()  # the batch changed state: redraw the whole page (the table above, the items below)
     st.markdown(f"### Batch #{b.id} · {b.name}")
+    how = (
+        f"window {opts[b.id].window if b.id in opts else 1}"
+        if b.method in nli.WINDOWED
+        else ""
+        if nli.is_nli(b.method)
+        else f"converter {b.amc} · rounds {b.max_rounds}"
+    )
     st.caption(
-        f"{b.model} · {METHOD_LABELS.get(b.method, b.method)} · converter {b.amc} · rounds {b.max_rounds} · "
+        f"{b.model} · {ALL_METHOD_LABELS.get(b.method, b.method)} · {how} · "
         f"concurrency {b.concurrency} · status **{b.status}**"
         + (" · cancelling…" if b.cancel_requested and b.status == "running" else "")
     )

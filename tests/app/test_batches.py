@@ -70,3 +70,25 @@ def test_a_deep_link_opens_a_batch_and_a_missing_one_is_explained(open_page, jud
     at = open_page(BATCHES, query={"batch": "999"})
     assert not at.exception
     assert any("no longer exists" in w for w in texts(at.warning))
+
+
+def test_a_sent_nli_batch_with_a_window_and_repeats(open_page, judge):
+    from tests.nli_fakes import nli_judge
+
+    judge.responder = nli_judge()
+    seed_dataset(2)
+    at = open_page(BATCHES)
+    at.selectbox(key="ba_method").set_value("sent-nli")
+    at.number_input(key="ba_window").set_value(2)
+    at.number_input(key="ba_repeats").set_value(2)
+    at = at.button(key="FormSubmitter:ba_new-Start batch").click().run()
+    assert not at.exception, at.exception
+    eng = db.engine.get_engine()
+    table = at.dataframe[0].value.set_index("batch")
+    assert list(table.loc[[1, 2], "method"]) == ["sent-nli", "sent-nli"]
+    assert list(table.loc[[1, 2], "window"]) == [2, 2] and list(table.loc[[1, 2], "repeat"]) == [1, 2]
+    assert [batches.options(eng, b).sample for b in (1, 2)] == [0, 1]
+    assert all(batches.progress(eng, b).done == 2 for b in (1, 2))
+    # each item has 4 sentences ("Item i." + 3) in 2 windows; the repeat asks the model again
+    assert len([r for r in judge.requests if "specified sentence" in r["messages"][0]["content"]]) == 8
+    assert any("window 2" in c for c in texts(at.caption))
