@@ -30,6 +30,16 @@ def report_html(kind: str, ref_id: int, stamp: str = "") -> str:
     return reports.to_html(cached_report(kind, ref_id, stamp))
 
 
+def survey_choices() -> dict[int, str]:
+    """Expert surveys by id, labelled for a picker."""
+    from sqlmodel import Session
+
+    from services import survey
+
+    with Session(engine()) as s:
+        return {x.id: f"#{x.id} · {x.title} · {x.status}" for x in survey.list_surveys(session=s)}
+
+
 def share_url(token: str) -> str:
     """The path of a share link inside this app (prefix it with the app's address)."""
     return f"/Reports?share={token}"

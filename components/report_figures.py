@@ -43,3 +43,27 @@ def make_method_accuracy_figure(df: pd.DataFrame) -> go.Figure:
         template="plotly_white",
     )
     return fig
+
+
+def make_survey_weights_figure(df: pd.DataFrame) -> go.Figure:
+    """Expert weights per quality issue: stacked vote shares per metric (columns issue, metric, weight, votes)."""
+    fig = go.Figure()
+    for i, (metric, g) in enumerate(df.groupby("metric", sort=False)):
+        fig.add_bar(
+            x=list(g["issue"]),
+            y=[_num(v) or 0.0 for v in g["weight"]],
+            name=str(metric),
+            marker_color=PALETTE[i % len(PALETTE)],
+            customdata=list(g["votes"]),
+            hovertemplate="%{x}<br>" + str(metric) + ": %{y:.0%} (%{customdata} vote(s))<extra></extra>",
+        )
+    fig.update_layout(
+        barmode="stack",
+        title={"text": "Expert weights: which metric each quality issue impacts most", "font": {"size": 15}},
+        yaxis={"title": "share of votes", "range": [0, 1.05], "tickformat": ".0%"},
+        height=420,
+        margin={"l": 60, "r": 20, "t": 50, "b": 120},
+        legend={"orientation": "h", "y": -0.45},
+        template="plotly_white",
+    )
+    return fig

@@ -4,7 +4,14 @@
 import pandas as pd
 import streamlit as st
 
-from components.report import cached_report, render_report, render_report_download, report_html, share_url
+from components.report import (
+    cached_report,
+    render_report,
+    render_report_download,
+    report_html,
+    share_url,
+    survey_choices,
+)
 from components.report_builders import BUILDERS
 from components.ui import engine, page_setup
 from services import batches, conseval, distill, reports, runs
@@ -84,6 +91,12 @@ with tab_make:
                 "Study", [x.id for x in studies], key="rp_study",
                 format_func=lambda i: next(f"#{x.id} · {x.name or 'study'} · {x.status}" for x in studies if x.id == i),
             )  # fmt: skip
+    elif kind == "survey":
+        surveys = survey_choices()
+        if not surveys:
+            st.info("No expert surveys yet: create one on the **DHP** page.")
+        else:
+            ref_id = st.selectbox("Survey", list(surveys), format_func=surveys.get, key="rp_survey")
     elif kind:
         ref_id = st.number_input(f"{KIND_LABELS[kind]} id", min_value=1, step=1, key=f"rp_id_{kind}")
     if kind and ref_id is not None:

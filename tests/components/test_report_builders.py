@@ -76,3 +76,24 @@ def test_nli_comparison_puts_the_methods_side_by_side_on_common_items(engine):
     assert any("why inconsistent" in v for k, v in ex.fields if k.startswith("Summ-NLI"))
     html = reports.to_html(rep, secrets=[])
     assert "sk-never-shown" not in html and html.count("Plotly.newPlot(") == 2
+
+
+def test_survey_report_has_the_expert_alpha_and_the_weights(engine):
+    from tests.services.test_survey import cast, new_survey
+
+    sid, ids = new_survey(engine, task="story", experts=4)
+    for i, e in enumerate(ids):
+        cast(engine, e, "grammar", "Fluency" if i < 3 else "Coherence")
+        cast(engine, e, "typo", "Fluency")
+    rep = build(engine, "survey", sid, n_boot=100)
+    heads = {h.label: h for h in rep.headlines}
+    assert heads["Experts who voted"].value == 4 and heads["Questions with a vote"].value == 2
+    assert heads["Krippendorff's α among experts"].n == 2
+    weights = next(t for t in rep.tables if t.title == "Weights per question")
+    grammar = {r[2]: r[4] for r in weights.rows if r[0] == "grammar"}
+    assert grammar["Fluency"] == pytest.approx(0.75) and grammar["Coherence"] == pytest.approx(0.25)
+    assert [f.title for f in rep.figures] == ["Expert weights"]
+    assert "still open" in " ".join(rep.notes)
+    assert "Plotly.newPlot(" in reports.to_html(rep, secrets=[])
+    with pytest.raises(InputError, match="does not exist"):
+        build(engine, "survey", 999)
