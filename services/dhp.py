@@ -810,3 +810,49 @@ def run_result(
     task = get_task(st.task, session=session) if st else None
     order = [p.key for p in task.perturbations] if task else None
     return analyse(df, weights=weights, model=run.model, order=order)
+
+
+# -- samples ----------------------------------------------------------------------------------------------
+def sample_items(task_key: str) -> list[Item]:
+    """The app's own sample texts of a built-in task (samples/dhp.json); [] for other tasks."""
+    import json
+
+    from services.config import PROJECT_ROOT
+
+    path = PROJECT_ROOT / "samples" / "dhp.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    block = data.get(task_key)
+    return perturb.items_from_records(block["items"]) if block else []
+
+
+def parse_items_upload(name: str, data: bytes) -> list[Item]:
+    """Items from an uploaded JSONL, JSON or CSV file; ValueError with a readable message."""
+    import csv
+    import io
+    import json
+
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise ValueError(f"{name}: not UTF-8 text") from None
+    low = name.lower()
+    if low.endswith(".csv"):
+        records: Any = list(csv.DictReader(io.StringIO(text)))
+    elif low.endswith(".json"):
+        try:
+            records = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{name}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
+        if isinstance(records, dict):
+            records = records.get("items", [])
+    else:
+        records = []
+        for n, line in enumerate(text.splitlines(), 1):
+            if line.strip():
+                try:
+                    records.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise ValueError(f"{name}, line {n}: not valid JSON ({exc.msg})") from None
+    if not isinstance(records, list):
+        raise ValueError(f"{name}: expected a list of items with id, text and source")
+    return perturb.items_from_records(records)

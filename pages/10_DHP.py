@@ -1,0 +1,505 @@
+"""DHP: how well does an LLM evaluator discern perturbed texts? Perturb, benchmark, read D; run the expert survey."""
+
+import json
+
+import pandas as pd
+import streamlit as st
+
+from components import dhp as view
+from components import dhp_figures as figs
+from components.ui import batch_worker, demo_notice, page_setup
+from services import dhp, jobs, perturb
+from services import survey as sv
+
+backend = page_setup("DHP", ":material/troubleshoot:")
+batch_worker()
+
+VIEWS = ["Texts", "Benchmark", "Results", "Expert survey", "Tasks"]
+for key, default in {"dhp_flash": None, "dhp_set": None, "dhp_survey": None}.items():
+    st.session_state.setdefault(key, default)
+if st.query_params.get("view") in VIEWS and "dhp_view" not in st.session_state:
+    st.session_state.dhp_view = st.query_params["view"]
+st.session_state.setdefault("dhp_view", "Texts")
+
+
+def flash(kind: str, msg: str) -> None:
+    st.session_state.dhp_flash = (kind, msg)
+
+
+st.title("DHP: discernment of LLM evaluators")
+st.caption(
+    "Good texts are degraded on purpose at the character, word and sentence level (Tables 1-2 of the DHP paper); "
+    "an evaluator model scores originals and perturbed texts separately, and a one-sided Wilcoxon test per metric "
+    "asks whether it scored the perturbed ones lower. The p-values combine into a discernment score "
+    "D = log₀.₀₅(p): **D > 1 means the evaluator noticed the problem** (p < 0.05)."
+)
+if st.session_state.dhp_flash:
+    kind, msg = st.session_state.dhp_flash
+    getattr(st, kind)(msg)
+    st.session_state.dhp_flash = None
+
+with view.session() as s:
+    tasks = dhp.list_tasks(session=s)
+task_by_key = {t.key: t for t in tasks}
+if "dhp_next_task" in st.session_state:  # a task just added: select it before the selector is drawn
+    st.session_state.dhp_task = st.session_state.pop("dhp_next_task")
+if st.query_params.get("task") in task_by_key and "dhp_task" not in st.session_state:
+    st.session_state.dhp_task = st.query_params["task"]
+top = st.columns([2, 3])
+task_key = top[0].selectbox(
+    "Task", list(task_by_key), key="dhp_task", format_func=lambda k: task_by_key[k].name,
+    help="The NLG task: what is evaluated, against what, on which metrics. Add your own under Tasks.",
+)  # fmt: skip
+st.query_params["task"] = task_key
+task = task_by_key[task_key]
+with top[1]:
+    st.markdown(
+        f"**{task.text_label}** judged on " + ", ".join(f"**{m.name}**" for m in task.metrics)
+        + (f" · against the {task.source_label.lower()}" if task.source_label else "")
+    )  # fmt: skip
+    with st.expander("Metric definitions and perturbations"):
+        for m in task.metrics:
+            st.markdown(f"- **{m.name}**: {m.definition}")
+        st.markdown(
+            "Perturbations: "
+            + "; ".join(
+                f"{p.label} ({'LLM' if p.spec.method == 'llm' else 'rule'})" for p in task.perturbations
+            )  # fmt: skip
+        )
+
+section = st.segmented_control("Section", VIEWS, key="dhp_view", label_visibility="collapsed") or "Texts"
+st.query_params["view"] = section
+
+with view.session() as s:
+    sets = dhp.list_sets(session=s, task=task_key)
+set_ids = [x.id for x in sets]
+set_by_id = {x.id: x for x in sets}
+
+
+def pick_set(label: str = "Perturbation set") -> int | None:
+    if not sets:
+        st.info("No perturbation set for this task yet: make one under **Texts**.")
+        return None
+    if st.session_state.dhp_set not in set_ids:
+        st.session_state.dhp_set = set_ids[0]
+    return st.selectbox(
+        label, set_ids, key="dhp_set",
+        format_func=lambda i: f"#{i} · {set_by_id[i].name} · {len(set_by_id[i].items)} items · {set_by_id[i].status}",
+    )  # fmt: skip
+
+
+# -- Texts ---------------------------------------------------------------------------------------------
+def texts_section() -> None:
+    with st.expander("Make a perturbation set", expanded=not sets):
+        samples = dhp.sample_items(task_key)
+        origin = st.radio(
+            "Good texts", ["Sample texts", "Upload"] if samples else ["Upload"], horizontal=True, key="dhp_origin",
+            help="Upload JSONL, JSON or CSV with id, text, source (and wrong_ending for story endings).",
+        )  # fmt: skip
+        items = samples
+        if origin == "Upload":
+            up = st.file_uploader("Items file", type=["jsonl", "json", "csv"], key="dhp_upload")
+            items = []
+            if up is not None:
+                try:
+                    items = dhp.parse_items_upload(up.name, up.getvalue())
+                except ValueError as exc:
+                    st.error(f"This file cannot be used: {exc}")
+        st.caption(f"{len(items)} item(s)" + (f", e.g. “{items[0].text[:90]}…”" if items else ""))
+        c = st.columns([3, 1])
+        name = c[0].text_input("Name", key="dhp_set_name", placeholder=f"{task.name} · samples")
+        seed = c[1].number_input("Seed", 0, 2**31 - 1, 0, key="dhp_seed", help="Same seed, same perturbed texts.")
+        keys = [p.key for p in task.perturbations]
+        labels = {p.key: p.label for p in task.perturbations}
+        chosen = st.multiselect("Perturbations", keys, default=keys, format_func=labels.get, key="dhp_perts")
+        n_llm = sum(task.perturbation(k).spec.method == "llm" for k in chosen)
+        use_llm = st.toggle(
+            f"Make the {n_llm} LLM-based perturbation(s) with {backend.model}", value=n_llm > 0, key="dhp_use_llm",
+            disabled=n_llm == 0, help="They run in the background worker; rule-based ones are made at once.",
+        )  # fmt: skip
+        if st.button("Make the set", type="primary", disabled=not items or not chosen, key="dhp_make"):
+            with view.session() as s:
+                sid = dhp.create_set(task, items, name=name, seed=int(seed), session=s,
+                                     backend=backend if use_llm else None, only=chosen)  # fmt: skip
+            if use_llm and n_llm:
+                jobs.enqueue_dhp("perturb", sid)
+            st.session_state.dhp_set = sid
+            flash(
+                "success",
+                f"Set #{sid} made"
+                + (" — the LLM-based perturbations are being written." if use_llm and n_llm else "."),
+            )  # noqa: E501
+            st.rerun()
+    sid = pick_set()
+    if sid is None:
+        return
+    live_set(sid)
+
+
+@st.fragment(run_every=2.0)
+def set_status(sid: int) -> None:
+    with view.session() as s:
+        cur = dhp.get_set(sid, session=s)
+    if cur is None:
+        return
+    if cur.status == "generating":
+        st.info(
+            f"Writing the LLM-based perturbations with {cur.model}… (background worker)",
+            icon=":material/hourglass_top:",
+        )
+    elif st.session_state.get("dhp_seen_set") == (sid, "generating"):
+        st.session_state.dhp_seen_set = (sid, cur.status)
+        st.rerun()
+    st.session_state.dhp_seen_set = (sid, cur.status)
+    if cur.error:
+        st.warning(cur.error)
+
+
+def live_set(sid: int) -> None:
+    set_status(sid)
+    with view.session() as s:
+        texts = dhp.texts_frame(sid, session=s)
+    pert = texts[texts["perturbation"] != dhp.ORIGINAL]
+    if pert.empty:
+        st.info("This set holds only originals.")
+        return
+    summary = (
+        pert.assign(ok=pert["text"].notna() & pert["error"].isna())
+        .groupby("perturbation", sort=False)
+        .agg(level=("level", "first"), made=("ok", "sum"), missing=("ok", lambda s: int((~s).sum())))
+        .reset_index()
+    )
+    summary.insert(1, "perturbation name", [task.perturbation(k).label if k in {p.key for p in task.perturbations}
+                                            else k for k in summary["perturbation"]])  # fmt: skip
+    st.dataframe(summary, hide_index=True, width="stretch")
+    c = st.columns(2)
+    which = c[0].selectbox("Perturbation", list(summary["perturbation"]), key="dhp_view_pert",
+                           format_func=lambda k: dict(zip(summary["perturbation"], summary["perturbation name"], strict=True))[k])  # fmt: skip  # noqa: E501
+    rows = pert[pert["perturbation"] == which]
+    item = c[1].selectbox("Item", list(rows["item_id"]), key="dhp_view_item")
+    row = rows[rows["item_id"] == item].iloc[0]
+    st.markdown("**Perturbed text, as a diff of its original**")
+    view.render_diff(row["original"], row["text"], detail=row["detail"], error=row["error"])
+    with st.expander("Original"):
+        view.render_text(row["original"])
+    st.download_button(
+        "Download the texts (CSV)", texts.to_csv(index=False).encode(), f"dhp_set_{sid}.csv", "text/csv",
+        icon=":material/download:",
+    )  # fmt: skip
+
+
+# -- Benchmark -----------------------------------------------------------------------------------------------
+def benchmark_section() -> None:
+    demo_notice(backend)
+    sid = pick_set()
+    if sid is None:
+        return
+    cur = set_by_id[sid]
+    if cur.status == "generating":
+        st.info("The set's LLM-based perturbations are still being written; runs started now skip them.")
+    with st.form("dhp_run_form", border=True):
+        st.markdown("**Run the benchmark**: every text scored on every metric, r times, averaged.")
+        c = st.columns([3, 1, 1])
+        models = c[0].text_input(
+            "Evaluator models", value=backend.model, key="dhp_models",
+            help=f"Comma-separated model names at {backend.base_url or 'the embedded server'}; one run each.",
+        )  # fmt: skip
+        repeats = c[1].number_input("Repeats r", 1, 20, 5, key="dhp_repeats")
+        seed = c[2].number_input(
+            "Seed", 0, 2**31 - 1, 0, key="dhp_run_seed", help="Goes into each request's cache key."
+        )
+        go_run = st.form_submit_button("Run", type="primary", icon=":material/play_arrow:")
+    if go_run:
+        names = [m.strip() for m in models.split(",") if m.strip()]
+        if not names:
+            st.error("Name at least one model.")
+        else:
+            ids = []
+            with view.session() as s:
+                for m in names:
+                    ids.append(dhp.create_run(sid, backend.with_changes(model=m), repeats=int(repeats),
+                                              seed=int(seed), session=s))  # fmt: skip
+            for rid in ids:
+                jobs.enqueue_dhp("run", rid)
+            flash("success", f"{len(ids)} run(s) handed to the background worker: " + ", ".join(f"#{i}" for i in ids))
+            st.rerun()
+    runs_live(sid)
+
+
+@st.fragment(run_every=2.0)
+def runs_live(sid: int) -> None:
+    with view.session() as s:
+        runs = dhp.list_runs(session=s, set_id=sid)
+    if not runs:
+        st.caption("No run on this set yet.")
+        return
+    for r in runs:
+        box = st.container(border=True)
+        head = box.columns([4, 1])
+        head[0].markdown(f"**Run #{r.id} · {r.model}** · r = {r.repeats} · status **{r.status}**")
+        frac = (r.n_done / r.n_total) if r.n_total else 0.0
+        box.progress(min(1.0, frac), text=f"{r.n_done} of {r.n_total} scores · {r.n_failed} failed")
+        if r.error:
+            box.error(r.error)
+        if r.status in ("queued", "running") and head[1].button("Cancel", key=f"dhp_cancel_{r.id}"):
+            with view.session() as s:
+                dhp.request_cancel(r.id, session=s)
+            st.rerun()
+
+
+# -- Results -------------------------------------------------------------------------------------------------
+def results_section() -> None:
+    sid = pick_set()
+    if sid is None:
+        return
+    with view.session() as s:
+        runs = [r for r in dhp.list_runs(session=s, set_id=sid) if r.n_done > 0]
+        surveys = [x for x in sv.list_surveys(session=s, task=task_key) if x.status == "closed"]
+    if not runs:
+        st.info("No scores yet: start a run under **Benchmark**.")
+        return
+    chosen = st.multiselect(
+        "Evaluator runs (side by side)", [r.id for r in runs], default=[r.id for r in runs[:4]], key="dhp_res_runs",
+        format_func=lambda i: next(f"#{r.id} · {r.model} · {r.status}" for r in runs if r.id == i),
+    )  # fmt: skip
+    options = [None, *[x.id for x in surveys]]
+    names = {x.id: f"closed survey #{x.id} · {x.title}" for x in surveys}
+    survey_id = st.selectbox(
+        "Expert weights (for D_EW)", options, key="dhp_res_survey",
+        format_func=lambda i: "none (D_EW not computed)" if i is None else names[i],
+        help="Only closed surveys feed D_EW. Run one under Expert survey.",
+    )  # fmt: skip
+    weights = None
+    if survey_id is not None:
+        with view.session() as s:
+            weights = sv.weights(survey_id, session=s).weights
+    results = []
+    with view.session() as s:
+        for rid in chosen:
+            try:
+                res = dhp.run_result(rid, session=s, weights=weights)
+            except ValueError as exc:
+                st.error(f"Run #{rid}: {exc}")
+                continue
+            if res is not None:
+                run = next(r for r in runs if r.id == rid)
+                label = (
+                    res.model
+                    if sum(r.model == run.model for r in runs if r.id in chosen) == 1
+                    else f"{res.model} #{rid}"
+                )
+                results.append(_relabel(res, label))
+    if not results:
+        st.info("Pick at least one run with scores.")
+        return
+    cols = st.columns(len(results)) if len(results) <= 4 else None
+    for i, res in enumerate(results):
+        target = cols[i] if cols else st
+        target.metric(f"{res.model}: D_avg", view.fmt(res.d_avg),
+                      help="Mean D over perturbations, each level weighted equally")  # fmt: skip
+        target.caption(
+            f"D_min {view.fmt(res.d_min)} · D_EW_avg {view.fmt(res.d_ew_avg)} · D_EW_min {view.fmt(res.d_ew_min)}"
+        )
+    st.plotly_chart(figs.make_discernment_figure(figs.overall_frame(results)), width="stretch", key="dhp_fig_overall")
+    measure = st.radio("Per perturbation", ["D", "D_EW"], horizontal=True, key="dhp_res_measure")
+    labels = {p.key: p.label for p in task.perturbations}
+    per = pd.DataFrame(
+        [
+            {
+                "model": res.model,
+                "perturbation": r.perturbation,
+                "label": labels.get(r.perturbation, r.perturbation),
+                "value": r.d if measure == "D" else r.d_ew,
+            }
+            for res in results
+            for r in res.perturbations
+        ]  # fmt: skip
+    )
+    st.plotly_chart(figs.make_perturbation_figure(per), width="stretch", key="dhp_fig_per")
+    st.caption(
+        "Combined p: Wilson's harmonic mean p-value with weights summing to 1, p = 1 / Σ wⱼ/pⱼ — equal weights "
+        "1/M for D, the expert weights normalised to 1 for D_EW. (The paper prints the unweighted form as "
+        "1 / Σ 1/pⱼ, i.e. weights summing to M; that is M times smaller and not comparable with its own weighted "
+        "form.) " + dhp.ZERO_METHOD_NOTE
+    )
+    for res in results:
+        with st.expander(f"Per-perturbation table · {res.model}", expanded=len(results) == 1):
+            table = dhp.results_frame(res)
+            st.dataframe(view.result_table(table), hide_index=True, width="stretch")
+            c = st.columns(2)
+            c[0].download_button("CSV", table.to_csv(index=False).encode(), f"dhp_{res.model}.csv", "text/csv",
+                                 key=f"dhp_csv_{res.model}", icon=":material/download:")  # fmt: skip
+            c[1].download_button("JSON", json.dumps(dhp.result_record(res), indent=2).encode(),
+                                 f"dhp_{res.model}.json", "application/json", key=f"dhp_json_{res.model}",
+                                 icon=":material/download:")  # fmt: skip
+
+
+def _relabel(res: dhp.DiscernmentResult, label: str) -> dhp.DiscernmentResult:
+    from dataclasses import replace
+
+    return replace(res, model=label)
+
+
+# -- Expert survey ---------------------------------------------------------------------------------------
+def survey_section() -> None:
+    with view.session() as s:
+        surveys = sv.list_surveys(session=s, task=task_key)
+    with st.expander("Create a survey", expanded=not surveys):
+        st.caption(
+            f"Experts read the task and metric definitions of **{task.name}** and, for each of its "
+            f"{len(task.kinds())} quality issues, choose the metric it impacts most. Their vote shares become "
+            "the expert weights of D_EW."
+        )
+        title = st.text_input("Title", key="dhp_sv_title", placeholder=f"{task.name}: expert weights")
+        if st.button("Create survey", type="primary", key="dhp_sv_create"):
+            with view.session() as s:
+                new = sv.create_survey(task, title=title, session=s)
+            st.session_state.dhp_survey = new
+            flash("success", f"Survey #{new} created: invite experts below.")
+            st.rerun()
+    if not surveys:
+        return
+    ids = [x.id for x in surveys]
+    if st.session_state.dhp_survey not in ids:
+        st.session_state.dhp_survey = ids[0]
+    by_id = {x.id: x for x in surveys}
+    sid = st.selectbox("Survey", ids, key="dhp_survey",
+                       format_func=lambda i: f"#{i} · {by_id[i].title} · {by_id[i].status}")  # fmt: skip
+    survey_live(sid)
+
+
+@st.fragment(run_every=3.0)
+def survey_live(sid: int) -> None:
+    with view.session() as s:
+        cur = sv.get_survey(sid, session=s)
+        experts = sv.experts(sid, session=s)
+        matrix = sv.answers_matrix(sid, session=s)
+        w = sv.weights(sid, session=s)
+        alpha = sv.agreement(sid, session=s, n_boot=500, seed=0)
+        tokens = {e.id: sv.expert_token(e.id, session=s) for e in experts}
+    if cur is None:
+        return
+    is_open = cur.status == "open"
+    st.markdown(
+        f"**Status: {cur.status}**"
+        + ("" if is_open else f" · closed {cur.closed_at:%Y-%m-%d %H:%M} UTC · its weights feed D_EW")
+    )  # noqa: E501
+    left, right = st.columns([1, 1])
+    with left:
+        st.markdown("**Experts**")
+        if is_open:
+            with st.form(f"dhp_invite_{sid}", clear_on_submit=True, border=False):
+                c = st.columns([3, 1], vertical_alignment="bottom")
+                name = c[0].text_input("Invite an expert", key=f"dhp_inv_name_{sid}", placeholder="Name")
+                if c[1].form_submit_button("Invite"):
+                    try:
+                        with view.session() as s:
+                            sv.invite(sid, name, session=s)
+                    except sv.SurveyError as exc:
+                        st.error(str(exc))
+                    else:
+                        st.rerun()
+        if not experts:
+            st.caption("No expert invited yet.")
+        for e in experts:
+            row = st.container(border=True)
+            answered = matrix.loc[e.name, "answered"] if e.name in matrix.index else "0"
+            row.markdown(f"**{e.name}** · answered {answered}" + (" · :red[link revoked]" if e.revoked_at else ""))
+            if not e.revoked_at:
+                row.code(view.personal_link(tokens[e.id]), language=None)
+                if row.button("Revoke link", key=f"dhp_revoke_{e.id}", help="The link stops working at once."):
+                    with view.session() as s:
+                        sv.revoke(e.id, session=s)
+                    st.rerun()
+            elif row.button("New link", key=f"dhp_restore_{e.id}"):
+                with view.session() as s:
+                    sv.restore(e.id, session=s)
+                st.rerun()
+    with right:
+        st.markdown("**Weights (vote shares)**")
+        wf = sv.weights_frame(w, cur)
+        st.plotly_chart(figs.make_weights_figure(wf), width="stretch", key=f"dhp_fig_w_{sid}")
+        if alpha.alpha is not None:
+            ci = f" (95% CI {alpha.ci_low:.2f} to {alpha.ci_high:.2f})" if alpha.ci_low is not None else ""
+            st.markdown(f"Agreement among experts: Krippendorff's α (nominal) = **{alpha.alpha:.2f}**{ci} · "
+                        f"{alpha.n_raters} experts, {alpha.n_pairable} issues answered by two or more")  # fmt: skip
+        else:
+            st.caption(f"Agreement among experts: not yet defined. {alpha.note or ''}")
+    st.markdown("**Who answered what**")
+    if matrix.empty:
+        st.caption("No answers yet.")
+    else:
+        names = {q["key"]: q["name"] for q in cur.questions}
+        st.dataframe(matrix.rename(columns=names), width="stretch")
+    a = st.container(horizontal=True)
+    if is_open and a.button("Close the survey", type="primary", key=f"dhp_close_{sid}",
+                            help="Answers become final and the weights can feed D_EW."):  # fmt: skip
+        with view.session() as s:
+            sv.close(sid, session=s)
+        st.rerun()
+    if not is_open and a.button("Reopen", key=f"dhp_reopen_{sid}"):
+        with view.session() as s:
+            sv.reopen(sid, session=s)
+        st.rerun()
+    a.download_button("Weights (EW.json)", json.dumps(w.weights, indent=2).encode(), f"ew_survey_{sid}.json",
+                      "application/json", key=f"dhp_ew_{sid}", icon=":material/download:")  # fmt: skip
+
+
+# -- Tasks -----------------------------------------------------------------------------------------------
+def tasks_section() -> None:
+    st.markdown("**Add a task** with your own metrics and definitions; pick its perturbations from the catalogue.")
+    c = st.columns(4)
+    key = c[0].text_input("Key", key="dhp_t_key", placeholder="dialogue")
+    name = c[1].text_input("Name", key="dhp_t_name", placeholder="Dialogue response")
+    text_label = c[2].text_input("What is evaluated", key="dhp_t_text", placeholder="Reply")
+    source_label = c[3].text_input("Judged against (optional)", key="dhp_t_source", placeholder="Context")
+    definition = st.text_input("Task definition", key="dhp_t_def", placeholder="Reply to the last turn of a dialogue.")
+    st.caption("Metrics (name and definition, one per row)")
+    metrics = st.data_editor(
+        pd.DataFrame({"name": ["", ""], "definition": ["", ""]}), num_rows="dynamic", key="dhp_t_metrics",
+        width="stretch", hide_index=True,
+    )  # fmt: skip
+    st.caption("Perturbations (k: characters, typos or words; for reordering 0 means all sentences)")
+    default = pd.DataFrame([
+        {"kind": "char_deletion", "degree": "minor", "k": 10}, {"kind": "typo", "degree": "minor", "k": 10},
+        {"kind": "grammar", "degree": "minor", "k": None},
+    ])  # fmt: skip
+    perts = st.data_editor(
+        default, num_rows="dynamic", key="dhp_t_perts", width="stretch", hide_index=True,
+        column_config={
+            "kind": st.column_config.SelectboxColumn("kind", options=list(perturb.KINDS), required=True),
+            "degree": st.column_config.SelectboxColumn("degree", options=["single", "minor", "major"], required=True),
+            "k": st.column_config.NumberColumn("k", min_value=0, step=1),
+        },
+    )  # fmt: skip
+    if st.button("Add task", type="primary", key="dhp_t_add"):
+        try:
+            spec = perturb.custom_task(
+                key.strip(), name, text_label=text_label, source_label=source_label, definition=definition,
+                metrics=[(str(r["name"] or ""), str(r["definition"] or "")) for r in metrics.to_dict("records")],
+                perturbations=[
+                    {"kind": r["kind"], "degree": r["degree"] or "single",
+                     "k": None if pd.isna(r["k"]) else int(r["k"])}
+                    for r in perts.to_dict("records") if r.get("kind")
+                ],
+            )  # fmt: skip
+            with view.session() as s:
+                dhp.add_task(spec, session=s)
+        except ValueError as exc:
+            st.error(str(exc))
+        else:
+            st.session_state.dhp_next_task = spec.key
+            flash("success", f"Task '{spec.name}' added.")
+            st.rerun()
+    custom = [t for t in tasks if not t.builtin]
+    if custom:
+        st.markdown("**Added tasks**: " + ", ".join(f"{t.name} (`{t.key}`)" for t in custom))
+
+
+{
+    "Texts": texts_section,
+    "Benchmark": benchmark_section,
+    "Results": results_section,
+    "Expert survey": survey_section,
+    "Tasks": tasks_section,
+}[section]()

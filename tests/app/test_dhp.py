@@ -1,0 +1,128 @@
+"""The DHP page: perturbation sets with diffs, benchmark runs, results side by side, the survey organiser view."""
+
+from __future__ import annotations
+
+import re
+
+import db.engine
+from db.engine import get_session
+from services import dhp
+from services import survey as sv
+from services.perturb import TASKS, Item
+from tests.app.helpers import click
+from tests.fakes import last_user
+
+DHP = "pages/10_DHP.py"
+EXTRA = [
+    Item(f"x{i}", f"The council met on day {i}. It approved {40 + i} million pounds. Work starts in week {i}.", "a")
+    for i in range(8)
+]
+ORIGINALS = {it.text for it in dhp.sample_items("summarization")} | {it.text for it in EXTRA}
+
+
+def dhp_judge(body: dict) -> dict:
+    """Perturbs by appending a fictional sentence; rates originals 5 and anything else 2 (a discerning judge)."""
+    content = last_user(body)
+    if content.startswith("You will be given one"):
+        text = re.search(r"Summary:\n\n(.*)\n\nRevised Summary:", content, re.S).group(1)
+        return {"revised": text + " Zorblax of Quenthia agreed."}
+    if content.startswith("Reply with the word OK"):
+        return {"ok": True}
+    text = re.search(r"Summary:\n\n(.*)\n\nReply with JSON", content, re.S).group(1)
+    return {"score": 5 if text in ORIGINALS else 2}
+
+
+def page_text(at) -> str:
+    parts = [str(e.value) for e in (*at.markdown, *at.caption, *at.info, *at.warning, *at.error, *at.success)]
+    parts += [str(e.proto.body) for e in at.get("html")]
+    return "\n".join(parts)
+
+
+def make_set(perts: list[str]) -> int:
+    """Eight items: enough for a one-sided Wilcoxon p below 0.05 (the smallest is 1/2^8)."""
+    with get_session(db.engine.get_engine()) as s:
+        return dhp.create_set(TASKS["summarization"], EXTRA, name="seeded", seed=0, session=s, only=perts)
+
+
+def test_the_page_renders_with_no_set(open_page):
+    at = open_page(DHP)
+    assert not at.exception
+    assert at.title[0].value == "DHP: discernment of LLM evaluators"
+    assert at.selectbox(key="dhp_task").value == "summarization"
+    for section in ("Benchmark", "Results", "Expert survey", "Tasks"):
+        at = open_page(DHP, query={"view": section})
+        assert not at.exception, section
+    assert "No perturbation set" in page_text(open_page(DHP, query={"view": "Results"}))
+
+
+def test_making_a_set_with_llm_perturbations_and_viewing_a_diff(open_page, judge):
+    judge.responder = dhp_judge
+    at = open_page(DHP)
+    at.multiselect(key="dhp_perts").set_value(["typo:minor", "fictional_entities:minor"]).run()
+    assert at.toggle(key="dhp_use_llm").value is True
+    at = click(at, "Make the set")
+    assert not at.exception
+    with get_session(db.engine.get_engine()) as s:
+        (made,) = dhp.list_sets(session=s)
+        texts = dhp.texts_frame(made.id, session=s)
+    assert made.status == "ready" and len(texts) == 4 * 3
+    fne = texts[texts["perturbation"] == "fictional_entities:minor"]
+    assert fne["text"].str.endswith("Zorblax of Quenthia agreed.").all()
+    # The viewer shows the perturbed text as a diff of its original.
+    at.selectbox(key="dhp_view_pert").set_value("fictional_entities:minor").run()
+    html = page_text(at)
+    assert '<ins class="cs-ins">' in html and "Quenthia" in html
+
+
+def test_a_benchmark_run_on_two_models_gives_results_side_by_side(open_page, judge):
+    judge.responder = dhp_judge
+    sid = make_set(["typo:minor", "reorder:major"])
+    at = open_page(DHP, query={"view": "Benchmark"})
+    at.text_input(key="dhp_models").input("judge-a, judge-b")
+    at.number_input(key="dhp_repeats").set_value(1)
+    at = click(at, "Run")
+    assert not at.exception
+    with get_session(db.engine.get_engine()) as s:
+        runs = dhp.list_runs(session=s, set_id=sid)
+    assert sorted(r.model for r in runs) == ["judge-a", "judge-b"] and all(r.status == "done" for r in runs)
+    assert "status **done**" in page_text(at)
+    at = open_page(DHP, query={"view": "Results"})
+    assert not at.exception
+    assert [m.label for m in at.metric] == ["judge-b: D_avg", "judge-a: D_avg"]
+    assert all(float(m.value) > 1 for m in at.metric)
+    assert any("Wilson's harmonic mean" in c.value for c in at.caption)
+
+
+def test_the_organiser_creates_a_survey_invites_sees_answers_and_closes_it(open_page):
+    at = open_page(DHP, query={"view": "Expert survey"})
+    at = click(at, "Create survey")
+    assert not at.exception
+    with get_session(db.engine.get_engine()) as s:
+        (survey,) = sv.list_surveys(session=s)
+    at.text_input(key=f"dhp_inv_name_{survey.id}").input("Ada")
+    at = click(at, "Invite")
+    assert not at.exception
+    with get_session(db.engine.get_engine()) as s:
+        (ada,) = sv.experts(survey.id, session=s)
+        token = sv.expert_token(ada.id, session=s)
+        sv.vote(ada.id, "typo", "Fluency", session=s)
+    assert any(f"Survey?token={token}" in c.value for c in at.code)
+    at = open_page(DHP, query={"view": "Expert survey"})
+    assert "answered 1/6" in page_text(at)
+    assert at.dataframe[0].value.loc["Ada", "Random Typos"] == "Fluency"
+    at = click(at, "Revoke link")
+    with get_session(db.engine.get_engine()) as s:
+        assert sv.by_token(token, session=s).expert is None
+    at = click(at, "Close the survey")
+    assert not at.exception
+    with get_session(db.engine.get_engine()) as s:
+        assert sv.get_survey(survey.id, session=s).status == "closed"
+    assert "its weights feed D_EW" in page_text(at)
+
+
+def test_a_user_task_is_added_with_its_metrics(open_page):
+    at = open_page(DHP, query={"view": "Tasks"})
+    at.text_input(key="dhp_t_key").input("dialogue")
+    at.text_input(key="dhp_t_name").input("Dialogue")
+    at = click(at, "Add task")
+    assert not at.exception and any("at least one metric" in e.value for e in at.error)
