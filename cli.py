@@ -1,9 +1,10 @@
 """Consistency Studio from a terminal: the same services as the app, headless.
 
     python cli.py evaluate --input pairs.jsonl --output out.jsonl [--task summarization|semantic|custom]
-        [--method dce-amc|paragraph|evidence] [--amc llm|rule] [--rounds N] [--concurrency C]
-    python cli.py batch --dataset FILE --format qags|summeval|paws|jsonl|csv [--method ...] [--amc ...]
-        [--rounds N] [--concurrency C] [--limit N]
+        [--method dce-amc|paragraph|evidence|summ-nli|sent-nli|qg-qa] [--window W] [--amc llm|rule]
+        [--rounds N] [--concurrency C]
+    python cli.py batch --dataset FILE --format qags|summeval|paws|jsonl|csv [--method ...] [--window W]
+        [--repeats N] [--amc ...] [--rounds N] [--concurrency C] [--limit N] [--output FILE.jsonl]
     python cli.py report --run ID [--output FILE.json]
     python cli.py alpha --input RATINGS.csv --level nominal|ordinal|interval|ratio
 
@@ -30,7 +31,7 @@ import clitools.dhp
 import clitools.distill
 import clitools.report
 from db.engine import get_engine
-from services import dcr, evidence, runs
+from services import dcr, evidence, nli, runs
 from services.config import backend_from_settings
 from services.text import InputError
 
@@ -120,6 +121,17 @@ def result_line(item_id: str, detail) -> dict[str, Any]:  # noqa: ANN001
     }
 
 
+METHODS = [*dcr.METHOD_LABELS, *nli.METHOD_LABELS]
+
+
+def method_line(item_id: str, detail, method) -> dict[str, Any]:  # noqa: ANN001
+    """The output record of a Summ-NLI / Sent-NLI / QG-QA run: verdict, per-sentence verdicts, and its
+    windows with their reasoning or its question-answer pairs, with the document sentences used."""
+    rec = dict(method.detail) if method is not None else {}
+    rec.pop("usage", None)
+    return {"id": item_id, "run_id": detail.run.id, **rec, "usage": detail.usage, "error": detail.run.error}
+
+
 def cmd_evaluate(args: argparse.Namespace) -> int:
     try:
         items = read_items(Path(args.input))
@@ -133,7 +145,14 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         task=args.task, criteria=args.criteria or "", method=args.method, amc=args.amc, max_rounds=args.rounds
     )
     engine = get_engine()
-    if cfg.uses_model:
+    if args.window < 1:
+        print("error: --window must be 1 or more", file=sys.stderr)
+        return 2
+    if nli.is_nli(args.method):
+        print(f"{len(items)} item(s) · {backend.label} · {args.method} · window {args.window}", file=sys.stderr)
+        if args.rounds > 0:
+            print(f"note: --rounds ignored: {args.method} gives a verdict, not a rewrite", file=sys.stderr)
+    elif cfg.uses_model:
         print(f"{len(items)} item(s) · {backend.label} · {args.method} · converter {args.amc} · rounds {args.rounds}",
               file=sys.stderr)  # fmt: skip
     else:
@@ -142,6 +161,17 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             print(f"note: --rounds ignored: {dcr.NO_IMPROVE_REASON}", file=sys.stderr)
 
     def one(item: dict[str, str]) -> dict[str, Any]:
+        if nli.is_nli(args.method):
+            try:
+                run_id = runs.start_method_run(
+                    engine, backend, item["reference"], item["candidate"], args.method, window=args.window,
+                    source="cli", title=f"cli: {item['id']}",
+                )  # fmt: skip
+            except InputError as exc:
+                return {"id": item["id"], "error": str(exc)}
+            detail = runs.load(engine, run_id)
+            line = method_line(item["id"], detail, runs.load_method(engine, run_id))
+            return line if line.get("label") is not None else line | {"error": line["error"] or "no verdict"}
         try:
             run_id = runs.start_run(
                 engine, backend, item["reference"], item["candidate"], cfg, source="cli", title=f"cli: {item['id']}"
@@ -165,6 +195,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             out.flush()
             score = line.get("score")
             shown = f"{score:.3f}" if isinstance(score, float) else "n/a"
+            if line.get("method") in nli.NLI_METHODS:
+                shown += f" · {line.get('label') or 'no verdict'}"
             err = f" · {line['error']}" if line.get("error") else ""
             print(f"[{n}/{len(items)}] {line['id']}: score {shown}{err}", file=sys.stderr)
     print(f"wrote {out_path} ({len(items)} lines, {failed} with errors) in {time.perf_counter() - started:.1f} s",
@@ -181,9 +213,11 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--task", choices=["summarization", "semantic", "custom"], default="summarization")
     ev.add_argument("--criteria", help="criteria text for --task custom")
     ev.add_argument(
-        "--method", choices=list(dcr.METHOD_LABELS), default="dce-amc",
-        help="evidence: the offline evidence checker (no model call)",
+        "--method", choices=METHODS, default="dce-amc",
+        help="evidence: the offline evidence checker (no model call); summ-nli, sent-nli, qg-qa: the "
+        "factual-inconsistency paradigms (verdict only)",
     )  # fmt: skip
+    ev.add_argument("--window", type=int, default=1, help="sent-nli / qg-qa: summary sentences per window (default 1)")
     ev.add_argument("--amc", choices=["llm", "rule"], default="rule", help="converter (default: rule)")
     ev.add_argument("--rounds", type=int, default=0, help="improvement rounds m (default 0: evaluate only)")
     ev.add_argument("--concurrency", type=int, default=None, help="items in flight at once")

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import threading
 import time
 from pathlib import Path
 
 from db.engine import get_engine
-from services import batches, datasets, jobs
+from services import batches, datasets, jobs, nli
 from services.config import backend_from_settings
 from services.dcr import METHOD_LABELS, DCRConfig
 from services.text import InputError
@@ -25,9 +26,16 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--task", choices=["summarization", "semantic", "custom"], help="default: the dataset's")
     p.add_argument("--criteria", default="", help="criteria text for --task custom")
     p.add_argument(
-        "--method", choices=list(METHOD_LABELS), default="dce-amc",
-        help="evidence: the offline evidence checker (no model call)",
+        "--method", choices=[*METHOD_LABELS, *nli.METHOD_LABELS], default="dce-amc",
+        help="evidence: the offline evidence checker (no model call); summ-nli, sent-nli, qg-qa: the "
+        "factual-inconsistency paradigms",
     )  # fmt: skip
+    p.add_argument("--window", type=int, default=1, help="sent-nli / qg-qa: summary sentences per window")
+    p.add_argument(
+        "--repeats", type=int, default=1,
+        help="run the configuration N times, each asking the model again (standard deviation over runs)",
+    )  # fmt: skip
+    p.add_argument("--output", default=None, help="write each item's result (verdicts, windows or QA pairs) here")
     p.add_argument("--amc", choices=["llm", "rule"], default="rule")
     p.add_argument("--rounds", type=int, default=0, help="improvement rounds (default 0: evaluate only)")
     p.add_argument("--concurrency", type=int, default=None)
@@ -50,6 +58,12 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.rounds < 0 or (args.limit is not None and args.limit < 1):
         print("error: --rounds must be 0 or more and --limit 1 or more", file=sys.stderr)
+        return 2
+    if args.window < 1 or args.repeats < 1:
+        print("error: --window and --repeats must be 1 or more", file=sys.stderr)
+        return 2
+    if args.enqueue and args.output:
+        print("error: --output needs the batch to run here; leave out --enqueue", file=sys.stderr)
         return 2
     engine = get_engine()
     mapping = None
@@ -75,22 +89,69 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(f"dataset {ds.id} ({ds.name}) was imported before; reusing it", file=sys.stderr)
     backend = backend_from_settings()
+    is_nli = nli.is_nli(args.method)
     cfg = DCRConfig(
-        task=args.task or ds.task, criteria=args.criteria, method=args.method, amc=args.amc, max_rounds=args.rounds
-    )
+        task=args.task or ds.task, criteria=args.criteria, method=args.method, amc=args.amc,
+        max_rounds=0 if is_nli else args.rounds,
+    )  # fmt: skip
     try:
-        bid = batches.create_batch(
-            engine, dataset_id=ds.id, backend=backend, cfg=cfg, concurrency=args.concurrency, item_limit=args.limit
-        )
+        ids = batches.create_repeats(
+            engine, repeats=args.repeats, dataset_id=ds.id, backend=backend, cfg=cfg, concurrency=args.concurrency,
+            item_limit=args.limit, window=args.window,
+        )  # fmt: skip
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     how = backend.label if cfg.uses_model else "no model call"
-    print(f"batch {bid}: {how}, {args.method}, converter {args.amc}, rounds {args.rounds}", file=sys.stderr)
+    opts = f"window {args.window}" if is_nli else f"converter {args.amc}, rounds {args.rounds}"
+    for k, bid in enumerate(ids):
+        note = f" (repeat {k + 1} of {len(ids)})" if len(ids) > 1 else ""
+        print(f"batch {bid}: {how}, {args.method}, {opts}{note}", file=sys.stderr)
     if args.enqueue:
-        jobs.enqueue(bid)
-        print(bid)
+        for bid in ids:
+            jobs.enqueue(bid)
+            print(bid)
         return 0
+    code = 0
+    out = open(args.output, "w", encoding="utf-8") if args.output else None
+    try:
+        for bid in ids:
+            code = max(code, _run_one(engine, bid, backend))
+            if code == 130:
+                return code
+            if out is not None:
+                for line in item_lines(engine, bid):
+                    out.write(json.dumps(line, ensure_ascii=False) + "\n")
+    finally:
+        if out is not None:
+            out.close()
+            print(f"wrote {args.output}", file=sys.stderr)
+    return code
+
+
+def item_lines(engine, batch_id: int) -> list[dict]:  # noqa: ANN001
+    """One output line per item: id, status, score and the method's result (windows, QA pairs or rounds)."""
+    from sqlalchemy import select
+
+    from db.models import BatchItem, DatasetItem
+
+    with engine.connect() as conn:
+        rows = conn.execute(
+            select(DatasetItem.external_id, BatchItem.status, BatchItem.score, BatchItem.error, BatchItem.calls,
+                   BatchItem.prompt_tokens, BatchItem.completion_tokens, BatchItem.result)
+            .join(DatasetItem, DatasetItem.id == BatchItem.item_id)
+            .where(BatchItem.batch_id == batch_id)
+            .order_by(DatasetItem.idx)
+        ).all()  # fmt: skip
+    return [
+        {"batch": batch_id, "id": r[0], "status": r[1], "score": r[2], "error": r[3],
+         "usage": {"calls": r[4], "prompt_tokens": r[5], "completion_tokens": r[6]}, **(r[7] or {})}
+        for r in rows
+    ]  # fmt: skip
+
+
+def _run_one(engine, bid: int, backend) -> int:  # noqa: ANN001
+    """Run one batch here with progress lines; its exit code."""
     stop = threading.Event()
 
     def report() -> None:
