@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import difflib
-import functools
 import html
 import io
 import re
+import threading
 from pathlib import Path
 
 import pysbd
@@ -16,9 +16,16 @@ class InputError(ValueError):
     """Input the user must fix; the message says how."""
 
 
-@functools.lru_cache(maxsize=1)
+_local = threading.local()
+
+
 def _segmenter() -> pysbd.Segmenter:
-    return pysbd.Segmenter(language="en", clean=False)
+    # one per thread: a pysbd Segmenter keeps the text being split on itself, so threads sharing one
+    # (batch workers, the CLI's concurrent items) get each other's sentences
+    seg = getattr(_local, "segmenter", None)
+    if seg is None:
+        seg = _local.segmenter = pysbd.Segmenter(language="en", clean=False)
+    return seg
 
 
 def split_sentences(text: str) -> list[str]:

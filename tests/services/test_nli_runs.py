@@ -77,3 +77,17 @@ def test_deleting_a_run_deletes_its_method_result(fake, backend, engine):
     run_id = runs.start_method_run(engine, backend, REF, CAND, "summ-nli")
     assert runs.delete(engine, run_id)
     assert runs.load_method(engine, run_id) is None
+
+
+def test_sentences_split_in_many_threads_at_once_stay_their_own():
+    """Batch workers and the CLI split texts concurrently; no thread may get another's sentences."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from services.text import split_sentences
+
+    texts = [f"Item {i}. The tower is in Paris. It was completed in {1800 + i}." for i in range(300)]
+    with ThreadPoolExecutor(8) as pool:
+        out = list(pool.map(split_sentences, texts))
+    assert all(
+        o == [f"Item {i}.", "The tower is in Paris.", f"It was completed in {1800 + i}."] for i, o in enumerate(out)
+    )
