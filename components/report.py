@@ -40,6 +40,16 @@ def survey_choices() -> dict[int, str]:
         return {x.id: f"#{x.id} · {x.title} · {x.status}" for x in survey.list_surveys(session=s)}
 
 
+def dhp_run_choices() -> dict[int, str]:
+    """DHP benchmark runs by id, labelled for a picker."""
+    from sqlmodel import Session
+
+    from services import dhp
+
+    with Session(engine()) as s:
+        return {r.id: f"#{r.id} · {r.model} · set {r.set_id} · {r.status}" for r in dhp.list_runs(session=s)}
+
+
 def share_url(token: str) -> str:
     """The path of a share link inside this app (prefix it with the app's address)."""
     return f"/Reports?share={token}"

@@ -67,3 +67,32 @@ def make_survey_weights_figure(df: pd.DataFrame) -> go.Figure:
         template="plotly_white",
     )
     return fig
+
+
+def make_discernment_figure(df: pd.DataFrame) -> go.Figure:
+    """DHP discernment per perturbation: D and, when expert weights exist, D_EW (columns perturbation, D, D_EW)."""
+    fig = go.Figure()
+    for i, col in enumerate(c for c in ("D", "D_EW") if c in df and df[c].notna().any()):
+        vals = [_num(v) for v in df[col]]
+        fig.add_bar(
+            x=list(df["perturbation"]),
+            y=[v if v is not None else 0.0 for v in vals],
+            name=col,
+            marker_color=PALETTE[i],
+            text=[f"{v:.2f}" if v is not None else "n/a" for v in vals],
+            textposition="outside",
+        )
+    fig.add_hline(y=1.0, line_dash="dot", line_color="#8a94a6", annotation_text="D = 1 (p = 0.05)")
+    fig.update_layout(
+        barmode="group",
+        title={
+            "text": "Discernment per perturbation (higher: the evaluator tells the damage apart)",
+            "font": {"size": 15},
+        },
+        yaxis={"title": "D = log_0.05(p)"},
+        height=420,
+        margin={"l": 60, "r": 20, "t": 50, "b": 110},
+        legend={"orientation": "h", "y": -0.35},
+        template="plotly_white",
+    )
+    return fig

@@ -6,6 +6,7 @@ import streamlit as st
 
 from components.report import (
     cached_report,
+    dhp_run_choices,
     render_report,
     render_report_download,
     report_html,
@@ -97,6 +98,12 @@ with tab_make:
             st.info("No expert surveys yet: create one on the **DHP** page.")
         else:
             ref_id = st.selectbox("Survey", list(surveys), format_func=surveys.get, key="rp_survey")
+    elif kind == "dhp":
+        dhp_runs = dhp_run_choices()
+        if not dhp_runs:
+            st.info("No DHP benchmark runs yet: start one on the **DHP** page.")
+        else:
+            ref_id = st.selectbox("DHP run", list(dhp_runs), format_func=dhp_runs.get, key="rp_dhp")
     elif kind:
         ref_id = st.number_input(f"{KIND_LABELS[kind]} id", min_value=1, step=1, key=f"rp_id_{kind}")
     if kind and ref_id is not None:

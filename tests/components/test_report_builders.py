@@ -97,3 +97,37 @@ def test_survey_report_has_the_expert_alpha_and_the_weights(engine):
     assert "Plotly.newPlot(" in reports.to_html(rep, secrets=[])
     with pytest.raises(InputError, match="does not exist"):
         build(engine, "survey", 999)
+
+
+def test_dhp_run_report_has_discernment_tests_and_highlighted_perturbations(tmp_path, fake, backend):
+    from db.engine import get_session, make_engine
+    from services import dhp
+    from services.perturb import TASKS, Item
+    from tests.services.test_dhp import judge_fluency_only
+
+    eng = make_engine(f"sqlite:///{tmp_path / 'dhp.db'}")
+    items = [
+        Item(f"s{i}", f"The council met on day {i} in Leeds. It approved {40 + i} million pounds. Work starts soon.",
+             f"article {i}")
+        for i in range(6)
+    ]  # fmt: skip
+    fake.responder = judge_fluency_only({it.text for it in items})
+    with get_session(eng) as s:
+        sid = dhp.create_set(TASKS["summarization"], items, name="t", seed=1, session=s, only=["typo:minor"])
+    with get_session(eng) as s:
+        rid = dhp.create_run(sid, backend, repeats=1, seed=0, session=s)
+    assert dhp.process_run(eng, rid) == "done"
+    rep = build(eng, "dhp", rid)
+    heads = {h.label: h for h in rep.headlines}
+    with get_session(eng) as s:
+        res = dhp.run_result(rid, session=s)
+    assert heads["D_avg (level-weighted)"].value == pytest.approx(res.d_avg) and res.d_avg > 0  # typos are seen
+    assert [f.title for f in rep.figures] == ["Discernment per perturbation"]
+    assert any(t.title.startswith("Wilcoxon") and t.rows for t in rep.tables)
+    (ex,) = rep.examples
+    html = reports.to_html(rep, secrets=[])
+    assert "cs-ins" in html and ex.rounds[0].rewrites[0].before != ex.rounds[0].rewrites[0].after
+    assert "No closed expert survey" in " ".join(rep.notes)
+    eng.dispose()
+    with pytest.raises(InputError, match="does not exist"):
+        build(make_engine("sqlite://"), "dhp", 1)
