@@ -145,3 +145,49 @@ def make_method_cost_figure(df: pd.DataFrame) -> go.Figure:
         legend={"orientation": "h", "y": -0.2},
     )
     return fig
+
+
+def make_length_accuracy_figure(df: pd.DataFrame) -> go.Figure:
+    """Figure 2: accuracy of each method by document-length and summary-length bucket, side by side.
+
+    `df` has columns method, kind ("document length" | "summary length"), bucket, n, accuracy, in bucket order.
+    """
+    from plotly.subplots import make_subplots
+
+    kinds = ["document length", "summary length"]
+    fig = make_subplots(rows=1, cols=2, subplot_titles=[k.capitalize() for k in kinds], shared_yaxes=True)
+    palette = ["#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2", "#ff9da6", "#9d755d"]
+    for k, method in enumerate(dict.fromkeys(df["method"])):
+        for col, kind in enumerate(kinds, 1):
+            d = df[(df["method"] == method) & (df["kind"] == kind)]
+            if d.empty:
+                continue
+            fig.add_scatter(
+                x=d["bucket"], y=d["accuracy"], mode="lines+markers", name=method, legendgroup=method,
+                showlegend=col == 1, line={"color": palette[k % len(palette)]}, customdata=d["n"],
+                hovertemplate="%{x}: accuracy %{y:.2f} (n = %{customdata})<extra>" + method + "</extra>",
+                row=1, col=col,
+            )  # fmt: skip
+    fig.update_yaxes(range=[0, 1.02], title_text="accuracy", row=1, col=1)
+    fig.update_layout(height=340, margin={"l": 10, "r": 10, "t": 40, "b": 10}, legend={"orientation": "h", "y": -0.25})
+    return fig
+
+
+def make_methods_figure(df: pd.DataFrame) -> go.Figure:
+    """Balanced accuracy per batch (columns method, balanced_accuracy) with calls per document on a second axis."""
+    fig = go.Figure()
+    fig.add_bar(x=df["method"], y=df["balanced_accuracy"], name="balanced accuracy", marker_color="#4c78a8")
+    fig.add_scatter(
+        x=df["method"], y=df["calls_per_doc"], name="calls per document", mode="markers",
+        marker={"size": 11, "color": "#f58518", "symbol": "diamond"}, yaxis="y2",
+    )  # fmt: skip
+    fig.update_layout(
+        height=320,
+        margin={"l": 10, "r": 10, "t": 40, "b": 10},
+        title={"text": "Balanced accuracy and cost per method", "font": {"size": 14}},
+        yaxis={"title": "balanced accuracy", "range": [0, 1.02]},
+        yaxis2={"title": "calls / document", "overlaying": "y", "side": "right", "rangemode": "tozero",
+                "showgrid": False},
+        legend={"orientation": "h", "y": -0.25},
+    )  # fmt: skip
+    return fig

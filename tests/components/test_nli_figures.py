@@ -1,0 +1,73 @@
+"""The NLI frames and figures, through their data and layout."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from components import nli_figures as nf
+
+SENT = {
+    "method": "sent-nli", "window": 1, "label": "inconsistent", "score": 0.5, "n_units": 2, "n_failed": 0,
+    "sentences": [{"index": 0, "verdict": "consistent"}, {"index": 1, "verdict": "inconsistent"}],
+    "windows": [
+        {"start": 0, "end": 1, "text": "A.", "label": "consistent", "reasoning": "ok", "error": None, "context": None},
+        {"start": 1, "end": 2, "text": "B.", "label": "inconsistent", "reasoning": "no", "error": None,
+         "context": {"indices": [0, 4], "sentences": ["d1", "d5"]}},
+    ],
+}  # fmt: skip
+SUMM = {
+    "method": "summ-nli", "window": None, "label": None, "score": None, "n_units": 1, "n_failed": 1, "sentences": [],
+    "summary": {"label": None, "reasoning": None, "error": "no Judgement given", "context": None},
+}  # fmt: skip
+QA = {
+    "method": "qg-qa", "window": 2, "label": "consistent", "n_units": 2, "n_failed": 1, "sentences": [],
+    "pairs": [
+        {"window": 0, "question": "Who?", "expected_answer": "Ann", "answer": "Ann", "reasoning": "r",
+         "judgement": "consistent", "error": None, "context": None},
+        {"window": 1, "question": None, "expected_answer": None, "answer": None, "reasoning": None,
+         "judgement": None, "error": "no questions generated", "context": None},
+    ],
+}  # fmt: skip
+
+
+def test_sentences_frame_puts_methods_side_by_side():
+    df = nf.sentences_frame(["A.", "B."], [SENT, SUMM])
+    assert list(df.columns) == ["#", "sentence", "Sent-NLI (w=1)", "Summ-NLI"]
+    assert list(df["Sent-NLI (w=1)"]) == ["✓ consistent", "✗ inconsistent"]
+    assert list(df["Summ-NLI"]) == ["? no verdict (whole summary)"] * 2
+
+
+def test_overview_and_detail_frames_show_failures_and_context():
+    over = nf.overview_frame([SENT, SUMM], [{"calls": 2, "prompt_tokens": 10, "completion_tokens": 5}, {"calls": 2}])
+    assert list(over["verdict"]) == ["✗ inconsistent", "? no verdict"]
+    assert list(over["parse failures"]) == [0, 1] and list(over["tokens"]) == [15, 0]
+    win = nf.windows_frame(SENT)
+    assert list(win["context"]) == ["whole document", "document sentences 1, 5"]
+    qa = nf.qa_frame(QA)
+    assert list(qa["question"]) == ["Who?", "— (no question generated)"]
+    assert list(qa["parse failure"]) == ["", "no questions generated"]
+    assert nf.used_context(SENT) == [("window 2", [0, 4], ["d1", "d5"])]
+
+
+def test_cost_figure_has_calls_and_tokens_on_two_axes():
+    fig = nf.make_method_cost_figure(pd.DataFrame({"method": ["A", "B"], "calls": [1, 6], "tokens": [900, 5000]}))
+    assert [t.name for t in fig.data] == ["calls", "tokens"]
+    assert list(fig.data[1].y) == [900, 5000] and fig.data[1].yaxis == "y2"
+
+
+def test_length_figure_has_one_line_per_method_in_each_panel():
+    df = pd.DataFrame({
+        "method": ["M1", "M1", "M1", "M2"], "kind": ["document length", "document length", "summary length",
+                                                 "document length"],
+        "bucket": ["1–10 words", "11–20 words", "1–5 words", "1–10 words"], "n": [3, 2, 5, 3],
+        "accuracy": [0.5, 1.0, 0.8, 0.2],
+    })  # fmt: skip
+    fig = nf.make_length_accuracy_figure(df)
+    assert [(t.name, t.xaxis) for t in fig.data] == [("M1", "x"), ("M1", "x2"), ("M2", "x")]
+    assert list(fig.data[0].y) == [0.5, 1.0] and list(fig.data[0].customdata) == [3, 2]
+    assert [a.text for a in fig.layout.annotations] == ["Document length", "Summary length"]
+
+
+def test_methods_figure():
+    fig = nf.make_methods_figure(pd.DataFrame({"method": ["A"], "balanced_accuracy": [0.7], "calls_per_doc": [3.0]}))
+    assert list(fig.data[0].y) == [0.7] and fig.data[1].yaxis == "y2"
