@@ -1,0 +1,146 @@
+"""ConsEval in headless Chromium: a finished study's results through a deep link, and a rater's personal link.
+
+The app runs as `streamlit run app.py` in a subprocess with its own SQLite file, seeded from here (as `cli.py
+conseval` would write it) against the fake OpenAI server. Chromium runs on a thread of its own, so this module
+works beside the session-wide browser of test_browser.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from db.engine import make_engine
+from services import conseval as ce
+from services.config import BackendConfig
+from tests.e2e.conftest import CHROMIUM_ARGS, running_app
+from tests.e2e.test_browser import ARTIFACTS, CHROMIUM, ROOT, TIMEOUT_MS
+from tests.fakes import FakeOpenAIServer
+from tests.services.test_conseval import scorer
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} not found (install Debian's chromium: make browser)"),
+]
+sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (requirements-dev.txt)")
+
+
+@dataclass
+class App:
+    url: str
+    database_url: str
+    study_id: int
+    token: str
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[App]:
+    tmp = tmp_path_factory.mktemp("e2e-conseval")
+    fake = FakeOpenAIServer(scorer(noisy=True)).start()
+    database_url = f"sqlite:///{tmp / 'conseval.db'}"
+    engine = make_engine(database_url)
+    try:
+        backend = BackendConfig(kind="openai", base_url=fake.base_url, model="fake-model", max_retries=1)
+        cfg = ce.StudyConfig(
+            criteria=["Harmlessness", "Conciseness"], scales=["5-P", "7-P", "11-P (POS)", "5-P Likert"],
+            granularities=["none", "long"], models=[ce.ModelSpec.of(backend)], n_samples=3, n_boot=200,
+        )  # fmt: skip
+        sid = ce.create_study(engine, cfg, ce.sample_items(cfg.criteria, 4), name="Harm and brevity")
+        assert ce.run_study(engine, sid, backends={backend.model: backend}).status == "done"
+        token = ce.add_rater(engine, sid, "Ada").token
+    finally:
+        engine.dispose()
+    try:
+        for url in running_app(ROOT, tmp, LLM_BASE_URL=fake.base_url, LLM_MODEL="fake-model",
+                               DATABASE_URL=database_url, CONSISTENCY_SPAWN_WORKER="0"):  # fmt: skip
+            yield App(url, database_url, sid, token)
+    finally:
+        fake.stop()
+    log = (tmp / "streamlit.log").read_text(errors="replace")
+    assert "Traceback" not in log, log[-3000:]
+
+
+def in_browser(fn: Callable[[Any], Any], name: str) -> Any:
+    """Run fn(page) in a fresh Chromium on a thread of its own; a screenshot of the page if it fails."""
+
+    def work() -> Any:
+        with sync_api.sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+            context = browser.new_context(viewport={"width": 1400, "height": 2400})
+            context.set_default_timeout(TIMEOUT_MS)
+            page = context.new_page()
+            try:
+                return fn(page)
+            except Exception:
+                ARTIFACTS.mkdir(exist_ok=True)
+                page.screenshot(path=str(ARTIFACTS / f"FAILED-{name}.png"), full_page=True)
+                raise
+            finally:
+                context.close()
+                browser.close()
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(work).result()
+
+
+def _idle(page) -> None:
+    expect = sync_api.expect
+    expect(page.get_by_test_id("stStatusWidget")).to_have_count(0, timeout=TIMEOUT_MS)
+    expect(page.locator('[data-testid^="stSkeleton"]')).to_have_count(0, timeout=TIMEOUT_MS)
+    expect(page.get_by_test_id("stException")).to_have_count(0)
+
+
+def test_a_deep_link_shows_the_study_results_with_charts(app: App):
+    def check(page) -> None:
+        expect = sync_api.expect
+        page.goto(f"{app.url}/ConsEval?study={app.study_id}")
+        main = page.get_by_test_id("stMain")
+        expect(main.get_by_role("heading", name="ConsEval")).to_be_visible()
+        expect(main.get_by_text("Finished · 256 of 256 answers")).to_be_visible()
+        _idle(page)
+        expect(main.get_by_role("tab", name="Self-consistency")).to_be_visible()
+        expect(main.locator(".js-plotly-plot").first).to_be_visible()
+        expect(main.get_by_text("Self-consistency: α across the n samples").first).to_be_visible()
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "conseval-sc.png"), full_page=True)
+        main.get_by_role("tab", name="Inter-consistency").click()
+        expect(main.get_by_text("Inter-consistency: α between scales").first).to_be_visible()
+        main.get_by_role("tab", name="Model × method").click()
+        expect(main.get_by_text("Model × method (Table 5)").first).to_be_visible()
+        main.get_by_role("tab", name="Radar").click()
+        expect(main.get_by_text("ConsEval across criteria (Figure 4)").first).to_be_visible()
+        _idle(page)
+        page.screenshot(path=str(ARTIFACTS / "conseval-radar.png"), full_page=True)
+        expect(main.get_by_text("Ada", exact=True)).to_be_visible()
+        expect(main.get_by_text(f"/Rate?token={app.token}")).to_be_visible()
+
+    in_browser(check, "conseval-deep-link")
+
+
+def test_a_rater_rates_through_the_personal_link(app: App):
+    def rate(page) -> None:
+        expect = sync_api.expect
+        page.goto(f"{app.url}/Rate?token={app.token}")
+        main = page.get_by_test_id("stMain")
+        expect(main.get_by_text("You are Ada")).to_be_visible()
+        _idle(page)
+        main.get_by_test_id("stRadio").filter(has_text="5-P (1-5)").get_by_text("4", exact=True).click()
+        main.get_by_test_id("stRadio").filter(has_text="5-P Likert").get_by_text("Agree", exact=True).click()
+        page.screenshot(path=str(ARTIFACTS / "conseval-rate.png"), full_page=True)
+        main.get_by_role("button", name="Save and next").click()
+        expect(main.get_by_text("Saved 2 score(s) for item 1")).to_be_visible()
+        _idle(page)
+        page.goto(f"{app.url}/Rate?token=not-a-real-token")
+        expect(page.get_by_test_id("stMain").get_by_text("This link is not valid")).to_be_visible()
+
+    in_browser(rate, "conseval-rate")
+    engine = make_engine(app.database_url)
+    try:
+        h = ce.human_ratings_frame(engine, app.study_id)
+    finally:
+        engine.dispose()
+    assert sorted(zip(h.scale, h.value, strict=True)) == [("5-P", 4.0), ("5-P Likert", 4.0)]
