@@ -4,6 +4,7 @@ read-only view of a shared report."""
 from __future__ import annotations
 
 import logging
+from urllib.parse import urlsplit
 
 import pandas as pd
 import streamlit as st
@@ -51,8 +52,16 @@ def dhp_run_choices() -> dict[int, str]:
 
 
 def share_url(token: str) -> str:
-    """The path of a share link inside this app (prefix it with the app's address)."""
-    return f"/Reports?share={token}"
+    """The share link: absolute on this app's address when the browser's URL is known, else a path."""
+    base = ""
+    try:
+        url = st.context.url
+    except Exception:  # outside a browser session (tests, bare mode)
+        url = None
+    if url:
+        parts = urlsplit(url)
+        base = f"{parts.scheme}://{parts.netloc}{parts.path.rsplit('/', 1)[0]}"
+    return f"{base}/Reports?share={token}"
 
 
 def render_report_download(kind: str, ref_id: int, *, stamp: str = "", key: str | None = None) -> None:

@@ -134,7 +134,8 @@ with tab_shares:
             ]
         )
         st.dataframe(df, hide_index=True, width="stretch", key="rp_shares",
-                     column_config={"id": st.column_config.NumberColumn(width="small")})  # fmt: skip
+                     column_config={"id": st.column_config.NumberColumn(width="small"),
+                                    "link": st.column_config.LinkColumn(width="large")})  # fmt: skip
         open_ids = [s.id for s in all_shares if s.revoked_at is None]
         if open_ids:
             labels = {s.id: f"#{s.id} · {s.title or s.kind}" for s in all_shares}
@@ -190,7 +191,7 @@ with tab_distill:
                 st.caption(
                     f"{s.n_with_reasoning:,} of {s.n_train:,} training examples carry reasoning "
                     f"(from {s.n_train_items:,} items over {s.n_train_documents:,} documents); the test set has "
-                    f"{s.n_test:,} items over {s.n_test_documents:,} other documents. Length: mean words per summary."
+                    f"{s.n_test:,} items over {s.n_test_documents:,} other document(s). Length: mean words per summary."
                 )
                 for note in dset.notes:
                     st.caption(f":material/info: {note}")
