@@ -7,8 +7,9 @@ import streamlit as st
 
 from components import background
 from components import metaeval_views as mv
+from components import nli_figures as nf
 from components.ui import engine, page_setup
-from services import annotations, baselines, batches, metaeval
+from services import annotations, baselines, batches, metaeval, nli
 from services.dcr import METHOD_LABELS
 
 page_setup("Meta-evaluation", ":material/query_stats:")
@@ -87,13 +88,14 @@ item_ids = tuple(int(i) for i in done["item_id"])
 bstamp = metaeval.baseline_stamp(eng, batch.dataset_id)
 values = mv.baseline_values(bid, stamp, bstamp, item_ids)
 
-level = {"paragraph": "paragraph-level evaluator", "evidence": "evidence checker"}.get(
+level = {"paragraph": "paragraph-level evaluator", "evidence": "evidence checker", **nli.METHOD_LABELS}.get(
     batch.method, "sentence-level DCE"
 )
+level += "" if nli.is_nli(batch.method) else f", converter {batch.amc}"
 st.markdown(
     f"**{ds.name if ds else 'deleted dataset'}**"
     + (f" <span style='color:#6b7280'>({ds.format}, sha256 {ds.sha256[:10]}…)</span>" if ds else "")
-    + f" · **{len(done):,}** of {len(data.items):,} items scored · {level}, converter {batch.amc} · model "
+    + f" · **{len(done):,}** of {len(data.items):,} items scored · {level} · model "
     f"`{batch.model or '—'}` · status **{batch.status}**",
     unsafe_allow_html=True,
 )
@@ -121,8 +123,64 @@ def _full() -> metaeval.BatchData:
     return mv.load_full(bid, stamp)
 
 
-TABS = ["Summary level", "Figure 3", "Sentence level", "Baselines", "RAI", "Human agreement", "Export"]
+TABS = ["Summary level", "Figure 3", "Methods", "Sentence level", "Baselines", "RAI", "Human agreement", "Export"]
 tab = dict(zip(TABS, st.tabs(TABS, key="me_tab", bind="query-params"), strict=True))
+
+# -- methods compared (Summ-NLI, Sent-NLI, QG-QA beside DCE) -------------------------------------------
+if tab["Methods"].open:
+    with tab["Methods"]:
+        st.caption(
+            "Every method run over this dataset, side by side: balanced accuracy at the threshold (inconsistency "
+            "positive), Pearson with the human score, accuracy by document and summary length (Figure 2 of the "
+            "NLI paper), recall per error type (Table 5), the spread over repeated runs (Table 4) and the cost "
+            "per document. Start repeated runs on the Batches page (Repeats)."
+        )
+        same = [b.id for b in all_batches if b.dataset_id == batch.dataset_id]
+        chosen = st.multiselect(
+            "Batches over this dataset", same, default=same[:12], format_func=_label, key=f"me_methods_{bid}"
+        )
+        if not chosen:
+            st.info("Choose at least one batch.")
+        else:
+            cmp = metaeval.compare_method_batches(eng, chosen, threshold=threshold)
+            mv.show_notes(cmp.notes)
+            t = cmp.table
+            show = t.drop(columns=["configuration", "repeat_group"]).assign(
+                **{c: t[c].map(mv.fmt) for c in ("balanced_accuracy", "recall", "pearson")},
+                calls_per_doc=t["calls_per_doc"].map(lambda x: mv.fmt(x, 1)),
+                tokens_per_doc=t["tokens_per_doc"].map(lambda x: f"{x:,.0f}"),
+                seconds_per_doc=t["seconds_per_doc"].map(lambda x: mv.fmt(x, 1)),
+            )
+            c = st.columns([3, 2])
+            with c[0]:
+                mv.show_table(show, f"dataset-{batch.dataset_id}-methods.csv", "me_methods_t", raw=t)
+            with c[1]:
+                mv.show_chart(nf.make_methods_figure(t), f"dataset-{batch.dataset_id}-methods", "me_methods_f")
+            st.markdown("###### Standard deviation over repeated runs (Table 4)")
+            if cmp.repeats.empty:
+                st.caption("No configuration among these batches was run more than once.")
+            else:
+                r = cmp.repeats
+                mv.show_table(
+                    r.assign(
+                        balanced_accuracy=[mv.fmt(m) + " ± " + mv.fmt(sd) for m, sd in
+                                           zip(r["balanced_accuracy_mean"], r["balanced_accuracy_std"], strict=True)],
+                        pearson=[mv.fmt(m) + " ± " + mv.fmt(sd) for m, sd in
+                                 zip(r["pearson_mean"], r["pearson_std"], strict=True)],
+                    )[["method", "runs", "balanced_accuracy", "pearson", "calls_per_doc"]],
+                    f"dataset-{batch.dataset_id}-repeats.csv", "me_methods_rep", raw=r,
+                )  # fmt: skip
+            st.markdown("###### Accuracy by document and summary length (Figure 2)")
+            if cmp.lengths.empty:
+                st.caption("No item with a binary human label: accuracy needs one.")
+            else:
+                mv.show_chart(nf.make_length_accuracy_figure(cmp.lengths), f"dataset-{batch.dataset_id}-lengths",
+                              "me_methods_len")  # fmt: skip
+            if not cmp.error_types.empty:
+                st.markdown("###### Recall per error type (Table 5)")
+                e = cmp.error_types
+                wide = e.pivot_table(index="error_type", columns="method", values="recall").reset_index()
+                mv.show_table(wide, f"dataset-{batch.dataset_id}-error-types.csv", "me_methods_types", raw=e)
 
 # -- summary level -----------------------------------------------------------------------------
 if tab["Summary level"].open:

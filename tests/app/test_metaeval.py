@@ -17,7 +17,7 @@ from tests.services.test_metaeval import HAND, LABELLED, ROUNDS
 
 META = "pages/6_Meta-evaluation.py"
 C, X = "consistent", "inconsistent"
-TABS = ["Summary level", "Figure 3", "Sentence level", "Baselines", "RAI", "Human agreement", "Export"]
+TABS = ["Summary level", "Figure 3", "Methods", "Sentence level", "Baselines", "RAI", "Human agreement", "Export"]
 
 
 @pytest.fixture(autouse=True)
@@ -210,3 +210,30 @@ def test_a_finished_batch_without_any_score_says_why(open_page):
     _, bid = seed(db.engine.get_engine(), [Item([["unknown", "unknown"]]), Item([["unknown"]])], status="done")
     at = open_tab(open_page, bid)
     assert any("No item of this batch got a score" in i for i in texts(at.info))
+
+
+def test_methods_tab_compares_batches_over_the_dataset_with_repeats_lengths_and_error_types(open_page, fake):
+    from services import batches, dcr
+    from services.config import BackendConfig
+    from tests.nli_fakes import nli_judge
+    from tests.services.test_metaeval_methods import BAD
+    from tests.services.test_metaeval_methods import seed as seed_growing
+
+    fake.responder = nli_judge(bad=BAD)
+    eng = db.engine.get_engine()
+    ds = seed_growing(eng)
+    backend = BackendConfig(kind="openai", base_url=fake.base_url, model="fake-model", max_retries=1, timeout=10)
+    ids = [batches.create_batch(eng, dataset_id=ds, backend=backend, cfg=dcr.DCRConfig(method="sent-nli"))]
+    ids += batches.create_repeats(eng, repeats=2, dataset_id=ds, backend=backend, cfg=dcr.DCRConfig(method="summ-nli"))
+    for b in ids:
+        batches.process_batch(eng, b)
+    at = open_tab(open_page, ids[0], "Methods")
+    table = at.dataframe[0].value
+    assert list(table["method"]) == ["Summ-NLI · run 2", "Summ-NLI · run 1", "Sent-NLI (w=1)"]
+    assert list(table["balanced_accuracy"]) == ["1.000"] * 3
+    assert list(table["calls_per_doc"])[:2] == ["1.0", "1.0"]
+    repeats = at.dataframe[1].value
+    assert repeats.iloc[0].tolist()[:3] == ["Summ-NLI", 2, "1.000 ± 0.000"]
+    types = at.dataframe[2].value
+    assert list(types["error_type"]) == ["entity", "number"]
+    assert len(at.get("plotly_chart")) == 2  # methods and Figure 2
