@@ -70,8 +70,13 @@ def make_perturbation_figure(df: pd.DataFrame) -> go.Figure:
                 hovertemplate="%{x}<br>" + str(model) + ": D = %{y:.2f}<extra></extra>",
             )  # fmt: skip
     _threshold(fig)
-    fig = _layout(fig, "Discernment per perturbation", "perturbation", "D", height=430)
-    fig.update_xaxes(tickangle=-30)
+    fig = _layout(fig, "Discernment per perturbation", "", "D", height=470)
+    # Long rotated labels below the axis: the legend goes above the plot, clear of them.
+    fig.update_layout(
+        legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "xanchor": "right", "x": 0.9},
+        margin={"l": 60, "r": 20, "t": 70, "b": 150},
+    )
+    fig.update_xaxes(tickangle=-35, automargin=True)
     return fig
 
 
@@ -92,7 +97,7 @@ def make_weights_figure(df: pd.DataFrame) -> go.Figure:
             )  # fmt: skip
     fig = _layout(fig, "Expert weights: which metric each quality issue impacts most", "share of votes",
                   "", height=max(300, 60 + 42 * df["issue"].nunique()) if len(df) else 300)  # fmt: skip
-    fig.update_layout(barmode="stack", margin={"l": 200, "r": 20, "t": 50, "b": 90})
+    fig.update_layout(barmode="stack", margin={"l": 200, "r": 20, "t": 50, "b": 90}, legend_traceorder="normal")
     fig.update_xaxes(range=[0, 1], tickformat=".0%")
     fig.update_yaxes(autorange="reversed")
     return fig

@@ -169,12 +169,13 @@ def live_set(sid: int) -> None:
         .agg(level=("level", "first"), made=("ok", "sum"), missing=("ok", lambda s: int((~s).sum())))
         .reset_index()
     )
-    summary.insert(1, "perturbation name", [task.perturbation(k).label if k in {p.key for p in task.perturbations}
-                                            else k for k in summary["perturbation"]])  # fmt: skip
-    st.dataframe(summary, hide_index=True, width="stretch")
+    known = {p.key: p.label for p in task.perturbations}
+    summary.insert(1, "name", [known.get(k, k) for k in summary["perturbation"]])
+    st.dataframe(summary.drop(columns="perturbation").rename(columns={"name": "perturbation"}), hide_index=True,
+                 width="stretch")  # fmt: skip
     c = st.columns(2)
     which = c[0].selectbox("Perturbation", list(summary["perturbation"]), key="dhp_view_pert",
-                           format_func=lambda k: dict(zip(summary["perturbation"], summary["perturbation name"], strict=True))[k])  # fmt: skip  # noqa: E501
+                           format_func=lambda k: known.get(k, k))  # fmt: skip  # noqa: E501
     rows = pert[pert["perturbation"] == which]
     item = c[1].selectbox("Item", list(rows["item_id"]), key="dhp_view_item")
     row = rows[rows["item_id"] == item].iloc[0]
@@ -292,6 +293,17 @@ def results_section() -> None:
     if not results:
         st.info("Pick at least one run with scores.")
         return
+    n_min = min((t.n_pairs - t.n_ties for res in results for r in res.perturbations for t in r.tests), default=0)
+    n_items = len(set_by_id[sid].items)
+    if n_items < 5:
+        st.warning(
+            f"This set has {n_items} items: the smallest one-sided Wilcoxon p with n pairs is 1/2ⁿ "
+            f"= {0.5**n_items:.3f}, so D cannot reach 1 whatever the evaluator does. Use at least 5 items "
+            "(the paper uses 100) for a verdict; the sample texts are for trying the workflow.",
+            icon=":material/info:",
+        )
+    elif n_min < 5:
+        st.caption(f"Some tests rest on only {n_min} untied pairs: their p cannot go below {0.5 ** max(n_min, 0):.3f}.")
     cols = st.columns(len(results)) if len(results) <= 4 else None
     for i, res in enumerate(results):
         target = cols[i] if cols else st
