@@ -127,8 +127,13 @@ def render_results(study: ce.ConsevalStudyPublic, ratings: pd.DataFrame) -> None
         if radar.empty:
             st.info("No base-prompt results to draw.")
         else:
+            if radar["criterion"].nunique() < 3:
+                st.caption("With fewer than three criteria the radar is a line or a point; the table has the numbers.")
             st.plotly_chart(make_radar_figure(radar), key="ce_radar_fig")
-            st.dataframe(radar.round(3), hide_index=True, width="stretch")
+            shown = radar.round(3).astype(object).where(radar.notna(), "–")
+            st.dataframe(shown, hide_index=True, width="stretch")
+            if radar["Accuracy"].isna().all():
+                st.caption("Accuracy needs an oracle (a second endpoint, human ratings or imported scores).")
     with tabs[4]:
         hum = df[df["kind"].isin(["HUMAN", "HUMAN-MODEL"])]
         if hum.empty:

@@ -124,7 +124,7 @@ def make_radar_figure(radar: pd.DataFrame) -> go.Figure:
         d = radar[radar["model"] == model]
         theta = list(d["criterion"]) + list(d["criterion"][:1])
         for col, aspect in enumerate(aspects, start=1):
-            r = [(_num(v) if _num(v) is not None else 0.0) for v in d[aspect]]
+            r = [_num(v) for v in d[aspect]]  # an undefined value is a gap, not a zero
             fig.add_trace(
                 go.Scatterpolar(
                     r=r + r[:1], theta=theta, name=model, legendgroup=model, showlegend=col == 1, fill="toself",
@@ -132,7 +132,12 @@ def make_radar_figure(radar: pd.DataFrame) -> go.Figure:
                 ),
                 row=1, col=col,
             )  # fmt: skip
-    fig.update_polars(radialaxis=dict(range=[-0.2, 1]))
+    values = [_num(v) for a in aspects for v in radar[a]]
+    low = min([v for v in values if v is not None] + [0.0])
+    fig.update_polars(
+        radialaxis=dict(range=[min(-0.2, low - 0.1), 1], angle=90, tickangle=90, tickfont=dict(size=9)),
+        angularaxis=dict(direction="clockwise", rotation=90, tickfont=dict(size=11)),
+    )
     fig.update_layout(
         title="ConsEval across criteria (Figure 4): IC and accuracy averaged, base prompt", height=420,
         margin=dict(t=90, l=40, r=40, b=40), legend=dict(orientation="h", y=-0.1),

@@ -165,10 +165,10 @@ def progress() -> None:
         return
     view.render_progress(s)
     c = st.columns(4)
-    if s.status in ("queued", "running"):
+    if s.status in ("queued", "running") and not s.cancel_requested:
         if c[0].button("Cancel", icon=":material/stop:", key="ce_cancel"):
             ce.request_cancel(eng, sid)
-    elif s.status in ("cancelled", "failed"):
+    elif s.status in ("cancelled", "failed") or s.cancel_requested:
         if c[0].button("Resume", icon=":material/replay:", key="ce_resume",
                        help="Answers already saved are never asked again."):  # fmt: skip
             ce.reopen(eng, sid)

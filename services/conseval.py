@@ -687,15 +687,19 @@ def _ask(client: LLMClient, ctx: _Ctx, call: Call) -> dict[str, Any]:
 def _write(engine: Engine, study_id: int, rows: list[dict[str, Any]], usage: dict[str, int], caches=()) -> None:  # noqa: ANN001
     """Save answers (an answer saved meanwhile by another worker is kept), usage and new cache entries at once."""
     with engine.begin() as conn:
+        added = 0
         if rows:
-            conn.execute(insert_ignore(conn, ConsevalRating.__table__), [{"study_id": study_id, **r} for r in rows])
+            res = conn.execute(
+                insert_ignore(conn, ConsevalRating.__table__), [{"study_id": study_id, **r} for r in rows]
+            )
+            added = res.rowcount if res.rowcount is not None and res.rowcount >= 0 else len(rows)
         for cache in caches:
             cache.flush(conn)
         conn.execute(
             update(ConsevalStudy)
             .where(ConsevalStudy.id == study_id)
             .values(
-                n_done=ConsevalStudy.n_done + len(rows),
+                n_done=ConsevalStudy.n_done + added,
                 calls=ConsevalStudy.calls + usage.get("calls", 0),
                 cache_hits=ConsevalStudy.cache_hits + usage.get("cache_hits", 0),
             )
