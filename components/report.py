@@ -11,7 +11,7 @@ import streamlit as st
 
 from components.report_builders import build
 from components.ui import engine
-from services import reports
+from services import metaeval, reports, runs
 from services.reports import KIND_LABELS, Report
 from services.text import InputError
 
@@ -20,15 +20,33 @@ log = logging.getLogger(__name__)
 REPORTS_PAGE = "pages/12_Reports.py"
 
 
-@st.cache_data(show_spinner="Building the report…", max_entries=16, ttl=600)
-def cached_report(kind: str, ref_id: int, stamp: str = "") -> Report:
-    """The report of one subject (`stamp` changes when its results do)."""
+def stamp_of(kind: str, ref_id: int) -> str:
+    """Changes when the subject's results change, so a cached report is rebuilt (batches, runs); other kinds
+    are rebuilt when the cache entry expires."""
+    try:
+        if kind in ("batch", "nli"):
+            return metaeval.batch_stamp(engine(), ref_id)
+        if kind == "run":
+            d = runs.load(engine(), ref_id)
+            return "missing" if d is None else f"{d.run.status}|{len(d.rounds)}|{d.run.final_score}"
+    except Exception:  # a stamp is an optimisation: never let it break the page
+        log.exception("no stamp for %s %s", kind, ref_id)
+    return ""
+
+
+@st.cache_data(show_spinner="Building the report…", max_entries=16, ttl=300)
+def _cached_report(kind: str, ref_id: int, stamp: str) -> Report:
     return build(engine(), kind, ref_id)
 
 
-def report_html(kind: str, ref_id: int, stamp: str = "") -> str:
+def cached_report(kind: str, ref_id: int) -> Report:
+    """The report of one subject, rebuilt when its results change."""
+    return _cached_report(kind, ref_id, stamp_of(kind, ref_id))
+
+
+def report_html(kind: str, ref_id: int) -> str:
     """The self-contained HTML file of one subject's report."""
-    return reports.to_html(cached_report(kind, ref_id, stamp))
+    return reports.to_html(cached_report(kind, ref_id))
 
 
 def survey_choices() -> dict[int, str]:
@@ -64,14 +82,21 @@ def share_url(token: str) -> str:
     return f"{base}/Reports?share={token}"
 
 
-def render_report_download(kind: str, ref_id: int, *, stamp: str = "", key: str | None = None) -> None:
+def render_report_download(kind: str, ref_id: int, *, key: str | None = None) -> None:
     """A "Download report" button (one self-contained HTML file) and "Create share link" (a read-only token)."""
     key = key or f"rep_{kind}_{ref_id}"
     row = st.container(horizontal=True, vertical_alignment="center")
+
+    def data() -> str:
+        try:
+            return report_html(kind, ref_id)
+        except InputError as exc:  # deleted meanwhile: the file says so instead of failing the click
+            return f"<!DOCTYPE html><meta charset='utf-8'><title>No report</title><p>{reports.esc(exc)}</p>"
+
     try:
         row.download_button(
             "Download report",
-            lambda: report_html(kind, ref_id, stamp),
+            data,
             file_name=f"{kind}-{ref_id}-report.html",
             mime="text/html",
             icon=":material/summarize:",
