@@ -46,6 +46,9 @@ def join_sentences(sentences: list[str]) -> str:
 
 
 SUPPORTED_UPLOADS = ("txt", "md", "pdf", "docx")
+# The browser refuses larger uploads first (.streamlit/config.toml, server.maxUploadSize, in MB); this holds
+# for every other caller too.
+MAX_UPLOAD_MB = 20
 
 
 def read_document(name: str, data: bytes) -> str:
@@ -55,6 +58,11 @@ def read_document(name: str, data: bytes) -> str:
         raise InputError(f"{name}: unsupported file type '.{suffix}'. Use .txt, .md, .pdf or .docx.")
     if not data:
         raise InputError(f"{name} is empty.")
+    if len(data) > MAX_UPLOAD_MB * 1024 * 1024:
+        raise InputError(
+            f"{name} is {len(data) / 1024 / 1024:.1f} MB; the limit is {MAX_UPLOAD_MB} MB. "
+            "Upload a shorter document or paste the part to check."
+        )
     if suffix in ("txt", "md"):
         if b"\x00" in data[:8192]:
             raise InputError(f"{name} looks like a binary file, not text.")

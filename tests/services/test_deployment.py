@@ -103,3 +103,22 @@ def test_the_api_key_reaches_the_server_and_nothing_else(tmp_path):
     leaks += [name for name, text in printed.items() if KEY in text]
     assert leaks == [], f"the API key leaked into {leaks}"
     assert "Bearer" not in log_file.read_text(errors="replace")
+
+
+# -- upload limits ------------------------------------------------------------------------------
+def test_uploads_over_the_size_limit_or_of_another_type_are_refused_with_the_reason():
+    import tomllib
+
+    import pytest
+
+    from services.text import MAX_UPLOAD_MB, InputError, read_document
+
+    config = tomllib.loads((Path(__file__).resolve().parents[2] / ".streamlit" / "config.toml").read_text())
+    assert config["server"]["maxUploadSize"] == MAX_UPLOAD_MB, "the browser's limit and the service's agree"
+    big = b"The council met on Tuesday. " * (MAX_UPLOAD_MB * 1024 * 1024 // 28 + 1)
+    with pytest.raises(InputError, match=rf"report\.txt is 20\.0 MB; the limit is {MAX_UPLOAD_MB} MB"):
+        read_document("report.txt", big)
+    assert read_document("report.txt", big[: 1024 * 1024]).startswith("The council met")
+    for name in ("payload.html", "run.exe", "notes.svg", "noext"):
+        with pytest.raises(InputError, match="unsupported file type"):
+            read_document(name, b"<script>alert(1)</script>")
