@@ -82,7 +82,14 @@ with st.expander("New study", expanded=not studies, icon=":material/add_circle:"
     score_scale = c[2].selectbox("Scale of the uploaded scores", list(ce.SCALES), key="ce_score_scale",
                                  disabled=source.startswith("Bundled"))  # fmt: skip
     c = st.columns(4)
-    limit = c[0].number_input("Items per criterion (0: all)", 0, 10_000, 0, key="ce_limit")
+    limit = c[0].number_input(
+        "Items per criterion (0: all)",
+        0,
+        10_000,
+        4 if backend.is_embedded else 0,
+        key="ce_limit",
+        help="The embedded demo model takes about a second per answer here: start small.",
+    )
     n_boot = c[1].number_input("Bootstrap resamples", 0, 10_000, 1000, step=100, key="ce_boot")
     seed = c[2].number_input("Seed", 0, 2**31 - 1, 0, key="ce_seed")
     name = c[3].text_input("Name", placeholder="optional", key="ce_name")

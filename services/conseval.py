@@ -435,6 +435,13 @@ def read_items(
             rows = list(csv.DictReader(io.StringIO(text)))
         except csv.Error as exc:
             raise InputError(f"{filename}: not a readable CSV ({exc}).") from None
+    elif filename.lower().endswith(".json") and text.lstrip().startswith("["):
+        try:
+            rows = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{filename}: not valid JSON ({exc.msg}).") from None
+        if not all(isinstance(r, dict) for r in rows):
+            raise InputError(f"{filename}: the JSON array must hold objects with query and response.")
     else:
         for n, line in enumerate(text.splitlines(), 1):
             if not line.strip():

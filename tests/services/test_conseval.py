@@ -371,6 +371,8 @@ def test_reading_items_from_jsonl_and_csv():
     assert [(i.criterion, i.query, i.oracle_score) for i in got] == [
         ("Helpfulness", "q1", 4.0), ("Factuality", "q1", 4.0), ("Factuality", "q2", None),
     ]  # fmt: skip
+    array = '[{"query": "q", "response": "r"}, {"query": "q2", "response": "r2"}]'
+    assert len(ce.read_items(array, "x.json", criteria=["Helpfulness"])) == 2
     csv_text = "query,response,human_score\nq,r,Yes\n"
     assert ce.read_items(csv_text, "x.csv", criteria=["Helpfulness"], score_scale="Binary")[0].oracle_score == 1.0
     for bad, why in (
