@@ -187,3 +187,18 @@ def render_raters(raters: list[ce.RaterInfo], n_items: int, n_scales: int, on_re
             c[3].button("Revoke", key=f"ce_revoke_{r.id}", on_click=on_revoke, args=(r.id,), icon=":material/block:")
         else:
             c[2].caption("Link revoked; the ratings stay.")
+
+
+def rating_matrix(humans: pd.DataFrame, items: pd.DataFrame, n_scales: int) -> pd.DataFrame:
+    """Who has rated what: one row per item, one column per rater, 'k/N' scales rated."""
+    if humans.empty or items.empty:
+        return pd.DataFrame()
+    counts = humans.pivot_table(index="item_id", columns="rater", values="value", aggfunc="count")
+    counts = counts.reindex(items["id"]).fillna(0).astype(int)
+    out = counts.map(lambda k: f"{k}/{n_scales}" if k else "–")
+    out.insert(
+        0,
+        "item",
+        [f"{i + 1}. {c}: {q[:50]}" for i, (c, q) in enumerate(zip(items["criterion"], items["query"], strict=True))],
+    )
+    return out.reset_index(drop=True)

@@ -226,7 +226,12 @@ if study.status == "done" and c[2].button("Recompute results", icon=":material/r
     ce.refresh_results(eng, sid)
     st.session_state.ce_flash = ("success", "Results recomputed with the newest human ratings.")
     st.rerun()
-view.render_raters(ce.list_raters(eng, sid), len(ce.items_frame(eng, sid)), len(cfg.scales), _revoke)
+study_items = ce.items_frame(eng, sid)
+view.render_raters(ce.list_raters(eng, sid), len(study_items), len(cfg.scales), _revoke)
+matrix = view.rating_matrix(ce.human_ratings_frame(eng, sid), study_items, len(cfg.scales))
+if not matrix.empty:
+    with st.expander("Who has rated what", icon=":material/grid_on:"):
+        st.dataframe(matrix, hide_index=True, width="stretch")
 
 with st.expander("Delete this study", icon=":material/delete:"):
     st.caption("Removes the study, its items, answers, raters and their ratings. Cached model answers stay.")

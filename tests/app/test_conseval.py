@@ -87,6 +87,11 @@ def test_a_deep_link_shows_a_study_and_raters_are_managed(open_page, judge):
     at.text_input(key="ce_rater_name").input("Ada")
     at = click(at, "Add rater")
     assert any("exists already" in e for e in texts(at.error))
+    first = int(ce.items_frame(eng, sid).id[0])
+    ce.save_human_rating(eng, ada.id, first, "5-P", 3)
+    at = at.run()
+    who = next(df.value for df in at.dataframe if "Ada" in df.value.columns)
+    assert who["Ada"].tolist()[:2] == ["1/3", "–"]
     at = at.button(key=f"ce_revoke_{ada.id}").click().run()
     assert not at.exception
     assert ce.rater_by_token(eng, ada.token) is None
