@@ -368,6 +368,21 @@ def recover(engine: Engine, *, stale_after: timedelta = STALE_AFTER) -> list[int
     return with_pending
 
 
+def joinable(engine: Engine) -> list[int]:
+    """Batches with items waiting and no cancel request: any worker, on any machine, may join them."""
+    pending = select(BatchItem.batch_id).where(BatchItem.status == "pending").distinct()
+    with Session(engine) as session:
+        return list(
+            session.execute(
+                select(Batch.id)
+                .where(
+                    Batch.status.in_(("queued", "running")), Batch.cancel_requested.is_(False), Batch.id.in_(pending)
+                )
+                .order_by(Batch.id)
+            ).scalars()
+        )
+
+
 def claim(engine: Engine, batch_id: int, wid: str, limit: int) -> list[int]:
     """Atomically take up to `limit` pending items of a batch for worker `wid`."""
     with engine.begin() as conn:
@@ -558,7 +573,34 @@ class RunStats:
     notes: list[str] = field(default_factory=list)
 
 
-def process_batch(
+_active: set[int] = set()
+_active_lock = threading.Lock()
+
+
+def active_batches() -> set[int]:
+    """The batches this process is working on."""
+    with _active_lock:
+        return set(_active)
+
+
+def process_batch(engine: Engine, batch_id: int, **kw: Any) -> RunStats:
+    """Work on a batch until nothing is left to claim (or it is cancelled); safe to run on many workers.
+
+    Within one process a batch is worked on once at a time (a queued task and a worker joining it
+    meet here); other processes and machines share it through atomic claims.
+    """
+    with _active_lock:
+        if batch_id in _active:
+            return RunStats(notes=["this process is working on the batch already"])
+        _active.add(batch_id)
+    try:
+        return _process_batch(engine, batch_id, **kw)
+    finally:
+        with _active_lock:
+            _active.discard(batch_id)
+
+
+def _process_batch(
     engine: Engine,
     batch_id: int,
     *,

@@ -19,7 +19,42 @@ from services.jobs import enqueue, enqueue_dhp, huey
 log = logging.getLogger("services.worker")
 
 
-def housekeeping(stop: threading.Event, every: float = batches.HEARTBEAT_EVERY, recover_every: float = 5.0) -> None:
+class Joiner:
+    """Joins batches that have items waiting, up to `threads` at once, whichever worker or machine queued
+    them: workers on other machines need only the shared database (claims are atomic)."""
+
+    def __init__(self, threads: int) -> None:
+        self.threads = threads
+        self._running: dict[int, threading.Thread] = {}
+
+    def __call__(self, engine) -> None:  # noqa: ANN001
+        self._running = {b: t for b, t in self._running.items() if t.is_alive()}
+        busy = batches.active_batches() | set(self._running)
+        for batch_id in batches.joinable(engine):
+            if len(busy) >= self.threads:
+                return
+            if batch_id in busy:
+                continue
+            log.info("joining batch %s", batch_id)
+            t = threading.Thread(target=self._work, args=(engine, batch_id), daemon=True, name=f"join-{batch_id}")
+            self._running[batch_id] = t
+            busy.add(batch_id)
+            t.start()
+
+    @staticmethod
+    def _work(engine, batch_id: int) -> None:  # noqa: ANN001
+        try:
+            batches.process_batch(engine, batch_id)
+        except Exception:  # one batch's trouble must not stop the worker
+            log.exception("batch %s failed in a joined worker", batch_id)
+
+
+def housekeeping(
+    stop: threading.Event,
+    every: float = batches.HEARTBEAT_EVERY,
+    recover_every: float = 5.0,
+    join: Joiner | None = None,
+) -> None:
     engine = get_engine()
     wid = batches.worker_id()
     last = 0.0
@@ -31,6 +66,8 @@ def housekeeping(stop: threading.Event, every: float = batches.HEARTBEAT_EVERY, 
                 for batch_id in batches.recover(engine):
                     log.info("batch %s has work left and no worker: enqueued", batch_id)
                     enqueue(batch_id)
+                if join is not None:
+                    join(engine)
                 for kind, ident in dhp.recover(engine):
                     log.info("dhp %s %s has work left and no worker: enqueued", kind, ident)
                     enqueue_dhp(kind, ident)
@@ -43,11 +80,16 @@ def housekeeping(stop: threading.Event, every: float = batches.HEARTBEAT_EVERY, 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m services.worker", description=__doc__)
     p.add_argument("--threads", type=int, default=2, help="batches worked on at once (default 2)")
+    p.add_argument(
+        "--no-join", action="store_true",
+        help="only take batches from the queue (default: also join any batch in the database with items waiting)",
+    )  # fmt: skip
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     get_engine()  # migrate before the first task
     stop = threading.Event()
-    threading.Thread(target=housekeeping, args=(stop,), daemon=True, name="housekeeping").start()
+    join = None if args.no_join else Joiner(args.threads)
+    threading.Thread(target=housekeeping, args=(stop,), kwargs={"join": join}, daemon=True, name="housekeeping").start()
     consumer = huey.create_consumer(workers=args.threads, worker_type="thread", periodic=False)
     try:
         consumer.run()

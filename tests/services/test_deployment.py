@@ -8,9 +8,14 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
+import pytest
+from sqlmodel import Session, select
+
 from db.engine import make_engine
+from db.models import BatchItem
 from services import batches, dcr
 from services.config import BackendConfig
 from tests.fakes import FakeOpenAIServer, toy_judge
@@ -109,8 +114,6 @@ def test_the_api_key_reaches_the_server_and_nothing_else(tmp_path):
 def test_uploads_over_the_size_limit_or_of_another_type_are_refused_with_the_reason():
     import tomllib
 
-    import pytest
-
     from services.text import MAX_UPLOAD_MB, InputError, read_document
 
     config = tomllib.loads((Path(__file__).resolve().parents[2] / ".streamlit" / "config.toml").read_text())
@@ -122,3 +125,66 @@ def test_uploads_over_the_size_limit_or_of_another_type_are_refused_with_the_rea
     for name in ("payload.html", "run.exe", "notes.svg", "noext"):
         with pytest.raises(InputError, match="unsupported file type"):
             read_document(name, b"<script>alert(1)</script>")
+
+
+# -- workers on several machines ----------------------------------------------------------------
+@pytest.fixture(params=["sqlite", "postgresql"])
+def shared_db(request, tmp_path):
+    from tests.db import pg
+
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'shared.db'}"
+        return
+    cluster = pg.cluster()
+    url = cluster.new_database()
+    yield url
+    cluster.drop_database(url)
+
+
+def test_a_worker_on_another_machine_joins_a_batch_queued_elsewhere(tmp_path, shared_db):
+    """Two workers that share only the database (each its own queue, as on two machines) share a batch."""
+    judge = toy_judge(BAD, FIX)
+
+    def slow(body):
+        time.sleep(0.3)
+        return judge(body)
+
+    engine = make_engine(shared_db)
+    with FakeOpenAIServer(responder=slow) as fake:
+        ds = make_dataset(engine, 40)
+        backend = BackendConfig(kind="openai", base_url=fake.base_url, model="fake-model", max_retries=0)
+        bid = batches.create_batch(engine, dataset_id=ds, backend=backend, cfg=dcr.DCRConfig(max_rounds=0),
+                                   concurrency=2)  # fmt: skip
+        base = {
+            **{k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "OPENAI_"))},
+            "PYTHONPATH": os.getcwd(), "DATABASE_URL": shared_db,
+        }  # fmt: skip
+        machines = [base | {"DATA_DIR": str(tmp_path / f"machine-{m}")} for m in "ab"]
+        workers = [
+            subprocess.Popen([sys.executable, "-m", "services.worker"], env=env, stderr=subprocess.DEVNULL)
+            for env in machines
+        ]
+        try:
+            deadline = time.monotonic() + 90
+            while time.monotonic() < deadline and len(batches.live_workers(engine)) < 2:
+                time.sleep(0.2)
+            assert len(batches.live_workers(engine)) == 2, "both workers started"
+            subprocess.run(  # the app on machine a hands the batch to its own queue
+                [sys.executable, "-c", f"from services.jobs import enqueue; enqueue({bid})"],
+                env=machines[0],
+                check=True,
+            )
+            while time.monotonic() < deadline and batches.progress(engine, bid).batch.status != "done":
+                time.sleep(0.2)
+            p = batches.progress(engine, bid)
+            assert p.batch.status == "done" and p.done == 40
+        finally:
+            for w in workers:
+                w.send_signal(signal.SIGINT)
+            for w in workers:
+                w.wait(timeout=30)
+        with Session(engine) as s:
+            by_worker = Counter(s.exec(select(BatchItem.worker).where(BatchItem.batch_id == bid)).all())
+        assert len(by_worker) == 2, f"both workers took items: {by_worker}"
+        assert len(fake.requests) == 40, "no item was sent twice"
+    engine.dispose()
