@@ -57,7 +57,7 @@ def sentences_frame(sentences: Sequence[str], records: Sequence[dict[str, Any]])
     """Summary sentences down, methods across: each method's verdict on each sentence.
 
     A method with no per-sentence verdict (Summ-NLI, the paragraph evaluator) shows its whole-summary verdict
-    in every row, marked "(whole summary)".
+    in every row, marked "(whole)".
     """
     data: dict[str, list[str]] = {"#": [str(i + 1) for i in range(len(sentences))], "sentence": list(sentences)}
     for rec in records:
@@ -65,7 +65,7 @@ def sentences_frame(sentences: Sequence[str], records: Sequence[dict[str, Any]])
         per = {int(s["index"]): s.get("verdict") or "unknown" for s in rec.get("sentences") or []}
         if not per and rec["method"] in ("summ-nli", "paragraph"):
             mark = VERDICT_MARK.get(rec.get("label"), "? no verdict")
-            data[name] = [f"{mark} (whole summary)"] * len(sentences)
+            data[name] = [f"{mark} (whole)"] * len(sentences)
         else:
             data[name] = [VERDICT_MARK.get(per.get(i), "? no verdict") for i in range(len(sentences))]
     return pd.DataFrame(data)

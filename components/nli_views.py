@@ -39,7 +39,8 @@ def render_method_detail(record: dict[str, Any], *, key: str) -> None:
         st.dataframe(
             df.style.map(_verdict_color, subset=["judgement"]), hide_index=True, width="stretch", key=f"{key}_win",
             column_config={"reasoning": st.column_config.TextColumn(width="large"),
-                           "sentences": st.column_config.TextColumn(width="medium")},
+                           "sentences": st.column_config.TextColumn(width="medium"),
+                           "window": st.column_config.TextColumn(width="small")},
         )  # fmt: skip
     elif method == "qg-qa":
         df = nf.qa_frame(record)
@@ -48,7 +49,9 @@ def render_method_detail(record: dict[str, Any], *, key: str) -> None:
         else:
             st.dataframe(
                 df.style.map(_verdict_color, subset=["judgement"]), hide_index=True, width="stretch", key=f"{key}_qa",
-                column_config={"reasoning": st.column_config.TextColumn(width="large")},
+                column_config={"question": st.column_config.TextColumn(width="medium"),
+                               "reasoning": st.column_config.TextColumn(width="medium"),
+                               "window": st.column_config.NumberColumn(width="small")},
             )  # fmt: skip
     else:
         rows = record.get("sentences") or []
@@ -93,15 +96,16 @@ def render_comparison(summary: str, records: Sequence[dict[str, Any]], usages: S
         table.style.map(_verdict_color, subset=methods), hide_index=True, width="stretch", key=f"{key}_sent",
         column_config={"sentence": st.column_config.TextColumn(width="large")},
     )  # fmt: skip
-    left, right = st.columns([3, 2])
-    with left:
-        st.markdown("##### What each method said")
-        tabs = st.tabs([nf.method_name(r["method"], r.get("window")) for r in records])
-        for tab, rec, rid in zip(tabs, records, run_ids, strict=True):
-            with tab:
-                render_method_detail(rec, key=f"{key}_{rid}")
-    with right:
-        st.plotly_chart(
-            nf.make_method_cost_figure(over), width="stretch", config={"displayModeBar": False}, key=f"{key}_cost"
-        )
-        st.caption("Calls count requests sent to the model (cache hits cost none); tokens are prompt + completion.")
+    st.markdown("##### What each method said")
+    tabs = st.tabs([nf.method_name(r["method"], r.get("window")) for r in records])
+    for tab, rec, rid in zip(tabs, records, run_ids, strict=True):
+        with tab:
+            render_method_detail(rec, key=f"{key}_{rid}")
+    chart, note = st.columns([2, 3], vertical_alignment="center")
+    chart.plotly_chart(
+        nf.make_method_cost_figure(over), width="stretch", config={"displayModeBar": False}, key=f"{key}_cost"
+    )
+    note.caption(
+        "Calls count requests sent to the model (cache hits cost none); tokens are prompt + completion. "
+        "Sent-NLI asks once per window and QG-QA once per window plus once per question: finer verdicts cost more."
+    )

@@ -287,7 +287,7 @@ def test_compare_methods_shows_verdicts_side_by_side_and_saves_each_run(open_pag
     assert list(over["calls"]) == [1, 1, 3, 6]
     assert list(sentences["Sent-NLI (w=1)"]) == ["✓ consistent", "✗ inconsistent", "✓ consistent"]
     assert list(sentences["QG-QA (w=1)"]) == ["✓ consistent", "✗ inconsistent", "✓ consistent"]
-    assert set(sentences["Summ-NLI"]) == {"✗ inconsistent (whole summary)"}
+    assert set(sentences["Summ-NLI"]) == {"✗ inconsistent (whole)"}
     windows = at.dataframe[2].value
     assert list(windows["judgement"]) == ["✓ consistent", "✗ inconsistent", "✓ consistent"]
     assert "1999" in windows["reasoning"][1]

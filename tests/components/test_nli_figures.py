@@ -34,7 +34,7 @@ def test_sentences_frame_puts_methods_side_by_side():
     df = nf.sentences_frame(["A.", "B."], [SENT, SUMM])
     assert list(df.columns) == ["#", "sentence", "Sent-NLI (w=1)", "Summ-NLI"]
     assert list(df["Sent-NLI (w=1)"]) == ["✓ consistent", "✗ inconsistent"]
-    assert list(df["Summ-NLI"]) == ["? no verdict (whole summary)"] * 2
+    assert list(df["Summ-NLI"]) == ["? no verdict (whole)"] * 2
 
 
 def test_overview_and_detail_frames_show_failures_and_context():

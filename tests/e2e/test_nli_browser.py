@@ -1,0 +1,104 @@
+"""The real app in headless Chromium: compare DCE-AMC, Summ-NLI, Sent-NLI and QG-QA on one document.
+
+The fake server judges every method's prompts (tests/nli_fakes.py); screenshots go to test-artifacts/.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from db.engine import make_engine
+from services import runs
+from tests.e2e.conftest import CHROMIUM_ARGS, page_with_failure_screenshot, running_app
+from tests.e2e.test_browser import BAD, SAMPLE, LiveApp, main, no_exception, wait_idle
+from tests.fakes import FakeOpenAIServer
+from tests.nli_fakes import nli_judge
+
+CHROMIUM = Path("/usr/bin/chromium")
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "test-artifacts"
+VIEWPORT = {"width": 1400, "height": 2600}
+TIMEOUT_MS = 30_000
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} not found (install Debian's chromium: make browser)"),
+]
+
+sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (requirements-dev.txt)")
+expect = sync_api.expect
+expect.set_options(timeout=TIMEOUT_MS)
+
+
+@pytest.fixture(scope="module")
+def nli_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveApp]:
+    tmp = tmp_path_factory.mktemp("e2e-nli")
+    fake = FakeOpenAIServer(nli_judge(bad=BAD, fix="40 million")).start()
+    database_url = f"sqlite:///{tmp / 'e2e.db'}"
+    try:
+        for url in running_app(
+            ROOT, tmp, LLM_BASE_URL=fake.base_url, LLM_MODEL="fake-model", LLM_MAX_RETRIES="1",
+            LLM_TIMEOUT="20", DATABASE_URL=database_url,
+        ):  # fmt: skip
+            yield LiveApp(url=url, fake=fake, database_url=database_url)
+    finally:
+        fake.stop()
+    assert not fake.responder_errors, f"the fake's responder raised: {fake.responder_errors!r}"
+    log = tmp / "streamlit.log"
+    assert "Traceback" not in log.read_text(errors="replace"), log.read_text(errors="replace")[-3000:]
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator:
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser, request: pytest.FixtureRequest) -> Iterator:
+    yield from page_with_failure_screenshot(
+        browser, request, viewport=VIEWPORT, timeout_ms=TIMEOUT_MS, artifacts=ARTIFACTS
+    )
+
+
+def test_compare_the_four_methods_on_one_document(nli_app: LiveApp, page):
+    pg = page
+    pg.goto(nli_app.url + "/Evaluate")
+    expect(pg.get_by_role("heading", name="Evaluate and improve")).to_be_visible()
+    wait_idle(pg)
+    pg.get_by_test_id("stSelectbox").first.click()
+    pg.get_by_role("option", name=SAMPLE.title).click()
+    expect(pg.get_by_label("Summary (candidate)")).to_have_value(SAMPLE.candidate)
+
+    pg.get_by_role("button", name=re.compile(r"Compare methods$")).click()
+    expect(main(pg).get_by_role("heading", name="Methods compared on one document")).to_be_visible()
+    expect(pg).to_have_url(re.compile(r"[?&]compare=\w+"))
+    group = re.search(r"compare=(\w+)", pg.url).group(1)
+    wait_idle(pg)
+    no_exception(pg)
+    tabs = main(pg).get_by_role("tab")
+    for name in ("DCE-AMC", "Summ-NLI", "Sent-NLI (w=1)", "QG-QA (w=1)"):
+        expect(tabs.filter(has_text=name)).to_have_count(1)
+    expect(main(pg).get_by_test_id("stPlotlyChart")).to_be_visible()
+    pg.screenshot(path=str(ARTIFACTS / "nli-01-compare.png"), full_page=True)
+
+    tabs.filter(has_text="QG-QA (w=1)").click()
+    wait_idle(pg)
+    # overview, sentences, Sent-NLI windows and QG-QA pairs (every tab is drawn, one is shown)
+    expect(main(pg).get_by_test_id("stDataFrame")).to_have_count(4)
+    pg.screenshot(path=str(ARTIFACTS / "nli-02-qgqa.png"), full_page=True)
+
+    engine = make_engine(nli_app.database_url)
+    try:
+        found = runs.load_group(engine, group)
+    finally:
+        engine.dispose()
+    assert [m.method for m, _ in found] == ["dce-amc", "summ-nli", "sent-nli", "qg-qa"]
+    assert all(m.label == "inconsistent" for m, _ in found), "each method catches the changed amount"
+    no_exception(pg)
