@@ -12,7 +12,6 @@ no secret). Exit 0, or 2 with a message when the batch does not exist or an opti
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from pathlib import Path
 
@@ -89,7 +88,9 @@ def run(args: argparse.Namespace) -> int:
 def write_html(engine, args: argparse.Namespace) -> int:  # noqa: ANN001
     """The stakeholder report of `--kind` `--run` as one HTML file; 2 when it cannot be built."""
     # The figure helpers live beside Streamlit views; outside the app Streamlit's cache warnings are noise.
-    logging.getLogger("streamlit").setLevel(logging.ERROR)
+    import streamlit.logger
+
+    streamlit.logger.set_log_level("error")
     from components.report_builders import build
     from services.reports import to_html
 
