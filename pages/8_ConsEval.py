@@ -197,6 +197,16 @@ with st.expander("Configuration", icon=":material/settings:"):
         f"**models** {', '.join(m.label for m in cfg.models)} · bootstrap {cfg.n_boot} · seed {cfg.seed}"
     )
 if study.status == "done":
+    n_wait = ce.n_without_examples(eng, sid)
+    if n_wait:
+        st.warning(
+            f"{n_wait:,} dICL answers were not asked: the oracle had no example for them yet (with human raters as "
+            "the oracle, people rate first). Ask them again once there are ratings.", icon=":material/info:",
+        )  # fmt: skip
+        if st.button("Ask them again", icon=":material/replay:", key="ce_reask"):
+            ce.forget_without_examples(eng, sid)
+            jobs.enqueue_conseval(sid)
+            st.rerun()
     view.render_results(study, ce.ratings_frame(eng, sid))
 
 st.subheader("Human raters")

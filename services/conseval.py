@@ -574,6 +574,39 @@ def reopen(engine: Engine, study_id: int) -> None:
         session.commit()
 
 
+NO_EXAMPLE = "no oracle example"
+
+
+def n_without_examples(engine: Engine, study_id: int) -> int:
+    """dICL answers that could not be asked for want of oracle examples (e.g. before people rated)."""
+    with engine.connect() as conn:
+        return int(
+            conn.execute(
+                select(func.count()).where(
+                    ConsevalRating.study_id == study_id, ConsevalRating.problem.like(f"{NO_EXAMPLE}%")
+                )
+            ).scalar_one()
+        )
+
+
+def forget_without_examples(engine: Engine, study_id: int) -> int:
+    """Drop the dICL answers that had no oracle example and queue the study, so they are asked again."""
+    with Session(engine) as session:
+        n = session.execute(
+            delete(ConsevalRating).where(
+                ConsevalRating.study_id == study_id, ConsevalRating.problem.like(f"{NO_EXAMPLE}%")
+            )
+        ).rowcount
+        session.execute(
+            update(ConsevalStudy)
+            .where(ConsevalStudy.id == study_id)
+            .values(n_done=ConsevalStudy.n_done - n, status="queued", cancel_requested=False, error=None,
+                    finished_at=None)
+        )  # fmt: skip
+        session.commit()
+        return int(n)
+
+
 def items_frame(engine: Engine, study_id: int) -> pd.DataFrame:
     with Session(engine) as session:
         rows = session.execute(
@@ -662,7 +695,7 @@ def _prompt(ctx: _Ctx, call: Call) -> tuple[str | None, str]:
     if call.method.startswith("dicl"):
         ex = _examples(ctx, call)
         if ex is None:
-            return None, "no oracle example for this criterion" + (" on this scale" if call.method == "dicl_sm" else "")
+            return None, f"{NO_EXAMPLE} for this criterion" + (" on this scale" if call.method == "dicl_sm" else "")
         return prompts.render_few_shot(**common, examples=ex), prompts.FEW_SHOT_HEAD.id
     return prompts.render_rate(**common), prompts.RATE.id
 

@@ -440,6 +440,24 @@ def test_human_oracle_feeds_accuracy(engine, fake, backend):
     assert acc.value == pytest.approx(1.0) and acc.oracle == "humans"
 
 
+def test_dicl_answers_wait_for_human_examples_and_are_asked_again(engine, fake, backend):
+    fake.responder = scorer()
+    cfg = config(
+        backend, scales=["5-P"], granularities=["long"], n_samples=0, methods=["dicl_sm"], oracle="humans", k=2
+    )
+    sid = ce.create_study(engine, cfg, items(4))
+    st = ce.run_study(engine, sid, backends={"judge": backend})
+    assert st.status == "done" and fake.requests == [] and ce.n_without_examples(engine, sid) == 4
+    ada = ce.add_rater(engine, sid, "ada")
+    for n, item_id in enumerate(ce.items_frame(engine, sid).id):
+        ce.save_human_rating(engine, ada.id, int(item_id), "5-P", 5 if n % 2 == 0 else 2)
+    assert ce.forget_without_examples(engine, sid) == 4
+    st = ce.run_study(engine, sid, backends={"judge": backend})
+    assert st.status == "done" and st.n_done == 4 and len(fake.requests) == 4
+    assert all(last_user(r).count("### Example") == 2 for r in fake.requests)
+    assert ce.n_without_examples(engine, sid) == 0
+
+
 def test_delete_study_removes_everything(engine, fake, backend):
     fake.responder = scorer()
     sid = ce.create_study(engine, config(backend, scales=["5-P"], granularities=["none"], n_samples=0), items(2))
