@@ -147,6 +147,9 @@ def set_status(sid: int) -> None:
             f"Writing the LLM-based perturbations with {cur.model}… (background worker)",
             icon=":material/hourglass_top:",
         )
+        # A worker that stopped mid-way leaves texts pending; handing the set over again finishes only those.
+        if st.button("Hand to the worker again", key=f"dhp_resume_set_{sid}", help="If nothing moves for a while."):
+            jobs.enqueue_dhp("perturb", sid)
     elif st.session_state.get("dhp_seen_set") == (sid, "generating"):
         st.session_state.dhp_seen_set = (sid, cur.status)
         st.rerun()

@@ -65,7 +65,7 @@ def test_making_a_set_with_llm_perturbations_and_viewing_a_diff(open_page, judge
     with get_session(db.engine.get_engine()) as s:
         (made,) = dhp.list_sets(session=s)
         texts = dhp.texts_frame(made.id, session=s)
-    assert made.status == "ready" and len(texts) == 4 * 3
+    assert made.status == "ready" and len(texts) == len(dhp.sample_items("summarization")) * 3
     fne = texts[texts["perturbation"] == "fictional_entities:minor"]
     assert fne["text"].str.endswith("Zorblax of Quenthia agreed.").all()
     # The viewer shows the perturbed text as a diff of its original.
