@@ -113,9 +113,6 @@ SCALES: dict[str, Scale] = {
         Scale("Binary", "nominal", 0, 1, "No, Yes", ("No", "Yes")),
     )
 }
-# Figure 2 reports self-consistency on four scales; the study page starts from every scale (IC needs them).
-SC_SCALES = ("5-P", "7-P", "10-P", "5-P Likert")
-
 # Table 4, plus greedy against sampled decoding (Figure 3's decoding rows).
 IC_CASES: dict[str, tuple[str, ...]] = {
     "IC1": ("5-P", "7-P", "11-P (POS)"),
@@ -210,14 +207,20 @@ def parse_score(answer: Any, sc: Scale) -> ParsedScore:
     # "on a scale of 1-5", "(1-10)": the scale's own range is not the score
     lo, hi = f"{sc.lo:g}", f"{sc.hi:g}"
     t = re.sub(rf"(?<![\d.]){re.escape(lo)}\s*(?:-|–|to)\s*{re.escape(hi)}(?![\d.])", " ", t)
-    frac = re.fullmatch(rf"\D*?({NUM})\s*(?:/|out of)\s*({NUM})\W*", t, flags=re.I)
+    number = rf"(?<![\w.]){NUM}(?![\w.])"
+    fracs = list(re.finditer(rf"(?<![\w.])({NUM})\s*(?:/|out of)\s*({NUM})(?![\w.])", t, flags=re.I))
+    frac = (
+        fracs[0]
+        if len(fracs) == 1 and not re.search(number, t[: fracs[0].start()] + " " + t[fracs[0].end() :])
+        else None
+    )
     if frac:
         num, den = float(frac.group(1)), float(frac.group(2))
         if den != sc.hi:
             return ParsedScore(None, raw, f"the answer is on another scale ({frac.group(1)}/{frac.group(2)})")
         values = [num]
     else:
-        values = sorted({float(v) for v in re.findall(rf"(?<![\w.]){NUM}(?![\w.])", t)})
+        values = sorted({float(v) for v in re.findall(number, t)})
     if not values:
         return ParsedScore(None, raw, "no number in the answer")
     if len(values) > 1:
