@@ -384,25 +384,41 @@ def joinable(engine: Engine) -> list[int]:
 
 
 def claim(engine: Engine, batch_id: int, wid: str, limit: int) -> list[int]:
-    """Atomically take up to `limit` pending items of a batch for worker `wid`."""
-    with engine.begin() as conn:
-        ids = list(
-            conn.execute(
+    """Atomically take up to `limit` pending items of a batch for worker `wid`; [] only when none is pending.
+
+    Workers racing for the same items: the loser tries again (an empty answer would make it stop), and on
+    PostgreSQL the candidates are locked with SKIP LOCKED, so racing workers pick different items.
+    """
+    while True:
+        with engine.begin() as conn:
+            q = (
                 select(BatchItem.id)
                 .where(BatchItem.batch_id == batch_id, BatchItem.status == "pending")
                 .order_by(BatchItem.id)
                 .limit(limit)
-            ).scalars()
-        )
-        if not ids:
-            return []
-        res = conn.execute(
-            update(BatchItem)
-            .where(and_(BatchItem.id.in_(ids), BatchItem.status == "pending"))
-            .values(status="running", worker=wid, attempts=BatchItem.attempts + 1, updated_at=utcnow())
-            .returning(BatchItem.id)
-        )
-        return list(res.scalars())
+            )
+            if conn.dialect.name == "postgresql":
+                q = q.with_for_update(skip_locked=True)
+            ids = list(conn.execute(q).scalars())
+            if not ids:
+                if conn.dialect.name != "postgresql":
+                    return []
+                # SKIP LOCKED hides items other workers are claiming right now: empty only if none is pending.
+                left = conn.execute(
+                    select(func.count()).where(BatchItem.batch_id == batch_id, BatchItem.status == "pending")
+                ).scalar_one()
+                if not left:
+                    return []
+                continue
+            res = conn.execute(
+                update(BatchItem)
+                .where(and_(BatchItem.id.in_(ids), BatchItem.status == "pending"))
+                .values(status="running", worker=wid, attempts=BatchItem.attempts + 1, updated_at=utcnow())
+                .returning(BatchItem.id)
+            )
+            got = list(res.scalars())
+        if got:
+            return got
 
 
 @dataclass

@@ -146,3 +146,43 @@ def test_twenty_concurrent_writers_lose_nothing(shared_url):
             == docs_before + len(written_runs) + n_ref
         )
     engine.dispose()
+
+
+def test_racing_claims_never_overlap_and_no_worker_gives_up_while_items_wait(shared_url):
+    """Many workers claim from one batch at once: each item goes to exactly one, and a worker told
+    "nothing left" is only ever told so when nothing is left (else it would stop working early)."""
+    from db.models import BatchItem
+    from services import batches, dcr
+    from services.config import BackendConfig
+    from tests.services.test_batches import make_dataset as make_batch_dataset
+
+    engine = make_engine(shared_url)
+    ds = make_batch_dataset(engine, 300)
+    backend = BackendConfig(kind="openai", base_url="http://127.0.0.1:9/v1", model="m")
+    bid = batches.create_batch(engine, dataset_id=ds, backend=backend, cfg=dcr.DCRConfig(max_rounds=0))
+    taken: list[list[int]] = [[] for _ in range(12)]
+    early: list[int] = []
+
+    def worker(n: int) -> None:
+        eng = make_engine(shared_url, migrate=False)
+        try:
+            while got := batches.claim(eng, bid, f"w{n}", 3):
+                taken[n].extend(got)
+            with Session(eng) as s:  # pending only ever shrinks here: >0 now means >0 when told "none"
+                left = s.execute(
+                    select(func.count()).where(BatchItem.batch_id == bid, BatchItem.status == "pending")
+                ).scalar_one()
+            if left:
+                early.append(n)
+        finally:
+            eng.dispose()
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(12)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    every = [i for got in taken for i in got]
+    assert len(every) == len(set(every)) == 300
+    assert early == []
+    engine.dispose()
