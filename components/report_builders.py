@@ -171,7 +171,8 @@ def batch_examples(engine: Engine, batch_id: int, n: int = N_EXAMPLES) -> list[E
             .join(DatasetItem, DatasetItem.id == BatchItem.item_id)
             .join(Document, Document.id == DatasetItem.reference_id)
             .where(BatchItem.batch_id == batch_id, BatchItem.status == "done")
-            .order_by(BatchItem.score, DatasetItem.idx)
+            # Items that went through rewrite rounds first (they show the most), then the ones flagged hardest.
+            .order_by(BatchItem.n_rounds.desc(), BatchItem.score, DatasetItem.idx)
             .limit(n)
         ).all()
     out = []

@@ -31,6 +31,7 @@ pytestmark = [
     pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} not found (install Debian's chromium: make browser)"),
 ]
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (requirements-dev.txt)")
+sync_api.expect.set_options(timeout=TIMEOUT_MS)
 
 C, X = "consistent", "inconsistent"
 ITEMS = [
@@ -159,3 +160,32 @@ def test_a_share_link_shows_the_report_read_only_and_a_revoked_one_says_so(seede
         expect(main.get_by_test_id("stMetric")).to_have_count(0)
 
     in_browser(check, "report-shared")
+
+
+def test_download_a_report_and_create_a_share_link_from_the_reports_page(seeded: Seeded, app_url: str):
+    def check(page) -> tuple[str, str]:
+        expect = sync_api.expect
+        main = page.get_by_test_id("stMain")
+        page.goto(f"{app_url}/Reports")
+        expect(main.get_by_role("heading", name="Reports")).to_be_visible()
+        expect(page.get_by_test_id("stStatusWidget")).to_have_count(0)
+        with page.expect_download() as dl:
+            main.get_by_role("button", name="Download report").click()
+        html = Path(dl.value.path()).read_text(encoding="utf-8")
+        main.get_by_role("button", name="Create share link").click()
+        code = main.get_by_test_id("stCode").filter(has_text="/Reports?share=")
+        expect(code).to_be_visible()
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "report-page.png"), full_page=True)
+        return html, code.inner_text()
+
+    html, link = in_browser(check, "report-page")
+    assert html.startswith("<!DOCTYPE html>") and f"Batch #{seeded.batch_id}" in html and "Plotly.newPlot(" in html
+    assert link.startswith(app_url + "/Reports?share=")
+    token = link.rsplit("=", 1)[1]
+    engine = make_engine(seeded.database_url)
+    try:
+        share = reports.find_share(engine, token)
+        assert share is not None and (share.kind, share.ref_id) == ("batch", seeded.batch_id)
+    finally:
+        engine.dispose()
