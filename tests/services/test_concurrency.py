@@ -3,7 +3,8 @@
 20 writers, each with its own engine (its own connection, as separate app sessions and workers have),
 write for CONSISTENCY_CONCURRENCY_SECONDS (default 30) without pause: sentence labels upserted over the
 same items (each writer as its own annotator, and all of them as one shared annotator on the same
-sentences), runs that share their reference document, and usage rows. Afterwards every write is in
+sentences), survey votes (each writer an expert of one survey, changing answers), runs that share their
+reference document, and usage rows. Afterwards every write is in
 the database exactly once. The test is bounded by its duration, and nothing about speed is asserted.
 """
 
@@ -22,10 +23,11 @@ from sqlmodel import Session
 
 from db import crud
 from db.engine import get_session, make_engine
-from db.models import Document, Run, RunCreate, SentenceLabel, UsageEvent
-from services import annotations
+from db.models import Document, Run, RunCreate, SentenceLabel, SurveyVote, UsageEvent
+from services import annotations, survey
 from services.annotations import Target
 from services.llm import CallRecord
+from services.perturb import TASKS
 from tests.annotation_seed import make_dataset
 from tests.db import pg
 
@@ -39,18 +41,23 @@ SENTENCES = [["The museum reopened.", "It cost 12 million euros."], ["It took tw
 class Writes:
     labels: dict[tuple[int, int], int] = field(default_factory=dict)  # (item, sentence) -> last label written
     shared: list[int] = field(default_factory=list)  # labels written as the shared annotator
+    votes: dict[str, str] = field(default_factory=dict)  # question -> last metric voted
     runs: list[int] = field(default_factory=list)
     usage: list[str] = field(default_factory=list)
     ops: int = 0
     errors: list[str] = field(default_factory=list)
 
 
-def _writer(url: str, n: int, annotator_id: int, shared_id: int, items: list[int], until: float, out: Writes) -> None:
+def _writer(
+    url: str, n: int, annotator_id: int, shared_id: int, items: list[int], expert: tuple[int, list, list],
+    until: float, out: Writes,
+) -> None:  # fmt: skip
     engine = make_engine(url, migrate=False)
     rng = random.Random(n)
+    expert_id, questions, metrics = expert
     try:
         while time.monotonic() < until:
-            op = out.ops % 4
+            op = out.ops % 5
             try:
                 if op in (0, 1):  # an annotator's own label, on items every writer labels
                     item = rng.randrange(len(items))
@@ -66,6 +73,11 @@ def _writer(url: str, n: int, annotator_id: int, shared_id: int, items: list[int
                         engine, annotator_id=shared_id, target=Target.item(items[0]), sentence_idx=0, label=label
                     )
                     out.shared.append(label)
+                elif op == 3:  # an expert's vote in the survey everyone answers at once
+                    question, metric = rng.choice(questions), rng.choice(metrics)
+                    with get_session(engine) as session:
+                        survey.vote(expert_id, question, metric, session=session)
+                    out.votes[question] = metric
                 else:  # a run on the shared reference (its document is created once) with a usage row
                     tag = f"w{n}-{out.ops}"
                     with get_session(engine) as session:
@@ -105,11 +117,19 @@ def test_twenty_concurrent_writers_lose_nothing(shared_url):
     shared = annotations.create_annotator(engine, "everyone").id
     with Session(engine) as s:
         docs_before = s.execute(select(func.count()).select_from(Document)).scalar_one()
+    with get_session(engine) as session:
+        sid = survey.create_survey(TASKS["summarization"], title="", session=session)
+        experts = [survey.invite(sid, f"expert {i}", session=session).id for i in range(WRITERS)]
+        sv = survey.get_survey(sid, session=session)
+    questions, metrics = [q["key"] for q in sv.questions], [m["name"] for m in sv.metrics]
 
     outs = [Writes() for _ in range(WRITERS)]
     until = time.monotonic() + SECONDS
     threads = [
-        threading.Thread(target=_writer, args=(shared_url, i, people[i], shared, items, until, outs[i]))
+        threading.Thread(
+            target=_writer,
+            args=(shared_url, i, people[i], shared, items, (experts[i], questions, metrics), until, outs[i]),
+        )
         for i in range(WRITERS)
     ]
     for t in threads:
@@ -133,6 +153,11 @@ def test_twenty_concurrent_writers_lose_nothing(shared_url):
             assert len(rows) == len(o.labels)
         shared_rows = s.execute(select(SentenceLabel.label).where(SentenceLabel.annotator_id == shared)).all()
         assert len(shared_rows) == 1 and shared_rows[0][0] in {lab for o in outs for lab in o.shared}
+        # Survey votes: one per expert and question, the answer each expert gave last.
+        for o, expert_id in zip(outs, experts, strict=True):
+            assert survey.my_votes(expert_id, session=s) == o.votes
+        n_votes = s.execute(select(func.count()).select_from(SurveyVote)).scalar_one()
+        assert n_votes == sum(len(o.votes) for o in outs)
         # Runs and usage rows: every one written is there exactly once; the shared reference is one document.
         written_runs = [r for o in outs for r in o.runs]
         stored_runs = list(s.execute(select(Run.id)).scalars())
