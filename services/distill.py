@@ -35,7 +35,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from db.models import Batch, BatchItem, Dataset, DatasetItem, Document
 from services.metaeval import CONSISTENT_AT
@@ -177,7 +177,8 @@ def judgement_of(batch_id: int, method: str, result: dict[str, Any] | None, scor
 
 
 def load_items(engine: Engine, batch_ids: Sequence[int]) -> tuple[list[LabelledItem], list[str]]:
-    """Every item the batches judged, with its gold label and the judgements in the batches' order."""
+    """Every labelled item of the batches' datasets, with its gold label and the judgements the batches made of
+    it, in the batches' order (none for an item no batch judged)."""
     if not batch_ids:
         raise InputError("Choose at least one batch.")
     notes: list[str] = []
@@ -211,6 +212,23 @@ def load_items(engine: Engine, batch_ids: Sequence[int]) -> tuple[list[LabelledI
                     f"Batch #{bid}: {unlabelled:,} item(s) have no binary gold label and are left out "
                     "(the dataset needs a label column, or QAGS/SummEval labels)."
                 )
+        # Prompts without reasoning apply to every labelled item of these datasets, judged or not (section 4.2
+        # adds the documents the teacher never saw this way).
+        dataset_ids = sorted({e["di"].dataset_id for e in by_item.values()})
+        extra = s.exec(
+            select(DatasetItem, Document, Dataset.name)
+            .join(Document, Document.id == DatasetItem.reference_id)
+            .join(Dataset, Dataset.id == DatasetItem.dataset_id)
+            .where(col(DatasetItem.dataset_id).in_(dataset_ids), col(DatasetItem.human_label).in_(list(GOLD)))
+        ).all()
+        n_unjudged = 0
+        for di, doc, ds_name in extra:
+            if di.id not in by_item:
+                by_item[di.id] = {"di": di, "doc": doc, "dataset": ds_name, "judgements": []}
+                n_unjudged += 1
+        if n_unjudged:
+            notes.append(f"{n_unjudged:,} labelled item(s) of these datasets were in no batch: they give prompts "
+                         "without reasoning only.")  # fmt: skip
     items = [
         LabelledItem(
             item_id=di.id,

@@ -259,3 +259,18 @@ def test_json_answers_are_the_apps_summ_nli_exchange_so_a_student_plugs_into_the
     assert nli.parse_nli(json.loads(with_r.completion)) == (X, "The summary invents a vote.")
     assert nli.parse_nli(json.loads(without_r.completion)) == (X, "")
     assert without_r.prompt.endswith(P.LABEL_FORMAT.template) and "without any" in without_r.prompt
+
+
+def test_labelled_items_no_batch_judged_still_give_prompts_without_reasoning(engine):
+    _, ids = make_dataset(engine, [Row(d, d % 2) for d in range(10)])
+    bid = add_batch(engine, 1, ids[:4], [summ_nli(X if d % 2 == 0 else C, f"r{d}") for d in range(4)],
+                    method="summ-nli")  # fmt: skip
+    items, notes = distill.load_items(engine, [bid])
+    assert sorted(x.item_id for x in items) == sorted(ids)
+    assert {x.item_id for x in items if x.judgements} == set(ids[:4])
+    assert any("6 labelled item(s)" in n for n in notes)
+    ds = distill.build(engine, [bid], seed=0)
+    assert ds.stats.n_with_reasoning == sum(
+        1 for x in items if x.teacher() and x.item_id in ds.manifest["train_item_ids"]
+    )
+    assert ds.stats.n_train == ds.stats.n_train_items + ds.stats.n_with_reasoning
