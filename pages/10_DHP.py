@@ -269,7 +269,7 @@ def results_section() -> None:
     options = [None, *[x.id for x in surveys]]
     names = {x.id: f"closed survey #{x.id} · {x.title}" for x in surveys}
     survey_id = st.selectbox(
-        "Expert weights (for D_EW)", options, key="dhp_res_survey",
+        "Expert weights (for D_EW)", options, key="dhp_res_survey", index=1 if surveys else 0,
         format_func=lambda i: "none (D_EW not computed)" if i is None else names[i],
         help="Only closed surveys feed D_EW. Run one under Expert survey.",
     )  # fmt: skip
