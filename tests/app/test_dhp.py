@@ -126,3 +126,28 @@ def test_a_user_task_is_added_with_its_metrics(open_page):
     at.text_input(key="dhp_t_name").input("Dialogue")
     at = click(at, "Add task")
     assert not at.exception and any("at least one metric" in e.value for e in at.error)
+
+
+def test_a_closed_survey_feeds_d_ew_in_the_results(open_page, judge):
+    judge.responder = dhp_judge
+    sid = make_set(["typo:minor"])
+    eng = db.engine.get_engine()
+    with get_session(eng) as s:
+        rid = dhp.create_run(sid, dhp.backend_from_params({"kind": "openai", "base_url": judge.base_url,
+                                                           "model": "judge-a"}), repeats=1, session=s)  # fmt: skip
+    dhp.process_run(eng, rid)
+    with get_session(eng) as s:
+        survey = sv.create_survey(TASKS["summarization"], title="weights", session=s)
+        ada = sv.invite(survey, "Ada", session=s).id
+    with get_session(eng) as s:
+        sv.vote(ada, "typo", "Fluency", session=s)
+    at = open_page(DHP, query={"view": "Results"})
+    assert "D_EW_avg —" in page_text(at)  # an open survey does not feed D_EW
+    with get_session(eng) as s:
+        sv.close(survey, session=s)
+    at = open_page(DHP, query={"view": "Results"})
+    assert not at.exception
+    assert at.selectbox(key="dhp_res_survey").value == survey
+    with get_session(eng) as s:
+        expected = dhp.run_result(rid, session=s, weights={"typo": {"Fluency": 1}})
+    assert f"D_EW_avg {expected.d_ew_avg:.2f}" in page_text(at)
