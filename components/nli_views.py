@@ -96,6 +96,10 @@ def render_comparison(summary: str, records: Sequence[dict[str, Any]], usages: S
         table.style.map(_verdict_color, subset=methods), hide_index=True, width="stretch", key=f"{key}_sent",
         column_config={"sentence": st.column_config.TextColumn(width="large")},
     )  # fmt: skip
+    if len(records) == 1:  # one run: its details, no tabs and no cost chart of one bar
+        st.markdown(f"##### What {nf.method_name(records[0]['method'], records[0].get('window'))} said")
+        render_method_detail(records[0], key=f"{key}_{run_ids[0]}")
+        return
     st.markdown("##### What each method said")
     tabs = st.tabs([nf.method_name(r["method"], r.get("window")) for r in records])
     for tab, rec, rid in zip(tabs, records, run_ids, strict=True):

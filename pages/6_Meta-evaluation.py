@@ -142,7 +142,7 @@ if tab["Methods"].open:
         if not chosen:
             st.info("Choose at least one batch.")
         else:
-            cmp = metaeval.compare_method_batches(eng, chosen, threshold=threshold)
+            cmp = metaeval.compare_method_batches(eng, sorted(chosen), threshold=threshold)
             mv.show_notes(cmp.notes)
             t = cmp.table
             show = t.drop(columns=["configuration", "repeat_group"]).assign(
@@ -151,10 +151,9 @@ if tab["Methods"].open:
                 tokens_per_doc=t["tokens_per_doc"].map(lambda x: f"{x:,.0f}"),
                 seconds_per_doc=t["seconds_per_doc"].map(lambda x: mv.fmt(x, 1)),
             )
-            c = st.columns([3, 2])
+            mv.show_table(show, f"dataset-{batch.dataset_id}-methods.csv", "me_methods_t", raw=t)
+            c = st.columns(2)
             with c[0]:
-                mv.show_table(show, f"dataset-{batch.dataset_id}-methods.csv", "me_methods_t", raw=t)
-            with c[1]:
                 mv.show_chart(nf.make_methods_figure(t), f"dataset-{batch.dataset_id}-methods", "me_methods_f")
             st.markdown("###### Standard deviation over repeated runs (Table 4)")
             if cmp.repeats.empty:
@@ -179,7 +178,8 @@ if tab["Methods"].open:
             if not cmp.error_types.empty:
                 st.markdown("###### Recall per error type (Table 5)")
                 e = cmp.error_types
-                wide = e.pivot_table(index="error_type", columns="method", values="recall").reset_index()
+                wide = e.pivot_table(index="error_type", columns="method", values="recall", sort=False)
+                wide = wide.map(mv.fmt).reset_index()
                 mv.show_table(wide, f"dataset-{batch.dataset_id}-error-types.csv", "me_methods_types", raw=e)
 
 # -- summary level -----------------------------------------------------------------------------

@@ -229,9 +229,9 @@ def test_methods_tab_compares_batches_over_the_dataset_with_repeats_lengths_and_
         batches.process_batch(eng, b)
     at = open_tab(open_page, ids[0], "Methods")
     table = at.dataframe[0].value
-    assert list(table["method"]) == ["Summ-NLI · run 2", "Summ-NLI · run 1", "Sent-NLI (w=1)"]
+    assert list(table["method"]) == ["Sent-NLI (w=1)", "Summ-NLI · run 1", "Summ-NLI · run 2"]
     assert list(table["balanced_accuracy"]) == ["1.000"] * 3
-    assert list(table["calls_per_doc"])[:2] == ["1.0", "1.0"]
+    assert list(table["calls_per_doc"])[1:] == ["1.0", "1.0"]
     repeats = at.dataframe[1].value
     assert repeats.iloc[0].tolist()[:3] == ["Summ-NLI", 2, "1.000 ± 0.000"]
     types = at.dataframe[2].value
