@@ -39,10 +39,19 @@ studies = ce.list_studies(eng)
 # -- a new study ----------------------------------------------------------------------------------
 with st.expander("New study", expanded=not studies, icon=":material/add_circle:"):
     demo_notice(backend)
+    small = backend.is_embedded  # the demo model takes a second or more per answer: start with a small study
+    if small:
+        st.caption("Defaults are cut down for the embedded demo model (short definitions only, n = 3, 4 items per "
+                   "criterion); the paper's defaults are all three definitions and n = 5.")  # fmt: skip
     c = st.columns([3, 2])
     criteria = c[0].multiselect("Criteria", list(ce.CRITERIA), default=["Harmlessness", "Conciseness"], key="ce_crit")
-    grans = c[1].multiselect("Definitions", list(ce.GRANULARITIES), default=["none", "short", "long"], key="ce_gran",
-                             help="None, a short phrase or a paragraph (Appendix B).")  # fmt: skip
+    grans = c[1].multiselect(
+        "Definitions",
+        list(ce.GRANULARITIES),
+        default=["short"] if small else list(ce.GRANULARITIES),
+        key="ce_gran",
+        help="None, a short phrase or a paragraph (Appendix B).",
+    )
     with st.popover("Add your own criterion", icon=":material/add:"):
         st.text_input("Name", key="ce_own_name", placeholder="e.g. Politeness")
         st.text_input("Short definition", key="ce_own_short")
@@ -55,7 +64,8 @@ with st.expander("New study", expanded=not studies, icon=":material/add_circle:"
                             help="Inter-consistency cases need their scales: 5-P/7-P/11-P (POS), 5-P/Likert, "
                                  "11-P POS/NEG, Binary/10-P.")  # fmt: skip
     c = st.columns(4)
-    n_samples = c[0].number_input("Samples n", 0, 50, 5, key="ce_n", help="At temperature 1.0; 0 skips sampling.")
+    n_samples = c[0].number_input("Samples n", 0, 50, 3 if small else 5, key="ce_n",
+                                  help="At temperature 1.0; 0 skips sampling.")  # fmt: skip
     greedy = c[1].toggle("Greedy answer too", value=True, key="ce_greedy", help="One answer at temperature 0.")
     methods = c[2].multiselect("Methods", list(ce.METHODS), default=["base"], format_func=ce.METHODS.get,
                                key="ce_methods")  # fmt: skip
@@ -86,7 +96,7 @@ with st.expander("New study", expanded=not studies, icon=":material/add_circle:"
         "Items per criterion (0: all)",
         0,
         10_000,
-        4 if backend.is_embedded else 0,
+        4 if small else 0,
         key="ce_limit",
         help="The embedded demo model takes about a second per answer here: start small.",
     )
