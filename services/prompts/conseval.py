@@ -66,7 +66,9 @@ def render_few_shot(
             .replace("{options}", ex["options"])
             .replace("{answer}", ex["answer"])
         )
-    parts.append(FEW_SHOT_TARGET.replace("{query}", query).replace("{response}", response).replace("{options}", options))
+    parts.append(
+        FEW_SHOT_TARGET.replace("{query}", query).replace("{response}", response).replace("{options}", options)
+    )
     return "\n".join(parts)
 
 
