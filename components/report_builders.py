@@ -133,7 +133,7 @@ def run_report(engine: Engine, run_id: int, **_: Any) -> Report:
         [(noun.capitalize(), d.reference), ("Candidate", d.candidate), ("Final text", runs.final_text(d))],
     )
     return Report(
-        title=f"Run #{r.id}: {r.title or 'evaluation'}",
+        title=f"Run #{r.id}: {r.title or 'evaluation'}" + ("…" if len(r.title) >= 80 != len(d.candidate) else ""),
         kind="run",
         ref_id=r.id,
         summary=f"{METHOD_LABELS.get(r.method, r.method)} of a candidate against its {noun} with {r.model}, "

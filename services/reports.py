@@ -378,7 +378,8 @@ def to_html(report: Report, *, secrets: Iterable[str] | None = None) -> str:
         body.append(f"<p>{esc(rep.summary)}</p>")
     if rep.headlines:
         body.append("<h2>Headline numbers</h2>" + headlines_html(rep.headlines))
-        body.append('<p class="note">Brackets: 95% bootstrap interval.</p>')
+        if any(h.interval_text() for h in rep.headlines):
+            body.append('<p class="note">Brackets: 95% bootstrap interval.</p>')
     for note in rep.notes:
         body.append(f'<p class="note">{esc(note)}</p>')
     if rep.figures:
