@@ -137,7 +137,7 @@ def live(batch_id: int) -> None:
         else f"converter {b.amc} · rounds {b.max_rounds}"
     )
     st.caption(
-        f"{b.model} · {ALL_METHOD_LABELS.get(b.method, b.method)} · {how} · "
+        f"{b.model} · {ALL_METHOD_LABELS.get(b.method, b.method)} · {how + ' · ' if how else ''}"
         f"concurrency {b.concurrency} · status **{b.status}**"
         + (" · cancelling…" if b.cancel_requested and b.status == "running" else "")
     )

@@ -104,7 +104,7 @@ def create_batch(
             criteria=cfg.criteria,
             method=cfg.method,
             amc=cfg.amc,
-            max_rounds=cfg.max_rounds,
+            max_rounds=0 if is_nli else cfg.max_rounds,  # the paradigms give a verdict, no rewrite
             concurrency=concurrency or backend.concurrency,
             item_limit=item_limit,
             **recorded,
