@@ -551,7 +551,7 @@ def nli_report(engine: Engine, batch_id: int, *, seed: int = 0, n_boot: int = 10
 @register("survey")
 def survey_report(engine: Engine, survey_id: int, *, seed: int = 0, n_boot: int = 1000, **_: Any) -> Report:
     """An expert-weight survey: agreement among experts with its interval, the weights per quality issue."""
-    from components.report_figures import make_survey_weights_figure
+    from components.dhp_figures import make_weights_figure
     from services import survey as sv
 
     with Session(engine) as s:
@@ -571,7 +571,7 @@ def survey_report(engine: Engine, survey_id: int, *, seed: int = 0, n_boot: int 
         Headline(label="Questions with a vote", value=float(answered), digits=0,
                  note=f"of {len(survey.questions)} quality issues"),
     ]  # fmt: skip
-    figures = [FigureSpec.of("Expert weights", make_survey_weights_figure(wf))] if len(wf) else []
+    figures = [FigureSpec.of("Expert weights", make_weights_figure(wf))] if len(wf) else []
     examples = []
     for q in survey.questions[:N_EXAMPLES]:
         counts = w.counts.get(q["key"], {})
@@ -613,7 +613,7 @@ def dhp_report(engine: Engine, run_id: int, **_: Any) -> Report:
     D_avg and D_min, the Wilcoxon tests, and a few original / perturbed pairs with the change highlighted."""
     import json as _json
 
-    from components.report_figures import make_discernment_figure
+    from components.dhp_figures import make_discernment_figure, make_perturbation_figure, overall_frame
     from services import dhp
     from services import survey as sv
 
@@ -650,9 +650,14 @@ def dhp_report(engine: Engine, run_id: int, **_: Any) -> Report:
         ]
         summary = dhp.summary_frame([res])
         per = summary[summary["level"] != "overall"]
-        figures.append(FigureSpec.of("Discernment per perturbation", make_discernment_figure(per),
+        figures.append(FigureSpec.of("Discernment per perturbation",
+                                     make_perturbation_figure(per.assign(value=per["D"])),
                                      "D = log_0.05(p) of the one-sided Wilcoxon tests combined by the harmonic "
                                      "mean p; D > 1 means p < 0.05."))  # fmt: skip
+        if per["D_EW"].notna().any():
+            figures.append(FigureSpec.of("Discernment per perturbation with expert weights (D_EW)",
+                                         make_perturbation_figure(per.assign(value=per["D_EW"]))))  # fmt: skip
+        figures.append(FigureSpec.of("D_avg, D_min, D_EW", make_discernment_figure(overall_frame([res]))))
         tables = [Table.from_frame("D and D_EW per perturbation", summary),
                   Table.from_frame("Wilcoxon tests per perturbation and metric", dhp.results_frame(res),
                                    note=res.zero_method_note)]  # fmt: skip

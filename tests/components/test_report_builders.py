@@ -122,7 +122,7 @@ def test_dhp_run_report_has_discernment_tests_and_highlighted_perturbations(tmp_
     with get_session(eng) as s:
         res = dhp.run_result(rid, session=s)
     assert heads["D_avg (level-weighted)"].value == pytest.approx(res.d_avg) and res.d_avg > 0  # typos are seen
-    assert [f.title for f in rep.figures] == ["Discernment per perturbation"]
+    assert [f.title for f in rep.figures] == ["Discernment per perturbation", "D_avg, D_min, D_EW"]
     assert any(t.title.startswith("Wilcoxon") and t.rows for t in rep.tables)
     (ex,) = rep.examples
     html = reports.to_html(rep, secrets=[])
