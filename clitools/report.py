@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from db.engine import get_engine
+from db.models import REPORT_KINDS
 from services import metaeval
 from services.text import InputError
 
@@ -41,8 +42,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--embeddings", action="store_true", help="with --baselines: the embedding similarity too")
     p.add_argument("--html", type=Path, metavar="FILE.html", help="write the report as one self-contained HTML file")
     p.add_argument(
-        "--kind", default="batch", metavar="KIND",
-        help="with --html: what --run designates (batch, run, or a study kind; default batch)",
+        "--kind", default="batch", choices=REPORT_KINDS,
+        help="with --html: what --run designates: a batch (default), a run, a batch compared with every batch "
+        "over its dataset (nli), a ConsEval study, a DHP run or a survey",
     )  # fmt: skip
     p.set_defaults(func=run)
     return p
