@@ -117,9 +117,9 @@ def render_report_download(kind: str, ref_id: int, *, key: str | None = None) ->
         st.code(share_url(token), language=None)
 
 
-def render_report(report: Report) -> None:
-    """A report in the app, read-only: the same content as the HTML file."""
-    st.title(report.title)
+def render_report(report: Report, *, heading: bool = True) -> None:
+    """A report in the app, read-only: the same content as the HTML file (`heading`: as the page's title)."""
+    (st.title if heading else st.subheader)(report.title)
     st.caption(f"{KIND_LABELS.get(report.kind, report.kind)} #{report.ref_id} · read-only")
     if report.summary:
         st.markdown(report.summary)

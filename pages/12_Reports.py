@@ -112,6 +112,12 @@ with tab_make:
             "The file holds the configuration (model, prompts and their versions, dataset and its hash), the "
             "headline numbers with their intervals, the interactive charts, the tables and a few worked examples."
         )
+        if st.toggle("Preview it here", key="rp_preview"):
+            try:
+                with st.container(border=True):
+                    render_report(cached_report(kind, int(ref_id)), heading=False)
+            except InputError as exc:
+                st.warning(str(exc), icon=":material/warning:")
 
 # -- share links ------------------------------------------------------------------------------------------
 with tab_shares:

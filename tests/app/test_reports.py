@@ -31,6 +31,9 @@ def test_create_a_share_link_then_view_it_read_only_then_revoke_it(open_page):
     at = open_page(REPORTS)
     assert not at.exception, at.exception
     assert [b.label for b in at.get("download_button")][:1] == ["Download report"]
+    at.toggle(key="rp_preview").set_value(True).run()
+    assert not at.exception, at.exception
+    assert any(f"Batch #{bid}" in h.value for h in at.subheader)
     at = click(at, "Create share link")
     assert not at.exception, at.exception
     (share,) = reports.shares(eng)
