@@ -26,9 +26,9 @@ sys.path.insert(0, str(ROOT))
 
 from sqlmodel import Session, select  # noqa: E402
 
-from bench.batch_throughput import free_port, make_dataset  # noqa: E402
+from bench.batch_throughput import free_port  # noqa: E402
 from db.engine import make_engine  # noqa: E402
-from db.models import Batch, BatchItem  # noqa: E402
+from db.models import Batch, BatchItem, Dataset, DatasetItem, Document  # noqa: E402
 from services import batches, dcr  # noqa: E402
 from services.config import BackendConfig  # noqa: E402
 
@@ -47,10 +47,31 @@ batches.process_batch(engine, int(sys.argv[2]), wid=sys.argv[3])
 """
 
 
+def make_dataset(engine, n: int, *, tag: str) -> int:  # noqa: ANN001
+    """n documents of four sentences; `tag` keeps the rows of each run apart in a shared database."""
+    with Session(engine) as session:
+        ds = Dataset(name=f"scaling-{tag}", format="jsonl", sha256=f"scaling-{tag}", n_items=n)
+        session.add(ds)
+        session.flush()
+        for i in range(n):
+            doc = Document(sha256=f"scaling-{tag}-{i:06d}", text=f"Article {i} ({tag}). " + "The council met. " * 60)
+            session.add(doc)
+            session.flush()
+            sentences = [f"Summary {i} ({tag}) sentence {j} says the council met." for j in range(4)]
+            session.add(
+                DatasetItem(
+                    dataset_id=ds.id, idx=i, external_id=str(i), reference_id=doc.id,
+                    candidate=" ".join(sentences), sentences=sentences,
+                )
+            )  # fmt: skip
+        session.commit()
+        return ds.id
+
+
 def run(url: str, n_workers: int, items: int, backend: BackendConfig, in_flight: int) -> tuple[float, float, Counter]:
     """(wall time with process start-up, time from the first claim to the last result, items per worker)."""
     engine = make_engine(url)
-    ds = make_dataset(engine, items)
+    ds = make_dataset(engine, items, tag=f"w{n_workers}-{time.time_ns()}")
     bid = batches.create_batch(engine, dataset_id=ds, backend=backend, cfg=dcr.DCRConfig(max_rounds=0),
                                concurrency=in_flight)  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
