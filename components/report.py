@@ -17,8 +17,6 @@ from services.text import InputError
 
 log = logging.getLogger(__name__)
 
-REPORTS_PAGE = "pages/12_Reports.py"
-
 
 def stamp_of(kind: str, ref_id: int) -> str:
     """Changes when the subject's results change, so a cached report is rebuilt (batches, runs); other kinds
