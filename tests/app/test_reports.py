@@ -77,3 +77,19 @@ def test_distillation_tab_shows_the_table7_row_and_a_download(open_page):
     at.selectbox(key="rp_ds_split").select("ood").run()
     assert not at.exception
     assert any("at least two datasets" in w.value for w in at.warning)
+
+
+def test_every_kind_of_report_says_what_to_do_when_there_is_nothing_yet(open_page):
+    from streamlit.testing.v1 import AppTest
+
+    from tests.app.helpers import ROOT
+
+    expected = {"run": "No runs yet", "nli": "No batches yet", "conseval": "No ConsEval studies yet",
+                "dhp": "No DHP benchmark runs yet", "survey": "No expert surveys yet"}  # fmt: skip
+    for kind, message in expected.items():
+        at = AppTest.from_file(ROOT / "app.py", default_timeout=30)
+        at.session_state["rp_kind"] = kind
+        at.switch_page(REPORTS)
+        at.run()
+        assert not at.exception, (kind, at.exception)
+        assert any(message in t for t in texts(at.info)), (kind, texts(at.info))
