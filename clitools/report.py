@@ -96,7 +96,9 @@ def write_html(engine, args: argparse.Namespace) -> int:  # noqa: ANN001
     from components.report_builders import build
     from services.reports import to_html
 
-    options = {"threshold": args.threshold, "seed": args.seed, "n_boot": args.boot} if args.kind == "batch" else {}
+    options: dict = {}
+    if args.kind == "batch":
+        options = {"threshold": args.threshold, "seed": args.seed, "n_boot": args.boot, "other_batch_id": args.compare}
     try:
         report = build(engine, args.kind, args.run, **options)
     except InputError as exc:

@@ -224,15 +224,19 @@ def batch_report(
     threshold: float = metaeval.DEFAULT_THRESHOLD,
     seed: int = metaeval.DEFAULT_SEED,
     n_boot: int = metaeval.DEFAULT_BOOT,
+    other_batch_id: int | None = None,
     **_: Any,
 ) -> Report:
-    """A batch (DCE + AMC, paragraph or the evidence checker) and its meta-evaluation against people."""
+    """A batch (DCE + AMC, paragraph or the evidence checker) and its meta-evaluation against people; with
+    `other_batch_id`, Figure 3 compares it with that batch on the same items."""
     data = metaeval.load_batch(engine, batch_id)
     bundle = metaeval.bundle(engine, batch_id, seed=seed, n_boot=n_boot, threshold=threshold)
+    other = metaeval.load_batch(engine, other_batch_id) if other_batch_id is not None else None
     ids = data.done["item_id"].astype(int).tolist()
     rep = metaeval.build_report(
-        data, threshold=threshold, seed=seed, n_boot=n_boot, baseline_values=metaeval.cached_baselines(engine, ids)
-    )
+        data, threshold=threshold, seed=seed, n_boot=n_boot, baseline_values=metaeval.cached_baselines(engine, ids),
+        other=other,
+    )  # fmt: skip
     b = data.batch
     corr = rep.summary.correlations.frame().set_index("statistic")
     row = lambda name: corr.loc[name] if name in corr.index else None  # noqa: E731

@@ -12,7 +12,7 @@ from services.config import BackendConfig
 from services.dcr import DCRConfig
 from tests.app.helpers import CAND, REF
 from tests.fakes import toy_judge
-from tests.metaeval_seed import Item, seed
+from tests.metaeval_seed import Item, add_batch, seed
 from tests.services.test_distill import many
 
 C, X = "consistent", "inconsistent"
@@ -52,6 +52,11 @@ def test_report_html_for_a_batch_and_a_run(tmp_path, capsys, fake):
     page = out.read_text(encoding="utf-8")
     assert page.startswith("<!DOCTYPE html>") and f"Batch #{bid}" in page and "Plotly.newPlot(" in page
     assert "wrote" in captured.err
+
+    other = add_batch(get_engine(), 1, [Item([[C, C]]), Item([[X]])], method="paragraph")
+    compared = tmp_path / "compared.html"
+    assert cli.main(["report", "--run", str(bid), "--html", str(compared), "--compare", str(other), "--boot", "0"]) == 0
+    assert "Paragraph level + AMC (rule)" in compared.read_text(encoding="utf-8")  # Figure 3's row of the other
 
     both = tmp_path / "both.json"
     assert cli.main(["report", "--run", str(bid), "--html", str(out), "--output", str(both), "--boot", "0"]) == 0
