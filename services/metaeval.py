@@ -519,7 +519,10 @@ def sentence_level(
 
 
 # -- Figure 3 --------------------------------------------------------------------------------------
-_LEVEL = {"dce-amc": "Sentence level (DCE)", "paragraph": "Paragraph level", "evidence": "Evidence checker"}
+_LEVEL = {
+    "dce-amc": "Sentence level (DCE)", "paragraph": "Paragraph level", "evidence": "Evidence checker",
+    "summ-nli": "Summ-NLI", "sent-nli": "Sent-NLI", "qg-qa": "QG-QA",
+}  # fmt: skip
 
 
 def _method_name(batch: BatchPublic) -> str:
@@ -1023,8 +1026,12 @@ def _sha256(text: str) -> str:
 
 def prompt_record(role: str, prompt_id: str) -> dict[str, Any]:
     """A prompt id with the sha256 of its template (the rule converter has none: it is code)."""
-    known = {p.id: p for p in prompts.ALL}
+    from services.prompts import nli as nli_prompts
+
+    known = {p.id: p for p in (*prompts.ALL, *nli_prompts.ALL)}
     p = known.get(prompt_id)
+    if role == "window":  # Sent-NLI / QG-QA record their window with their prompts
+        return {"role": role, "id": prompt_id, "sha256": None, "source": "summary sentences per window (w)"}
     if p is not None:
         return {"role": role, "id": prompt_id, "sha256": _sha256(p.template), "source": p.source}
     if prompt_id.startswith("evidence@"):

@@ -74,3 +74,15 @@ def test_batch_with_repeats_and_output(env, pairs, tmp_path, capsys):
         (ids[1], "a", "inconsistent"), (ids[1], "b", "consistent"),
     ]  # fmt: skip
     assert lines[0]["summary"]["reasoning"]
+
+
+def test_report_on_an_nli_batch_names_its_method_and_prompts(env, pairs, tmp_path, capsys):
+    args = ["batch", "--dataset", str(pairs), "--format", "jsonl", "--method", "sent-nli", "--window", "2"]
+    assert cli.main(args) == 0
+    bid = int(capsys.readouterr().out.strip())
+    out = tmp_path / "r.json"
+    assert cli.main(["report", "--run", str(bid), "--output", str(out), "--boot", "0"]) == 0
+    rep = json.loads(out.read_text(encoding="utf-8"))
+    prompts = {p["role"]: p for p in rep["bundle"]["prompts"]}
+    assert prompts["evaluator"]["id"] == "sent-nli@1" and prompts["evaluator"]["sha256"]
+    assert prompts["window"]["id"] == "2"
