@@ -319,3 +319,19 @@ def test_sent_nli_run_with_a_window_and_a_parse_failure(open_page, judge):
     assert "Judgement" in windows["parse failure"][1]
     assert any("1 of 2 unit(s) unreadable" in w for w in texts(at.warning))
     assert runs.load(db.engine.get_engine(), 1).run.method == "sent-nli"
+
+
+def test_a_long_document_shows_which_sentences_each_method_used(open_page, nli_fake):
+    filler = " ".join(f"Visitors bought {n} postcards on a rainy afternoon near the river." for n in range(120))
+    long_ref = f"{filler} {REF}"
+    at = open_page(EVALUATE)
+    at.text_area(key="ev_reference").input(long_ref)
+    at.text_area(key="ev_candidate").input(CAND)
+    at.radio(key="ev_method").set_value("summ-nli")
+    at = click(at, "Evaluate")
+    assert not at.exception
+    used = [e for e in at.expander if e.label.startswith("Document sentences used")]
+    assert len(used) == 1 and "1 unit(s) over the budget" in used[0].label
+    shown = " ".join(texts(at.caption))
+    assert "It was completed in 1889 for the World's Fair." in shown  # retrieved by ROUGE recall to the summary
+    assert "Visitors bought 7 postcards" not in shown
