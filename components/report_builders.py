@@ -25,9 +25,10 @@ from components.metaeval_views import (
     make_scatter_figure,
     make_share_figure,
 )
+from components.nli_figures import method_name
 from components.report_figures import make_method_accuracy_figure
 from db.models import BatchItem, DatasetItem, Document
-from services import metaeval, runs, stats
+from services import metaeval, nli, runs, stats
 from services.dcr import CONVERTER_LABELS, METHOD_LABELS, REFERENCE_NOUN, TASK_LABELS, Round
 from services.reports import (
     Example,
@@ -127,11 +128,18 @@ def run_report(engine: Engine, run_id: int, **_: Any) -> Report:
         "documents": {f"{noun} sha256": _sha(d.reference), "candidate sha256": _sha(d.candidate)},
         "app": {"version": metaeval.app_version()},
     }  # fmt: skip
-    example = _rounds_example(
-        "The document, its sentence verdicts and the rewrite rounds",
-        d.rounds,
-        [(noun.capitalize(), d.reference), ("Candidate", d.candidate), ("Final text", runs.final_text(d))],
-    )
+    fields = [(noun.capitalize(), d.reference), ("Candidate", d.candidate)]
+    method = runs.load_method(engine, run_id) if nli.is_nli(r.method) else None
+    if method is not None:  # Summ-NLI, Sent-NLI, QG-QA: the verdict with the reasoning of each window or pair
+        heads[0] = Headline(label="Share of units judged consistent", value=method.score, n=method.n_units,
+                            note=f"verdict: {method.label or 'none'}; {method.n_failed} unreadable")  # fmt: skip
+        heads[1] = Headline(label="Units judged", value=float(method.n_units - method.n_failed), digits=0,
+                            note=f"of {method.n_units} windows or question-answer pairs")  # fmt: skip
+        fields.append((f"{method_name(r.method, method.window)} verdict and reasoning",
+                       _verdict_text(method.detail)))  # fmt: skip
+    else:
+        fields.append(("Final text", runs.final_text(d)))
+    example = _rounds_example("The document, its sentence verdicts and the rewrite rounds", d.rounds, fields)
     return Report(
         title=f"Run #{r.id}: {r.title or 'evaluation'}" + ("…" if len(r.title) >= 80 != len(d.candidate) else ""),
         kind="run",
@@ -446,7 +454,7 @@ def _verdict_text(result: dict[str, Any] | None) -> str:
 def nli_report(engine: Engine, batch_id: int, *, seed: int = 0, n_boot: int = 1000, **_: Any) -> Report:
     """This batch beside every other finished batch over the same dataset (Summ-NLI, Sent-NLI, QG-QA, DCE...):
     balanced accuracy against the gold label with intervals on the items all of them finished, and cost."""
-    from components.nli_figures import make_method_cost_figure, method_name
+    from components.nli_figures import make_method_cost_figure
     from services import batches as bsvc
 
     first = bsvc.progress(engine, batch_id)

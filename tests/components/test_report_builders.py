@@ -131,3 +131,19 @@ def test_dhp_run_report_has_discernment_tests_and_highlighted_perturbations(tmp_
     eng.dispose()
     with pytest.raises(InputError, match="does not exist"):
         build(make_engine("sqlite://"), "dhp", 1)
+
+
+def test_an_nli_run_report_shows_the_verdict_and_its_reasoning(engine, fake, backend):
+    from services import runs
+    from tests.app.helpers import CAND, REF
+
+    fake.responder = lambda body: {"reasoning": "The tower was completed in 1889, not 1999.",
+                                   "judgement": "Inconsistent"}  # fmt: skip
+    rid = runs.start_method_run(engine, backend, REF, CAND, "summ-nli")
+    rep = build(engine, "run", rid)
+    heads = {h.label: h for h in rep.headlines}
+    assert heads["Share of units judged consistent"].value == 0.0 and heads["Units judged"].value == 1
+    fields = dict(rep.examples[0].fields)
+    assert fields["Summ-NLI verdict and reasoning"].startswith("inconsistent\n")
+    assert "completed in 1889, not 1999" in fields["Summ-NLI verdict and reasoning"]
+    assert {p["id"] for p in rep.configuration["prompts"]} and "completed in 1889" in reports.to_html(rep, secrets=[])
