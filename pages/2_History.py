@@ -7,6 +7,7 @@ from components.annotate import render_run_annotation
 from components.dcr_views import colored_text_html, evidence_for, render_score, sentence_cards_html
 from components.nli_figures import ALL_METHOD_LABELS
 from components.nli_views import render_method_detail
+from components.report import render_report_download
 from components.ui import engine, page_setup
 from services import nli, runs
 from services.dcr import REFERENCE_NOUN
@@ -126,6 +127,7 @@ def _details(run_id: int, annotate: bool = False) -> None:
         st.text_area("Reference", d.reference, height=150, disabled=True, key=f"hi_ref_{run_id}")
         st.text_area("Candidate", d.candidate, height=100, disabled=True, key=f"hi_cand_{run_id}")
         st.json({"parameters": r.params, "prompt_versions": r.prompt_versions, "max_rounds": r.max_rounds})
+    render_report_download("run", r.id, key=f"hi_rep_{run_id}")
 
 
 actions = st.columns([1, 1, 4])

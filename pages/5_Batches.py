@@ -4,6 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from components.nli_figures import ALL_METHOD_LABELS
+from components.report import render_report_download
 from components.ui import batch_worker, demo_notice, engine, page_setup
 from services import batches, jobs, nli
 from services.datasets import list_datasets
@@ -194,6 +195,7 @@ if not items.empty:
     c = st.container(horizontal=True)
     c.download_button("Download items (CSV)", items.to_csv(index=False), file_name=f"batch-{bid}-items.csv",
                       mime="text/csv", icon=":material/download:")  # fmt: skip
+    render_report_download("batch", bid, key=f"ba_rep_{bid}")
     if st.button("Delete this batch", icon=":material/delete:", key="ba_delete"):
         st.session_state.ba_confirm = bid
     if st.session_state.get("ba_confirm") == bid:
