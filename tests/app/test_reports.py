@@ -93,3 +93,14 @@ def test_every_kind_of_report_says_what_to_do_when_there_is_nothing_yet(open_pag
         at.run()
         assert not at.exception, (kind, at.exception)
         assert any(message in t for t in texts(at.info)), (kind, texts(at.info))
+
+
+def test_the_batches_page_offers_the_report_of_a_batch(open_page):
+    _, bid = seed(db.engine.get_engine(), ITEMS)
+    at = open_page("pages/5_Batches.py", query={"batch": str(bid)})
+    assert not at.exception, at.exception
+    assert "Download report" in [b.label for b in at.get("download_button")]
+    at = at.button(key=f"ba_rep_{bid}_share").click().run()
+    assert not at.exception, at.exception
+    (share,) = reports.shares(db.engine.get_engine())
+    assert (share.kind, share.ref_id) == ("batch", bid) and any(share.token in c.value for c in at.code)
