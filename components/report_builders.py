@@ -25,7 +25,7 @@ from components.metaeval_views import (
     make_scatter_figure,
     make_share_figure,
 )
-from components.nli_figures import method_name
+from components.nli_figures import ALL_METHOD_LABELS, method_name
 from components.report_figures import make_method_accuracy_figure
 from db.models import BatchItem, DatasetItem, Document
 from services import metaeval, nli, runs, stats
@@ -292,10 +292,10 @@ def batch_report(
     ds = data.dataset
     notes = list(dict.fromkeys([*rep.notes, *rep.summary.correlations.notes, *rep.figure3.notes, *rep.agreement.notes]))
     return Report(
-        title=f"Batch #{b.id}: {b.name or METHOD_LABELS.get(b.method, b.method)}",
+        title=f"Batch #{b.id}: {b.name or ALL_METHOD_LABELS.get(b.method, b.method)}",
         kind="batch",
         ref_id=b.id,
-        summary=f"{METHOD_LABELS.get(b.method, b.method)} with {b.model} over "
+        summary=f"{ALL_METHOD_LABELS.get(b.method, b.method)} with {b.model} over "
         f"{ds.name if ds else 'a deleted dataset'}: {len(done):,} of {len(data.items):,} items scored, compared "
         "with the human judgments of the dataset.",
         configuration=bundle,
