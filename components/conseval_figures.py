@@ -138,8 +138,10 @@ def make_radar_figure(radar: pd.DataFrame) -> go.Figure:
         radialaxis=dict(range=[min(-0.2, low - 0.1), 1], angle=90, tickangle=90, tickfont=dict(size=9)),
         angularaxis=dict(direction="clockwise", rotation=90, tickfont=dict(size=11)),
     )
+    fig.update_annotations(y=1.1, font=dict(size=14))  # the aspect names, clear of the top criterion's label
     fig.update_layout(
-        title="ConsEval across criteria (Figure 4): IC and accuracy averaged, base prompt", height=420,
-        margin=dict(t=90, l=40, r=40, b=40), legend=dict(orientation="h", y=-0.1),
+        title=dict(text="ConsEval across criteria (Figure 4): IC and accuracy averaged, base prompt", y=0.98,
+                   yanchor="top"),
+        height=480, margin=dict(t=140, l=50, r=50, b=40), legend=dict(orientation="h", y=-0.1),
     )  # fmt: skip
     return fig
