@@ -558,3 +558,18 @@ def test_an_undefined_alpha_is_drawn_hatched_with_its_reason():
     bar = make_sc_figure(df).data[0]
     assert list(bar.text) == ["n/a", "0.50"] and bar.marker.pattern.shape[0] == "x"
     assert "Every rating is the same" in bar.hovertext[0]
+
+
+def test_two_models_are_compared_side_by_side(engine, fake, backend):
+    fake.responder = scorer(noisy=True)
+    b1, b2 = backend.with_changes(model="model-a"), backend.with_changes(model="model-b")
+    cfg = config(backend, scales=["5-P", "5-P Likert"], granularities=["none"], n_samples=2,
+                 models=[ModelSpec.of(b1, "A"), ModelSpec.of(b2, "B")])  # fmt: skip
+    sid = ce.create_study(engine, cfg, items(4))
+    st = ce.run_study(engine, sid, backends={"A": b1, "B": b2})
+    assert st.status == "done" and st.calls == 2 * 4 * 2 * 3
+    assert {r["model"] for r in fake.requests} == {"model-a", "model-b"}
+    df = ce.results_frame(st.results)
+    assert set(df[df.kind == "SC"].model) == {"A", "B"}
+    assert set(ce.model_method_matrix(df, "Helpfulness").index) == {"A · Base", "A · SCE", "B · Base", "B · SCE"}
+    assert set(ce.radar_frame(df).model) == {"A", "B"}
