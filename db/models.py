@@ -433,6 +433,7 @@ class ConsevalStudy(ConsevalStudyBase, table=True):
     created_at: datetime = Field(default_factory=utcnow, index=True)
     started_at: datetime | None = None
     finished_at: datetime | None = None
+    heartbeat_at: datetime | None = None  # written while a worker runs the study; stale = the worker died
 
 
 class ConsevalStudyPublic(ConsevalStudyBase):

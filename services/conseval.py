@@ -29,6 +29,7 @@ import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -754,6 +755,50 @@ def _cancel_requested(engine: Engine, study_id: int) -> bool:
         return bool(conn.execute(select(ConsevalStudy.cancel_requested).where(ConsevalStudy.id == study_id)).scalar())
 
 
+HEARTBEAT_EVERY = 3.0
+STALE_AFTER = timedelta(seconds=30)  # a running study whose heartbeat is older has lost its worker
+
+
+def _fresh(at: datetime | None) -> bool:
+    if at is None:
+        return False
+    at = at if at.tzinfo else at.replace(tzinfo=UTC)
+    return utcnow() - at < STALE_AFTER
+
+
+def recover(engine: Engine) -> list[int]:
+    """Studies left running by a worker that died: queued again (atomically, so one worker takes each)."""
+    cutoff = utcnow() - STALE_AFTER
+    with engine.begin() as conn:
+        ids = list(conn.execute(select(ConsevalStudy.id).where(ConsevalStudy.status == "running")).scalars())
+        taken = []
+        for sid in ids:
+            n = conn.execute(
+                update(ConsevalStudy)
+                .where(
+                    ConsevalStudy.id == sid,
+                    ConsevalStudy.status == "running",
+                    (ConsevalStudy.heartbeat_at.is_(None)) | (ConsevalStudy.heartbeat_at < cutoff),
+                )
+                .values(status="queued", heartbeat_at=None)
+            ).rowcount
+            if n:
+                taken.append(sid)
+    return taken
+
+
+def _beat(engine: Engine, study_id: int, stop: threading.Event) -> None:
+    # An in-memory database lives in one process on one shared connection: no other worker, nothing to tell.
+    if engine.url.get_backend_name() == "sqlite" and engine.url.database in (None, "", ":memory:"):
+        return
+    while not stop.wait(HEARTBEAT_EVERY):
+        try:
+            with engine.begin() as conn:
+                conn.execute(update(ConsevalStudy).where(ConsevalStudy.id == study_id).values(heartbeat_at=utcnow()))
+        except Exception:  # the database may be briefly locked; the next beat will do
+            log.debug("study %s heartbeat failed", study_id, exc_info=True)
+
+
 def run_study(
     engine: Engine,
     study_id: int,
@@ -766,15 +811,22 @@ def run_study(
         st = session.get(ConsevalStudy, study_id)
         if st is None:
             raise InputError(f"Study {study_id} does not exist.")
-        if st.status in ("done", "cancelled") or st.cancel_requested:
+        if (
+            st.status in ("done", "cancelled")
+            or st.cancel_requested
+            or (st.status == "running" and _fresh(st.heartbeat_at))
+        ):
+            # finished, cancelled, or another worker is on it (a duplicate task)
             return ConsevalStudyPublic.model_validate(st, from_attributes=True)
         cfg = StudyConfig.from_dict(st.config)
         items = {
             it.id: it for it in session.execute(select(ConsevalItem).where(ConsevalItem.study_id == study_id)).scalars()
         }
-        st.status, st.started_at, st.error = "running", st.started_at or utcnow(), None
+        st.status, st.started_at, st.error, st.heartbeat_at = "running", st.started_at or utcnow(), None, utcnow()
         session.add(st)
         session.commit()
+    stop_beat = threading.Event()
+    threading.Thread(target=_beat, args=(engine, study_id, stop_beat), daemon=True, name=f"study-{study_id}").start()
     ctx = _Ctx(cfg, items)
     oracle_calls, model_calls = plan_calls(cfg, items)
     clients: dict[str, LLMClient] = {}
@@ -810,10 +862,11 @@ def run_study(
     except Exception as exc:  # a bug must not leave the study "running" for ever
         log.exception("study %s failed", study_id)
         results, status, error = None, "failed", f"{type(exc).__name__}: {exc}"
+    stop_beat.set()
     with Session(engine) as session:
         st = session.get(ConsevalStudy, study_id)
         assert st is not None
-        st.status, st.error, st.finished_at = status, error, utcnow()
+        st.status, st.error, st.finished_at, st.heartbeat_at = status, error, utcnow(), None
         if results is not None:
             st.results = results
         session.add(st)

@@ -13,8 +13,8 @@ import threading
 import time
 
 from db.engine import get_engine
-from services import batches, dhp
-from services.jobs import enqueue, enqueue_dhp, huey
+from services import batches, conseval, dhp
+from services.jobs import enqueue, enqueue_conseval, enqueue_dhp, huey
 
 log = logging.getLogger("services.worker")
 
@@ -71,6 +71,9 @@ def housekeeping(
                 for kind, ident in dhp.recover(engine):
                     log.info("dhp %s %s has work left and no worker: enqueued", kind, ident)
                     enqueue_dhp(kind, ident)
+                for study_id in conseval.recover(engine):
+                    log.info("conseval study %s lost its worker: enqueued", study_id)
+                    enqueue_conseval(study_id)
         except Exception:  # the database may be briefly locked or away; try again next beat
             log.exception("housekeeping failed")
         if stop.wait(every):

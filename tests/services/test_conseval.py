@@ -573,3 +573,28 @@ def test_two_models_are_compared_side_by_side(engine, fake, backend):
     assert set(df[df.kind == "SC"].model) == {"A", "B"}
     assert set(ce.model_method_matrix(df, "Helpfulness").index) == {"A · Base", "A · SCE", "B · Base", "B · SCE"}
     assert set(ce.radar_frame(df).model) == {"A", "B"}
+
+
+def test_a_study_left_running_by_a_dead_worker_is_recovered_once(engine, fake, backend):
+    from datetime import timedelta
+
+    from sqlalchemy import update
+
+    from db.models import ConsevalStudy, utcnow
+
+    fake.responder = scorer()
+    sid = ce.create_study(engine, config(backend, scales=["5-P"], granularities=["none"], n_samples=2), items(3))
+
+    def set_running(beat):
+        with engine.begin() as conn:
+            conn.execute(
+                update(ConsevalStudy).where(ConsevalStudy.id == sid).values(status="running", heartbeat_at=beat)
+            )
+
+    set_running(utcnow())  # a live worker is on it: a duplicate task does nothing, recovery leaves it
+    assert ce.run_study(engine, sid, backends={"judge": backend}).n_done == 0 and fake.requests == []
+    assert ce.recover(engine) == []
+    set_running(utcnow() - ce.STALE_AFTER - timedelta(seconds=1))  # its worker went quiet
+    assert ce.recover(engine) == [sid] and ce.recover(engine) == []
+    st = ce.run_study(engine, sid, backends={"judge": backend})
+    assert st.status == "done" and st.n_done == 9

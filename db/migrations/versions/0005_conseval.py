@@ -32,6 +32,7 @@ def upgrade() -> None:
         sa.Column("created_at", sqlmodel.sql.sqltypes.UTCDateTime(), nullable=False),
         sa.Column("started_at", sqlmodel.sql.sqltypes.UTCDateTime(), nullable=True),
         sa.Column("finished_at", sqlmodel.sql.sqltypes.UTCDateTime(), nullable=True),
+        sa.Column("heartbeat_at", sqlmodel.sql.sqltypes.UTCDateTime(), nullable=True),
         sa.PrimaryKeyConstraint("id"),
     )
     with op.batch_alter_table("conseval_study", schema=None) as batch_op:
