@@ -188,3 +188,31 @@ def test_a_worker_on_another_machine_joins_a_batch_queued_elsewhere(tmp_path, sh
         assert len(by_worker) == 2, f"both workers took items: {by_worker}"
         assert len(fake.requests) == 40, "no item was sent twice"
     engine.dispose()
+
+
+def test_the_api_key_is_in_no_postgresql_table(monkeypatch):
+    """The same search on PostgreSQL: every row of every table, as text."""
+    from sqlalchemy import text
+    from sqlmodel import SQLModel
+
+    from tests.db import pg
+
+    cluster = pg.cluster()
+    url = cluster.new_database()
+    engine = make_engine(url)
+    try:
+        monkeypatch.setenv("LLM_API_KEY", KEY)
+        with FakeOpenAIServer(responder=toy_judge(BAD, FIX)) as fake:
+            ds = make_dataset(engine, 4)
+            recorded = BackendConfig(kind="openai", base_url=fake.base_url, model="fake-model", max_retries=0)
+            bid = batches.create_batch(engine, dataset_id=ds, backend=recorded, cfg=dcr.DCRConfig(max_rounds=1))
+            batches.process_batch(engine, bid)  # the worker's way: the key comes from its environment
+            assert batches.progress(engine, bid).done == 4
+            assert {h.get("authorization") for h in fake.request_headers} == {f"Bearer {KEY}"}
+        with engine.connect() as conn:
+            for table in SQLModel.metadata.sorted_tables:
+                rows = conn.execute(text(f'SELECT t::text FROM "{table.name}" t')).scalars().all()
+                assert not any(KEY in r for r in rows), f"the API key is in table {table.name}"
+    finally:
+        engine.dispose()
+        cluster.drop_database(url)
