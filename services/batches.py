@@ -369,14 +369,18 @@ def recover(engine: Engine, *, stale_after: timedelta = STALE_AFTER) -> list[int
 
 
 def joinable(engine: Engine) -> list[int]:
-    """Batches with items waiting and no cancel request: any worker, on any machine, may join them."""
+    """Batches handed to the workers with items waiting and no cancel request: any worker, on any machine,
+    may join them (a batch that cli.py runs in its terminal is its own)."""
     pending = select(BatchItem.batch_id).where(BatchItem.status == "pending").distinct()
     with Session(engine) as session:
         return list(
             session.execute(
                 select(Batch.id)
                 .where(
-                    Batch.status.in_(("queued", "running")), Batch.cancel_requested.is_(False), Batch.id.in_(pending)
+                    Batch.status.in_(("queued", "running")),
+                    Batch.cancel_requested.is_(False),
+                    Batch.enqueued_at.is_not(None),
+                    Batch.id.in_(pending),
                 )
                 .order_by(Batch.id)
             ).scalars()
