@@ -1,7 +1,7 @@
 """ConsEval studies, their items, model ratings, human raters and human ratings
 
 Revision ID: 0005
-Revises: 0003
+Revises: 0004
 Create Date: 2026-11-22 07:45:00.000000
 """
 
@@ -10,7 +10,7 @@ import sqlmodel
 from alembic import op
 
 revision = "0005"
-down_revision = "0003"
+down_revision = "0004"
 branch_labels = None
 depends_on = None
 

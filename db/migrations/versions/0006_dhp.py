@@ -1,7 +1,7 @@
 """DHP: user-added tasks, perturbation sets and texts, evaluator runs and scores, expert-weight surveys
 
 Revision ID: 0006
-Revises: 0003
+Revises: 0005
 Create Date: 2026-11-22 07:50:00.000000
 """
 
@@ -10,7 +10,7 @@ import sqlmodel
 from alembic import op
 
 revision = "0006"
-down_revision = "0003"
+down_revision = "0005"
 branch_labels = None
 depends_on = None
 

@@ -1,7 +1,7 @@
 """read-only share links of reports
 
 Revision ID: 0007
-Revises: 0003
+Revises: 0006
 Create Date: 2026-11-22 07:50:00.000000
 """
 
@@ -10,7 +10,7 @@ import sqlmodel
 from alembic import op
 
 revision = "0007"
-down_revision = "0003"
+down_revision = "0006"
 branch_labels = None
 depends_on = None
 
