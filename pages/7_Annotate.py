@@ -133,6 +133,13 @@ if me is not None:
         st.caption(
             "It opens this page as you, with no name to pick. Anyone with it labels as you: keep it to yourself."
         )
+        if st.button("Replace this link", icon=":material/link_off:", key="an_rotate",
+                     help="The current link stops working at once; your labels are kept."):  # fmt: skip
+            new = annotations.replace_token(eng, me.id)
+            if token:
+                st.query_params["token"] = new
+            _flash("success", "A new personal link is below; the old one no longer opens this page.")
+            st.rerun()
 
 view = st.segmented_control("View", VIEWS, default=VIEWS[0], key="an_view", required=True,
                             label_visibility="collapsed")  # fmt: skip

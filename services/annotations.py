@@ -37,6 +37,7 @@ from db.models import (
     Document,
     SentenceLabel,
     SentenceLabelPublic,
+    new_token,
     utcnow,
 )
 from services.datasets import RejectedRow, _decode, _json_records, _table_records, parse_label
@@ -158,6 +159,14 @@ def annotator_token(engine: Engine, annotator_id: int) -> str | None:
     """The token of an annotator's personal link (for that annotator's eyes only)."""
     with engine.connect() as conn:
         return conn.execute(select(Annotator.token).where(Annotator.id == annotator_id)).scalar()
+
+
+def replace_token(engine: Engine, annotator_id: int) -> str:
+    """A new personal link for the annotator; the old one stops working at once. Labels are kept."""
+    token = new_token()
+    with engine.begin() as conn:
+        conn.execute(Annotator.__table__.update().where(Annotator.id == annotator_id).values(token=token))
+    return token
 
 
 def list_annotators(engine: Engine) -> list[AnnotatorPublic]:

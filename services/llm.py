@@ -368,7 +368,9 @@ class LLMClient:
         """Ask for JSON, parse it with `parse` (raises on a bad shape), repair or ask once more."""
         temp = self.backend.temperature if temperature is None else temperature
         params = {"temperature": temp, "max_tokens": self.backend.max_tokens}
-        key = cache_key(self.backend.model, prompt_version, messages, params, sample_index)
+        # Two servers may serve different models under one name; the embedded server's port changes per start.
+        model_id = self.backend.model if self.backend.is_embedded else f"{self.backend.base_url}|{self.backend.model}"
+        key = cache_key(model_id, prompt_version, messages, params, sample_index)
         rec = CallRecord(stage=stage, prompt_version=prompt_version, cached=False)
         if self.cache is not None:
             hit = self.cache.get(key)

@@ -73,6 +73,19 @@ def test_a_personal_link_identifies_without_a_choice(open_page):
     assert not at.exception and any("not valid" in e.value for e in at.error)
 
 
+def test_replacing_the_personal_link_retires_the_old_one(open_page):
+    _, _, _, ada = seeded()
+    eng = db.engine.get_engine()
+    old = an.annotator_token(eng, ada)
+    at = as_ada(open_page, ada)
+    at.button(key="an_rotate").click().run()
+    assert not at.exception
+    new = an.annotator_token(eng, ada)
+    assert new != old and an.annotator_by_token(eng, old) is None
+    assert at.query_params["token"] == [new] or at.query_params["token"] == new
+    assert any(f"token={new}" in c.value for c in at.code)
+
+
 def test_blind_mode_hides_the_verdict_until_the_annotator_answers(open_page):
     _, items, bid, ada = seeded()
     at = as_ada(open_page, ada)

@@ -64,6 +64,16 @@ def test_annotators_have_unique_names_and_unguessable_tokens(engine):
         an.create_annotator(engine, "   ")
 
 
+def test_replacing_a_personal_link_retires_the_old_one_and_keeps_labels(engine):
+    ann = an.create_annotator(engine, "Ada")
+    old = an.annotator_token(engine, ann.id)
+    new = an.replace_token(engine, ann.id)
+    assert new != old and len(new) >= 32
+    assert an.annotator_by_token(engine, old) is None
+    assert an.annotator_by_token(engine, new).id == ann.id
+    assert an.get_annotator(engine, ann.id).name == "Ada"
+
+
 # -- labels --------------------------------------------------------------------------------------
 def test_an_upsert_replaces_only_the_annotators_own_label(engine):
     _, items = make_dataset(engine, SENTS)

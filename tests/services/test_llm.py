@@ -318,6 +318,16 @@ def test_a_different_key_sends_a_new_request(fake, backend, engine, change):
     assert len(fake.requests) == 2
 
 
+def test_the_same_model_name_on_another_server_is_not_served_from_the_cache(fake, backend, engine):
+    cache = SqlCache(engine)
+    fake.responder = lambda body: {"answer": 1}
+    assert ask(LLMClient(backend, cache=cache)).ok
+    elsewhere = backend.with_changes(base_url=backend.base_url.replace("127.0.0.1", "localhost"))
+    res = ask(LLMClient(elsewhere, cache=cache))
+    assert res.ok and not res.cached
+    assert len(fake.requests) == 2
+
+
 def test_a_failed_call_is_not_cached(fake, backend, engine):
     cache = SqlCache(engine)
     fake.enqueue_text("no idea")
