@@ -103,3 +103,20 @@ def running_app(root, tmp, **env_overrides: str):  # noqa: ANN001, ANN201
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def browser():  # noqa: ANN201 - a playwright Browser
+    """One Chromium for the whole browser suite: Playwright's sync API runs one instance per thread."""
+    from playwright import sync_api
+
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture(scope="session")
+def chromium(browser):  # noqa: ANN001, ANN201
+    """The same shared browser, under the name some modules use."""
+    return browser

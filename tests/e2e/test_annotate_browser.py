@@ -1,9 +1,8 @@
 """The Annotate page in headless Chromium: blind mode never shows a verdict before the answer; shortcuts work.
 
 The pattern of test_browser.py: the real app (`streamlit run app.py`) in a subprocess on a free port, with its
-own SQLite file, seeded from here before it starts (as cli.py would write it). The app and the browser are
-module-scoped: two Playwright instances cannot run at once in one process, and test_browser.py keeps its own
-for the whole session, so this module (collected first) closes its browser before that one starts.
+own SQLite file, seeded from here before it starts (as cli.py would write it). The app is module-scoped; the
+browser is the suite's shared one (tests/e2e/conftest.py).
 """
 
 from __future__ import annotations
@@ -18,7 +17,7 @@ from db.engine import make_engine
 from services import annotations as an
 from services.annotations import Target
 from tests.annotation_seed import add_batch, make_dataset
-from tests.e2e.conftest import CHROMIUM_ARGS, page_with_failure_screenshot, running_app
+from tests.e2e.conftest import page_with_failure_screenshot, running_app
 from tests.e2e.test_browser import (
     ARTIFACTS,
     CHROMIUM,
@@ -29,7 +28,6 @@ from tests.e2e.test_browser import (
     main,
     no_exception,
     shot,
-    sync_api,
     wait_idle,
 )
 
@@ -83,18 +81,6 @@ def annotate_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AnnotateA
         yield AnnotateApp(url=url, database_url=database_url, dataset_id=ds, items=items, tokens=tokens)
     log = tmp / "streamlit.log"  # written by running_app
     assert "Traceback" not in log.read_text(errors="replace"), log.read_text(errors="replace")[-3000:]
-
-
-@pytest.fixture(scope="module")
-def chromium() -> Iterator:
-    try:
-        pw = sync_api.sync_playwright().start()
-    except sync_api.Error as exc:  # another module's Playwright is still open in this process
-        pytest.skip(f"run this module before test_browser.py or on its own ({exc})")
-    b = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-    yield b
-    b.close()
-    pw.stop()
 
 
 @pytest.fixture

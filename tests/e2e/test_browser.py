@@ -17,7 +17,7 @@ from services import runs
 from services.config import BackendConfig
 from services.dcr import DCRConfig
 from services.samples import load_samples
-from tests.e2e.conftest import CHROMIUM_ARGS, page_with_failure_screenshot, running_app
+from tests.e2e.conftest import page_with_failure_screenshot, running_app
 from tests.fakes import FakeOpenAIServer, answers_connection_check, toy_judge
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -64,14 +64,6 @@ def live_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveApp]:
     assert not fake.responder_errors, f"the fake's responder raised: {fake.responder_errors!r}"
     log = tmp / "streamlit.log"  # written by running_app
     assert "Traceback" not in log.read_text(errors="replace"), log.read_text(errors="replace")[-3000:]
-
-
-@pytest.fixture(scope="session")
-def browser() -> Iterator:
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield b
-        b.close()
 
 
 @pytest.fixture

@@ -2,7 +2,7 @@
 and the expert survey with an expert voting from a second browser context through their personal link.
 
 The pattern of test_annotate_browser.py: the real app in a subprocess (with its worker) against the fake server
-in this process, on a database seeded before it starts. Module-scoped browser, closed before other modules run.
+in this process, on a database seeded before it starts; the suite's shared browser.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from db.engine import get_session, make_engine
 from services import dhp
 from services import survey as sv
 from services.perturb import TASKS, Item
-from tests.e2e.conftest import CHROMIUM_ARGS, page_with_failure_screenshot, running_app
+from tests.e2e.conftest import page_with_failure_screenshot, running_app
 from tests.e2e.test_browser import (
     ARTIFACTS,
     CHROMIUM,
@@ -29,7 +29,6 @@ from tests.e2e.test_browser import (
     metric,
     no_exception,
     shot,
-    sync_api,
     wait_idle,
 )
 from tests.fakes import FakeOpenAIServer, last_user
@@ -85,18 +84,6 @@ def dhp_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DhpApp]:
     assert not fake.responder_errors, f"the fake's responder raised: {fake.responder_errors!r}"
     log = tmp / "streamlit.log"
     assert "Traceback" not in log.read_text(errors="replace"), log.read_text(errors="replace")[-3000:]
-
-
-@pytest.fixture(scope="module")
-def chromium() -> Iterator:
-    try:
-        pw = sync_api.sync_playwright().start()
-    except sync_api.Error as exc:  # another module's Playwright is still open in this process
-        pytest.skip(f"run this module before test_browser.py or on its own ({exc})")
-    b = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-    yield b
-    b.close()
-    pw.stop()
 
 
 @pytest.fixture

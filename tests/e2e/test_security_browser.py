@@ -13,7 +13,7 @@ from db.engine import make_engine
 from services import runs
 from services.config import BackendConfig
 from services.dcr import DCRConfig
-from tests.e2e.conftest import CHROMIUM_ARGS, page_with_failure_screenshot, running_app
+from tests.e2e.conftest import page_with_failure_screenshot, running_app
 from tests.fakes import FakeOpenAIServer, toy_judge
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -59,14 +59,6 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int]]:
             yield url, run_id
     log = (tmp / "streamlit.log").read_text(errors="replace")
     assert "Traceback" not in log, log[-3000:]
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator:
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield b
-        b.close()
 
 
 @pytest.fixture
