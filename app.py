@@ -30,6 +30,38 @@ with c[2].container(border=True):
     st.caption("Every run is saved with its documents, configuration, verdicts, rounds and model usage.")
     st.page_link("pages/2_History.py", label="Open the history", icon=":material/history:")
 
+st.subheader("Beyond one document")
+c = st.columns(4)
+with c[0].container(border=True):
+    st.markdown("**Compare methods**")
+    st.caption(
+        "Summ-NLI, Sent-NLI, QG-QA and DCE on one document or a whole dataset against human labels: "
+        "balanced accuracy, correlation, error types, length, spread and cost."
+    )
+    st.page_link("pages/5_Batches.py", label="Run a batch", icon=":material/dynamic_feed:")
+    st.page_link("pages/6_Meta-evaluation.py", label="Meta-evaluation", icon=":material/query_stats:")
+with c[1].container(border=True):
+    st.markdown("**Is the judge consistent?**")
+    st.caption(
+        "ConsEval: does an LLM evaluator give the same score twice, and across rating scales? "
+        "Krippendorff's alpha with intervals, beside human raters."
+    )
+    st.page_link("pages/8_ConsEval.py", label="Open ConsEval", icon=":material/balance:")
+with c[2].container(border=True):
+    st.markdown("**Does the judge notice?**")
+    st.caption(
+        "DHP: degrade good texts on purpose, test whether evaluators score them lower, weigh the "
+        "perturbations by an expert survey, and read discernment scores."
+    )
+    st.page_link("pages/10_DHP.py", label="Open DHP", icon=":material/troubleshoot:")
+with c[3].container(border=True):
+    st.markdown("**Share and reuse**")
+    st.caption(
+        "One self-contained HTML report per run or study, read-only share links, and distillation "
+        "datasets to train a smaller judge."
+    )
+    st.page_link("pages/12_Reports.py", label="Reports", icon=":material/summarize:")
+
 st.subheader("In the database")
 try:
     counts = runs.db_counts(engine())
