@@ -13,7 +13,7 @@ import pytest
 
 from db.engine import make_engine
 from services import runs
-from tests.e2e.conftest import CHROMIUM_ARGS, page_with_failure_screenshot, running_app
+from tests.e2e.conftest import page_with_failure_screenshot, running_app
 from tests.e2e.test_browser import BAD, SAMPLE, LiveApp, main, no_exception, wait_idle
 from tests.fakes import FakeOpenAIServer
 from tests.nli_fakes import nli_judge
@@ -50,14 +50,6 @@ def nli_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveApp]:
     assert not fake.responder_errors, f"the fake's responder raised: {fake.responder_errors!r}"
     log = tmp / "streamlit.log"
     assert "Traceback" not in log.read_text(errors="replace"), log.read_text(errors="replace")[-3000:]
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator:
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield b
-        b.close()
 
 
 @pytest.fixture
