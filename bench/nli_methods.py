@@ -108,6 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--methods", default=",".join(METHODS), help="comma-separated subset of " + ",".join(METHODS))
     ap.add_argument("--data", default=str(DATA))
     ap.add_argument("--out", default=None, help="append each document's figures here (JSONL)")
+    ap.add_argument("--resume", action="store_true", help="keep the --out file's rows and run only what it lacks")
     ap.add_argument("--summarize", default=None, help="only print the table of a finished or partial --out file")
     args = ap.parse_args(argv)
     if args.summarize:
@@ -127,11 +128,17 @@ def main(argv: list[str] | None = None) -> int:
     print(f"model {backend.model}; embedded server start {time.perf_counter() - t:.1f} s (not counted)")
     over = sum(estimate_tokens(it.reference) > nli.CONTEXT_BUDGET_TOKENS for it in items)
     print(f"{len(items)} document(s); {over} over the {nli.CONTEXT_BUDGET_TOKENS}-token budget; window {args.window}")
-    out = Path(args.out).open("a", encoding="utf-8") if args.out else None
     rows: list[dict] = []
+    if args.resume and args.out and Path(args.out).is_file():
+        rows = [json.loads(line) for line in Path(args.out).read_text().splitlines() if line.strip()]
+        print(f"resuming: {len(rows)} (document, method) row(s) already in {args.out}")
+    done = {(r["doc"], r["method"]) for r in rows}
+    out = Path(args.out).open("a", encoding="utf-8") if args.out else None
     try:
         for k, it in enumerate(items):
             for m in methods:
+                if (k, m) in done:
+                    continue
                 row = run_one(backend, m, it.reference, list(it.sentences), args.window)
                 row |= {"doc": k, "human_label": it.human_label, "n_sentences": len(it.sentences)}
                 rows.append(row)
