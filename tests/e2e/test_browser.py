@@ -241,3 +241,34 @@ def test_meta_evaluation_deep_link_to_a_tab(live_app: LiveApp, page):
     assert f"batch={bid}" in pg.url and "me_tab=RAI" in pg.url
     no_exception(pg)
     shot(pg, "meta-evaluation")
+
+
+def test_a_batch_runs_in_the_worker_then_opens_in_meta_evaluation(live_app: LiveApp, page):
+    from tests.metaeval_seed import make_dataset
+    from tests.services.test_metaeval import HAND
+
+    engine = make_engine(live_app.database_url)
+    try:
+        make_dataset(engine, HAND, name="e2e-batch")
+    finally:
+        engine.dispose()
+    pg = page
+    pg.goto(f"{live_app.url}/Batches")
+    wait_idle(pg)
+    form = main(pg).get_by_test_id("stForm")
+    form.get_by_test_id("stSelectbox").filter(has_text="Dataset").click()
+    pg.get_by_role("option", name=re.compile(r"^e2e-batch")).click()
+    form.get_by_role("button", name=re.compile("Start batch")).click()
+    # The worker (spawned by the app) judges each item with the fake model; the page polls its progress.
+    expect(main(pg).get_by_text(re.compile(r"status\s+done"))).to_be_visible(timeout=90_000)
+    expect(metric(pg, "Done")).to_have_text(str(len(HAND)))
+    expect(metric(pg, "Failed")).to_have_text("0")
+    wait_idle(pg)
+    no_exception(pg)
+    shot(pg, "09-batch-done")
+    main(pg).get_by_role("link", name="Meta-evaluation").click()
+    expect(pg.get_by_role("heading", name="Meta-evaluation")).to_be_visible()
+    expect(pg).to_have_url(re.compile(r"batch=\d+"))
+    wait_idle(pg)
+    no_exception(pg)
+    shot(pg, "10-batch-meta")
