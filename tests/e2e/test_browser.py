@@ -256,6 +256,9 @@ def test_a_batch_runs_in_the_worker_then_opens_in_meta_evaluation(live_app: Live
     pg.goto(f"{live_app.url}/Batches")
     wait_idle(pg)
     form = main(pg).get_by_test_id("stForm")
+    if not form.is_visible():  # with batches already there, the "Start a batch" panel starts collapsed
+        main(pg).get_by_test_id("stExpander").filter(has_text="Start a batch").locator("summary").click()
+    expect(form).to_be_visible()
     form.get_by_test_id("stSelectbox").filter(has_text="Dataset").click()
     pg.get_by_role("option", name=re.compile(r"^e2e-batch")).click()
     form.get_by_role("button", name=re.compile("Start batch")).click()
