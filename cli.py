@@ -15,7 +15,6 @@ model); the database from DATABASE_URL (default: data/consistency.db). Runs show
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import logging
 import sys
@@ -33,7 +32,7 @@ import clitools.report
 from db.engine import get_engine
 from services import dcr, evidence, nli, runs
 from services.config import backend_from_settings
-from services.text import InputError
+from services.text import InputError, read_records
 
 
 class InputFileError(Exception):
@@ -45,23 +44,9 @@ def read_items(path: Path) -> list[dict[str, str]]:
     if not path.is_file():
         raise InputFileError(f"{path}: no such file")
     try:
-        text = path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError:
-        raise InputFileError(f"{path}: not UTF-8 text") from None
-    rows: list[dict[str, Any]] = []
-    if path.suffix.lower() == ".csv":
-        rows = list(csv.DictReader(text.splitlines()))
-    else:
-        for n, line in enumerate(text.splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputFileError(f"{path}:{n}: not valid JSON ({exc.msg})") from None
-            if not isinstance(row, dict):
-                raise InputFileError(f"{path}:{n}: each line must be a JSON object")
-            rows.append(row)
+        rows = read_records(path.read_bytes(), str(path))
+    except InputError as exc:
+        raise InputFileError(str(exc)) from None
     if not rows:
         raise InputFileError(f"{path}: no rows")
     missing = [c for c in ("reference", "candidate") if c not in rows[0]]

@@ -16,8 +16,6 @@ its kind, "typo") to {metric: weight}. Exit 0 on success, 1 when every run faile
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import json
 import math
 import sys
@@ -47,30 +45,10 @@ def _read_text(path: Path) -> str:
 def read_items(path: Path) -> list[perturb.Item]:
     """Items from JSONL, a JSON list (or {"items": [...]}) or CSV, with id, text and optional source."""
     text = _read_text(path)
-    records: list[Any]
-    if path.suffix.lower() == ".csv":
-        records = list(csv.DictReader(io.StringIO(text)))
-    elif path.suffix.lower() == ".json":
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise DhpInputError(f"{path}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
-        records = data.get("items", []) if isinstance(data, dict) else data
-        if not isinstance(records, list):
-            raise DhpInputError(f"{path}: expected a list of items")
-    else:
-        records = []
-        for n, line in enumerate(text.splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise DhpInputError(f"{path}:{n}: not valid JSON ({exc.msg})") from None
     try:
-        return perturb.items_from_records(records)
+        return dhp.parse_items_upload(str(path), text)
     except ValueError as exc:
-        raise DhpInputError(f"{path}: {exc}") from None
+        raise DhpInputError(str(exc) if str(path) in str(exc) else f"{path}: {exc}") from None
 
 
 def read_weights(path: Path | None) -> dict[str, dict[str, float]] | None:

@@ -18,9 +18,7 @@ A score outside the scale or that cannot be read is stored as missing with the r
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import io
 import json
 import logging
 import random
@@ -52,7 +50,7 @@ from services.batches import BufferedCache, insert_ignore
 from services.config import PROJECT_ROOT, BackendConfig, get_settings
 from services.llm import LLMClient, UsageLedger
 from services.prompts import conseval as prompts
-from services.text import InputError
+from services.text import InputError, read_records
 
 log = logging.getLogger(__name__)
 
@@ -432,31 +430,7 @@ def read_items(
 ) -> list[ItemIn]:
     """Items from JSONL or CSV with `query`, `response`, optional `criterion`, optional `score` (or `human_score`,
     `oracle_score`) on `score_scale`. A row without a criterion goes to every criterion of the study."""
-    text = data.decode("utf-8-sig") if isinstance(data, bytes) else data
-    rows: list[dict[str, Any]] = []
-    if filename.lower().endswith(".csv"):
-        try:
-            rows = list(csv.DictReader(io.StringIO(text)))
-        except csv.Error as exc:
-            raise InputError(f"{filename}: not a readable CSV ({exc}).") from None
-    elif filename.lower().endswith(".json") and text.lstrip().startswith("["):
-        try:
-            rows = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{filename}: not valid JSON ({exc.msg}).") from None
-        if not all(isinstance(r, dict) for r in rows):
-            raise InputError(f"{filename}: the JSON array must hold objects with query and response.")
-    else:
-        for n, line in enumerate(text.splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"{filename} line {n}: not valid JSON ({exc.msg}).") from None
-            if not isinstance(row, dict):
-                raise InputError(f"{filename} line {n}: each line must be a JSON object.")
-            rows.append(row)
+    rows = read_records(data, filename)
     if not rows:
         raise InputError(f"{filename}: no rows.")
     missing = [c for c in ("query", "response") if c not in rows[0]]

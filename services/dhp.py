@@ -825,34 +825,8 @@ def sample_items(task_key: str) -> list[Item]:
     return perturb.items_from_records(block["items"]) if block else []
 
 
-def parse_items_upload(name: str, data: bytes) -> list[Item]:
-    """Items from an uploaded JSONL, JSON or CSV file; ValueError with a readable message."""
-    import csv
-    import io
-    import json
+def parse_items_upload(name: str, data: bytes | str) -> list[Item]:
+    """Items from an uploaded JSONL, JSON or CSV file; ValueError (InputError) with a readable message."""
+    from services.text import read_records
 
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise ValueError(f"{name}: not UTF-8 text") from None
-    low = name.lower()
-    if low.endswith(".csv"):
-        records: Any = list(csv.DictReader(io.StringIO(text)))
-    elif low.endswith(".json"):
-        try:
-            records = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{name}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
-        if isinstance(records, dict):
-            records = records.get("items", [])
-    else:
-        records = []
-        for n, line in enumerate(text.splitlines(), 1):
-            if line.strip():
-                try:
-                    records.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    raise ValueError(f"{name}, line {n}: not valid JSON ({exc.msg})") from None
-    if not isinstance(records, list):
-        raise ValueError(f"{name}: expected a list of items with id, text and source")
-    return perturb.items_from_records(records)
+    return perturb.items_from_records(read_records(data, name))

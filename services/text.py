@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import csv
 import difflib
 import html
 import io
+import json
 import re
 import threading
 from pathlib import Path
@@ -153,3 +155,44 @@ def similarity(a: str, b: str) -> float:
     if not na or not nb:
         return 0.0
     return difflib.SequenceMatcher(a=na, b=nb, autojunk=False).ratio()
+
+
+def read_records(data: bytes | str, name: str) -> list[dict]:
+    """Rows of an uploaded table: CSV (by its name), a JSON array (or {"items": [...]}) or JSONL.
+
+    InputError names the file and, for JSONL, the line; an empty file gives an empty list (the caller says
+    what it needed)."""
+    if isinstance(data, bytes):
+        try:
+            data = data.decode("utf-8-sig")
+        except UnicodeDecodeError:
+            raise InputError(f"{name}: not UTF-8 text") from None
+    low = name.lower()
+    if low.endswith(".csv"):
+        try:
+            return list(csv.DictReader(io.StringIO(data)))
+        except csv.Error as exc:
+            raise InputError(f"{name}: not a readable CSV ({exc})") from None
+    if low.endswith(".json") and data.lstrip().startswith(("[", '{"items"')):
+        try:
+            rows = json.loads(data)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{name}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
+        if isinstance(rows, dict):
+            rows = rows.get("items", [])
+        if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+            raise InputError(f'{name}: expected a list of objects (or {{"items": [...]}})')
+        return rows
+    # JSONL, also under a .json name when the file holds one object per line
+    rows = []
+    for n, line in enumerate(data.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{name}:{n}: not valid JSON ({exc.msg})") from None
+        if not isinstance(row, dict):
+            raise InputError(f"{name}:{n}: each line must be a JSON object")
+        rows.append(row)
+    return rows

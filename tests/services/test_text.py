@@ -169,3 +169,21 @@ def test_similarity_ignores_case_and_spacing():
     assert similarity("The  Tower.", "the tower.") == 1.0
     assert similarity("", "x") == 0.0
     assert 0 < similarity("The tower is tall.", "The tower is short.") < 1
+
+
+def test_read_records_reads_csv_json_and_jsonl_and_names_the_bad_line():
+    from services.text import read_records
+
+    assert read_records("a,b\n1,2\n", "t.csv") == [{"a": "1", "b": "2"}]
+    assert read_records('[{"a": 1}]', "t.json") == [{"a": 1}]
+    assert read_records('{"items": [{"a": 1}]}', "t.json") == [{"a": 1}]
+    assert read_records('{"a": 1}\n\n{"a": 2}\n'.encode("utf-8-sig"), "t.json") == [{"a": 1}, {"a": 2}]
+    assert read_records("", "t.jsonl") == []
+    with pytest.raises(InputError, match=r"t.jsonl:2: not valid JSON"):
+        read_records('{"a": 1}\nnope\n', "t.jsonl")
+    with pytest.raises(InputError, match=r"t.jsonl:1: each line must be a JSON object"):
+        read_records("[1, 2]\n", "t.jsonl")
+    with pytest.raises(InputError, match="expected a list of objects"):
+        read_records("[1, 2]", "t.json")
+    with pytest.raises(InputError, match="not UTF-8"):
+        read_records(b"\xff\xfe\xfa", "t.jsonl")
