@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+
+CHROMIUM = Path("/usr/bin/chromium")
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "test-artifacts"
+VIEWPORT = {"width": 1400, "height": 2400}  # Streamlit scrolls inside its own container: a tall window shows it all
+TIMEOUT_MS = 30_000
 
 PHASE_REPORTS = pytest.StashKey[dict]()
 
@@ -111,7 +119,7 @@ def browser():  # noqa: ANN201 - a playwright Browser
     from playwright import sync_api
 
     with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         yield b
         b.close()
 
@@ -120,3 +128,30 @@ def browser():  # noqa: ANN201 - a playwright Browser
 def chromium(browser):  # noqa: ANN001, ANN201
     """The same shared browser, under the name some modules use."""
     return browser
+
+
+def in_browser(fn, name: str, *, viewport: dict | None = None):  # noqa: ANN001, ANN201
+    """Run fn(page) in a fresh Chromium on a thread of its own (outside the shared browser's thread);
+    a full-page screenshot if it fails."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from playwright import sync_api
+
+    def work():  # noqa: ANN202
+        with sync_api.sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+            context = browser.new_context(viewport=viewport or VIEWPORT)
+            context.set_default_timeout(TIMEOUT_MS)
+            page = context.new_page()
+            try:
+                return fn(page)
+            except Exception:
+                ARTIFACTS.mkdir(exist_ok=True)
+                page.screenshot(path=str(ARTIFACTS / f"FAILED-{name}.png"), full_page=True)
+                raise
+            finally:
+                context.close()
+                browser.close()
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(work).result()

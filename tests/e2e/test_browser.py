@@ -8,7 +8,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
@@ -17,14 +16,16 @@ from services import runs
 from services.config import BackendConfig
 from services.dcr import DCRConfig
 from services.samples import load_samples
-from tests.e2e.conftest import page_with_failure_screenshot, running_app
+from tests.e2e.conftest import (
+    ARTIFACTS,
+    CHROMIUM,
+    ROOT,
+    TIMEOUT_MS,
+    VIEWPORT,
+    page_with_failure_screenshot,
+    running_app,
+)
 from tests.fakes import FakeOpenAIServer, answers_connection_check, toy_judge
-
-CHROMIUM = Path("/usr/bin/chromium")
-ROOT = Path(__file__).resolve().parents[2]
-ARTIFACTS = ROOT / "test-artifacts"
-VIEWPORT = {"width": 1400, "height": 2400}  # Streamlit scrolls inside its own container: a tall window shows it all
-TIMEOUT_MS = 30_000
 
 pytestmark = [
     pytest.mark.e2e,

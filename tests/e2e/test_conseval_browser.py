@@ -7,18 +7,15 @@ works beside the session-wide browser of test_browser.py.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
 import pytest
 
 from db.engine import make_engine
 from services import conseval as ce
 from services.config import BackendConfig
-from tests.e2e.conftest import CHROMIUM_ARGS, running_app
-from tests.e2e.test_browser import ARTIFACTS, CHROMIUM, ROOT, TIMEOUT_MS
+from tests.e2e.conftest import ARTIFACTS, CHROMIUM, ROOT, TIMEOUT_MS, in_browser, running_app
 from tests.fakes import FakeOpenAIServer
 from tests.services.test_conseval import scorer
 
@@ -62,29 +59,6 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[App]:
         fake.stop()
     log = (tmp / "streamlit.log").read_text(errors="replace")
     assert "Traceback" not in log, log[-3000:]
-
-
-def in_browser(fn: Callable[[Any], Any], name: str) -> Any:
-    """Run fn(page) in a fresh Chromium on a thread of its own; a screenshot of the page if it fails."""
-
-    def work() -> Any:
-        with sync_api.sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-            context = browser.new_context(viewport={"width": 1400, "height": 2400})
-            context.set_default_timeout(TIMEOUT_MS)
-            page = context.new_page()
-            try:
-                return fn(page)
-            except Exception:
-                ARTIFACTS.mkdir(exist_ok=True)
-                page.screenshot(path=str(ARTIFACTS / f"FAILED-{name}.png"), full_page=True)
-                raise
-            finally:
-                context.close()
-                browser.close()
-
-    with ThreadPoolExecutor(1) as pool:
-        return pool.submit(work).result()
 
 
 def _idle(page) -> None:

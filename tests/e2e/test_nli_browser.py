@@ -7,22 +7,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from db.engine import make_engine
 from services import runs
-from tests.e2e.conftest import page_with_failure_screenshot, running_app
+from tests.e2e.conftest import ARTIFACTS, CHROMIUM, ROOT, TIMEOUT_MS, page_with_failure_screenshot, running_app
 from tests.e2e.test_browser import BAD, SAMPLE, LiveApp, main, no_exception, wait_idle
 from tests.fakes import FakeOpenAIServer
 from tests.nli_fakes import nli_judge
 
-CHROMIUM = Path("/usr/bin/chromium")
-ROOT = Path(__file__).resolve().parents[2]
-ARTIFACTS = ROOT / "test-artifacts"
 VIEWPORT = {"width": 1400, "height": 2600}
-TIMEOUT_MS = 30_000
 
 pytestmark = [
     pytest.mark.e2e,

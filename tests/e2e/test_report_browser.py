@@ -7,24 +7,19 @@ main thread, and a second sync Playwright cannot start in the same thread.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from components.report_builders import build
 from db.engine import make_engine
 from services import reports
-from tests.e2e.conftest import CHROMIUM_ARGS, running_app
+from tests.e2e.conftest import ARTIFACTS, CHROMIUM, ROOT, TIMEOUT_MS, in_browser, running_app
 from tests.metaeval_seed import Item, seed
 
-CHROMIUM = Path("/usr/bin/chromium")
-ROOT = Path(__file__).resolve().parents[2]
-ARTIFACTS = ROOT / "test-artifacts"
-TIMEOUT_MS = 30_000
+VIEWPORT = {"width": 1300, "height": 2200}
 
 pytestmark = [
     pytest.mark.e2e,
@@ -41,29 +36,6 @@ ITEMS = [
     Item([[C, X, C], [C, C, C]], human_score=0.6, human_label=0),
     Item([[C, C, C]], human_score=1.0, human_label=1),
 ]
-
-
-def in_browser(fn: Callable[[Any], Any], name: str) -> Any:
-    """Run fn(page) in a fresh Chromium on a thread of its own; a screenshot of the page if it fails."""
-
-    def work() -> Any:
-        with sync_api.sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-            context = browser.new_context(viewport={"width": 1300, "height": 2200})
-            context.set_default_timeout(TIMEOUT_MS)
-            page = context.new_page()
-            try:
-                return fn(page)
-            except Exception:
-                ARTIFACTS.mkdir(exist_ok=True)
-                page.screenshot(path=str(ARTIFACTS / f"FAILED-{name}.png"), full_page=True)
-                raise
-            finally:
-                context.close()
-                browser.close()
-
-    with ThreadPoolExecutor(1) as pool:
-        return pool.submit(work).result()
 
 
 @dataclass
@@ -126,7 +98,7 @@ def test_the_report_file_opens_without_a_network_and_draws_its_charts(seeded: Se
             "kpis": page.locator(".kpi").count(),
         }
 
-    got = in_browser(check, "report-offline")
+    got = in_browser(check, "report-offline", viewport=VIEWPORT)
     assert got["plotly"] == "object" and not got["errors"], got["errors"]
     assert got["attempted"] == []  # nothing was even requested from outside the file
     assert f"Batch #{seeded.batch_id}" in got["title"]
@@ -159,7 +131,7 @@ def test_a_share_link_shows_the_report_read_only_and_a_revoked_one_says_so(seede
         expect(main.get_by_text("This share link was revoked")).to_be_visible()
         expect(main.get_by_test_id("stMetric")).to_have_count(0)
 
-    in_browser(check, "report-shared")
+    in_browser(check, "report-shared", viewport=VIEWPORT)
 
 
 def test_download_a_report_and_create_a_share_link_from_the_reports_page(seeded: Seeded, app_url: str):
@@ -179,7 +151,7 @@ def test_download_a_report_and_create_a_share_link_from_the_reports_page(seeded:
         page.screenshot(path=str(ARTIFACTS / "report-page.png"), full_page=True)
         return html, code.inner_text()
 
-    html, link = in_browser(check, "report-page")
+    html, link = in_browser(check, "report-page", viewport=VIEWPORT)
     assert html.startswith("<!DOCTYPE html>") and f"Batch #{seeded.batch_id}" in html and "Plotly.newPlot(" in html
     assert link.startswith(app_url + "/Reports?share=")
     token = link.rsplit("=", 1)[1]

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -13,14 +12,17 @@ from db.engine import make_engine
 from services import runs
 from services.config import BackendConfig
 from services.dcr import DCRConfig
-from tests.e2e.conftest import page_with_failure_screenshot, running_app
+from tests.e2e.conftest import (
+    ARTIFACTS,
+    CHROMIUM,
+    ROOT,
+    TIMEOUT_MS,
+    VIEWPORT,
+    page_with_failure_screenshot,
+    running_app,
+)
+from tests.e2e.test_browser import wait_idle
 from tests.fakes import FakeOpenAIServer, toy_judge
-
-CHROMIUM = Path("/usr/bin/chromium")
-ROOT = Path(__file__).resolve().parents[2]
-ARTIFACTS = ROOT / "test-artifacts"
-VIEWPORT = {"width": 1400, "height": 2400}
-TIMEOUT_MS = 30_000
 
 pytestmark = [
     pytest.mark.e2e,
@@ -66,11 +68,6 @@ def page(browser, request: pytest.FixtureRequest) -> Iterator:
     yield from page_with_failure_screenshot(
         browser, request, viewport=VIEWPORT, timeout_ms=TIMEOUT_MS, artifacts=ARTIFACTS
     )
-
-
-def wait_idle(pg) -> None:
-    expect(pg.get_by_test_id("stStatusWidget")).to_have_count(0)
-    expect(pg.locator('[data-testid^="stSkeleton"]')).to_have_count(0)
 
 
 def watch_dialogs(pg) -> list[str]:
