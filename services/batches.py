@@ -40,7 +40,7 @@ from db.models import (
     utcnow,
 )
 from services import dcr, nli
-from services.config import BackendConfig, get_settings
+from services.config import BackendConfig, backend_from_record, get_settings
 from services.llm import CallResult, LLMClient, UsageLedger, summarize_records
 from services.runs import method_config, recorded_config
 from services.text import InputError, split_sentences
@@ -565,15 +565,10 @@ def process_item(client: LLMClient, item: ItemInput, cfg: dcr.DCRConfig, *, wind
 
 def backend_for(batch: BatchPublic | Batch) -> BackendConfig:
     """The batch's recorded backend; its key (never stored) comes from this worker's environment."""
-    p = dict(batch.params)
-    kw = {k: p[k] for k in ("temperature", "max_tokens", "timeout", "max_retries") if k in p}
-    s = get_settings()
-    if batch.backend_kind == "embedded":
-        return BackendConfig(kind="embedded", concurrency=batch.concurrency, **kw)
-    return BackendConfig(
-        kind="openai", base_url=batch.base_url, model=batch.model, api_key=s.llm_api_key,
-        concurrency=batch.concurrency, **kw,
-    )  # fmt: skip
+    params = {k: v for k, v in dict(batch.params).items() if k != "concurrency"}
+    return backend_from_record(
+        batch.backend_kind, base_url=batch.base_url, model=batch.model, params=params, concurrency=batch.concurrency
+    )
 
 
 def worker_endpoints(backend: BackendConfig) -> list[BackendConfig]:

@@ -124,6 +124,20 @@ class BackendConfig:
         return replace(self, **changes)
 
 
+RECORDED_PARAMS = ("temperature", "max_tokens", "timeout", "max_retries", "concurrency")
+
+
+def backend_from_record(
+    kind: str, *, base_url: str | None = None, model: str = "", params: dict[str, Any] | None = None, **overrides: Any
+) -> BackendConfig:
+    """A backend a run, batch or study recorded, made live again: its key (never stored) comes from this
+    process's settings; `overrides` win over the recorded parameters."""
+    kw = {k: v for k, v in (params or {}).items() if k in RECORDED_PARAMS} | overrides
+    if kind == "embedded":
+        return BackendConfig(kind="embedded", **kw)
+    return BackendConfig(kind="openai", base_url=base_url, model=model, api_key=get_settings().llm_api_key, **kw)
+
+
 def backend_from_settings(settings: Settings | None = None) -> BackendConfig:
     """The default backend: `LLM_BASE_URL` set means an OpenAI-compatible endpoint, else embedded."""
     s = settings or get_settings()

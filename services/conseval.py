@@ -47,7 +47,7 @@ from db.models import (
 )
 from services import stats
 from services.batches import BufferedCache, insert_ignore
-from services.config import PROJECT_ROOT, BackendConfig, get_settings
+from services.config import PROJECT_ROOT, BackendConfig, backend_from_record, get_settings
 from services.llm import LLMClient, UsageLedger
 from services.prompts import conseval as prompts
 from services.text import InputError, read_records
@@ -272,10 +272,10 @@ class ModelSpec:
 
     def backend(self, *, concurrency: int = 4, timeout: float | None = None) -> BackendConfig:
         s = get_settings()
-        common = dict(concurrency=concurrency, timeout=timeout or s.llm_timeout, max_retries=s.llm_max_retries)
-        if self.kind == "embedded":
-            return BackendConfig(kind="embedded", **common)
-        return BackendConfig(kind="openai", base_url=self.base_url, model=self.model, api_key=s.llm_api_key, **common)
+        return backend_from_record(
+            self.kind, base_url=self.base_url, model=self.model, concurrency=concurrency,
+            timeout=timeout or s.llm_timeout, max_retries=s.llm_max_retries,
+        )  # fmt: skip
 
 
 @dataclass

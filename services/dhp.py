@@ -52,7 +52,7 @@ from db.models import (
     utcnow,
 )
 from services import perturb
-from services.config import BackendConfig, get_settings
+from services.config import BackendConfig, backend_from_record
 from services.llm import LLMClient, UsageLedger
 from services.perturb import Item, TaskSpec
 from services.prompts import dhp as prompts
@@ -498,13 +498,9 @@ def _backend_params(backend: BackendConfig | None) -> dict[str, Any]:
 
 def backend_from_params(params: Mapping[str, Any]) -> BackendConfig:
     """A recorded backend; its key (never stored) comes from this process's environment."""
-    s = get_settings()
-    kw = {k: params[k] for k in ("temperature", "max_tokens", "timeout", "max_retries", "concurrency") if k in params}
-    if params.get("kind", "embedded") == "embedded":
-        return BackendConfig(kind="embedded", **kw)
-    return BackendConfig(
-        kind=params.get("kind", "openai"), base_url=params.get("base_url"), model=params.get("model", ""),
-        api_key=s.llm_api_key, **kw,
+    return backend_from_record(
+        params.get("kind", "embedded"), base_url=params.get("base_url"), model=params.get("model", ""),
+        params=dict(params),
     )  # fmt: skip
 
 
