@@ -7,6 +7,7 @@ from pathlib import Path
 import streamlit as st
 from pydantic import SecretStr
 
+from components import access
 from db.engine import get_engine
 from services.config import EMBEDDED_MODEL_NAME, BackendConfig, backend_from_settings, get_settings
 
@@ -115,11 +116,17 @@ NAV: list[tuple[str, str, str]] = [
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def page_setup(title: str, icon: str) -> BackendConfig:
-    """Common page start: config, styles, sidebar. Returns the backend in use."""
+def page_setup(title: str, icon: str, *, link: str | None = None) -> BackendConfig:
+    """Common page start: config, styles, the access gate, the owner's sidebar. Returns the backend in use.
+
+    link: the kind of personal link this page also opens for its holder (services.auth.LINKS); every other
+    page is the owner's only. A link holder gets no sidebar and no navigation."""
     st.set_page_config(page_title=f"{title} · Consistency Studio", page_icon=icon, layout="wide")
     st.html(CSS)
+    owner = access.gate(link)
     backend = current_backend()
+    if not owner:
+        return backend
     with st.sidebar:
         st.markdown("### Consistency Studio")
         for path, label, icon in NAV:
@@ -133,4 +140,6 @@ def page_setup(title: str, icon: str) -> BackendConfig:
         else:
             st.markdown(f"**{backend.model}**  \n`{backend.base_url}`")
         st.caption(f"temperature {backend.temperature:g} · max tokens {backend.max_tokens}")
+        st.divider()
+        access.render_owner_status()
     return backend

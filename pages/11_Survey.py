@@ -6,7 +6,7 @@ from components import dhp as view
 from components.ui import page_setup
 from services import survey as sv
 
-page_setup("Survey", ":material/how_to_vote:")
+page_setup("Survey", ":material/how_to_vote:", link="expert")
 
 token = st.query_params.get("token", "")
 st.title("Expert survey")

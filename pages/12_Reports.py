@@ -19,7 +19,7 @@ from services import batches, conseval, distill, reports, runs
 from services.reports import KIND_LABELS
 from services.text import InputError
 
-page_setup("Reports", ":material/summarize:")
+page_setup("Reports", ":material/summarize:", link="share")
 eng = engine()
 
 # -- a shared report, read-only -------------------------------------------------------------------------

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from components.access import is_owner
 from components.annotate import KEY_NEXT, KEY_PREVIOUS, KEYS_HELP, render_sentence_labeller
 from components.ui import engine, page_setup
 from services import annotations
@@ -12,8 +13,9 @@ from services.annotations import Target
 from services.datasets import list_datasets
 from services.text import InputError
 
-page_setup("Annotate", ":material/edit_note:")
+page_setup("Annotate", ":material/edit_note:", link="annotator")
 eng = engine()
+owner = is_owner()  # else an annotator's link: their own queue only, and the lead's settings
 for key, default in {"an_annotator": None, "an_item": None, "an_ctx": None, "an_flash": None,
                      "an_import": None}.items():  # fmt: skip
     st.session_state.setdefault(key, default)
@@ -48,7 +50,17 @@ def _go(item_id: int | None) -> None:
 
 def _dataset_changed() -> None:
     st.query_params["dataset"] = str(st.session_state.an_dataset)
-    st.session_state.pop("an_batch", None)
+    for key in ("an_batch", "an_blind"):
+        st.session_state.pop(key, None)
+
+
+def _save_settings() -> None:
+    try:
+        annotations.set_queue_settings(
+            eng, st.session_state.an_dataset, batch_id=st.session_state.an_batch, blind=st.session_state.an_blind
+        )
+    except InputError as exc:
+        _flash("error", str(exc))
 
 
 def _personal_link(token: str, dataset_id: int | None) -> str:
@@ -67,12 +79,21 @@ st.caption(
 )
 
 # -- who is annotating ----------------------------------------------------------------------------
+# A link holder is who their token says, nothing else; the owner may also pick any annotator (to label as
+# them, or to hand out their link).
 token = st.query_params.get("token")
 me = None
 if token:
     me = annotations.annotator_by_token(eng, token)
+    if me is None and not owner:
+        st.error(
+            "This personal link is not valid: it may have been replaced by a newer one, or the annotator removed. "
+            "Ask the lead of the annotation for your current link.",
+            icon=":material/link_off:",
+        )
+        st.stop()
     if me is None:
-        st.error("This personal link is not valid (the annotator may have been removed). Pick your name below.")
+        st.error("This personal link is not valid (replaced, or the annotator removed). Pick an annotator below.")
     else:
         st.session_state.an_annotator = me.id
 elif st.session_state.an_annotator is not None:
@@ -85,7 +106,7 @@ if flash:
 
 if me is not None and token:
     st.markdown(f"You are **{html.escape(me.name)}** (from your personal link).")
-else:
+elif owner:
     people = annotations.list_annotators(eng)
     names = {p.id: p.name for p in people}
     if st.session_state.get("an_pick") not in names:
@@ -100,6 +121,13 @@ else:
         c[2].button("Create", icon=":material/person_add:", on_click=_create_annotator, width="stretch")
 
 datasets = list_datasets(eng)
+if not owner:  # a link opens only the datasets with items assigned to its annotator
+    mine = set(annotations.datasets_of(eng, me.id))
+    datasets = [d for d in datasets if d.id in mine]
+    if not datasets:
+        st.info("No item is assigned to you yet. The lead of the annotation assigns items; come back to this link "
+                "later.")  # fmt: skip
+        st.stop()
 if not datasets:
     st.info("No dataset yet. Import one on the **Datasets** page; its items are what you label here.")
     st.page_link("pages/4_Datasets.py", label="Go to Datasets", icon=":material/dataset:")
@@ -116,23 +144,37 @@ dataset_id = c[0].selectbox("Dataset", list(ds_names), format_func=ds_names.get,
                             on_change=_dataset_changed)  # fmt: skip
 batches = annotations.batches_for_dataset(eng, dataset_id)
 batch_names = {None: "(none: no model verdicts)"} | {b.id: f"#{b.id} {b.name} · {b.status}" for b in batches}
-if "an_batch" not in st.session_state or st.session_state.an_batch not in batch_names:
-    st.session_state.an_batch = next((b.id for b in batches if b.status == "done"), None)
-batch_id = c[1].selectbox(
-    "Model verdicts from", list(batch_names), format_func=batch_names.get, key="an_batch",
-    help="The batch whose round-0 verdicts are shown beside each sentence.",
-)  # fmt: skip
-blind = c[2].toggle(
-    "Blind mode", value=True, key="an_blind",
-    help="Hide the model's verdict on a sentence until you have labelled it, so it cannot sway you.",
-)  # fmt: skip
+settings = annotations.queue_settings(eng, dataset_id)  # the lead's choice, for every annotator of the dataset
+if owner:
+    if st.session_state.get("an_batch", settings.batch_id) not in batch_names:
+        st.session_state.pop("an_batch", None)
+    st.session_state.setdefault("an_batch", settings.batch_id)
+    st.session_state.setdefault("an_blind", settings.blind)
+    batch_id = c[1].selectbox(
+        "Model verdicts from", list(batch_names), format_func=batch_names.get, key="an_batch",
+        on_change=_save_settings,
+        help="The batch whose round-0 verdicts every annotator of this dataset sees beside each sentence.",
+    )  # fmt: skip
+    blind = c[2].toggle(
+        "Blind mode", key="an_blind", on_change=_save_settings,
+        help="For every annotator of this dataset: hide the model's verdict on a sentence until it is labelled, "
+        "so it cannot sway them.",
+    )  # fmt: skip
+else:
+    batch_id, blind = settings.batch_id, settings.blind
+    if batch_id is not None:
+        c[1].caption("Model verdicts are shown " + ("once you have labelled a sentence." if blind else "beside each "
+                     "sentence.") + " The lead chose this.")  # fmt: skip
 
 if me is not None:
-    with st.expander("Your personal link", icon=":material/link:"):
+    title = "Your personal link" if not owner else f"Personal link of {me.name}"
+    with st.expander(title, icon=":material/link:"):
         st.code(_personal_link(annotations.annotator_token(eng, me.id) or "", dataset_id), language=None)
         st.caption(
             "It opens this page as you, with no name to pick. Anyone with it labels as you: keep it to yourself."
-        )
+            if not owner else f"Send it to {me.name}: it opens only their queue on this page, with the settings "
+            "above, and labels as them. Replacing it closes the old link at once."
+        )  # fmt: skip
         if st.button("Replace this link", icon=":material/link_off:", key="an_rotate",
                      help="The current link stops working at once; your labels are kept."):  # fmt: skip
             new = annotations.replace_token(eng, me.id)
@@ -141,13 +183,15 @@ if me is not None:
             _flash("success", "A new personal link is below; the old one no longer opens this page.")
             st.rerun()
 
-view = st.segmented_control("View", VIEWS, default=VIEWS[0], key="an_view", required=True,
-                            label_visibility="collapsed")  # fmt: skip
+view = VIEWS[0]
+if owner:  # agreement and the export hold everyone's labels: the lead's views
+    view = st.segmented_control("View", VIEWS, default=VIEWS[0], key="an_view", required=True,
+                                label_visibility="collapsed")  # fmt: skip
 
 
 # -- the queue ----------------------------------------------------------------------------------
 def assign_panel(open_it: bool) -> None:
-    with st.expander("Assign items (for a lead)", icon=":material/group_add:", expanded=open_it):
+    with st.expander("Assign items", icon=":material/group_add:", expanded=open_it):
         people = annotations.list_annotators(eng)
         if not people:
             st.caption("Create annotators first (above).")
@@ -178,17 +222,18 @@ def assign_panel(open_it: bool) -> None:
 
 
 def queue_view() -> None:
-    everyone = annotations.progress(eng, dataset_id)
-    assign_panel(open_it=everyone.assigned == 0)
+    if owner:
+        assign_panel(open_it=annotations.progress(eng, dataset_id).assigned == 0)
     if me is None:
         st.info("Pick your name (or create it) above to start labelling.")
         return
     entries = annotations.queue(eng, dataset_id, me.id)
     if not entries:
         st.info(
-            "No item of this dataset is assigned to you yet. A lead assigns items under **Assign items** "
-            "(working alone: choose just yourself, one annotator per item)."
-        )
+            "No item of this dataset is assigned to you yet. "
+            + ("Assign items under **Assign items** (working alone: choose just yourself, one annotator per item)."
+               if owner else "The lead of the annotation assigns items.")
+        )  # fmt: skip
         return
     ids = [e.item_id for e in entries]
     if st.session_state.an_ctx != (me.id, dataset_id) or st.session_state.an_item not in ids:
@@ -262,8 +307,8 @@ def agreement_view() -> None:
             st.caption(f"**{what}**: {note}")
     st.markdown("##### Where they disagree")
     if blind:
-        st.info("Blind mode is on: this table shows the models' verdicts, so it is hidden. Turn blind mode off to "
-                "see it.", icon=":material/visibility_off:")  # fmt: skip
+        st.info("Blind mode is on: this table shows the models' verdicts, so it is hidden. Turn blind mode off "
+                "(for the dataset's annotators too) to see it.", icon=":material/visibility_off:")  # fmt: skip
         return
     df = annotations.disagreements(eng, dataset_id, batch_ids=chosen)
     if df.empty:

@@ -8,7 +8,7 @@ from components.ui import engine, page_setup
 from services import conseval as ce
 from services.text import InputError
 
-page_setup("Rate", ":material/how_to_vote:")
+page_setup("Rate", ":material/how_to_vote:", link="rater")
 eng = engine()
 st.session_state.setdefault("rt_idx", None)
 st.session_state.setdefault("rt_flash", None)

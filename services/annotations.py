@@ -607,6 +607,57 @@ class ModelVerdict:
     reason: str | None = None
 
 
+def datasets_of(engine: Engine, annotator_id: int) -> list[int]:
+    """The datasets where an annotator has assignments: all a personal link opens."""
+    with engine.connect() as conn:
+        rows = conn.execute(
+            select(AnnotationAssignment.dataset_id)
+            .where(AnnotationAssignment.annotator_id == annotator_id)
+            .distinct()
+            .order_by(AnnotationAssignment.dataset_id.desc())
+        ).all()
+    return [r[0] for r in rows]
+
+
+# -- the lead's settings for a dataset's queue ------------------------------------------------------
+QUEUE_SETTINGS_KEY = "annotation"  # under Dataset.meta
+
+
+@dataclass(frozen=True)
+class QueueSettings:
+    """What a dataset's annotators see, set by the lead: whose round-0 verdicts are shown beside each sentence
+    (None: none), and blind mode (a verdict shows only once the sentence has the annotator's label)."""
+
+    batch_id: int | None
+    blind: bool = True
+
+
+def queue_settings(engine: Engine, dataset_id: int) -> QueueSettings:
+    """The lead's settings; until set, the newest finished batch and blind mode on."""
+    with engine.connect() as conn:
+        meta = conn.execute(select(Dataset.meta).where(Dataset.id == dataset_id)).scalar() or {}
+    saved = meta.get(QUEUE_SETTINGS_KEY) or {}
+    batches = batches_for_dataset(engine, dataset_id)
+    if "batch_id" in saved:
+        batch_id = saved["batch_id"] if saved["batch_id"] in {b.id for b in batches} else None
+    else:
+        batch_id = next((b.id for b in batches if b.status == "done"), None)
+    return QueueSettings(batch_id=batch_id, blind=bool(saved.get("blind", True)))
+
+
+def set_queue_settings(engine: Engine, dataset_id: int, *, batch_id: int | None, blind: bool) -> QueueSettings:
+    """Save the lead's settings for a dataset's queue; InputError for a batch of another dataset."""
+    if batch_id is not None and batch_id not in {b.id for b in batches_for_dataset(engine, dataset_id)}:
+        raise InputError(f"Batch #{batch_id} is not a batch of this dataset.")
+    with engine.begin() as conn:
+        meta = conn.execute(select(Dataset.meta).where(Dataset.id == dataset_id)).scalar()
+        if meta is None:
+            raise InputError(f"Dataset #{dataset_id} does not exist.")
+        meta = {**meta, QUEUE_SETTINGS_KEY: {"batch_id": batch_id, "blind": bool(blind)}}
+        conn.execute(update(Dataset).where(Dataset.id == dataset_id).values(meta=meta))
+    return QueueSettings(batch_id=batch_id, blind=bool(blind))
+
+
 def batches_for_dataset(engine: Engine, dataset_id: int) -> list[BatchPublic]:
     """The dataset's batches, newest first."""
     with engine.connect() as conn:

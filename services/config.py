@@ -63,6 +63,10 @@ class Settings(BaseSettings):
     data_dir: Path = PROJECT_ROOT / "data"
     embedded_ctx: int = 8192
     max_input_chars: int = 200_000
+    # The owner's sign-in when no OpenID Connect `[auth]` is configured (services/auth.py).
+    studio_password: SecretStr | None = None
+    # Accounts an OpenID Connect sign-in admits: emails or "@domain", comma-separated; empty admits all.
+    studio_owners: str | list[str] = ""
 
     @classmethod
     def settings_customise_sources(

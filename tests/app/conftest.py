@@ -82,3 +82,15 @@ def open_page() -> Callable[..., AppTest]:
         return at.run()
 
     return _open
+
+
+@pytest.fixture(autouse=True)
+def _served_on_loopback() -> Iterator[None]:
+    """The app under test is served on 127.0.0.1 with no password (as `make run` serves it): open to its one
+    local user, so every page opens without signing in. Sign-in tests set a password in `at.secrets`."""
+    from streamlit import config
+
+    before = config.get_option("server.address")
+    config.set_option("server.address", "127.0.0.1")
+    yield
+    config.set_option("server.address", before)

@@ -87,11 +87,11 @@ def test_replacing_the_personal_link_retires_the_old_one(open_page):
 
 
 def test_blind_mode_hides_the_verdict_until_the_annotator_answers(open_page):
-    _, items, bid, ada = seeded()
+    ds, items, bid, ada = seeded()
     at = as_ada(open_page, ada)
     assert not at.exception
-    assert at.toggle(key="an_blind").value is True
-    assert at.selectbox(key="an_batch").value == bid
+    assert an.queue_settings(db.engine.get_engine(), ds) == an.QueueSettings(bid, True)  # until the lead sets it
+    assert not at.toggle and not [s for s in at.selectbox if s.label == "Model verdicts from"], "the lead's settings"
     text = page_text(at)
     assert "It approved 47 million dollars." in text
     assert REASON not in text and "model: inconsistent" not in text
@@ -106,12 +106,36 @@ def test_blind_mode_hides_the_verdict_until_the_annotator_answers(open_page):
     assert [(x.annotator_id, x.sentence_idx, x.label) for x in labels] == [(ada, 1, 0)]
 
 
-def test_without_blind_mode_every_verdict_shows(open_page):
-    _, _, _, ada = seeded()
-    at = as_ada(open_page, ada)
-    at = at.toggle(key="an_blind").set_value(False).run()
+def test_blind_mode_is_the_leads_setting_for_every_annotator_of_the_dataset(open_page):
+    ds, _, bid, ada = seeded()
+    lead = open_page(ANNOTATE)
+    assert lead.toggle(key="an_blind").value is True and lead.selectbox(key="an_batch").value == bid
+    lead = lead.toggle(key="an_blind").set_value(False).run()
+    assert not lead.exception
+    assert an.queue_settings(db.engine.get_engine(), ds) == an.QueueSettings(bid, False)
+    at = as_ada(open_page, ada)  # a new session through ada's link: the lead's choice holds
     assert not at.exception
     assert REASON in page_text(at)
+    # No verdicts at all: the lead picks no batch.
+    lead.selectbox(key="an_batch").set_value(None).run()
+    at = as_ada(open_page, ada)
+    assert REASON not in page_text(at) and "Model verdict hidden" not in page_text(at)
+
+
+def test_a_personal_link_opens_only_that_annotators_queue(open_page):
+    ds, _, _, ada = seeded()
+    eng = db.engine.get_engine()
+    other, _ = make_dataset(eng, [["Nobody assigned this one."]], name="other dataset")
+    an.create_annotator(eng, "bob")
+    at = as_ada(open_page, ada, dataset=str(other))  # another dataset's URL: not open to this link
+    assert not at.exception
+    picker = at.selectbox(key="an_dataset")
+    assert picker.value == ds and len(picker.options) == 1
+    assert "Nobody assigned this one." not in page_text(at)
+    assert not [s for s in at.selectbox if s.label == "Who are you?"]
+    assert not [e for e in at.expander if "Assign items" in e.label]
+    assert not at.get("button_group"), "no Agreement or Export view: they hold everyone's labels"
+    assert not [n for n in at.text_input if n.key == "an_new_name"]
 
 
 def test_labels_notes_progress_and_navigation(open_page):
@@ -158,7 +182,7 @@ def test_agreement_and_the_disagreement_drill_down(open_page):
     for who, labels in ((ada, [1, 0, 1]), (bob, [1, 1, 1])):
         for (i, j), lab in zip([(0, 0), (0, 1), (1, 0)], labels, strict=True):
             an.label_sentence(eng, annotator_id=who, target=Target.item(items[i]), sentence_idx=j, label=lab)
-    at = as_ada(open_page, ada)
+    at = open_page(ANNOTATE)  # the lead's view
     at = at.segmented_control(key="an_view").set_value("Agreement").run()
     assert not at.exception
     table = at.dataframe[0].value
@@ -175,7 +199,7 @@ def test_export_and_import_from_the_page(open_page):
     ds, items, _, ada = seeded()
     eng = db.engine.get_engine()
     an.label_sentence(eng, annotator_id=ada, target=Target.item(items[0]), sentence_idx=0, label=1, note="n")
-    at = as_ada(open_page, ada)
+    at = open_page(ANNOTATE)  # the lead's view
     at = at.segmented_control(key="an_view").set_value("Export / import").run()
     assert not at.exception
     assert [b.label for b in at.download_button] == ["Download labels (JSONL)", "Download labels (CSV)"]
