@@ -63,8 +63,12 @@ def sign_in_config() -> tuple[Mode, str, list[str | None], list[str]]:
     return mode, password if mode is Mode.PASSWORD else "", providers, owners
 
 
+def _logged_in() -> bool:
+    return bool(st.user.get("is_logged_in", False))  # absent where no OIDC cookie was ever set
+
+
 def _oidc_owner(owners: list[str]) -> bool:
-    return bool(st.user.is_logged_in) and auth.is_owner_account(st.user.get("email"), owners)
+    return _logged_in() and auth.is_owner_account(st.user.get("email"), owners)
 
 
 def gate(page_link: str | None) -> bool:
@@ -147,7 +151,7 @@ def _password_form(password: str) -> None:
 
 def _oidc_form(providers: list[str | None], owners: list[str]) -> None:
     _sign_in_title()
-    if st.user.is_logged_in:  # signed in, but not an account on the allow-list
+    if _logged_in():  # signed in, but not an account on the allow-list
         st.error(
             f"The account {st.user.get('email') or st.user.get('name') or ''} is not one of this app's owners. "
             "Sign out and use another account, or ask the owner to add it to `studio_owners`.",

@@ -133,7 +133,7 @@ def sign_in_mode(*, oidc: bool, password: bool, local_only: bool) -> Mode:
 
 CLOSED_MESSAGE = (
     "This app can be reached from other machines and no sign-in is set up, so it shows nothing. Set a password "
-    "(`STUDIO_PASSWORD=...` in the environment, or `studio_password = \"...\"` in `.streamlit/secrets.toml`) or "
+    '(`STUDIO_PASSWORD=...` in the environment, or `studio_password = "..."` in `.streamlit/secrets.toml`) or '
     "configure Streamlit's OpenID Connect login (an `[auth]` section in `.streamlit/secrets.toml`), then restart "
     "the app. For a single local user, serve it on 127.0.0.1 only (`make run`)."
 )
@@ -225,9 +225,7 @@ def link_token(kind: str | None, query: Mapping[str, str]) -> str | None:
     return token if token and len(token) <= MAX_TOKEN else None
 
 
-def decide(
-    *, page_link: str | None, query: Mapping[str, str], owner: bool, held: Grant | None, mode: Mode
-) -> Decision:
+def decide(*, page_link: str | None, query: Mapping[str, str], owner: bool, held: Grant | None, mode: Mode) -> Decision:
     """Who sees this page run.
 
     page_link: the link kind this page accepts (None for an owner-only page); owner: the session has signed
