@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import AliasChoices, Field, SecretStr
+from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -65,8 +65,14 @@ class Settings(BaseSettings):
     max_input_chars: int = 200_000
     # The owner's sign-in when no OpenID Connect `[auth]` is configured (services/auth.py).
     studio_password: SecretStr | None = None
-    # Accounts an OpenID Connect sign-in admits: emails or "@domain", comma-separated; empty admits all.
-    studio_owners: str | list[str] = ""
+    # Accounts an OpenID Connect sign-in admits: emails or "@domain", comma-separated (or a list in
+    # secrets.toml); empty admits every account the provider signs in.
+    studio_owners: str = ""
+
+    @field_validator("studio_owners", mode="before")
+    @classmethod
+    def _owners_list(cls, value: Any) -> Any:
+        return ",".join(map(str, value)) if isinstance(value, list | tuple) else value
 
     @classmethod
     def settings_customise_sources(
