@@ -132,3 +132,24 @@ def test_an_annotators_link_is_refused_other_pages_and_gives_no_owner_controls()
     at.query_params.clear()
     at.switch_page(HISTORY).run()
     assert at.title[0].value == "Not part of your link"
+
+
+def test_a_signed_in_owner_who_opens_a_link_keeps_full_access(judge):
+    token = ce.add_rater(db.engine.get_engine(), seeded_study(judge, n_items=1), "rita").token
+    at = sign_in(app(secrets={"studio_password": PASSWORD}), PASSWORD)
+    at.query_params.update({"token": token})
+    at.switch_page(RATE).run()
+    assert not at.exception and any("You are **rita**" in m.value for m in at.markdown)
+    assert "History" in sidebar_links(at), "the owner keeps the navigation"
+    at.query_params.clear()
+    at.switch_page(HISTORY).run()
+    assert at.title[0].value == "History"
+
+
+def test_the_refusal_leads_back_to_the_holders_own_page(judge):
+    token = ce.add_rater(db.engine.get_engine(), seeded_study(judge, n_items=1), "rita").token
+    at = app(RATE, query={"token": token}, secrets={"studio_password": PASSWORD})
+    at.query_params.clear()
+    at.switch_page(SETTINGS).run()
+    (back,) = at.main.get("page_link")
+    assert (back.proto.label, back.proto.page, back.proto.query_string) == ("Back to Rate", "Rate", f"token={token}")
