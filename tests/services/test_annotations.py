@@ -445,3 +445,41 @@ def test_disagreements_lists_exactly_the_differing_sentences(engine):
     row = df[(df["item"] == 0) & (df["sentence_idx"] == 0)].iloc[0]
     assert row["differs"] == f"model differs: #{flip}"
     assert len(df) == 4
+
+
+# -- the lead's queue settings and what a personal link opens -------------------------------------
+def test_queue_settings_default_to_the_newest_finished_batch_and_blind_mode(engine):
+    ds, _ = make_dataset(engine, [["A."]])
+    assert an.queue_settings(engine, ds) == an.QueueSettings(None, True)
+    first = add_batch(engine, ds, [["consistent"]], name="first")
+    second = add_batch(engine, ds, [["inconsistent"]], name="second")
+    assert an.queue_settings(engine, ds).batch_id == max(first, second)
+
+
+def test_the_leads_queue_settings_are_kept_per_dataset(engine):
+    ds, _ = make_dataset(engine, [["A."]])
+    other, _ = make_dataset(engine, [["B."]], name="other")
+    bid = add_batch(engine, ds, [["consistent"]])
+    foreign = add_batch(engine, other, [["consistent"]])
+    an.set_queue_settings(engine, ds, batch_id=None, blind=False)
+    assert an.queue_settings(engine, ds) == an.QueueSettings(None, False), "no verdicts is a choice, kept"
+    assert an.queue_settings(engine, other) == an.QueueSettings(foreign, True)
+    an.set_queue_settings(engine, ds, batch_id=bid, blind=True)
+    assert an.queue_settings(engine, ds) == an.QueueSettings(bid, True)
+    with pytest.raises(InputError, match="not a batch of this dataset"):
+        an.set_queue_settings(engine, ds, batch_id=foreign, blind=True)
+    with pytest.raises(InputError, match="does not exist"):
+        an.set_queue_settings(engine, 999, batch_id=None, blind=True)
+    assert datasets.get_dataset(engine, ds).n_items == 1, "the dataset itself is untouched"
+
+
+def test_a_personal_link_opens_only_the_datasets_with_its_assignments(engine):
+    ds, _ = make_dataset(engine, [["A."], ["B."]])
+    other, _ = make_dataset(engine, [["C."]], name="other")
+    make_dataset(engine, [["D."]], name="nobody's")
+    ada, bob = an.create_annotator(engine, "ada").id, an.create_annotator(engine, "bob").id
+    an.assign(engine, ds, annotators=[ada], per_item=1)
+    an.assign(engine, other, annotators=[ada, bob], per_item=2)
+    assert sorted(an.datasets_of(engine, ada)) == sorted([ds, other])
+    assert an.datasets_of(engine, bob) == [other]
+    assert an.datasets_of(engine, an.create_annotator(engine, "carol").id) == []
