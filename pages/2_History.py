@@ -16,6 +16,17 @@ page_setup("History", ":material/history:")
 eng = engine()
 st.session_state.setdefault("hi_confirm_delete", None)
 
+
+def _ids_from(param: str | None) -> list[int]:
+    return [int(x) for x in (param or "").split(",") if x.strip().isdigit()]
+
+
+def _select(df: pd.DataFrame, ids: list[int]) -> None:
+    """Tick these runs in the table (before it is drawn); runs not in the table stay selected through the URL."""
+    shown = df["run"].tolist()
+    st.session_state.hi_table = {"selection": {"rows": [shown.index(i) for i in ids if i in shown]}}
+
+
 st.title("History")
 st.caption("Every evaluation run, from the app and from `cli.py`. Select one to reopen it, two to compare them.")
 
@@ -54,7 +65,17 @@ df = pd.DataFrame(
 q = st.text_input("Filter", placeholder="Search candidate text, model or task…", label_visibility="collapsed")
 if q:
     mask = df.apply(lambda row: q.lower() in " ".join(map(str, row.values)).lower(), axis=1)
-    df = df[mask]
+    df = df[mask].reset_index(drop=True)
+# The URL names the selected runs (`?run=3` or `?run=3,5`), so a selection is a link. A URL that changed outside
+# the table (a deep link, a link from another page) selects its runs; a new filter keeps the same runs selected,
+# since the table's selection is by row position.
+url = st.query_params.get("run", "")
+if url != st.session_state.get("hi_url_seen") or q != st.session_state.get("hi_q_seen", ""):
+    _select(df, _ids_from(url))
+    st.session_state.hi_url_seen, st.session_state.hi_q_seen = url, q
+    linked = [i for i in _ids_from(url) if runs.load(eng, i) is None]
+    if linked:
+        st.warning(f"There is no run {', '.join(f'#{i}' for i in linked)}: deleted, or the link is wrong.")
 event = st.dataframe(
     df,
     hide_index=True,
@@ -69,7 +90,17 @@ event = st.dataframe(
         "run": st.column_config.NumberColumn(width="small"),
     },
 )
-selected = [int(df.iloc[i]["run"]) for i in event.selection.rows] if event and event.selection else []
+ticked = [int(df.iloc[i]["run"]) for i in event.selection.rows if i < len(df)] if event and event.selection else []
+# Runs selected through the URL but hidden by the filter (or older than the table) stay selected.
+hidden = [i for i in _ids_from(url) if i not in set(df["run"].tolist()) and runs.load(eng, i) is not None]
+selected = hidden + ticked
+new_url = ",".join(map(str, selected))
+if new_url != url:
+    if new_url:
+        st.query_params["run"] = new_url
+    else:
+        st.query_params.pop("run", None)
+    st.session_state.hi_url_seen = new_url
 
 if not selected:
     st.caption("Select a row to see its details; select two to compare.")
@@ -146,6 +177,9 @@ if st.session_state.hi_confirm_delete:
             for i in ids:
                 runs.delete(eng, i)
             st.session_state.hi_confirm_delete = None
+            # Nothing stays selected: the rows that move up into the deleted ones' places were never chosen.
+            st.query_params.pop("run", None)
+            st.session_state.hi_url_seen = None
             st.toast(f"Deleted {len(ids)} run(s).")
             st.rerun()
         if c[1].button("Cancel", key="hi_cancel_delete"):

@@ -105,3 +105,15 @@ def test_deleting_a_study(open_page, judge):
     assert not at.exception
     assert ce.get_study(db.engine.get_engine(), sid) is None
     assert any(f"Study {sid} deleted" in s for s in texts(at.success))
+
+
+def test_a_link_to_a_missing_study_says_so(open_page, judge):
+    sid = seeded_study(judge, n_items=2)
+    at = open_page(CONSEVAL, query={"study": "99"})
+    assert not at.exception
+    assert any("There is no study #99" in w and f"showing study #{sid}" in w for w in texts(at.warning)), texts(
+        at.warning
+    )
+    assert at.query_params["study"] == str(sid)
+    at = at.run()
+    assert not any("There is no study" in w for w in texts(at.warning)), "said once, not on every rerun"
