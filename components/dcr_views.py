@@ -128,21 +128,27 @@ def sentence_cards_html(
     return "".join(cards)
 
 
-def render_score(ev: Evaluation, usage: dict | None = None) -> None:
-    """Z^ with k, alpha, beta and how many sentences were judged."""
+def render_score(ev: Evaluation, usage: dict | None = None, *, compact: bool = False) -> None:
+    """Z^ with k, alpha, beta and how many sentences were judged; `compact` for a half-width column."""
     s = ev.score
-    cols = st.columns(5)
+    cols = st.columns(3 if compact else 5)
     if s is None or s.z_hat is None:
         cols[0].metric("Score Ẑ", "n/a", help="No sentence could be judged, so there is no score.")
     else:
         cols[0].metric("Score Ẑ", f"{s.z_hat:.3f}", help="Eq. 3: Z = (Σ z_i + α)/(k + β), Ẑ = (Z + 1)/2")
     cols[1].metric("Judged", f"{ev.n_judged} / {len(ev.sentences)}", help="Sentences with a mark z_i")
-    cols[2].metric("k · α · β", f"{s.k if s else 0} · {s.alpha if s else 0:g} · {s.beta if s else 0:g}")
-    if usage is not None:
+    kab = f"{s.k if s else 0} · {s.alpha if s else 0:g} · {s.beta if s else 0:g}"
+    tokens = f"{usage.get('prompt_tokens', 0) + usage.get('completion_tokens', 0):,}" if usage is not None else ""
+    if compact:  # five tiles in half a page cut their numbers short: the rest goes in a line below
+        cols[2].metric("Calls", usage.get("calls", 0) if usage is not None else "—", help="Model calls, all rounds")
+        st.caption(f"k · α · β = {kab}" + (f" · {tokens} tokens" if tokens else ""))
+    else:
+        cols[2].metric("k · α · β", kab)
+    if usage is not None and not compact:
         cols[3].metric(
             "Model calls (run)", usage.get("calls", 0), help=f"All rounds; cache hits: {usage.get('cache_hits', 0)}"
         )
-        cols[4].metric("Tokens (run)", f"{usage.get('prompt_tokens', 0) + usage.get('completion_tokens', 0):,}")
+        cols[4].metric("Tokens (run)", tokens)
     if ev.n_unknown:
         st.caption(
             f":orange[{ev.n_unknown} sentence(s) could not be judged; the score uses the {ev.n_judged} that were.]"

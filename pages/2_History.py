@@ -79,6 +79,7 @@ if url != st.session_state.get("hi_url_seen") or q != st.session_state.get("hi_q
 event = st.dataframe(
     df,
     hide_index=True,
+    placeholder="—",
     width="stretch",
     on_select="rerun",
     selection_mode="multi-row",
@@ -107,6 +108,19 @@ if not selected:
     st.stop()
 
 
+SETTING_LABELS = {
+    "model": "model", "task": "task", "method": "evaluator", "amc": "converter", "max_rounds": "maximum rounds m",
+    "n_rounds": "rounds", "initial_score": "initial Ẑ", "final_score": "final Ẑ",
+}  # fmt: skip
+
+
+def shown(v: object) -> str:
+    """A setting as read in the comparison: scores to 3 decimals, nothing as a dash."""
+    if v is None:
+        return "—"
+    return f"{v:.3f}" if isinstance(v, float) else str(v)
+
+
 def nf_mark(label: str | None) -> str:
     return {"consistent": "✓ consistent", "inconsistent": "✗ inconsistent"}.get(label or "", "? no verdict")
 
@@ -132,7 +146,7 @@ def _details(run_id: int, annotate: bool = False) -> None:
                          icon=":material/compare:", query_params={"compare": m.compare_group})  # fmt: skip
     if d.rounds:
         last = d.rounds[-1]
-        render_score(last.evaluation, d.usage)
+        render_score(last.evaluation, d.usage, compact=not annotate)
         for rnd in d.rounds:
             with st.expander(
                 f"Round {rnd.index}: Ẑ = "
@@ -191,8 +205,8 @@ if len(selected) == 2:
     a, b = (runs.load(eng, i) for i in selected)
     if a and b:
         diff = {
-            k: (getattr(a.run, k), getattr(b.run, k))
-            for k in ("model", "task", "method", "amc", "max_rounds", "n_rounds", "initial_score", "final_score")
+            label: tuple(shown(getattr(x.run, k)) for x in (a, b))
+            for k, label in SETTING_LABELS.items()
             if getattr(a.run, k) != getattr(b.run, k)
         }
         if a.reference != b.reference:

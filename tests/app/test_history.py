@@ -78,7 +78,8 @@ def test_two_selected_runs_are_compared(open_page, judge):
     assert not at.exception
     assert any(s.startswith("Compare run #") for s in texts(at.subheader))
     diff = at.dataframe[1].value
-    assert set(diff["setting"]) >= {"candidate", "initial_score"}
+    assert set(diff["setting"]) >= {"candidate", "initial Ẑ"}
+    assert "initial_score" not in set(diff["setting"]) and not diff.isna().any().any()
     assert {"#### Run #1", "#### Run #2"} <= set(texts(at.markdown))
 
 
