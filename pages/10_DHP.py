@@ -408,7 +408,12 @@ def results_section() -> None:
     for res in results:
         with st.expander(f"Per-perturbation table · {res.model}", expanded=len(results) == 1):
             table = dhp.results_frame(res)
-            st.dataframe(view.result_table(table), hide_index=True, width="stretch")
+            shown = view.result_table(table)
+            shown["perturbation"] = shown["perturbation"].map(lambda k: labels.get(k, k))
+            # D first after the row's names: a wide table must not push the result off the right edge.
+            front = [c for c in ("perturbation", "level", "metric", "D", "D_EW") if c in shown.columns]
+            st.dataframe(shown, hide_index=True, width="stretch", placeholder="—",
+                         column_order=front + [c for c in shown.columns if c not in front])  # fmt: skip
             c = st.columns(2)
             c[0].download_button("CSV", table.to_csv(index=False).encode(), f"dhp_{res.model}.csv", "text/csv",
                                  key=f"dhp_csv_{res.model}", icon=":material/download:")  # fmt: skip
