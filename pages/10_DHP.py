@@ -84,7 +84,8 @@ def pick_set(label: str = "Perturbation set") -> int | None:
         st.session_state.dhp_set = set_ids[0]
     return st.selectbox(
         label, set_ids, key="dhp_set",
-        format_func=lambda i: f"#{i} · {set_by_id[i].name} · {len(set_by_id[i].items)} items · {set_by_id[i].status}",
+        # No status in the label: a selectbox keeps the label it was given, so a status in it would go stale.
+        format_func=lambda i: f"#{i} · {set_by_id[i].name} · {len(set_by_id[i].items)} items",
     )  # fmt: skip
 
 
@@ -451,8 +452,8 @@ def survey_section() -> None:
     if st.session_state.dhp_survey not in ids:
         st.session_state.dhp_survey = ids[0]
     by_id = {x.id: x for x in surveys}
-    sid = st.selectbox("Survey", ids, key="dhp_survey",
-                       format_func=lambda i: f"#{i} · {by_id[i].title} · {by_id[i].status}")  # fmt: skip
+    # The status is shown under the selector, not in it: the selector would keep showing the old one after a change.
+    sid = st.selectbox("Survey", ids, key="dhp_survey", format_func=lambda i: f"#{i} · {by_id[i].title}")
     survey_live(sid)
 
 

@@ -206,12 +206,12 @@ def test_results_leave_out_cancelled_runs_and_explain_tied_tests(open_page, judg
     assert "D_EW" not in overall and "D EW" not in overall
 
 
-def test_the_survey_selector_shows_the_status_after_closing(open_page):
+def test_the_survey_status_is_shown_beside_the_selector_not_in_it(open_page):
+    # A browser keeps a selectbox's label as it was drawn: a status in it went stale after closing.
     at = open_page(DHP, query={"view": "Expert survey"})
     at = click(at, "Create survey")
-    assert any(o.endswith("· open") for o in at.selectbox(key="dhp_survey").options)
+    assert not any("open" in o for o in at.selectbox(key="dhp_survey").options)
+    assert "**Status: open**" in page_text(at)
     at = click(at, "Close the survey")
     assert not at.exception
-    assert all(o.endswith("· closed") for o in at.selectbox(key="dhp_survey").options), at.selectbox(
-        key="dhp_survey"
-    ).options
+    assert "**Status: closed**" in page_text(at)
