@@ -149,7 +149,7 @@ def render_score(ev: Evaluation, usage: dict | None = None, *, compact: bool = F
             "Model calls (run)", usage.get("calls", 0), help=f"All rounds; cache hits: {usage.get('cache_hits', 0)}"
         )
         cols[4].metric("Tokens (run)", tokens)
-    if ev.n_unknown:
+    if ev.n_unknown and ev.n_judged:  # none judged at all: render_no_verdict says why and what to do
         st.caption(
             f":orange[{ev.n_unknown} sentence(s) could not be judged; the score uses the {ev.n_judged} that were.]"
         )

@@ -120,8 +120,8 @@ def texts_section() -> None:
                     first.setdefault(p.level, p.key)
             default = list(first.values()) or keys
             st.caption(
-                "Cut down for the embedded demo model: one rule-based perturbation per level. The paper's "
-                "benchmark uses all of them; add them back here."
+                "Cut down for the embedded demo model: the first rule-based perturbation of each level that has "
+                "one. The paper's benchmark uses all of them; add them back here."
             )
         chosen = st.multiselect("Perturbations", keys, default=default, format_func=labels.get, key="dhp_perts")
         n_llm = sum(task.perturbation(k).spec.method == "llm" for k in chosen)
@@ -232,7 +232,7 @@ def benchmark_section() -> None:
         names = [m.strip() for m in models.split(",") if m.strip()]
         calls = n_texts * len(task.metrics) * int(repeats) * len(names)
         estimate = (
-            f" ≈ {view.duration(calls * view.DEMO_SECONDS_PER_SCORE)} with the demo model on this machine"
+            f", {view.duration(calls * view.DEMO_SECONDS_PER_SCORE)} with the demo model"
             if backend.is_embedded
             else ""
         )

@@ -215,3 +215,17 @@ def test_the_survey_status_is_shown_beside_the_selector_not_in_it(open_page):
     at = click(at, "Close the survey")
     assert not at.exception
     assert "**Status: closed**" in page_text(at)
+
+
+def test_the_demo_model_starts_with_a_small_benchmark_and_its_time(open_page):
+    # No LLM_BASE_URL: the backend is the embedded demo model (never started by this page).
+    at = open_page(DHP)
+    chosen = at.multiselect(key="dhp_perts").value
+    task = TASKS["summarization"]
+    assert 0 < len(chosen) < len(task.perturbations)
+    assert all(task.perturbation(k).spec.method == "rule" for k in chosen)
+    assert len({task.perturbation(k).level for k in chosen}) == len(chosen), "one per level"
+    make_set(["typo:minor"])
+    at = open_page(DHP, query={"view": "Benchmark"})
+    assert at.number_input(key="dhp_repeats").value == 1
+    assert re.search(r"= \*\*64 model calls\*\*, about \d+ min with the demo model", page_text(at)), page_text(at)
