@@ -58,7 +58,7 @@ def show_table(df: pd.DataFrame) -> None:
     notes = list(dict.fromkeys(n for n in t["note"] if n)) if "note" in t else []
     if notes:
         t["note"] = t["note"].map(lambda n: f"note {notes.index(n) + 1}" if n else "")
-    st.dataframe(t, hide_index=True, width="stretch")
+    st.dataframe(t, hide_index=True, width="stretch", placeholder="—")
     for i, n in enumerate(notes, 1):
         st.caption(f"Note {i}: {n}")
 
@@ -132,7 +132,7 @@ def render_results(study: ce.ConsevalStudyPublic, ratings: pd.DataFrame) -> None
             st.caption("Each cell: the mean over definitions and scales (SC, GS, accuracy) or definitions (IC); "
                        "SC is blank for SCE rows, as in Table 5. The intervals are in the other tabs.")  # fmt: skip
             st.plotly_chart(make_matrix_figure(matrix), key="ce_mx_fig")
-            st.dataframe(matrix.round(3), width="stretch")
+            st.dataframe(matrix.round(3), width="stretch", placeholder="—")
     with tabs[3]:
         radar = ce.radar_frame(model_rows)
         if radar.empty:
