@@ -232,9 +232,7 @@ def benchmark_section() -> None:
         names = [m.strip() for m in models.split(",") if m.strip()]
         calls = n_texts * len(task.metrics) * int(repeats) * len(names)
         estimate = (
-            f", {view.duration(calls * view.DEMO_SECONDS_PER_SCORE)} with the demo model"
-            if backend.is_embedded
-            else ""
+            f", {view.duration(calls * view.DEMO_SECONDS_PER_SCORE)} with the demo model" if backend.is_embedded else ""
         )
         st.caption(
             f"{n_texts} texts × {len(task.metrics)} metrics × r = {int(repeats)} × {len(names)} model(s) = "

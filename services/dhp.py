@@ -646,9 +646,7 @@ def list_runs(*, session: Session, set_id: int | None = None) -> list[DhpRunPubl
     return [DhpRunPublic.model_validate(r) for r in session.execute(q).scalars().all()]
 
 
-def same_run(
-    set_id: int, backend: BackendConfig, *, repeats: int, seed: int, session: Session
-) -> DhpRunPublic | None:
+def same_run(set_id: int, backend: BackendConfig, *, repeats: int, seed: int, session: Session) -> DhpRunPublic | None:
     """A queued, running or finished run of the set with the same model, endpoint, r and seed, if any:
     starting another would only repeat it (its answers are cached)."""
     q = select(DhpRun).where(
