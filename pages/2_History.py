@@ -5,7 +5,7 @@ import streamlit as st
 
 from components.annotate import render_run_annotation
 from components.dcr_views import colored_text_html, evidence_for, render_score, sentence_cards_html
-from components.nli_figures import ALL_METHOD_LABELS
+from components.nli_figures import ALL_METHOD_LABELS, method_name
 from components.nli_views import render_method_detail
 from components.report import render_report_download
 from components.ui import engine, page_setup
@@ -51,7 +51,7 @@ df = pd.DataFrame(
             "final Ẑ": r.final_score,
             "rounds": r.n_rounds,
             "status": r.status,
-            "method": r.method,
+            "method": method_name(r.method),
             "window": methods[r.id].window if r.id in methods else None,
             "candidate": preview,
             "task": r.task,

@@ -26,7 +26,7 @@ def test_runs_are_listed_in_the_table(open_page, judge):
     assert row["candidate"].startswith("The Eiffel Tower is in Paris.")
     assert (row["task"], row["method"], row["model"], row["status"], row["source"]) == (
         "summarization",
-        "dce-amc",
+        "DCE-AMC",
         "fake-model",
         "done",
         "app",
@@ -155,7 +155,7 @@ def test_nli_runs_are_listed_with_their_method_and_window_and_reopen_with_their_
     at = open_page(HISTORY)
     assert not at.exception
     df = at.dataframe[0].value.set_index("run")
-    assert df.loc[1, "method"] == "summ-nli" and df.loc[2, "method"] == "sent-nli"
+    assert df.loc[1, "method"] == "Summ-NLI" and df.loc[2, "method"] == "Sent-NLI"
     assert df.loc[2, "window"] == 2 and df.loc[2, "converter"] == "—"
     at = select_rows(at, 0)  # the newest run first: Sent-NLI, w = 2
     assert not at.exception
