@@ -52,6 +52,17 @@ def table(df: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index(drop=True)
 
 
+def show_table(df: pd.DataFrame) -> None:
+    """The result rows, each note as a numbered line under the table: a table cell would cut a long note short."""
+    t = table(df)
+    notes = list(dict.fromkeys(n for n in t["note"] if n)) if "note" in t else []
+    if notes:
+        t["note"] = t["note"].map(lambda n: f"note {notes.index(n) + 1}" if n else "")
+    st.dataframe(t, hide_index=True, width="stretch", placeholder="—")
+    for i, n in enumerate(notes, 1):
+        st.caption(f"Note {i}: {n}")
+
+
 def render_progress(study: ce.ConsevalStudyPublic) -> None:
     """Status, answers done of planned, calls and cache hits."""
     done, planned = study.n_done, max(1, study.n_planned)
@@ -96,7 +107,7 @@ def render_results(study: ce.ConsevalStudyPublic, ratings: pd.DataFrame) -> None
             model, variant = _pick(sc, "ce_sc")
             d = sc[(sc["model"] == model) & (sc["variant"] == variant)]
             st.plotly_chart(make_sc_figure(d), key="ce_sc_fig")
-            st.dataframe(table(d), hide_index=True, width="stretch")
+            show_table(d)
     with tabs[1]:
         ic = model_rows[model_rows["kind"].isin(["IC1", "IC2", "IC3", "IC4", "GS"])]
         if ic.empty:
@@ -110,7 +121,7 @@ def render_results(study: ce.ConsevalStudyPublic, ratings: pd.DataFrame) -> None
             model, variant = _pick(ic, "ce_ic")
             d = ic[(ic["model"] == model) & (ic["variant"] == variant)]
             st.plotly_chart(make_ic_figure(d), key="ce_ic_fig")
-            st.dataframe(table(d), hide_index=True, width="stretch")
+            show_table(d)
     with tabs[2]:
         crits = list(dict.fromkeys(model_rows["criterion"]))
         crit = st.selectbox("Criterion", crits, key="ce_mx_crit")
@@ -121,7 +132,7 @@ def render_results(study: ce.ConsevalStudyPublic, ratings: pd.DataFrame) -> None
             st.caption("Each cell: the mean over definitions and scales (SC, GS, accuracy) or definitions (IC); "
                        "SC is blank for SCE rows, as in Table 5. The intervals are in the other tabs.")  # fmt: skip
             st.plotly_chart(make_matrix_figure(matrix), key="ce_mx_fig")
-            st.dataframe(matrix.round(3), width="stretch")
+            st.dataframe(matrix.round(3), width="stretch", placeholder="—")
     with tabs[3]:
         radar = ce.radar_frame(model_rows)
         if radar.empty:
@@ -142,7 +153,7 @@ def render_results(study: ce.ConsevalStudyPublic, ratings: pd.DataFrame) -> None
         else:
             st.caption("α among the human raters, and between each model's greedy score (base prompt) and the "
                        "humans' consensus (mean, median or majority by the scale's level).")  # fmt: skip
-            st.dataframe(table(hum), hide_index=True, width="stretch")
+            show_table(hum)
     with tabs[5]:
         if ratings.empty:
             st.info("No answers yet.")

@@ -128,22 +128,28 @@ def sentence_cards_html(
     return "".join(cards)
 
 
-def render_score(ev: Evaluation, usage: dict | None = None) -> None:
-    """Z^ with k, alpha, beta and how many sentences were judged."""
+def render_score(ev: Evaluation, usage: dict | None = None, *, compact: bool = False) -> None:
+    """Z^ with k, alpha, beta and how many sentences were judged; `compact` for a half-width column."""
     s = ev.score
-    cols = st.columns(5)
+    cols = st.columns(3 if compact else 5)
     if s is None or s.z_hat is None:
         cols[0].metric("Score Ẑ", "n/a", help="No sentence could be judged, so there is no score.")
     else:
         cols[0].metric("Score Ẑ", f"{s.z_hat:.3f}", help="Eq. 3: Z = (Σ z_i + α)/(k + β), Ẑ = (Z + 1)/2")
     cols[1].metric("Judged", f"{ev.n_judged} / {len(ev.sentences)}", help="Sentences with a mark z_i")
-    cols[2].metric("k · α · β", f"{s.k if s else 0} · {s.alpha if s else 0:g} · {s.beta if s else 0:g}")
-    if usage is not None:
+    kab = f"{s.k if s else 0} · {s.alpha if s else 0:g} · {s.beta if s else 0:g}"
+    tokens = f"{usage.get('prompt_tokens', 0) + usage.get('completion_tokens', 0):,}" if usage is not None else ""
+    if compact:  # five tiles in half a page cut their numbers short: the rest goes in a line below
+        cols[2].metric("Calls", usage.get("calls", 0) if usage is not None else "—", help="Model calls, all rounds")
+        st.caption(f"k · α · β = {kab}" + (f" · {tokens} tokens" if tokens else ""))
+    else:
+        cols[2].metric("k · α · β", kab)
+    if usage is not None and not compact:
         cols[3].metric(
             "Model calls (run)", usage.get("calls", 0), help=f"All rounds; cache hits: {usage.get('cache_hits', 0)}"
         )
-        cols[4].metric("Tokens (run)", f"{usage.get('prompt_tokens', 0) + usage.get('completion_tokens', 0):,}")
-    if ev.n_unknown:
+        cols[4].metric("Tokens (run)", tokens)
+    if ev.n_unknown and ev.n_judged:  # none judged at all: render_no_verdict says why and what to do
         st.caption(
             f":orange[{ev.n_unknown} sentence(s) could not be judged; the score uses the {ev.n_judged} that were.]"
         )
@@ -175,8 +181,31 @@ def render_evaluation(
     st.markdown(sentence_cards_html(ev, found, checker=checker, noun=noun), unsafe_allow_html=True)
 
 
-def render_rewrites(rnd: Round, on_toggle: Callable[[int, bool], None] | None, key_prefix: str) -> None:
-    """Before and after of each rewrite with the change highlighted, why, and accept/reject."""
+REWRITE_DEFAULT_NOTE = (
+    "Every rewrite starts **accepted**: Algorithm 1 applies it to build the next round, and the scores shown are for "
+    "that text. Reject one to keep its original sentence in the final text. Under each rewrite: the verdict its new "
+    "text got in the next round."
+)
+
+
+def _next_verdict(nxt: Round | None, index: int) -> str:
+    """How the next round judged the sentence a rewrite produced."""
+    if nxt is None:
+        return ""
+    s = next((v for v in nxt.evaluation.sentences if v.index == index), None)
+    if s is None:
+        return ""
+    color = {"consistent": "green", "inconsistent": "red"}.get(s.verdict, "orange")
+    return f":{color}[{VERDICT_ICON[s.verdict]} {s.verdict}] in round {nxt.index}"
+
+
+def render_rewrites(
+    rnd: Round,
+    on_toggle: Callable[[int, bool], None] | None,
+    key_prefix: str,
+    nxt: Round | None = None,
+) -> None:
+    """Before and after of each rewrite with the change highlighted, why, its next-round verdict, accept/reject."""
     if rnd.improve_error:
         st.error(f"The improver failed: {rnd.improve_error}", icon=":material/error:")
     if not rnd.rewrites:
@@ -190,6 +219,9 @@ def render_rewrites(rnd: Round, on_toggle: Callable[[int, bool], None] | None, k
                 st.markdown(f"_No change proposed._ {html.escape(rw.before)}", unsafe_allow_html=True)
             if rw.reason:
                 st.caption(f"Why: {rw.reason}")
+            judged = _next_verdict(nxt, rw.index) if rw.changed else ""
+            if judged:
+                st.caption(f"Judged {judged}")
             if rw.changed and on_toggle is not None:
                 key = f"{key_prefix}_{rnd.index}_{rw.index}"
                 choice = st.segmented_control(
@@ -201,6 +233,43 @@ def render_rewrites(rnd: Round, on_toggle: Callable[[int, bool], None] | None, k
                 )
                 if choice and (choice == "Accept") != rw.accepted:
                     on_toggle(rw.index, choice == "Accept")
+
+
+def render_rewrite_review(
+    rounds: list[Round], on_toggle: Callable[[int, int, bool], None] | None, key_prefix: str
+) -> None:
+    """Every round's rewrites in one place, newest round first, each with accept/reject."""
+    proposed = [r for r in rounds if r.rewrites or r.improve_error]
+    if not proposed:
+        return
+    n_changed = sum(rw.changed for r in proposed for rw in r.rewrites)
+    n_rejected = sum(rw.changed and not rw.accepted for r in proposed for rw in r.rewrites)
+    st.markdown(f"**Review the rewrites** · {n_changed} proposed" + (f", {n_rejected} rejected" if n_rejected else ""))
+    st.caption(REWRITE_DEFAULT_NOTE)
+    by_index = {r.index: r for r in rounds}
+    for rnd in reversed(proposed):
+        st.markdown(f"Round {rnd.index} → round {rnd.index + 1}" if rnd.index + 1 in by_index else f"Round {rnd.index}")
+        toggle = None if on_toggle is None else (lambda idx, ok, i=rnd.index: on_toggle(i, idx, ok))
+        render_rewrites(rnd, toggle, key_prefix, nxt=by_index.get(rnd.index + 1))
+
+
+def render_no_verdict(ev: Evaluation, *, embedded: bool) -> None:
+    """Why a run has no score and no Improve when the model judged no sentence, and what to do instead."""
+    if ev.fatal or not ev.sentences or ev.n_judged:
+        return
+    why = (
+        "The embedded demo model is small, meant for trying the workflow: it often answers outside the format "
+        "the evaluator needs. "
+        if embedded
+        else "The model's answers could not be read as verdicts (each sentence's card says why). "
+    )
+    st.warning(
+        f"**No sentence was judged** ({len(ev.sentences)} of {len(ev.sentences)} without a verdict), so there is no "
+        f"score and nothing for Improve to rewrite. {why}To get verdicts: run the offline **evidence checker**, "
+        "which calls no model (the button below, or Options → Evaluator), or connect a stronger model in "
+        "**Settings** and evaluate again.",
+        icon=":material/help:",
+    )
 
 
 def rounds_frame(rounds: list[Round]) -> pd.DataFrame:

@@ -71,3 +71,16 @@ def result_table(frame: pd.DataFrame) -> pd.DataFrame:
         if c in out:
             out[c] = out[c].map(fmt_p)
     return out
+
+
+# The embedded demo model scored one text in 2-13 s (median about 7 s) on a shared 2-core machine.
+DEMO_SECONDS_PER_SCORE = 5.0
+
+
+def duration(seconds: float) -> str:
+    """A rough duration for an estimate: "about 40 s", "about 12 min", "about 2.5 h"."""
+    if seconds < 90:
+        return f"about {max(1, round(seconds))} s"
+    if seconds < 90 * 60:
+        return f"about {round(seconds / 60)} min"
+    return f"about {seconds / 3600:.1f} h"

@@ -105,7 +105,7 @@ def render_comparison(summary: str, records: Sequence[dict[str, Any]], usages: S
     for tab, rec, rid in zip(tabs, records, run_ids, strict=True):
         with tab:
             render_method_detail(rec, key=f"{key}_{rid}")
-    chart, note = st.columns([2, 3], vertical_alignment="center")
+    chart, note = st.columns([3, 2], vertical_alignment="center")
     chart.plotly_chart(
         nf.make_method_cost_figure(over), width="stretch", config={"displayModeBar": False}, key=f"{key}_cost"
     )

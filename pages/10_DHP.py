@@ -84,7 +84,8 @@ def pick_set(label: str = "Perturbation set") -> int | None:
         st.session_state.dhp_set = set_ids[0]
     return st.selectbox(
         label, set_ids, key="dhp_set",
-        format_func=lambda i: f"#{i} · {set_by_id[i].name} · {len(set_by_id[i].items)} items · {set_by_id[i].status}",
+        # No status in the label: a selectbox keeps the label it was given, so a status in it would go stale.
+        format_func=lambda i: f"#{i} · {set_by_id[i].name} · {len(set_by_id[i].items)} items",
     )  # fmt: skip
 
 
@@ -111,7 +112,18 @@ def texts_section() -> None:
         seed = c[1].number_input("Seed", 0, 2**31 - 1, 0, key="dhp_seed", help="Same seed, same perturbed texts.")
         keys = [p.key for p in task.perturbations]
         labels = {p.key: p.label for p in task.perturbations}
-        chosen = st.multiselect("Perturbations", keys, default=keys, format_func=labels.get, key="dhp_perts")
+        default = keys
+        if backend.is_embedded:  # every perturbation, scored r times, takes hours on the demo model
+            first: dict[str, str] = {}
+            for p in task.perturbations:
+                if p.spec.method == "rule":
+                    first.setdefault(p.level, p.key)
+            default = list(first.values()) or keys
+            st.caption(
+                "Cut down for the embedded demo model: the first rule-based perturbation of each level that has "
+                "one. The paper's benchmark uses all of them; add them back here."
+            )
+        chosen = st.multiselect("Perturbations", keys, default=default, format_func=labels.get, key="dhp_perts")
         n_llm = sum(task.perturbation(k).spec.method == "llm" for k in chosen)
         use_llm = st.toggle(
             f"Make the {n_llm} LLM-based perturbation(s) with {backend.model}", value=n_llm > 0, key="dhp_use_llm",
@@ -201,31 +213,62 @@ def benchmark_section() -> None:
     cur = set_by_id[sid]
     if cur.status == "generating":
         st.info("The set's LLM-based perturbations are still being written; runs started now skip them.")
-    with st.form("dhp_run_form", border=True):
+    with view.session() as s:
+        n_texts = int(dhp.texts_frame(sid, session=s)["text"].notna().sum())
+    with st.container(border=True):  # no form: Enter in a field only sets its value, it never starts a run
         st.markdown("**Run the benchmark**: every text scored on every metric, r times, averaged.")
         c = st.columns([3, 1, 1])
         models = c[0].text_input(
             "Evaluator models", value=backend.model, key="dhp_models",
             help=f"Comma-separated model names at {backend.base_url or 'the embedded server'}; one run each.",
         )  # fmt: skip
-        repeats = c[1].number_input("Repeats r", 1, 20, 5, key="dhp_repeats")
+        repeats = c[1].number_input(
+            "Repeats r", 1, 20, 1 if backend.is_embedded else 5, key="dhp_repeats",
+            help="The paper averages 5 scores per text; the demo model starts at 1 to keep a run short.",
+        )  # fmt: skip
         seed = c[2].number_input(
             "Seed", 0, 2**31 - 1, 0, key="dhp_run_seed", help="Goes into each request's cache key."
         )
-        go_run = st.form_submit_button("Run", type="primary", icon=":material/play_arrow:")
-    if go_run:
         names = [m.strip() for m in models.split(",") if m.strip()]
+        calls = n_texts * len(task.metrics) * int(repeats) * len(names)
+        estimate = (
+            f", {view.duration(calls * view.DEMO_SECONDS_PER_SCORE)} with the demo model" if backend.is_embedded else ""
+        )
+        st.caption(
+            f"{n_texts} texts × {len(task.metrics)} metrics × r = {int(repeats)} × {len(names)} model(s) = "
+            f"**{calls:,} model calls**{estimate} (cached answers cost no call)."
+        )
+        if backend.is_embedded and calls * view.DEMO_SECONDS_PER_SCORE > 15 * 60:
+            st.warning(
+                "This run would take a long time on the demo model: lower r, or make a set with fewer "
+                "perturbations, or connect a faster model in Settings.",
+                icon=":material/schedule:",
+            )
+        go_run = st.button("Run", type="primary", icon=":material/play_arrow:", key="dhp_run", disabled=not calls)
+    if go_run:
         if not names:
             st.error("Name at least one model.")
         else:
-            ids = []
+            ids, repeated = [], []
             with view.session() as s:
                 for m in names:
-                    ids.append(dhp.create_run(sid, backend.with_changes(model=m), repeats=int(repeats),
-                                              seed=int(seed), session=s))  # fmt: skip
+                    one = backend.with_changes(model=m)
+                    same = dhp.same_run(sid, one, repeats=int(repeats), seed=int(seed), session=s)
+                    if same is not None:
+                        repeated.append(same)
+                        continue
+                    ids.append(dhp.create_run(sid, one, repeats=int(repeats), seed=int(seed), session=s))
             for rid in ids:
                 jobs.enqueue_dhp("run", rid)
-            flash("success", f"{len(ids)} run(s) handed to the background worker: " + ", ".join(f"#{i}" for i in ids))
+            msg = ""
+            if ids:
+                msg = f"{len(ids)} run(s) handed to the background worker: " + ", ".join(f"#{i}" for i in ids)
+            if repeated:
+                msg += (" " if msg else "") + "Not started again: " + "; ".join(
+                    f"run #{r.id} ({r.model}, r = {r.repeats}, seed {r.seed}) is {r.status} with the same settings"
+                    for r in repeated
+                ) + "."  # fmt: skip
+            flash("success" if ids else "warning", msg)
             st.rerun()
     runs_live(sid)
 
@@ -262,9 +305,17 @@ def results_section() -> None:
     if not runs:
         st.info("No scores yet: start a run under **Benchmark**.")
         return
+    # A cancelled or failed run holds part of the scores: it can be picked, but is not shown by default.
+    complete = [r.id for r in runs if r.status not in ("cancelled", "failed")]
+
+    def run_label(i: int) -> str:
+        r = next(r for r in runs if r.id == i)
+        partial = f" (partial: {r.n_done} of {r.n_total} scores)" if r.n_done < r.n_total else ""
+        return f"#{r.id} · {r.model} · {r.status}{partial}"
+
     chosen = st.multiselect(
-        "Evaluator runs (side by side)", [r.id for r in runs], default=[r.id for r in runs[:4]], key="dhp_res_runs",
-        format_func=lambda i: next(f"#{r.id} · {r.model} · {r.status}" for r in runs if r.id == i),
+        "Evaluator runs (side by side)", [r.id for r in runs], default=complete[:4], key="dhp_res_runs",
+        format_func=run_label, help="Cancelled and failed runs are left out unless you pick them.",
     )  # fmt: skip
     options = [None, *[x.id for x in surveys]]
     names = {x.id: f"closed survey #{x.id} · {x.title}" for x in surveys}
@@ -296,7 +347,6 @@ def results_section() -> None:
     if not results:
         st.info("Pick at least one run with scores.")
         return
-    n_min = min((t.n_pairs - t.n_ties for res in results for r in res.perturbations for t in r.tests), default=0)
     n_items = len(set_by_id[sid].items)
     if n_items < 5:
         st.warning(
@@ -305,8 +355,18 @@ def results_section() -> None:
             "(the paper uses 100) for a verdict; the sample texts are for trying the workflow.",
             icon=":material/info:",
         )
-    elif n_min < 5:
-        st.caption(f"Some tests rest on only {n_min} untied pairs: their p cannot go below {0.5 ** max(n_min, 0):.3f}.")
+    else:
+        untied = [t.n_pairs - t.n_ties for res in results for r in res.perturbations for t in r.tests]
+        all_tied = sum(u == 0 for u in untied)
+        if all_tied:
+            st.caption(
+                f"In {all_tied} of {len(untied)} tests the evaluator gave every original and its perturbed text the "
+                "same score: no untied pair, so no evidence either way (p = 1, D = 0 there). More repeats r give "
+                "finer averaged scores."
+            )
+        few = min((u for u in untied if u > 0), default=None)
+        if few is not None and few < 5:
+            st.caption(f"Some tests rest on only {few} untied pairs: their p cannot go below {0.5**few:.3f}.")
     cols = st.columns(len(results)) if len(results) <= 4 else None
     for i, res in enumerate(results):
         target = cols[i] if cols else st
@@ -315,8 +375,15 @@ def results_section() -> None:
         target.caption(
             f"D_min {view.fmt(res.d_min)} · D_EW_avg {view.fmt(res.d_ew_avg)} · D_EW_min {view.fmt(res.d_ew_min)}"
         )
-    st.plotly_chart(figs.make_discernment_figure(figs.overall_frame(results)), width="stretch", key="dhp_fig_overall")
-    measure = st.radio("Per perturbation", ["D", "D_EW"], horizontal=True, key="dhp_res_measure")
+    overall = figs.overall_frame(results)
+    if weights is None:  # no expert weights: no D_EW bars, rather than empty ones in the legend
+        overall = overall[~overall["score"].str.startswith("D_EW")]
+    st.plotly_chart(figs.make_discernment_figure(overall), width="stretch", key="dhp_fig_overall")
+    measure = "D"
+    if weights is None:
+        st.caption("D_EW needs the expert weights of a closed survey (pick one above, or run one under Expert survey).")
+    else:
+        measure = st.radio("Per perturbation", ["D", "D_EW"], horizontal=True, key="dhp_res_measure")
     labels = {p.key: p.label for p in task.perturbations}
     per = pd.DataFrame(
         [
@@ -340,7 +407,12 @@ def results_section() -> None:
     for res in results:
         with st.expander(f"Per-perturbation table · {res.model}", expanded=len(results) == 1):
             table = dhp.results_frame(res)
-            st.dataframe(view.result_table(table), hide_index=True, width="stretch")
+            shown = view.result_table(table)
+            shown["perturbation"] = shown["perturbation"].map(lambda k: labels.get(k, k))
+            # D first after the row's names: a wide table must not push the result off the right edge.
+            front = [c for c in ("perturbation", "level", "metric", "D", "D_EW") if c in shown.columns]
+            st.dataframe(shown, hide_index=True, width="stretch", placeholder="—",
+                         column_order=front + [c for c in shown.columns if c not in front])  # fmt: skip
             c = st.columns(2)
             c[0].download_button("CSV", table.to_csv(index=False).encode(), f"dhp_{res.model}.csv", "text/csv",
                                  key=f"dhp_csv_{res.model}", icon=":material/download:")  # fmt: skip
@@ -378,8 +450,8 @@ def survey_section() -> None:
     if st.session_state.dhp_survey not in ids:
         st.session_state.dhp_survey = ids[0]
     by_id = {x.id: x for x in surveys}
-    sid = st.selectbox("Survey", ids, key="dhp_survey",
-                       format_func=lambda i: f"#{i} · {by_id[i].title} · {by_id[i].status}")  # fmt: skip
+    # The status is shown under the selector, not in it: the selector would keep showing the old one after a change.
+    sid = st.selectbox("Survey", ids, key="dhp_survey", format_func=lambda i: f"#{i} · {by_id[i].title}")
     survey_live(sid)
 
 

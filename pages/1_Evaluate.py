@@ -10,7 +10,8 @@ from components.dcr_views import (
     evidence_for,
     make_rounds_figure,
     render_evaluation,
-    render_rewrites,
+    render_no_verdict,
+    render_rewrite_review,
     render_score,
     rounds_frame,
 )
@@ -51,6 +52,7 @@ for key, default in {
 run_param = st.query_params.get("run")
 if run_param and run_param.isdigit() and st.session_state.ev_run_id != int(run_param):
     st.session_state.ev_run_id = int(run_param)
+    st.session_state.ev_from_link = True  # opened by its URL: if it is missing, it may never have existed
 compare_param = st.query_params.get("compare")
 if compare_param and st.session_state.ev_compare != compare_param:
     st.session_state.ev_compare, st.session_state.ev_run_id = compare_param, None
@@ -95,6 +97,14 @@ def _open_compare(group: str | None) -> None:
         st.query_params.pop("compare", None)
     else:
         st.query_params["compare"] = group
+
+
+def _check_with_evidence(reference: str, candidate: str, task: str) -> None:
+    """Put the run's pair in the form and evaluate it with the offline evidence checker (no model)."""
+    st.session_state.ev_reference, st.session_state.ev_candidate, st.session_state.ev_task = reference, candidate, task
+    st.session_state.ev_method = "evidence"
+    st.session_state.ev_autorun = True
+    _open_run(None)
 
 
 def _start_from_final(reference: str, final: str) -> None:
@@ -187,15 +197,17 @@ with form_box:
                 "so the converter and the rounds do not apply."
             )
     b = st.container(horizontal=True)
-    go = b.button("Evaluate", type="primary", icon=":material/play_arrow:")
+    go = b.button("Evaluate", type="primary", icon=":material/play_arrow:") or st.session_state.pop("ev_autorun", False)
     go_compare = b.button(
         "Compare methods", icon=":material/compare:",
         help="DCE-AMC, Summ-NLI, Sent-NLI and QG-QA (as chosen in Options) on the same pair, side by side.",
     )  # fmt: skip
 
+# Each status box sits in a slot, emptied when the input is refused: no "Evaluating…" box is left behind.
 if go and nli.is_nli(st.session_state.ev_method):
+    slot = st.empty()
     try:
-        with st.status("Evaluating…", expanded=False) as status:
+        with slot.status("Evaluating…", expanded=False) as status:
             run_id = runs.start_method_run(
                 eng, backend, st.session_state.ev_reference, st.session_state.ev_candidate,
                 st.session_state.ev_method, window=int(st.session_state.ev_window),
@@ -205,11 +217,13 @@ if go and nli.is_nli(st.session_state.ev_method):
         _open_run(run_id)
         st.rerun()
     except InputError as exc:
+        slot.empty()
         st.error(str(exc), icon=":material/warning:")
     go = False
 if go_compare:
+    slot = st.empty()
     try:
-        with st.status("Comparing methods…", expanded=True) as status:
+        with slot.status("Comparing methods…", expanded=True) as status:
             group = runs.compare_methods(
                 eng, backend, st.session_state.ev_reference, st.session_state.ev_candidate,
                 st.session_state.ev_compare_methods, window=int(st.session_state.ev_window),
@@ -219,6 +233,7 @@ if go_compare:
         _open_compare(group)
         st.rerun()
     except InputError as exc:
+        slot.empty()
         st.error(str(exc), icon=":material/warning:")
 
 group = st.session_state.ev_compare
@@ -255,8 +270,9 @@ if go:
         amc=st.session_state.ev_amc,
         max_rounds=int(st.session_state.ev_rounds),
     )
+    slot = st.empty()
     try:
-        with st.status("Evaluating…", expanded=False) as status:
+        with slot.status("Evaluating…", expanded=False) as status:
             if backend.is_embedded and cfg.uses_model:
                 status.update(label="Starting the embedded model and evaluating…")
             run_id = runs.start_run(
@@ -267,15 +283,21 @@ if go:
         _open_run(run_id)
         st.rerun()
     except InputError as exc:
+        slot.empty()
         st.error(str(exc), icon=":material/warning:")
 
 run_id = st.session_state.ev_run_id
 if run_id is not None:
     detail = runs.load(eng, run_id)
     if detail is None:
-        st.warning(f"Run {run_id} no longer exists (it was deleted).")
+        if st.session_state.pop("ev_from_link", False):
+            st.warning(f"There is no run #{run_id}: check the link, or find the run in **History**.")
+        else:
+            st.warning(f"Run #{run_id} no longer exists (it was deleted).")
+        st.page_link("pages/2_History.py", label="Open History", icon=":material/history:")
         _open_run(None)
         st.stop()
+    st.session_state.ev_from_link = False
     r = detail.run
     st.divider()
     if nli.is_nli(r.method):
@@ -322,6 +344,7 @@ if run_id is not None:
         chosen = 0
     rnd = detail.rounds[chosen]
     render_score(rnd.evaluation, detail.usage)
+    render_no_verdict(rnd.evaluation, embedded=r.backend_kind == "embedded")
     noun = REFERENCE_NOUN.get(r.task, "reference")
     show_checker = False
     if r.method != "evidence":
@@ -344,17 +367,12 @@ if run_id is not None:
             st.plotly_chart(
                 make_rounds_figure(rounds_frame(detail.rounds)), width="stretch", config={"displayModeBar": False}
             )
-        if rnd.rewrites or rnd.improve_error:
-            st.markdown(f"**Rewrites proposed in round {rnd.index}**")
-            render_rewrites(
-                rnd,
-                lambda idx, ok: (runs.set_rewrite(eng, r.id, rnd.index, idx, ok), st.rerun()),
-                key_prefix=f"ev_rw_{r.id}",
-            )
         last = detail.rounds[-1]
         ev_last = last.evaluation
+        stopped = runs.stop_reason(detail)
         can_improve = (
-            not ev_last.all_consistent
+            r.method != "evidence"
+            and not ev_last.all_consistent
             and not ev_last.error
             and any(s.verdict == "inconsistent" for s in ev_last.sentences)
             and not (last.rewrites and not any(rw.changed for rw in last.rewrites))
@@ -367,8 +385,12 @@ if run_id is not None:
         elif chosen != n - 1:
             st.caption(f"Viewing round {chosen} of {n - 1}. Improving continues from the last round.")
         elif ev_last.all_consistent:
-            st.success(f"Every sentence is consistent after round {last.index}.", icon=":material/check_circle:")
-        elif can_improve:
+            st.success(
+                stopped or f"Every sentence is consistent after round {last.index}.", icon=":material/check_circle:"
+            )
+        elif stopped and ev_last.n_judged:
+            st.info(stopped, icon=":material/info:")
+        if r.method != "evidence" and chosen == n - 1 and can_improve:
             c = st.columns([1, 2])
             m = c[0].number_input("Up to round", min_value=last.index + 1, max_value=10,
                                   value=max(last.index + 1, r.max_rounds), key=f"ev_m_{r.id}_{n}")  # fmt: skip
@@ -377,15 +399,30 @@ if run_id is not None:
                     runs.improve_run(eng, backend, r.id, max_rounds=int(m), progress=status.write)
                     status.update(label="Improved", state="complete")
                 st.rerun()
-        elif last.rewrites and not any(rw.changed for rw in last.rewrites):
-            st.info("The improver proposed no change in the last round; the loop stopped.")
+        if chosen == n - 1 and not ev_last.n_judged and not ev_last.fatal and r.method != "evidence":
+            st.button(
+                "Check with the evidence checker", icon=":material/plagiarism:", key=f"ev_to_evidence_{r.id}",
+                on_click=_check_with_evidence, args=(detail.reference, detail.candidate, r.task),
+                help="Evaluate the same pair with the offline evidence checker, which calls no model.",
+            )  # fmt: skip
+
+        render_rewrite_review(
+            detail.rounds,
+            lambda rd, idx, ok: (runs.set_rewrite(eng, r.id, rd, idx, ok), st.rerun()),
+            key_prefix=f"ev_rw_{r.id}",
+        )
 
     st.markdown("#### Final text")
     final = runs.final_text(detail)
     n_rejected = sum(not rw.accepted for rd in detail.rounds for rw in rd.rewrites if rw.changed)
     st.caption(
         "The candidate with every accepted rewrite applied"
-        + (f" ({n_rejected} rejected rewrite(s) left out)." if n_rejected else ".")
+        + (
+            f" ({n_rejected} rejected rewrite(s) left out: the scores above are for the text with every rewrite "
+            "applied, so evaluate this text to score it)."
+            if n_rejected
+            else "."
+        )
         + " Copy it with the button in the box's corner."
     )
     st.code(final, language=None, wrap_lines=True)

@@ -5,7 +5,7 @@ import streamlit as st
 
 from components.annotate import render_run_annotation
 from components.dcr_views import colored_text_html, evidence_for, render_score, sentence_cards_html
-from components.nli_figures import ALL_METHOD_LABELS
+from components.nli_figures import ALL_METHOD_LABELS, method_name
 from components.nli_views import render_method_detail
 from components.report import render_report_download
 from components.ui import engine, page_setup
@@ -15,6 +15,17 @@ from services.dcr import REFERENCE_NOUN
 page_setup("History", ":material/history:")
 eng = engine()
 st.session_state.setdefault("hi_confirm_delete", None)
+
+
+def _ids_from(param: str | None) -> list[int]:
+    return [int(x) for x in (param or "").split(",") if x.strip().isdigit()]
+
+
+def _select(df: pd.DataFrame, ids: list[int]) -> None:
+    """Tick these runs in the table (before it is drawn); runs not in the table stay selected through the URL."""
+    shown = df["run"].tolist()
+    st.session_state.hi_table = {"selection": {"rows": [shown.index(i) for i in ids if i in shown]}}
+
 
 st.title("History")
 st.caption("Every evaluation run, from the app and from `cli.py`. Select one to reopen it, two to compare them.")
@@ -40,7 +51,7 @@ df = pd.DataFrame(
             "final Ẑ": r.final_score,
             "rounds": r.n_rounds,
             "status": r.status,
-            "method": r.method,
+            "method": method_name(r.method),
             "window": methods[r.id].window if r.id in methods else None,
             "candidate": preview,
             "task": r.task,
@@ -54,10 +65,21 @@ df = pd.DataFrame(
 q = st.text_input("Filter", placeholder="Search candidate text, model or task…", label_visibility="collapsed")
 if q:
     mask = df.apply(lambda row: q.lower() in " ".join(map(str, row.values)).lower(), axis=1)
-    df = df[mask]
+    df = df[mask].reset_index(drop=True)
+# The URL names the selected runs (`?run=3` or `?run=3,5`), so a selection is a link. A URL that changed outside
+# the table (a deep link, a link from another page) selects its runs; a new filter keeps the same runs selected,
+# since the table's selection is by row position.
+url = st.query_params.get("run", "")
+if url != st.session_state.get("hi_url_seen") or q != st.session_state.get("hi_q_seen", ""):
+    _select(df, _ids_from(url))
+    st.session_state.hi_url_seen, st.session_state.hi_q_seen = url, q
+    linked = [i for i in _ids_from(url) if runs.load(eng, i) is None]
+    if linked:
+        st.warning(f"There is no run {', '.join(f'#{i}' for i in linked)}: deleted, or the link is wrong.")
 event = st.dataframe(
     df,
     hide_index=True,
+    placeholder="—",
     width="stretch",
     on_select="rerun",
     selection_mode="multi-row",
@@ -69,11 +91,34 @@ event = st.dataframe(
         "run": st.column_config.NumberColumn(width="small"),
     },
 )
-selected = [int(df.iloc[i]["run"]) for i in event.selection.rows] if event and event.selection else []
+ticked = [int(df.iloc[i]["run"]) for i in event.selection.rows if i < len(df)] if event and event.selection else []
+# Runs selected through the URL but hidden by the filter (or older than the table) stay selected.
+hidden = [i for i in _ids_from(url) if i not in set(df["run"].tolist()) and runs.load(eng, i) is not None]
+selected = hidden + ticked
+new_url = ",".join(map(str, selected))
+if new_url != url:
+    if new_url:
+        st.query_params["run"] = new_url
+    else:
+        st.query_params.pop("run", None)
+    st.session_state.hi_url_seen = new_url
 
 if not selected:
     st.caption("Select a row to see its details; select two to compare.")
     st.stop()
+
+
+SETTING_LABELS = {
+    "model": "model", "task": "task", "method": "evaluator", "amc": "converter", "max_rounds": "maximum rounds m",
+    "n_rounds": "rounds", "initial_score": "initial Ẑ", "final_score": "final Ẑ",
+}  # fmt: skip
+
+
+def shown(v: object) -> str:
+    """A setting as read in the comparison: scores to 3 decimals, nothing as a dash."""
+    if v is None:
+        return "—"
+    return f"{v:.3f}" if isinstance(v, float) else str(v)
 
 
 def nf_mark(label: str | None) -> str:
@@ -101,7 +146,7 @@ def _details(run_id: int, annotate: bool = False) -> None:
                          icon=":material/compare:", query_params={"compare": m.compare_group})  # fmt: skip
     if d.rounds:
         last = d.rounds[-1]
-        render_score(last.evaluation, d.usage)
+        render_score(last.evaluation, d.usage, compact=not annotate)
         for rnd in d.rounds:
             with st.expander(
                 f"Round {rnd.index}: Ẑ = "
@@ -146,6 +191,9 @@ if st.session_state.hi_confirm_delete:
             for i in ids:
                 runs.delete(eng, i)
             st.session_state.hi_confirm_delete = None
+            # Nothing stays selected: the rows that move up into the deleted ones' places were never chosen.
+            st.query_params.pop("run", None)
+            st.session_state.hi_url_seen = None
             st.toast(f"Deleted {len(ids)} run(s).")
             st.rerun()
         if c[1].button("Cancel", key="hi_cancel_delete"):
@@ -157,8 +205,8 @@ if len(selected) == 2:
     a, b = (runs.load(eng, i) for i in selected)
     if a and b:
         diff = {
-            k: (getattr(a.run, k), getattr(b.run, k))
-            for k in ("model", "task", "method", "amc", "max_rounds", "n_rounds", "initial_score", "final_score")
+            label: tuple(shown(getattr(x.run, k)) for x in (a, b))
+            for k, label in SETTING_LABELS.items()
             if getattr(a.run, k) != getattr(b.run, k)
         }
         if a.reference != b.reference:

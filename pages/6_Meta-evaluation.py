@@ -328,7 +328,10 @@ if tab["RAI"].open:
                       "me_rai", raw=rai)  # fmt: skip
         st.caption("Inconsistent: score below 1 at round 0. Corrected: of those, the ones whose last round scores 1.")
         rounds = metaeval.rounds_of(data.items)
-        if batch.max_rounds == 0:
+        if batch.method == "evidence" or nli.is_nli(batch.method):
+            st.caption(":material/info: This batch's evaluator gives verdicts, not rewrites: there are no "
+                       "improvement rounds to show. RAI follows DCE batches only.")  # fmt: skip
+        elif batch.max_rounds == 0:
             st.caption(":material/info: This batch ran with 0 improvement rounds (evaluation only): start a batch "
                        "with rounds ≥ 1 on the Batches page to see RAI at work.")  # fmt: skip
         else:

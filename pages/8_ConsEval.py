@@ -168,8 +168,10 @@ if not studies:
 # -- a study --------------------------------------------------------------------------------------
 ids = [s.id for s in studies]
 if st.session_state.ce_selected not in ids:
+    if param and param.isdigit() and int(param) == st.session_state.ce_selected:  # a link to no study
+        st.warning(f"There is no study #{param} (deleted, or the link is wrong); showing study #{ids[0]}.")
     st.session_state.ce_selected = ids[0]
-labels = {s.id: f"#{s.id} · {s.name} · {s.status}" for s in studies}
+labels = {s.id: f"#{s.id} · {s.name}" for s in studies}  # the status is under it: a label in a selector goes stale
 st.selectbox("Study", ids, format_func=labels.get, key="ce_selected")
 st.query_params["study"] = str(st.session_state.ce_selected)
 sid = st.session_state.ce_selected

@@ -646,6 +646,17 @@ def list_runs(*, session: Session, set_id: int | None = None) -> list[DhpRunPubl
     return [DhpRunPublic.model_validate(r) for r in session.execute(q).scalars().all()]
 
 
+def same_run(set_id: int, backend: BackendConfig, *, repeats: int, seed: int, session: Session) -> DhpRunPublic | None:
+    """A queued, running or finished run of the set with the same model, endpoint, r and seed, if any:
+    starting another would only repeat it (its answers are cached)."""
+    q = select(DhpRun).where(
+        DhpRun.set_id == set_id, DhpRun.model == backend.model, DhpRun.base_url == backend.base_url,
+        DhpRun.repeats == repeats, DhpRun.seed == seed, DhpRun.status.in_(("queued", "running", "done")),  # type: ignore[union-attr]
+    )  # fmt: skip
+    row = session.execute(q.order_by(DhpRun.id.desc())).scalars().first()  # type: ignore[union-attr]
+    return DhpRunPublic.model_validate(row) if row else None
+
+
 def request_cancel(run_id: int, *, session: Session) -> None:
     session.execute(
         update(DhpRun).where(DhpRun.id == run_id, DhpRun.status.in_(("queued", "running"))).values(status="cancelled")  # type: ignore[union-attr]

@@ -595,7 +595,9 @@ def figure3(
                     d["human_label"])
     ]  # fmt: skip
     n_flag = int(d["model_is_consistent"].isna().sum())
-    if n_flag < len(d):  # the model's own is_consistent: DCE without AMC (the evidence checker has none)
+    # The model's own is_consistent: DCE without AMC. Only the DCE methods have one (the evidence checker's and
+    # the NLI methods' flag is their own verdict, not a model's answer without AMC).
+    if n_flag < len(d) and data.batch.method in ("dce-amc", "paragraph"):
         rows.append(
             _binary_row(
                 f"{_method_name(data.batch)} without AMC (model's is_consistent)", data.batch.id,

@@ -159,6 +159,11 @@ def improve_run(
             )
         saved(rnd)
 
+    with get_session(engine) as session:  # the m asked for now is the run's m: the stop reason is read against it
+        row = session.get(Run, run_id)
+        if row is not None and row.max_rounds != cfg.max_rounds:
+            row.max_rounds = cfg.max_rounds
+            session.add(row)
     if progress:
         progress(f"Improving from round {rounds[-1].index} (at most {cfg.max_rounds} rounds)…")
     try:
@@ -175,6 +180,38 @@ def improve_run(
         out = crud.load_run(session=session, run_id=run_id)
     assert out is not None
     return out
+
+
+def stop_reason(detail: crud.RunDetail) -> str | None:
+    """Why the run's last round cannot be improved further, or None while Improve can go on.
+
+    Algorithm 1 stops when every sentence is consistent or after m rounds; the app also stops early when a
+    round gives the improver nothing to work with (no inconsistent sentence, a failed call, or no change).
+    """
+    if not detail.rounds:
+        return None
+    last = detail.rounds[-1]
+    ev, r = last.evaluation, last.index
+    if ev.fatal:
+        return f"Round {r} could not be judged ({ev.error or 'the evaluator failed'}), so there is nothing to improve."
+    if ev.all_consistent:
+        return f"Every sentence is judged consistent in round {r}: Algorithm 1 stops here."
+    if last.improve_error:
+        return f"The improver failed in round {r} ({last.improve_error}); improving stopped there. Try Improve again."
+    if last.rewrites and not any(rw.changed for rw in last.rewrites):
+        return (
+            f"The improver proposed no change in round {r}: judging the same text again would repeat its verdicts, "
+            "so improving stopped early."
+        )
+    if not any(s.verdict == "inconsistent" for s in ev.sentences):
+        unknown = f" ({ev.n_unknown} of {len(ev.sentences)} could not be judged)" if ev.n_unknown else ""
+        return f"No sentence of round {r} is judged inconsistent{unknown}, so the improver has nothing to rewrite."
+    if r >= detail.run.max_rounds and r > 0:
+        return (
+            f"Round {r} is the maximum m = {detail.run.max_rounds} asked for: Algorithm 1 stops here. "
+            "Raise “Up to round” to go on."
+        )
+    return None
 
 
 def load(engine: Engine, run_id: int) -> crud.RunDetail | None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import db.engine
 from services import conseval as ce
 from services.config import BackendConfig
@@ -105,3 +107,29 @@ def test_deleting_a_study(open_page, judge):
     assert not at.exception
     assert ce.get_study(db.engine.get_engine(), sid) is None
     assert any(f"Study {sid} deleted" in s for s in texts(at.success))
+
+
+def test_a_link_to_a_missing_study_says_so(open_page, judge):
+    sid = seeded_study(judge, n_items=2)
+    at = open_page(CONSEVAL, query={"study": "99"})
+    assert not at.exception
+    assert any("There is no study #99" in w and f"showing study #{sid}" in w for w in texts(at.warning)), texts(
+        at.warning
+    )
+    assert at.query_params["study"] == str(sid)
+    at = at.run()
+    assert not any("There is no study" in w for w in texts(at.warning)), "said once, not on every rerun"
+
+
+def test_a_long_note_is_printed_in_full_under_the_table(open_page, judge):
+    sid = seeded_study(judge, n_items=2)
+    at = open_page(CONSEVAL, query={"study": str(sid)})
+    assert not at.exception
+    sc = next(df.value for df in at.dataframe if "note" in df.value.columns)
+    cells = [n for n in sc["note"] if n]
+    assert cells and all(re.fullmatch(r"note \d+", n) for n in cells), cells
+    captions = texts(at.caption)
+    results = ce.results_frame(ce.get_study(db.engine.get_engine(), sid).results)
+    for note in results["note"].dropna():
+        if note:
+            assert any(c.startswith("Note ") and c.endswith(f": {note}") for c in captions), note

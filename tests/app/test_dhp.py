@@ -151,3 +151,81 @@ def test_a_closed_survey_feeds_d_ew_in_the_results(open_page, judge):
     with get_session(eng) as s:
         expected = dhp.run_result(rid, session=s, weights={"typo": {"Fluency": 1}})
     assert f"D_EW_avg {expected.d_ew_avg:.2f}" in page_text(at)
+
+
+def test_the_benchmark_shows_its_size_and_does_not_start_the_same_run_twice(open_page, judge):
+    judge.responder = dhp_judge
+    sid = make_set(["typo:minor"])  # 8 originals + 8 typo texts
+    at = open_page(DHP, query={"view": "Benchmark"})
+    at.text_input(key="dhp_models").input("judge-a")
+    at = at.number_input(key="dhp_repeats").set_value(2).run()
+    assert "16 texts × 4 metrics × r = 2 × 1 model(s) = **128 model calls**" in page_text(at)
+    at = click(at, "Run")
+    at = click(at, "Run")  # the same settings again, as a second click or an Enter would
+    assert not at.exception
+    with get_session(db.engine.get_engine()) as s:
+        runs = dhp.list_runs(session=s, set_id=sid)
+    assert len(runs) == 1
+    assert f"run #{runs[0].id} (judge-a, r = 2, seed 0) is done with the same settings" in page_text(at)
+    at.number_input(key="dhp_run_seed").set_value(1)
+    at = click(at, "Run")
+    with get_session(db.engine.get_engine()) as s:
+        assert len(dhp.list_runs(session=s, set_id=sid)) == 2, "another seed is another run"
+
+
+def test_results_leave_out_cancelled_runs_and_explain_tied_tests(open_page, judge):
+    from sqlalchemy import update
+
+    from db.models import DhpRun
+
+    judge.responder = lambda body: (
+        {"ok": True} if last_user(body).startswith("Reply with the word OK") else {"score": 3}
+    )  # the same score for every text: every pair is tied
+    sid = make_set(["typo:minor"])
+    eng = db.engine.get_engine()
+    backend = dhp.backend_from_params({"kind": "openai", "base_url": judge.base_url, "model": "judge-a"})
+    with get_session(eng) as s:
+        done = dhp.create_run(sid, backend, repeats=1, session=s)
+        stopped = dhp.create_run(sid, backend.with_changes(model="judge-b"), repeats=1, session=s)
+    dhp.process_run(eng, done)
+    dhp.process_run(eng, stopped)
+    with get_session(eng) as s:
+        s.execute(update(DhpRun).where(DhpRun.id == stopped).values(status="cancelled", n_done=20))
+    at = open_page(DHP, query={"view": "Results"})
+    assert not at.exception
+    picker = at.multiselect(key="dhp_res_runs")
+    assert picker.value == [done], "the cancelled run is not in the results unless picked"
+    assert any("cancelled (partial: 20 of 64 scores)" in o for o in picker.options)
+    text = page_text(at)
+    assert "In 4 of 4 tests the evaluator gave every original and its perturbed text the same score" in text
+    assert "only 0 untied pairs" not in text
+    # No closed survey: no D_EW choice (its chart would be empty), and no D_EW bars in the overall chart.
+    assert not [r for r in at.radio if r.key == "dhp_res_measure"]
+    assert "D_EW needs the expert weights of a closed survey" in text
+    overall = at.get("plotly_chart")[0].proto.spec
+    assert "D_EW" not in overall and "D EW" not in overall
+
+
+def test_the_survey_status_is_shown_beside_the_selector_not_in_it(open_page):
+    # A browser keeps a selectbox's label as it was drawn: a status in it went stale after closing.
+    at = open_page(DHP, query={"view": "Expert survey"})
+    at = click(at, "Create survey")
+    assert not any("open" in o for o in at.selectbox(key="dhp_survey").options)
+    assert "**Status: open**" in page_text(at)
+    at = click(at, "Close the survey")
+    assert not at.exception
+    assert "**Status: closed**" in page_text(at)
+
+
+def test_the_demo_model_starts_with_a_small_benchmark_and_its_time(open_page):
+    # No LLM_BASE_URL: the backend is the embedded demo model (never started by this page).
+    at = open_page(DHP)
+    chosen = at.multiselect(key="dhp_perts").value
+    task = TASKS["summarization"]
+    assert 0 < len(chosen) < len(task.perturbations)
+    assert all(task.perturbation(k).spec.method == "rule" for k in chosen)
+    assert len({task.perturbation(k).level for k in chosen}) == len(chosen), "one per level"
+    make_set(["typo:minor"])
+    at = open_page(DHP, query={"view": "Benchmark"})
+    assert at.number_input(key="dhp_repeats").value == 1
+    assert re.search(r"= \*\*64 model calls\*\*, about \d+ min with the demo model", page_text(at)), page_text(at)

@@ -111,8 +111,13 @@ def test_improve_adds_rounds_and_the_round_selector_steps_through_them(open_page
     assert rounds.value == 1
     assert score(at) == "1.000"
     assert 'class="cs-chip inconsistent"' not in verdict_html(at)
-    assert any("Every sentence is consistent after round 1" in s for s in texts(at.success))
+    assert any("Every sentence is judged consistent in round 1" in s for s in texts(at.success))
     assert at.code[0].value == FIXED
+    # The rewrites are reviewed where Improve lands (the last round), not only on the round that proposed them.
+    keep = [s for s in at.segmented_control if s.key and s.key.startswith("ev_rw_")]
+    assert [k.value for k in keep] == ["Accept"], "the one rewrite, accepted by default, on the landing round"
+    assert any("Review the rewrites" in t for t in texts(at.markdown))
+    assert any("consistent] in round 1" in c for c in texts(at.caption)), "the rewrite's verdict in the next round"
     assert not any(b.label == "Improve" for b in at.button), "nothing left to improve"
     assert len(at.get("plotly_chart")) == 1, "the rounds chart appears once there are two rounds"
 
@@ -120,7 +125,7 @@ def test_improve_adds_rounds_and_the_round_selector_steps_through_them(open_page
     assert not at.exception
     assert score(at) == "0.667"
     assert verdict_html(at).count('class="cs-chip inconsistent"') == 1
-    assert any("Rewrites proposed in round 0" in t for t in texts(at.markdown))
+    assert any("Round 0 → round 1" in t for t in texts(at.markdown))
     assert any("1889" in t and "cs-ins" in t for t in texts(at.markdown)), "the rewrite's diff is shown"
     assert at.code[0].value == FIXED, "the final text does not depend on the round shown"
 
@@ -144,7 +149,6 @@ def test_evaluate_final_text_starts_a_new_run_from_it(open_page, judge):
 
 def test_rejecting_a_rewrite_keeps_the_original_sentence_in_the_final_text(open_page, judge):
     at = click(evaluate(open_page), "Improve")
-    at = at.segmented_control[0].set_value(0).run()
     keep = next(s for s in at.segmented_control if s.key and s.key.startswith("ev_rw_"))
     assert keep.value == "Accept"
     at = keep.set_value("Reject").run()
@@ -174,7 +178,8 @@ def test_link_to_a_missing_run_warns_instead_of_failing(open_page, judge, run):
     assert not at.exception
     assert not at.subheader
     if run == "999":
-        assert any("Run 999 no longer exists" in w for w in texts(at.warning)), texts(at.warning)
+        assert any("There is no run #999" in w for w in texts(at.warning)), texts(at.warning)
+        assert not any("deleted" in w for w in texts(at.warning)), "a run never made was not deleted"
         assert "run" not in at.query_params, "the dead link is dropped from the URL"
     # the page is still usable for a new evaluation
     assert at.text_area(key="ev_candidate") is not None and any(b.label == "Evaluate" for b in at.button)
@@ -335,3 +340,66 @@ def test_a_long_document_shows_which_sentences_each_method_used(open_page, nli_f
     shown = " ".join(texts(at.caption))
     assert "It was completed in 1889 for the World's Fair." in shown  # retrieved by ROUGE recall to the summary
     assert "Visitors bought 7 postcards" not in shown
+
+
+def test_a_run_deleted_while_open_says_it_was_deleted(open_page, judge):
+    at = evaluate(open_page)
+    runs.delete(db.engine.get_engine(), 1)
+    at = at.run()
+    assert not at.exception
+    assert any("Run #1 no longer exists (it was deleted)" in w for w in texts(at.warning)), texts(at.warning)
+
+
+def test_a_refused_input_leaves_no_running_status_box(open_page, judge, monkeypatch):
+    monkeypatch.setenv("MAX_INPUT_CHARS", "1000")
+    at = evaluate(open_page, reference="The Eiffel Tower stands in Paris. " * 100)
+    assert not at.exception
+    assert any("limit is 1,000" in e for e in texts(at.error)), texts(at.error)
+    assert not at.status, [s.label for s in at.status]
+    assert counts()["runs"] == 0
+
+
+def improve_up_to(at, m: int):
+    at.number_input(key="ev_m_1_1").set_value(m)
+    return click(at, "Improve")
+
+
+def test_improve_says_it_stopped_at_the_maximum_rounds_and_offers_more(open_page, judge):
+    from tests.fakes import answers_connection_check, toy_judge
+
+    judge.responder = answers_connection_check(toy_judge(bad="1999", fix="about 1999"))  # never fixed
+    at = improve_up_to(evaluate(open_page), 1)
+    assert not at.exception
+    assert [s.value for s in at.segmented_control if s.key and s.key.startswith("ev_round_")] == [1]
+    assert any("maximum m = 1" in i for i in texts(at.info)), texts(at.info)
+    assert any(b.label == "Improve" for b in at.button), "more rounds can still be asked for"
+    assert at.code[0].value.endswith("It was completed in about 1999. It is made of wrought iron.")
+
+
+def test_improve_says_why_it_stopped_early_when_the_improver_changes_nothing(open_page, judge):
+    from tests.fakes import answers_connection_check, toy_judge
+
+    judge.responder = answers_connection_check(toy_judge(bad="1999", fix="1999"))
+    at = improve_up_to(evaluate(open_page), 3)
+    assert not at.exception
+    assert not at.segmented_control or all(not s.key.startswith("ev_round_") for s in at.segmented_control)
+    assert any("proposed no change in round 0" in i and "stopped early" in i for i in texts(at.info)), texts(at.info)
+    assert not any(b.label == "Improve" for b in at.button)
+
+
+def test_a_model_that_judges_nothing_explains_itself_and_offers_the_evidence_checker(open_page, judge):
+    from tests.fakes import Reply, answers_connection_check
+
+    judge.responder = answers_connection_check(lambda body: Reply(content="I cannot say."))
+    at = evaluate(open_page)
+    assert not at.exception
+    assert score(at) == "n/a"
+    assert any("No sentence was judged" in w and "evidence checker" in w for w in texts(at.warning)), texts(at.warning)
+    assert not any(b.label == "Improve" for b in at.button)
+    n_requests = len(judge.requests)
+    at = click(at, "Check with the evidence checker")
+    assert not at.exception
+    assert [s.value for s in at.subheader] == ["Run #2 · Summarization"]
+    assert runs.load(db.engine.get_engine(), 2).run.method == "evidence"
+    assert score(at) != "n/a"
+    assert len(judge.requests) == n_requests, "the evidence checker calls no model"

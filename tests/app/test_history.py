@@ -26,7 +26,7 @@ def test_runs_are_listed_in_the_table(open_page, judge):
     assert row["candidate"].startswith("The Eiffel Tower is in Paris.")
     assert (row["task"], row["method"], row["model"], row["status"], row["source"]) == (
         "summarization",
-        "dce-amc",
+        "DCE-AMC",
         "fake-model",
         "done",
         "app",
@@ -78,7 +78,8 @@ def test_two_selected_runs_are_compared(open_page, judge):
     assert not at.exception
     assert any(s.startswith("Compare run #") for s in texts(at.subheader))
     diff = at.dataframe[1].value
-    assert set(diff["setting"]) >= {"candidate", "initial_score"}
+    assert set(diff["setting"]) >= {"candidate", "initial Ẑ"}
+    assert "initial_score" not in set(diff["setting"]) and not diff.isna().any().any()
     assert {"#### Run #1", "#### Run #2"} <= set(texts(at.markdown))
 
 
@@ -94,6 +95,52 @@ def test_delete_asks_first_then_removes_the_run(open_page, judge):
     assert not at.exception
     assert counts()["runs"] == 1
     assert runs.load(db.engine.get_engine(), run_id) is None
+    # The run that moved up into the deleted row's place was never chosen: nothing is selected, nothing offered.
+    assert "run" not in at.query_params
+    assert at.session_state["hi_table"]["selection"]["rows"] == []
+    assert not any(b.label.startswith("Delete") for b in at.button)
+    assert not any(t.startswith("#### Run #") for t in texts(at.markdown))
+
+
+def test_selecting_runs_puts_them_in_the_url(open_page, judge):
+    seed_run(judge)
+    seed_run(judge, candidate="The tower is made of wrought iron.")
+    at = select_rows(open_page(HISTORY), 0)
+    assert at.query_params["run"] == "2", "the newest run is the first row"
+    at = select_rows(at, 0, 1)
+    assert at.query_params["run"] == "2,1"
+    at = select_rows(at)
+    assert "run" not in at.query_params
+
+
+def test_a_link_to_a_run_selects_it(open_page, judge):
+    seed_run(judge)
+    seed_run(judge, candidate="The tower is made of wrought iron.")
+    at = open_page(HISTORY, query={"run": "1"})
+    assert not at.exception
+    assert at.session_state["hi_table"]["selection"]["rows"] == [1], "run 1 is the second row"
+    assert "#### Run #1" in texts(at.markdown)
+    assert any(b.label == "Reopen in Evaluate" for b in at.button)
+
+
+def test_a_filter_keeps_the_same_runs_selected(open_page, judge):
+    seed_run(judge)
+    seed_run(judge, candidate="The tower is made of wrought iron.")
+    at = select_rows(open_page(HISTORY), 1)  # run 1
+    at = at.text_input[0].input("Eiffel Tower is in Paris").run()
+    assert not at.exception
+    assert at.dataframe[0].value["run"].tolist() == [1]
+    assert at.session_state["hi_table"]["selection"]["rows"] == [0], "run 1, now the only row"
+    assert at.query_params["run"] == "1"
+    assert "#### Run #1" in texts(at.markdown) and "#### Run #2" not in texts(at.markdown)
+
+
+def test_a_link_to_a_missing_run_says_so(open_page, judge):
+    seed_run(judge)
+    at = open_page(HISTORY, query={"run": "99"})
+    assert not at.exception
+    assert any("There is no run #99" in w for w in texts(at.warning)), texts(at.warning)
+    assert "run" not in at.query_params
 
 
 def test_nli_runs_are_listed_with_their_method_and_window_and_reopen_with_their_windows(open_page, judge):
@@ -108,7 +155,7 @@ def test_nli_runs_are_listed_with_their_method_and_window_and_reopen_with_their_
     at = open_page(HISTORY)
     assert not at.exception
     df = at.dataframe[0].value.set_index("run")
-    assert df.loc[1, "method"] == "summ-nli" and df.loc[2, "method"] == "sent-nli"
+    assert df.loc[1, "method"] == "Summ-NLI" and df.loc[2, "method"] == "Sent-NLI"
     assert df.loc[2, "window"] == 2 and df.loc[2, "converter"] == "—"
     at = select_rows(at, 0)  # the newest run first: Sent-NLI, w = 2
     assert not at.exception

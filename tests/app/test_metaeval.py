@@ -237,3 +237,17 @@ def test_methods_tab_compares_batches_over_the_dataset_with_repeats_lengths_and_
     types = at.dataframe[2].value
     assert list(types["error_type"]) == ["entity", "number"]
     assert len(at.get("plotly_chart")) == 2  # methods and Figure 2
+
+
+def test_an_evidence_checker_batch_offers_no_rounds_and_no_row_without_amc(open_page, no_embeddings):
+    from tests.metaeval_seed import add_batch
+
+    ds, _ = seed(db.engine.get_engine(), HAND)
+    eid = add_batch(db.engine.get_engine(), ds, [Item([[X if i % 2 else C]], flag=not i % 2) for i in range(8)],
+                    method="evidence")  # fmt: skip
+    at = open_tab(open_page, eid, "RAI")
+    notes = texts(at.caption)
+    assert any("gives verdicts, not rewrites" in c for c in notes), notes
+    assert not any("rounds ≥ 1" in c for c in notes), "no advice to run rounds the evaluator cannot do"
+    at = open_tab(open_page, eid, "Figure 3")
+    assert not at.dataframe[0].value["evaluator"].str.contains("without AMC").any()

@@ -71,3 +71,11 @@ def test_length_figure_has_one_line_per_method_in_each_panel():
 def test_methods_figure():
     fig = nf.make_methods_figure(pd.DataFrame({"method": ["A"], "balanced_accuracy": [0.7], "calls_per_doc": [3.0]}))
     assert list(fig.data[0].y) == [0.7] and fig.data[1].yaxis == "y2"
+
+
+def test_method_cost_labels_stand_upright_on_two_lines():
+    fig = nf.make_method_cost_figure(
+        pd.DataFrame({"method": ["DCE-AMC", "Sent-NLI (w=1)"], "calls": [3, 6], "tokens": [900, 5000]})
+    )
+    assert list(fig.data[0].x) == ["DCE-AMC", "Sent-NLI<br>(w=1)"]
+    assert fig.layout.xaxis.tickangle == 0 and fig.layout.xaxis.automargin

@@ -146,7 +146,10 @@ def test_evaluate_and_improve_the_bundled_sample(live_app: LiveApp, page):
     pg.get_by_role("button", name=re.compile(r"^\W*(auto_fix_high)?\s*Improve$")).click()
     expect(rounds.get_by_text("Round 1", exact=True)).to_be_visible()
     expect(pg.locator(".cs-chip.inconsistent")).to_have_count(0)
-    expect(pg.get_by_text("Every sentence is consistent after round 1.")).to_be_visible()
+    expect(pg.get_by_text("Every sentence is judged consistent in round 1: Algorithm 1 stops here.")).to_be_visible()
+    # The rewrite is reviewed where Improve lands: accepted by default, with the verdict its text got.
+    expect(pg.get_by_text("Round 0 → round 1")).to_be_visible()
+    expect(pg.get_by_test_id("stButtonGroup").filter(has_text="Reject")).to_have_count(1)
     expect(metric(pg, "Score Ẑ")).to_have_text("1.000")
     expect(main(pg).get_by_test_id("stPlotlyChart")).to_be_visible()
     wait_idle(pg)
@@ -156,7 +159,7 @@ def test_evaluate_and_improve_the_bundled_sample(live_app: LiveApp, page):
     # step back to round 0 and forward again
     rounds.get_by_text("Round 0", exact=True).click()
     expect(pg.locator(".cs-chip.inconsistent")).to_have_count(1)
-    expect(pg.get_by_text("Rewrites proposed in round 0")).to_be_visible()
+    expect(pg.get_by_text("Round 0 → round 1")).to_be_visible()
     expect(metric(pg, "Score Ẑ")).to_have_text("0.750")
     wait_idle(pg)
     shot(pg, "05-evaluate-round0-with-rewrite")
@@ -191,7 +194,7 @@ def test_deep_link_opens_a_run_in_a_new_page(live_app: LiveApp, page):
     shot(page, "06-deep-link")
 
     page.goto(f"{live_app.url}/Evaluate?run=987654")
-    expect(page.get_by_text("Run 987654 no longer exists")).to_be_visible()
+    expect(page.get_by_text("There is no run #987654")).to_be_visible()
     wait_idle(page)
     no_exception(page)
 
@@ -217,6 +220,49 @@ def test_history_lists_runs_and_settings_loads(live_app: LiveApp, page):
     wait_idle(page)
     no_exception(page)
     shot(page, "08-settings")
+
+
+def run_exists(app: LiveApp, run_id: int) -> bool:
+    engine = make_engine(app.database_url)
+    try:
+        return runs.load(engine, run_id) is not None
+    finally:
+        engine.dispose()
+
+
+def tick_row(pg, table, row: int) -> None:
+    """Tick a row's selection checkbox: the grid draws on a canvas, rows 35 px high below a 35 px header."""
+    box = table.bounding_box()
+    pg.mouse.click(box["x"] + 16, box["y"] + 35 + 35 * row + 17)
+
+
+def test_history_link_selects_a_run_and_a_delete_leaves_nothing_selected(live_app: LiveApp, page):
+    first, chosen, last = (seed_run(live_app, f"History row {i} of the delete test.") for i in range(3))
+    page.goto(f"{live_app.url}/History?run={chosen}")
+    expect(page.get_by_role("heading", name=re.compile(rf"^Run #{chosen}$"))).to_be_visible()
+    wait_idle(page)
+    no_exception(page)
+    shot(page, "09-history-deep-link")
+
+    page.get_by_role("button", name=re.compile(r"Delete 1 run\(s\)$")).click()
+    expect(page.get_by_text(f"Delete run(s) {chosen} with their rounds")).to_be_visible()
+    page.get_by_role("button", name="Delete", exact=True).click()
+    expect(page.get_by_role("heading", name=re.compile(r"^Run #\d+$"))).to_have_count(0)
+    wait_idle(page)
+    no_exception(page)
+    assert not run_exists(live_app, chosen)
+    # Nothing is selected now: no run moved into the deleted one's place, so a second click deletes nothing.
+    expect(page.get_by_role("button", name=re.compile(r"Delete \d+ run\(s\)$"))).to_have_count(0)
+    expect(page).not_to_have_url(re.compile(r"[?&]run="))
+    assert run_exists(live_app, first) and run_exists(live_app, last)
+    shot(page, "10-history-after-delete")
+
+    # Ticking a row puts the run in the URL: the page is a link to it.
+    tick_row(page, page.get_by_test_id("stDataFrame"), 0)  # the newest run
+    expect(page.get_by_role("heading", name=re.compile(rf"^Run #{last}$"))).to_be_visible()
+    expect(page).to_have_url(re.compile(rf"[?&]run={last}\b"))
+    wait_idle(page)
+    no_exception(page)
 
 
 def test_meta_evaluation_deep_link_to_a_tab(live_app: LiveApp, page):

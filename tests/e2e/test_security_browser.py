@@ -116,7 +116,7 @@ def test_a_hostile_candidate_is_shown_as_text_on_evaluate(app, page):
     wait_idle(page)
     assert_inert(page, dialogs)
     rounds.get_by_text("Round 0", exact=True).click()
-    expect(page.get_by_text("Rewrites proposed in round 0")).to_be_visible()
+    expect(page.get_by_text("Round 0 → round 1")).to_be_visible()
     wait_idle(page)
     assert_inert(page, dialogs)
     ARTIFACTS.mkdir(exist_ok=True)

@@ -537,7 +537,11 @@ def test_figures_show_alphas_with_intervals_by_scale_definition_and_criterion(en
     assert bar.y[0] == pytest.approx(row.value)
     assert bar.error_y.array[0] == pytest.approx(row.ci_high - row.value)
     ic = make_ic_figure(d)
-    assert set(ic.data[0].x) == {"IC1", "IC2", "IC3", "IC4", "GS"}
+    # Greedy vs sampled: one bar per scale, never an average of α over scales.
+    gs_scales = d[(d.kind == "GS") & (d.criterion == "Helpfulness") & (d.granularity == "none")].scale
+    assert set(ic.data[0].x) == {"IC1", "IC2", "IC3", "IC4"} | {f"GS · {s}" for s in gs_scales}
+    gs_row = d[(d.kind == "GS") & (d.criterion == "Helpfulness") & (d.granularity == "none")].iloc[0]
+    assert ic.data[0].y[list(ic.data[0].x).index(f"GS · {gs_row.scale}")] == pytest.approx(gs_row.value)
     matrix = ce.model_method_matrix(df, "Helpfulness")
     mx = make_matrix_figure(matrix)
     assert list(mx.data[0].y) == list(matrix.index) and "SC" in list(mx.data[0].x)

@@ -234,6 +234,16 @@ def test_figure3_compares_amc_the_models_flag_and_a_paragraph_batch(engine):
     assert "Paragraph level" in p["evaluator"] and "without AMC" in flag["evaluator"]
 
 
+def test_figure3_has_no_row_without_amc_for_the_evidence_checker(engine):
+    ds, _ = seed(engine, HAND)
+    # The evidence checker records its own all-consistent verdict as the flag; it is no model's answer.
+    eid = add_batch(engine, ds, [Item([[X if i in (1, 2) else C]], flag=i not in (1, 2)) for i in range(8)],
+                    method="evidence")  # fmt: skip
+    f = metaeval.figure3(engine, eid)
+    assert len(f.frame) == 1
+    assert not f.frame["evaluator"].str.contains("without AMC").any()
+
+
 def test_figure3_refuses_a_batch_over_another_dataset(engine):
     _, bid = seed(engine, HAND)
     _, other = seed(engine, HAND, name="other")

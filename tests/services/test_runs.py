@@ -107,6 +107,15 @@ def test_improver_failure_is_kept_on_the_round(engine, backend, judge):
     assert len(d.rounds) == 1
     assert "Cannot reach" in d.rounds[0].improve_error
     assert d.usage["errors"] == 1
+    assert "The improver failed in round 0" in runs.stop_reason(d)
+
+
+def test_stop_reason_is_none_while_improve_can_go_on_and_names_each_stop(engine, backend, judge):
+    run_id = runs.start_run(engine, backend, REF, CAND, DCRConfig())
+    assert runs.stop_reason(runs.load(engine, run_id)) is None, "round 0 with an inconsistent sentence"
+    d = runs.improve_run(engine, backend, run_id, max_rounds=2)
+    assert d.run.max_rounds == 2, "the m asked for is the run's m"
+    assert runs.stop_reason(d) == "Every sentence is judged consistent in round 1: Algorithm 1 stops here."
 
 
 @pytest.mark.parametrize(
