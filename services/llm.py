@@ -183,6 +183,9 @@ def _body(exc: openai.APIStatusError) -> str:
 class LLMClient:
     """OpenAI-compatible chat client with structured output, retries, a cache and a usage ledger."""
 
+    # Called before every request is sent; may raise to stop it (a batch worker that lost its item).
+    before_send: Callable[[], None] | None = None
+
     def __init__(
         self,
         backend: BackendConfig,
@@ -292,6 +295,8 @@ class LLMClient:
         elif mode == "json_object":
             kwargs["response_format"] = {"type": "json_object"}
         with self._sem:
+            if self.before_send is not None:
+                self.before_send()
             resp = None
             if probe:
                 # A first json_schema request probes support without SDK retries: llama.cpp answers 500

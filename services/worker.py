@@ -51,10 +51,13 @@ class Joiner:
 
 def housekeeping(
     stop: threading.Event,
-    every: float = batches.HEARTBEAT_EVERY,
-    recover_every: float = 5.0,
+    every: float | None = None,
+    recover_every: float | None = None,
     join: Joiner | None = None,
 ) -> None:
+    every = batches.heartbeat_period() if every is None else every
+    if recover_every is None:
+        recover_every = min(5.0, batches.stale_limit().total_seconds() / 4)
     engine = get_engine()
     wid = batches.worker_id()
     last = 0.0
