@@ -146,12 +146,45 @@ def loads_lenient(raw: str) -> Any:
     return value
 
 
+def is_cut_off(raw: str) -> bool:
+    """True when the answer's first JSON value opens a string, object or array it never closes."""
+    text = raw.strip()
+    try:
+        json.loads(text)
+        return False
+    except ValueError:
+        pass
+    starts = [i for i in (text.find("{"), text.find("[")) if i >= 0]
+    if not starts:
+        return False
+    depth, in_string, escaped = 0, False, False
+    for ch in text[min(starts) :]:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "{[":
+            depth += 1
+        elif ch in "}]":
+            depth -= 1
+            if depth == 0:
+                return False  # the value is whole; anything after it is prose
+    return True
+
+
 def describe_error(exc: Exception, backend: BackendConfig, base_url: str) -> BackendError:
     """Turn an SDK exception into a message a user can act on."""
     if isinstance(exc, openai.APITimeoutError):
         return BackendError(f"No answer from {base_url} within {backend.timeout:g} s (timeout).")
     if isinstance(exc, openai.APIConnectionError):
         cause = exc.__cause__ or exc
+        if "complete message body" in str(cause):  # the server answered, but the body stopped short
+            return BackendError(f"The answer from {base_url} was cut short on the way ({cause}).")
         return BackendError(f"Cannot reach {base_url}: {cause}. Is the server running?", fatal=True)
     if isinstance(exc, openai.AuthenticationError):
         return BackendError(
@@ -298,20 +331,26 @@ class LLMClient:
             if self.before_send is not None:
                 self.before_send()
             resp = None
-            if probe:
-                # A first json_schema request probes support without SDK retries: llama.cpp answers 500
-                # to it, which the SDK would otherwise retry with backoff. Rate limits and network
-                # trouble are not an answer about support: those go on to the normal, retried request.
-                try:
-                    resp = self._post(self.sdk().with_options(max_retries=0), kwargs)
-                except openai.APITimeoutError:
-                    raise
-                except openai.RateLimitError as exc:
-                    time.sleep(_retry_after(exc))
-                except openai.APIConnectionError:
-                    pass
-            if resp is None:
-                resp = self._post(self.sdk(), kwargs)
+            try:
+                if probe:
+                    # A first json_schema request probes support without SDK retries: llama.cpp answers 500
+                    # to it, which the SDK would otherwise retry with backoff. Rate limits and network
+                    # trouble are not an answer about support: those go on to the normal, retried request.
+                    try:
+                        resp = self._post(self.sdk().with_options(max_retries=0), kwargs)
+                    except openai.APITimeoutError:
+                        raise
+                    except openai.RateLimitError as exc:
+                        time.sleep(_retry_after(exc))
+                    except openai.APIConnectionError:
+                        pass
+                if resp is None:
+                    resp = self._post(self.sdk(), kwargs)
+            except ValueError as exc:  # the body is not JSON: cut short on the way, or not an API server
+                raise BackendError(
+                    f"The answer from {self.base_url} is not readable JSON ({exc}); the response was cut short "
+                    "or the server is not an OpenAI-compatible API."
+                ) from None
         choices = resp.get("choices") if isinstance(resp, dict) else None
         if not choices:
             raise BackendError("The server returned no choices.")
@@ -379,7 +418,7 @@ class LLMClient:
         rec = CallRecord(stage=stage, prompt_version=prompt_version, cached=False)
         if self.cache is not None:
             hit = self.cache.get(key)
-            if hit is not None:
+            if hit is not None and not is_cut_off(hit["raw"]):
                 try:
                     value = parse(loads_lenient(hit["raw"]))
                     rec.cached = True
@@ -416,11 +455,12 @@ class LLMClient:
         reply = self._request_with_fallback(messages, schema, temp, rec)
         rec.prompt_tokens += reply.prompt_tokens
         rec.completion_tokens += reply.completion_tokens
-        value, problem = _try_parse(reply.raw, parse)
+        # A cut-off answer is never used, even when a repair could make it parse: the repair would drop
+        # whatever the model had still to say.
+        cut = self._cut_reason(reply)
+        value, problem = (None, cut) if cut else _try_parse(reply.raw, parse)
         if problem is None:
             return CallResult(value=value, raw=reply.raw)
-        if reply.finish_reason == "length":
-            problem += f"; the answer was cut at max_tokens={self.backend.max_tokens}"
         retry_msgs = [
             *messages,
             {"role": "assistant", "content": reply.raw},
@@ -429,14 +469,26 @@ class LLMClient:
         second = self._request_with_fallback(retry_msgs, schema, temp, rec)
         rec.prompt_tokens += second.prompt_tokens
         rec.completion_tokens += second.completion_tokens
-        value, problem2 = _try_parse(second.raw, parse)
+        cut = self._cut_reason(second)
+        value, problem2 = (None, cut) if cut else _try_parse(second.raw, parse)
         if problem2 is None:
             return CallResult(value=value, raw=second.raw)
-        return CallResult(
-            value=None,
-            raw=second.raw,
-            error=f"The model's answer could not be read, twice: {problem2}. Answer began: {second.raw[:160]!r}",
-        )
+        if cut:
+            error = (
+                f"The model's answer was cut off, twice ({cut}), so it is not used. Raise the max tokens "
+                "(Settings, or LLM_MAX_TOKENS) if the answers need more room."
+            )
+        else:
+            error = f"The model's answer could not be read, twice: {problem2}. Answer began: {second.raw[:160]!r}"
+        return CallResult(value=None, raw=second.raw, error=error)
+
+    def _cut_reason(self, reply: _Reply) -> str | None:
+        """Why the answer is incomplete (the server stopped it at max_tokens, or its JSON breaks off)."""
+        if reply.finish_reason == "length":
+            return f"the answer was cut at max_tokens={self.backend.max_tokens}"
+        if is_cut_off(reply.raw):
+            return "the answer breaks off before its JSON is closed"
+        return None
 
     def test_connection(self) -> tuple[bool, str]:
         """A one-token round trip; returns (ok, message)."""

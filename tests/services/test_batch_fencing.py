@@ -86,9 +86,8 @@ def test_a_paused_worker_sends_and_writes_nothing_another_worker_finished(tmp_pa
         wid = f"{socket.gethostname()}:{paused.pid}"
         try:
             _wait(lambda: len(batches.live_workers(engine)) == 2, "both workers started")
-            subprocess.run(
-                [sys.executable, "-c", f"from services.jobs import enqueue; enqueue({bid})"], env=machines[1], check=True
-            )
+            enqueue = f"from services.jobs import enqueue; enqueue({bid})"
+            subprocess.run([sys.executable, "-c", enqueue], env=machines[1], check=True)
 
             def held_by_paused() -> list[str]:
                 return [i for i, (s, w, _) in _status_by_item(engine, bid).items() if s == "running" and w == wid]
