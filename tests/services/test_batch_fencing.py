@@ -139,7 +139,7 @@ def test_a_result_is_written_only_under_the_claim_it_was_made_for(file_engine):
     ds = make_dataset(file_engine, 2)
     bid = batches.create_batch(file_engine, dataset_id=ds, backend=judge_backend_stub(), cfg=EVAL)
     a = batches.claim_leases(file_engine, bid, "a:1", 1)
-    (item, attempt_a), = a.items()
+    ((item, attempt_a),) = a.items()
     batches.heartbeat(file_engine, "a:1")
     _age_heartbeat(file_engine, "a:1", 3600)
     batches.recover(file_engine)  # a is silent: its item goes back to the queue
