@@ -51,12 +51,12 @@ def engine():
     return get_engine()
 
 
-@st.cache_resource(show_spinner=False)
 def batch_worker():
-    """The background worker that runs batches, started with the app (once per server process)."""
-    from services.jobs import spawn_worker
+    """The background worker that runs batches: started with the app by serve.py, else by the first page
+    shown (once per server process; again if it died)."""
+    from services.jobs import ensure_worker
 
-    return spawn_worker()
+    return ensure_worker()
 
 
 def current_backend() -> BackendConfig:
@@ -119,6 +119,7 @@ def page_setup(title: str, icon: str) -> BackendConfig:
     """Common page start: config, styles, sidebar. Returns the backend in use."""
     st.set_page_config(page_title=f"{title} · Consistency Studio", page_icon=icon, layout="wide")
     st.html(CSS)
+    batch_worker()
     backend = current_backend()
     with st.sidebar:
         st.markdown("### Consistency Studio")
