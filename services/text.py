@@ -7,11 +7,14 @@ import difflib
 import html
 import io
 import json
+import logging
 import re
 import threading
 from pathlib import Path
 
 import pysbd
+
+log = logging.getLogger(__name__)
 
 
 class InputError(ValueError):
@@ -91,8 +94,11 @@ def _read_pdf(name: str, data: bytes) -> str:
     try:
         reader = PdfReader(io.BytesIO(data))
         pages = [page.extract_text() or "" for page in reader.pages]
-    except (PdfReadError, ValueError, OSError, KeyError) as exc:
-        raise InputError(f"{name} could not be read as a PDF ({exc}).") from None
+    except PdfReadError as exc:
+        raise InputError(f"{name} could not be read as a PDF ({_reason(exc)}).") from None
+    except Exception as exc:  # a damaged file makes the parser fail in many ways; none is the user's to debug
+        log.info("%s: PDF reader failed: %r", name, exc)
+        raise InputError(f"{name} could not be read as a PDF: the file is damaged or not a PDF.") from None
     text = "\n\n".join(p.strip() for p in pages if p.strip())
     if not text:
         raise InputError(f"{name} has no extractable text (a scanned PDF?). Paste the text instead.")
@@ -106,9 +112,21 @@ def _read_docx(name: str, data: bytes) -> str:
 
     try:
         document = docx.Document(io.BytesIO(data))
-    except (zipfile.BadZipFile, KeyError, ValueError, OSError) as exc:
-        raise InputError(f"{name} could not be read as a Word document ({exc}).") from None
-    return "\n\n".join(p.text for p in document.paragraphs if p.text.strip())
+        return "\n\n".join(p.text for p in document.paragraphs if p.text.strip())
+    except zipfile.BadZipFile:
+        raise InputError(f"{name} could not be read as a Word document: it is not a .docx file (a .doc?).") from None
+    except Exception as exc:  # broken XML inside (lxml), missing parts, ...: all mean a damaged document
+        log.info("%s: Word reader failed: %r", name, exc)
+        raise InputError(
+            f"{name} could not be read as a Word document: the file is damaged. Open and save it again, "
+            "or paste the text."
+        ) from None
+
+
+def _reason(exc: Exception) -> str:
+    """The first line of a parser's message, without any file path in it."""
+    first = (str(exc).splitlines() or [type(exc).__name__])[0]
+    return re.sub(r"(?:[A-Za-z]:)?[\\/][^\s'\"]+", "…", first)[:160]
 
 
 def check_pair(reference: str, candidate: str, *, max_chars: int) -> list[str]:
