@@ -56,6 +56,12 @@ SUPPORTED_UPLOADS = ("txt", "md", "pdf", "docx")
 MAX_UPLOAD_MB = 20
 
 
+def check_size(data: bytes, name: str, advice: str) -> None:
+    """InputError when `data` is over the one upload limit (MAX_UPLOAD_MB), whoever sent it."""
+    if len(data) > MAX_UPLOAD_MB * 1024 * 1024:
+        raise InputError(f"{name} is {len(data) / 1024 / 1024:.1f} MB; the limit is {MAX_UPLOAD_MB} MB. {advice}")
+
+
 def read_document(name: str, data: bytes) -> str:
     """Text of an uploaded .txt, .md, .pdf or .docx file; raises InputError with the reason."""
     suffix = Path(name).suffix.lower().lstrip(".")
@@ -63,11 +69,7 @@ def read_document(name: str, data: bytes) -> str:
         raise InputError(f"{name}: unsupported file type '.{suffix}'. Use .txt, .md, .pdf or .docx.")
     if not data:
         raise InputError(f"{name} is empty.")
-    if len(data) > MAX_UPLOAD_MB * 1024 * 1024:
-        raise InputError(
-            f"{name} is {len(data) / 1024 / 1024:.1f} MB; the limit is {MAX_UPLOAD_MB} MB. "
-            "Upload a shorter document or paste the part to check."
-        )
+    check_size(data, name, "Upload a shorter document or paste the part to check.")
     if suffix in ("txt", "md"):
         if b"\x00" in data[:8192]:
             raise InputError(f"{name} looks like a binary file, not text.")
