@@ -79,6 +79,7 @@ def set_backend(backend: BackendConfig, typed_key: str | None) -> None:
     """Remember a backend for this browser session; a typed key lives only in session state."""
     d = backend.public()
     d.pop("has_api_key", None)
+    d["base_url"] = backend.base_url  # this session's memory only: credentials in it are never stored
     st.session_state[BACKEND_KEY] = d
     if typed_key:
         st.session_state[API_KEY_KEY] = typed_key
@@ -132,6 +133,6 @@ def page_setup(title: str, icon: str) -> BackendConfig:
             st.markdown(f"**Embedded demo model**  \n`{EMBEDDED_MODEL_NAME}` · offline")
             st.caption(":orange[Demo-grade judge: near chance on consistency.]")
         else:
-            st.markdown(f"**{backend.model}**  \n`{backend.base_url}`")
+            st.markdown(f"**{backend.model}**  \n`{backend.public_url}`")
         st.caption(f"temperature {backend.temperature:g} · max tokens {backend.max_tokens}")
     return backend

@@ -207,7 +207,7 @@ def benchmark_section() -> None:
         c = st.columns([3, 1, 1])
         models = c[0].text_input(
             "Evaluator models", value=backend.model, key="dhp_models",
-            help=f"Comma-separated model names at {backend.base_url or 'the embedded server'}; one run each.",
+            help=f"Comma-separated model names at {backend.public_url or 'the embedded server'}; one run each.",
         )  # fmt: skip
         repeats = c[1].number_input("Repeats r", 1, 20, 5, key="dhp_repeats")
         seed = c[2].number_input(

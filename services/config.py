@@ -11,6 +11,8 @@ from typing import Any, Literal
 from pydantic import AliasChoices, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from services.redact import redact_url
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 SECRETS_FILE = PROJECT_ROOT / ".streamlit" / "secrets.toml"
 
@@ -128,12 +130,18 @@ class BackendConfig:
     def label(self) -> str:
         if self.is_embedded:
             return f"Embedded demo model ({EMBEDDED_MODEL_NAME}, offline)"
-        return f"{self.model} at {self.base_url}"
+        return f"{self.model} at {self.public_url}"
+
+    @property
+    def public_url(self) -> str | None:
+        """The base URL as it may be stored, logged or shown: credentials in it stay in memory only."""
+        return redact_url(self.base_url)
 
     def public(self) -> dict[str, Any]:
-        """A dict safe to store or export: everything but the key."""
+        """A dict safe to store or export: everything but the key and credentials in the URL."""
         d = asdict(self)
         d.pop("api_key", None)
+        d["base_url"] = self.public_url
         d["has_api_key"] = bool(self.api_key and self.api_key.get_secret_value())
         return d
 
@@ -152,7 +160,13 @@ def backend_from_record(
     kw = {k: v for k, v in (params or {}).items() if k in RECORDED_PARAMS} | overrides
     if kind == "embedded":
         return BackendConfig(kind="embedded", **kw)
-    return BackendConfig(kind="openai", base_url=base_url, model=model, api_key=get_settings().llm_api_key, **kw)
+    s = get_settings()
+    # Credentials in the URL are never stored either: this process's LLM_BASE_URL supplies them when it
+    # names the same endpoint.
+    own = (s.llm_base_url or "").rstrip("/")
+    if base_url and own and own != base_url and redact_url(own) == base_url:
+        base_url = own
+    return BackendConfig(kind="openai", base_url=base_url, model=model, api_key=s.llm_api_key, **kw)
 
 
 def backend_from_settings(settings: Settings | None = None) -> BackendConfig:

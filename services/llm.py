@@ -20,6 +20,7 @@ import openai
 from pydantic import ValidationError
 
 from services.config import BackendConfig
+from services.redact import REDACTED, redact_url, url_secrets
 
 log = logging.getLogger(__name__)
 
@@ -178,7 +179,15 @@ def is_cut_off(raw: str) -> bool:
 
 
 def describe_error(exc: Exception, backend: BackendConfig, base_url: str) -> BackendError:
-    """Turn an SDK exception into a message a user can act on."""
+    """Turn an SDK exception into a message a user can act on (never with credentials from the URL)."""
+    err = _describe_error(exc, backend, base_url)
+    message = str(err)
+    for secret in url_secrets(backend.base_url):
+        message = message.replace(secret, REDACTED)
+    return err if message == str(err) else BackendError(message, fatal=err.fatal)
+
+
+def _describe_error(exc: Exception, backend: BackendConfig, base_url: str) -> BackendError:
     if isinstance(exc, openai.APITimeoutError):
         return BackendError(f"No answer from {base_url} within {backend.timeout:g} s (timeout).")
     if isinstance(exc, openai.APIConnectionError):
@@ -259,6 +268,11 @@ class LLMClient:
             else:
                 self._base_url = (self.backend.base_url or "").rstrip("/")
         return self._base_url
+
+    @property
+    def public_url(self) -> str:
+        """The base URL as messages may show it (no credentials)."""
+        return redact_url(self.base_url) or ""
 
     def sdk(self) -> openai.OpenAI:
         """The SDK client of this thread. Threads are spread over several clients, because one HTTP
@@ -348,7 +362,7 @@ class LLMClient:
                     resp = self._post(self.sdk(), kwargs)
             except ValueError as exc:  # the body is not JSON: cut short on the way, or not an API server
                 raise BackendError(
-                    f"The answer from {self.base_url} is not readable JSON ({exc}); the response was cut short "
+                    f"The answer from {self.public_url} is not readable JSON ({exc}); the response was cut short "
                     "or the server is not an OpenAI-compatible API."
                 ) from None
         choices = resp.get("choices") if isinstance(resp, dict) else None
@@ -381,7 +395,7 @@ class LLMClient:
             try:
                 reply = self._request(messages, schema, mode, temperature, probe=probe)
             except (openai.BadRequestError, openai.UnprocessableEntityError, openai.InternalServerError) as exc:
-                last = describe_error(exc, self.backend, self.base_url)
+                last = describe_error(exc, self.backend, self.public_url)
                 # A 500 means "unsupported" only for the json_schema probe; elsewhere it is a failing server.
                 unsupported = not isinstance(exc, openai.InternalServerError) or probe
                 if mode == "text" or i == len(modes) - 1 or not unsupported:
@@ -389,7 +403,7 @@ class LLMClient:
                 log.info("server refused response_format=%s (%s); trying the next mode", mode, exc)
                 continue
             except openai.OpenAIError as exc:
-                raise describe_error(exc, self.backend, self.base_url) from exc
+                raise describe_error(exc, self.backend, self.public_url) from exc
             finally:
                 rec.requests += self._sent.n
             if schema is not None:
@@ -413,7 +427,7 @@ class LLMClient:
         temp = self.backend.temperature if temperature is None else temperature
         params = {"temperature": temp, "max_tokens": self.backend.max_tokens}
         # Two servers may serve different models under one name; the embedded server's port changes per start.
-        model_id = self.backend.model if self.backend.is_embedded else f"{self.backend.base_url}|{self.backend.model}"
+        model_id = self.backend.model if self.backend.is_embedded else f"{self.backend.public_url}|{self.backend.model}"
         key = cache_key(model_id, prompt_version, messages, params, sample_index)
         rec = CallRecord(stage=stage, prompt_version=prompt_version, cached=False)
         if self.cache is not None:
@@ -505,12 +519,13 @@ class LLMClient:
                 temperature=0,
             )
         except openai.OpenAIError as exc:
-            return False, str(describe_error(exc, self.backend, base))
+            return False, str(describe_error(exc, self.backend, redact_url(base)))
         ms = (time.perf_counter() - started) * 1000
         text = (resp.choices[0].message.content or "").strip() if resp.choices else ""
         return (
             True,
-            f"Connected to {base}: model '{resp.model or self.backend.model}' answered {text!r} in {ms:.0f} ms.",
+            f"Connected to {redact_url(base)}: model '{resp.model or self.backend.model}' answered {text!r} "
+            f"in {ms:.0f} ms.",
         )
 
 
