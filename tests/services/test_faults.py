@@ -16,7 +16,7 @@ from db.engine import make_engine
 from db.models import BatchItem, DatasetItem
 from services import batches, dcr
 from services.config import BackendConfig
-from tests.fakes import FakeOpenAIServer, Reply, _Handler, _Server, last_user, toy_judge
+from tests.fakes import FakeOpenAIServer, Reply, _Handler, last_user, toy_judge
 from tests.services.test_batches import BAD, FIX, make_dataset
 
 DROP = "x-fault-drop"
@@ -41,13 +41,7 @@ class _FaultyHandler(_Handler):
 class FaultyServer(FakeOpenAIServer):
     """The fake server, able to drop a connection: a Reply whose headers hold x-fault-drop."""
 
-    def start(self) -> FaultyServer:
-        httpd = _Server(("127.0.0.1", 0), _FaultyHandler)
-        httpd.fake = self
-        self._httpd = httpd
-        self._thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-        self._thread.start()
-        return self
+    handler_class = _FaultyHandler
 
 
 def item_no(body: dict) -> int | None:

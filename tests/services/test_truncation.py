@@ -4,14 +4,13 @@ wire. Each is a failure with its reason, counted, never cached, and a later run 
 from __future__ import annotations
 
 import json
-import threading
 
 import pytest
 from pydantic import BaseModel
 
 from services.config import BackendConfig
 from services.llm import LLMClient, is_cut_off
-from tests.fakes import FakeOpenAIServer, Reply, _Handler, _Server
+from tests.fakes import FakeOpenAIServer, Reply, _Handler
 
 CUT = "x-fault-cut"  # keep this many bytes of the body; Content-Length says the cut length
 SHORT = "x-fault-short"  # announce the whole body, send this many bytes, close
@@ -36,13 +35,7 @@ class _CuttingHandler(_Handler):
 class CuttingServer(FakeOpenAIServer):
     """The fake server, able to cut a response body (headers x-fault-cut / x-fault-short on a Reply)."""
 
-    def start(self) -> CuttingServer:
-        httpd = _Server(("127.0.0.1", 0), _CuttingHandler)
-        httpd.fake = self
-        self._httpd = httpd
-        self._thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-        self._thread.start()
-        return self
+    handler_class = _CuttingHandler
 
 
 class Verdicts(BaseModel):
