@@ -68,7 +68,6 @@ EMBEDDING_METRIC = "embedding_minilm"
 EVIDENCE_METRIC = "evidence_lexical"
 
 
-
 # -- loading a batch -----------------------------------------------------------------------------
 @dataclass(frozen=True)
 class BatchData:
