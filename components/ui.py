@@ -119,8 +119,8 @@ ROOT = Path(__file__).resolve().parent.parent
 def page_setup(title: str, icon: str) -> BackendConfig:
     """Common page start: config, styles, sidebar. Returns the backend in use."""
     st.set_page_config(page_title=f"{title} · Consistency Studio", page_icon=icon, layout="wide")
-    st.html(CSS)
     batch_worker()
+    st.html(CSS)
     backend = current_backend()
     with st.sidebar:
         st.markdown("### Consistency Studio")

@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import AliasChoices, Field, SecretStr, model_validator
+from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from services.redact import redact_url
@@ -61,10 +61,6 @@ class Settings(BaseSettings):
     llm_max_retries: int = 3
     # A worker's own endpoints for the batch's model (comma-separated): it spreads its items over them.
     llm_worker_base_urls: str | None = None
-    database_url: str | None = None
-    data_dir: Path = PROJECT_ROOT / "data"
-    embedded_ctx: int = 8192
-    max_input_chars: int = 200_000
     # Worker timings, in seconds, one set for the database and the batch workers. A worker whose heartbeat is
     # older than worker_stale_after has its items returned to the queue; a heartbeat write can wait up to
     # db_busy_timeout on a locked SQLite file, so the stale limit must stay well above both.
@@ -72,16 +68,10 @@ class Settings(BaseSettings):
     worker_heartbeat: float = Field(default=3.0, gt=0)
     worker_stale_after: float = Field(default=90.0, gt=0)
 
-    @model_validator(mode="after")
-    def _consistent_timings(self) -> Settings:
-        floor = self.db_busy_timeout + 2 * self.worker_heartbeat
-        if self.worker_stale_after <= floor:
-            raise ValueError(
-                f"WORKER_STALE_AFTER ({self.worker_stale_after:g} s) must exceed DB_BUSY_TIMEOUT plus two "
-                f"WORKER_HEARTBEAT periods ({floor:g} s): a worker waiting on a lock would otherwise be taken "
-                "for dead while it still works."
-            )
-        return self
+    database_url: str | None = None
+    data_dir: Path = PROJECT_ROOT / "data"
+    embedded_ctx: int = 8192
+    max_input_chars: int = 200_000
 
     @classmethod
     def settings_customise_sources(
@@ -98,6 +88,16 @@ class Settings(BaseSettings):
             return url
         self.data_dir.mkdir(parents=True, exist_ok=True)
         return f"sqlite:///{self.data_dir / 'consistency.db'}"
+
+    def model_post_init(self, _context: Any) -> None:
+        """Refuse worker timings under which a wait on a lock looks like a dead worker."""
+        floor = self.db_busy_timeout + 2 * self.worker_heartbeat
+        if self.worker_stale_after <= floor:
+            raise ValueError(
+                f"WORKER_STALE_AFTER ({self.worker_stale_after:g} s) must exceed DB_BUSY_TIMEOUT plus two "
+                f"WORKER_HEARTBEAT periods ({floor:g} s): a worker waiting on a lock would otherwise be taken "
+                "for dead while it still works."
+            )
 
 
 def get_settings() -> Settings:
