@@ -42,10 +42,10 @@ def _status_by_item(engine, batch_id: int) -> dict[str, tuple[str, str | None, i
     return {r[0]: (r[1], r[2], r[3]) for r in rows}
 
 
-def _wait(cond, what: str, limit: float = 60.0) -> None:
+def _wait(cond, what: str, limit: float = 90.0, about=lambda: "") -> None:  # noqa: ANN001
     deadline = time.monotonic() + limit
     while not cond():
-        assert time.monotonic() < deadline, f"gave up waiting: {what}"
+        assert time.monotonic() < deadline, f"gave up waiting: {what} {about()}"
         time.sleep(0.05)
 
 
@@ -65,10 +65,10 @@ def test_a_paused_worker_sends_and_writes_nothing_another_worker_finished(tmp_pa
             sent[item] += 1
         if _status_by_item(engine, bid)[item][0] == "done":
             after_done.append(item)  # sent for an item some worker had already finished
-        time.sleep(0.3)
+        time.sleep(0.5)
         return judge(body)
 
-    n = 30
+    n = 40
     with FakeOpenAIServer(responder=responder) as fake:
         ds = make_dataset(engine, n)
         bid = batches.create_batch(engine, dataset_id=ds, backend=judge_backend(fake), cfg=EVAL, concurrency=2)
@@ -92,7 +92,10 @@ def test_a_paused_worker_sends_and_writes_nothing_another_worker_finished(tmp_pa
             def held_by_paused() -> list[str]:
                 return [i for i, (s, w, _) in _status_by_item(engine, bid).items() if s == "running" and w == wid]
 
-            _wait(lambda: len(held_by_paused()) >= 3, "the first worker holds items")
+            _wait(
+                lambda: len(held_by_paused()) >= 3, "the first worker holds items",
+                about=lambda: (Counter(_status_by_item(engine, bid).values()), logs[0].read_text(errors="replace")),
+            )  # fmt: skip
             paused.send_signal(signal.SIGSTOP)
             taken = held_by_paused()
             assert taken, "the paused worker held items"
