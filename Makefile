@@ -38,7 +38,7 @@ install-dev: $(VENV)/.dev
 install-embeddings: $(VENV)/.embeddings
 
 run: install
-	$(BIN)/streamlit run app.py --server.port $(PORT)
+	$(BIN)/python serve.py --server.port $(PORT)
 
 # Debian's Chromium for the browser tests (root on Debian); skipped with a message elsewhere.
 browser:

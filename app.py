@@ -73,6 +73,6 @@ else:
         col.metric(name.capitalize(), f"{n:,}")
 
 st.subheader("Backend in use")
-label = backend.label if backend.is_embedded else f"{backend.model} at `{backend.base_url}`"
+label = backend.label if backend.is_embedded else f"{backend.model} at `{backend.public_url}`"
 st.markdown(f"**{label}** · temperature {backend.temperature:g} · max tokens {backend.max_tokens}")
 st.page_link("pages/3_Settings.py", label="Change the backend", icon=":material/tune:")

@@ -32,6 +32,7 @@ import clitools.report
 from db.engine import get_engine
 from services import dcr, evidence, nli, runs
 from services.config import backend_from_settings
+from services.redact import redact_logs
 from services.text import InputError, read_records
 
 
@@ -214,6 +215,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    redact_logs()
     args = build_parser().parse_args(argv)
     if args.command == "evaluate" and args.task == "custom" and not args.criteria:
         print("error: --task custom needs --criteria", file=sys.stderr)

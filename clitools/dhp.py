@@ -27,6 +27,7 @@ import pandas as pd
 
 from services import dhp, perturb
 from services import survey as survey_service
+from services.export import frame_csv
 
 
 class DhpInputError(Exception):
@@ -200,7 +201,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         out["models"].append(entry)
     _write_json(Path(args.output), out)
     if args.scores_out and all_scores:
-        pd.concat(all_scores).to_csv(args.scores_out, index=False)
+        frame_csv(pd.concat(all_scores), args.scores_out)
     print(f"wrote {args.output} in {time.perf_counter() - started:.1f} s", file=sys.stderr)
     return 1 if n_failed == len(models) else 0
 

@@ -10,6 +10,7 @@ import streamlit as st
 
 from components.conseval_figures import make_ic_figure, make_matrix_figure, make_radar_figure, make_sc_figure
 from services import conseval as ce
+from services.export import frame_csv
 
 KIND_LABELS = {
     "SC": "Self-consistency",
@@ -164,11 +165,11 @@ def render_results(study: ce.ConsevalStudyPublic, ratings: pd.DataFrame) -> None
                        "greedy answer. A missing value keeps the raw answer and the reason.")  # fmt: skip
             st.dataframe(r.head(2000), hide_index=True, width="stretch")
             st.download_button(
-                "Download answers (CSV)", ratings.to_csv(index=False), file_name=f"conseval-{study.id}.csv",
+                "Download answers (CSV)", frame_csv(ratings), file_name=f"conseval-{study.id}.csv",
                 mime="text/csv", icon=":material/download:",
             )  # fmt: skip
     st.download_button(
-        "Download results (CSV)", table(df).to_csv(index=False), file_name=f"conseval-{study.id}-results.csv",
+        "Download results (CSV)", frame_csv(table(df)), file_name=f"conseval-{study.id}-results.csv",
         mime="text/csv", icon=":material/download:",
     )  # fmt: skip
 

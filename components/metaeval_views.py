@@ -14,6 +14,7 @@ import streamlit as st
 from components import background
 from components.ui import engine
 from services import metaeval
+from services.export import frame_csv
 
 CONSISTENT = "#2e9d5b"
 INCONSISTENT = "#d13c3c"
@@ -218,7 +219,7 @@ def metric_frame(rows: Iterable[dict[str, Any]]) -> pd.DataFrame:
 def csv_button(df: pd.DataFrame, file_name: str, key: str, label: str = "CSV") -> None:
     """A download button for a table as CSV (generated on click)."""
     st.download_button(
-        label, lambda: df.to_csv(index=False), file_name=file_name, mime="text/csv", key=key,
+        label, lambda: frame_csv(df), file_name=file_name, mime="text/csv", key=key,
         icon=":material/download:", on_click="ignore", type="tertiary",
     )  # fmt: skip
 

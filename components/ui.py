@@ -52,12 +52,12 @@ def engine():
     return get_engine()
 
 
-@st.cache_resource(show_spinner=False)
 def batch_worker():
-    """The background worker that runs batches, started with the app (once per server process)."""
-    from services.jobs import spawn_worker
+    """The background worker that runs batches: started with the app by serve.py, else by the first page
+    shown (once per server process; again if it died)."""
+    from services.jobs import ensure_worker
 
-    return spawn_worker()
+    return ensure_worker()
 
 
 def current_backend() -> BackendConfig:
@@ -80,6 +80,7 @@ def set_backend(backend: BackendConfig, typed_key: str | None) -> None:
     """Remember a backend for this browser session; a typed key lives only in session state."""
     d = backend.public()
     d.pop("has_api_key", None)
+    d["base_url"] = backend.base_url  # this session's memory only: credentials in it are never stored
     st.session_state[BACKEND_KEY] = d
     if typed_key:
         st.session_state[API_KEY_KEY] = typed_key
@@ -122,6 +123,7 @@ def page_setup(title: str, icon: str, *, link: str | None = None) -> BackendConf
     link: the kind of personal link this page also opens for its holder (services.auth.LINKS); every other
     page is the owner's only. A link holder gets no sidebar and no navigation."""
     st.set_page_config(page_title=f"{title} · Consistency Studio", page_icon=icon, layout="wide")
+    batch_worker()
     st.html(CSS)
     owner = access.gate(link)
     backend = current_backend()
@@ -138,7 +140,7 @@ def page_setup(title: str, icon: str, *, link: str | None = None) -> BackendConf
             st.markdown(f"**Embedded demo model**  \n`{EMBEDDED_MODEL_NAME}` · offline")
             st.caption(":orange[Demo-grade judge: near chance on consistency.]")
         else:
-            st.markdown(f"**{backend.model}**  \n`{backend.base_url}`")
+            st.markdown(f"**{backend.model}**  \n`{backend.public_url}`")
         st.caption(f"temperature {backend.temperature:g} · max tokens {backend.max_tokens}")
         st.divider()
         access.render_owner_status()

@@ -26,10 +26,11 @@ def make_engine(url: str | None = None, *, migrate: bool = True) -> Engine:
     """An engine for `url` (default: DATABASE_URL or the SQLite file), upgraded to the current schema."""
     url = driver_url(url or get_settings().resolved_database_url())
     if url.startswith("sqlite"):
+        busy = get_settings().db_busy_timeout  # one setting, below the workers' stale limit
         memory = url in ("sqlite://", "sqlite:///:memory:")
         engine = create_engine(
             url,
-            connect_args={"check_same_thread": False, "timeout": 30},
+            connect_args={"check_same_thread": False, "timeout": busy},
             poolclass=StaticPool if memory else None,
         )
 
@@ -38,7 +39,7 @@ def make_engine(url: str | None = None, *, migrate: bool = True) -> Engine:
             cur = dbapi_conn.cursor()
             if not memory:
                 cur.execute("PRAGMA journal_mode=WAL")
-            cur.execute("PRAGMA busy_timeout=30000")
+            cur.execute(f"PRAGMA busy_timeout={int(busy * 1000)}")
             cur.execute("PRAGMA foreign_keys=ON")
             cur.close()
     else:

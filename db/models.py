@@ -6,8 +6,10 @@ import secrets
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, CheckConstraint, Column, Text, UniqueConstraint
+from sqlalchemy import JSON, CheckConstraint, Column, Text, UniqueConstraint, event
 from sqlmodel import Field, SQLModel
+
+from services.redact import redact_url
 
 
 def utcnow() -> datetime:
@@ -739,3 +741,14 @@ class BatchOptions(SQLModel, table=True):
     window: int = 1
     sample: int = 0  # the cache's sample index: repeats of one configuration ask the model again
     repeat_group: str | None = Field(default=None, max_length=40, index=True)
+
+
+# Credentials in a model's base URL never reach the database, whichever code path writes the row.
+@event.listens_for(Run, "before_insert")
+@event.listens_for(Run, "before_update")
+@event.listens_for(Batch, "before_insert")
+@event.listens_for(Batch, "before_update")
+@event.listens_for(DhpRun, "before_insert")
+@event.listens_for(DhpRun, "before_update")
+def _no_credentials_in_base_url(_mapper, _connection, target) -> None:  # noqa: ANN001
+    target.base_url = redact_url(target.base_url)

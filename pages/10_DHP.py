@@ -10,6 +10,7 @@ from components import dhp_figures as figs
 from components.ui import batch_worker, demo_notice, page_setup
 from services import dhp, jobs, perturb
 from services import survey as sv
+from services.export import frame_csv
 
 backend = page_setup("DHP", ":material/troubleshoot:")
 batch_worker()
@@ -199,7 +200,7 @@ def live_set(sid: int) -> None:
     with st.expander("Original"):
         view.render_text(row["original"])
     st.download_button(
-        "Download the texts (CSV)", texts.to_csv(index=False).encode(), f"dhp_set_{sid}.csv", "text/csv",
+        "Download the texts (CSV)", frame_csv(texts).encode(), f"dhp_set_{sid}.csv", "text/csv",
         icon=":material/download:",
     )  # fmt: skip
 
@@ -220,7 +221,7 @@ def benchmark_section() -> None:
         c = st.columns([3, 1, 1])
         models = c[0].text_input(
             "Evaluator models", value=backend.model, key="dhp_models",
-            help=f"Comma-separated model names at {backend.base_url or 'the embedded server'}; one run each.",
+            help=f"Comma-separated model names at {backend.public_url or 'the embedded server'}; one run each.",
         )  # fmt: skip
         repeats = c[1].number_input(
             "Repeats r", 1, 20, 1 if backend.is_embedded else 5, key="dhp_repeats",
@@ -414,7 +415,7 @@ def results_section() -> None:
             st.dataframe(shown, hide_index=True, width="stretch", placeholder="—",
                          column_order=front + [c for c in shown.columns if c not in front])  # fmt: skip
             c = st.columns(2)
-            c[0].download_button("CSV", table.to_csv(index=False).encode(), f"dhp_{res.model}.csv", "text/csv",
+            c[0].download_button("CSV", frame_csv(table).encode(), f"dhp_{res.model}.csv", "text/csv",
                                  key=f"dhp_csv_{res.model}", icon=":material/download:")  # fmt: skip
             c[1].download_button("JSON", json.dumps(dhp.result_record(res), indent=2).encode(),
                                  f"dhp_{res.model}.json", "application/json", key=f"dhp_json_{res.model}",

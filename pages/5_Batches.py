@@ -9,6 +9,7 @@ from components.ui import batch_worker, demo_notice, engine, page_setup
 from services import batches, jobs, nli
 from services.datasets import list_datasets
 from services.dcr import CONVERTER_LABELS, TASK_LABELS, DCRConfig
+from services.export import frame_csv
 from services.text import InputError
 
 backend = page_setup("Batches", ":material/dynamic_feed:")
@@ -193,7 +194,7 @@ if not items.empty:
             },
         )
     c = st.container(horizontal=True)
-    c.download_button("Download items (CSV)", items.to_csv(index=False), file_name=f"batch-{bid}-items.csv",
+    c.download_button("Download items (CSV)", frame_csv(items), file_name=f"batch-{bid}-items.csv",
                       mime="text/csv", icon=":material/download:")  # fmt: skip
     render_report_download("batch", bid, key=f"ba_rep_{bid}")
     if st.button("Delete this batch", icon=":material/delete:", key="ba_delete"):

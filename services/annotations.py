@@ -8,8 +8,6 @@ so two annotators labelling the same sentence at once both keep their label.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import logging
 import random
@@ -41,6 +39,7 @@ from db.models import (
     utcnow,
 )
 from services.datasets import RejectedRow, _decode, _json_records, _table_records, parse_label
+from services.export import records_csv, restore
 from services.stats import AlphaResult, alpha_from_long, majority
 from services.text import InputError
 
@@ -756,11 +755,7 @@ def export_labels(engine: Engine, dataset_id: int, fmt: ExportFormat = "jsonl") 
     if fmt == "jsonl":
         return "".join(json.dumps(rec, ensure_ascii=False) + "\n" for rec in records).encode()
     if fmt == "csv":
-        buf = io.StringIO(newline="")
-        w = csv.DictWriter(buf, fieldnames=list(EXPORT_COLUMNS))
-        w.writeheader()
-        w.writerows(records)
-        return buf.getvalue().encode()
+        return records_csv(records, list(EXPORT_COLUMNS)).encode()
     raise InputError(f"Unknown export format {fmt!r}; use jsonl or csv.")
 
 
@@ -814,7 +809,10 @@ def import_labels(
     if fmt == "jsonl":
         records = _json_records(text)
     elif fmt == "csv":
-        _, records = _table_records(text, ",", quoted=True)
+        _, rows = _table_records(text, ",", quoted=True)
+        # our own CSV export quoted formula-like cells: take the quote off again
+        records = ((n, {k: restore(v) for k, v in obj.items()} if isinstance(obj, dict) else obj, err)
+                   for n, obj, err in rows)  # fmt: skip
     else:
         raise InputError(f"Unknown import format {fmt!r}; use jsonl or csv.")
     with engine.connect() as conn:

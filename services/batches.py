@@ -8,6 +8,8 @@ state is `done`, and every model answer is in the cache as well.
 
 from __future__ import annotations
 
+import copy
+import functools
 import itertools
 import logging
 import os
@@ -22,7 +24,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import and_, func, select, update
+from sqlalchemy import and_, bindparam, func, or_, select, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
@@ -47,9 +49,17 @@ from services.text import InputError, split_sentences
 
 log = logging.getLogger(__name__)
 
-STALE_AFTER = timedelta(seconds=20)  # a worker silent this long has died; its items go back to the queue
-HEARTBEAT_EVERY = 3.0
 FLUSH_EVERY = 0.25
+
+
+def stale_limit() -> timedelta:
+    """A worker whose heartbeat is older than this has died: its items go back to the queue (settings)."""
+    return timedelta(seconds=get_settings().worker_stale_after)
+
+
+def heartbeat_period() -> float:
+    """Seconds between a worker's heartbeats (settings)."""
+    return get_settings().worker_heartbeat
 
 
 def worker_id() -> str:
@@ -323,21 +333,26 @@ def heartbeat(engine: Engine, wid: str) -> None:
 
 
 def live_workers(engine: Engine) -> list[str]:
-    cutoff = utcnow() - STALE_AFTER
+    cutoff = utcnow() - stale_limit()
     with Session(engine) as session:
         return list(session.execute(select(WorkerHeartbeat.id).where(WorkerHeartbeat.heartbeat_at >= cutoff)).scalars())
 
 
-def recover(engine: Engine, *, stale_after: timedelta = STALE_AFTER) -> list[int]:
+def recover(engine: Engine, *, stale_after: timedelta | None = None) -> list[int]:
     """Return items claimed by dead workers to the queue; list batches that need a worker now."""
+    stale_after = stale_limit() if stale_after is None else stale_after
     cutoff = utcnow() - stale_after
     with Session(engine) as session:
-        live = set(session.execute(select(WorkerHeartbeat.id).where(WorkerHeartbeat.heartbeat_at >= cutoff)).scalars())
-        orphaned = session.execute(select(BatchItem.id, BatchItem.worker).where(BatchItem.status == "running")).all()
-        dead_ids = [i for i, w in orphaned if w not in live]
-        if dead_ids:
-            session.execute(update(BatchItem).where(BatchItem.id.in_(dead_ids)).values(status="pending", worker=None))
-            log.info("returned %d item(s) of dead workers to the queue", len(dead_ids))
+        # One statement reads the heartbeats and frees the items: a worker that beats in between (back from
+        # a pause) keeps its items, so it never sends an item it just checked it holds to a second worker.
+        live = select(WorkerHeartbeat.id).where(WorkerHeartbeat.heartbeat_at >= cutoff)
+        n = session.execute(
+            update(BatchItem)
+            .where(BatchItem.status == "running", or_(BatchItem.worker.is_(None), BatchItem.worker.not_in(live)))
+            .values(status="pending", worker=None)
+        ).rowcount
+        if n:
+            log.info("returned %d item(s) of dead workers to the queue", n)
         # Batches with work left and nobody on them: no item running, none touched lately, and not
         # handed to the queue lately (a busy queue may simply not have reached them yet).
         running = select(BatchItem.batch_id).where(BatchItem.status == "running").distinct()
@@ -388,10 +403,17 @@ def joinable(engine: Engine) -> list[int]:
 
 
 def claim(engine: Engine, batch_id: int, wid: str, limit: int) -> list[int]:
-    """Atomically take up to `limit` pending items of a batch for worker `wid`; [] only when none is pending.
+    """Atomically take up to `limit` pending items of a batch for worker `wid`; [] only when none is pending."""
+    return list(claim_leases(engine, batch_id, wid, limit))
 
-    Workers racing for the same items: the loser tries again (an empty answer would make it stop), and on
-    PostgreSQL the candidates are locked with SKIP LOCKED, so racing workers pick different items.
+
+def claim_leases(engine: Engine, batch_id: int, wid: str, limit: int) -> dict[int, int]:
+    """Like `claim`, with each claimed item's attempt number: the fencing token of this claim.
+
+    Every claim raises an item's attempt count, so (worker, attempt) names one claim: a worker that lost the
+    item (it paused, another took the item over) can no longer write it. Workers racing for the same items:
+    the loser tries again (an empty answer would make it stop), and on PostgreSQL the candidates are locked
+    with SKIP LOCKED, so racing workers pick different items.
     """
     while True:
         with engine.begin() as conn:
@@ -406,23 +428,102 @@ def claim(engine: Engine, batch_id: int, wid: str, limit: int) -> list[int]:
             ids = list(conn.execute(q).scalars())
             if not ids:
                 if conn.dialect.name != "postgresql":
-                    return []
+                    return {}
                 # SKIP LOCKED hides items other workers are claiming right now: empty only if none is pending.
                 left = conn.execute(
                     select(func.count()).where(BatchItem.batch_id == batch_id, BatchItem.status == "pending")
                 ).scalar_one()
                 if not left:
-                    return []
+                    return {}
                 continue
             res = conn.execute(
                 update(BatchItem)
                 .where(and_(BatchItem.id.in_(ids), BatchItem.status == "pending"))
                 .values(status="running", worker=wid, attempts=BatchItem.attempts + 1, updated_at=utcnow())
-                .returning(BatchItem.id)
+                .returning(BatchItem.id, BatchItem.attempts)
             )
-            got = list(res.scalars())
+            got = {int(i): int(a) for i, a in res.all()}
         if got:
             return got
+
+
+class LeaseLost(Exception):
+    """This worker no longer holds the item (it paused and another worker took the item over)."""
+
+
+class Leases:
+    """The items a worker holds, each with its claim's attempt number, and the worker's heartbeat.
+
+    While the heartbeat is fresh nobody can take an item over, so checking a claim costs nothing; after a
+    gap (the process was paused, a write waited on a lock) every item held is checked in the database once,
+    after a new heartbeat, before anything more is sent for it.
+    """
+
+    def __init__(self, engine: Engine, wid: str) -> None:
+        self.engine = engine
+        self.wid = wid
+        # Trust a claim for half the stale limit after a heartbeat: a wide margin for clocks that differ
+        # between machines (recover compares heartbeat times with its own clock).
+        self.trust_s = stale_limit().total_seconds() / 2
+        self._lock = threading.Lock()
+        self._held: dict[int, int] = {}
+        self._suspect: set[int] = set()
+        self._confirmed = float("-inf")  # when the last successful heartbeat began (monotonic clock)
+
+    def add(self, claimed: dict[int, int]) -> None:
+        with self._lock:
+            self._held.update(claimed)
+
+    def attempt(self, batch_item_id: int) -> int | None:
+        with self._lock:
+            return self._held.get(batch_item_id)
+
+    def release(self, batch_item_ids: list[int]) -> None:
+        with self._lock:
+            for i in batch_item_ids:
+                self._held.pop(i, None)
+                self._suspect.discard(i)
+
+    def _gap(self, now: float) -> bool:
+        """True (and every held item suspect) when the heartbeat is too old to vouch for the claims."""
+        if now - self._confirmed < self.trust_s:
+            return False
+        self._suspect.update(self._held)
+        return True
+
+    def beat(self) -> None:
+        """Write the heartbeat; a late one first makes every held item suspect."""
+        started = time.monotonic()
+        with self._lock:
+            self._gap(started)
+        heartbeat(self.engine, self.wid)
+        with self._lock:
+            self._confirmed = max(self._confirmed, started)
+
+    def check(self, batch_item_id: int) -> None:
+        """Raise LeaseLost unless this worker still holds the item; called before anything is sent for it."""
+        with self._lock:
+            attempt = self._held.get(batch_item_id)
+            if attempt is None:
+                raise LeaseLost(f"item {batch_item_id} is not held by {self.wid}")
+            gap = self._gap(time.monotonic())
+            verify = batch_item_id in self._suspect
+        if gap:
+            self.beat()  # first be alive again, so the answer below cannot go stale before the send
+        if not verify:
+            return
+        with self.engine.connect() as conn:
+            held = conn.execute(
+                select(BatchItem.id).where(
+                    BatchItem.id == batch_item_id, BatchItem.worker == self.wid,
+                    BatchItem.attempts == attempt, BatchItem.status == "running",
+                )
+            ).first()  # fmt: skip
+        if held is None:
+            self.release([batch_item_id])
+            raise LeaseLost(f"item {batch_item_id} was taken over while {self.wid} was away")
+        with self._lock:
+            self._suspect.discard(batch_item_id)
 
 
 @dataclass
@@ -651,19 +752,31 @@ def _process_batch(
         for c in clients:
             c.sdk()  # build the HTTP clients before the threads start
     turn = itertools.count()
-    heartbeat(engine, wid)
+    leases = Leases(engine, wid)
+    leases.beat()
+    beat_every = heartbeat_period()
     results: queue.Queue[tuple[int, dict[str, Any]]] = queue.Queue()
     last_flush = last_beat = last_cancel_check = time.monotonic()
     cancelled = False
     inflight: set[Future] = set()
 
     def run(item: ItemInput) -> None:
+        bid = item.batch_item_id
+        attempt = leases.attempt(bid)
+        # Every request for the item first checks that this worker still holds it.
+        client = copy.copy(clients[next(turn) % len(clients)])
+        client.before_send = functools.partial(leases.check, bid)
         try:
-            out = process_item(clients[next(turn) % len(clients)], item, cfg, window=window)
+            leases.check(bid)
+            out = process_item(client, item, cfg, window=window)
+        except LeaseLost as exc:
+            log.info("batch %s: %s; its result is dropped", batch_id, exc)
+            leases.release([bid])
+            return
         except Exception as exc:  # a bug or a server fault on one item must not stop the batch
-            log.exception("batch %s item %s failed", batch_id, item.batch_item_id)
+            log.exception("batch %s item %s failed", batch_id, bid)
             out = {"status": "failed", "error": f"{type(exc).__name__}: {exc}"}
-        results.put((item.batch_item_id, out))
+        results.put((bid, out | {"attempt": attempt}))
 
     def flush() -> None:
         rows = []
@@ -675,22 +788,25 @@ def _process_batch(
             rows.append({"b_id": bid, **out})
         with engine.begin() as conn:
             cache.flush(conn)
-            if rows:
-                _write_results(conn, rows)
-        stats.processed += len(rows)
-        stats.failed += sum(r["status"] == "failed" for r in rows)
-        if rows and on_progress:
-            on_progress(len(rows))
+            written = _write_results(conn, rows, wid) if rows else []
+        leases.release([r["b_id"] for r in rows])
+        if len(written) < len(rows):
+            log.info("batch %s: %d result(s) dropped, their items taken over", batch_id, len(rows) - len(written))
+        stats.processed += len(written)
+        stats.failed += sum(r["status"] == "failed" for r in written)
+        if written and on_progress:
+            on_progress(len(written))
 
     with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix=f"batch{batch_id}") as pool:
         exhausted = False
         while True:
             # Keep between one and two rounds of work queued; claim in large chunks (few transactions).
             if not cancelled and not exhausted and len(inflight) <= concurrency:
-                ids = claim(engine, batch_id, wid, concurrency * 2 - len(inflight))
+                ids = claim_leases(engine, batch_id, wid, concurrency * 2 - len(inflight))
                 if not ids:
                     exhausted = True
-                for item in load_inputs(engine, ids):
+                leases.add(ids)
+                for item in load_inputs(engine, list(ids)):
                     inflight.add(pool.submit(run, item))
             if not inflight:
                 break
@@ -700,8 +816,8 @@ def _process_batch(
             if now - last_flush >= FLUSH_EVERY:
                 flush()
                 last_flush = now
-            if now - last_beat >= HEARTBEAT_EVERY:
-                heartbeat(engine, wid)
+            if now - last_beat >= beat_every:
+                leases.beat()
                 last_beat = now
             if now - last_cancel_check >= 1.0 or (stop is not None and stop.is_set()):
                 last_cancel_check = now
@@ -713,28 +829,51 @@ def _process_batch(
         flush()
     _settle(engine, batch_id)
     stats.seconds = time.perf_counter() - t0
+    log.info("batch %s: %s leaves it (%d item(s) written, %d failed)", batch_id, wid, stats.processed, stats.failed)
     return stats
 
 
-def _write_results(conn, rows: list[dict[str, Any]]) -> None:  # noqa: ANN001
-    from sqlalchemy import bindparam
+def _write_results(conn, rows: list[dict[str, Any]], wid: str) -> list[dict[str, Any]]:  # noqa: ANN001
+    """Write results of items `wid` still holds under the claim each was done for; returns the rows written.
 
+    An item taken over by another worker (its claim has another worker or attempt number) is left alone.
+    """
     cols = (
         "status", "error", "score", "final_score", "n_sentences", "n_unknown", "n_rounds", "calls",
         "cache_hits", "prompt_tokens", "completion_tokens", "latency_ms", "result",
     )  # fmt: skip
     now = utcnow()
-    full = [{c: r.get(c) for c in cols} | {"b_id": r["b_id"], "updated_at": now} for r in rows]
+    t = BatchItem.__table__
+    held = {
+        i: a for i, a in conn.execute(
+            select(t.c.id, t.c.attempts).where(
+                t.c.id.in_([r["b_id"] for r in rows]), t.c.worker == wid, t.c.status == "running"
+            )
+        ).all()
+    }  # fmt: skip
+    mine = [r for r in rows if r["b_id"] in held and held[r["b_id"]] == r.get("attempt")]
+    if not mine:
+        return []
+    full = [
+        {c: r.get(c) for c in cols} | {"b_id": r["b_id"], "attempt": r["attempt"], "wid": wid, "updated_at": now}
+        for r in mine
+    ]
     for r in full:
         for c in ("n_sentences", "n_unknown", "n_rounds", "calls", "cache_hits", "prompt_tokens", "completion_tokens"):
             r[c] = r[c] or 0
         r["latency_ms"] = r["latency_ms"] or 0.0
+    # The claim is in the WHERE clause as well: the check above and this write share one transaction, and
+    # the condition holds even where another writer slips in between.
     stmt = (
-        update(BatchItem.__table__)
-        .where(BatchItem.__table__.c.id == bindparam("b_id"))
+        update(t)
+        .where(
+            t.c.id == bindparam("b_id"), t.c.worker == bindparam("wid"), t.c.attempts == bindparam("attempt"),
+            t.c.status == "running",
+        )
         .values({c: bindparam(c) for c in (*cols, "updated_at")})
-    )
+    )  # fmt: skip
     conn.execute(stmt, full)
+    return mine
 
 
 def _settle(engine: Engine, batch_id: int) -> None:

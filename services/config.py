@@ -11,6 +11,8 @@ from typing import Any, Literal
 from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from services.redact import redact_url
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 SECRETS_FILE = PROJECT_ROOT / ".streamlit" / "secrets.toml"
 
@@ -59,6 +61,13 @@ class Settings(BaseSettings):
     llm_max_retries: int = 3
     # A worker's own endpoints for the batch's model (comma-separated): it spreads its items over them.
     llm_worker_base_urls: str | None = None
+    # Worker timings, in seconds, one set for the database and the batch workers. A worker whose heartbeat is
+    # older than worker_stale_after has its items returned to the queue; a heartbeat write can wait up to
+    # db_busy_timeout on a locked SQLite file, so the stale limit must stay well above both.
+    db_busy_timeout: float = Field(default=30.0, gt=0)
+    worker_heartbeat: float = Field(default=3.0, gt=0)
+    worker_stale_after: float = Field(default=90.0, gt=0)
+
     database_url: str | None = None
     data_dir: Path = PROJECT_ROOT / "data"
     embedded_ctx: int = 8192
@@ -89,6 +98,16 @@ class Settings(BaseSettings):
             return url
         self.data_dir.mkdir(parents=True, exist_ok=True)
         return f"sqlite:///{self.data_dir / 'consistency.db'}"
+
+    def model_post_init(self, _context: Any) -> None:
+        """Refuse worker timings under which a wait on a lock looks like a dead worker."""
+        floor = self.db_busy_timeout + 2 * self.worker_heartbeat
+        if self.worker_stale_after <= floor:
+            raise ValueError(
+                f"WORKER_STALE_AFTER ({self.worker_stale_after:g} s) must exceed DB_BUSY_TIMEOUT plus two "
+                f"WORKER_HEARTBEAT periods ({floor:g} s): a worker waiting on a lock would otherwise be taken "
+                "for dead while it still works."
+            )
 
 
 def get_settings() -> Settings:
@@ -121,12 +140,18 @@ class BackendConfig:
     def label(self) -> str:
         if self.is_embedded:
             return f"Embedded demo model ({EMBEDDED_MODEL_NAME}, offline)"
-        return f"{self.model} at {self.base_url}"
+        return f"{self.model} at {self.public_url}"
+
+    @property
+    def public_url(self) -> str | None:
+        """The base URL as it may be stored, logged or shown: credentials in it stay in memory only."""
+        return redact_url(self.base_url)
 
     def public(self) -> dict[str, Any]:
-        """A dict safe to store or export: everything but the key."""
+        """A dict safe to store or export: everything but the key and credentials in the URL."""
         d = asdict(self)
         d.pop("api_key", None)
+        d["base_url"] = self.public_url
         d["has_api_key"] = bool(self.api_key and self.api_key.get_secret_value())
         return d
 
@@ -145,7 +170,13 @@ def backend_from_record(
     kw = {k: v for k, v in (params or {}).items() if k in RECORDED_PARAMS} | overrides
     if kind == "embedded":
         return BackendConfig(kind="embedded", **kw)
-    return BackendConfig(kind="openai", base_url=base_url, model=model, api_key=get_settings().llm_api_key, **kw)
+    s = get_settings()
+    # Credentials in the URL are never stored either: this process's LLM_BASE_URL supplies them when it
+    # names the same endpoint.
+    own = (s.llm_base_url or "").rstrip("/")
+    if base_url and own and own != base_url and redact_url(own) == base_url:
+        base_url = own
+    return BackendConfig(kind="openai", base_url=base_url, model=model, api_key=s.llm_api_key, **kw)
 
 
 def backend_from_settings(settings: Settings | None = None) -> BackendConfig:

@@ -50,6 +50,7 @@ from services.batches import BufferedCache, insert_ignore
 from services.config import PROJECT_ROOT, BackendConfig, backend_from_record, get_settings
 from services.llm import LLMClient, UsageLedger
 from services.prompts import conseval as prompts
+from services.redact import redact_url
 from services.text import InputError, read_records
 
 log = logging.getLogger(__name__)
@@ -264,6 +265,9 @@ class ModelSpec:
     kind: str = "embedded"
     base_url: str | None = None
     model: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "base_url", redact_url(self.base_url))  # stored with the study: no credentials
 
     @classmethod
     def of(cls, backend: BackendConfig, label: str | None = None) -> ModelSpec:

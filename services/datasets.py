@@ -20,12 +20,13 @@ from sqlalchemy.exc import IntegrityError
 from db import crud
 from db.engine import get_session
 from db.models import Dataset, DatasetPublic
-from services.text import InputError, split_sentences
+from services.text import InputError, check_size, split_sentences
 
 log = logging.getLogger(__name__)
 
 LABEL_KINDS = ("score", "binary", "sentence")
 MAX_STORED_REJECTED = 1000
+IMPORT_ADVICE = "Split it into smaller files and import each."
 UPLOAD_TYPES = ("jsonl", "json", "csv", "tsv")
 GENERIC_FORMATS = ("jsonl", "csv", "tsv")
 FORMAT_LABELS = {
@@ -180,6 +181,8 @@ def parse_sentence_labels(value: Any) -> list[dict[str, int]] | None:
 def _decode(data: bytes) -> str:
     if not data or not data.strip():
         raise InputError("The file is empty.")
+    # every import reads through here: the upload widget's limit holds for the CLI and any other caller too
+    check_size(data, "The file", IMPORT_ADVICE)
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -822,6 +825,7 @@ def import_file(
     task: str = "summarization",
 ) -> tuple[SavedDataset, ImportResult | None]:
     """Read and save in one step; a file imported before is neither read nor saved again (result None)."""
+    check_size(data, name, IMPORT_ADVICE)
     existing = find_existing(engine, data, fmt)
     if existing is not None:
         return SavedDataset(existing.id, False), None

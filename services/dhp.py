@@ -626,7 +626,7 @@ def create_run(set_id: int, backend: BackendConfig, *, repeats: int = 5, seed: i
     ).scalar_one()
     pv = {m: p.id for m, p in eval_prompts(task).items()}
     run = DhpRun(
-        set_id=set_id, backend_kind=backend.kind, model=backend.model, base_url=backend.base_url, repeats=repeats,
+        set_id=set_id, backend_kind=backend.kind, model=backend.model, base_url=backend.public_url, repeats=repeats,
         seed=seed, params=_backend_params(backend), prompt_versions=pv, n_total=int(n_texts) * len(task.metrics),
     )  # fmt: skip
     session.add(run)

@@ -13,6 +13,7 @@ import logging
 import os
 import subprocess
 import sys
+import threading
 
 from huey import RedisHuey, SqliteHuey
 from huey.api import Huey
@@ -93,6 +94,20 @@ def enqueue_dhp(kind: str, ident: int) -> None:
 
 def worker_command() -> list[str]:
     return [sys.executable, "-m", "services.worker"]
+
+
+_worker: subprocess.Popen | None = None
+_worker_lock = threading.Lock()
+
+
+def ensure_worker() -> subprocess.Popen | None:
+    """The worker beside this app process: started at app start-up (serve.py) or by the first page shown,
+    once per process, and again if it has died."""
+    global _worker
+    with _worker_lock:
+        if _worker is None or _worker.poll() is not None:
+            _worker = spawn_worker()
+        return _worker
 
 
 def spawn_worker() -> subprocess.Popen | None:

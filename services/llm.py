@@ -20,6 +20,7 @@ import openai
 from pydantic import ValidationError
 
 from services.config import BackendConfig
+from services.redact import REDACTED, redact_url, url_secrets
 
 log = logging.getLogger(__name__)
 
@@ -146,12 +147,53 @@ def loads_lenient(raw: str) -> Any:
     return value
 
 
+def is_cut_off(raw: str) -> bool:
+    """True when the answer's first JSON value opens a string, object or array it never closes."""
+    text = raw.strip()
+    try:
+        json.loads(text)
+        return False
+    except ValueError:
+        pass
+    starts = [i for i in (text.find("{"), text.find("[")) if i >= 0]
+    if not starts:
+        return False
+    depth, in_string, escaped = 0, False, False
+    for ch in text[min(starts) :]:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "{[":
+            depth += 1
+        elif ch in "}]":
+            depth -= 1
+            if depth == 0:
+                return False  # the value is whole; anything after it is prose
+    return True
+
+
 def describe_error(exc: Exception, backend: BackendConfig, base_url: str) -> BackendError:
-    """Turn an SDK exception into a message a user can act on."""
+    """Turn an SDK exception into a message a user can act on (never with credentials from the URL)."""
+    err = _describe_error(exc, backend, base_url)
+    message = str(err)
+    for secret in url_secrets(backend.base_url):
+        message = message.replace(secret, REDACTED)
+    return err if message == str(err) else BackendError(message, fatal=err.fatal)
+
+
+def _describe_error(exc: Exception, backend: BackendConfig, base_url: str) -> BackendError:
     if isinstance(exc, openai.APITimeoutError):
         return BackendError(f"No answer from {base_url} within {backend.timeout:g} s (timeout).")
     if isinstance(exc, openai.APIConnectionError):
         cause = exc.__cause__ or exc
+        if "complete message body" in str(cause):  # the server answered, but the body stopped short
+            return BackendError(f"The answer from {base_url} was cut short on the way ({cause}).")
         return BackendError(f"Cannot reach {base_url}: {cause}. Is the server running?", fatal=True)
     if isinstance(exc, openai.AuthenticationError):
         return BackendError(
@@ -182,6 +224,9 @@ def _body(exc: openai.APIStatusError) -> str:
 
 class LLMClient:
     """OpenAI-compatible chat client with structured output, retries, a cache and a usage ledger."""
+
+    # Called before every request is sent; may raise to stop it (a batch worker that lost its item).
+    before_send: Callable[[], None] | None = None
 
     def __init__(
         self,
@@ -223,6 +268,11 @@ class LLMClient:
             else:
                 self._base_url = (self.backend.base_url or "").rstrip("/")
         return self._base_url
+
+    @property
+    def public_url(self) -> str:
+        """The base URL as messages may show it (no credentials)."""
+        return redact_url(self.base_url) or ""
 
     def sdk(self) -> openai.OpenAI:
         """The SDK client of this thread. Threads are spread over several clients, because one HTTP
@@ -292,21 +342,29 @@ class LLMClient:
         elif mode == "json_object":
             kwargs["response_format"] = {"type": "json_object"}
         with self._sem:
+            if self.before_send is not None:
+                self.before_send()
             resp = None
-            if probe:
-                # A first json_schema request probes support without SDK retries: llama.cpp answers 500
-                # to it, which the SDK would otherwise retry with backoff. Rate limits and network
-                # trouble are not an answer about support: those go on to the normal, retried request.
-                try:
-                    resp = self._post(self.sdk().with_options(max_retries=0), kwargs)
-                except openai.APITimeoutError:
-                    raise
-                except openai.RateLimitError as exc:
-                    time.sleep(_retry_after(exc))
-                except openai.APIConnectionError:
-                    pass
-            if resp is None:
-                resp = self._post(self.sdk(), kwargs)
+            try:
+                if probe:
+                    # A first json_schema request probes support without SDK retries: llama.cpp answers 500
+                    # to it, which the SDK would otherwise retry with backoff. Rate limits and network
+                    # trouble are not an answer about support: those go on to the normal, retried request.
+                    try:
+                        resp = self._post(self.sdk().with_options(max_retries=0), kwargs)
+                    except openai.APITimeoutError:
+                        raise
+                    except openai.RateLimitError as exc:
+                        time.sleep(_retry_after(exc))
+                    except openai.APIConnectionError:
+                        pass
+                if resp is None:
+                    resp = self._post(self.sdk(), kwargs)
+            except ValueError as exc:  # the body is not JSON: cut short on the way, or not an API server
+                raise BackendError(
+                    f"The answer from {self.public_url} is not readable JSON ({exc}); the response was cut short "
+                    "or the server is not an OpenAI-compatible API."
+                ) from None
         choices = resp.get("choices") if isinstance(resp, dict) else None
         if not choices:
             raise BackendError("The server returned no choices.")
@@ -337,7 +395,7 @@ class LLMClient:
             try:
                 reply = self._request(messages, schema, mode, temperature, probe=probe)
             except (openai.BadRequestError, openai.UnprocessableEntityError, openai.InternalServerError) as exc:
-                last = describe_error(exc, self.backend, self.base_url)
+                last = describe_error(exc, self.backend, self.public_url)
                 # A 500 means "unsupported" only for the json_schema probe; elsewhere it is a failing server.
                 unsupported = not isinstance(exc, openai.InternalServerError) or probe
                 if mode == "text" or i == len(modes) - 1 or not unsupported:
@@ -345,7 +403,7 @@ class LLMClient:
                 log.info("server refused response_format=%s (%s); trying the next mode", mode, exc)
                 continue
             except openai.OpenAIError as exc:
-                raise describe_error(exc, self.backend, self.base_url) from exc
+                raise describe_error(exc, self.backend, self.public_url) from exc
             finally:
                 rec.requests += self._sent.n
             if schema is not None:
@@ -369,12 +427,12 @@ class LLMClient:
         temp = self.backend.temperature if temperature is None else temperature
         params = {"temperature": temp, "max_tokens": self.backend.max_tokens}
         # Two servers may serve different models under one name; the embedded server's port changes per start.
-        model_id = self.backend.model if self.backend.is_embedded else f"{self.backend.base_url}|{self.backend.model}"
+        model_id = self.backend.model if self.backend.is_embedded else f"{self.backend.public_url}|{self.backend.model}"
         key = cache_key(model_id, prompt_version, messages, params, sample_index)
         rec = CallRecord(stage=stage, prompt_version=prompt_version, cached=False)
         if self.cache is not None:
             hit = self.cache.get(key)
-            if hit is not None:
+            if hit is not None and not is_cut_off(hit["raw"]):
                 try:
                     value = parse(loads_lenient(hit["raw"]))
                     rec.cached = True
@@ -411,11 +469,12 @@ class LLMClient:
         reply = self._request_with_fallback(messages, schema, temp, rec)
         rec.prompt_tokens += reply.prompt_tokens
         rec.completion_tokens += reply.completion_tokens
-        value, problem = _try_parse(reply.raw, parse)
+        # A cut-off answer is never used, even when a repair could make it parse: the repair would drop
+        # whatever the model had still to say.
+        cut = self._cut_reason(reply)
+        value, problem = (None, cut) if cut else _try_parse(reply.raw, parse)
         if problem is None:
             return CallResult(value=value, raw=reply.raw)
-        if reply.finish_reason == "length":
-            problem += f"; the answer was cut at max_tokens={self.backend.max_tokens}"
         retry_msgs = [
             *messages,
             {"role": "assistant", "content": reply.raw},
@@ -424,14 +483,26 @@ class LLMClient:
         second = self._request_with_fallback(retry_msgs, schema, temp, rec)
         rec.prompt_tokens += second.prompt_tokens
         rec.completion_tokens += second.completion_tokens
-        value, problem2 = _try_parse(second.raw, parse)
+        cut = self._cut_reason(second)
+        value, problem2 = (None, cut) if cut else _try_parse(second.raw, parse)
         if problem2 is None:
             return CallResult(value=value, raw=second.raw)
-        return CallResult(
-            value=None,
-            raw=second.raw,
-            error=f"The model's answer could not be read, twice: {problem2}. Answer began: {second.raw[:160]!r}",
-        )
+        if cut:
+            error = (
+                f"The model's answer was cut off, twice ({cut}), so it is not used. Raise the max tokens "
+                "(Settings, or LLM_MAX_TOKENS) if the answers need more room."
+            )
+        else:
+            error = f"The model's answer could not be read, twice: {problem2}. Answer began: {second.raw[:160]!r}"
+        return CallResult(value=None, raw=second.raw, error=error)
+
+    def _cut_reason(self, reply: _Reply) -> str | None:
+        """Why the answer is incomplete (the server stopped it at max_tokens, or its JSON breaks off)."""
+        if reply.finish_reason == "length":
+            return f"the answer was cut at max_tokens={self.backend.max_tokens}"
+        if is_cut_off(reply.raw):
+            return "the answer breaks off before its JSON is closed"
+        return None
 
     def test_connection(self) -> tuple[bool, str]:
         """A one-token round trip; returns (ok, message)."""
@@ -448,12 +519,13 @@ class LLMClient:
                 temperature=0,
             )
         except openai.OpenAIError as exc:
-            return False, str(describe_error(exc, self.backend, base))
+            return False, str(describe_error(exc, self.backend, redact_url(base)))
         ms = (time.perf_counter() - started) * 1000
         text = (resp.choices[0].message.content or "").strip() if resp.choices else ""
         return (
             True,
-            f"Connected to {base}: model '{resp.model or self.backend.model}' answered {text!r} in {ms:.0f} ms.",
+            f"Connected to {redact_url(base)}: model '{resp.model or self.backend.model}' answered {text!r} "
+            f"in {ms:.0f} ms.",
         )
 
 

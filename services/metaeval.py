@@ -26,14 +26,12 @@ import hashlib
 import json
 import logging
 import math
-import re
 import tomllib
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, is_dataclass, replace
 from datetime import datetime
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 import pandas as pd
@@ -48,6 +46,7 @@ from services import stats
 from services.config import PROJECT_ROOT
 from services.dcr import METHOD_LABELS
 from services.prompts import dcr as prompts
+from services.redact import is_secret_name, redact_url
 from services.text import InputError
 
 log = logging.getLogger(__name__)
@@ -67,11 +66,6 @@ ROUGE_METRICS = ("rouge2_precision", "rougeL_precision")
 EMBEDDING_METRIC = "embedding_minilm"
 # The offline evidence checker in its lexical mode: no torch needed, so it is always computed.
 EVIDENCE_METRIC = "evidence_lexical"
-
-# Parameter names that could carry a credential; the bundle never exports them.
-_SECRET_NAME = re.compile(
-    r"(api[_-]?key|secret|password|passwd|authorization|bearer|credential|access[_-]?token)", re.IGNORECASE
-)
 
 
 # -- loading a batch -----------------------------------------------------------------------------
@@ -1045,18 +1039,12 @@ def prompt_record(role: str, prompt_id: str) -> dict[str, Any]:
     return {"role": role, "id": prompt_id, "sha256": None, "source": "unknown to this version of the app"}
 
 
-def _public_url(url: str | None) -> str | None:
-    """A base URL without user info, query or fragment (where credentials could hide)."""
-    if not url:
-        return url
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    netloc = host + (f":{parts.port}" if parts.port else "")
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+_public_url = redact_url  # the bundle's base URL: no credentials
 
 
 def _public_params(params: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in params.items() if not _SECRET_NAME.search(str(k))}
+    """Parameters without any whose name says it carries a credential."""
+    return {k: v for k, v in params.items() if not is_secret_name(k)}
 
 
 def _iso(dt: datetime | None) -> str | None:

@@ -13,11 +13,9 @@ import json
 import logging
 import math
 import os
-import re
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
-from urllib.parse import urlsplit
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -30,6 +28,7 @@ from sqlmodel import Session, col, select
 from db.engine import get_session
 from db.models import REPORT_KINDS, ReportShare, ReportShareCreate, ReportSharePublic, utcnow
 from services.config import get_settings
+from services.redact import REDACTED, is_secret_name, url_secrets
 from services.text import InputError, diff_html
 
 log = logging.getLogger(__name__)
@@ -44,9 +43,6 @@ KIND_LABELS: dict[str, str] = {
     "survey": "Expert survey",
 }
 assert set(KIND_LABELS) == set(REPORT_KINDS)
-REDACTED = "[redacted]"
-# Environment variables whose values are secrets whatever the settings say (names as metaeval reads them).
-_SECRET_ENV = re.compile(r"(api[_-]?key|secret|password|passwd|token|credential)", re.IGNORECASE)
 MIN_SECRET_LEN = 6  # shorter values ("0", "true") would blank out ordinary text
 
 
@@ -198,16 +194,10 @@ def known_secrets() -> list[str]:
     if s.llm_api_key is not None:
         found.append(s.llm_api_key.get_secret_value())
     for name, value in os.environ.items():
-        if _SECRET_ENV.search(name):
+        if is_secret_name(name):
             found.append(value)
     for url in (s.database_url, s.llm_base_url, os.environ.get("DATABASE_URL")):
-        if url:
-            try:
-                pw = urlsplit(url).password
-            except ValueError:
-                pw = None
-            if pw:
-                found.append(pw)
+        found += url_secrets(url)
     out = sorted({v for v in found if v and len(v) >= MIN_SECRET_LEN}, key=len, reverse=True)
     return out
 

@@ -35,7 +35,7 @@ def recorded_config(backend: BackendConfig, cfg: dcr.DCRConfig) -> dict:
     return {
         "backend_kind": backend.kind,
         "model": backend.model if cfg.uses_model else evidence.model_name(),
-        "base_url": None if backend.is_embedded or not cfg.uses_model else backend.base_url,
+        "base_url": None if backend.is_embedded or not cfg.uses_model else backend.public_url,
         "params": {k: v for k, v in backend.public().items() if k not in ("base_url", "model", "kind")},
         "prompt_versions": cfg.prompt_versions(),
     }
@@ -264,7 +264,7 @@ def method_config(backend: BackendConfig, method: str, window: int) -> dict:
     return {
         "backend_kind": backend.kind,
         "model": backend.model,
-        "base_url": None if backend.is_embedded else backend.base_url,
+        "base_url": None if backend.is_embedded else backend.public_url,
         "params": {k: v for k, v in backend.public().items() if k not in ("base_url", "model", "kind")},
         "prompt_versions": versions,
     }

@@ -7,11 +7,14 @@ import difflib
 import html
 import io
 import json
+import logging
 import re
 import threading
 from pathlib import Path
 
 import pysbd
+
+log = logging.getLogger(__name__)
 
 
 class InputError(ValueError):
@@ -53,6 +56,12 @@ SUPPORTED_UPLOADS = ("txt", "md", "pdf", "docx")
 MAX_UPLOAD_MB = 20
 
 
+def check_size(data: bytes, name: str, advice: str) -> None:
+    """InputError when `data` is over the one upload limit (MAX_UPLOAD_MB), whoever sent it."""
+    if len(data) > MAX_UPLOAD_MB * 1024 * 1024:
+        raise InputError(f"{name} is {len(data) / 1024 / 1024:.1f} MB; the limit is {MAX_UPLOAD_MB} MB. {advice}")
+
+
 def read_document(name: str, data: bytes) -> str:
     """Text of an uploaded .txt, .md, .pdf or .docx file; raises InputError with the reason."""
     suffix = Path(name).suffix.lower().lstrip(".")
@@ -60,11 +69,7 @@ def read_document(name: str, data: bytes) -> str:
         raise InputError(f"{name}: unsupported file type '.{suffix}'. Use .txt, .md, .pdf or .docx.")
     if not data:
         raise InputError(f"{name} is empty.")
-    if len(data) > MAX_UPLOAD_MB * 1024 * 1024:
-        raise InputError(
-            f"{name} is {len(data) / 1024 / 1024:.1f} MB; the limit is {MAX_UPLOAD_MB} MB. "
-            "Upload a shorter document or paste the part to check."
-        )
+    check_size(data, name, "Upload a shorter document or paste the part to check.")
     if suffix in ("txt", "md"):
         if b"\x00" in data[:8192]:
             raise InputError(f"{name} looks like a binary file, not text.")
@@ -91,8 +96,11 @@ def _read_pdf(name: str, data: bytes) -> str:
     try:
         reader = PdfReader(io.BytesIO(data))
         pages = [page.extract_text() or "" for page in reader.pages]
-    except (PdfReadError, ValueError, OSError, KeyError) as exc:
-        raise InputError(f"{name} could not be read as a PDF ({exc}).") from None
+    except PdfReadError as exc:
+        raise InputError(f"{name} could not be read as a PDF ({_reason(exc)}).") from None
+    except Exception as exc:  # a damaged file makes the parser fail in many ways; none is the user's to debug
+        log.info("%s: PDF reader failed: %r", name, exc)
+        raise InputError(f"{name} could not be read as a PDF: the file is damaged or not a PDF.") from None
     text = "\n\n".join(p.strip() for p in pages if p.strip())
     if not text:
         raise InputError(f"{name} has no extractable text (a scanned PDF?). Paste the text instead.")
@@ -106,9 +114,21 @@ def _read_docx(name: str, data: bytes) -> str:
 
     try:
         document = docx.Document(io.BytesIO(data))
-    except (zipfile.BadZipFile, KeyError, ValueError, OSError) as exc:
-        raise InputError(f"{name} could not be read as a Word document ({exc}).") from None
-    return "\n\n".join(p.text for p in document.paragraphs if p.text.strip())
+        return "\n\n".join(p.text for p in document.paragraphs if p.text.strip())
+    except zipfile.BadZipFile:
+        raise InputError(f"{name} could not be read as a Word document: it is not a .docx file (a .doc?).") from None
+    except Exception as exc:  # broken XML inside (lxml), missing parts, ...: all mean a damaged document
+        log.info("%s: Word reader failed: %r", name, exc)
+        raise InputError(
+            f"{name} could not be read as a Word document: the file is damaged. Open and save it again, "
+            "or paste the text."
+        ) from None
+
+
+def _reason(exc: Exception) -> str:
+    """The first line of a parser's message, without any file path in it."""
+    first = (str(exc).splitlines() or [type(exc).__name__])[0]
+    return re.sub(r"(?:[A-Za-z]:)?[\\/][^\s'\"]+", "…", first)[:160]
 
 
 def check_pair(reference: str, candidate: str, *, max_chars: int) -> list[str]:

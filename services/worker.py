@@ -15,6 +15,7 @@ import time
 from db.engine import get_engine
 from services import batches, conseval, dhp
 from services.jobs import enqueue, enqueue_conseval, enqueue_dhp, huey
+from services.redact import redact_logs
 
 log = logging.getLogger("services.worker")
 
@@ -51,10 +52,13 @@ class Joiner:
 
 def housekeeping(
     stop: threading.Event,
-    every: float = batches.HEARTBEAT_EVERY,
-    recover_every: float = 5.0,
+    every: float | None = None,
+    recover_every: float | None = None,
     join: Joiner | None = None,
 ) -> None:
+    every = batches.heartbeat_period() if every is None else every
+    if recover_every is None:
+        recover_every = min(5.0, batches.stale_limit().total_seconds() / 4)
     engine = get_engine()
     wid = batches.worker_id()
     last = 0.0
@@ -89,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     )  # fmt: skip
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    redact_logs()  # the HTTP client logs each URL it calls, credentials and all
     get_engine()  # migrate before the first task
     stop = threading.Event()
     join = None if args.no_join else Joiner(args.threads)

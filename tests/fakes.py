@@ -162,8 +162,10 @@ class FakeOpenAIServer:
         self._thread: threading.Thread | None = None
 
     # -- lifecycle ------------------------------------------------------------------------
+    handler_class: type[_Handler] = _Handler  # a subclass may send faulty responses
+
     def start(self) -> FakeOpenAIServer:
-        httpd = _Server(("127.0.0.1", 0), _Handler)
+        httpd = _Server(("127.0.0.1", 0), self.handler_class)
         httpd.fake = self
         self._httpd = httpd
         self._thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)

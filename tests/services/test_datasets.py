@@ -496,3 +496,22 @@ def test_delete_dataset_and_refusal_while_a_batch_uses_it(engine):
     assert ds.delete_dataset(engine, saved.id) is False
     with pytest.raises(InputError, match="does not exist"):
         ds.dataset_stats(engine, saved.id)
+
+
+def test_an_import_over_the_upload_limit_is_refused_by_the_service_with_the_reason(tmp_path):
+    from db.engine import make_engine
+    from services.text import MAX_UPLOAD_MB
+
+    engine = make_engine(f"sqlite:///{tmp_path}/big.db")
+    row = json.dumps({"reference": "The council met.", "candidate": "The council met.", "score": 1}) + "\n"
+    big = (row * (MAX_UPLOAD_MB * 1024 * 1024 // len(row) + 2)).encode()
+    mapping = ColumnMapping(reference="reference", candidate="candidate", human_score="score")
+    with pytest.raises(InputError, match=rf"big\.jsonl is 20\.0 MB; the limit is {MAX_UPLOAD_MB} MB\. Split it"):
+        ds.import_file(engine, name="big.jsonl", data=big, fmt="jsonl", mapping=mapping)
+    for read in (lambda: ds.read_dataset(big, "jsonl", mapping), lambda: ds.read_qags(big)):
+        with pytest.raises(InputError, match=f"the limit is {MAX_UPLOAD_MB} MB"):
+            read()
+    assert ds.list_datasets(engine) == []
+    saved, _ = ds.import_file(engine, name="small.jsonl", data=row.encode() * 3, fmt="jsonl", mapping=mapping)
+    assert saved.created
+    engine.dispose()

@@ -1,0 +1,66 @@
+"""Uploaded documents that cannot be read give a clear message (InputError), never a parser's traceback."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+
+import docx
+import pytest
+
+from services.text import InputError, read_document
+
+
+def docx_bytes(text: str = "The council met on Tuesday.") -> bytes:
+    buf = io.BytesIO()
+    d = docx.Document()
+    d.add_paragraph(text)
+    d.save(buf)
+    return buf.getvalue()
+
+
+def with_part(data: bytes, part: str, content: bytes | None) -> bytes:
+    """The .docx with one part replaced (or removed, for None)."""
+    src = zipfile.ZipFile(io.BytesIO(data))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as z:
+        for info in src.infolist():
+            if info.filename != part:
+                z.writestr(info, src.read(info))
+            elif content is not None:
+                z.writestr(info, content)
+    return out.getvalue()
+
+
+def pdf_bytes() -> bytes:
+    from pypdf import PdfWriter
+
+    buf = io.BytesIO()
+    w = PdfWriter()
+    w.add_blank_page(width=200, height=200)
+    w.write(buf)
+    return buf.getvalue()
+
+
+BROKEN = {
+    "broken XML": ("report.docx", with_part(docx_bytes(), "word/document.xml", b"<w:document><w:body><w:p>")),
+    "no document part": ("report.docx", with_part(docx_bytes(), "word/document.xml", None)),
+    "not a zip": ("report.docx", b"PK\x03\x04 this is not really a zip archive"),
+    "a .doc renamed": ("report.docx", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\x00" * 600),
+    "PDF cut short": ("paper.pdf", pdf_bytes()[:200]),
+    "PDF of garbage": ("paper.pdf", b"%PDF-1.7\n" + bytes(range(256)) * 8),
+}
+
+
+@pytest.mark.parametrize("case", list(BROKEN))
+def test_a_damaged_document_is_refused_with_a_clear_message(case):
+    name, data = BROKEN[case]
+    with pytest.raises(InputError) as err:
+        read_document(name, data)
+    msg = str(err.value)
+    assert msg.startswith(name) and "could not be read" in msg
+    assert "/" not in msg.replace(name, ""), "no server path in the message"
+
+
+def test_a_good_docx_still_reads():
+    assert read_document("ok.docx", docx_bytes("One. Two.")) == "One. Two."

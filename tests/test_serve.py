@@ -1,0 +1,68 @@
+"""The app starts its batch worker with the server: a restarted app resumes batches before any page is opened."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+
+from sqlalchemy import update
+
+from db.engine import make_engine
+from db.models import Batch, WorkerHeartbeat, utcnow
+from services import batches
+from tests.fakes import FakeOpenAIServer, toy_judge
+from tests.services.test_batches import BAD, EVAL, FIX, judge_backend, make_dataset
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_a_restarted_app_resumes_its_batches_without_a_page_being_opened(tmp_path):
+    db_url = f"sqlite:///{tmp_path / 'app.db'}"
+    engine = make_engine(db_url)
+    with FakeOpenAIServer(responder=toy_judge(BAD, FIX)) as fake:
+        ds = make_dataset(engine, 6)
+        bid = batches.create_batch(engine, dataset_id=ds, backend=judge_backend(fake), cfg=EVAL)
+        # The app stopped mid-batch: two items held by its worker, which is gone, the rest waiting.
+        assert len(batches.claim(engine, bid, "gone:1", 2)) == 2
+        batches.heartbeat(engine, "gone:1")
+        with engine.begin() as conn:
+            conn.execute(update(Batch).where(Batch.id == bid).values(status="running", enqueued_at=utcnow()))
+            conn.execute(update(WorkerHeartbeat).values(heartbeat_at=utcnow() - timedelta(hours=1)))
+        env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "OPENAI_", "STREAMLIT_"))},
+            "DATABASE_URL": db_url, "DATA_DIR": str(tmp_path / "data"), "CONSISTENCY_SPAWN_WORKER": "1",
+            "WORKER_STALE_AFTER": "4", "WORKER_HEARTBEAT": "0.5", "DB_BUSY_TIMEOUT": "2",
+        }  # fmt: skip
+        port = _free_port()
+        log = tmp_path / "app.log"
+        cmd = [
+            sys.executable, "serve.py", "--server.port", str(port), "--server.address", "127.0.0.1",
+            "--server.headless", "true", "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false",
+        ]  # fmt: skip
+        with open(log, "wb") as out:
+            app = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline and batches.progress(engine, bid).batch.status != "done":
+                assert app.poll() is None, log.read_text(errors="replace")[-2000:]
+                time.sleep(0.2)
+        finally:
+            app.terminate()
+            app.wait(timeout=30)
+        p = batches.progress(engine, bid)
+        assert p.batch.status == "done" and p.done == 6, log.read_text(errors="replace")[-2000:]
+        assert len(fake.requests) == 6, "each item sent once"
+        worker_log = (tmp_path / "data" / "worker.log").read_text(errors="replace")
+        assert "joining batch" in worker_log or "enqueued" in worker_log
+    engine.dispose()
