@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 import tomllib
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -19,6 +20,11 @@ SECRETS_FILE = PROJECT_ROOT / ".streamlit" / "secrets.toml"
 EMBEDDED_MODEL_NAME = "SmolLM2-135M-Instruct"
 
 
+def secrets_file() -> Path:
+    """The secrets file settings are read from: `CONSISTENCY_SECRETS_FILE`, else `.streamlit/secrets.toml`."""
+    return Path(os.environ.get("CONSISTENCY_SECRETS_FILE", SECRETS_FILE))
+
+
 class _SecretsTomlSource(PydanticBaseSettingsSource):
     """Reads root keys of `.streamlit/secrets.toml`, case-insensitively, like Streamlit does."""
 
@@ -26,7 +32,7 @@ class _SecretsTomlSource(PydanticBaseSettingsSource):
         return None, field_name, False
 
     def __call__(self) -> dict[str, Any]:
-        path = Path(os.environ.get("CONSISTENCY_SECRETS_FILE", SECRETS_FILE))
+        path = secrets_file()
         if not path.is_file():
             return {}
         try:
@@ -77,6 +83,10 @@ class Settings(BaseSettings):
     # Accounts an OpenID Connect sign-in admits: emails or "@domain", comma-separated (or a list in
     # secrets.toml); empty admits every account the provider signs in.
     studio_owners: str = ""
+    # The job queue: a redis:// URL, else a SQLite file in the data folder (services/jobs.py).
+    huey_url: str = ""
+    # Start a worker beside the app; deployments that run their own workers set CONSISTENCY_SPAWN_WORKER=0.
+    consistency_spawn_worker: bool = True
 
     @field_validator("studio_owners", mode="before")
     @classmethod
@@ -110,12 +120,40 @@ class Settings(BaseSettings):
             )
 
 
+def _source_state() -> tuple:
+    """What the settings are read from: the environment and the secrets file's path and modification time."""
+    path = secrets_file()
+    try:
+        mtime = path.stat().st_mtime_ns
+    except OSError:
+        mtime = None
+    return tuple(sorted(os.environ.items())), str(path), mtime
+
+
+_cached: tuple[tuple, Settings] | None = None
+_cache_lock = threading.Lock()
+
+
 def get_settings() -> Settings:
-    """Read settings afresh (cheap; lets tests change the environment)."""
-    return Settings()
+    """The settings, read once and cached; read again only when the environment or the secrets file changes
+    (an edited `.streamlit/secrets.toml` takes effect without a restart, as in Streamlit)."""
+    global _cached
+    state = _source_state()
+    cached = _cached
+    if cached is not None and cached[0] == state:
+        return cached[1]
+    with _cache_lock:
+        if _cached is None or _cached[0] != state:
+            _cached = (state, Settings())
+        return _cached[1]
 
 
 BackendKind = Literal["embedded", "openai"]
+
+
+def _default(name: str) -> Any:
+    """A Settings field's default, so that a BackendConfig built without settings agrees with them."""
+    return Settings.model_fields[name].default
 
 
 @dataclass(frozen=True)
@@ -126,11 +164,11 @@ class BackendConfig:
     base_url: str | None = None
     model: str = EMBEDDED_MODEL_NAME
     api_key: SecretStr | None = field(default=None, repr=False, compare=False)
-    temperature: float = 0.0
-    max_tokens: int = 768
-    concurrency: int = 4
-    timeout: float = 120.0
-    max_retries: int = 3
+    temperature: float = _default("llm_temperature")
+    max_tokens: int = _default("llm_max_tokens")
+    concurrency: int = _default("llm_concurrency")
+    timeout: float = _default("llm_timeout")
+    max_retries: int = _default("llm_max_retries")
 
     @property
     def is_embedded(self) -> bool:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import atexit
 import logging
-import os
 import subprocess
 import sys
 import threading
@@ -26,7 +25,7 @@ log = logging.getLogger(__name__)
 def make_huey() -> Huey:
     """The queue named by HUEY_URL (redis://...), else a SQLite file in the data folder."""
     s = get_settings()
-    url = os.environ.get("HUEY_URL", "")
+    url = s.huey_url
     if url.startswith("redis://"):
         return RedisHuey("consistency-studio", url=url)
     s.data_dir.mkdir(parents=True, exist_ok=True)
@@ -113,11 +112,11 @@ def ensure_worker() -> subprocess.Popen | None:
 def spawn_worker() -> subprocess.Popen | None:
     """Start a worker beside the app (it stops with the app). CONSISTENCY_SPAWN_WORKER=0 turns this off
     for deployments that run their own workers."""
-    if os.environ.get("CONSISTENCY_SPAWN_WORKER", "1") == "0":
+    s = get_settings()
+    if not s.consistency_spawn_worker:
         return None
     from services.embedded import spawn_child
 
-    s = get_settings()
     s.data_dir.mkdir(parents=True, exist_ok=True)
     with open(s.data_dir / "worker.log", "ab") as logf:
         proc = spawn_child(worker_command(), stdout=logf, stderr=subprocess.STDOUT, cwd=str(PROJECT_ROOT))

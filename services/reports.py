@@ -196,7 +196,7 @@ def known_secrets() -> list[str]:
     for name, value in os.environ.items():
         if is_secret_name(name):
             found.append(value)
-    for url in (s.database_url, s.llm_base_url, os.environ.get("DATABASE_URL")):
+    for url in (s.database_url, s.llm_base_url):
         found += url_secrets(url)
     out = sorted({v for v in found if v and len(v) >= MIN_SECRET_LEN}, key=len, reverse=True)
     return out
