@@ -13,43 +13,32 @@ from pathlib import Path
 
 import pandas as pd
 
-from services import stats
+from services import stats, tables
+from services.errors import InputError
 
 COLUMNS = ("unit", "rater", "value")
 
 
-class RatingsError(Exception):
-    """The ratings file cannot be used; the message says why."""
-
-
 def read_ratings(path: Path, level: str) -> pd.DataFrame:
     """The rows of a ratings CSV with a header naming unit, rater and value."""
-    if not path.is_file():
-        raise RatingsError(f"{path}: no such file")
-    try:
-        df = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8-sig", skipinitialspace=True)
-    except UnicodeDecodeError:
-        raise RatingsError(f"{path}: not UTF-8 text") from None
-    except (pd.errors.EmptyDataError, pd.errors.ParserError) as exc:
-        raise RatingsError(f"{path}: not a readable CSV ({str(exc).strip().splitlines()[0]})") from None
-    df.columns = [str(c).strip().lower() for c in df.columns]
+    df = tables.read_frame(path, fmt="csv")
     missing = [c for c in COLUMNS if c not in df.columns]
     if missing:
         found = ", ".join(df.columns) or "none"
-        raise RatingsError(
+        raise InputError(
             f"{path}: missing column(s) {', '.join(missing)}; the header must name unit,rater,value (found: {found})"
         )
     df = df[list(COLUMNS)].apply(lambda col: col.str.strip())
     df = df[df["value"] != ""]  # an empty value is a unit the rater did not rate
     if df.empty:
-        raise RatingsError(f"{path}: no ratings")
+        raise InputError(f"{path}: no ratings")
     if level in ("interval", "ratio", "ordinal"):
         numeric = pd.to_numeric(df["value"], errors="coerce")
         bad = df.loc[numeric.isna()]
         if not bad.empty:
             first = bad.iloc[0]
-            line = int(bad.index[0]) + 2  # +1 for the header, +1 for counting from 1
-            raise RatingsError(
+            line = int(bad.index[0])  # the frame is indexed by the line each row starts on
+            raise InputError(
                 f"{path}:{line}: value {first['value']!r} is not a number; the {level} level needs numeric values "
                 "(use --level nominal for category labels)"
             )
@@ -80,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         ratings = read_ratings(Path(args.input), args.level)
         res = stats.alpha_from_long(ratings, args.level, n_boot=args.boot, seed=args.seed)
-    except (RatingsError, ValueError) as exc:
+    except ValueError as exc:  # InputError or a statistic that cannot be computed
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(f"alpha: {res.alpha:.4f}" if res.alpha is not None else "alpha: undefined")

@@ -25,22 +25,14 @@ from typing import Any
 
 import pandas as pd
 
-from services import dhp, perturb
+from services import dhp, perturb, tables
 from services import survey as survey_service
+from services.errors import InputError
 from services.export import frame_csv
 
 
-class DhpInputError(Exception):
-    """An input file cannot be used; the message says why."""
-
-
 def _read_text(path: Path) -> str:
-    if not path.is_file():
-        raise DhpInputError(f"{path}: no such file")
-    try:
-        return path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError:
-        raise DhpInputError(f"{path}: not UTF-8 text") from None
+    return tables.decode(tables.read_file(path), str(path), allow_empty=True)
 
 
 def read_items(path: Path) -> list[perturb.Item]:
@@ -49,7 +41,7 @@ def read_items(path: Path) -> list[perturb.Item]:
     try:
         return dhp.parse_items_upload(str(path), text)
     except ValueError as exc:
-        raise DhpInputError(str(exc) if str(path) in str(exc) else f"{path}: {exc}") from None
+        raise InputError(str(exc) if str(path) in str(exc) else f"{path}: {exc}") from None
 
 
 def read_weights(path: Path | None) -> dict[str, dict[str, float]] | None:
@@ -59,40 +51,35 @@ def read_weights(path: Path | None) -> dict[str, dict[str, float]] | None:
     try:
         data = json.loads(_read_text(path))
     except json.JSONDecodeError as exc:
-        raise DhpInputError(f"{path}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
+        raise InputError(f"{path}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
     if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
-        raise DhpInputError(f'{path}: expected {{"perturbation": {{"metric": weight, ...}}, ...}}')
+        raise InputError(f'{path}: expected {{"perturbation": {{"metric": weight, ...}}, ...}}')
     out: dict[str, dict[str, float]] = {}
     for pert, ws in data.items():
         for metric, w in ws.items():
             if isinstance(w, bool) or not isinstance(w, int | float) or not math.isfinite(w) or w < 0:
-                raise DhpInputError(f"{path}: weight of {pert!r} / {metric!r} must be a number of 0 or more, got {w!r}")
+                raise InputError(f"{path}: weight of {pert!r} / {metric!r} must be a number of 0 or more, got {w!r}")
         out[str(pert)] = {str(m): float(w) for m, w in ws.items()}
     return out
 
 
 def read_scores(path: Path) -> pd.DataFrame:
     """SCORES.csv with item_id,perturbation,level,metric,original,perturbed (numeric scores)."""
-    _read_text(path)
-    try:
-        df = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8-sig", skipinitialspace=True)
-    except (pd.errors.EmptyDataError, pd.errors.ParserError) as exc:
-        raise DhpInputError(f"{path}: not a readable CSV ({str(exc).strip().splitlines()[0]})") from None
-    df.columns = [str(c).strip().lower() for c in df.columns]
+    df = tables.read_frame(path, fmt="csv")
     missing = [c for c in dhp.SCORE_COLUMNS if c not in df.columns]
     if missing:
-        raise DhpInputError(
+        raise InputError(
             f"{path}: missing column(s) {', '.join(missing)}; the header must be {','.join(dhp.SCORE_COLUMNS)}"
         )
     if df.empty:
-        raise DhpInputError(f"{path}: no rows")
+        raise InputError(f"{path}: no rows")
     for col in ("original", "perturbed"):
         values = df[col].str.strip()
         num = pd.to_numeric(values.replace("", None), errors="coerce")
         bad = df[(values != "") & num.isna()]
         if not bad.empty:
-            line = int(bad.index[0]) + 2
-            raise DhpInputError(f"{path}:{line}: {col} score {bad.iloc[0][col]!r} is not a number")
+            line = int(bad.index[0])  # the frame is indexed by the line each row starts on
+            raise InputError(f"{path}:{line}: {col} score {bad.iloc[0][col]!r} is not a number")
         df[col] = num
     return df
 
@@ -108,7 +95,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
         scores = read_scores(Path(args.scores))
         weights = read_weights(Path(args.weights) if args.weights else None)
         res = dhp.analyse(scores, weights=weights, zero_method=args.zero_method)
-    except (DhpInputError, ValueError) as exc:
+    except ValueError as exc:  # InputError or data the statistics cannot use
         print(f"error: {exc}", file=sys.stderr)
         return 2
     out = dhp.result_record(res)
@@ -144,13 +131,13 @@ def cmd_run(args: argparse.Namespace) -> int:
             task = dhp.get_task(args.task, session=s)
             if task is None:
                 known = ", ".join(t.key for t in dhp.list_tasks(session=s))
-                raise DhpInputError(f"unknown task {args.task!r}; known: {known}")
+                raise InputError(f"unknown task {args.task!r}; known: {known}")
             if weights is None:
                 found = survey_service.closed_weights(task.key, session=s)
                 if found is not None:
                     weights = found[1].weights
                     print(f"expert weights from closed survey {found[0].id} ({found[0].title})", file=sys.stderr)
-    except DhpInputError as exc:
+    except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     only = args.perturbations or None

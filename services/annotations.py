@@ -38,10 +38,11 @@ from db.models import (
     new_token,
     utcnow,
 )
-from services.datasets import RejectedRow, _decode, _json_records, _table_records, parse_label
+from services import tables
+from services.datasets import IMPORT_ADVICE, RejectedRow, parse_label
+from services.errors import InputError
 from services.export import records_csv, restore
 from services.stats import AlphaResult, alpha_from_long, majority
-from services.text import InputError
 
 log = logging.getLogger(__name__)
 
@@ -805,11 +806,11 @@ def import_labels(
     sentences by index; a row whose sentence text differs from the dataset's is rejected. Annotators missing
     here are created by name. A label replaces the same annotator's label of that sentence.
     """
-    text = _decode(data)
+    text = tables.decode(data, advice=IMPORT_ADVICE)
     if fmt == "jsonl":
-        records = _json_records(text)
+        records = tables.json_records(text)
     elif fmt == "csv":
-        _, rows = _table_records(text, ",", quoted=True)
+        _, rows = tables.records(text, "csv")
         # our own CSV export quoted formula-like cells: take the quote off again
         records = ((n, {k: restore(v) for k, v in obj.items()} if isinstance(obj, dict) else obj, err)
                    for n, obj, err in rows)  # fmt: skip

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import io
 import json
 import logging
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import Any, NamedTuple
 
 import pandas as pd
 from sqlalchemy.engine import Engine
@@ -20,7 +18,10 @@ from sqlalchemy.exc import IntegrityError
 from db import crud
 from db.engine import get_session
 from db.models import Dataset, DatasetPublic
-from services.text import InputError, check_size, split_sentences
+from services import tables
+from services.errors import InputError
+from services.tables import TableFormat, check_size
+from services.text import split_sentences
 
 log = logging.getLogger(__name__)
 
@@ -38,8 +39,6 @@ FORMAT_LABELS = {
     "tsv": "Generic TSV",
 }
 SUMMEVAL_ASPECTS = ("coherence", "consistency", "fluency", "relevance")
-
-TableFormat = Literal["jsonl", "csv", "tsv"]
 
 _TRUE = {"1", "true", "yes", "consistent"}
 _FALSE = {"0", "false", "no", "inconsistent"}
@@ -179,83 +178,8 @@ def parse_sentence_labels(value: Any) -> list[dict[str, int]] | None:
 
 # -- reading files -------------------------------------------------------------------------------
 def _decode(data: bytes) -> str:
-    if not data or not data.strip():
-        raise InputError("The file is empty.")
     # every import reads through here: the upload widget's limit holds for the CLI and any other caller too
-    check_size(data, "The file", IMPORT_ADVICE)
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise InputError(
-            f"The file is not UTF-8 text (byte {exc.start:,}, on line {line:,}, cannot be read). "
-            "Save it as UTF-8 and upload it again."
-        ) from None
-    if not text.strip():
-        raise InputError("The file is empty.")
-    return text
-
-
-def _json_records(text: str) -> Iterator[tuple[int, Any, str | None]]:
-    """(row number, value, error) for each record of a JSONL file, or of a file holding one JSON array."""
-    if text.lstrip().startswith("["):
-        try:
-            whole = json.loads(text)
-        except json.JSONDecodeError:
-            whole = None
-        if isinstance(whole, list):
-            for i, value in enumerate(whole, 1):
-                yield i, value, None
-            return
-    # Split on "\n" only: JSON strings may hold U+2028 and other characters str.splitlines() breaks on.
-    for i, line in enumerate(text.split("\n"), 1):
-        line = line.strip()
-        if not line:
-            continue
-        try:
-            yield i, json.loads(line), None
-        except json.JSONDecodeError as exc:
-            yield i, None, f"not valid JSON ({exc.msg} at column {exc.colno})"
-
-
-def _table_records(
-    text: str, delimiter: str, *, quoted: bool
-) -> tuple[list[str], Iterator[tuple[int, Any, str | None]]]:
-    """The header and (line number, {column: value}, error) for each data row of a CSV/TSV file."""
-    csv.field_size_limit(max(csv.field_size_limit(), 64 * 1024 * 1024))  # articles are longer than 128 kB
-    reader = csv.reader(
-        io.StringIO(text, newline=""), delimiter=delimiter, quoting=csv.QUOTE_MINIMAL if quoted else csv.QUOTE_NONE
-    )
-    try:
-        header = [h.strip() for h in next(reader)]
-    except (StopIteration, csv.Error) as exc:
-        raise InputError(f"The file has no readable header row ({exc}).") from None
-    if not any(header):
-        raise InputError("The first row (the header) is empty; the file needs a header naming its columns.")
-    if len(set(header)) != len(header):
-        dupes = sorted({h for h in header if header.count(h) > 1})
-        raise InputError(f"The header names a column twice: {', '.join(dupes)}. Rename the columns.")
-
-    def rows() -> Iterator[tuple[int, Any, str | None]]:
-        while True:
-            start = reader.line_num + 1
-            try:
-                fields = next(reader)
-            except StopIteration:
-                return
-            except csv.Error as exc:
-                yield start, None, f"unreadable row ({exc})"
-                if reader.line_num < start:  # the reader cannot move past it
-                    return
-                continue
-            if not fields or not any(f.strip() for f in fields):
-                continue
-            if len(fields) != len(header):
-                yield start, None, f"has {len(fields)} fields but the header has {len(header)}"
-                continue
-            yield start, dict(zip(header, fields, strict=True)), None
-
-    return header, rows()
+    return tables.decode(data, advice=IMPORT_ADVICE)
 
 
 def _text(obj: dict[str, Any], key: str, what: str | None = None) -> str:
@@ -289,7 +213,7 @@ def _finish(item: ImportedItem) -> ImportedItem:
 
 
 def _collect(
-    records: Iterator[tuple[int, Any, str | None]],
+    records: Iterator[tables.Record],
     make: Callable[[int, dict[str, Any]], ImportedItem],
     *,
     fmt: str,
@@ -371,7 +295,7 @@ def _qags_item(row: int, obj: dict[str, Any]) -> ImportedItem:
 def read_qags(data: bytes) -> ImportResult:
     """QAGS JSONL (article + summary_sentences with MTurk yes/no votes); scores by majority vote."""
     text = _decode(data)
-    return _collect(_json_records(text), _qags_item, fmt="qags", task="summarization")
+    return _collect(tables.json_records(text), _qags_item, fmt="qags", task="summarization")
 
 
 # -- SummEval ----------------------------------------------------------------------------------
@@ -440,7 +364,7 @@ def _summeval_item(row: int, obj: dict[str, Any]) -> ImportedItem:
 def read_summeval(data: bytes) -> ImportResult:
     """SummEval model_annotations JSONL (the paired file): mean expert consistency rescaled to [0, 1]."""
     text = _decode(data)
-    result = _collect(_json_records(text), _summeval_item, fmt="summeval", task="summarization")
+    result = _collect(tables.json_records(text), _summeval_item, fmt="summeval", task="summarization")
     result.meta["human_score"] = "(mean expert consistency - 1) / 4; human_label = all experts gave 5"
     return result
 
@@ -452,7 +376,7 @@ _PAWS = {"paws": ("sentence1", "sentence2", "label"), "qqp": ("question1", "ques
 def read_paws(data: bytes) -> ImportResult:
     """PAWS (id, sentence1, sentence2, label) or QQP (…, question1, question2, is_duplicate) TSV."""
     text = _decode(data)
-    header, records = _table_records(text, "\t", quoted=False)
+    header, records = tables.delimited_records(text, "\t", quoted=False)
     variant = next((v for v, cols in _PAWS.items() if set(cols) <= set(header)), None)
     if variant is None:
         raise InputError(
@@ -487,11 +411,11 @@ def sniff_columns(data: bytes, fmt: TableFormat) -> list[str]:
     """The column names of a generic file: the CSV/TSV header, or the keys of the first JSONL objects."""
     text = _decode(data)
     if fmt in ("csv", "tsv"):
-        header, _ = _table_records(text, "," if fmt == "csv" else "\t", quoted=True)
-        return header
+        header, _ = tables.records(text, fmt)
+        return header or []
     columns: dict[str, None] = {}
     seen = 0
-    for _row, value, error in _json_records(text):
+    for _row, value, error in tables.json_records(text):
         if error is None and isinstance(value, dict):
             columns.update(dict.fromkeys(str(k) for k in value))
             seen += 1
@@ -540,17 +464,13 @@ def read_table(data: bytes, fmt: TableFormat, mapping: ColumnMapping, *, task: s
     if mapping.reference == mapping.candidate:
         raise InputError("The reference and the candidate must be different columns.")
     text = _decode(data)
-    if fmt in ("csv", "tsv"):
-        header, records = _table_records(text, "," if fmt == "csv" else "\t", quoted=True)
+    header, records = tables.records(text, fmt)
+    if header is not None:
         wanted = [c for c in (mapping.reference, mapping.candidate, mapping.id, mapping.human_score,
                               mapping.human_label, mapping.sentence_labels) if c]  # fmt: skip
         absent = [c for c in wanted if c not in header]
         if absent:
             raise InputError(f"Column(s) {', '.join(absent)} are not in the header ({', '.join(header)[:200]}).")
-    elif fmt == "jsonl":
-        records = _json_records(text)
-    else:
-        raise InputError(f"Unknown table format {fmt!r}; use jsonl, csv or tsv.")
 
     def make(row: int, rec: dict[str, Any]) -> ImportedItem:
         reference = _text(rec, mapping.reference, "reference")
@@ -603,7 +523,7 @@ def guess_format(name: str, data: bytes) -> str:
         return "csv"
     first_obj: dict[str, Any] | None = None
     try:
-        for _row, value, error in _json_records(data.decode("utf-8-sig") if suffix == "json" else head):
+        for _row, value, error in tables.json_records(data.decode("utf-8-sig") if suffix == "json" else head):
             if error is None and isinstance(value, dict):
                 first_obj = value
                 break
@@ -625,9 +545,9 @@ def preview_rows(data: bytes, fmt: str, n: int = 5, width: int = 160) -> list[di
     """The first n raw rows of a file, each value cut to `width` characters, for a look before importing."""
     text = _decode(data)
     if fmt in ("csv", "tsv", "paws"):
-        _, records = _table_records(text, "," if fmt == "csv" else "\t", quoted=fmt != "paws")
+        _, records = tables.records(text, "csv" if fmt == "csv" else "tsv", quoted=fmt != "paws")
     else:
-        records = _json_records(text)
+        records = tables.json_records(text)
     out: list[dict[str, str]] = []
     for row, value, error in records:
         if error is None and isinstance(value, dict):

@@ -29,16 +29,13 @@ from db.models import (
     new_token,
     utcnow,
 )
+from services.errors import SurveyError
 from services.perturb import KINDS, TaskSpec
 from services.stats import AlphaResult, alpha_from_long
 
 log = logging.getLogger(__name__)
 
 MAX_NAME = 100
-
-
-class SurveyError(ValueError):
-    """A survey action that cannot be done; the message says why."""
 
 
 def create_survey(task: TaskSpec, *, title: str, session: Session) -> int:

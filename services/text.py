@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import csv
 import difflib
 import html
 import io
-import json
 import logging
 import re
 import threading
@@ -14,11 +12,12 @@ from pathlib import Path
 
 import pysbd
 
+from services.errors import InputError
+from services.tables import MAX_UPLOAD_MB, check_size, read_rows
+
+__all__ = ["MAX_UPLOAD_MB", "InputError", "check_size", "read_records"]  # re-exported for existing callers
+
 log = logging.getLogger(__name__)
-
-
-class InputError(ValueError):
-    """Input the user must fix; the message says how."""
 
 
 _local = threading.local()
@@ -51,15 +50,6 @@ def join_sentences(sentences: list[str]) -> str:
 
 
 SUPPORTED_UPLOADS = ("txt", "md", "pdf", "docx")
-# The browser refuses larger uploads first (.streamlit/config.toml, server.maxUploadSize, in MB); this holds
-# for every other caller too.
-MAX_UPLOAD_MB = 20
-
-
-def check_size(data: bytes, name: str, advice: str) -> None:
-    """InputError when `data` is over the one upload limit (MAX_UPLOAD_MB), whoever sent it."""
-    if len(data) > MAX_UPLOAD_MB * 1024 * 1024:
-        raise InputError(f"{name} is {len(data) / 1024 / 1024:.1f} MB; the limit is {MAX_UPLOAD_MB} MB. {advice}")
 
 
 def read_document(name: str, data: bytes) -> str:
@@ -177,42 +167,5 @@ def similarity(a: str, b: str) -> float:
     return difflib.SequenceMatcher(a=na, b=nb, autojunk=False).ratio()
 
 
-def read_records(data: bytes | str, name: str) -> list[dict]:
-    """Rows of an uploaded table: CSV (by its name), a JSON array (or {"items": [...]}) or JSONL.
-
-    InputError names the file and, for JSONL, the line; an empty file gives an empty list (the caller says
-    what it needed)."""
-    if isinstance(data, bytes):
-        try:
-            data = data.decode("utf-8-sig")
-        except UnicodeDecodeError:
-            raise InputError(f"{name}: not UTF-8 text") from None
-    low = name.lower()
-    if low.endswith(".csv"):
-        try:
-            return list(csv.DictReader(io.StringIO(data)))
-        except csv.Error as exc:
-            raise InputError(f"{name}: not a readable CSV ({exc})") from None
-    if low.endswith(".json") and data.lstrip().startswith(("[", '{"items"')):
-        try:
-            rows = json.loads(data)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{name}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
-        if isinstance(rows, dict):
-            rows = rows.get("items", [])
-        if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
-            raise InputError(f'{name}: expected a list of objects (or {{"items": [...]}})')
-        return rows
-    # JSONL, also under a .json name when the file holds one object per line
-    rows = []
-    for n, line in enumerate(data.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{name}:{n}: not valid JSON ({exc.msg})") from None
-        if not isinstance(row, dict):
-            raise InputError(f"{name}:{n}: each line must be a JSON object")
-        rows.append(row)
-    return rows
+# The one table reader lives in services/tables.py; this name stays for the callers that import it from here.
+read_records = read_rows

@@ -182,7 +182,7 @@ def test_read_records_reads_csv_json_and_jsonl_and_names_the_bad_line():
     with pytest.raises(InputError, match=r"t.jsonl:2: not valid JSON"):
         read_records('{"a": 1}\nnope\n', "t.jsonl")
     with pytest.raises(InputError, match=r"t.jsonl:1: each line must be a JSON object"):
-        read_records("[1, 2]\n", "t.jsonl")
+        read_records("1\n", "t.jsonl")
     with pytest.raises(InputError, match="expected a list of objects"):
         read_records("[1, 2]", "t.json")
     with pytest.raises(InputError, match="not UTF-8"):

@@ -1,0 +1,193 @@
+"""One reader for every table a user gives us, uploaded or on the command line: CSV, TSV, a JSON array
+(or {"items": [...]}) and JSONL.
+
+Rows carry the line they start on, so a bad row is reported with its line and the reason. Callers that import
+what they can (datasets, labels) take `records` and keep the rejected rows; callers that need the whole file
+take `read_rows` or `read_frame`, which refuse the file at its first bad row. The CSV and TSV rows are
+tokenised by the csv module rather than pandas: only it tells the line a row starts on, which the messages
+name; `read_frame` hands the rows on as a pandas DataFrame indexed by that line.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Literal
+
+import pandas as pd
+
+from services.errors import InputError
+
+TableFormat = Literal["jsonl", "csv", "tsv"]
+# (line or array position, the row as a dict, or None with the reason it cannot be read)
+Record = tuple[int, Any, str | None]
+
+# The browser refuses larger uploads first (.streamlit/config.toml, server.maxUploadSize, in MB); this holds
+# for every other caller that reads an upload too.
+MAX_UPLOAD_MB = 20
+_DELIMITERS = {"csv": ",", "tsv": "\t"}
+
+
+def check_size(data: bytes, name: str, advice: str) -> None:
+    """InputError when `data` is over the one upload limit (MAX_UPLOAD_MB), whoever sent it."""
+    if len(data) > MAX_UPLOAD_MB * 1024 * 1024:
+        raise InputError(f"{name} is {len(data) / 1024 / 1024:.1f} MB; the limit is {MAX_UPLOAD_MB} MB. {advice}")
+
+
+def format_of(name: str) -> TableFormat:
+    """The table format a file name says: .csv, .tsv, else JSON (an array, or one object per line)."""
+    suffix = Path(name).suffix.lower()
+    return "csv" if suffix == ".csv" else "tsv" if suffix == ".tsv" else "jsonl"
+
+
+def read_file(path: Path) -> bytes:
+    """The bytes of an input file; InputError when there is no such file."""
+    if not path.is_file():
+        raise InputError(f"{path}: no such file")
+    return path.read_bytes()
+
+
+def decode(data: bytes | str, name: str | None = None, *, allow_empty: bool = False, advice: str | None = None) -> str:
+    """The text of a file, or InputError when it is empty, over the size limit (when `advice` says what to do
+    instead) or not UTF-8. Messages name the file when `name` is given."""
+    if isinstance(data, str):
+        text = data
+    else:
+        if advice is not None:
+            check_size(data, name or "The file", advice)
+        try:
+            text = data.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            if name:
+                raise InputError(f"{name}: not UTF-8 text") from None
+            line = data[: exc.start].count(b"\n") + 1
+            raise InputError(
+                f"The file is not UTF-8 text (byte {exc.start:,}, on line {line:,}, cannot be read). "
+                "Save it as UTF-8 and upload it again."
+            ) from None
+    if not allow_empty and not text.strip():
+        raise InputError(f"{name}: the file is empty." if name else "The file is empty.")
+    return text
+
+
+def json_records(text: str) -> Iterator[Record]:
+    """A record for each object of a JSON array (or {"items": [...]}), or for each line of a JSONL file."""
+    head = text.lstrip()
+    if head.startswith(("[", '{"items"')):
+        try:
+            whole = json.loads(text)
+        except json.JSONDecodeError:
+            whole = None
+        if isinstance(whole, dict):
+            whole = whole.get("items")
+        if isinstance(whole, list):
+            for i, value in enumerate(whole, 1):
+                yield i, value, None
+            return
+    # Split on "\n" only: JSON strings may hold U+2028 and other characters str.splitlines() breaks on.
+    for i, line in enumerate(text.split("\n"), 1):
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            yield i, json.loads(line), None
+        except json.JSONDecodeError as exc:
+            yield i, None, f"not valid JSON ({exc.msg} at column {exc.colno})"
+
+
+def delimited_records(text: str, delimiter: str, *, quoted: bool = True) -> tuple[list[str], Iterator[Record]]:
+    """The header and a record (starting line, {column: value}) for each data row of a CSV or TSV file."""
+    csv.field_size_limit(max(csv.field_size_limit(), 64 * 1024 * 1024))  # articles are longer than 128 kB
+    reader = csv.reader(
+        io.StringIO(text, newline=""), delimiter=delimiter, quoting=csv.QUOTE_MINIMAL if quoted else csv.QUOTE_NONE
+    )
+    try:
+        header = [h.strip() for h in next(reader)]
+    except (StopIteration, csv.Error) as exc:
+        raise InputError(f"The file has no readable header row ({exc}).") from None
+    if not any(header):
+        raise InputError("The first row (the header) is empty; the file needs a header naming its columns.")
+    if len(set(header)) != len(header):
+        dupes = sorted({h for h in header if header.count(h) > 1})
+        raise InputError(f"The header names a column twice: {', '.join(dupes)}. Rename the columns.")
+
+    def rows() -> Iterator[Record]:
+        while True:
+            start = reader.line_num + 1
+            try:
+                fields = next(reader)
+            except StopIteration:
+                return
+            except csv.Error as exc:
+                yield start, None, f"unreadable row ({exc})"
+                if reader.line_num < start:  # the reader cannot move past it
+                    return
+                continue
+            if not fields or not any(f.strip() for f in fields):
+                continue
+            if len(fields) != len(header):
+                yield start, None, f"has {len(fields)} fields but the header has {len(header)}"
+                continue
+            yield start, dict(zip(header, fields, strict=True)), None
+
+    return header, rows()
+
+
+def records(text: str, fmt: TableFormat, *, quoted: bool = True) -> tuple[list[str] | None, Iterator[Record]]:
+    """The header (None for JSON) and the records of a decoded file in `fmt`."""
+    if fmt in _DELIMITERS:
+        return delimited_records(text, _DELIMITERS[fmt], quoted=quoted)
+    if fmt == "jsonl":
+        return None, json_records(text)
+    raise InputError(f"Unknown table format {fmt!r}; use jsonl, csv or tsv.")
+
+
+def _strict(text: str, name: str, fmt: TableFormat) -> tuple[list[str], list[int], list[dict[str, Any]]]:
+    """The columns, starting lines and rows of a whole table; InputError at the first row that cannot be read."""
+    try:
+        header, found = records(text, fmt)
+    except InputError as exc:
+        raise InputError(f"{name}: {exc}") from None
+    is_array = header is None and text.lstrip().startswith(("[", '{"items"'))
+    lines: list[int] = []
+    rows: list[dict[str, Any]] = []
+    for line, value, error in found:
+        if error is None and not isinstance(value, dict):
+            if is_array:
+                raise InputError(f'{name}: expected a list of objects (or {{"items": [...]}})')
+            error = "each line must be a JSON object"
+        if error is not None:
+            raise InputError(f"{name}:{line}: {error}")
+        lines.append(line)
+        rows.append(value)
+    columns = header if header is not None else list(dict.fromkeys(k for r in rows for k in r))
+    return columns, lines, rows
+
+
+def read_rows(data: bytes | str, name: str, *, fmt: TableFormat | None = None) -> list[dict[str, Any]]:
+    """Every row of a table (format from `fmt`, else from the name); an empty file gives an empty list (the
+    caller says what it needed). InputError names the file and the line of the first bad row."""
+    text = decode(data, name, allow_empty=True)
+    if not text.strip():
+        return []
+    return _strict(text, name, fmt or format_of(name))[2]
+
+
+def read_frame(source: Path | bytes | str, name: str | None = None, *, fmt: TableFormat | None = None) -> pd.DataFrame:
+    """A whole table as a DataFrame indexed by the line each row starts on, column names in lower case and
+    text values stripped of surrounding spaces; an empty file gives an empty frame. InputError as for
+    `read_rows`."""
+    if isinstance(source, Path):
+        name = name or str(source)
+        source = read_file(source)
+    name = name or "the file"
+    text = decode(source, name, allow_empty=True)
+    if not text.strip():
+        return pd.DataFrame()
+    columns, lines, rows = _strict(text, name, fmt or format_of(name))
+    frame = pd.DataFrame.from_records(rows, columns=columns, index=pd.Index(lines, name="line"))
+    frame.columns = [str(c).strip().lower() for c in frame.columns]
+    return frame.map(lambda v: v.strip() if isinstance(v, str) else v)
