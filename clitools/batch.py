@@ -13,7 +13,7 @@ from db.engine import get_engine
 from services import batches, datasets, jobs, nli
 from services.config import backend_from_settings
 from services.dcr import METHOD_LABELS, DCRConfig
-from services.text import InputError
+from services.errors import InputError
 
 FORMATS = ("qags", "summeval", "paws", "jsonl", "csv")
 

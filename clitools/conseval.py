@@ -19,7 +19,7 @@ from pathlib import Path
 from db.engine import get_engine
 from services import conseval as ce
 from services.config import backend_from_settings
-from services.text import InputError
+from services.errors import InputError
 
 ALIASES = {
     "5p": "5-P", "7p": "7-P", "10p": "10-P", "11p-pos": "11-P (POS)", "11p": "11-P (POS)", "11p-neg": "11-P (NEG)",

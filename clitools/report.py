@@ -18,7 +18,7 @@ from pathlib import Path
 from db.engine import get_engine
 from db.models import REPORT_KINDS
 from services import metaeval
-from services.text import InputError
+from services.errors import InputError
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:

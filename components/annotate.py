@@ -16,7 +16,7 @@ from sqlalchemy.engine import Engine
 
 from services import annotations
 from services.annotations import SentenceLabelPublic, Target
-from services.text import InputError
+from services.errors import InputError
 
 # Streamlit's own button shortcuts (`st.button(shortcut=...)`): they ignore keys typed into a text field,
 # and show the key on the button. "C" and "R" are reserved by Streamlit (clear cache, rerun).

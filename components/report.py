@@ -12,8 +12,8 @@ import streamlit as st
 from components.report_builders import build
 from components.ui import engine
 from services import metaeval, reports, runs
+from services.errors import InputError
 from services.reports import KIND_LABELS, Report
-from services.text import InputError
 
 log = logging.getLogger(__name__)
 

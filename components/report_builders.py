@@ -30,6 +30,7 @@ from components.report_figures import make_method_accuracy_figure
 from db.models import BatchItem, DatasetItem, Document
 from services import metaeval, nli, runs, stats
 from services.dcr import CONVERTER_LABELS, METHOD_LABELS, REFERENCE_NOUN, TASK_LABELS, Round
+from services.errors import InputError
 from services.reports import (
     Example,
     ExampleRewrite,
@@ -40,7 +41,6 @@ from services.reports import (
     Report,
     Table,
 )
-from services.text import InputError
 
 Builder = Callable[..., Report]
 BUILDERS: dict[str, Builder] = {}

@@ -16,8 +16,8 @@ from components.report import (
 from components.report_builders import BUILDERS
 from components.ui import engine, page_setup
 from services import batches, conseval, distill, reports, runs
+from services.errors import InputError
 from services.reports import KIND_LABELS
-from services.text import InputError
 
 page_setup("Reports", ":material/summarize:", link="share")
 eng = engine()

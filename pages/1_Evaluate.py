@@ -27,8 +27,9 @@ from services.dcr import (
     TASK_LABELS,
     DCRConfig,
 )
+from services.errors import InputError
 from services.samples import load_samples
-from services.text import SUPPORTED_UPLOADS, InputError, read_document
+from services.text import SUPPORTED_UPLOADS, read_document
 
 backend = page_setup("Evaluate", ":material/fact_check:")
 eng = engine()

@@ -10,7 +10,7 @@ from components.ui import engine, page_setup
 from services import datasets
 from services.config import PROJECT_ROOT
 from services.dcr import TASK_LABELS
-from services.text import InputError
+from services.errors import InputError
 
 page_setup("Datasets", ":material/dataset:")
 eng = engine()

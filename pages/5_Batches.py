@@ -9,8 +9,8 @@ from components.ui import batch_worker, demo_notice, engine, page_setup
 from services import batches, jobs, nli
 from services.datasets import list_datasets
 from services.dcr import CONVERTER_LABELS, TASK_LABELS, DCRConfig
+from services.errors import InputError
 from services.export import frame_csv
-from services.text import InputError
 
 backend = page_setup("Batches", ":material/dynamic_feed:")
 eng = engine()

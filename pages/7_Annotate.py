@@ -11,7 +11,7 @@ from components.ui import engine, page_setup
 from services import annotations
 from services.annotations import Target
 from services.datasets import list_datasets
-from services.text import InputError
+from services.errors import InputError
 
 page_setup("Annotate", ":material/edit_note:", link="annotator")
 eng = engine()

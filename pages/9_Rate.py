@@ -6,7 +6,7 @@ import streamlit as st
 
 from components.ui import engine, page_setup
 from services import conseval as ce
-from services.text import InputError
+from services.errors import InputError
 
 page_setup("Rate", ":material/how_to_vote:", link="rater")
 eng = engine()

@@ -43,9 +43,10 @@ from db.models import (
 )
 from services import dcr, nli
 from services.config import BackendConfig, backend_from_record, get_settings
+from services.errors import InputError
 from services.llm import CallResult, LLMClient, UsageLedger, summarize_records
 from services.runs import method_config, recorded_config
-from services.text import InputError, split_sentences
+from services.text import split_sentences
 
 log = logging.getLogger(__name__)
 

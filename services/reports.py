@@ -28,8 +28,9 @@ from sqlmodel import Session, col, select
 from db.engine import get_session
 from db.models import REPORT_KINDS, ReportShare, ReportShareCreate, ReportSharePublic, utcnow
 from services.config import get_settings
+from services.errors import InputError
 from services.redact import REDACTED, is_secret_name, url_secrets
-from services.text import InputError, diff_html
+from services.text import diff_html
 
 log = logging.getLogger(__name__)
 

@@ -15,8 +15,9 @@ from db.engine import get_session
 from db.models import MethodResult, MethodResultPublic, Run, RunCreate
 from services import dcr, evidence, nli
 from services.config import BackendConfig, get_settings
+from services.errors import InputError
 from services.llm import LLMClient, UsageLedger
-from services.text import InputError, check_pair, estimate_tokens
+from services.text import check_pair, estimate_tokens
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from db.models import AnnotationAssignment, BatchItem, RunCreate, SentenceLabel
 from services import annotations as an
 from services import datasets
 from services.annotations import Target
-from services.text import InputError
+from services.errors import InputError
 from tests.annotation_seed import add_batch, make_dataset
 
 SENTS = [

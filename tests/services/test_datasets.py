@@ -12,7 +12,8 @@ from db.models import Batch, DatasetItem, Document
 from services import datasets as ds
 from services.config import PROJECT_ROOT
 from services.datasets import ColumnMapping, ImportedItem, ImportResult, RejectedRow
-from services.text import InputError, split_sentences
+from services.errors import InputError
+from services.text import split_sentences
 
 QAGS_FILE = PROJECT_ROOT.parent / "shared" / "data" / "qags_cnndm_mturk.jsonl"
 

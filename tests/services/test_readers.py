@@ -8,7 +8,8 @@ import zipfile
 import docx
 import pytest
 
-from services.text import InputError, read_document
+from services.errors import InputError
+from services.text import read_document
 
 
 def docx_bytes(text: str = "The council met on Tuesday.") -> bytes:

@@ -7,7 +7,8 @@ import io
 import docx
 import pytest
 
-from services.text import InputError, check_pair, diff_html, read_document, similarity, split_sentences
+from services.errors import InputError
+from services.text import check_pair, diff_html, read_document, similarity, split_sentences
 
 
 # -- splitting --------------------------------------------------------------------------------
