@@ -13,9 +13,8 @@ from pathlib import Path
 import pysbd
 
 from services.errors import InputError
-from services.tables import MAX_UPLOAD_MB, check_size, read_rows
-
-__all__ = ["MAX_UPLOAD_MB", "InputError", "check_size", "read_records"]  # re-exported for existing callers
+from services.tables import MAX_UPLOAD_MB as MAX_UPLOAD_MB  # the one upload limit, also read from here
+from services.tables import check_size, read_rows
 
 log = logging.getLogger(__name__)
 
