@@ -56,18 +56,20 @@ def test_an_empty_file_gives_no_rows():
     assert tables.read_frame(b"", "t.csv").empty
 
 
-@pytest.mark.parametrize(
-    ("name", "text", "message"),
-    [
-        ("t.csv", "a,b\n1,2\n3,4,5\n", "t.csv:3: has 3 fields but the header has 2"),
-        ("t.tsv", "a\tb\n1\n", "t.tsv:2: has 1 fields but the header has 2"),
-        ("t.csv", "a,a\n1,2\n", "t.csv: The header names a column twice: a"),
-        ("t.jsonl", '{"a": 1}\n\n{"a": \n', "t.jsonl:3: not valid JSON"),
-        ("t.jsonl", '{"a": 1}\n[1]\n', "t.jsonl:2: each line must be a JSON object"),
-        ("t.json", '[{"a": 1}, 2]', "t.json: expected a list of objects"),
-    ],
-)
-def test_the_first_bad_row_is_named_with_its_line_and_reason(name, text, message):
+# what the reader says -> (file name, content)
+BAD = {
+    "t.csv:3: has 3 fields but the header has 2": ("t.csv", "a,b\n1,2\n3,4,5\n"),
+    "t.tsv:2: has 1 fields but the header has 2": ("t.tsv", "a\tb\n1\n"),
+    "t.csv: The header names a column twice: a": ("t.csv", "a,a\n1,2\n"),
+    "t.jsonl:3: not valid JSON": ("t.jsonl", '{"a": 1}\n\n{"a": \n'),
+    "t.jsonl:2: each line must be a JSON object": ("t.jsonl", '{"a": 1}\n[1]\n'),
+    "t.json: expected a list of objects": ("t.json", '[{"a": 1}, 2]'),
+}
+
+
+@pytest.mark.parametrize("message", BAD)
+def test_the_first_bad_row_is_named_with_its_line_and_reason(message):
+    name, text = BAD[message]
     with pytest.raises(InputError) as exc:
         tables.read_rows(text.encode(), name)
     assert message in str(exc.value)
