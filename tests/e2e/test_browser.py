@@ -302,7 +302,7 @@ def test_a_batch_runs_in_the_worker_then_opens_in_meta_evaluation(live_app: Live
     pg = page
     pg.goto(f"{live_app.url}/Batches")
     # wait_idle alone can pass before the first script run has drawn anything (no status widget yet).
-    expect(main(pg).get_by_role("heading", name="Batches")).to_be_visible()
+    expect(main(pg).get_by_role("heading", name="Batches", exact=True)).to_be_visible()
     wait_idle(pg)
     panel = main(pg).get_by_test_id("stExpander").filter(has_text="Start a batch")
     # The panel starts open only while there are no batches (the Meta-evaluation test seeds one). Read its
