@@ -27,7 +27,10 @@ st.caption(
 )
 
 datasets = list_datasets(eng)
-with st.expander("Start a batch", expanded=not batches.list_batches(eng, 1), icon=":material/play_circle:"):
+# Open while there is no batch yet, decided once per session: the page reruns itself when a batch changes
+# state, and a default that flipped then would close the panel on a form being filled in.
+st.session_state.setdefault("ba_start_open", not batches.list_batches(eng, 1))
+with st.expander("Start a batch", expanded=st.session_state.ba_start_open, icon=":material/play_circle:"):
     if not datasets:
         st.info("Import a dataset first on the **Datasets** page.")
         st.page_link("pages/4_Datasets.py", label="Go to Datasets", icon=":material/dataset:")

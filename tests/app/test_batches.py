@@ -92,3 +92,20 @@ def test_a_sent_nli_batch_with_a_window_and_repeats(open_page, judge):
     # each item has 4 sentences ("Item i." + 3) in 2 windows; the repeat asks the model again
     assert len([r for r in judge.requests if "specified sentence" in r["messages"][0]["content"]]) == 8
     assert any("window 2" in c for c in texts(at.caption))
+
+
+def _start_panel_open(at) -> bool:
+    (panel,) = [e for e in at.expander if e.label == "Start a batch"]
+    return panel.proto.expanded
+
+
+def test_the_start_panel_stays_as_it_opened_when_batches_appear(open_page, judge):
+    seed_dataset(2)
+    at = open_page(BATCHES)
+    assert _start_panel_open(at)  # no batch yet: open
+    at = at.button(key="FormSubmitter:ba_new-Start batch").click().run()
+    assert not at.exception, at.exception
+    assert batches.list_batches(db.engine.get_engine())
+    at.run()  # the rerun the page makes when the batch changes state must not close the form
+    assert _start_panel_open(at)
+    assert not _start_panel_open(open_page(BATCHES))  # a new session with batches there: closed
