@@ -6,6 +6,7 @@ Screenshots of each page of the main path, and of any failing test, go to test-a
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -250,6 +251,10 @@ def test_history_link_selects_a_run_and_a_delete_leaves_nothing_selected(live_ap
     expect(page.get_by_role("heading", name=re.compile(r"^Run #\d+$"))).to_have_count(0)
     wait_idle(page)
     no_exception(page)
+    # The page may still be finishing its rerun when it first looks idle: wait for the delete to land.
+    deadline = time.monotonic() + 15
+    while run_exists(live_app, chosen) and time.monotonic() < deadline:
+        time.sleep(0.2)
     assert not run_exists(live_app, chosen)
     # Nothing is selected now: no run moved into the deleted one's place, so a second click deletes nothing.
     expect(page.get_by_role("button", name=re.compile(r"Delete \d+ run\(s\)$"))).to_have_count(0)
