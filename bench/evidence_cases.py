@@ -17,7 +17,14 @@ Unsupported (label 0), each made from a supported one (compressed, reworded or f
   pronoun     he/his/him swapped with she/her
   invented    a clause with names or numbers from another article appended ("A, and B'")
 
-Every rule is deterministic given the seed. A case is (article index, sentence, label, kind).
+Abstractive summaries (3 sentences judged together, like a freely written summary): each sentence keeps
+the article sentence's names, numbers and rare words and about half of its other words, the rest replaced
+by common words, so that it shares few word pairs with the article:
+  abstract        such a sentence (label 1)
+  abstract-fact   one with a number, name or rare word from another article, or one moved from another
+                  sentence of this article (label 0); each summary has at most one
+
+Every rule is deterministic given the seed. A case is (article index, sentence, label, kind, group).
 """
 
 from __future__ import annotations
@@ -30,8 +37,10 @@ from wordfreq import zipf_frequency
 
 from services.text import split_sentences
 
-POSITIVE = ("verbatim", "compressed", "reworded", "fused")
-NEGATIVE = ("number", "number-in", "name", "name-in", "date", "negation", "pronoun", "invented")
+POSITIVE = ("verbatim", "compressed", "reworded", "fused", "abstract")
+NEGATIVE = ("number", "number-in", "name", "name-in", "date", "negation", "pronoun", "invented", "abstract-fact")
+GENERIC = ("new", "recent", "major", "local", "several", "group", "plan", "move", "case", "officials", "reportedly",
+           "later", "now", "large", "people", "said", "made", "took", "time", "year", "week", "part", "set", "left")
 
 SYNONYMS = {
     "children": "kids", "began": "started", "begin": "start", "begins": "starts", "after": "following",
@@ -65,6 +74,7 @@ class Case:
     sentence: str
     label: int
     kind: str
+    group: int = -1  # cases of one group form one summary (judged together); -1: a summary of its own
 
 
 def _clean(s: str) -> str:
@@ -171,6 +181,20 @@ def _swap_pronoun(s: str) -> str | None:
     return None
 
 
+def abstract(s: str, rng: random.Random) -> str:
+    """Names, numbers and rare words kept; about half of the other words kept, the rest common words or gone."""
+    out = []
+    for w in s.rstrip(".!? ").split(" "):
+        core = w.strip(",.;:'`\"()")
+        specific = any(c.isdigit() for c in core) or (core and (core[0].isupper() or _is_name(core)))
+        r = rng.random()
+        if specific or r < 0.5:
+            out.append(w)
+        elif r < 0.8:
+            out.append(rng.choice(GENERIC))
+    return _clean(" ".join(out))
+
+
 def _is_name(word: str) -> bool:
     """A word rare in English (the articles are partly lowercased, so capitals cannot tell a name)."""
     return len(word) > 3 and word.lower() not in _LOWER_DATES and zipf_frequency(word, "en") < 3.0
@@ -214,17 +238,31 @@ def build(articles: list[str], seed: int = 0, per_doc: int = 2) -> list[Case]:
                 cases.append(Case(d, s, 1, kind))
         bases = [s for kind, s in positives if kind != "verbatim"]
         rng.shuffle(bases)
+        mine, theirs = numbers[d], names[other]
+        own_names = names[d]
+        elsewhere = [x for x in split[other] if _NUMBER.search(x) or _NAME.search(x)] or split[other]
         makers = {
             "number": lambda s: _swap_number(s, rng, []),
-            "number-in": lambda s: _swap_number(s, rng, numbers[d]),
-            "name": lambda s: _swap_name(s, rng, names[other]),
-            "name-in": lambda s: _swap_name(s, rng, names[d]),
+            "number-in": lambda s, pool=mine: _swap_number(s, rng, pool),
+            "name": lambda s, pool=theirs: _swap_name(s, rng, pool),
+            "name-in": lambda s, pool=own_names: _swap_name(s, rng, pool),
             "date": lambda s: _swap_date(s, rng),
             "negation": _negate,
             "pronoun": _swap_pronoun,
-            "invented": lambda s: fuse(s, rng.choice([x for x in split[other] if _NUMBER.search(x) or
-                                                      _NAME.search(x)] or split[other])),
-        }  # fmt: skip
+            "invented": lambda s, pool=elsewhere: fuse(s, rng.choice(pool)),
+        }
+        group = d * 10 + 1  # one abstractive summary per article, at most one unsupported sentence in it
+        chosen = rng.sample(range(len(ss)), 3)
+        bad = rng.randrange(-1, 3)  # -1: a faithful summary
+        for n, i in enumerate(chosen):
+            a = abstract(ss[i], rng)
+            if n == bad:
+                swapped = rng.choice([makers["number"], makers["name"], makers["name-in"], makers["number-in"]])(a)
+                swapped = swapped or makers["name"](a)
+                if swapped and swapped != a:
+                    cases.append(Case(d, _clean(swapped), 0, "abstract-fact", group))
+                    continue
+            cases.append(Case(d, a, 1, "abstract", group))
         for kind, make in makers.items():
             made = 0
             for s in bases:

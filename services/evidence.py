@@ -24,7 +24,7 @@ import re
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
@@ -55,7 +55,7 @@ EMBEDDING_WEIGHT = 0.5
 # Only the SHORTLIST reference sentences with the most lexical overlap are embedded for each candidate
 # sentence (a paraphrase still shares some words with what it retells): embedding every sentence of every
 # reference would cost ten times as much.
-SHORTLIST = 6
+SHORTLIST = 3
 # A sentence can merge several reference sentences: its FUSE_K best reference sentences support it together,
 # each further one counting when it adds at least FUSE_MIN_NEW content words the earlier ones lack.
 FUSE_K = 3
@@ -78,11 +78,18 @@ DISPLACED_RARITY = 0.5
 # "unknown": the checker does not decide them.
 THRESHOLD = 0.5
 ABSTAIN_BAND = 0.05
+# A sentence stitched from passages of the reference said word for word (at most FUSE_K of them, each of
+# MIN_PASSAGE words or more, joined by connecting words) without a contradiction merges what the reference
+# says: it scores at least STITCHED_SCORE, so it is consistent whatever its overlap with any one sentence.
+MIN_PASSAGE = 4
+STITCHED_SCORE = 0.8
 SCORE_WEIGHTS: dict[str, tuple[float, dict[str, float]]] = {
-    "lexical": (-1.0, {"align": 2.0, "fused": 2.0, "relative": 2.0, "novel": -2.0, "rare": -0.5, "numbers": -2.0,
-                       "names": -2.0, "displaced": -1.0, "contradiction": -2.5}),
-    "embeddings": (-1.5, {"align": 3.0, "fused": 1.5, "relative": 2.0, "novel": -2.0, "rare": -0.5, "numbers": -2.0,
-                          "names": -2.0, "displaced": -1.0, "contradiction": -2.5}),
+    "lexical": (2.01, {"align": 2.54, "fused": 0.0, "ngrams": 0.0, "style": -7.46, "ngrams_in_style": 4.24,
+                       "novel": 0.0, "rare": -2.44, "numbers": -1.0, "names": -1.41, "displaced": -1.8,
+                       "contradiction": -2.68}),
+    "embeddings": (2.01, {"align": 2.54, "fused": 0.0, "ngrams": 0.0, "style": -7.46, "ngrams_in_style": 4.24,
+                          "novel": 0.0, "rare": -2.44, "numbers": -1.0, "names": -1.41, "displaced": -1.8,
+                          "contradiction": -2.68}),
 }  # fmt: skip
 # A contradiction needs the sentence to be about the same thing as the reference sentence first.
 CONTRADICT_MIN_LEXICAL = 0.3
@@ -151,6 +158,7 @@ def _stem(word: str) -> str:
     return _stemmer().stem(word) if len(word) > 3 else word
 
 
+@functools.lru_cache(maxsize=65536)
 def _base(word: str) -> str:
     """Lowercase, without a possessive ("Smith's", "boys'") or a simple plural ending."""
     w = word.lower().replace("’", "'")
@@ -167,8 +175,7 @@ def _base(word: str) -> str:
 
 
 # -- tokens ------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class _Tok:
+class _Tok(NamedTuple):  # a tuple: an article has thousands, and a frozen dataclass is slow to build
     start: int
     end: int
     text: str
@@ -195,8 +202,7 @@ def _fmt(v: float) -> str:
     return f"{v:.6g}"
 
 
-@dataclass(frozen=True)
-class _Unit:
+class _Unit(NamedTuple):
     """A number, a date word, a name or a content word of a sentence, with the token range it spans."""
 
     start: int
@@ -356,6 +362,7 @@ class _Reference:
     sentences: list[_Text]
     words: frozenset[str]  # every token's base form and stem (any case): what "appears in the reference" means
     numbers: frozenset[str]
+    bigrams: frozenset[tuple[str, str]]
 
     @classmethod
     def of(cls, sentences: Sequence[str]) -> _Reference:
@@ -369,11 +376,38 @@ class _Reference:
         if _SPACED_DECIMAL.search(joined):
             glued = _SPACED_DECIMAL.sub(".", joined)
             numbers |= {k for u in _units(glued) if u.kind == "number" for k in u.keys}
-        return cls(texts, frozenset(words), frozenset(numbers))
+        return cls(texts, frozenset(words), frozenset(numbers), frozenset().union(*(x.bigrams for x in texts)))
+
+
+# Words a full stop follows without ending the sentence ("Mr. Smith", "U.S. troops"); single letters too.
+_ABBREVIATIONS = frozenset(
+    "mr mrs ms dr prof st jr sr co corp inc ltd vs etc gen col lt sgt capt cpl rep sen gov pres rev "
+    "jan feb mar apr jun jul aug sep sept oct nov dec fig mt ft approx dept est univ ave blvd".split()
+)
+_STOP = re.compile(r"[.!?]+[\"'”’)\]]*\s+")
 
 
 def _reference_sentences(reference: str) -> list[str]:
-    return split_sentences(reference) or ([reference.strip()] if reference.strip() else [])
+    """The reference's sentences, by a fast rule (pysbd, the app's splitter, takes a tenth of a second an article).
+
+    A full stop, question or exclamation mark followed by a space ends a sentence, whatever the case of the
+    next word (news text from CNN/DM is often lowercased), unless it follows an abbreviation, an initialism
+    ("U.S."), a single letter, or a number and is followed by a digit ("1. 3"); blank lines end one too.
+    """
+    out: list[str] = []
+    for para in re.split(r"\n\s*\n", reference or ""):
+        para = " ".join(para.split())
+        start = 0
+        for m in _STOP.finditer(para):
+            before = para[start : m.start()].rsplit(" ", 1)[-1].lower().strip("(\"'“‘")
+            nxt = para[m.end() : m.end() + 1]
+            if m.group(0)[0] == "." and (before in _ABBREVIATIONS or "." in before or len(before) <= 1 or (
+                before[-1:].isdigit() and nxt.isdigit())):  # fmt: skip
+                continue
+            out.append(para[start : m.end()].strip())
+            start = m.end()
+        out.append(para[start:].strip())
+    return [s for s in out if re.search(r"\w", s)]
 
 
 # -- novel spans ------------------------------------------------------------------------------------
@@ -730,7 +764,10 @@ def align(
 # -- the checker ------------------------------------------------------------------------------------
 Verdict = Literal["consistent", "inconsistent", "unknown"]
 Rule = Literal["verbatim", "novel", "contradiction", "support"]
-FEATURES = ("align", "fused", "relative", "novel", "rare", "numbers", "names", "displaced", "contradiction")
+FEATURES = (
+    "align", "fused", "ngrams", "style", "ngrams_in_style", "novel", "rare", "numbers", "names", "displaced",
+    "contradiction",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -739,20 +776,24 @@ class Features:
 
     align: combined score of the best reference sentence; fused: the share of the sentence's content words and
     bigrams found in its FUSE_K best reference sentences together (a sentence that merges two reference
-    sentences is covered); relative: fused minus the mean fused of the summary's sentences (how much less
-    this sentence is covered than the summary's usual, which calibrates for an abstractive style); novel: the
+    sentences is covered); ngrams: the share of its word pairs found anywhere in the reference (ROUGE-2
+    precision of the sentence); style: the mean ngrams of the summary's sentences, how closely the summary
+    as a whole keeps to the reference's wording; ngrams_in_style: ngrams times style, so that low overlap
+    counts against a sentence in an extractive summary and little in an abstractive one; novel: the
     share of its content words, names and numbers found nowhere in the reference; rare: the novel content
     words weighted by how rare they are in English (a new specific word is more likely a new fact than a
     new common one); numbers, names: how many numbers/dates and names are found nowhere in the reference
     (at most 2 each); displaced: how many of its numbers, names and rare words are in the reference but not
-    in the sentences that support it, the best one and those that add to it (a value or name moved from elsewhere: "47" from another paragraph; at
-    most 2); contradiction: 1 when a closely aligned reference sentence states another number,
-    date, name, pronoun gender or polarity.
+    in the sentences that support it, the best one and those that add to it (a value or name moved from
+    elsewhere: "47" from another paragraph; at most 2); contradiction: 1 when a closely aligned reference
+    sentence states another number, date, name, pronoun gender or polarity.
     """
 
     align: float
     fused: float
-    relative: float
+    ngrams: float
+    style: float
+    ngrams_in_style: float
     novel: float
     rare: float
     numbers: float
@@ -780,6 +821,7 @@ class SentenceEvidence:
     rule: Rule  # what decided the verdict
     features: Features | None = None
     supporting: tuple[int, ...] = ()  # the reference sentences that together support it
+    stitched: bool = False  # made of passages of the reference, word for word (see MIN_PASSAGE)
 
     @property
     def top(self) -> Evidence | None:
@@ -832,9 +874,10 @@ def _rarity(word: str) -> float:
 
 
 def _features(sent: _Text, ref: _Reference, lex: np.ndarray, combined: np.ndarray, top: list[Evidence]) -> tuple[
-    Features, tuple[int, ...]
+    Features, tuple[int, ...], tuple[str, ...]
 ]:  # fmt: skip
-    """The features of one sentence (relative left at 0: it needs the summary) and its supporting sentences."""
+    """The features of one sentence (style left at 0: it needs the summary), the reference sentences that
+    support it, and its numbers, names and rare words that the reference has only elsewhere."""
     order = [int(j) for j in np.argsort(-combined, kind="stable")[:FUSE_K]] if len(combined) else []
     units = [_unit_key(u) for u in sent.units]
     content, bigrams = sent.content, sent.bigrams
@@ -862,17 +905,22 @@ def _features(sent: _Text, ref: _Reference, lex: np.ndarray, combined: np.ndarra
     near = [ref.sentences[j] for j in supporting]
     near_numbers = frozenset().union(*(r.numbers for r in near)) if near else frozenset()
     near_words = frozenset(t.base for r in near for t in r.toks)
-    displaced = 0
+    moved: list[str] = []
     for u in sent.units:
         if u.kind == "number":
-            displaced += bool(u.keys & ref.numbers) and not (u.keys & near_numbers)
+            if u.keys & ref.numbers and not (u.keys & near_numbers):
+                moved.append(sent.text[u.start : u.end])
         elif u.kind == "name" or _rarity(sent.toks[u.first].base) >= DISPLACED_RARITY:
             base = sent.toks[u.first].base
-            displaced += base in ref.words and base not in near_words
+            if base in ref.words and base not in near_words:
+                moved.append(sent.text[u.start : u.end])
+    displaced = len(moved)
     feats = Features(
         align=float(combined[order[0]]) if order else 0.0,
         fused=fused,
-        relative=0.0,
+        style=0.0,
+        ngrams_in_style=0.0,
+        ngrams=len(bigrams & ref.bigrams) / len(bigrams) if bigrams else 0.0,
         novel=len(novel_units) / n_units,
         rare=min(rare, RARE_CAP),
         numbers=float(min(numbers, COUNT_CAP)),
@@ -880,7 +928,7 @@ def _features(sent: _Text, ref: _Reference, lex: np.ndarray, combined: np.ndarra
         displaced=float(min(displaced, COUNT_CAP)),
         contradiction=float(any(e.role == "contradict" for e in top)),
     )
-    return feats, tuple(supporting)
+    return feats, tuple(supporting), tuple(dict.fromkeys(moved))
 
 
 def _phrases_of(sent: _Text, units: list[_Unit]) -> list[tuple[int, int]]:
@@ -917,7 +965,7 @@ def _refs_phrase(noun: str, idx: Sequence[int]) -> str:
 
 
 def _judge(
-    verbatim: bool, score: float, feats: Features, novel: Sequence[Span], top: Sequence[Evidence],
+    verbatim: bool, score: float, novel: Sequence[Span], moved: Sequence[str], top: Sequence[Evidence],
     supporting: Sequence[int], noun: str,
 ) -> tuple[Verdict, Rule, str, str]:  # fmt: skip
     """The verdict, the rule that explains it, what was found, and the reference sentence it is about."""
@@ -948,11 +996,41 @@ def _judge(
         finding = f"The {noun} says otherwise: the sentence has {contradiction.conflict}"
         where = f"{noun} sentence: {_quote(contradiction.ref_text)}"
         return verdict, "contradiction", (f"{lead}: {finding} ({band})" if lead else finding), where
+    if moved:
+        what = " and ".join(f"'{m}'" for m in moved[:3])
+        finding = f"{what} {'is' if len(moved) == 1 else 'are'} in the {noun}, but not where it says this"
+        return verdict, "contradiction", (f"{lead}: {finding} ({band})" if lead else finding), closest
     if verdict == "unknown":
         finding = f"Unsure: only partly supported by {_refs_phrase(noun, supporting)} ({band})"
     else:
         finding = f"No {noun} sentence says this ({band})"
     return verdict, "support", finding + (f"; {unseen}" if words else ""), closest
+
+
+_CONNECTORS = frozenset("and but while who which whose that as with after when where so or while , the a an".split())
+
+
+def _stitched(plain: str, plain_reference: str) -> bool:
+    """Whether the sentence is made of at most FUSE_K passages of the reference, each MIN_PASSAGE words or
+    more, joined by at most FUSE_K - 1 connecting words ("and", "who", ...): facts merged from several
+    reference sentences, each said there word for word."""
+    words = plain.split()
+    i, passages, connectors = 0, 0, 0
+    while i < len(words):
+        j = i
+        while j < len(words) and " " + " ".join(words[i : j + 1]) + " " in plain_reference:
+            j += 1
+        if j - i >= MIN_PASSAGE:
+            passages += 1
+            i = j
+        elif words[i] in _CONNECTORS and connectors < FUSE_K - 1:
+            connectors += 1
+            i += 1
+        else:
+            return False
+        if passages > FUSE_K:
+            return False
+    return passages >= 1
 
 
 def _analyse_doc(doc: _Doc, k: int, noun: str, plain_reference: str) -> list[SentenceEvidence]:
@@ -962,21 +1040,24 @@ def _analyse_doc(doc: _Doc, k: int, noun: str, plain_reference: str) -> list[Sen
         cos = None if doc.cos is None else doc.cos[i]
         lex = doc.lex[i]
         top = _align(sent, doc.ref, lex, cos, k)
-        feats, supporting = _features(sent, doc.ref, lex, _combine(lex, cos), top)
-        rows.append((sent, top, feats, supporting))
-    mean_fused = float(np.mean([r[2].fused for r in rows])) if rows else 0.0
+        feats, supporting, moved = _features(sent, doc.ref, lex, _combine(lex, cos), top)
+        rows.append((sent, top, feats, supporting, moved))
+    mean_ngrams = float(np.mean([r[2].ngrams for r in rows])) if rows else 0.0
     out = []
-    for i, (sent, top, feats, supporting) in enumerate(rows):
-        feats = dataclasses.replace(feats, relative=feats.fused - mean_fused)
+    for i, (sent, top, feats, supporting, moved) in enumerate(rows):
+        feats = dataclasses.replace(feats, style=mean_ngrams, ngrams_in_style=feats.ngrams * mean_ngrams)
         plain = _plain(sent.text)
         verbatim = bool(plain.strip()) and plain in plain_reference
         score = 1.0 if verbatim else score_of(feats, embedded=embedded)
+        stitched = not verbatim and feats.contradiction == 0 and _stitched(plain, plain_reference)
+        if stitched:
+            score = max(score, STITCHED_SCORE)
         novel = _novel(sent, doc.ref)
-        verdict, rule, finding, where = _judge(verbatim, score, feats, novel, top, supporting, noun)
+        verdict, rule, finding, where = _judge(verbatim, score, novel, moved, top, supporting, noun)
         out.append(
             SentenceEvidence(
                 i, sent.text, tuple(top), tuple(novel), score, THRESHOLD, verdict, f"{finding}; {where}", finding,
-                rule, feats, supporting,
+                rule, feats, supporting, stitched,
             )
         )  # fmt: skip
     return out

@@ -43,7 +43,7 @@ def test_evaluate_shows_sentence_verdicts_and_saves_the_run(open_page, judge):
     assert "article #2" in cards and "It was completed in 1889 for the World&#x27;s Fair." in cards
     assert "it says 1999" in cards  # the model's reason is shown
     assert "Offline evidence checker" not in cards, "a real model's verdicts come without the checker's by default"
-    assert not any("Offline evidence checker" in m.label for m in at.metric), "the checker leads for the demo model only"
+    assert not any("Offline evidence checker" in m.label for m in at.metric), "it leads for the demo model only"
     assert score(at) == "0.667"  # Eq. 3: (1 - 1 + 1) / 3 = 1/3 -> (1/3 + 1) / 2
     assert next(m.value for m in at.metric if m.label == "Judged") == "3 / 3"
     assert at.code[0].value == CAND  # no rewrite yet: the final text is the candidate

@@ -162,7 +162,7 @@ def test_check_scores_by_eq3_and_calls_no_model(mode) -> None:
 def test_a_sentence_found_word_for_word_is_never_flagged(mode) -> None:
     # Case, spacing and punctuation aside; a clause of a longer reference sentence counts too.
     reference = "Heavy rain flooded several roads in the north of the city, police said on Tuesday. " + REF
-    sentences = ["heavy rain flooded several roads in the north of the city", "Mayor Anna  Lopez said the vote was close"]
+    sentences = ["heavy rain flooded several roads in the north of the city", "Mayor Anna  Lopez said the vote was"]
     for se in evidence.analyse(reference, sentences):
         assert (se.verdict, se.rule, se.support) == ("consistent", "verbatim", 1.0)
         assert se.reason.startswith("Appears word for word in the reference")
@@ -197,7 +197,8 @@ def test_a_number_date_or_name_the_reference_lacks_is_flagged(mode, sentence, fo
 
 def test_a_number_or_name_moved_from_another_reference_sentence_is_flagged(mode) -> None:
     # 40 and Tom Becker are in the reference, but not in the sentence this one retells.
-    for sentence in ["Construction will begin in March and employ 40 workers.", "Mayor Tom Becker said the vote was close."]:
+    moved = ["Construction will begin in March and employ 40 workers.", "Mayor Tom Becker said the vote was close."]
+    for sentence in moved:
         (se,) = evidence.analyse(REF, [sentence])
         assert se.verdict == "inconsistent", se.reason
         assert se.features is not None and se.features.displaced >= 1
