@@ -16,13 +16,15 @@ Unsupported (label 0), each made from a supported one (compressed, reworded or f
   negation    "not" after the first auxiliary verb ("was" -> "was not")
   pronoun     he/his/him swapped with she/her
   invented    a clause with names or numbers from another article appended ("A, and B'")
+  unrelated   a sentence of another article without its names and numbers (only common words the
+              article may share)
 
 Abstractive summaries (3 sentences judged together, like a freely written summary): each sentence keeps
 the article sentence's names, numbers and rare words and about half of its other words, the rest replaced
 by common words, so that it shares few word pairs with the article:
   abstract        such a sentence (label 1)
   abstract-fact   one with a number, name or rare word from another article, or one moved from another
-                  sentence of this article (label 0); each summary has at most one
+                  sentence of this article, or an unrelated sentence (label 0); each summary has at most one
 
 Every rule is deterministic given the seed. A case is (article index, sentence, label, kind, group).
 """
@@ -38,9 +40,12 @@ from wordfreq import zipf_frequency
 from services.text import split_sentences
 
 POSITIVE = ("verbatim", "compressed", "reworded", "fused", "abstract")
-NEGATIVE = ("number", "number-in", "name", "name-in", "date", "negation", "pronoun", "invented", "abstract-fact")
-GENERIC = ("new", "recent", "major", "local", "several", "group", "plan", "move", "case", "officials", "reportedly",
-           "later", "now", "large", "people", "said", "made", "took", "time", "year", "week", "part", "set", "left")
+NEGATIVE = ("number", "number-in", "name", "name-in", "date", "negation", "pronoun", "invented", "unrelated",
+            "abstract-fact")
+GENERIC = tuple(
+    "new recent major local several group plan move case officials reportedly later now large people said made took "
+    "time year week part set left".split()
+)
 
 SYNONYMS = {
     "children": "kids", "began": "started", "begin": "start", "begins": "starts", "after": "following",
@@ -185,14 +190,22 @@ def abstract(s: str, rng: random.Random) -> str:
     """Names, numbers and rare words kept; about half of the other words kept, the rest common words or gone."""
     out = []
     for w in s.rstrip(".!? ").split(" "):
-        core = w.strip(",.;:'`\"()")
-        specific = any(c.isdigit() for c in core) or (core and (core[0].isupper() or _is_name(core)))
         r = rng.random()
-        if specific or r < 0.5:
+        if _specific(w.strip(",.;:'`\"()")) or r < 0.5:
             out.append(w)
         elif r < 0.8:
             out.append(rng.choice(GENERIC))
     return _clean(" ".join(out))
+
+
+def unrelated(s: str) -> str | None:
+    """Another article's sentence without its names, numbers and rare words."""
+    out = [w for w in s.rstrip(".!? ").split(" ") if not _specific(w.strip(",.;:'`\"()"))]
+    return _clean(" ".join(out)) if len(out) >= 6 else None
+
+
+def _specific(core: str) -> bool:
+    return any(c.isdigit() for c in core) or bool(core) and (core[0].isupper() or _is_name(core))
 
 
 def _is_name(word: str) -> bool:
@@ -250,6 +263,7 @@ def build(articles: list[str], seed: int = 0, per_doc: int = 2) -> list[Case]:
             "negation": _negate,
             "pronoun": _swap_pronoun,
             "invented": lambda s, pool=elsewhere: fuse(s, rng.choice(pool)),
+            "unrelated": lambda s, pool=split[other]: unrelated(rng.choice(pool)),
         }
         group = d * 10 + 1  # one abstractive summary per article, at most one unsupported sentence in it
         chosen = rng.sample(range(len(ss)), 3)
@@ -257,7 +271,8 @@ def build(articles: list[str], seed: int = 0, per_doc: int = 2) -> list[Case]:
         for n, i in enumerate(chosen):
             a = abstract(ss[i], rng)
             if n == bad:
-                swapped = rng.choice([makers["number"], makers["name"], makers["name-in"], makers["number-in"]])(a)
+                pick = rng.choice(["number", "name", "name-in", "number-in", "unrelated"])
+                swapped = makers[pick](a)
                 swapped = swapped or makers["name"](a)
                 if swapped and swapped != a:
                     cases.append(Case(d, _clean(swapped), 0, "abstract-fact", group))

@@ -176,6 +176,10 @@ def run_mode(mode: str, embedder: evidence.Embedder, refs, sents, labels, cases)
         sq[test_q] = 1 / (1 + np.exp(-(b + xq[test_q] @ wts)))
         sc[test_c] = 1 / (1 + np.exp(-(b + xc[test_c] @ wts)))
     sq[tq], sc[tc] = np.maximum(sq[tq], evidence.STITCHED_SCORE), np.maximum(sc[tc], evidence.STITCHED_SCORE)
+    novel = evidence.FEATURES.index("novel")
+    for s, xx, t in ((sq, xq, tq), (sc, xc, tc)):
+        cap = (xx[:, novel] > evidence.MAX_NOVEL) & ~t
+        s[cap] = np.minimum(s[cap], evidence.UNSUPPORTED_SCORE)
     sq[vq], sc[vc] = 1.0, 1.0
 
     print("\ncross-validated (5 folds by article), QAGS-CNN sentences:")
@@ -187,7 +191,7 @@ def run_mode(mode: str, embedder: evidence.Embedder, refs, sents, labels, cases)
     as_no = balanced_accuracy(np.nan_to_num(pred, nan=0.0), yq[lab])
     print(f"  balanced accuracy of the verdict {balanced_accuracy(pred, yq[lab]):.3f} on the {decided:.0%} decided; "
           f"{as_no:.3f} with unknown counted as inconsistent")  # fmt: skip
-    flagged = int(((vq & (sq < evidence.THRESHOLD))).sum())
+    flagged = int((vq & (sq < evidence.THRESHOLD)).sum())
     print(f"  verbatim summary sentences: {int(vq.sum())}, flagged {flagged}; stitched from passages of the "
           f"article: {int(tq.sum())}, of which {int((tq & (yq == 0)).sum())} have a majority 'no'")  # fmt: skip
 

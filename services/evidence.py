@@ -83,13 +83,17 @@ ABSTAIN_BAND = 0.05
 # says: it scores at least STITCHED_SCORE, so it is consistent whatever its overlap with any one sentence.
 MIN_PASSAGE = 4
 STITCHED_SCORE = 0.8
+# However freely reworded, a summary sentence keeps most of what it is about: one with more than MAX_NOVEL
+# of its content words, names and numbers found nowhere in the reference scores at most UNSUPPORTED_SCORE.
+MAX_NOVEL = 0.6
+UNSUPPORTED_SCORE = 0.3
 SCORE_WEIGHTS: dict[str, tuple[float, dict[str, float]]] = {
-    "lexical": (2.01, {"align": 2.54, "fused": 0.0, "ngrams": 0.0, "style": -7.46, "ngrams_in_style": 4.24,
-                       "novel": 0.0, "rare": -2.44, "numbers": -1.0, "names": -1.41, "displaced": -1.8,
-                       "contradiction": -2.68}),
-    "embeddings": (2.01, {"align": 2.54, "fused": 0.0, "ngrams": 0.0, "style": -7.46, "ngrams_in_style": 4.24,
-                          "novel": 0.0, "rare": -2.44, "numbers": -1.0, "names": -1.41, "displaced": -1.8,
-                          "contradiction": -2.68}),
+    "lexical": (1.27, {"align": 2.83, "fused": 0.0, "ngrams": 0.0, "style": -6.03, "ngrams_in_style": 3.34,
+                       "novel": 0.0, "rare": -2.6, "numbers": -1.06, "names": -1.0, "displaced": -1.78,
+                       "contradiction": -2.78}),
+    "embeddings": (1.27, {"align": 2.83, "fused": 0.0, "ngrams": 0.0, "style": -6.03, "ngrams_in_style": 3.34,
+                          "novel": 0.0, "rare": -2.6, "numbers": -1.06, "names": -1.0, "displaced": -1.78,
+                          "contradiction": -2.78}),
 }  # fmt: skip
 # A contradiction needs the sentence to be about the same thing as the reference sentence first.
 CONTRADICT_MIN_LEXICAL = 0.3
@@ -959,6 +963,8 @@ def _verdict(score: float) -> Verdict:
 
 def _refs_phrase(noun: str, idx: Sequence[int]) -> str:
     nums = [f"#{j + 1}" for j in sorted(idx)]
+    if not nums:
+        return f"the {noun}"
     if len(nums) == 1:
         return f"{noun} sentence {nums[0]}"
     return f"{noun} sentences {', '.join(nums[:-1])} and {nums[-1]} together"
@@ -1052,6 +1058,8 @@ def _analyse_doc(doc: _Doc, k: int, noun: str, plain_reference: str) -> list[Sen
         stitched = not verbatim and feats.contradiction == 0 and _stitched(plain, plain_reference)
         if stitched:
             score = max(score, STITCHED_SCORE)
+        elif not verbatim and feats.novel > MAX_NOVEL:
+            score = min(score, UNSUPPORTED_SCORE)
         novel = _novel(sent, doc.ref)
         verdict, rule, finding, where = _judge(verbatim, score, novel, moved, top, supporting, noun)
         out.append(

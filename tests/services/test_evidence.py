@@ -196,12 +196,13 @@ def test_a_number_date_or_name_the_reference_lacks_is_flagged(mode, sentence, fo
 
 
 def test_a_number_or_name_moved_from_another_reference_sentence_is_flagged(mode) -> None:
-    # 40 and Tom Becker are in the reference, but not in the sentence this one retells.
+    # 40 and Tom Becker are in the reference, but not in the sentence this one retells (or contradict it).
     moved = ["Construction will begin in March and employ 40 workers.", "Mayor Tom Becker said the vote was close."]
     for sentence in moved:
         (se,) = evidence.analyse(REF, [sentence])
-        assert se.verdict == "inconsistent", se.reason
-        assert se.features is not None and se.features.displaced >= 1
+        assert (se.verdict, se.rule) == ("inconsistent", "contradiction"), se.reason
+    (se,) = evidence.analyse(REF, moved[:1])
+    assert se.finding == "'40' is in the reference, but not where it says this"
 
 
 def test_a_swapped_pronoun_is_a_contradiction(mode) -> None:
