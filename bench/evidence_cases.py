@@ -41,7 +41,7 @@ from services.text import split_sentences
 
 POSITIVE = ("verbatim", "compressed", "reworded", "fused", "abstract")
 NEGATIVE = ("number", "number-in", "name", "name-in", "date", "negation", "pronoun", "invented", "unrelated",
-            "abstract-fact")
+            "abstract-fact")  # fmt: skip
 GENERIC = tuple(
     "new recent major local several group plan move case officials reportedly later now large people said made took "
     "time year week part set left".split()

@@ -70,11 +70,15 @@ COUNT_CAP = 2
 DISPLACED_RARITY = 0.5
 #
 # The score of a sentence is a logistic model over its features (`Features`): score = 1 / (1 + exp(-z)),
-# z = bias + sum(weight * feature). The weights were fitted by bench/evidence_qags.py (which prints them
-# and their cross-validated figures) on the QAGS-CNN/DM sentences with a majority label plus cases built
-# by rule from its articles (verbatim, compressed, reworded and fused sentences as supported; number,
-# date, name, pronoun and negation swaps and invented facts as unsupported), with balanced class weights, so
-# that THRESHOLD = 0.5 is the balanced decision point on any mix. Scores within ABSTAIN_BAND of it are
+# z = SCORE_BIAS + sum(SCORE_WEIGHTS[f] * feature f). The features are lexical in both modes (embeddings only
+# choose which reference sentences a sentence is aligned with), so one set of weights serves both. They were
+# fitted by bench/evidence_qags.py (which prints them and their cross-validated figures) on the QAGS-CNN/DM
+# sentences with a majority label plus cases built by rule from its articles (bench/evidence_cases.py:
+# verbatim, compressed, reworded, fused and abstractive sentences as supported; number, date, name, pronoun
+# and negation swaps, invented and unrelated facts as unsupported), the two sources weighing the same and
+# each with balanced classes, so that THRESHOLD = 0.5 is a balanced decision point. The direction of each
+# weight is fixed by its meaning and a new number or name costs at least 1; the fit gives 0 to fused, ngrams
+# and novel (the other features carry what they say). Scores within ABSTAIN_BAND of THRESHOLD are
 # "unknown": the checker does not decide them.
 THRESHOLD = 0.5
 ABSTAIN_BAND = 0.05
@@ -87,13 +91,10 @@ STITCHED_SCORE = 0.8
 # of its content words, names and numbers found nowhere in the reference scores at most UNSUPPORTED_SCORE.
 MAX_NOVEL = 0.6
 UNSUPPORTED_SCORE = 0.3
-SCORE_WEIGHTS: dict[str, tuple[float, dict[str, float]]] = {
-    "lexical": (1.27, {"align": 2.83, "fused": 0.0, "ngrams": 0.0, "style": -6.03, "ngrams_in_style": 3.34,
-                       "novel": 0.0, "rare": -2.6, "numbers": -1.06, "names": -1.0, "displaced": -1.78,
-                       "contradiction": -2.78}),
-    "embeddings": (1.27, {"align": 2.83, "fused": 0.0, "ngrams": 0.0, "style": -6.03, "ngrams_in_style": 3.34,
-                          "novel": 0.0, "rare": -2.6, "numbers": -1.06, "names": -1.0, "displaced": -1.78,
-                          "contradiction": -2.78}),
+SCORE_BIAS = 1.27
+SCORE_WEIGHTS = {
+    "align": 2.83, "fused": 0.0, "ngrams": 0.0, "style": -6.03, "ngrams_in_style": 3.34, "novel": 0.0, "rare": -2.6,
+    "numbers": -1.06, "names": -1.0, "displaced": -1.78, "contradiction": -2.78,
 }  # fmt: skip
 # A contradiction needs the sentence to be about the same thing as the reference sentence first.
 CONTRADICT_MIN_LEXICAL = 0.3
@@ -778,7 +779,7 @@ FEATURES = (
 class Features:
     """What the score of a sentence is computed from (see SCORE_WEIGHTS).
 
-    align: combined score of the best reference sentence; fused: the share of the sentence's content words and
+    align: lexical overlap with the best reference sentence; fused: the share of the sentence's content words and
     bigrams found in its FUSE_K best reference sentences together (a sentence that merges two reference
     sentences is covered); ngrams: the share of its word pairs found anywhere in the reference (ROUGE-2
     precision of the sentence); style: the mean ngrams of the summary's sentences, how closely the summary
@@ -920,7 +921,7 @@ def _features(sent: _Text, ref: _Reference, lex: np.ndarray, combined: np.ndarra
                 moved.append(sent.text[u.start : u.end])
     displaced = len(moved)
     feats = Features(
-        align=float(combined[order[0]]) if order else 0.0,
+        align=float(lex.max()) if len(lex) else 0.0,
         fused=fused,
         style=0.0,
         ngrams_in_style=0.0,
@@ -946,10 +947,9 @@ def _phrases_of(sent: _Text, units: list[_Unit]) -> list[tuple[int, int]]:
     return out
 
 
-def score_of(features: Features, *, embedded: bool) -> float:
+def score_of(features: Features) -> float:
     """The checker's score of a sentence: the logistic model of SCORE_WEIGHTS over its features, in [0, 1]."""
-    bias, weights = SCORE_WEIGHTS["embeddings" if embedded else "lexical"]
-    z = bias + float(np.dot(np.array([weights[f] for f in FEATURES]), features.vector()))
+    z = SCORE_BIAS + float(np.dot(np.array([SCORE_WEIGHTS[f] for f in FEATURES]), features.vector()))
     return float(1.0 / (1.0 + np.exp(-z)))
 
 
@@ -1040,7 +1040,6 @@ def _stitched(plain: str, plain_reference: str) -> bool:
 
 
 def _analyse_doc(doc: _Doc, k: int, noun: str, plain_reference: str) -> list[SentenceEvidence]:
-    embedded = doc.cos is not None
     rows = []
     for i, sent in enumerate(doc.sents):
         cos = None if doc.cos is None else doc.cos[i]
@@ -1054,7 +1053,7 @@ def _analyse_doc(doc: _Doc, k: int, noun: str, plain_reference: str) -> list[Sen
         feats = dataclasses.replace(feats, style=mean_ngrams, ngrams_in_style=feats.ngrams * mean_ngrams)
         plain = _plain(sent.text)
         verbatim = bool(plain.strip()) and plain in plain_reference
-        score = 1.0 if verbatim else score_of(feats, embedded=embedded)
+        score = 1.0 if verbatim else score_of(feats)
         stitched = not verbatim and feats.contradiction == 0 and _stitched(plain, plain_reference)
         if stitched:
             score = max(score, STITCHED_SCORE)
