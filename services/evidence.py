@@ -1142,7 +1142,12 @@ def to_evaluation(found: Sequence[SentenceEvidence], *, mode: str = "") -> Evalu
 def check_many(
     pairs: Sequence[tuple[str, Sequence[str]]], *, embedder: Embedder | None = None, noun: str = "reference"
 ) -> list[Evaluation]:
-    """The offline evidence checker on many (reference, sentences) pairs at once, embeddings batched across all."""
+    """The offline evidence checker on many (reference, sentences) pairs at once, embeddings batched across all.
+
+    The scores and verdicts rest on lexical features; embeddings only choose which reference sentences are
+    aligned (and shown). For speed on many documents pass `embedder=lexical_only` (bench/evidence_qags.py
+    prints both speeds).
+    """
     emb = default_embedder() if embedder is None else embedder
     found = analyse_many(pairs, embedder=emb, noun=noun)
     return [to_evaluation(f, mode=mode_of(f) if f else embedder_label(emb)) for f in found]
