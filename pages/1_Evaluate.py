@@ -322,11 +322,11 @@ if run_id is not None:
     else:
         chosen = 0
     rnd = detail.rounds[chosen]
-    noun = REFERENCE_NOUN.get(r.task, "reference")
-    found = evidence_for(detail.reference, rnd.evaluation, r.task)
-    if r.method != "evidence" and r.backend_kind == "embedded":
-        render_checker_lead(rnd.evaluation, found, noun=noun)  # the demo model judges near chance
+    if r.method != "evidence" and r.backend_kind == "embedded":  # the demo model judges near chance
+        found = evidence_for(detail.reference, rnd.evaluation, r.task)
+        render_checker_lead(rnd.evaluation, found, noun=REFERENCE_NOUN.get(r.task, "reference"))
     render_score(rnd.evaluation, detail.usage)
+    noun = REFERENCE_NOUN.get(r.task, "reference")
     show_checker = False
     if r.method != "evidence":
         # The embedded demo model judges near chance: its verdicts come with the offline checker's by default.
@@ -337,6 +337,7 @@ if run_id is not None:
             help="A second opinion that calls no model: each sentence is aligned with the reference, and numbers, "
             "names or weakly supported statements are flagged. Labelled 'Offline evidence checker' on each card.",
         )
+    found = evidence_for(detail.reference, rnd.evaluation, r.task)
     body, side = st.columns([3, 2])
     with body:
         render_evaluation(rnd.evaluation, found, checker=show_checker, noun=noun)
