@@ -989,7 +989,8 @@ def _judge(
     if verdict == "consistent":
         extra = ""
         if critical:
-            extra = f"; but {' and '.join(repr(s.text) for s in critical[:3])} not in the {noun}"
+            verb = "is" if len(critical) == 1 else "are"
+            extra = f"; but {' and '.join(repr(s.text) for s in critical[:3])} {verb} not in the {noun}"
         elif words:
             extra = f"; {unseen}"
         return "consistent", "support", f"Supported by {_refs_phrase(noun, supporting)} ({band}){extra}", closest
