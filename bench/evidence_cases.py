@@ -42,6 +42,7 @@ from services.text import split_sentences
 POSITIVE = ("verbatim", "compressed", "reworded", "fused", "abstract")
 NEGATIVE = ("number", "number-in", "name", "name-in", "date", "negation", "pronoun", "invented", "unrelated",
             "abstract-fact")  # fmt: skip
+ABSTRACT_KEEP, ABSTRACT_SWAP = 0.5, 0.3  # of the other words: kept, replaced by a common word (the rest dropped)
 GENERIC = tuple(
     "new recent major local several group plan move case officials reportedly later now large people said made took "
     "time year week part set left".split()
@@ -191,9 +192,9 @@ def abstract(s: str, rng: random.Random) -> str:
     out = []
     for w in s.rstrip(".!? ").split(" "):
         r = rng.random()
-        if _specific(w.strip(",.;:'`\"()")) or r < 0.5:
+        if _specific(w.strip(",.;:'`\"()")) or r < ABSTRACT_KEEP:
             out.append(w)
-        elif r < 0.8:
+        elif r < ABSTRACT_KEEP + ABSTRACT_SWAP:
             out.append(rng.choice(GENERIC))
     return _clean(" ".join(out))
 
