@@ -15,6 +15,7 @@ from components.dcr_views import (
     render_score,
     rounds_frame,
 )
+from components.evidence_views import render_checker_lead
 from components.nli_figures import ALL_METHOD_LABELS, method_name
 from components.nli_views import render_comparison
 from components.ui import demo_notice, engine, page_setup
@@ -344,6 +345,9 @@ if run_id is not None:
     else:
         chosen = 0
     rnd = detail.rounds[chosen]
+    if r.method != "evidence" and r.backend_kind == "embedded":  # the demo model judges near chance
+        found = evidence_for(detail.reference, rnd.evaluation, r.task)
+        render_checker_lead(rnd.evaluation, found, noun=REFERENCE_NOUN.get(r.task, "reference"))
     render_score(rnd.evaluation, detail.usage)
     render_no_verdict(rnd.evaluation, embedded=r.backend_kind == "embedded")
     noun = REFERENCE_NOUN.get(r.task, "reference")

@@ -43,6 +43,7 @@ def test_evaluate_shows_sentence_verdicts_and_saves_the_run(open_page, judge):
     assert "article #2" in cards and "It was completed in 1889 for the World&#x27;s Fair." in cards
     assert "it says 1999" in cards  # the model's reason is shown
     assert "Offline evidence checker" not in cards, "a real model's verdicts come without the checker's by default"
+    assert not any("Offline evidence checker" in m.label for m in at.metric), "it leads for the demo model only"
     assert score(at) == "0.667"  # Eq. 3: (1 - 1 + 1) / 3 = 1/3 -> (1/3 + 1) / 2
     assert next(m.value for m in at.metric if m.label == "Judged") == "3 / 3"
     assert at.code[0].value == CAND  # no rewrite yet: the final text is the candidate
@@ -237,6 +238,10 @@ def test_demo_model_runs_show_the_offline_checker_beside_the_verdicts(open_page,
         session.commit()
     at = open_page(EVALUATE, query={"run": str(run_id)})
     assert not at.exception
+    # The checker's verdicts lead, the demo model's beside them, each labelled.
+    labels = [m.label for m in at.metric]
+    assert labels[:2] == ["Score Ẑ · Offline evidence checker (no model)", "Score Ẑ · Demo model"]
+    assert at.metric[0].value == "0.667"  # the checker: 1999 is not in the article
     toggle = at.toggle(key=f"ev_checker_{run_id}")
     assert toggle.value is True, "on by default for the demo model"
     cards = verdict_html(at)
