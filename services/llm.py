@@ -1,4 +1,4 @@
-"""The one LLM seam: every model call in the app goes through `LLMClient.chat_json`."""
+"""The one LLM seam: every model call in the app goes through `LLMClient.chat_json` (or `chat_text` for a plain reply)."""
 
 from __future__ import annotations
 
@@ -432,6 +432,45 @@ class LLMClient:
             raw=second.raw,
             error=f"The model's answer could not be read, twice: {problem2}. Answer began: {second.raw[:160]!r}",
         )
+
+    def chat_text(
+        self,
+        messages: list[dict],
+        *,
+        prompt_version: str,
+        stage: str,
+        sample_index: int = 0,
+        temperature: float | None = None,
+    ) -> CallResult[str]:
+        """Ask once with no response format and return the reply as written (the caller reads it)."""
+        temp = self.backend.temperature if temperature is None else temperature
+        params = {"temperature": temp, "max_tokens": self.backend.max_tokens, "format": "text"}
+        model_id = self.backend.model if self.backend.is_embedded else f"{self.backend.base_url}|{self.backend.model}"
+        key = cache_key(model_id, prompt_version, messages, params, sample_index)
+        rec = CallRecord(stage=stage, prompt_version=prompt_version, cached=False)
+        if self.cache is not None and (hit := self.cache.get(key)) is not None:
+            rec.cached = True
+            self.ledger.add(rec)
+            return CallResult(value=hit["raw"], raw=hit["raw"], cached=True)
+        started = time.perf_counter()
+        try:
+            reply = self._request_with_fallback(messages, None, temp, rec)
+            rec.prompt_tokens, rec.completion_tokens = reply.prompt_tokens, reply.completion_tokens
+            result = CallResult(value=reply.raw, raw=reply.raw)
+        except BackendError as exc:
+            rec.error = str(exc)
+            result = CallResult(value=None, error=str(exc), fatal=exc.fatal)
+        rec.latency_ms = (time.perf_counter() - started) * 1000
+        self.ledger.add(rec)
+        if result.ok and self.cache is not None:
+            self.cache.put(
+                key,
+                model=self.backend.model,
+                prompt_version=prompt_version,
+                payload={"raw": result.raw, "prompt_tokens": rec.prompt_tokens,
+                         "completion_tokens": rec.completion_tokens},
+            )  # fmt: skip
+        return result
 
     def test_connection(self) -> tuple[bool, str]:
         """A one-token round trip; returns (ok, message)."""
