@@ -13,10 +13,14 @@ Statistics (section 4.3 of the paper):
   HMP with every weight 1 (summing to M, not 1): it is M times smaller than the HMP, and inconsistent with
   its own weighted form, where EW sums to 1. Using weights that sum to 1 in both keeps p valid (Wilson's
   result needs sum w = 1), makes D and D_EW comparable (equal p_j give p = p_j in both), and matches the
-  paper's weighted formula exactly. The paper's literal unweighted value is kept as `p_paper`.
+  paper's weighted formula exactly. The paper's literal unweighted value is kept as `p_paper` and reported
+  as D_paper = log_0.05(p_paper) (= D + ln M / ln 20 while p < 1), with its D_avg and D_min, so a figure
+  can be set beside Figure 4. With expert weights both readings agree (EW sums to 1).
 * D = log_0.05(p) = ln p / ln 0.05, so D = 1 at p = 0.05 and D > 1 is significant. D_avg is the mean of D
   over perturbations with each level (character, word, sentence) weighted equally and perturbations
-  equally within a level; D_min is the minimum. The same for D_EW.
+  equally within a level; D_min is the minimum. The same for D_EW. When the set lacks a level the task's
+  Table 1 row has (e.g. no LLM-based perturbation because no model was set), D_avg is left empty with the
+  reason rather than averaged over the levels that remain, which would not be the paper's D_avg.
 """
 
 from __future__ import annotations
@@ -60,6 +64,8 @@ from services.prompts import dhp as prompts
 log = logging.getLogger(__name__)
 
 ALPHA = 0.05
+D_FORMULA = "D = log_0.05(p), p = M / sum_j (1/p_j) (Wilson's HMP, weights 1/M summing to 1)"
+D_PAPER_FORMULA = "D_paper = log_0.05(p_paper), p_paper = 1 / sum_j (1/p_j) (section 4.3.2 as printed; M times smaller)"
 ORIGINAL = "original"
 ZERO_METHOD = "wilcox"
 ZERO_METHOD_NOTE = (
@@ -163,6 +169,7 @@ class PerturbationResult:
     d: float | None
     d_ew: float | None
     weights: dict[str, float] | None = None  # the normalised expert weights used (None: none given)
+    d_paper: float | None = None  # log_0.05(p_paper): the paper's unweighted scale (Figure 4)
 
     def p_by_metric(self) -> dict[str, float]:
         return {t.metric: t.p_value for t in self.tests}
@@ -180,6 +187,9 @@ class DiscernmentResult:
     d_ew_min: float | None
     level_weights: dict[str, float] = field(default_factory=dict)  # weight of each perturbation in D_avg
     zero_method_note: str = ZERO_METHOD_NOTE
+    d_paper_avg: float | None = None
+    d_paper_min: float | None = None
+    avg_note: str | None = None  # why D_avg is empty, or how it differs from the paper's
 
 
 def level_weights(levels: Mapping[str, str]) -> dict[str, float]:
@@ -215,8 +225,11 @@ def analyse(
     model: str = "",
     zero_method: str = ZERO_METHOD,
     order: Sequence[str] | None = None,
+    expected: Mapping[str, str] | None = None,
 ) -> DiscernmentResult:
-    """Discernment from rows item_id, perturbation, level, metric, original, perturbed (mean scores)."""
+    """Discernment from rows item_id, perturbation, level, metric, original, perturbed (mean scores).
+
+    `expected` (perturbation -> level, the task's Table 1 row) lets D_avg say when the set lacks some of it."""
     missing = [c for c in SCORE_COLUMNS if c not in scores.columns]
     if missing:
         raise ValueError(f"missing column(s): {', '.join(missing)}; need {', '.join(SCORE_COLUMNS)}")
@@ -251,24 +264,53 @@ def analyse(
         w_norm = normalise_weights(ew, list(ps)) if ew is not None else None
         p = harmonic_mean_p(ps)
         p_ew = harmonic_mean_p(ps, ew) if ew is not None else None
+        p_paper = paper_literal_p(ps)
         results.append(
-            PerturbationResult(pert, lv[0], tests, p, p_ew, paper_literal_p(ps), discernment(p), discernment(p_ew),
-                               w_norm)
+            PerturbationResult(pert, lv[0], tests, p, p_ew, p_paper, discernment(p), discernment(p_ew), w_norm,
+                               discernment(p_paper))
         )  # fmt: skip
     lw = level_weights(levels)
-    d = {r.perturbation: r.d for r in results}
-    d_ew = {r.perturbation: r.d_ew for r in results}
-    d_vals = [v for v in d.values() if v is not None]
-    ew_vals = [v for v in d_ew.values() if v is not None]
+    avg_note = _avg_note(levels, expected)
+    comparable = avg_note is None or not avg_note.startswith(NOT_COMPARABLE)
+
+    def avg(attr: str) -> float | None:
+        return _weighted_avg({r.perturbation: getattr(r, attr) for r in results}, lw) if comparable else None
+
+    def low(attr: str) -> float | None:
+        vals = [getattr(r, attr) for r in results if getattr(r, attr) is not None]
+        return min(vals) if vals else None
+
     return DiscernmentResult(
         model=model,
         perturbations=tuple(results),
-        d_avg=_weighted_avg(d, lw),
-        d_min=min(d_vals) if d_vals else None,
-        d_ew_avg=_weighted_avg(d_ew, lw),
-        d_ew_min=min(ew_vals) if ew_vals else None,
+        d_avg=avg("d"),
+        d_min=low("d"),
+        d_ew_avg=avg("d_ew"),
+        d_ew_min=low("d_ew"),
         level_weights=lw,
+        d_paper_avg=avg("d_paper"),
+        d_paper_min=low("d_paper"),
+        avg_note=avg_note,
     )
+
+
+NOT_COMPARABLE = "not comparable"
+
+
+def _avg_note(levels: Mapping[str, str], expected: Mapping[str, str] | None) -> str | None:
+    """Why D_avg is left empty (a level of the task is missing), or which perturbations it lacks; None: complete."""
+    if not expected:
+        return None
+    lacking_levels = [lv for lv in dict.fromkeys(expected.values()) if lv not in set(levels.values())]
+    if lacking_levels:
+        return (
+            f"{NOT_COMPARABLE}: the set has no {', '.join(lacking_levels)}-level perturbation of the task's "
+            "Table 1 row, and D_avg weighs each level equally, so it is left empty (D_min and each D stand)"
+        )
+    lacking = [p for p in expected if p not in levels]
+    if lacking:
+        return f"every level is present, but without {', '.join(lacking)}: each level's mean is over the rest"
+    return None
 
 
 def result_record(res: DiscernmentResult) -> dict[str, Any]:
@@ -279,7 +321,8 @@ def result_record(res: DiscernmentResult) -> dict[str, Any]:
             "p": "Wilson's harmonic mean p-value with equal weights 1/M: p = M / sum_j (1/p_j)",
             "p_ew": "weighted harmonic mean p-value, weights normalised to sum 1: p = 1 / sum_j (w_j/p_j)",
             "p_paper": "the paper's unweighted formula as printed: 1 / sum_j (1/p_j) (for comparison)",
-            "D": "log_0.05(p)",
+            "D": D_FORMULA,
+            "D_paper": D_PAPER_FORMULA,
             "D_avg": "weighted mean of D over perturbations, each level weighted equally",
             "zero_differences": res.zero_method_note,
         },
@@ -306,14 +349,18 @@ def result_record(res: DiscernmentResult) -> dict[str, Any]:
                 "p_paper": r.p_paper,
                 "weights": r.weights,
                 "D": r.d,
+                "D_paper": r.d_paper,
                 "D_EW": r.d_ew,
             }
             for r in res.perturbations
         ],
         "D_avg": res.d_avg,
         "D_min": res.d_min,
+        "D_paper_avg": res.d_paper_avg,
+        "D_paper_min": res.d_paper_min,
         "D_EW_avg": res.d_ew_avg,
         "D_EW_min": res.d_ew_min,
+        "D_avg_note": res.avg_note,
         "level_weights": res.level_weights,
     }
 
@@ -327,7 +374,8 @@ def results_frame(res: DiscernmentResult) -> pd.DataFrame:
                 "perturbation": r.perturbation, "level": r.level, "metric": t.metric, "n": t.n_pairs,
                 "ties": t.n_ties, "mean original": t.mean_original, "mean perturbed": t.mean_perturbed,
                 "W+": t.statistic, "p": t.p_value, "weight": (r.weights or {}).get(t.metric),
-                "p (HMP)": r.p, "p (HMP, EW)": r.p_ew, "D": r.d, "D_EW": r.d_ew,
+                "p (HMP)": r.p, "p (HMP, EW)": r.p_ew, "p (paper)": r.p_paper, "D": r.d, "D_paper": r.d_paper,
+                "D_EW": r.d_ew,
             })  # fmt: skip
     return pd.DataFrame(rows)
 
@@ -338,12 +386,12 @@ def summary_frame(results: Sequence[DiscernmentResult]) -> pd.DataFrame:
     for res in results:
         for r in res.perturbations:
             rows.append({"model": res.model, "perturbation": r.perturbation, "level": r.level, "D": r.d,
-                         "D_EW": r.d_ew})  # fmt: skip
+                         "D_paper": r.d_paper, "D_EW": r.d_ew})  # fmt: skip
         rows.append({"model": res.model, "perturbation": "D_avg", "level": "overall", "D": res.d_avg,
-                     "D_EW": res.d_ew_avg})  # fmt: skip
+                     "D_paper": res.d_paper_avg, "D_EW": res.d_ew_avg})  # fmt: skip
         rows.append({"model": res.model, "perturbation": "D_min", "level": "overall", "D": res.d_min,
-                     "D_EW": res.d_ew_min})  # fmt: skip
-    return pd.DataFrame(rows, columns=["model", "perturbation", "level", "D", "D_EW"])
+                     "D_paper": res.d_paper_min, "D_EW": res.d_ew_min})  # fmt: skip
+    return pd.DataFrame(rows, columns=["model", "perturbation", "level", "D", "D_paper", "D_EW"])
 
 
 # -- scoring ------------------------------------------------------------------------------------------
@@ -805,7 +853,8 @@ def run_result(
     st = session.get(DhpSet, run.set_id)
     task = get_task(st.task, session=session) if st else None
     order = [p.key for p in task.perturbations] if task else None
-    return analyse(df, weights=weights, model=run.model, order=order)
+    expected = {p.key: p.level for p in task.perturbations} if task else None
+    return analyse(df, weights=weights, model=run.model, order=order, expected=expected)
 
 
 # -- samples ----------------------------------------------------------------------------------------------
