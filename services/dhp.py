@@ -412,34 +412,62 @@ def _parse_rating(data: Any) -> Rating:
     return Rating.model_validate(data)
 
 
-def eval_prompts(task: TaskSpec) -> dict[str, prompts.Prompt]:
+ANSWER_FORMATS = prompts.ANSWER_FORMATS
+LEGACY_FORMAT = prompts.STRUCTURED  # runs and sets recorded before the format was a choice asked for JSON
+
+
+def answer_format_of(params: Mapping[str, Any]) -> str:
+    """The answer format a run or set recorded (plain unless it asked for JSON)."""
+    return str(params.get("answer_format") or LEGACY_FORMAT)
+
+
+def eval_prompts(task: TaskSpec, answer_format: str = "plain") -> dict[str, prompts.Prompt]:
     """The rating prompt of each metric of a task."""
+    structured = answer_format == prompts.STRUCTURED
     return {
-        m.name: prompts.evaluation_prompt(task.key, task.text_label, task.source_label, m.name, m.definition)
+        m.name: prompts.evaluation_prompt(task.key, task.text_label, task.source_label, m.name, m.definition,
+                                          structured=structured)
         for m in task.metrics
-    }
+    }  # fmt: skip
+
+
+def read_score(raw: str) -> tuple[float | None, str | None]:
+    """A plain reply read as a score from 1 to 5 (ConsEval's reader: one number on the scale, else why not)."""
+    from services.conseval import SCALES, parse_score
+
+    parsed = parse_score(raw, SCALES["5-P"])
+    return parsed.value, None if parsed.value is not None else f"{parsed.problem}: {raw.strip()[:120]!r}"
 
 
 def score_text(
-    client: LLMClient, prompt: prompts.Prompt, text: str, source: str, *, repeats: int, seed: int = 0
+    client: LLMClient,
+    prompt: prompts.Prompt,
+    text: str,
+    source: str,
+    *,
+    repeats: int,
+    seed: int = 0,
+    answer_format: str = "plain",
 ) -> tuple[list[float], str | None]:
-    """Rate one text `repeats` times (distinct samples, each cached); returns (scores, first error)."""
+    """Rate one text `repeats` times (distinct samples, each cached); returns (scores, first error).
+
+    Plain (the paper's prompt): the reply is read once as written; structured: JSON, asked again once if unread."""
     content = prompt.render(source=source or "(none)", text=text)
+    messages = [{"role": "user", "content": content}]
     scores: list[float] = []
     error = None
     for r in range(repeats):
-        res = client.chat_json(
-            [{"role": "user", "content": content}],
-            parse=_parse_rating,
-            schema=Rating.model_json_schema(),
-            prompt_version=prompt.id,
-            stage="dhp-score",
-            sample_index=seed * 1000 + r,
-        )
-        if res.ok:
-            scores.append(res.value.score)  # type: ignore[union-attr]
+        common = dict(prompt_version=prompt.id, stage="dhp-score", sample_index=seed * 1000 + r)
+        if answer_format == prompts.STRUCTURED:
+            res = client.chat_json(messages, parse=_parse_rating, schema=Rating.model_json_schema(), **common)
+            value, problem = (res.value.score, None) if res.ok else (None, res.error)  # type: ignore[union-attr]
         else:
-            error = error or res.error
+            res = client.chat_text(messages, **common)
+            value, problem = read_score(res.value) if res.ok else (None, res.error)  # type: ignore[arg-type]
+        if value is not None:
+            scores.append(value)
+        else:
+            error = error or problem
             if res.fatal:
                 break
     return scores, error
@@ -502,6 +530,7 @@ def create_set(
     session: Session,
     backend: BackendConfig | None = None,
     only: Sequence[str] | None = None,
+    answer_format: str = "plain",
 ) -> int:
     """Store the originals and their rule-based perturbations now; LLM-based ones wait for `process_set`.
 
@@ -513,7 +542,8 @@ def create_set(
     row = DhpSet(
         name=name.strip() or f"{task.name} · seed {seed}", task=task.key, seed=seed,
         items=[_item_record(i) for i in items], status="generating" if llm else "ready",
-        model=backend.model if (backend and llm) else "", params=_backend_params(backend) if llm else {},
+        model=backend.model if (backend and llm) else "",
+        params={**_backend_params(backend), "answer_format": answer_format} if llm else {},
     )  # fmt: skip
     row.items = [*row.items]
     session.add(row)
@@ -625,7 +655,8 @@ def process_set(engine: Engine, set_id: int, *, backend: BackendConfig | None = 
     def one(job: tuple[int, str, str]) -> None:
         nonlocal failed
         tid, iid, key = job
-        pz = perturb.perturb_item(task, task.perturbation(key), by_id[iid], items, seed=0, client=client)
+        pz = perturb.perturb_item(task, task.perturbation(key), by_id[iid], items, seed=0, client=client,
+                                  answer_format=answer_format_of(params))  # fmt: skip
         with lock:
             failed += pz.error is not None
         with engine.begin() as conn:
@@ -659,10 +690,20 @@ def delete_set(set_id: int, *, session: Session) -> bool:
 
 
 # -- runs -----------------------------------------------------------------------------------------------
-def create_run(set_id: int, backend: BackendConfig, *, repeats: int = 5, seed: int = 0, session: Session) -> int:
+def create_run(
+    set_id: int,
+    backend: BackendConfig,
+    *,
+    repeats: int = 5,
+    seed: int = 0,
+    session: Session,
+    answer_format: str = "plain",
+) -> int:
     """Record a benchmark run of one evaluator on a set (hand it to the worker with services.jobs)."""
     if repeats < 1:
         raise ValueError("repeats must be 1 or more")
+    if answer_format not in ANSWER_FORMATS:
+        raise ValueError(f"the answer format must be one of {', '.join(ANSWER_FORMATS)}")
     st = session.get(DhpSet, set_id)
     if st is None:
         raise ValueError(f"set {set_id} does not exist")
@@ -672,10 +713,11 @@ def create_run(set_id: int, backend: BackendConfig, *, repeats: int = 5, seed: i
     n_texts = session.execute(
         select(func.count()).select_from(DhpText).where(DhpText.set_id == set_id, DhpText.text.is_not(None))  # type: ignore[union-attr]
     ).scalar_one()
-    pv = {m: p.id for m, p in eval_prompts(task).items()}
+    pv = {m: p.id for m, p in eval_prompts(task, answer_format).items()}
     run = DhpRun(
         set_id=set_id, backend_kind=backend.kind, model=backend.model, base_url=backend.base_url, repeats=repeats,
-        seed=seed, params=_backend_params(backend), prompt_versions=pv, n_total=int(n_texts) * len(task.metrics),
+        seed=seed, params={**_backend_params(backend), "answer_format": answer_format}, prompt_versions=pv,
+        n_total=int(n_texts) * len(task.metrics),
     )  # fmt: skip
     session.add(run)
     session.flush()
@@ -745,7 +787,8 @@ def process_run(engine: Engine, run_id: int, *, backend: BackendConfig | None = 
         return "failed"
     backend = backend or backend_from_params(params)
     client = LLMClient(backend, cache=_cache(engine), ledger=UsageLedger())
-    ps = eval_prompts(task)
+    fmt = answer_format_of(params)
+    ps = eval_prompts(task, fmt)
     work = [(tid, iid, text, m) for tid, iid, text in jobs for m in ps if (tid, m) not in done]
     stop = threading.Event()
     fatal: list[str] = []
@@ -755,7 +798,7 @@ def process_run(engine: Engine, run_id: int, *, backend: BackendConfig | None = 
             return
         tid, iid, text, metric = job
         source = str(items.get(iid, {}).get("source", ""))
-        scores, err = score_text(client, ps[metric], text, source, repeats=repeats, seed=seed)
+        scores, err = score_text(client, ps[metric], text, source, repeats=repeats, seed=seed, answer_format=fmt)
         mean = float(np.mean(scores)) if scores else None
         row = {"run_id": run_id, "text_id": tid, "metric": metric, "scores": scores, "mean": mean,
                "error": None if scores else err, "created_at": utcnow()}  # fmt: skip

@@ -83,11 +83,11 @@ def two_evaluators(originals: dict[str, str]):
 
     def respond(body: dict) -> dict:
         if body["model"] == "m-blind":
-            return {"score": 3}
+            return "3"
         content = last_user(body)
         question = re.search(r"Question:\n\n(.*?)\n\n", content, re.S).group(1)
-        text = re.search(r"Answer:\n\n(.*)\n\nReply with JSON", content, re.S).group(1)
-        return {"score": 5 if originals.get(question) == text else 2}
+        text = content.rsplit("Answer:\n\n", 1)[1]
+        return "5" if originals.get(question) == text else "2"
 
     return respond
 
