@@ -459,6 +459,22 @@ def plan_calls(
     return oracle, calls
 
 
+def plan_for_items(cfg: StudyConfig, items: list[ItemIn]) -> tuple[list[Call], list[Call]]:
+    """The calls a study of these items will make (its items numbered in order, as when saved)."""
+    return plan_calls(cfg, range(len(items)), test_instances(cfg, enumerate(it.criterion for it in items)))
+
+
+def endpoint_lines(text: str, *, what: str = "Endpoint") -> list[ModelSpec]:
+    """OpenAI-compatible endpoints written one per line as `name | base URL | model`; InputError says which line."""
+    out = []
+    for n, line in enumerate([ln for ln in (text or "").splitlines() if ln.strip()], 1):
+        parts = [p.strip() for p in line.split("|")]
+        if len(parts) != 3 or not all(parts):
+            raise InputError(f"{what} line {n} must read `name | base URL | model`.")
+        out.append(ModelSpec(label=parts[0], kind="openai", base_url=parts[1].rstrip("/"), model=parts[2]))
+    return out
+
+
 # -- items ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class ItemIn:
@@ -551,8 +567,7 @@ def create_study(engine: Engine, cfg: StudyConfig, items: list[ItemIn], *, name:
         raise InputError(f"No items for {', '.join(without)}.")
     if cfg.oracle == "imported" and not any(it.oracle_score is not None for it in items):
         raise InputError("The oracle is 'scores imported with the items', but no item has a score.")
-    n_items = len(items)
-    oracle, calls = plan_calls(cfg, range(n_items), test_instances(cfg, enumerate(it.criterion for it in items)))
+    oracle, calls = plan_for_items(cfg, items)
     with Session(engine) as session:
         study = ConsevalStudy(
             name=name or f"ConsEval · {', '.join(cfg.criteria)} · {len(cfg.scales)} scales",
