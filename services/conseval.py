@@ -217,9 +217,11 @@ def parse_score(answer: Any, sc: Scale) -> ParsedScore:
     t = _words_to_numbers(text.replace("−", "-"))
     # "on a scale of 1-5", "(1-10)": the scale's own range is not the score
     lo, hi = f"{sc.lo:g}", f"{sc.hi:g}"
-    t = re.sub(rf"(?<![\d.]){re.escape(lo)}\s*(?:-|–|to)\s*{re.escape(hi)}(?![\d.])", " ", t)
-    number = rf"(?<![\w.]){NUM}(?![\w.])"
-    fracs = list(re.finditer(rf"(?<![\w.])({NUM})\s*(?:/|out of)\s*({NUM})(?![\w.])", t, flags=re.I))
+    # a full stop after a number ends the sentence ("The answer is 2."); a dot and a digit would continue it
+    end = r"(?!\w|\.\d)"
+    t = re.sub(rf"(?<![\d.]){re.escape(lo)}\s*(?:-|–|to)\s*{re.escape(hi)}{end}", " ", t)
+    number = rf"(?<![\w.]){NUM}{end}"
+    fracs = list(re.finditer(rf"(?<![\w.])({NUM})\s*(?:/|out of)\s*({NUM}){end}", t, flags=re.I))
     frac = (
         fracs[0]
         if len(fracs) == 1 and not re.search(number, t[: fracs[0].start()] + " " + t[fracs[0].end() :])

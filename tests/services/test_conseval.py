@@ -60,6 +60,8 @@ def test_scales_of_table_2_and_their_levels():
         ("Score: 4/5", "5-P", 4.0),
         ("four", "5-P", 4.0),
         ("4.5", "5-P", 4.5),
+        ("The answer is 2.", "5-P", 2.0),  # a full stop ends the sentence, not a decimal
+        ("On a scale of 1-5. I give 3", "5-P", 3.0),
         ("4", "5-P", 4.0),
         (4, "5-P", 4.0),
         ("8 out of 10", "10-P", 8.0),
