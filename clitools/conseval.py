@@ -67,10 +67,18 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--oracle-endpoint", action="append", default=[], metavar="BASE_URL|MODEL",
                    help="an oracle endpoint (repeat for several; their examples are pooled, accuracy is per oracle; "
                         "the key comes from OPENAI_API_KEY)")  # fmt: skip
-    p.add_argument("--answer-format", choices=list(ce.ANSWER_FORMATS), default="plain",
-                   help="plain: the paper's reply after 'Answer:' (default); structured: {\"score\": ...} output")
-    p.add_argument("--split", choices=list(ce.SPLITS), default="8:2",
-                   help="with dICL: 8:2 (paper 7.1; examples from 80%%, results on 20%%) or leave-one-out")
+    p.add_argument(
+        "--answer-format",
+        choices=list(ce.ANSWER_FORMATS),
+        default="plain",
+        help="plain: the paper's reply after 'Answer:' (default); structured: {\"score\": ...} output",
+    )
+    p.add_argument(
+        "--split",
+        choices=list(ce.SPLITS),
+        default="8:2",
+        help="with dICL: 8:2 (paper 7.1; examples from 80%%, results on 20%%) or leave-one-out",
+    )
     p.add_argument("--score-scale", help="the scale of the input's score column (e.g. 5-P)")
     p.add_argument("--limit", type=int, default=None, help="at most this many items per criterion")
     p.add_argument("--no-greedy", action="store_true", help="skip the greedy (temperature 0) answer")

@@ -130,8 +130,10 @@ def _fmt(x: float | None) -> str:
 
 def _summary_line(res: dhp.DiscernmentResult) -> str:
     who = f"{res.model}: " if res.model else ""
-    line = (f"{who}D_avg {_fmt(res.d_avg)} · D_min {_fmt(res.d_min)} · D_paper_avg {_fmt(res.d_paper_avg)} · "
-            f"D_paper_min {_fmt(res.d_paper_min)} · D_EW_avg {_fmt(res.d_ew_avg)} · D_EW_min {_fmt(res.d_ew_min)}")
+    line = (
+        f"{who}D_avg {_fmt(res.d_avg)} · D_min {_fmt(res.d_min)} · D_paper_avg {_fmt(res.d_paper_avg)} · "
+        f"D_paper_min {_fmt(res.d_paper_min)} · D_EW_avg {_fmt(res.d_ew_avg)} · D_EW_min {_fmt(res.d_ew_min)}"
+    )
     return line + (f"\n  D_avg: {res.avg_note}" if res.avg_note else "")  # fmt: skip
 
 
@@ -220,8 +222,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     sub = p.add_subparsers(dest="dhp_command", required=True)
     run = sub.add_parser("run", help="perturb items, score them with each model, write discernment scores")
-    run.add_argument("--task", required=True,
-                     help="summarization | sumpubmed | story | qa | translation | a task added in the app")
+    run.add_argument(
+        "--task", required=True, help="summarization | sumpubmed | story | qa | translation | a task added in the app"
+    )
     run.add_argument("--input", required=True, help="JSONL, JSON or CSV with id, text, source (and wrong_ending)")
     run.add_argument("--models", nargs="+", help="evaluator model names at LLM_BASE_URL (default: LLM_MODEL)")
     run.add_argument("--repeats", type=int, default=5, help="scores per text and metric, averaged (default 5)")
@@ -232,8 +235,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     run.add_argument("--perturber", help="model that makes the LLM-based perturbations (default: the first model)")
     run.add_argument("--weights", help="EW.json; default: the newest closed survey of the task")
     run.add_argument("--scores-out", help="also write the mean scores as a CSV for `dhp stats`")
-    run.add_argument("--answer-format", choices=list(dhp.ANSWER_FORMATS), default="plain",
-                     help="plain: the paper's prompts, replies read as written (default); structured: ask for JSON")
+    run.add_argument(
+        "--answer-format",
+        choices=list(dhp.ANSWER_FORMATS),
+        default="plain",
+        help="plain: the paper's prompts, replies read as written (default); structured: ask for JSON",
+    )
     run.set_defaults(func=cmd_run)
     st = sub.add_parser("stats", help="the statistics alone, from a scores CSV")
     st.add_argument("--scores", required=True, help="CSV: item_id,perturbation,level,metric,original,perturbed")

@@ -429,8 +429,11 @@ def survey_live(sid: int) -> None:
                          + (" · :red[link revoked: votes not counted]" if e.revoked_at else ""))  # fmt: skip
             if not e.revoked_at:
                 row.code(view.personal_link(tokens[e.id]), language=None)
-                if row.button("Revoke link", key=f"dhp_revoke_{e.id}",
-                              help="The link stops working at once; their votes stop counting in the weights."):
+                if row.button(
+                    "Revoke link",
+                    key=f"dhp_revoke_{e.id}",
+                    help="The link stops working at once; their votes stop counting in the weights.",
+                ):
                     with view.session() as s:
                         sv.revoke(e.id, session=s)
                     st.rerun()

@@ -3,11 +3,11 @@
 A survey belongs to a task and holds a snapshot of its definition, its metrics and one question per quality
 issue (one per perturbation kind; minor and major share the issue). Experts are invited by a personal link
 with an unguessable token, which the organiser can revoke: a revoked expert's votes stay on record but stop
-counting in the weights and the agreement (restoring the link counts them again). Each expert has one vote per question, stored as
-an upsert on (expert, question), so a changed answer replaces the old one and two experts voting at the same
-moment both keep theirs. The weights of a question are the vote shares (votes 4, 1, 5 give 0.4, 0.1, 0.5);
-agreement among experts is Krippendorff's alpha (nominal). A closed survey takes no more votes and its
-weights feed D_EW.
+counting in the weights and the agreement (restoring the link counts them again). Each expert has one vote
+per question, stored as an upsert on (expert, question), so a changed answer replaces the old one and two
+experts voting at the same moment both keep theirs. The weights of a question are the vote shares (votes 4,
+1, 5 give 0.4, 0.1, 0.5); agreement among experts is Krippendorff's alpha (nominal). A closed survey takes
+no more votes and its weights feed D_EW.
 """
 
 from __future__ import annotations

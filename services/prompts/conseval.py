@@ -13,6 +13,7 @@ def fill(template: str, **values: str) -> str:
     """Every {slot} of the template replaced in one pass: braces inside an inserted text stay as written."""
     return _SLOT.sub(lambda m: values[m.group(1)] if m.group(1) in values else m.group(0), template)
 
+
 RATE = Prompt(
     name="conseval-rate",
     version="1",

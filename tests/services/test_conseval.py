@@ -448,7 +448,13 @@ def test_human_oracle_feeds_accuracy(engine, fake, backend):
 def test_dicl_answers_wait_for_human_examples_and_are_asked_again(engine, fake, backend):
     fake.responder = scorer()
     cfg = config(
-        backend, scales=["5-P"], granularities=["long"], n_samples=0, methods=["dicl_sm"], oracle="humans", k=2,
+        backend,
+        scales=["5-P"],
+        granularities=["long"],
+        n_samples=0,
+        methods=["dicl_sm"],
+        oracle="humans",
+        k=2,
         split="leave-one-out",
     )
     sid = ce.create_study(engine, cfg, items(4))
