@@ -2,16 +2,19 @@
 
 The study of the ConsEval paper: each model rates query/response pairs under a criterion (with no, a short or
 a long definition) on the scales of Table 2, with the Table 1 prompt (or Table 6's few-shot prompt for
-distilled in-context learning). From the ratings:
+distilled in-context learning); the plain reply after "Answer:" is read (structured output is an option).
+From the ratings:
 
 - Self-consistency (SC): Krippendorff's alpha across the n samples (temperature 1.0) of each item, at the
   level of the scale (interval for numeric scales, ordinal for the Likert scale, nominal for binary).
 - Inter-consistency (IC): alpha between the scores the same model gives on different scales (the four cases
-  of Table 4), every scale mapped onto [0, 1] (see `Scale.to_unit`), at the interval level; and greedy
-  against sampled decoding on each scale (GS), at the scale's level.
-- SCE: the mean of the n samples as the score. dICL: k examples from an oracle (a second endpoint, human
-  ratings, or scores imported with the items), random or scale-matched, in the Table 6 template.
-- Accuracy: Pearson r between the model's score and the oracle's, both mapped onto [0, 1].
+  of Table 4), every scale mapped onto [0, 1] (see `Scale.to_unit`), at the interval level, apart for the
+  greedy answers, the sampled ones and SCE (Figure 3). GS, greedy against sampled on one scale, is an extra.
+- SCE: the mean of the n samples as the score. dICL: k examples from the oracles (endpoints, pooled; human
+  ratings; or scores imported with the items), random or scale-matched, in the Table 6 template, drawn from
+  the 80% of an 8:2 split of the instances (section 7.1) while results are reported on the 20%.
+- Accuracy: Pearson r between the model's score and each oracle's, both mapped onto [0, 1]; Table 3 reports
+  it on the 5-P scale.
 
 A score outside the scale or that cannot be read is stored as missing with the raw answer, never coerced.
 """
