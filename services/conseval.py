@@ -489,6 +489,8 @@ class ItemIn:
     source_id: str = ""
     oracle_score: float | None = None
     oracle_scale: str | None = None
+    # more imported oracles (columns `score:NAME`), on `oracle_scale`: (name, score) pairs
+    more_scores: tuple[tuple[str, float], ...] = ()
 
 
 def load_sample_items() -> dict[str, list[dict[str, Any]]]:
@@ -513,7 +515,8 @@ def read_items(
     data: bytes | str, filename: str, *, criteria: list[str], score_scale: str | None = None
 ) -> list[ItemIn]:
     """Items from JSONL or CSV with `query`, `response`, optional `criterion`, optional `score` (or `human_score`,
-    `oracle_score`) on `score_scale`. A row without a criterion goes to every criterion of the study."""
+    `oracle_score`) on `score_scale`, and optional `score:NAME` columns, one per further oracle (e.g. `score:gpt-4`,
+    `score:gemini`). A row without a criterion goes to every criterion of the study."""
     rows = read_records(data, filename)
     if not rows:
         raise InputError(f"{filename}: no rows.")
@@ -527,22 +530,28 @@ def read_items(
         if not q or not resp:
             raise InputError(f"{filename} row {n}: empty query or response.")
         raw_score = next((r[k] for k in ("score", "oracle_score", "human_score") if r.get(k) not in (None, "")), None)
-        value = None
-        if raw_score is not None:
+
+        def read(raw: Any, n: int = n) -> float:
             if sc is None:
                 raise InputError(f"{filename} has scores: say on which scale they are.")
-            parsed = parse_score(str(raw_score), sc)
+            parsed = parse_score(str(raw), sc)
             if parsed.value is None:
-                raise InputError(
-                    f"{filename} row {n}: score {raw_score!r} cannot be used on {sc.key}: {parsed.problem}."
-                )
-            value = parsed.value
+                raise InputError(f"{filename} row {n}: score {raw!r} cannot be used on {sc.key}: {parsed.problem}.")
+            return parsed.value
+
+        value = None if raw_score is None else read(raw_score)
+        more = tuple(
+            (str(k).split(":", 1)[1].strip(), read(v))
+            for k, v in r.items()
+            if str(k).startswith("score:") and str(k).split(":", 1)[1].strip() and v not in (None, "")
+        )
         crit = str(r.get("criterion") or "").strip()
         targets = [crit] if crit else criteria
         if crit and crit not in criteria:
             continue
         for c in targets:
-            out.append(ItemIn(c, q, resp, str(r.get("id") or n), value, sc.key if value is not None else None))
+            scored = value is not None or bool(more)
+            out.append(ItemIn(c, q, resp, str(r.get("id") or n), value, sc.key if scored else None, more))
     if not out:
         raise InputError(f"{filename}: no row is for the chosen criteria ({', '.join(criteria)}).")
     return out
@@ -570,7 +579,7 @@ def create_study(engine: Engine, cfg: StudyConfig, items: list[ItemIn], *, name:
     without = [c for c in cfg.criteria if not any(it.criterion == c for it in items)]
     if without:
         raise InputError(f"No items for {', '.join(without)}.")
-    if cfg.oracle == "imported" and not any(it.oracle_score is not None for it in items):
+    if cfg.oracle == "imported" and not any(it.oracle_score is not None or it.more_scores for it in items):
         raise InputError("The oracle is 'scores imported with the items', but no item has a score.")
     oracle, calls = plan_for_items(cfg, items)
     with Session(engine) as session:
@@ -582,7 +591,13 @@ def create_study(engine: Engine, cfg: StudyConfig, items: list[ItemIn], *, name:
         session.add(study)
         session.flush()
         for i, it in enumerate(items):
-            session.add(ConsevalItem(study_id=study.id, idx=i, **asdict(it)))
+            row = ConsevalItem(study_id=study.id, idx=i, **{k: v for k, v in asdict(it).items() if k != "more_scores"})
+            session.add(row)
+            session.flush()
+            for oracle_name, v in it.more_scores:  # further imported oracles: saved as that oracle's answers
+                session.add(ConsevalRating(study_id=study.id, item_id=row.id, rater=f"{ORACLE_RATER}:{oracle_name}",
+                                           method=IMPORTED, granularity="-", scale=it.oracle_scale, sample=GREEDY,
+                                           value=v, raw=f"{v:g}"))  # fmt: skip
         session.commit()
         return study.id  # type: ignore[return-value]
 
@@ -636,6 +651,7 @@ def reopen(engine: Engine, study_id: int) -> None:
 
 
 NO_EXAMPLE = "no oracle example"
+IMPORTED = "imported"  # the method of an imported oracle's saved scores
 
 
 def n_without_examples(engine: Engine, study_id: int) -> int:
@@ -996,8 +1012,12 @@ def _oracle_pool(engine: Engine, study_id: int, cfg: StudyConfig) -> list[dict[s
     if cfg.oracle == "imported":
         items = items_frame(engine, study_id)
         items = items[items.oracle_score.notna()]
+        more = ratings_frame(engine, study_id)
+        more = more[(more.method == IMPORTED) & more.value.notna()]
         return [{"item_id": int(r.id), "scale": r.oracle_scale, "value": float(r.oracle_score), "granularity": None}
-                for r in items.itertuples()]  # fmt: skip
+                for r in items.itertuples()] + [
+                {"item_id": int(r.item_id), "scale": r.scale, "value": float(r.value), "granularity": None,
+                 "oracle": r.rater} for r in more.itertuples()]  # fmt: skip
     return []
 
 
@@ -1048,6 +1068,7 @@ def analyse(engine: Engine, study_id: int) -> dict[str, Any]:
 
 
 def missing_summary(ratings: pd.DataFrame) -> dict[str, Any]:
+    ratings = ratings[ratings.method != IMPORTED]
     miss = ratings[ratings.value.isna()]
     examples = miss.head(20)[["rater", "scale", "raw", "problem"]].to_dict("records")
     return {"answers": int(len(ratings)), "missing": int(len(miss)), "examples": examples}
@@ -1140,12 +1161,15 @@ def _oracle_scores(cfg: StudyConfig, items: pd.DataFrame, ratings: pd.DataFrame,
         means = humans.groupby(["item_id", "scale"])["value"].mean()
         out["humans"] = {(item, sk, None): SCALES[sk].to_unit(v) for (item, sk), v in means.items() if sk in SCALES}
     elif cfg.oracle == "imported":
-        got: dict[tuple, float] = {}
-        for r in items[items.oracle_score.notna()].itertuples():
-            mapped = SCALES[r.oracle_scale].to_unit(r.oracle_score)
-            for sk in cfg.scales:  # a score on one scale is compared, mapped onto [0, 1], with every scale
-                got[(r.id, sk, None)] = mapped
-        out["imported"] = got
+        # a score on one scale is compared, mapped onto [0, 1], with every scale
+        got = {(r.id, sk, None): SCALES[r.oracle_scale].to_unit(r.oracle_score)
+               for r in items[items.oracle_score.notna()].itertuples() for sk in cfg.scales}  # fmt: skip
+        if got:
+            out["imported"] = got
+        more = ratings[(ratings.method == IMPORTED) & ratings.value.notna()]
+        for rater, g in more.groupby("rater", sort=True):
+            out[str(rater).split(":", 1)[1]] = {(r.item_id, sk, None): SCALES[r.scale].to_unit(r.value)
+                                                for r in g.itertuples() for sk in cfg.scales}  # fmt: skip
     return out
 
 

@@ -157,3 +157,23 @@ def test_table_1_and_6_item_text_is_inserted_in_one_pass(literal):
     f = prompts.render_few_shot(criterion="Helpfulness", detail="d", options="1-5", query=query, response="R",
                                 examples=ex)  # fmt: skip
     assert f.count(f"Query: {query}\n") == 2 and "Response: {answer}\n" in f
+
+
+def test_section_8_1_2_several_imported_oracles_feed_examples_and_accuracy_each(engine, fake, backend):
+    """Sections 3.3 and 8.1.2 with the oracles' scores imported: one `score:NAME` column per oracle; their
+    evaluations are pooled for dICL and accuracy is reported against each."""
+    lines = ["query,response,score:gpt-4,score:gemini"] + [f"query {i},response {i},{1 + i % 5},{5 - i % 5}"
+                                                             for i in range(10)]  # fmt: skip
+    its = ce.read_items("\n".join(lines), "o.csv", criteria=["Harmlessness"], score_scale="5-P")
+    assert its[3].more_scores == (("gpt-4", 4.0), ("gemini", 2.0))
+    fake.responder = lambda body: str(1 + _target_index(last_user(body)) % 5)
+    cfg = _config(backend, methods=["base", "dicl_r"], oracle="imported", k=8, split="leave-one-out")
+    sid = ce.create_study(engine, cfg, its)
+    st = ce.run_study(engine, sid, backends={"judge": backend})
+    assert st.status == "done", st.error
+    few = [last_user(r) for r in fake.requests if "### Example" in last_user(r)]
+    assert few and any(len(set(re.findall(r"Query: (query \d+)", p.split("### Target")[0]))) < 8 for p in few)
+    acc = ce.results_frame(st.results).query("kind == 'ACC' and method == 'base'")
+    by = dict(zip(acc.oracle, acc.value, strict=True))
+    assert by["gpt-4"] == pytest.approx(1.0) and by["gemini"] == pytest.approx(-1.0)
+    assert st.results["missing"]["answers"] == len(ce.ratings_frame(engine, sid)) - 20  # imported are not answers
