@@ -77,7 +77,7 @@ def bench_study(samples: int, definitions: list[str], scales: list[str], per_cri
                   f"{st.cache_hits} cache hits · {miss.get('missing', '?')} unreadable/off-scale")  # fmt: skip
         df = ce.results_frame(st.results)
         for kind in ("SC", "IC1", "IC2", "IC3", "IC4", "GS"):
-            d = df[(df.kind == kind) & (df["mode"] == "single")]
+            d = df[(df.kind == kind) & (df["mode"].isin(["greedy", "sampled"]))]
             defined = d.value.notna().sum()
             mean = d.value.mean()
             print(f"  {kind}: {defined} of {len(d)} alphas defined; mean {mean:.3f}" if defined else

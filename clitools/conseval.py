@@ -2,7 +2,8 @@
 
     python cli.py conseval [--input FILE] --criteria Helpfulness,Factuality --scales 5-P,7-P,likert,binary \
         --samples 5 [--definitions none,short,long] [--methods base,dicl_r,dicl_sm] [--oracle imported]
-        [--score-scale 5-P] [--limit N] [--boot 1000] [--seed 0] [--output FILE.json]
+        [--score-scale 5-P] [--oracle endpoint --oracle-endpoint 'URL|MODEL' ...] [--answer-format plain|structured]
+        [--split 8:2|leave-one-out] [--limit N] [--boot 1000] [--seed 0] [--output FILE.json]
 
 Without --input the bundled items of each criterion are rated. Scales may be named as in the paper ("11-P (NEG)")
 or by a short alias (5p, 7p, 10p, 11p-pos, 11p-neg, likert, binary). Exit 0 when the study finishes, 1 when it
@@ -60,8 +61,24 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--definitions", default="none,short,long", help="criterion definitions (default none,short,long)")
     p.add_argument("--methods", default="base", help="base, dicl_r, dicl_sm (dICL needs --oracle)")
     p.add_argument("--k", type=int, default=5, help="examples for dICL (default 5)")
-    p.add_argument("--oracle", choices=["none", "imported"], default="none",
-                   help="imported: the score column of --input is the oracle (for dICL and accuracy)")  # fmt: skip
+    p.add_argument("--oracle", choices=["none", "imported", "endpoint"], default="none",
+                   help="imported: the score column of --input is the oracle; endpoint: --oracle-endpoint models "
+                        "(for dICL and accuracy)")  # fmt: skip
+    p.add_argument("--oracle-endpoint", action="append", default=[], metavar="BASE_URL|MODEL",
+                   help="an oracle endpoint (repeat for several; their examples are pooled, accuracy is per oracle; "
+                        "the key comes from OPENAI_API_KEY)")  # fmt: skip
+    p.add_argument(
+        "--answer-format",
+        choices=list(ce.ANSWER_FORMATS),
+        default="plain",
+        help="plain: the paper's reply after 'Answer:' (default); structured: {\"score\": ...} output",
+    )
+    p.add_argument(
+        "--split",
+        choices=list(ce.SPLITS),
+        default="8:2",
+        help="with dICL: 8:2 (paper 7.1; examples from 80%%, results on 20%%) or leave-one-out",
+    )
     p.add_argument("--score-scale", help="the scale of the input's score column (e.g. 5-P)")
     p.add_argument("--limit", type=int, default=None, help="at most this many items per criterion")
     p.add_argument("--no-greedy", action="store_true", help="skip the greedy (temperature 0) answer")
@@ -88,6 +105,9 @@ def build(args: argparse.Namespace) -> tuple[ce.StudyConfig, list[ce.ItemIn]]:
         methods=[m.strip().lower() for m in args.methods.split(",") if m.strip()],
         k=args.k,
         oracle=args.oracle,
+        oracle_models=[oracle_spec(e) for e in args.oracle_endpoint],
+        answer_format=args.answer_format,
+        split=args.split,
         seed=args.seed,
         n_boot=args.boot,
         concurrency=args.concurrency or backend.concurrency,
@@ -101,6 +121,14 @@ def build(args: argparse.Namespace) -> tuple[ce.StudyConfig, list[ce.ItemIn]]:
         items = ce.sample_items(criteria, args.limit)
     cfg.validate()
     return cfg, items
+
+
+def oracle_spec(text: str) -> ce.ModelSpec:
+    """An oracle endpoint written BASE_URL|MODEL (its label is the model's name)."""
+    url, sep, model = text.partition("|")
+    if not sep or not url.strip() or not model.strip():
+        raise InputError(f"--oracle-endpoint {text!r}: write it as BASE_URL|MODEL")
+    return ce.ModelSpec(label=model.strip(), kind="openai", base_url=url.strip().rstrip("/"), model=model.strip())
 
 
 def report(study: ce.ConsevalStudyPublic) -> dict:

@@ -2,11 +2,13 @@
 
     python cli.py dhp run --task T --input FILE --models M [M ...] [--repeats R] [--seed S] --output FILE.json
         [--perturbations KEY ...] [--rule-only] [--perturber MODEL] [--weights EW.json] [--scores-out FILE.csv]
-    python cli.py dhp stats --scores SCORES.csv [--weights EW.json] --output FILE.json
+        [--answer-format plain|structured]
+    python cli.py dhp stats --scores SCORES.csv [--weights EW.json] [--task T] --output FILE.json
 
 `run` perturbs the items of FILE (JSONL, JSON list or CSV with id, text, source and, for story endings,
 wrong_ending), scores the originals and every perturbed text with each model (r times per metric, averaged)
-and writes p per metric, both combined p-values, D and D_EW per perturbation, D_avg and D_min per model. The
+and writes p per metric, both combined p-values, D, D_paper and D_EW per perturbation, D_avg and D_min per model
+(D_avg empty, with the reason, when the set lacks a level of the task's Table 1 row). The
 endpoint comes from LLM_BASE_URL / LLM_API_KEY (each --models name is asked there); without --weights the
 newest closed expert survey of the task gives the weights. `stats` does the statistics alone on a CSV with
 item_id,perturbation,level,metric,original,perturbed. EW.json maps a perturbation (its key, "typo:minor", or
@@ -94,7 +96,11 @@ def cmd_stats(args: argparse.Namespace) -> int:
     try:
         scores = read_scores(Path(args.scores))
         weights = read_weights(Path(args.weights) if args.weights else None)
-        res = dhp.analyse(scores, weights=weights, zero_method=args.zero_method)
+        task = perturb.TASKS.get(args.task) if args.task else None
+        if args.task and task is None:
+            raise InputError(f"--task {args.task!r} is not a built-in task ({', '.join(perturb.TASKS)})")
+        expected = {p.key: p.level for p in task.perturbations} if task else None
+        res = dhp.analyse(scores, weights=weights, zero_method=args.zero_method, expected=expected)
     except ValueError as exc:  # InputError or data the statistics cannot use
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -112,8 +118,11 @@ def _fmt(x: float | None) -> str:
 
 def _summary_line(res: dhp.DiscernmentResult) -> str:
     who = f"{res.model}: " if res.model else ""
-    return (f"{who}D_avg {_fmt(res.d_avg)} · D_min {_fmt(res.d_min)} · D_EW_avg {_fmt(res.d_ew_avg)} · "
-            f"D_EW_min {_fmt(res.d_ew_min)}")  # fmt: skip
+    line = (
+        f"{who}D_avg {_fmt(res.d_avg)} · D_min {_fmt(res.d_min)} · D_paper_avg {_fmt(res.d_paper_avg)} · "
+        f"D_paper_min {_fmt(res.d_paper_min)} · D_EW_avg {_fmt(res.d_ew_avg)} · D_EW_min {_fmt(res.d_ew_min)}"
+    )
+    return line + (f"\n  D_avg: {res.avg_note}" if res.avg_note else "")  # fmt: skip
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -153,7 +162,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     with get_session(engine) as s:
         sid = dhp.create_set(task, items, name=f"cli: {Path(args.input).name}", seed=args.seed, session=s,
-                             backend=perturber, only=only)  # fmt: skip
+                             backend=perturber, only=only, answer_format=args.answer_format)  # fmt: skip
     print(f"set {sid}: {len(items)} item(s) · task {task.key} · seed {args.seed}", file=sys.stderr)
     if perturber is not None:
         failed = dhp.process_set(engine, sid, backend=perturber)
@@ -167,10 +176,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     all_scores = []
     n_failed = 0
     order = [p.key for p in task.perturbations]
+    expected = {p.key: p.level for p in task.perturbations}
     for model in models:
         backend = base.with_changes(model=model)
         with get_session(engine) as s:
-            rid = dhp.create_run(sid, backend, repeats=args.repeats, seed=args.seed, session=s)
+            rid = dhp.create_run(sid, backend, repeats=args.repeats, seed=args.seed, session=s,
+                                 answer_format=args.answer_format)  # fmt: skip
         status = dhp.process_run(engine, rid, backend=backend)
         with get_session(engine) as s:
             run = dhp.get_run(rid, session=s)
@@ -178,7 +189,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         entry: dict[str, Any] = {"model": model, "run_id": rid, "status": status, "error": run.error,
                                  "scores": run.n_done - run.n_failed, "failed_scores": run.n_failed}  # fmt: skip
         if not scores.empty:
-            res = dhp.analyse(scores, weights=weights, model=model, order=order)
+            res = dhp.analyse(scores, weights=weights, model=model, order=order, expected=expected)
             entry.update(dhp.result_record(res))
             print(_summary_line(res), file=sys.stderr)
             all_scores.append(scores.assign(model=model))
@@ -199,7 +210,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     sub = p.add_subparsers(dest="dhp_command", required=True)
     run = sub.add_parser("run", help="perturb items, score them with each model, write discernment scores")
-    run.add_argument("--task", required=True, help="summarization | story | qa | translation | a task added in the app")
+    run.add_argument(
+        "--task", required=True, help="summarization | sumpubmed | story | qa | translation | a task added in the app"
+    )
     run.add_argument("--input", required=True, help="JSONL, JSON or CSV with id, text, source (and wrong_ending)")
     run.add_argument("--models", nargs="+", help="evaluator model names at LLM_BASE_URL (default: LLM_MODEL)")
     run.add_argument("--repeats", type=int, default=5, help="scores per text and metric, averaged (default 5)")
@@ -210,10 +223,17 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     run.add_argument("--perturber", help="model that makes the LLM-based perturbations (default: the first model)")
     run.add_argument("--weights", help="EW.json; default: the newest closed survey of the task")
     run.add_argument("--scores-out", help="also write the mean scores as a CSV for `dhp stats`")
+    run.add_argument(
+        "--answer-format",
+        choices=list(dhp.ANSWER_FORMATS),
+        default="plain",
+        help="plain: the paper's prompts, replies read as written (default); structured: ask for JSON",
+    )
     run.set_defaults(func=cmd_run)
     st = sub.add_parser("stats", help="the statistics alone, from a scores CSV")
     st.add_argument("--scores", required=True, help="CSV: item_id,perturbation,level,metric,original,perturbed")
     st.add_argument("--weights", help="EW.json: {perturbation: {metric: weight}}")
+    st.add_argument("--task", help="a built-in task: D_avg is left empty when a level of its Table 1 row is missing")
     st.add_argument("--output", required=True, help="JSON file to write")
     st.add_argument(
         "--zero-method", choices=["wilcox", "pratt", "zsplit"], default="wilcox",

@@ -42,6 +42,7 @@ def table(df: pd.DataFrame) -> pd.DataFrame:
             "criterion": df["criterion"],
             "definition": df["granularity"],
             "scale(s)": df["scale"],
+            "oracle": df["oracle"].fillna("") if "oracle" in df else "",
             "α or r [95% CI]": [
                 fmt_value(v, lo, hi) for v, lo, hi in zip(df["value"], df["ci_low"], df["ci_high"], strict=True)
             ],
@@ -115,7 +116,10 @@ def render_results(study: ce.ConsevalStudyPublic, ratings: pd.DataFrame) -> None
             st.info("Inter-consistency needs the scales of a case of Table 4 (e.g. 5-P and 5-P Likert).")
         else:
             st.caption("α between the scores the model gives on different scales, each mapped onto [0, 1] "
-                       "(interval level); GS: greedy against a sampled answer on the same scale.")  # fmt: skip
+                       "(interval level), apart for each decoding as in Figure 3: the method's own row is the "
+                       "greedy answers, '(sampled)' the answers at temperature 1.0 (units: item × sample), SCE "
+                       "their mean. GS (greedy against a sampled answer on one scale) is an extra, not in the "
+                       "paper.")  # fmt: skip
             with st.expander("Mappings onto [0, 1]"):
                 st.dataframe(pd.DataFrame([{"scale": k, "mapping": s.mapping} for k, s in ce.SCALES.items()]),
                              hide_index=True, width="stretch")  # fmt: skip
@@ -130,8 +134,10 @@ def render_results(study: ce.ConsevalStudyPublic, ratings: pd.DataFrame) -> None
         if matrix.empty:
             st.info("Nothing to show for this criterion.")
         else:
-            st.caption("Each cell: the mean over definitions and scales (SC, GS, accuracy) or definitions (IC); "
-                       "SC is blank for SCE rows, as in Table 5. The intervals are in the other tabs.")  # fmt: skip
+            st.caption("Each cell: the mean over definitions and scales (SC) or definitions (IC); accuracy is "
+                       "Pearson r against each oracle on the 5-P scale, as Table 3. Columns marked Extra are not "
+                       "the paper's: accuracy averaged over every scale, and GS. SC is blank for SCE rows, as in "
+                       "Table 5. The intervals are in the other tabs.")  # fmt: skip
             st.plotly_chart(make_matrix_figure(matrix), key="ce_mx_fig")
             st.dataframe(matrix.round(3), width="stretch", placeholder="—")
     with tabs[3]:

@@ -64,10 +64,10 @@ def fmt_p(p: float | None) -> str:
 def result_table(frame: pd.DataFrame) -> pd.DataFrame:
     """The per-perturbation table, rounded for reading."""
     out = frame.copy()
-    for c in ("mean original", "mean perturbed", "D", "D_EW", "weight"):
+    for c in ("mean original", "mean perturbed", "D", "D_paper", "D_EW", "weight"):
         if c in out:
             out[c] = out[c].map(lambda v: None if v is None or pd.isna(v) else round(float(v), 2))
-    for c in ("p", "p (HMP)", "p (HMP, EW)"):
+    for c in ("p", "p (HMP)", "p (HMP, EW)", "p (paper)"):
         if c in out:
             out[c] = out[c].map(fmt_p)
     return out

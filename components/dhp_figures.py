@@ -8,7 +8,14 @@ import plotly.graph_objects as go
 
 THRESHOLD_COLOR = "#d13c3c"
 MODEL_COLORS = ["#5b8def", "#f0ad4e", "#2e9d5b", "#8e6bbf", "#d9534f", "#8a94a6", "#17becf", "#bcbd22"]
-SCORE_COLORS = {"D_avg": "#5b8def", "D_min": "#a9c1f5", "D_EW_avg": "#2e9d5b", "D_EW_min": "#9fd6b5"}
+SCORE_COLORS = {
+    "D_avg": "#5b8def",
+    "D_min": "#a9c1f5",
+    "D_paper_avg": "#8e6bbf",
+    "D_paper_min": "#cbb8e6",
+    "D_EW_avg": "#2e9d5b",
+    "D_EW_min": "#9fd6b5",
+}
 METRIC_COLORS = ["#5b8def", "#f0ad4e", "#2e9d5b", "#8e6bbf", "#d9534f", "#8a94a6"]
 
 
@@ -34,9 +41,10 @@ def _threshold(fig: go.Figure) -> None:
 
 
 def make_discernment_figure(df: pd.DataFrame) -> go.Figure:
-    """Figure 4: per model, bars for D_avg, D_min, D_EW_avg, D_EW_min; the red dashed line at D = 1.
+    """Figure 4: per model, bars for D_avg, D_min, D_paper_avg, D_paper_min, D_EW_avg, D_EW_min; the red dashed
+    line at D = 1, the threshold of every one of them (p = 0.05).
 
-    `df` has columns model, score (one of D_avg, D_min, D_EW_avg, D_EW_min) and value (None: not available)."""
+    `df` has columns model, score (a key of SCORE_COLORS) and value (None: not available)."""
     fig = go.Figure()
     models = list(dict.fromkeys(df["model"])) if len(df) else []
     for score, color in SCORE_COLORS.items():
@@ -107,7 +115,8 @@ def overall_frame(results) -> pd.DataFrame:  # noqa: ANN001 - a sequence of serv
     """Long rows model, score, value for `make_discernment_figure`."""
     rows = []
     for r in results:
-        for score, value in (("D_avg", r.d_avg), ("D_min", r.d_min), ("D_EW_avg", r.d_ew_avg),
-                             ("D_EW_min", r.d_ew_min)):  # fmt: skip
+        scores = (("D_avg", r.d_avg), ("D_min", r.d_min), ("D_paper_avg", r.d_paper_avg),
+                  ("D_paper_min", r.d_paper_min), ("D_EW_avg", r.d_ew_avg), ("D_EW_min", r.d_ew_min))  # fmt: skip
+        for score, value in scores:
             rows.append({"model": r.model, "score": score, "value": value})
     return pd.DataFrame(rows, columns=["model", "score", "value"])

@@ -657,9 +657,13 @@ def dhp_report(engine: Engine, run_id: int, **_: Any) -> Report:
                 note="D = log_0.05 of the combined p; 1 at p = 0.05",
             ),
             Headline(label="D_min", value=res.d_min, digits=2),
+            Headline(label="D_paper avg", value=res.d_paper_avg, digits=2, note=dhp.D_PAPER_FORMULA),
+            Headline(label="D_paper min", value=res.d_paper_min, digits=2),
             Headline(label="D_EW avg (expert weights)", value=res.d_ew_avg, digits=2),
             Headline(label="D_EW min", value=res.d_ew_min, digits=2),
         ]
+        if res.avg_note:
+            notes.append(f"D_avg: {res.avg_note}.")
         summary = dhp.summary_frame([res])
         per = summary[summary["level"] != "overall"]
         figures.append(FigureSpec.of("Discernment per perturbation",
@@ -669,8 +673,9 @@ def dhp_report(engine: Engine, run_id: int, **_: Any) -> Report:
         if per["D_EW"].notna().any():
             figures.append(FigureSpec.of("Discernment per perturbation with expert weights (D_EW)",
                                          make_perturbation_figure(per.assign(value=per["D_EW"]))))  # fmt: skip
-        figures.append(FigureSpec.of("D_avg, D_min, D_EW", make_discernment_figure(overall_frame([res]))))
-        tables = [Table.from_frame("D and D_EW per perturbation", summary),
+        figures.append(FigureSpec.of("D_avg, D_min, D_paper, D_EW", make_discernment_figure(overall_frame([res])),
+                                     f"{dhp.D_FORMULA}; {dhp.D_PAPER_FORMULA}"))  # fmt: skip
+        tables = [Table.from_frame("D, D_paper and D_EW per perturbation", summary),
                   Table.from_frame("Wilcoxon tests per perturbation and metric", dhp.results_frame(res),
                                    note=res.zero_method_note)]  # fmt: skip
     examples = []

@@ -227,6 +227,7 @@ def benchmark_section() -> None:
             "Repeats r", 1, 20, 1 if backend.is_embedded else 5, key="dhp_repeats",
             help="The paper averages 5 scores per text; the demo model starts at 1 to keep a run short.",
         )  # fmt: skip
+        fmt = st.selectbox("Reply", list(dhp.ANSWER_FORMATS), format_func=dhp.ANSWER_FORMATS.get, key="dhp_fmt")
         seed = c[2].number_input(
             "Seed", 0, 2**31 - 1, 0, key="dhp_run_seed", help="Goes into each request's cache key."
         )
@@ -254,11 +255,15 @@ def benchmark_section() -> None:
             with view.session() as s:
                 for m in names:
                     one = backend.with_changes(model=m)
-                    same = dhp.same_run(sid, one, repeats=int(repeats), seed=int(seed), session=s)
+                    same = dhp.same_run(
+                        sid, one, repeats=int(repeats), seed=int(seed), session=s, answer_format=fmt
+                    )
                     if same is not None:
                         repeated.append(same)
                         continue
-                    ids.append(dhp.create_run(sid, one, repeats=int(repeats), seed=int(seed), session=s))
+                    ids.append(
+                        dhp.create_run(sid, one, repeats=int(repeats), seed=int(seed), session=s, answer_format=fmt)
+                    )
             for rid in ids:
                 jobs.enqueue_dhp("run", rid)
             msg = ""
@@ -374,17 +379,19 @@ def results_section() -> None:
         target.metric(f"{res.model}: D_avg", view.fmt(res.d_avg),
                       help="Mean D over perturbations, each level weighted equally")  # fmt: skip
         target.caption(
-            f"D_min {view.fmt(res.d_min)} · D_EW_avg {view.fmt(res.d_ew_avg)} · D_EW_min {view.fmt(res.d_ew_min)}"
+            f"D_min {view.fmt(res.d_min)} · D_paper_avg {view.fmt(res.d_paper_avg)} · D_paper_min "
+            f"{view.fmt(res.d_paper_min)} · D_EW_avg {view.fmt(res.d_ew_avg)} · D_EW_min {view.fmt(res.d_ew_min)}"
         )
+        if res.avg_note:
+            target.caption(f"D_avg: {res.avg_note}.")
     overall = figs.overall_frame(results)
     if weights is None:  # no expert weights: no D_EW bars, rather than empty ones in the legend
         overall = overall[~overall["score"].str.startswith("D_EW")]
     st.plotly_chart(figs.make_discernment_figure(overall), width="stretch", key="dhp_fig_overall")
-    measure = "D"
     if weights is None:
         st.caption("D_EW needs the expert weights of a closed survey (pick one above, or run one under Expert survey).")
-    else:
-        measure = st.radio("Per perturbation", ["D", "D_EW"], horizontal=True, key="dhp_res_measure")
+    measures = ["D", "D_paper"] if weights is None else ["D", "D_paper", "D_EW"]
+    measure = st.radio("Per perturbation", measures, horizontal=True, key="dhp_res_measure")
     labels = {p.key: p.label for p in task.perturbations}
     per = pd.DataFrame(
         [
@@ -392,19 +399,21 @@ def results_section() -> None:
                 "model": res.model,
                 "perturbation": r.perturbation,
                 "label": labels.get(r.perturbation, r.perturbation),
-                "value": r.d if measure == "D" else r.d_ew,
+                "value": {"D": r.d, "D_paper": r.d_paper, "D_EW": r.d_ew}[measure],
             }
             for res in results
             for r in res.perturbations
         ]  # fmt: skip
     )
     st.plotly_chart(figs.make_perturbation_figure(per), width="stretch", key="dhp_fig_per")
-    st.caption(
-        "Combined p: Wilson's harmonic mean p-value with weights summing to 1, p = 1 / Σ wⱼ/pⱼ — equal weights "
-        "1/M for D, the expert weights normalised to 1 for D_EW. (The paper prints the unweighted form as "
-        "1 / Σ 1/pⱼ, i.e. weights summing to M; that is M times smaller and not comparable with its own weighted "
-        "form.) " + dhp.ZERO_METHOD_NOTE
+    st.markdown(
+        "**D** = log₀.₀₅ p with p = M / Σⱼ 1/pⱼ (Wilson's harmonic mean p-value, weights 1/M summing to 1) · "
+        "**D_paper** = log₀.₀₅ p with p = 1 / Σⱼ 1/pⱼ (section 4.3.2 as printed: weights summing to M, so p is "
+        "M times smaller and D_paper = D + ln M / ln 20): compare D_paper with the paper's Figure 4 · **D_EW** = "
+        "log₀.₀₅ p with p = 1 / Σⱼ wⱼ/pⱼ, the expert weights normalised to 1 (the paper's weighted form). "
+        "D = 1 is p = 0.05 on every one of them."
     )
+    st.caption(dhp.ZERO_METHOD_NOTE)
     for res in results:
         with st.expander(f"Per-perturbation table · {res.model}", expanded=len(results) == 1):
             table = dhp.results_frame(res)
@@ -492,10 +501,15 @@ def survey_live(sid: int) -> None:
         for e in experts:
             row = st.container(border=True)
             answered = matrix.loc[e.name, "answered"] if e.name in matrix.index else "0"
-            row.markdown(f"**{e.name}** · answered {answered}" + (" · :red[link revoked]" if e.revoked_at else ""))
+            row.markdown(f"**{e.name}** · answered {answered}"
+                         + (" · :red[link revoked: votes not counted]" if e.revoked_at else ""))  # fmt: skip
             if not e.revoked_at:
                 row.code(view.personal_link(tokens[e.id]), language=None)
-                if row.button("Revoke link", key=f"dhp_revoke_{e.id}", help="The link stops working at once."):
+                if row.button(
+                    "Revoke link",
+                    key=f"dhp_revoke_{e.id}",
+                    help="The link stops working at once; their votes stop counting in the weights.",
+                ):
                     with view.session() as s:
                         sv.revoke(e.id, session=s)
                     st.rerun()

@@ -82,8 +82,17 @@ with st.expander("New study", expanded=not studies, icon=":material/add_circle:"
     oracle = c[0].selectbox(
         "Oracle (for dICL and accuracy)", list(ce.ORACLES), format_func=ce.ORACLES.get, key="ce_oracle"
     )
-    oracle_line = c[1].text_input("Oracle endpoint: `base URL | model`", key="ce_oracle_ep",
-                                  disabled=oracle != "endpoint")  # fmt: skip
+    oracle_lines = c[1].text_area(
+        "Oracle endpoints, one per line: `name | base URL | model`", key="ce_oracle_ep", height=68,
+        disabled=oracle != "endpoint", placeholder="gpt-4-turbo | https://api.openai.com/v1 | gpt-4-turbo",
+        help="The paper pools GPT-4-Turbo and Gemini-Pro: dICL draws from every oracle's evaluations, and accuracy "
+             "is reported against each.",
+    )  # fmt: skip
+    c = st.columns(2)
+    answer_format = c[0].selectbox("Reply", list(ce.ANSWER_FORMATS), format_func=ce.ANSWER_FORMATS.get,
+                                   key="ce_answer_format")  # fmt: skip
+    split = c[1].selectbox("Items for dICL", list(ce.SPLITS), format_func=ce.SPLITS.get, key="ce_split",
+                           disabled=not any(m.startswith("dicl") for m in methods))  # fmt: skip
     st.markdown("**Items**")
     c = st.columns([2, 3, 2])
     source = c[0].radio("Source", ["Bundled sample set", "Upload JSONL or CSV"], key="ce_source")
@@ -105,18 +114,8 @@ with st.expander("New study", expanded=not studies, icon=":material/add_circle:"
     name = c[3].text_input("Name", placeholder="optional", key="ce_name")
 
     def build():
-        models = [ce.ModelSpec.of(backend)] if use_current else []
-        for n, line in enumerate([ln for ln in (extra or "").splitlines() if ln.strip()], 1):
-            parts = [p.strip() for p in line.split("|")]
-            if len(parts) != 3 or not all(parts):
-                raise InputError(f"Endpoint line {n} must read `name | base URL | model`.")
-            models.append(ce.ModelSpec(label=parts[0], kind="openai", base_url=parts[1].rstrip("/"), model=parts[2]))
-        oracle_model = None
-        if oracle == "endpoint":
-            parts = [p.strip() for p in (oracle_line or "").split("|")]
-            if len(parts) != 2 or not all(parts):
-                raise InputError("Give the oracle endpoint as `base URL | model`.")
-            oracle_model = ce.ModelSpec(label="oracle", kind="openai", base_url=parts[0].rstrip("/"), model=parts[1])
+        models = ([ce.ModelSpec.of(backend)] if use_current else []) + ce.endpoint_lines(extra)
+        oracles = ce.endpoint_lines(oracle_lines, what="Oracle") if oracle == "endpoint" else []
         own = {}
         if own_name:
             own[own_name] = {"short": st.session_state.get("ce_own_short") or "",
@@ -124,7 +123,8 @@ with st.expander("New study", expanded=not studies, icon=":material/add_circle:"
         cfg = ce.StudyConfig(
             criteria=criteria, scales=scales, granularities=grans, models=models, definitions=own,
             n_samples=int(n_samples), greedy=greedy, methods=methods, k=int(k), oracle=oracle,
-            oracle_model=oracle_model, seed=int(seed), n_boot=int(n_boot), concurrency=int(backend.concurrency),
+            oracle_models=oracles, answer_format=answer_format, split=split, seed=int(seed), n_boot=int(n_boot),
+            concurrency=int(backend.concurrency),
         )  # fmt: skip
         cfg.validate()
         if source.startswith("Bundled"):
@@ -138,11 +138,12 @@ with st.expander("New study", expanded=not studies, icon=":material/add_circle:"
 
     try:
         cfg, items = build()
-        oracle_calls, calls = ce.plan_calls(cfg, range(len(items)))
+        oracle_calls, calls = ce.plan_for_items(cfg, items)
         st.info(
             f"{len(items)} items × {len(cfg.granularities)} definitions × {len(cfg.scales)} scales × "
             f"{cfg.n_samples + int(cfg.greedy)} answers × {len(cfg.models)} model(s) × {len(cfg.methods)} method(s)"
-            f" = **{len(calls) + len(oracle_calls):,} answers** to ask (cached answers cost no call).",
+            + (" on the 20% test share (section 7.1)" if cfg.uses_split() else "")
+            + f" = **{len(calls) + len(oracle_calls):,} answers** to ask (cached answers cost no call).",
             icon=":material/calculate:",
         )
         problem = None

@@ -2,16 +2,19 @@
 
 The study of the ConsEval paper: each model rates query/response pairs under a criterion (with no, a short or
 a long definition) on the scales of Table 2, with the Table 1 prompt (or Table 6's few-shot prompt for
-distilled in-context learning). From the ratings:
+distilled in-context learning); the plain reply after "Answer:" is read (structured output is an option).
+From the ratings:
 
 - Self-consistency (SC): Krippendorff's alpha across the n samples (temperature 1.0) of each item, at the
   level of the scale (interval for numeric scales, ordinal for the Likert scale, nominal for binary).
 - Inter-consistency (IC): alpha between the scores the same model gives on different scales (the four cases
-  of Table 4), every scale mapped onto [0, 1] (see `Scale.to_unit`), at the interval level; and greedy
-  against sampled decoding on each scale (GS), at the scale's level.
-- SCE: the mean of the n samples as the score. dICL: k examples from an oracle (a second endpoint, human
-  ratings, or scores imported with the items), random or scale-matched, in the Table 6 template.
-- Accuracy: Pearson r between the model's score and the oracle's, both mapped onto [0, 1].
+  of Table 4), every scale mapped onto [0, 1] (see `Scale.to_unit`), at the interval level, apart for the
+  greedy answers, the sampled ones and SCE (Figure 3). GS, greedy against sampled on one scale, is an extra.
+- SCE: the mean of the n samples as the score. dICL: k examples from the oracles (endpoints, pooled; human
+  ratings; or scores imported with the items), random or scale-matched, in the Table 6 template, drawn from
+  the 80% of an 8:2 split of the instances (section 7.1) while results are reported on the 20%.
+- Accuracy: Pearson r between the model's score and each oracle's, both mapped onto [0, 1]; Table 3 reports
+  it on the 5-P scale.
 
 A score outside the scale or that cannot be read is stored as missing with the raw answer, never coerced.
 """
@@ -113,7 +116,7 @@ SCALES: dict[str, Scale] = {
         Scale("Binary", "nominal", 0, 1, "No, Yes", ("No", "Yes")),
     )
 }
-# Table 4, plus greedy against sampled decoding (Figure 3's decoding rows).
+# Table 4. "GS" (greedy against a sampled answer on one scale) is an extra of this app, labelled so.
 IC_CASES: dict[str, tuple[str, ...]] = {
     "IC1": ("5-P", "7-P", "11-P (POS)"),
     "IC2": ("5-P", "5-P Likert"),
@@ -125,7 +128,7 @@ IC_LABELS = {
     "IC2": "Case 2: 5-P / 5-P Likert (interval vs ordinal)",
     "IC3": "Case 3: 11-P (+) / 11-P (-) (interval + vs -)",
     "IC4": "Case 4: Binary / 10-P (nominal vs interval)",
-    "GS": "Greedy vs sampled decoding (same scale)",
+    "GS": "Extra, not in the paper: greedy vs sampled answer on the same scale",
 }
 GRANULARITIES = ("none", "short", "long")
 CRITERIA = tuple(prompts.DEFINITIONS)
@@ -136,8 +139,20 @@ ORACLES = {
     "humans": "Human ratings (Rate page)",
     "imported": "Scores imported with the items",
 }
+ANSWER_FORMATS = {
+    "plain": "Plain reply after 'Answer:', read by the score parser (the paper, Table 1)",
+    "structured": 'Structured output {"score": ...} (constrained decoding; not the paper\'s, changes the sampling)',
+}
+SPLITS = {
+    "8:2": "8:2 split of the instances (paper, section 7.1): dICL examples from the 80%, results on the 20%",
+    "leave-one-out": "Every item scored; dICL examples from the other items (more results from few items)",
+}
+TEST_SHARE = 0.2
 SAMPLE_TEMPERATURE = 1.0
 GREEDY = -1
+# Figure 3 compares decoding strategies: IC of the greedy answers and IC of the sampled ones, apart.
+DECODINGS = {"greedy": "greedy (temperature 0)", "sampled": "sampled (temperature 1.0)", "sce": "SCE (mean of samples)"}
+PAPER_ACCURACY_SCALE = "5-P"  # Table 3: Pearson r "with Interval Scale 1 to 5"
 
 
 def scale(key: str) -> Scale:
@@ -206,9 +221,11 @@ def parse_score(answer: Any, sc: Scale) -> ParsedScore:
     t = _words_to_numbers(text.replace("−", "-"))
     # "on a scale of 1-5", "(1-10)": the scale's own range is not the score
     lo, hi = f"{sc.lo:g}", f"{sc.hi:g}"
-    t = re.sub(rf"(?<![\d.]){re.escape(lo)}\s*(?:-|–|to)\s*{re.escape(hi)}(?![\d.])", " ", t)
-    number = rf"(?<![\w.]){NUM}(?![\w.])"
-    fracs = list(re.finditer(rf"(?<![\w.])({NUM})\s*(?:/|out of)\s*({NUM})(?![\w.])", t, flags=re.I))
+    # a full stop after a number ends the sentence ("The answer is 2."); a dot and a digit would continue it
+    end = r"(?!\w|\.\d)"
+    t = re.sub(rf"(?<![\d.]){re.escape(lo)}\s*(?:-|–|to)\s*{re.escape(hi)}{end}", " ", t)
+    number = rf"(?<![\w.]){NUM}{end}"
+    fracs = list(re.finditer(rf"(?<![\w.])({NUM})\s*(?:/|out of)\s*({NUM}){end}", t, flags=re.I))
     frac = (
         fracs[0]
         if len(fracs) == 1 and not re.search(number, t[: fracs[0].start()] + " " + t[fracs[0].end() :])
@@ -294,7 +311,10 @@ class StudyConfig:
     methods: list[str] = field(default_factory=lambda: ["base"])
     k: int = 5
     oracle: str = "none"
-    oracle_model: ModelSpec | None = None
+    oracle_model: ModelSpec | None = None  # the first oracle endpoint (kept for studies saved with one)
+    oracle_models: list[ModelSpec] = field(default_factory=list)  # every oracle endpoint; examples are pooled
+    answer_format: str = "plain"
+    split: str = "8:2"
     seed: int = 0
     n_boot: int = 1000
     max_tokens: int = 64
@@ -326,8 +346,14 @@ class StudyConfig:
             raise InputError(f"Methods must be some of {', '.join(METHODS)}.")
         if self.oracle not in ORACLES:
             raise InputError(f"The oracle must be one of {', '.join(ORACLES)}.")
-        if self.oracle == "endpoint" and self.oracle_model is None:
+        if self.answer_format not in ANSWER_FORMATS:
+            raise InputError(f"The answer format must be one of {', '.join(ANSWER_FORMATS)}.")
+        if self.split not in SPLITS:
+            raise InputError(f"The split must be one of {', '.join(SPLITS)}.")
+        if self.oracle == "endpoint" and not self.oracles():
             raise InputError("Name the oracle endpoint (base URL and model).")
+        if len({o.label for o in self.oracles()}) != len(self.oracles()):
+            raise InputError("Two oracle endpoints have the same name; give each a distinct name.")
         if any(m.startswith("dicl") for m in self.methods) and self.oracle == "none":
             raise InputError(
                 "Distilled in-context learning needs an oracle: a second endpoint, human ratings or imported scores."
@@ -347,6 +373,20 @@ class StudyConfig:
         own = self.definitions.get(criterion, {}).get(granularity)
         return own if own is not None else prompts.DEFINITIONS.get(criterion, {}).get(granularity, "")
 
+    def oracles(self) -> list[ModelSpec]:
+        """The oracle endpoints (none unless the oracle is 'endpoint')."""
+        if self.oracle != "endpoint":
+            return []
+        return list(self.oracle_models) or ([self.oracle_model] if self.oracle_model else [])
+
+    def oracle_rater(self, spec: ModelSpec) -> str:
+        """The rater name of an oracle endpoint's answers ('oracle' when there is one, as studies always had)."""
+        return ORACLE_RATER if len(self.oracles()) <= 1 else f"{ORACLE_RATER}:{spec.label}"
+
+    def uses_split(self) -> bool:
+        """The 8:2 split applies when examples are drawn (dICL): every method is then reported on the 20%."""
+        return self.split == "8:2" and any(m.startswith("dicl") for m in self.methods)
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -356,6 +396,10 @@ class StudyConfig:
         d["models"] = [ModelSpec(**m) for m in d.get("models", [])]
         if d.get("oracle_model"):
             d["oracle_model"] = ModelSpec(**d["oracle_model"])
+        d["oracle_models"] = [ModelSpec(**m) for m in d.get("oracle_models") or []]
+        # Studies saved before these options were run with structured output and leave-one-out examples.
+        d.setdefault("answer_format", "structured")
+        d.setdefault("split", "leave-one-out")
         known = set(cls.__dataclass_fields__)
         return cls(**{k: v for k, v in d.items() if k in known})
 
@@ -379,15 +423,38 @@ class Call:
         return (self.item_id, self.rater, self.method, self.granularity, self.scale, self.sample)
 
 
-def plan_calls(cfg: StudyConfig, item_ids: Iterable[int]) -> tuple[list[Call], list[Call]]:
-    """The oracle's calls (greedy, base prompt) and the models' calls, in the order they are made."""
+def test_instances(cfg: StudyConfig, items: Iterable[tuple[int, str]]) -> set[tuple[int, str]] | None:
+    """The (item, definition) instances results are reported on under the 8:2 split (None: no split).
+
+    Section 7.1: instances are separated per criterion granularity, then split 8:2 per criterion; the 20%
+    is drawn with the study's seed from each criterion's items in their order, so it does not depend on ids."""
+    if not cfg.uses_split():
+        return None
+    by_crit: dict[str, list[int]] = {}
+    for item_id, crit in items:
+        by_crit.setdefault(crit, []).append(item_id)
+    test: set[tuple[int, str]] = set()
+    for crit, ids in by_crit.items():
+        instances = [(pos, g) for pos in range(len(ids)) for g in cfg.granularities]
+        random.Random(f"{cfg.seed}|{crit}").shuffle(instances)
+        n_test = max(1, round(TEST_SHARE * len(instances)))
+        test |= {(ids[pos], g) for pos, g in instances[:n_test]}
+    return test
+
+
+def plan_calls(
+    cfg: StudyConfig, item_ids: Iterable[int], test: set[tuple[int, str]] | None = None
+) -> tuple[list[Call], list[Call]]:
+    """The oracles' calls (greedy, base prompt) and the models' calls (on the test instances when split)."""
     ids = list(item_ids)
     samples = ([GREEDY] if cfg.greedy else []) + list(range(cfg.n_samples))
-    oracle = []
-    if cfg.oracle == "endpoint":
-        oracle = [
-            Call(i, ORACLE_RATER, "oracle", g, s, GREEDY) for g in cfg.granularities for s in cfg.scales for i in ids
-        ]
+    oracle = [
+        Call(i, cfg.oracle_rater(o), "oracle", g, s, GREEDY)
+        for o in cfg.oracles()
+        for g in cfg.granularities
+        for s in cfg.scales
+        for i in ids
+    ]
     calls = [
         Call(i, m.label, meth, g, s, smp)
         for m in cfg.models
@@ -395,9 +462,26 @@ def plan_calls(cfg: StudyConfig, item_ids: Iterable[int]) -> tuple[list[Call], l
         for g in cfg.granularities
         for s in cfg.scales
         for i in ids
+        if test is None or (i, g) in test
         for smp in samples
     ]
     return oracle, calls
+
+
+def plan_for_items(cfg: StudyConfig, items: list[ItemIn]) -> tuple[list[Call], list[Call]]:
+    """The calls a study of these items will make (its items numbered in order, as when saved)."""
+    return plan_calls(cfg, range(len(items)), test_instances(cfg, enumerate(it.criterion for it in items)))
+
+
+def endpoint_lines(text: str, *, what: str = "Endpoint") -> list[ModelSpec]:
+    """OpenAI-compatible endpoints written one per line as `name | base URL | model`; InputError says which line."""
+    out = []
+    for n, line in enumerate([ln for ln in (text or "").splitlines() if ln.strip()], 1):
+        parts = [p.strip() for p in line.split("|")]
+        if len(parts) != 3 or not all(parts):
+            raise InputError(f"{what} line {n} must read `name | base URL | model`.")
+        out.append(ModelSpec(label=parts[0], kind="openai", base_url=parts[1].rstrip("/"), model=parts[2]))
+    return out
 
 
 # -- items ---------------------------------------------------------------------------------------
@@ -409,6 +493,8 @@ class ItemIn:
     source_id: str = ""
     oracle_score: float | None = None
     oracle_scale: str | None = None
+    # more imported oracles (columns `score:NAME`), on `oracle_scale`: (name, score) pairs
+    more_scores: tuple[tuple[str, float], ...] = ()
 
 
 def load_sample_items() -> dict[str, list[dict[str, Any]]]:
@@ -433,7 +519,8 @@ def read_items(
     data: bytes | str, filename: str, *, criteria: list[str], score_scale: str | None = None
 ) -> list[ItemIn]:
     """Items from JSONL or CSV with `query`, `response`, optional `criterion`, optional `score` (or `human_score`,
-    `oracle_score`) on `score_scale`. A row without a criterion goes to every criterion of the study."""
+    `oracle_score`) on `score_scale`, and optional `score:NAME` columns, one per further oracle (e.g. `score:gpt-4`,
+    `score:gemini`). A row without a criterion goes to every criterion of the study."""
     rows = read_records(data, filename)
     if not rows:
         raise InputError(f"{filename}: no rows.")
@@ -447,22 +534,28 @@ def read_items(
         if not q or not resp:
             raise InputError(f"{filename} row {n}: empty query or response.")
         raw_score = next((r[k] for k in ("score", "oracle_score", "human_score") if r.get(k) not in (None, "")), None)
-        value = None
-        if raw_score is not None:
+
+        def read(raw: Any, n: int = n) -> float:
             if sc is None:
                 raise InputError(f"{filename} has scores: say on which scale they are.")
-            parsed = parse_score(str(raw_score), sc)
+            parsed = parse_score(str(raw), sc)
             if parsed.value is None:
-                raise InputError(
-                    f"{filename} row {n}: score {raw_score!r} cannot be used on {sc.key}: {parsed.problem}."
-                )
-            value = parsed.value
+                raise InputError(f"{filename} row {n}: score {raw!r} cannot be used on {sc.key}: {parsed.problem}.")
+            return parsed.value
+
+        value = None if raw_score is None else read(raw_score)
+        more = tuple(
+            (str(k).split(":", 1)[1].strip(), read(v))
+            for k, v in r.items()
+            if str(k).startswith("score:") and str(k).split(":", 1)[1].strip() and v not in (None, "")
+        )
         crit = str(r.get("criterion") or "").strip()
         targets = [crit] if crit else criteria
         if crit and crit not in criteria:
             continue
         for c in targets:
-            out.append(ItemIn(c, q, resp, str(r.get("id") or n), value, sc.key if value is not None else None))
+            scored = value is not None or bool(more)
+            out.append(ItemIn(c, q, resp, str(r.get("id") or n), value, sc.key if scored else None, more))
     if not out:
         raise InputError(f"{filename}: no row is for the chosen criteria ({', '.join(criteria)}).")
     return out
@@ -490,10 +583,9 @@ def create_study(engine: Engine, cfg: StudyConfig, items: list[ItemIn], *, name:
     without = [c for c in cfg.criteria if not any(it.criterion == c for it in items)]
     if without:
         raise InputError(f"No items for {', '.join(without)}.")
-    if cfg.oracle == "imported" and not any(it.oracle_score is not None for it in items):
+    if cfg.oracle == "imported" and not any(it.oracle_score is not None or it.more_scores for it in items):
         raise InputError("The oracle is 'scores imported with the items', but no item has a score.")
-    n_items = len(items)
-    oracle, calls = plan_calls(cfg, range(n_items))
+    oracle, calls = plan_for_items(cfg, items)
     with Session(engine) as session:
         study = ConsevalStudy(
             name=name or f"ConsEval · {', '.join(cfg.criteria)} · {len(cfg.scales)} scales",
@@ -503,7 +595,13 @@ def create_study(engine: Engine, cfg: StudyConfig, items: list[ItemIn], *, name:
         session.add(study)
         session.flush()
         for i, it in enumerate(items):
-            session.add(ConsevalItem(study_id=study.id, idx=i, **asdict(it)))
+            row = ConsevalItem(study_id=study.id, idx=i, **{k: v for k, v in asdict(it).items() if k != "more_scores"})
+            session.add(row)
+            session.flush()
+            for oracle_name, v in it.more_scores:  # further imported oracles: saved as that oracle's answers
+                session.add(ConsevalRating(study_id=study.id, item_id=row.id, rater=f"{ORACLE_RATER}:{oracle_name}",
+                                           method=IMPORTED, granularity="-", scale=it.oracle_scale, sample=GREEDY,
+                                           value=v, raw=f"{v:g}"))  # fmt: skip
         session.commit()
         return study.id  # type: ignore[return-value]
 
@@ -557,6 +655,7 @@ def reopen(engine: Engine, study_id: int) -> None:
 
 
 NO_EXAMPLE = "no oracle example"
+IMPORTED = "imported"  # the method of an imported oracle's saved scores
 
 
 def n_without_examples(engine: Engine, study_id: int) -> int:
@@ -633,11 +732,13 @@ class _Ctx:
     cfg: StudyConfig
     items: dict[int, ConsevalItem]
     oracle_pool: list[dict[str, Any]] = field(default_factory=list)
+    test: set[tuple[int, str]] | None = None  # the 20% reported on under the 8:2 split; examples come from the rest
 
 
 def _examples(ctx: _Ctx, call: Call) -> list[dict[str, str]] | None:
-    """k oracle evaluations for dICL: other items of the same criterion (and definition for an endpoint oracle);
-    scale-matched keeps only the target's scale. Seeded per call, so the prompt (and its cache entry) is stable."""
+    """k oracle evaluations for dICL: other items of the same criterion (and definition for an endpoint oracle),
+    only from the 80% under the 8:2 split, every oracle's pooled; scale-matched keeps only the target's scale.
+    Seeded per call, so the prompt (and its cache entry) is stable."""
     item = ctx.items[call.item_id]
     pool = [
         p
@@ -645,6 +746,7 @@ def _examples(ctx: _Ctx, call: Call) -> list[dict[str, str]] | None:
         if p["item_id"] != call.item_id
         and ctx.items[p["item_id"]].criterion == item.criterion
         and p.get("granularity") in (None, call.granularity)
+        and (ctx.test is None or (p["item_id"], call.granularity) not in ctx.test)
         and (call.method != "dicl_sm" or p["scale"] == call.scale)
     ]
     if not pool:
@@ -689,15 +791,13 @@ def _ask(client: LLMClient, ctx: _Ctx, call: Call) -> dict[str, Any]:
     if prompt is None:
         return {**row, "value": None, "raw": "", "problem": version}
     greedy = call.sample == GREEDY
-    res = client.chat_json(
-        [{"role": "user", "content": prompt}],
-        parse=answer_of,
-        schema=SCORE_SCHEMA,
-        prompt_version=version,
-        stage="conseval",
-        sample_index=max(0, call.sample),
-        temperature=0.0 if greedy else SAMPLE_TEMPERATURE,
-    )
+    common = dict(prompt_version=version, stage="conseval", sample_index=max(0, call.sample),
+                  temperature=0.0 if greedy else SAMPLE_TEMPERATURE)  # fmt: skip
+    messages = [{"role": "user", "content": prompt}]
+    if ctx.cfg.answer_format == "structured":
+        res = client.chat_json(messages, parse=answer_of, schema=SCORE_SCHEMA, **common)
+    else:  # the paper's reply after "Answer:", sent once and read as written
+        res = client.chat_text(messages, **common)
     if res.fatal:
         raise InputError(res.error or "the model could not be reached")
     if not res.ok:
@@ -805,13 +905,15 @@ def run_study(
         session.commit()
     stop_beat = threading.Event()
     threading.Thread(target=_beat, args=(engine, study_id, stop_beat), daemon=True, name=f"study-{study_id}").start()
-    ctx = _Ctx(cfg, items)
-    oracle_calls, model_calls = plan_calls(cfg, items)
+    in_order = sorted(items.values(), key=lambda it: it.idx)
+    ctx = _Ctx(cfg, items, test=test_instances(cfg, [(it.id, it.criterion) for it in in_order]))
+    oracle_calls, model_calls = plan_calls(cfg, [it.id for it in in_order], ctx.test)
     clients: dict[str, LLMClient] = {}
+    specs = {cfg.oracle_rater(o): o for o in cfg.oracles()} | {m.label: m for m in cfg.models}
 
     def client_for(rater: str) -> LLMClient:
         if rater not in clients:
-            spec = cfg.oracle_model if rater == ORACLE_RATER else next(m for m in cfg.models if m.label == rater)
+            spec = specs[rater]
             be = (backends or {}).get(rater) or spec.backend(concurrency=cfg.concurrency)  # type: ignore[union-attr]
             be = be.with_changes(max_tokens=cfg.max_tokens)
             clients[rater] = LLMClient(be, cache=BufferedCache(engine, be.model), ledger=UsageLedger())
@@ -904,9 +1006,9 @@ def _oracle_pool(engine: Engine, study_id: int, cfg: StudyConfig) -> list[dict[s
     """The oracle's evaluations dICL draws from: {item_id, scale, value, granularity (None = any)}."""
     if cfg.oracle == "endpoint":
         df = ratings_frame(engine, study_id)
-        df = df[(df.rater == ORACLE_RATER) & df.value.notna()]
-        return [{"item_id": int(r.item_id), "scale": r.scale, "value": float(r.value), "granularity": r.granularity}
-                for r in df.itertuples()]  # fmt: skip
+        df = df[df.rater.isin([cfg.oracle_rater(o) for o in cfg.oracles()]) & df.value.notna()]
+        return [{"item_id": int(r.item_id), "scale": r.scale, "value": float(r.value), "granularity": r.granularity,
+                 "oracle": r.rater} for r in df.itertuples()]  # fmt: skip
     if cfg.oracle == "humans":
         h = human_ratings_frame(engine, study_id)
         return [{"item_id": int(r.item_id), "scale": r.scale, "value": float(r.value), "granularity": None}
@@ -914,8 +1016,12 @@ def _oracle_pool(engine: Engine, study_id: int, cfg: StudyConfig) -> list[dict[s
     if cfg.oracle == "imported":
         items = items_frame(engine, study_id)
         items = items[items.oracle_score.notna()]
+        more = ratings_frame(engine, study_id)
+        more = more[(more.method == IMPORTED) & more.value.notna()]
         return [{"item_id": int(r.id), "scale": r.oracle_scale, "value": float(r.oracle_score), "granularity": None}
-                for r in items.itertuples()]  # fmt: skip
+                for r in items.itertuples()] + [
+                {"item_id": int(r.item_id), "scale": r.scale, "value": float(r.value), "granularity": None,
+                 "oracle": r.rater} for r in more.itertuples()]  # fmt: skip
     return []
 
 
@@ -932,18 +1038,23 @@ def _empty_row(kind: str, note: str, **keys: Any) -> dict[str, Any]:
 
 
 def score_table(r: pd.DataFrame, mode: str) -> pd.Series:
-    """One score per (item, scale): the greedy answer (or the first sample) for 'single', the mean of the
-    samples for 'sce'. Missing answers are left out of the mean; all missing gives NaN."""
+    """The scores of one decoding: per (item, scale) the greedy answer ('greedy') or the mean of the samples
+    ('sce'; missing answers left out, all missing gives NaN); per (item, sample, scale) every sampled answer
+    ('sampled'). 'single' (results saved before the decodings were apart): the greedy answer, else the first."""
     if mode == "sce":
         s = r[r["sample"] >= 0]
         return s.groupby(["item_id", "scale"])["value"].mean()
+    if mode == "sampled":
+        return r[r["sample"] >= 0].set_index(["item_id", "sample", "scale"])["value"]
+    if mode == "greedy":
+        return r[r["sample"] == GREEDY].set_index(["item_id", "scale"])["value"]
     first = r.sort_values("sample").drop_duplicates(["item_id", "scale"], keep="first")
     return first.set_index(["item_id", "scale"])["value"]
 
 
 def _mapped(scores: pd.Series) -> pd.Series:
     return pd.Series(
-        [SCALES[s].to_unit(v) if pd.notna(v) else np.nan for (_, s), v in scores.items()],
+        [SCALES[k[-1]].to_unit(v) if pd.notna(v) else np.nan for k, v in scores.items()],
         index=scores.index,
         dtype=float,
     )
@@ -961,6 +1072,7 @@ def analyse(engine: Engine, study_id: int) -> dict[str, Any]:
 
 
 def missing_summary(ratings: pd.DataFrame) -> dict[str, Any]:
+    ratings = ratings[ratings.method != IMPORTED]
     miss = ratings[ratings.value.isna()]
     examples = miss.head(20)[["rater", "scale", "raw", "problem"]].to_dict("records")
     return {"answers": int(len(ratings)), "missing": int(len(miss)), "examples": examples}
@@ -969,96 +1081,103 @@ def missing_summary(ratings: pd.DataFrame) -> dict[str, Any]:
 def compute_rows(
     cfg: StudyConfig, items: pd.DataFrame, ratings: pd.DataFrame, humans: pd.DataFrame
 ) -> list[dict[str, Any]]:
-    """SC, IC1-4, GS and accuracy per model, method, criterion, definition; human agreement per criterion and scale."""
+    """SC, IC1-4 (greedy, sampled, SCE apart), GS (extra) and accuracy per oracle, per model, method, criterion and
+    definition (on the 20% under the 8:2 split); human agreement per criterion and scale."""
     rows: list[dict[str, Any]] = []
+    items = items.sort_values("idx")
     crit_of = dict(zip(items.id, items.criterion, strict=False))
     ratings = ratings.assign(criterion=ratings.item_id.map(crit_of))
-    oracle = _oracle_scores(cfg, items, ratings, humans)
+    oracles = _oracle_scores(cfg, items, ratings, humans)
+    test = test_instances(cfg, zip(items.id, items.criterion, strict=True))
     for model in [m.label for m in cfg.models]:
         for method in cfg.methods:
             for crit in cfg.criteria:
-                ids = items.id[items.criterion == crit].tolist()
                 for gran in cfg.granularities:
+                    ids = [i for i in items.id[items.criterion == crit] if test is None or (i, gran) in test]
                     r = ratings[(ratings.rater == model) & (ratings.method == method) & (ratings.criterion == crit)
-                                & (ratings.granularity == gran)]  # fmt: skip
+                                & (ratings.granularity == gran) & ratings.item_id.isin(ids)]  # fmt: skip
                     keys = dict(model=model, method=method, criterion=crit, granularity=gran)
-                    # self-consistency on each scale: raters = the n samples
-                    for sk in cfg.scales:
-                        s = r[(r.scale == sk) & (r["sample"] >= 0)]
-                        if cfg.n_samples >= 2:
-                            mat = s.pivot_table(
-                                index="sample", columns="item_id", values="value", aggfunc="first", dropna=False
-                            )
-                            mat = mat.reindex(index=range(cfg.n_samples), columns=ids)
-                            rows.append(
-                                _alpha_row(
-                                    "SC",
-                                    mat.to_numpy(dtype=float),
-                                    SCALES[sk].level,
-                                    cfg,
-                                    scale=sk,
-                                    mode="single",
-                                    **keys,
-                                )
-                            )
-                        if cfg.greedy and cfg.n_samples >= 1:
-                            g = r[(r.scale == sk) & (r["sample"].isin([GREEDY, 0]))]
-                            mat = g.pivot_table(
-                                index="sample", columns="item_id", values="value", aggfunc="first", dropna=False
-                            )
-                            mat = mat.reindex(index=[GREEDY, 0], columns=ids)
-                            rows.append(
-                                _alpha_row(
-                                    "GS",
-                                    mat.to_numpy(dtype=float),
-                                    SCALES[sk].level,
-                                    cfg,
-                                    scale=sk,
-                                    mode="single",
-                                    **keys,
-                                )
-                            )
-                    for mode in ("single", "sce") if cfg.n_samples >= 2 else ("single",):
-                        if mode == "sce" and cfg.n_samples < 2:
-                            continue
+                    rows += _scale_rows(cfg, r, ids, keys)
+                    for mode in _modes(cfg):
                         scores = _mapped(score_table(r, mode)) if len(r) else pd.Series(dtype=float)
                         for case, case_scales in IC_CASES.items():
                             if not set(case_scales) <= set(cfg.scales):
                                 continue
+                            sampled = mode == "sampled" and len(scores)
+                            units = sorted(set(scores.index.droplevel("scale"))) if sampled else ids
                             mat = np.array(
-                                [[scores.get((i, sk), np.nan) for i in ids] for sk in case_scales], dtype=float
+                                [[scores.get((*_unit(u), sk), np.nan) for u in units] for sk in case_scales],
+                                dtype=float,
                             )
                             rows.append(
                                 _alpha_row(case, mat, "interval", cfg, scale=" / ".join(case_scales), mode=mode, **keys)
                             )
-                        for sk in cfg.scales:
-                            rows.append(_accuracy_row(scores, oracle, ids, sk, gran, cfg, mode=mode, **keys))
+                        if mode == "sampled":
+                            continue  # accuracy compares one score per item: the greedy answer or SCE
+                        for name, oracle in oracles.items():
+                            for sk in cfg.scales:
+                                rows.append(_accuracy_row(scores, oracle, ids, sk, gran, cfg, name, mode=mode, **keys))
     rows += _human_rows(cfg, items, ratings, humans)
     return [r for r in rows if r is not None]
 
 
-def _oracle_scores(cfg: StudyConfig, items: pd.DataFrame, ratings: pd.DataFrame, humans: pd.DataFrame) -> dict:
-    """(item, scale, granularity or None) -> the oracle's score mapped onto [0, 1]."""
-    out: dict[tuple, float] = {}
-    if cfg.oracle == "endpoint":
-        o = ratings[(ratings.rater == ORACLE_RATER) & ratings.value.notna()]
-        for r in o.itertuples():
-            out[(r.item_id, r.scale, r.granularity)] = SCALES[r.scale].to_unit(r.value)
-    elif cfg.oracle == "humans" and len(humans):
-        for (item, sk), v in humans.groupby(["item_id", "scale"])["value"].mean().items():
-            if sk in SCALES:
-                out[(item, sk, None)] = SCALES[sk].to_unit(v)
-    elif cfg.oracle == "imported":
-        for r in items[items.oracle_score.notna()].itertuples():
-            mapped = SCALES[r.oracle_scale].to_unit(r.oracle_score)
-            for sk in cfg.scales:  # a score on one scale is compared, mapped onto [0, 1], with every scale
-                out[(r.id, sk, None)] = mapped
+def _modes(cfg: StudyConfig) -> list[str]:
+    """The decodings a study has answers for: greedy, sampled (n >= 2) and their mean, SCE (n >= 2)."""
+    out = ["greedy"] if cfg.greedy else []
+    if cfg.n_samples >= 2:
+        out += ["sampled", "sce"]
+    elif cfg.n_samples == 1 and not cfg.greedy:
+        out.append("sampled")
     return out
 
 
-def _accuracy_row(scores, oracle, ids, sk, gran, cfg, **keys) -> dict[str, Any] | None:  # noqa: ANN001
-    if cfg.oracle == "none":
-        return None
+def _unit(u: Any) -> tuple:
+    return u if isinstance(u, tuple) else (u,)
+
+
+def _scale_rows(cfg: StudyConfig, r: pd.DataFrame, ids: list, keys: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per scale: self-consistency across the n samples, and the extra greedy-vs-sampled alpha (GS)."""
+    rows = []
+    for sk in cfg.scales:
+        level = SCALES[sk].level
+        if cfg.n_samples >= 2:
+            s = r[(r.scale == sk) & (r["sample"] >= 0)]
+            mat = s.pivot_table(index="sample", columns="item_id", values="value", aggfunc="first", dropna=False)
+            mat = mat.reindex(index=range(cfg.n_samples), columns=ids)
+            rows.append(_alpha_row("SC", mat.to_numpy(dtype=float), level, cfg, scale=sk, mode="sampled", **keys))
+        if cfg.greedy and cfg.n_samples >= 1:
+            g = r[(r.scale == sk) & (r["sample"].isin([GREEDY, 0]))]
+            mat = g.pivot_table(index="sample", columns="item_id", values="value", aggfunc="first", dropna=False)
+            mat = mat.reindex(index=[GREEDY, 0], columns=ids)
+            rows.append(_alpha_row("GS", mat.to_numpy(dtype=float), level, cfg, scale=sk, mode="extra", **keys))
+    return rows
+
+
+def _oracle_scores(cfg: StudyConfig, items: pd.DataFrame, ratings: pd.DataFrame, humans: pd.DataFrame) -> dict:
+    """Per oracle (its name): (item, scale, granularity or None) -> the oracle's score mapped onto [0, 1]."""
+    out: dict[str, dict[tuple, float]] = {}
+    if cfg.oracle == "endpoint":
+        for spec in cfg.oracles():
+            o = ratings[(ratings.rater == cfg.oracle_rater(spec)) & ratings.value.notna()]
+            out[spec.label] = {(r.item_id, r.scale, r.granularity): SCALES[r.scale].to_unit(r.value)
+                               for r in o.itertuples()}  # fmt: skip
+    elif cfg.oracle == "humans" and len(humans):
+        means = humans.groupby(["item_id", "scale"])["value"].mean()
+        out["humans"] = {(item, sk, None): SCALES[sk].to_unit(v) for (item, sk), v in means.items() if sk in SCALES}
+    elif cfg.oracle == "imported":
+        # a score on one scale is compared, mapped onto [0, 1], with every scale
+        got = {(r.id, sk, None): SCALES[r.oracle_scale].to_unit(r.oracle_score)
+               for r in items[items.oracle_score.notna()].itertuples() for sk in cfg.scales}  # fmt: skip
+        if got:
+            out["imported"] = got
+        more = ratings[(ratings.method == IMPORTED) & ratings.value.notna()]
+        for rater, g in more.groupby("rater", sort=True):
+            out[str(rater).split(":", 1)[1]] = {(r.item_id, sk, None): SCALES[r.scale].to_unit(r.value)
+                                                for r in g.itertuples() for sk in cfg.scales}  # fmt: skip
+    return out
+
+
+def _accuracy_row(scores, oracle, ids, sk, gran, cfg, name, **keys) -> dict[str, Any] | None:  # noqa: ANN001
     x, y = [], []
     for i in ids:
         o = oracle.get((i, sk, gran), oracle.get((i, sk, None)))
@@ -1066,7 +1185,7 @@ def _accuracy_row(scores, oracle, ids, sk, gran, cfg, **keys) -> dict[str, Any] 
         y.append(np.nan if o is None else o)
     res = stats.correlation(x, y, "pearson", n_boot=cfg.n_boot, seed=cfg.seed)
     return {"kind": "ACC", "stat": "pearson", "value": res.r, "ci_low": res.ci_low, "ci_high": res.ci_high,
-            "n": res.n, "n_raters": 2, "level": None, "note": res.note, "scale": sk, "oracle": cfg.oracle,
+            "n": res.n, "n_raters": 2, "level": None, "note": res.note, "scale": sk, "oracle": name,
             **keys}  # fmt: skip
 
 
@@ -1115,7 +1234,7 @@ def _human_rows(cfg: StudyConfig, items: pd.DataFrame, ratings: pd.DataFrame, hu
 def results_frame(results: dict[str, Any] | None) -> pd.DataFrame:
     """The saved result rows as a DataFrame, with the row label of Table 5 (e.g. 'dICL (random) & SCE')."""
     cols = ["kind", "stat", "value", "ci_low", "ci_high", "n", "n_raters", "level", "note", "model", "method",
-            "criterion", "granularity", "scale", "mode"]  # fmt: skip
+            "criterion", "granularity", "scale", "mode", "oracle"]  # fmt: skip
     df = pd.DataFrame((results or {}).get("rows", []))
     for c in cols:
         if c not in df.columns:
@@ -1123,44 +1242,72 @@ def results_frame(results: dict[str, Any] | None) -> pd.DataFrame:
     if df.empty:
         return df.assign(variant=pd.Series(dtype=str))
     df["value"] = pd.to_numeric(df["value"], errors="coerce")
-    df["variant"] = [variant_label(m, mode) for m, mode in zip(df["method"], df["mode"], strict=True)]
+    # SC (across the samples) and GS sit on the method's own row, as SC does in Table 5.
+    modes = ["single" if k in ("SC", "GS") else mode for k, mode in zip(df["kind"], df["mode"], strict=True)]
+    df["variant"] = [variant_label(m, mode) for m, mode in zip(df["method"], modes, strict=True)]
     return df
 
 
 def variant_label(method: str, mode: str) -> str:
+    """Table 5's row label of a method and decoding: Base (the greedy answer), SCE, dICL_r & SCE; the IC of the
+    sampled answers (Figure 3's other decoding) is its own row, e.g. 'Base (sampled)'."""
     if method not in METHODS:
         return str(method)
     base = {"base": "Base", "dicl_r": "dICL_r", "dicl_sm": "dICL_sm"}[method]
     if mode == "sce":
         return "SCE" if method == "base" else f"{base} & SCE"
+    if mode == "sampled":
+        return f"{base} (sampled)"
     return base
 
 
+PAPER_KINDS = ["SC", "IC1", "IC2", "IC3", "IC4"]
+
+
+def accuracy_scale(df: pd.DataFrame) -> str | None:
+    """The scale accuracy is reported on, as Table 3: 5-P when the study has it (else none: see the extra)."""
+    return PAPER_ACCURACY_SCALE if (df.kind == "ACC").any() and (df.scale == PAPER_ACCURACY_SCALE).any() else None
+
+
 def model_method_matrix(df: pd.DataFrame, criterion: str) -> pd.DataFrame:
-    """Table 5: rows model x method, columns SC, IC1-IC4, GS and accuracy, each the mean over definitions and scales."""
-    d = df[(df.criterion == criterion) & df.kind.isin(["SC", "IC1", "IC2", "IC3", "IC4", "GS", "ACC"])]
+    """Table 5: rows model x method (and decoding), columns SC, IC1-IC4 (each the mean over definitions and
+    scales), accuracy r per oracle on the 5-P scale as Table 3; then, labelled as extras, the accuracy averaged
+    over all scales and GS."""
+    d = df[(df.criterion == criterion) & df.kind.isin([*PAPER_KINDS, "GS", "ACC"])]
     if d.empty:
         return pd.DataFrame()
     d = d.assign(row=d.model + " · " + d.variant)
-    table = d.pivot_table(index="row", columns="kind", values="value", aggfunc="mean")
-    order = [c for c in ["SC", "IC1", "IC2", "IC3", "IC4", "GS", "ACC"] if c in table.columns]
-    return table[order].rename(columns={"ACC": "Accuracy (r)"})
+    table = d[d.kind.isin(PAPER_KINDS)].pivot_table(index="row", columns="kind", values="value", aggfunc="mean")
+    table = table.reindex(index=sorted(set(d.row)), columns=[c for c in PAPER_KINDS if c in table.columns])
+    acc = d[d.kind == "ACC"]
+    oracle = acc["oracle"] if "oracle" in acc.columns else pd.Series(index=acc.index, dtype=object)
+    acc = acc.assign(oracle=oracle.fillna("oracle").astype(str))
+    for name, g in acc.groupby("oracle", sort=False):
+        on5 = g[g.scale == PAPER_ACCURACY_SCALE]
+        if len(on5):
+            table[f"Accuracy r vs {name} (5-P)"] = on5.groupby("row")["value"].mean()
+        table[f"Extra: accuracy r vs {name}, mean of all scales"] = g.groupby("row")["value"].mean()
+    gs = d[d.kind == "GS"]
+    if len(gs):
+        table["Extra: GS, greedy vs sampled (not in the paper)"] = gs.groupby("row")["value"].mean()
+    return table
 
 
 def radar_frame(df: pd.DataFrame) -> pd.DataFrame:
-    """Figure 4: per model and criterion, SC (mean over scales), IC (mean over cases) and accuracy, base method."""
-    d = df[(df.method == "base") & (df["mode"] == "single")]
+    """Figure 4: per model and criterion, SC (mean over scales), IC (mean over cases, greedy answers) and
+    accuracy (5-P when the study has it, as Table 3; mean over oracles), base method."""
+    d = df[df.method == "base"]
+    on = accuracy_scale(df)
     out = []
     for (model, crit), g in d.groupby(["model", "criterion"]):
-        out.append(
-            {
-                "model": model,
-                "criterion": crit,
-                "SC": g[g.kind == "SC"].value.mean(),
-                "IC": g[g.kind.isin(list(IC_CASES))].value.mean(),
-                "Accuracy": g[g.kind == "ACC"].value.mean(),
-            }
-        )
+        ic = g[g.kind.isin(list(IC_CASES)) & g["mode"].isin(["greedy", "single"])]
+        if ic.empty:
+            ic = g[g.kind.isin(list(IC_CASES)) & (g["mode"] == "sampled")]
+        acc = g[(g.kind == "ACC") & g["mode"].isin(["greedy", "single"])]
+        if on is not None:
+            acc = acc[acc.scale == on]
+        out.append({"model": model, "criterion": crit, "SC": g[g.kind == "SC"].value.mean(), "IC": ic.value.mean(),
+                    "Accuracy": acc.value.mean()})  # fmt: skip
     return pd.DataFrame(out, columns=["model", "criterion", "SC", "IC", "Accuracy"])
 
 

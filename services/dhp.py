@@ -13,10 +13,14 @@ Statistics (section 4.3 of the paper):
   HMP with every weight 1 (summing to M, not 1): it is M times smaller than the HMP, and inconsistent with
   its own weighted form, where EW sums to 1. Using weights that sum to 1 in both keeps p valid (Wilson's
   result needs sum w = 1), makes D and D_EW comparable (equal p_j give p = p_j in both), and matches the
-  paper's weighted formula exactly. The paper's literal unweighted value is kept as `p_paper`.
+  paper's weighted formula exactly. The paper's literal unweighted value is kept as `p_paper` and reported
+  as D_paper = log_0.05(p_paper) (= D + ln M / ln 20 while p < 1), with its D_avg and D_min, so a figure
+  can be set beside Figure 4. With expert weights both readings agree (EW sums to 1).
 * D = log_0.05(p) = ln p / ln 0.05, so D = 1 at p = 0.05 and D > 1 is significant. D_avg is the mean of D
   over perturbations with each level (character, word, sentence) weighted equally and perturbations
-  equally within a level; D_min is the minimum. The same for D_EW.
+  equally within a level; D_min is the minimum. The same for D_EW. When the set lacks a level the task's
+  Table 1 row has (e.g. no LLM-based perturbation because no model was set), D_avg is left empty with the
+  reason rather than averaged over the levels that remain, which would not be the paper's D_avg.
 """
 
 from __future__ import annotations
@@ -60,6 +64,8 @@ from services.prompts import dhp as prompts
 log = logging.getLogger(__name__)
 
 ALPHA = 0.05
+D_FORMULA = "D = log_0.05(p), p = M / sum_j (1/p_j) (Wilson's HMP, weights 1/M summing to 1)"
+D_PAPER_FORMULA = "D_paper = log_0.05(p_paper), p_paper = 1 / sum_j (1/p_j) (section 4.3.2 as printed; M times smaller)"
 ORIGINAL = "original"
 ZERO_METHOD = "wilcox"
 ZERO_METHOD_NOTE = (
@@ -163,6 +169,7 @@ class PerturbationResult:
     d: float | None
     d_ew: float | None
     weights: dict[str, float] | None = None  # the normalised expert weights used (None: none given)
+    d_paper: float | None = None  # log_0.05(p_paper): the paper's unweighted scale (Figure 4)
 
     def p_by_metric(self) -> dict[str, float]:
         return {t.metric: t.p_value for t in self.tests}
@@ -180,6 +187,9 @@ class DiscernmentResult:
     d_ew_min: float | None
     level_weights: dict[str, float] = field(default_factory=dict)  # weight of each perturbation in D_avg
     zero_method_note: str = ZERO_METHOD_NOTE
+    d_paper_avg: float | None = None
+    d_paper_min: float | None = None
+    avg_note: str | None = None  # why D_avg is empty, or how it differs from the paper's
 
 
 def level_weights(levels: Mapping[str, str]) -> dict[str, float]:
@@ -215,8 +225,11 @@ def analyse(
     model: str = "",
     zero_method: str = ZERO_METHOD,
     order: Sequence[str] | None = None,
+    expected: Mapping[str, str] | None = None,
 ) -> DiscernmentResult:
-    """Discernment from rows item_id, perturbation, level, metric, original, perturbed (mean scores)."""
+    """Discernment from rows item_id, perturbation, level, metric, original, perturbed (mean scores).
+
+    `expected` (perturbation -> level, the task's Table 1 row) lets D_avg say when the set lacks some of it."""
     missing = [c for c in SCORE_COLUMNS if c not in scores.columns]
     if missing:
         raise ValueError(f"missing column(s): {', '.join(missing)}; need {', '.join(SCORE_COLUMNS)}")
@@ -251,24 +264,53 @@ def analyse(
         w_norm = normalise_weights(ew, list(ps)) if ew is not None else None
         p = harmonic_mean_p(ps)
         p_ew = harmonic_mean_p(ps, ew) if ew is not None else None
+        p_paper = paper_literal_p(ps)
         results.append(
-            PerturbationResult(pert, lv[0], tests, p, p_ew, paper_literal_p(ps), discernment(p), discernment(p_ew),
-                               w_norm)
+            PerturbationResult(pert, lv[0], tests, p, p_ew, p_paper, discernment(p), discernment(p_ew), w_norm,
+                               discernment(p_paper))
         )  # fmt: skip
     lw = level_weights(levels)
-    d = {r.perturbation: r.d for r in results}
-    d_ew = {r.perturbation: r.d_ew for r in results}
-    d_vals = [v for v in d.values() if v is not None]
-    ew_vals = [v for v in d_ew.values() if v is not None]
+    avg_note = _avg_note(levels, expected)
+    comparable = avg_note is None or not avg_note.startswith(NOT_COMPARABLE)
+
+    def avg(attr: str) -> float | None:
+        return _weighted_avg({r.perturbation: getattr(r, attr) for r in results}, lw) if comparable else None
+
+    def low(attr: str) -> float | None:
+        vals = [getattr(r, attr) for r in results if getattr(r, attr) is not None]
+        return min(vals) if vals else None
+
     return DiscernmentResult(
         model=model,
         perturbations=tuple(results),
-        d_avg=_weighted_avg(d, lw),
-        d_min=min(d_vals) if d_vals else None,
-        d_ew_avg=_weighted_avg(d_ew, lw),
-        d_ew_min=min(ew_vals) if ew_vals else None,
+        d_avg=avg("d"),
+        d_min=low("d"),
+        d_ew_avg=avg("d_ew"),
+        d_ew_min=low("d_ew"),
         level_weights=lw,
+        d_paper_avg=avg("d_paper"),
+        d_paper_min=low("d_paper"),
+        avg_note=avg_note,
     )
+
+
+NOT_COMPARABLE = "not comparable"
+
+
+def _avg_note(levels: Mapping[str, str], expected: Mapping[str, str] | None) -> str | None:
+    """Why D_avg is left empty (a level of the task is missing), or which perturbations it lacks; None: complete."""
+    if not expected:
+        return None
+    lacking_levels = [lv for lv in dict.fromkeys(expected.values()) if lv not in set(levels.values())]
+    if lacking_levels:
+        return (
+            f"{NOT_COMPARABLE}: the set has no {', '.join(lacking_levels)}-level perturbation of the task's "
+            "Table 1 row, and D_avg weighs each level equally, so it is left empty (D_min and each D stand)"
+        )
+    lacking = [p for p in expected if p not in levels]
+    if lacking:
+        return f"every level is present, but without {', '.join(lacking)}: each level's mean is over the rest"
+    return None
 
 
 def result_record(res: DiscernmentResult) -> dict[str, Any]:
@@ -279,7 +321,8 @@ def result_record(res: DiscernmentResult) -> dict[str, Any]:
             "p": "Wilson's harmonic mean p-value with equal weights 1/M: p = M / sum_j (1/p_j)",
             "p_ew": "weighted harmonic mean p-value, weights normalised to sum 1: p = 1 / sum_j (w_j/p_j)",
             "p_paper": "the paper's unweighted formula as printed: 1 / sum_j (1/p_j) (for comparison)",
-            "D": "log_0.05(p)",
+            "D": D_FORMULA,
+            "D_paper": D_PAPER_FORMULA,
             "D_avg": "weighted mean of D over perturbations, each level weighted equally",
             "zero_differences": res.zero_method_note,
         },
@@ -306,14 +349,18 @@ def result_record(res: DiscernmentResult) -> dict[str, Any]:
                 "p_paper": r.p_paper,
                 "weights": r.weights,
                 "D": r.d,
+                "D_paper": r.d_paper,
                 "D_EW": r.d_ew,
             }
             for r in res.perturbations
         ],
         "D_avg": res.d_avg,
         "D_min": res.d_min,
+        "D_paper_avg": res.d_paper_avg,
+        "D_paper_min": res.d_paper_min,
         "D_EW_avg": res.d_ew_avg,
         "D_EW_min": res.d_ew_min,
+        "D_avg_note": res.avg_note,
         "level_weights": res.level_weights,
     }
 
@@ -327,7 +374,8 @@ def results_frame(res: DiscernmentResult) -> pd.DataFrame:
                 "perturbation": r.perturbation, "level": r.level, "metric": t.metric, "n": t.n_pairs,
                 "ties": t.n_ties, "mean original": t.mean_original, "mean perturbed": t.mean_perturbed,
                 "W+": t.statistic, "p": t.p_value, "weight": (r.weights or {}).get(t.metric),
-                "p (HMP)": r.p, "p (HMP, EW)": r.p_ew, "D": r.d, "D_EW": r.d_ew,
+                "p (HMP)": r.p, "p (HMP, EW)": r.p_ew, "p (paper)": r.p_paper, "D": r.d, "D_paper": r.d_paper,
+                "D_EW": r.d_ew,
             })  # fmt: skip
     return pd.DataFrame(rows)
 
@@ -338,12 +386,12 @@ def summary_frame(results: Sequence[DiscernmentResult]) -> pd.DataFrame:
     for res in results:
         for r in res.perturbations:
             rows.append({"model": res.model, "perturbation": r.perturbation, "level": r.level, "D": r.d,
-                         "D_EW": r.d_ew})  # fmt: skip
+                         "D_paper": r.d_paper, "D_EW": r.d_ew})  # fmt: skip
         rows.append({"model": res.model, "perturbation": "D_avg", "level": "overall", "D": res.d_avg,
-                     "D_EW": res.d_ew_avg})  # fmt: skip
+                     "D_paper": res.d_paper_avg, "D_EW": res.d_ew_avg})  # fmt: skip
         rows.append({"model": res.model, "perturbation": "D_min", "level": "overall", "D": res.d_min,
-                     "D_EW": res.d_ew_min})  # fmt: skip
-    return pd.DataFrame(rows, columns=["model", "perturbation", "level", "D", "D_EW"])
+                     "D_paper": res.d_paper_min, "D_EW": res.d_ew_min})  # fmt: skip
+    return pd.DataFrame(rows, columns=["model", "perturbation", "level", "D", "D_paper", "D_EW"])
 
 
 # -- scoring ------------------------------------------------------------------------------------------
@@ -364,34 +412,62 @@ def _parse_rating(data: Any) -> Rating:
     return Rating.model_validate(data)
 
 
-def eval_prompts(task: TaskSpec) -> dict[str, prompts.Prompt]:
+ANSWER_FORMATS = prompts.ANSWER_FORMATS
+LEGACY_FORMAT = prompts.STRUCTURED  # runs and sets recorded before the format was a choice asked for JSON
+
+
+def answer_format_of(params: Mapping[str, Any]) -> str:
+    """The answer format a run or set recorded (plain unless it asked for JSON)."""
+    return str(params.get("answer_format") or LEGACY_FORMAT)
+
+
+def eval_prompts(task: TaskSpec, answer_format: str = "plain") -> dict[str, prompts.Prompt]:
     """The rating prompt of each metric of a task."""
+    structured = answer_format == prompts.STRUCTURED
     return {
-        m.name: prompts.evaluation_prompt(task.key, task.text_label, task.source_label, m.name, m.definition)
+        m.name: prompts.evaluation_prompt(task.key, task.text_label, task.source_label, m.name, m.definition,
+                                          structured=structured)
         for m in task.metrics
-    }
+    }  # fmt: skip
+
+
+def read_score(raw: str) -> tuple[float | None, str | None]:
+    """A plain reply read as a score from 1 to 5 (ConsEval's reader: one number on the scale, else why not)."""
+    from services.conseval import SCALES, parse_score
+
+    parsed = parse_score(raw, SCALES["5-P"])
+    return parsed.value, None if parsed.value is not None else f"{parsed.problem}: {raw.strip()[:120]!r}"
 
 
 def score_text(
-    client: LLMClient, prompt: prompts.Prompt, text: str, source: str, *, repeats: int, seed: int = 0
+    client: LLMClient,
+    prompt: prompts.Prompt,
+    text: str,
+    source: str,
+    *,
+    repeats: int,
+    seed: int = 0,
+    answer_format: str = "plain",
 ) -> tuple[list[float], str | None]:
-    """Rate one text `repeats` times (distinct samples, each cached); returns (scores, first error)."""
+    """Rate one text `repeats` times (distinct samples, each cached); returns (scores, first error).
+
+    Plain (the paper's prompt): the reply is read once as written; structured: JSON, asked again once if unread."""
     content = prompt.render(source=source or "(none)", text=text)
+    messages = [{"role": "user", "content": content}]
     scores: list[float] = []
     error = None
     for r in range(repeats):
-        res = client.chat_json(
-            [{"role": "user", "content": content}],
-            parse=_parse_rating,
-            schema=Rating.model_json_schema(),
-            prompt_version=prompt.id,
-            stage="dhp-score",
-            sample_index=seed * 1000 + r,
-        )
-        if res.ok:
-            scores.append(res.value.score)  # type: ignore[union-attr]
+        common = dict(prompt_version=prompt.id, stage="dhp-score", sample_index=seed * 1000 + r)
+        if answer_format == prompts.STRUCTURED:
+            res = client.chat_json(messages, parse=_parse_rating, schema=Rating.model_json_schema(), **common)
+            value, problem = (res.value.score, None) if res.ok else (None, res.error)  # type: ignore[union-attr]
         else:
-            error = error or res.error
+            res = client.chat_text(messages, **common)
+            value, problem = read_score(res.value) if res.ok else (None, res.error)  # type: ignore[arg-type]
+        if value is not None:
+            scores.append(value)
+        else:
+            error = error or problem
             if res.fatal:
                 break
     return scores, error
@@ -454,6 +530,7 @@ def create_set(
     session: Session,
     backend: BackendConfig | None = None,
     only: Sequence[str] | None = None,
+    answer_format: str = "plain",
 ) -> int:
     """Store the originals and their rule-based perturbations now; LLM-based ones wait for `process_set`.
 
@@ -465,7 +542,8 @@ def create_set(
     row = DhpSet(
         name=name.strip() or f"{task.name} · seed {seed}", task=task.key, seed=seed,
         items=[_item_record(i) for i in items], status="generating" if llm else "ready",
-        model=backend.model if (backend and llm) else "", params=_backend_params(backend) if llm else {},
+        model=backend.model if (backend and llm) else "",
+        params={**_backend_params(backend), "answer_format": answer_format} if llm else {},
     )  # fmt: skip
     row.items = [*row.items]
     session.add(row)
@@ -577,7 +655,8 @@ def process_set(engine: Engine, set_id: int, *, backend: BackendConfig | None = 
     def one(job: tuple[int, str, str]) -> None:
         nonlocal failed
         tid, iid, key = job
-        pz = perturb.perturb_item(task, task.perturbation(key), by_id[iid], items, seed=0, client=client)
+        pz = perturb.perturb_item(task, task.perturbation(key), by_id[iid], items, seed=0, client=client,
+                                  answer_format=answer_format_of(params))  # fmt: skip
         with lock:
             failed += pz.error is not None
         with engine.begin() as conn:
@@ -611,10 +690,20 @@ def delete_set(set_id: int, *, session: Session) -> bool:
 
 
 # -- runs -----------------------------------------------------------------------------------------------
-def create_run(set_id: int, backend: BackendConfig, *, repeats: int = 5, seed: int = 0, session: Session) -> int:
+def create_run(
+    set_id: int,
+    backend: BackendConfig,
+    *,
+    repeats: int = 5,
+    seed: int = 0,
+    session: Session,
+    answer_format: str = "plain",
+) -> int:
     """Record a benchmark run of one evaluator on a set (hand it to the worker with services.jobs)."""
     if repeats < 1:
         raise ValueError("repeats must be 1 or more")
+    if answer_format not in ANSWER_FORMATS:
+        raise ValueError(f"the answer format must be one of {', '.join(ANSWER_FORMATS)}")
     st = session.get(DhpSet, set_id)
     if st is None:
         raise ValueError(f"set {set_id} does not exist")
@@ -624,10 +713,11 @@ def create_run(set_id: int, backend: BackendConfig, *, repeats: int = 5, seed: i
     n_texts = session.execute(
         select(func.count()).select_from(DhpText).where(DhpText.set_id == set_id, DhpText.text.is_not(None))  # type: ignore[union-attr]
     ).scalar_one()
-    pv = {m: p.id for m, p in eval_prompts(task).items()}
+    pv = {m: p.id for m, p in eval_prompts(task, answer_format).items()}
     run = DhpRun(
         set_id=set_id, backend_kind=backend.kind, model=backend.model, base_url=backend.public_url, repeats=repeats,
-        seed=seed, params=_backend_params(backend), prompt_versions=pv, n_total=int(n_texts) * len(task.metrics),
+        seed=seed, params={**_backend_params(backend), "answer_format": answer_format}, prompt_versions=pv,
+        n_total=int(n_texts) * len(task.metrics),
     )  # fmt: skip
     session.add(run)
     session.flush()
@@ -646,15 +736,19 @@ def list_runs(*, session: Session, set_id: int | None = None) -> list[DhpRunPubl
     return [DhpRunPublic.model_validate(r) for r in session.execute(q).scalars().all()]
 
 
-def same_run(set_id: int, backend: BackendConfig, *, repeats: int, seed: int, session: Session) -> DhpRunPublic | None:
-    """A queued, running or finished run of the set with the same model, endpoint, r and seed, if any:
-    starting another would only repeat it (its answers are cached)."""
+def same_run(
+    set_id: int, backend: BackendConfig, *, repeats: int, seed: int, session: Session, answer_format: str | None = None
+) -> DhpRunPublic | None:
+    """A queued, running or finished run of the set with the same model, endpoint, r, seed and reply format, if
+    any: starting another would only repeat it (its answers are cached)."""
     q = select(DhpRun).where(
-        DhpRun.set_id == set_id, DhpRun.model == backend.model, DhpRun.base_url == backend.base_url,
+        DhpRun.set_id == set_id, DhpRun.model == backend.model, DhpRun.base_url == backend.public_url,
         DhpRun.repeats == repeats, DhpRun.seed == seed, DhpRun.status.in_(("queued", "running", "done")),  # type: ignore[union-attr]
     )  # fmt: skip
-    row = session.execute(q.order_by(DhpRun.id.desc())).scalars().first()  # type: ignore[union-attr]
-    return DhpRunPublic.model_validate(row) if row else None
+    for row in session.execute(q.order_by(DhpRun.id.desc())).scalars():  # type: ignore[union-attr]
+        if answer_format is None or answer_format_of(row.params or {}) == answer_format:
+            return DhpRunPublic.model_validate(row)
+    return None
 
 
 def request_cancel(run_id: int, *, session: Session) -> None:
@@ -708,7 +802,8 @@ def process_run(engine: Engine, run_id: int, *, backend: BackendConfig | None = 
         return "failed"
     backend = backend or backend_from_params(params)
     client = LLMClient(backend, cache=_cache(engine), ledger=UsageLedger())
-    ps = eval_prompts(task)
+    fmt = answer_format_of(params)
+    ps = eval_prompts(task, fmt)
     work = [(tid, iid, text, m) for tid, iid, text in jobs for m in ps if (tid, m) not in done]
     stop = threading.Event()
     fatal: list[str] = []
@@ -718,7 +813,7 @@ def process_run(engine: Engine, run_id: int, *, backend: BackendConfig | None = 
             return
         tid, iid, text, metric = job
         source = str(items.get(iid, {}).get("source", ""))
-        scores, err = score_text(client, ps[metric], text, source, repeats=repeats, seed=seed)
+        scores, err = score_text(client, ps[metric], text, source, repeats=repeats, seed=seed, answer_format=fmt)
         mean = float(np.mean(scores)) if scores else None
         row = {"run_id": run_id, "text_id": tid, "metric": metric, "scores": scores, "mean": mean,
                "error": None if scores else err, "created_at": utcnow()}  # fmt: skip
@@ -816,7 +911,8 @@ def run_result(
     st = session.get(DhpSet, run.set_id)
     task = get_task(st.task, session=session) if st else None
     order = [p.key for p in task.perturbations] if task else None
-    return analyse(df, weights=weights, model=run.model, order=order)
+    expected = {p.key: p.level for p in task.perturbations} if task else None
+    return analyse(df, weights=weights, model=run.model, order=order, expected=expected)
 
 
 # -- samples ----------------------------------------------------------------------------------------------

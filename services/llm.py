@@ -1,4 +1,4 @@
-"""The one LLM seam: every model call in the app goes through `LLMClient.chat_json`."""
+"""The one LLM seam: every model call goes through `LLMClient.chat_json` (or `chat_text` for a plain reply)."""
 
 from __future__ import annotations
 
@@ -425,10 +425,7 @@ class LLMClient:
     ) -> CallResult[T]:
         """Ask for JSON, parse it with `parse` (raises on a bad shape), repair or ask once more."""
         temp = self.backend.temperature if temperature is None else temperature
-        params = {"temperature": temp, "max_tokens": self.backend.max_tokens}
-        # Two servers may serve different models under one name; the embedded server's port changes per start.
-        model_id = self.backend.model if self.backend.is_embedded else f"{self.backend.public_url}|{self.backend.model}"
-        key = cache_key(model_id, prompt_version, messages, params, sample_index)
+        key = self._key(messages, prompt_version, {"temperature": temp}, sample_index)
         rec = CallRecord(stage=stage, prompt_version=prompt_version, cached=False)
         if self.cache is not None:
             hit = self.cache.get(key)
@@ -450,18 +447,20 @@ class LLMClient:
         if result.error and not rec.error:
             rec.error = result.error
         self.ledger.add(rec)
-        if result.ok and self.cache is not None:
-            self.cache.put(
-                key,
-                model=self.backend.model,
-                prompt_version=prompt_version,
-                payload={
-                    "raw": result.raw,
-                    "prompt_tokens": rec.prompt_tokens,
-                    "completion_tokens": rec.completion_tokens,
-                },
-            )
+        if result.ok:
+            self._store(key, prompt_version, result.raw, rec)
         return result
+
+    def _key(self, messages: list[dict], prompt_version: str, params: dict, sample_index: int) -> str:
+        params = {**params, "max_tokens": self.backend.max_tokens}
+        # Two servers may serve different models under one name; the embedded server's port changes per start.
+        model_id = self.backend.model if self.backend.is_embedded else f"{self.backend.public_url}|{self.backend.model}"
+        return cache_key(model_id, prompt_version, messages, params, sample_index)
+
+    def _store(self, key: str, prompt_version: str, raw: str, rec: CallRecord) -> None:
+        if self.cache is not None:
+            payload = {"raw": raw, "prompt_tokens": rec.prompt_tokens, "completion_tokens": rec.completion_tokens}
+            self.cache.put(key, model=self.backend.model, prompt_version=prompt_version, payload=payload)
 
     def _call_and_parse(
         self, messages: list[dict], parse: Callable[[Any], T], schema: dict | None, temp: float, rec: CallRecord
@@ -503,6 +502,42 @@ class LLMClient:
         if is_cut_off(reply.raw):
             return "the answer breaks off before its JSON is closed"
         return None
+
+    def chat_text(
+        self,
+        messages: list[dict],
+        *,
+        prompt_version: str,
+        stage: str,
+        sample_index: int = 0,
+        temperature: float | None = None,
+    ) -> CallResult[str]:
+        """Ask once with no response format and return the reply as written (the caller reads it)."""
+        temp = self.backend.temperature if temperature is None else temperature
+        key = self._key(messages, prompt_version, {"temperature": temp, "format": "text"}, sample_index)
+        rec = CallRecord(stage=stage, prompt_version=prompt_version, cached=False)
+        if self.cache is not None and (hit := self.cache.get(key)) is not None:
+            rec.cached = True
+            self.ledger.add(rec)
+            return CallResult(value=hit["raw"], raw=hit["raw"], cached=True)
+        started = time.perf_counter()
+        try:
+            reply = self._request_with_fallback(messages, None, temp, rec)
+            rec.prompt_tokens, rec.completion_tokens = reply.prompt_tokens, reply.completion_tokens
+            if reply.finish_reason == "length":  # a cut-off answer is a failure, never cached
+                why = f"the answer was cut at max_tokens={self.backend.max_tokens}"
+                result = CallResult(value=None, raw=reply.raw, error=f"The model's answer is incomplete: {why}.")
+                rec.error = result.error
+            else:
+                result = CallResult(value=reply.raw, raw=reply.raw)
+        except BackendError as exc:
+            rec.error = str(exc)
+            result = CallResult(value=None, error=str(exc), fatal=exc.fatal)
+        rec.latency_ms = (time.perf_counter() - started) * 1000
+        self.ledger.add(rec)
+        if result.ok:
+            self._store(key, prompt_version, result.raw, rec)
+        return result
 
     def test_connection(self) -> tuple[bool, str]:
         """A one-token round trip; returns (ok, message)."""

@@ -144,7 +144,8 @@ def _mm(kind: str, minor: int | None, major: int | None) -> tuple[Perturbation, 
     return Perturbation(kind, "minor", minor), Perturbation(kind, "major", major)
 
 
-# Table 1 metrics (Appendix A definitions) and Table 2's k: SummEval's k for summarization.
+# Table 1 metrics (Appendix A definitions) and Table 2's k: SummEval's k for summarization, SumPubMed's for
+# sumpubmed (the same metrics, filled in below).
 TASKS: dict[str, TaskSpec] = {
     "summarization": TaskSpec(
         "summarization", "Summarization", "Summary", "Article",
@@ -164,15 +165,23 @@ TASKS: dict[str, TaskSpec] = {
         ),
         definition="Write a short summary that conveys the main points of a news article.",
     ),
+    # Table 2's SumPubMed: the summarization task on scientific articles, with its own k for the character level.
+    "sumpubmed": TaskSpec(
+        "sumpubmed", "Summarization (SumPubMed k)", "Summary", "Article",
+        (),
+        (
+            *_mm("char_deletion", 20, 100), *_mm("typo", 20, 100), *_mm("fictional_entities", None, None),
+            *_mm("grammar", None, None), *_mm("reorder", 2, 0), *_mm("rewrite_insert", None, None),
+        ),
+        definition="Write a short summary that conveys the main points of a scientific article (its background).",
+    ),
     "story": TaskSpec(
         "story", "Story completion", "Ending", "Story",
         (
-            Metric("Coherence", "The story's overall structure and narrative flow with its ending: the ending should "
-                   "follow logically from the four sentences before it."),
-            Metric("Consistency", "How well the ending keeps the established tone, setting, character development "
-                   "and narrative style of the story."),
-            Metric("Fluency", "The linguistic and stylistic quality of the story's ending: spelling, grammar, "
-                   "punctuation and word choice."),
+            Metric("Coherence", "The story's overall structure and narrative flow."),
+            Metric("Consistency", "How well the ending maintains the established tone, setting, character "
+                   "development, and narrative style of the story."),
+            Metric("Fluency", "The linguistic and stylistic quality of the story's conclusion."),
         ),
         (
             Perturbation("char_deletion", k=5), Perturbation("typo", k=5), Perturbation("fictional_entities"),
@@ -183,8 +192,8 @@ TASKS: dict[str, TaskSpec] = {
     "qa": TaskSpec(
         "qa", "Question answering", "Answer", "Question",
         (
-            Metric("Answer Quality", "Whether the answer gives a comprehensive and accurate response to the question, "
-                   "capturing the essence of the content it is about."),
+            Metric("Answer Quality", "Whether the answer provides a comprehensive and accurate response to the "
+                   "question, effectively capturing the essence of the content discussed in the paragraph."),
         ),
         (
             *_mm("char_deletion", 5, 25), *_mm("typo", 5, 25), *_mm("fictional_entities", None, None),
@@ -195,10 +204,10 @@ TASKS: dict[str, TaskSpec] = {
     "translation": TaskSpec(
         "translation", "Translation", "Translation", "Source text",
         (
-            Metric("Accuracy", "How closely the translation mirrors the source text: no additions, omissions or "
-                   "mistranslations."),
-            Metric("Fluency", "The translation's compliance with the linguistic norms of the target language: "
-                   "spelling, grammar and consistency."),
+            Metric("Accuracy", "How closely the translation mirrors the source text, focusing on the absence of "
+                   "additions, omissions, or mistranslations."),
+            Metric("Fluency", "The translation's compliance with the linguistic norms of the target language, "
+                   "specifically examining spelling, grammar, and consistency."),
         ),
         (
             *_mm("char_deletion", 10, 50), *_mm("typo", 10, 50), *_mm("word_deletion", 5, 25),
@@ -207,6 +216,9 @@ TASKS: dict[str, TaskSpec] = {
         definition="Translate a news text into English.",
     ),
 }  # fmt: skip
+
+
+TASKS["sumpubmed"] = replace(TASKS["sumpubmed"], metrics=TASKS["summarization"].metrics)
 
 
 def custom_task(
@@ -381,24 +393,38 @@ def _parse_revision(data: Any) -> Revision:
     return Revision.model_validate(data)
 
 
-def llm_perturb(client: LLMClient, task: TaskSpec, p: Perturbation, item: Item) -> tuple[str | None, str | None]:
-    """Ask the model for the adjusted text; returns (text, error)."""
-    prompt = prompts.perturbation_prompt(p.kind, p.degree)
+def read_revision(raw: str, text_label: str) -> str:
+    """The revised text of a plain reply: as written, without an echoed "Revised Summary:" label or wrapping quotes."""
+    text = raw.strip()
+    text = re.sub(rf"^\**\s*(revised\s+)?{re.escape(text_label)}\s*\**\s*:\s*\**", "", text, flags=re.I).strip()
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'“”":
+        text = text[1:-1].strip()
+    return text
+
+
+def llm_perturb(
+    client: LLMClient, task: TaskSpec, p: Perturbation, item: Item, *, answer_format: str = "plain"
+) -> tuple[str | None, str | None]:
+    """Ask the model for the adjusted text (the paper's plain reply, or JSON); returns (text, error)."""
+    structured = answer_format == prompts.STRUCTURED
+    prompt = prompts.perturbation_prompt(p.kind, p.degree, task.key, structured=structured)
+    a_source = prompts.article_of(task.key, task.source_label)
     content = prompt.render(
-        text_noun=task.text_label.lower(), text_label=task.text_label, source_label=(task.source_label or "source"),
-        text=item.text,
+        text_noun=task.text_label.lower(), text_label=task.text_label, a_source=a_source,
+        source_noun=(task.source_label or "source").lower(), text=item.text,
     )  # fmt: skip
-    res = client.chat_json(
-        [{"role": "user", "content": content}],
-        parse=_parse_revision,
-        schema=Revision.model_json_schema(),
-        prompt_version=prompt.id,
-        stage=f"dhp-perturb-{p.kind}",
-        temperature=0.0,
-    )
+    common = dict(prompt_version=prompt.id, stage=f"dhp-perturb-{p.kind}", temperature=0.0)
+    messages = [{"role": "user", "content": content}]
+    if structured:
+        res = client.chat_json(messages, parse=_parse_revision, schema=Revision.model_json_schema(), **common)
+        revised = res.value.revised if res.ok else None  # type: ignore[union-attr]
+    else:
+        res = client.chat_text(messages, **common)
+        revised = read_revision(res.value, task.text_label) if res.ok else None  # type: ignore[arg-type]
     if not res.ok:
         return None, res.error or "no answer"
-    revised = res.value.revised  # type: ignore[union-attr]
+    if not revised:
+        return None, "the model's reply was empty"
     if revised.strip() == item.text.strip():
         return None, "the model returned the text unchanged"
     return revised, None
@@ -439,7 +465,14 @@ def apply_rule(p: Perturbation, item: Item, items: Sequence[Item], seed: int) ->
 
 
 def perturb_item(
-    task: TaskSpec, p: Perturbation, item: Item, items: Sequence[Item], *, seed: int, client: LLMClient | None = None
+    task: TaskSpec,
+    p: Perturbation,
+    item: Item,
+    items: Sequence[Item],
+    *,
+    seed: int,
+    client: LLMClient | None = None,
+    answer_format: str = "plain",
 ) -> Perturbed:
     """One item under one perturbation: rule-based locally, LLM-based through `client`."""
     if p.spec.method == "rule":
@@ -447,7 +480,7 @@ def perturb_item(
     base = Perturbed(item.id, p.key, p.level, item.text, None)
     if client is None:
         return replace(base, error="LLM-based: needs a model")
-    out, err = llm_perturb(client, task, p, item)
+    out, err = llm_perturb(client, task, p, item, answer_format=answer_format)
     if err:
         return replace(base, error=err)
     return replace(base, perturbed=out, detail=f"by {client.backend.model}")

@@ -2,11 +2,12 @@
 
 A survey belongs to a task and holds a snapshot of its definition, its metrics and one question per quality
 issue (one per perturbation kind; minor and major share the issue). Experts are invited by a personal link
-with an unguessable token, which the organiser can revoke. Each expert has one vote per question, stored as
-an upsert on (expert, question), so a changed answer replaces the old one and two experts voting at the same
-moment both keep theirs. The weights of a question are the vote shares (votes 4, 1, 5 give 0.4, 0.1, 0.5);
-agreement among experts is Krippendorff's alpha (nominal). A closed survey takes no more votes and its
-weights feed D_EW.
+with an unguessable token, which the organiser can revoke: a revoked expert's votes stay on record but stop
+counting in the weights and the agreement (restoring the link counts them again). Each expert has one vote
+per question, stored as an upsert on (expert, question), so a changed answer replaces the old one and two
+experts voting at the same moment both keep theirs. The weights of a question are the vote shares (votes 4,
+1, 5 give 0.4, 0.1, 0.5); agreement among experts is Krippendorff's alpha (nominal). A closed survey takes
+no more votes and its weights feed D_EW.
 """
 
 from __future__ import annotations
@@ -193,15 +194,19 @@ def my_votes(expert_id: int, *, session: Session) -> dict[str, str]:
     return {q: m for q, m in rows}
 
 
-def votes_frame(survey_id: int, *, session: Session) -> pd.DataFrame:
-    """Every vote: expert, question, metric, updated_at (revoked experts' votes included)."""
-    rows = session.execute(
-        select(SurveyExpert.name, SurveyVote.question, SurveyVote.metric, SurveyVote.updated_at)
+def votes_frame(survey_id: int, *, session: Session, counted_only: bool = False) -> pd.DataFrame:
+    """Every vote: expert, question, metric, updated_at, revoked; `counted_only` leaves out revoked experts'."""
+    q = (
+        select(SurveyExpert.name, SurveyVote.question, SurveyVote.metric, SurveyVote.updated_at,
+               SurveyExpert.revoked_at.is_not(None))  # type: ignore[union-attr]
         .join(SurveyExpert, SurveyExpert.id == SurveyVote.expert_id)  # type: ignore[arg-type]
         .where(SurveyVote.survey_id == survey_id)
         .order_by(SurveyExpert.name, SurveyVote.question)
-    ).all()
-    return pd.DataFrame(rows, columns=["expert", "question", "metric", "updated_at"])
+    )  # fmt: skip
+    if counted_only:
+        q = q.where(SurveyExpert.revoked_at.is_(None))  # type: ignore[union-attr]
+    rows = session.execute(q).all()
+    return pd.DataFrame(rows, columns=["expert", "question", "metric", "updated_at", "revoked"])
 
 
 def answers_matrix(survey_id: int, *, session: Session) -> pd.DataFrame:
@@ -229,13 +234,13 @@ class SurveyWeights:
 
 
 def weights(survey_id: int, *, session: Session) -> SurveyWeights:
-    """Vote shares: votes 4, 1, 5 for three metrics give 0.4, 0.1, 0.5."""
+    """Vote shares: votes 4, 1, 5 for three metrics give 0.4, 0.1, 0.5 (revoked experts' votes do not count)."""
     sv = session.get(Survey, survey_id)
     if sv is None:
         raise SurveyError(f"Survey {survey_id} does not exist.")
     metrics = [m["name"] for m in sv.metrics]
     counts = {q["key"]: dict.fromkeys(metrics, 0) for q in sv.questions}
-    df = votes_frame(survey_id, session=session)
+    df = votes_frame(survey_id, session=session, counted_only=True)
     for r in df.itertuples():
         if r.question in counts and r.metric in counts[r.question]:
             counts[r.question][r.metric] += 1
@@ -255,8 +260,8 @@ def weights_frame(w: SurveyWeights, survey: SurveyPublic) -> pd.DataFrame:
 
 
 def agreement(survey_id: int, *, session: Session, n_boot: int = 1000, seed: int = 0) -> AlphaResult:
-    """Krippendorff's alpha (nominal) among experts: questions are the units, the chosen metric the value."""
-    df = votes_frame(survey_id, session=session)
+    """Krippendorff's alpha (nominal) among the counted experts: questions are the units, the metric the value."""
+    df = votes_frame(survey_id, session=session, counted_only=True)[["expert", "question", "metric"]]
     if df.empty:
         return AlphaResult(None, "nominal", 0, 0, 0, note="No votes yet.")
     return alpha_from_long(

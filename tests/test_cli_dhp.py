@@ -83,11 +83,11 @@ def two_evaluators(originals: dict[str, str]):
 
     def respond(body: dict) -> dict:
         if body["model"] == "m-blind":
-            return {"score": 3}
+            return "3"
         content = last_user(body)
         question = re.search(r"Question:\n\n(.*?)\n\n", content, re.S).group(1)
-        text = re.search(r"Answer:\n\n(.*)\n\nReply with JSON", content, re.S).group(1)
-        return {"score": 5 if originals.get(question) == text else 2}
+        text = content.rsplit("Answer:\n\n", 1)[1]
+        return "5" if originals.get(question) == text else "2"
 
     return respond
 
@@ -114,7 +114,9 @@ def test_run_perturbs_scores_each_model_and_writes_discernment(tmp_path, fake, m
         "char_deletion:minor", "char_deletion:major", "typo:minor", "typo:major", "random_answer",
     ]  # fmt: skip
     assert all(p["D"] > 1 for p in good["perturbations"]) and good["D_min"] > 1
-    assert all(p["D"] == 0 for p in blind["perturbations"]) and blind["D_avg"] == 0
+    assert all(p["D"] == 0 for p in blind["perturbations"]) and blind["D_min"] == 0
+    # --rule-only leaves out the word level of Table 1: D_avg is not comparable, so it is left empty
+    assert blind["D_avg"] is None and "not comparable" in blind["D_avg_note"]
     assert all(p["tests"][0]["n_ties"] == 10 for p in blind["perturbations"])
     # 10 items x (1 original + 5 perturbations) x 1 metric x 2 repeats, per model
     assert len(fake.requests) == 2 * 10 * 6 * 2
@@ -124,7 +126,11 @@ def test_run_perturbs_scores_each_model_and_writes_discernment(tmp_path, fake, m
 
     pd.read_csv(scores_out).query("model == 'm-good'").drop(columns="model").to_csv(tmp_path / "g.csv", index=False)
     assert cli.main(["dhp", "stats", "--scores", str(tmp_path / "g.csv"), "--output", str(stats_out)]) == 0
-    assert json.loads(stats_out.read_text())["D_avg"] == pytest.approx(good["D_avg"])
+    stats = json.loads(stats_out.read_text())
+    assert stats["D_min"] == pytest.approx(good["D_min"]) and stats["D_paper_min"] == pytest.approx(good["D_paper_min"])
+    assert stats["D_avg"] is not None  # no task named: nothing to compare the levels with
+    args = ["dhp", "stats", "--scores", str(tmp_path / "g.csv"), "--task", "qa", "--output", str(stats_out)]
+    assert cli.main(args) == 0 and json.loads(stats_out.read_text())["D_avg"] == good["D_avg"] is None
 
 
 def test_run_refuses_unknown_tasks_and_perturbations(tmp_path, capsys):

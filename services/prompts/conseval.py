@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
+import re
+
 from services.prompts.base import Prompt
+
+_SLOT = re.compile(r"\{(\w+)\}")
+
+
+def fill(template: str, **values: str) -> str:
+    """Every {slot} of the template replaced in one pass: braces inside an inserted text stay as written."""
+    return _SLOT.sub(lambda m: values[m.group(1)] if m.group(1) in values else m.group(0), template)
+
 
 RATE = Prompt(
     name="conseval-rate",
@@ -51,24 +61,17 @@ Answer:"""
 
 def render_rate(*, criterion: str, detail: str, options: str, query: str, response: str) -> str:
     """The Table 1 prompt for one item."""
-    return RATE.render(criterion=criterion, detail=detail, options=options, query=query, response=response)
+    return fill(RATE.template, criterion=criterion, detail=detail, options=options, query=query, response=response)
 
 
 def render_few_shot(
     *, criterion: str, detail: str, options: str, query: str, response: str, examples: list[dict[str, str]]
 ) -> str:
     """The Table 6 prompt: examples are dicts with query, response, options and answer (the oracle's score)."""
-    parts = [FEW_SHOT_HEAD.render(criterion=criterion, detail=detail)]
+    parts = [fill(FEW_SHOT_HEAD.template, criterion=criterion, detail=detail)]
     for ex in examples:
-        parts.append(
-            FEW_SHOT_EXAMPLE.replace("{query}", ex["query"])
-            .replace("{response}", ex["response"])
-            .replace("{options}", ex["options"])
-            .replace("{answer}", ex["answer"])
-        )
-    parts.append(
-        FEW_SHOT_TARGET.replace("{query}", query).replace("{response}", response).replace("{options}", options)
-    )
+        parts.append(fill(FEW_SHOT_EXAMPLE, **{k: ex[k] for k in ("query", "response", "options", "answer")}))
+    parts.append(fill(FEW_SHOT_TARGET, query=query, response=response, options=options))
     return "\n".join(parts)
 
 

@@ -2,9 +2,11 @@
 (Appendix E), one per task and metric.
 
 The paper quotes two prompts in full: the Minor Fictional Named Entities perturbation for summaries and the
-Coherence rating of summaries. Those are reproduced word for word; the others follow the same structure
-(task, criterion or adjustment, numbered steps, the text) with the descriptions of Table 2 and Appendix A.
-Each prompt ends by asking for JSON, because every answer is parsed with a schema.
+Coherence rating of summaries. Those are reproduced word for word (for summaries; other tasks put their own
+nouns in the same places); the others follow the same structure (task, criterion or adjustment, numbered
+steps, the text) with the descriptions of Table 2 and Appendix A. As in the paper, a perturbation prompt ends
+with "Revised Summary:" and a rating prompt with the text, and the reply is read as written; asking for JSON
+instead (`STRUCTURED`) is an option of this app, labelled so, which appends one line asking for it.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from services.prompts.base import Prompt
 SOURCE = "DHP paper (Wang et al.), Appendix B (perturbation) and Appendix E (evaluation)"
 
 # -- perturbation (Appendix B) --------------------------------------------------------------------
-_PERTURB_HEAD = """You will be given one {text_noun}. Your task is to adjust the {text_noun} by implementing a specific change.
+_PERTURB_HEAD = """You will be given one {text_noun} written for {a_source}. Your task is to adjust the {text_noun} by implementing a specific change.
 
 Please make sure you read and understand these instructions carefully.
 
@@ -28,9 +30,15 @@ Adjustment Steps:
 
 {text}
 
-Revised {text_label}:
+Revised {text_label}:"""
+PERTURB_JSON_LINE = """
 
 Reply with JSON only, in the form {"revised": "the revised {text_noun}"}."""
+STRUCTURED = "structured"
+ANSWER_FORMATS = {
+    "plain": "Plain reply, read as written (the paper's prompts, Appendices B and E)",
+    STRUCTURED: "Structured JSON reply (an extra line asks for it; not the paper's prompt)",
+}
 
 _ADJUST: dict[tuple[str, str], tuple[str, str]] = {
     ("fictional_entities", "minor"): (
@@ -42,7 +50,7 @@ _ADJUST: dict[tuple[str, str], tuple[str, str]] = {
 
 3. Replace the identified entity with its fictional counterpart in the {text_noun}. Ensure that the replacement is grammatically correct and maintains the overall meaning and flow of the {text_noun}.
 
-4. Review the adjusted {text_noun} to ensure that it still makes sense and conveys the main points, despite the change in one critical named entity.""",
+4. Review the adjusted {text_noun} to ensure that it still makes sense and conveys the main points of the {source_noun}, despite the change in one critical named entity.""",
     ),
     ("fictional_entities", "major"): (
         "Please substitute two or more critical named entities within the {text_noun} (e.g., names, locations, "
@@ -115,14 +123,53 @@ _ADJUST[("grammar", "single")] = _ADJUST[("grammar", "minor")]
 _ADJUST[("rewrite_insert", "single")] = _ADJUST[("rewrite_insert", "minor")]
 
 
-def perturbation_prompt(kind: str, degree: str) -> Prompt:
-    """The adjustment prompt of an LLM-based perturbation at a degree."""
+_ADJUST[("grammar", "one_or_more")] = (
+    "Please modify the {text_noun} to create one or more grammatical errors, such as subject-verb disagreement, "
+    "noun-pronoun disagreement, incorrect verb tense, misuse of preposition, and sentence fragment, etc.",
+    """1. Read the {text_noun} and choose one or more places where grammatical errors can be introduced.
+
+2. For each place, choose the type of error: subject-verb disagreement, noun-pronoun disagreement, incorrect verb tense, misuse of preposition, or a sentence fragment.
+
+3. Introduce the errors at the chosen places, keeping the content the same.
+
+4. Review the adjusted {text_noun} to ensure that it contains the grammatical errors and still conveys the same information.""",
+)
+_ADJUST[("grammar", "every_sentence")] = (
+    "Please modify the {text_noun} for creating two or more grammatical errors, spread over its sentences (at "
+    "least one in every sentence), such as subject-verb disagreement, noun-pronoun disagreement, incorrect verb "
+    "tense, misuse of preposition, and sentence fragment, etc.",
+    """1. Read the {text_noun} sentence by sentence.
+
+2. In every sentence, choose at least one place where a grammatical error can be introduced, and its type: subject-verb disagreement, noun-pronoun disagreement, incorrect verb tense, misuse of preposition, or a sentence fragment.
+
+3. Introduce the errors at the chosen places, keeping the content the same.
+
+4. Review the adjusted {text_noun} to ensure that every sentence contains a grammatical error and the text still conveys the same information.""",
+)
+# Table 2 words Grammatical Errors per task: "two or more" errors in summaries and translations, "one or more"
+# in answers, one in story endings; it gives one wording for both degrees, so that wording is the minor
+# degree and the major one asks for more (errors spread over every sentence; answers: two or more).
+_GRAMMAR: dict[tuple[str, str], str] = {
+    **{(t, "minor"): "major" for t in ("summarization", "sumpubmed", "translation")},
+    **{(t, "major"): "every_sentence" for t in ("summarization", "sumpubmed", "translation")},
+    ("qa", "minor"): "one_or_more",
+    ("story", "single"): "minor",
+}
+PERTURB_VERSION = "2"
+
+
+def perturbation_prompt(kind: str, degree: str, task_key: str | None = None, *, structured: bool = False) -> Prompt:
+    """The adjustment prompt of an LLM-based perturbation at a degree (Table 2's wording for the task)."""
+    key = (kind, _GRAMMAR.get((task_key or "", degree), degree)) if kind == "grammar" else (kind, degree)
     try:
-        adjustment, steps = _ADJUST[(kind, degree)]
+        adjustment, steps = _ADJUST[key]
     except KeyError:
         raise ValueError(f"no LLM prompt for {kind} ({degree})") from None
     template = _PERTURB_HEAD.replace("{adjustment}", adjustment).replace("{steps}", steps)
-    return Prompt(name=f"dhp-perturb-{kind}-{degree}", version="1", source=SOURCE + ", Table 2", template=template)
+    if structured:
+        template += PERTURB_JSON_LINE
+    name = f"dhp-perturb-{kind}-{degree}" + ("-json" if structured else "")
+    return Prompt(name=name, version=PERTURB_VERSION, source=SOURCE + ", Table 2", template=template)
 
 
 # -- evaluation (Appendix E) ------------------------------------------------------------------------
@@ -136,7 +183,8 @@ Evaluation Steps:
 
 {source_block}{text_label}:
 
-{text}
+{text}"""
+EVAL_JSON_LINE = """
 
 Reply with JSON only, in the form {"score": N}, where N is your rating, an integer from 1 to 5."""
 
@@ -181,23 +229,36 @@ def _generic_steps(metric: str, text_noun: str, source_noun: str | None, definit
 
 _A = {
     "summarization": ("a summary", "an article"),
+    "sumpubmed": ("a summary", "an article"),
     "story": ("an ending sentence", "a four-sentence story"),
     "qa": ("an answer", "a question"),
     "translation": ("a translation", "a source text"),
 }
-EVAL_VERSION = "1"
+EVAL_VERSION = "2"
+SUMMARY_TASKS = ("summarization", "sumpubmed")
 
 
-def evaluation_prompt(task_key: str, text_label: str, source_label: str | None, metric: str, definition: str) -> Prompt:
-    """The G-Eval style rating prompt of one metric of a task (placeholders: {source}, {text})."""
+def article_of(task_key: str, source_label: str | None) -> str:
+    """What the text is written for, with its article ("an article" for summaries, as Appendix B says)."""
+    if task_key in _A:
+        return _A[task_key][1]
+    noun = (source_label or "task").lower()
+    return ("an " if noun[:1] in "aeiou" else "a ") + noun
+
+
+def evaluation_prompt(
+    task_key: str, text_label: str, source_label: str | None, metric: str, definition: str, *, structured: bool = False
+) -> Prompt:
+    """The G-Eval style rating prompt of one metric of a task (placeholders: {source}, {text}); it ends with the
+    text, as Appendix E's, unless `structured` appends a line asking for {"score": N}."""
     noun = text_label.lower()
     a_text, a_source = _A.get(task_key, (f"a {noun}", f"a {(source_label or 'task').lower()}"))
-    if task_key == "summarization" and metric == "Coherence":
+    if task_key in SUMMARY_TASKS and metric == "Coherence":
         criterion, steps = _COHERENCE_SUMMARY, _COHERENCE_SUMMARY_STEPS
     else:
         criterion = f"{metric} (1-5) - {definition}"
         steps = _generic_steps(metric, noun, source_label, definition)
-    shown = "Source Article" if task_key == "summarization" else source_label  # Appendix E's wording
+    shown = "Source Article" if task_key in SUMMARY_TASKS else source_label  # Appendix E's wording
     source_block = f"{shown}:\n\n{{source}}\n\n" if source_label else ""
     template = (
         _EVAL.replace("{criterion}", criterion)
@@ -208,5 +269,7 @@ def evaluation_prompt(task_key: str, text_label: str, source_label: str | None, 
         .replace("{text_noun}", noun)
         .replace("{text_label}", text_label)
     )
-    slug = "".join(c if c.isalnum() else "-" for c in metric.lower())
+    if structured:
+        template += EVAL_JSON_LINE
+    slug = "".join(c if c.isalnum() else "-" for c in metric.lower()) + ("-json" if structured else "")
     return Prompt(name=f"dhp-eval-{task_key}-{slug}", version=EVAL_VERSION, source=SOURCE, template=template)

@@ -25,11 +25,11 @@ def dhp_judge(body: dict) -> dict:
     content = last_user(body)
     if content.startswith("You will be given one"):
         text = re.search(r"Summary:\n\n(.*)\n\nRevised Summary:", content, re.S).group(1)
-        return {"revised": text + " Zorblax of Quenthia agreed."}
+        return text + " Zorblax of Quenthia agreed."
     if content.startswith("Reply with the word OK"):
         return {"ok": True}
-    text = re.search(r"Summary:\n\n(.*)\n\nReply with JSON", content, re.S).group(1)
-    return {"score": 5 if text in ORIGINALS else 2}
+    text = content.rsplit("Summary:\n\n", 1)[1]  # Appendix E's prompt ends with the text
+    return "5" if text in ORIGINALS else "2"
 
 
 def page_text(at) -> str:
@@ -89,8 +89,12 @@ def test_a_benchmark_run_on_two_models_gives_results_side_by_side(open_page, jud
     at = open_page(DHP, query={"view": "Results"})
     assert not at.exception
     assert [m.label for m in at.metric] == ["judge-b: D_avg", "judge-a: D_avg"]
-    assert all(float(m.value) > 1 for m in at.metric)
-    assert any("Wilson's harmonic mean" in c.value for c in at.caption)
+    # no word-level perturbation in the set: D_avg is left empty, with the reason; D_min and D_paper stand
+    assert all(m.value == "—" for m in at.metric) and "not comparable" in page_text(at)
+    lows = [float(x) for x in re.findall(r"D_min ([\d.]+)", page_text(at))]
+    papers = [float(x) for x in re.findall(r"D_paper_min ([\d.]+)", page_text(at))]
+    assert len(lows) == len(papers) == 2 and all(p > d > 1 for p, d in zip(papers, lows, strict=True))
+    assert "Wilson's harmonic mean" in page_text(at) and "D_paper" in page_text(at)
 
 
 def test_the_organiser_creates_a_survey_invites_sees_answers_and_closes_it(open_page):
@@ -150,7 +154,8 @@ def test_a_closed_survey_feeds_d_ew_in_the_results(open_page, judge):
     assert at.selectbox(key="dhp_res_survey").value == survey
     with get_session(eng) as s:
         expected = dhp.run_result(rid, session=s, weights={"typo": {"Fluency": 1}})
-    assert f"D_EW_avg {expected.d_ew_avg:.2f}" in page_text(at)
+    # one level only: D_EW_avg is not comparable with the paper's and left empty; D_EW_min comes from the survey
+    assert expected.d_ew_avg is None and f"D_EW_min {expected.d_ew_min:.2f}" in page_text(at)
 
 
 def test_the_benchmark_shows_its_size_and_does_not_start_the_same_run_twice(open_page, judge):
@@ -200,7 +205,7 @@ def test_results_leave_out_cancelled_runs_and_explain_tied_tests(open_page, judg
     assert "In 4 of 4 tests the evaluator gave every original and its perturbed text the same score" in text
     assert "only 0 untied pairs" not in text
     # No closed survey: no D_EW choice (its chart would be empty), and no D_EW bars in the overall chart.
-    assert not [r for r in at.radio if r.key == "dhp_res_measure"]
+    assert at.radio(key="dhp_res_measure").options == ["D", "D_paper"]
     assert "D_EW needs the expert weights of a closed survey" in text
     overall = at.get("plotly_chart")[0].proto.spec
     assert "D_EW" not in overall and "D EW" not in overall

@@ -121,8 +121,11 @@ def test_dhp_run_report_has_discernment_tests_and_highlighted_perturbations(tmp_
     heads = {h.label: h for h in rep.headlines}
     with get_session(eng) as s:
         res = dhp.run_result(rid, session=s)
-    assert heads["D_avg (level-weighted)"].value == pytest.approx(res.d_avg) and res.d_avg > 0  # typos are seen
-    assert [f.title for f in rep.figures] == ["Discernment per perturbation", "D_avg, D_min, D_EW"]
+    assert heads["D_min"].value == pytest.approx(res.d_min) and res.d_min > 0  # typos are seen
+    assert heads["D_paper min"].value == pytest.approx(res.d_paper_min) and res.d_paper_min > res.d_min
+    # one level of Table 1 only: D_avg is left empty and the report says why
+    assert heads["D_avg (level-weighted)"].value is None and "not comparable" in " ".join(rep.notes)
+    assert [f.title for f in rep.figures] == ["Discernment per perturbation", "D_avg, D_min, D_paper, D_EW"]
     assert any(t.title.startswith("Wilcoxon") and t.rows for t in rep.tables)
     (ex,) = rep.examples
     html = reports.to_html(rep, secrets=[])

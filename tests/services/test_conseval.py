@@ -60,6 +60,8 @@ def test_scales_of_table_2_and_their_levels():
         ("Score: 4/5", "5-P", 4.0),
         ("four", "5-P", 4.0),
         ("4.5", "5-P", 4.5),
+        ("The answer is 2.", "5-P", 2.0),  # a full stop ends the sentence, not a decimal
+        ("On a scale of 1-5. I give 3", "5-P", 3.0),
         ("4", "5-P", 4.0),
         (4, "5-P", 4.0),
         ("8 out of 10", "10-P", 8.0),
@@ -250,7 +252,7 @@ def test_a_study_end_to_end(engine, fake, backend):
     # labels are answered without noise: every sample the same per item, alpha 1
     assert sc[sc.scale == "Binary"].iloc[0].value == pytest.approx(1.0)
     ic = df[df.kind.isin(["IC1", "IC2", "IC3", "IC4"])]
-    assert set(ic.kind) == {"IC1", "IC2", "IC3", "IC4"} and set(ic["mode"]) == {"single", "sce"}
+    assert set(ic.kind) == {"IC1", "IC2", "IC3", "IC4"} and set(ic["mode"]) == {"greedy", "sampled", "sce"}
     assert (ic.value > 0.5).all()
     assert set(df[df.kind == "GS"].scale) == set(cfg.scales)
     # a second run asks nothing: every answer is saved, and cached
@@ -261,7 +263,7 @@ def test_a_study_end_to_end(engine, fake, backend):
 
 
 def test_odd_answers_are_missing_with_the_raw_answer_and_alpha_explains(engine, fake, backend):
-    fake.responder = lambda body: {"score": "N/A"} if "question 0" in last_user(body) else {"score": "3"}
+    fake.responder = lambda body: "N/A" if "question 0" in last_user(body) else "3"
     cfg = config(backend, scales=["5-P"], granularities=["none"], n_samples=2)
     sid = ce.create_study(engine, cfg, items(4))
     st = ce.run_study(engine, sid, backends={"judge": backend})
@@ -298,7 +300,7 @@ def closed_backend(backend):
 def test_dicl_draws_k_oracle_examples_from_other_items(engine, fake, backend, method):
     fake.responder = scorer()
     cfg = config(backend, scales=["5-P", "Binary"], granularities=["short"], n_samples=0, methods=["base", method],
-                 oracle="imported", k=2)  # fmt: skip
+                 oracle="imported", k=2, split="leave-one-out")  # fmt: skip
     sid = ce.create_study(engine, cfg, items(6, scored=True))
     st = ce.run_study(engine, sid, backends={"judge": backend})
     assert st.status == "done", st.error
@@ -324,18 +326,19 @@ def test_dicl_draws_k_oracle_examples_from_other_items(engine, fake, backend, me
 def test_an_endpoint_oracle_is_asked_first_and_gives_accuracy(engine, fake, backend):
     fake.responder = scorer()
     cfg = config(backend, scales=["5-P"], granularities=["none"], n_samples=2, methods=["base", "dicl_sm"],
-                 oracle="endpoint", oracle_model=ModelSpec.of(backend, "oracle-model"), k=3)  # fmt: skip
+                 oracle="endpoint", oracle_model=ModelSpec.of(backend, "oracle-model"), k=3,
+                 split="leave-one-out")  # fmt: skip
     sid = ce.create_study(engine, cfg, items(6))
     st = ce.run_study(engine, sid, backends={"judge": backend, "oracle": backend})
     assert st.status == "done", st.error
     first_six = [last_user(r) for r in fake.requests[:6]]
     assert all("### Example" not in p for p in first_six)
     df = ce.results_frame(st.results)
-    acc = df[(df.kind == "ACC") & (df.method == "base") & (df["mode"] == "single")].iloc[0]
+    acc = df[(df.kind == "ACC") & (df.method == "base") & (df["mode"] == "greedy")].iloc[0]
     assert acc.value == pytest.approx(1.0)
     matrix = ce.model_method_matrix(df, "Helpfulness")
     assert {"judge · Base", "judge · SCE", "judge · dICL_sm", "judge · dICL_sm & SCE"} <= set(matrix.index)
-    assert "SC" in matrix.columns and "Accuracy (r)" in matrix.columns
+    assert "SC" in matrix.columns and "Accuracy r vs oracle-model (5-P)" in matrix.columns
 
 
 def test_cancel_stops_between_chunks(engine, fake, backend, monkeypatch):
@@ -445,7 +448,14 @@ def test_human_oracle_feeds_accuracy(engine, fake, backend):
 def test_dicl_answers_wait_for_human_examples_and_are_asked_again(engine, fake, backend):
     fake.responder = scorer()
     cfg = config(
-        backend, scales=["5-P"], granularities=["long"], n_samples=0, methods=["dicl_sm"], oracle="humans", k=2
+        backend,
+        scales=["5-P"],
+        granularities=["long"],
+        n_samples=0,
+        methods=["dicl_sm"],
+        oracle="humans",
+        k=2,
+        split="leave-one-out",
     )
     sid = ce.create_study(engine, cfg, items(4))
     st = ce.run_study(engine, sid, backends={"judge": backend})
@@ -575,7 +585,8 @@ def test_two_models_are_compared_side_by_side(engine, fake, backend):
     assert {r["model"] for r in fake.requests} == {"model-a", "model-b"}
     df = ce.results_frame(st.results)
     assert set(df[df.kind == "SC"].model) == {"A", "B"}
-    assert set(ce.model_method_matrix(df, "Helpfulness").index) == {"A · Base", "A · SCE", "B · Base", "B · SCE"}
+    rows = {f"{m} · {v}" for m in "AB" for v in ("Base", "Base (sampled)", "SCE")}
+    assert set(ce.model_method_matrix(df, "Helpfulness").index) == rows
     assert set(ce.radar_frame(df).model) == {"A", "B"}
 
 

@@ -128,11 +128,11 @@ def test_rating_prompts_follow_appendix_e():
     coh = ps["Coherence"].template
     assert coh.startswith("You will be given a summary written for an article. Your task is to rate the summary")
     assert "Evaluation Criterion: Coherence (1-5) - the collective quality of all sentences." in coh
-    assert "9. Rate the Summary" in coh and "Source Article:\n\n{source}\n\nSummary:\n\n{text}" in coh
-    assert 'in the form {"score": N}' in coh
+    assert "9. Rate the Summary" in coh and coh.endswith("Source Article:\n\n{source}\n\nSummary:\n\n{text}")
+    assert 'in the form {"score": N}' in dhp.eval_prompts(TASKS["summarization"], "structured")["Coherence"].template
     story = dhp.eval_prompts(TASKS["story"])["Consistency"].template
-    assert "an ending sentence written for a four-sentence story" in story and "Ending:\n\n{text}" in story
-    assert len({p.id for p in ps.values()}) == 4 and all("@1" in p.id for p in ps.values())
+    assert "an ending sentence written for a four-sentence story" in story and story.endswith("Ending:\n\n{text}")
+    assert len({p.id for p in ps.values()}) == 4 and all("@2" in p.id for p in ps.values())
 
 
 # -- a run end to end, through the worker's task ----------------------------------------------------------
@@ -141,11 +141,11 @@ def judge_fluency_only(originals: set[str]):
 
     def respond(body: dict) -> dict:
         content = last_user(body)
-        text = re.search(r"Summary:\n\n(.*)\n\nReply with JSON", content, re.S).group(1)
+        text = content.rsplit("Summary:\n\n", 1)[1]
         metric = re.search(r"Evaluation Criterion: (\w+)", content).group(1)
         if metric != "Fluency":
-            return {"score": 4}
-        return {"score": 5 if text in originals else 2}
+            return "4"
+        return "5" if text in originals else "Fluency: 2"
 
     return respond
 
@@ -215,7 +215,7 @@ def closed_backend():
 
 def test_llm_perturbations_are_made_by_the_set_job(file_engine, fake, backend, monkeypatch):
     monkeypatch.setattr("db.engine.get_engine", lambda url=None: file_engine)
-    fake.responder = lambda body: {"revised": "Revised: " + last_user(body).split("Summary:\n\n")[1][:20]}
+    fake.responder = lambda body: "Revised: " + last_user(body).split("Summary:\n\n")[1][:20]
     items = [Item("a", "Alpha went to Rome. It rained."), Item("b", "Beta went to Oslo. It snowed.")]
     with get_session(file_engine) as s:
         sid = dhp.create_set(

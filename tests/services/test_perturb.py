@@ -124,17 +124,25 @@ def test_llm_perturbations_need_a_model_and_use_the_paper_prompt(client, fake):
     task = TASKS["summarization"]
     p = task.perturbation("fictional_entities:minor")
     assert perturb.perturb_item(task, p, ITEMS[0], ITEMS, seed=0).error == "LLM-based: needs a model"
-    fake.enqueue_json({"revised": SUMMARY.replace("Leeds", "Bramblecove")})
+    fake.enqueue_text("Revised Summary: " + SUMMARY.replace("Leeds", "Bramblecove"))
     out = perturb.perturb_item(task, p, ITEMS[0], ITEMS, seed=0, client=client)
-    assert out.perturbed and "Bramblecove" in out.perturbed and out.error is None
+    assert out.perturbed == SUMMARY.replace("Leeds", "Bramblecove") and out.error is None
     prompt = fake.requests[-1]["messages"][0]["content"]
     assert "substitute only one critical named entity within the summary" in prompt
-    assert "Revised Summary:" in prompt and SUMMARY in prompt
+    assert prompt.endswith("Revised Summary:") and SUMMARY in prompt
     # An unchanged text is no perturbation: the item says so.
-    fake.enqueue_json({"revised_summary": SUMMARY})
+    fake.enqueue_text(SUMMARY)
     same = perturb.perturb_item(task, task.perturbation("grammar:major"), ITEMS[0], ITEMS, seed=0, client=client)
     assert same.perturbed is None and "unchanged" in same.error
     assert "two or more grammatical errors" in fake.requests[-1]["messages"][0]["content"]
+    # Asking for JSON is the labelled option.
+    fake.enqueue_json({"revised_summary": SUMMARY.replace("Leeds", "Ormsby")})
+    js = perturb.perturb_item(task, p, ITEMS[0], ITEMS, seed=0, client=client, answer_format="structured")
+    assert js.perturbed == SUMMARY.replace("Leeds", "Ormsby") and "Reply with JSON" in last_prompt(fake)
+
+
+def last_prompt(fake) -> str:
+    return fake.requests[-1]["messages"][0]["content"]
 
 
 def test_custom_tasks_are_checked():

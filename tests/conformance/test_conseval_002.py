@@ -1,0 +1,179 @@
+"""ConsEval (paper 002) as the paper runs it: one test per procedure, each naming its section."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from services import conseval as ce
+from services.conseval import ModelSpec, StudyConfig
+from services.prompts import conseval as prompts
+from tests.fakes import last_user
+
+
+def _items(n: int, criterion: str = "Harmlessness") -> list[ce.ItemIn]:
+    return [ce.ItemIn(criterion, f"query {i}", f"response {i}", str(i)) for i in range(n)]
+
+
+def _config(backend, **kw) -> StudyConfig:
+    base = dict(criteria=["Harmlessness"], scales=["5-P"], granularities=["short"],
+                models=[ModelSpec.of(backend, "judge")], n_samples=0, n_boot=20, concurrency=2)  # fmt: skip
+    return StudyConfig(**{**base, **kw})
+
+
+def _target_index(prompt: str) -> int:
+    return int(re.findall(r"Query: query (\d+)", prompt)[-1])
+
+
+def test_table_1_the_reply_is_the_plain_answer_after_answer_colon(engine, fake, backend):
+    """Section 3.2, Table 1: the prompt ends with 'Answer:' and the model's plain reply is read; no output format
+    is forced by default. Structured output is an option that asks for {"score": ...}."""
+    fake.responder = lambda body: "4" if "response_format" not in body else {"score": 2}
+    sid = ce.create_study(engine, _config(backend), _items(3))
+    ce.run_study(engine, sid, backends={"judge": backend})
+    assert fake.requests and all("response_format" not in r for r in fake.requests)
+    assert all(last_user(r).endswith("Answer:") for r in fake.requests)
+    assert set(ce.ratings_frame(engine, sid).value) == {4.0}
+
+    fake.clear_requests()
+    sid = ce.create_study(engine, _config(backend, answer_format="structured"), _items(3))
+    ce.run_study(engine, sid, backends={"judge": backend})
+    assert all("response_format" in r for r in fake.requests)
+    assert set(ce.ratings_frame(engine, sid).value) == {2.0}
+
+
+def test_section_7_1_dicl_examples_come_from_the_80_and_results_from_the_20(engine, fake, backend):
+    """Section 7.1: instances (item x definition) are split 8:2 per criterion; dICL examples are drawn only from
+    the 80%, and every method is scored and reported on the 20%."""
+    n = 10
+    its = [ce.ItemIn("Harmlessness", f"query {i}", f"response {i}", str(i), 1.0 + i % 5, "5-P") for i in range(n)]
+    fake.responder = lambda body: "3"
+    cfg = _config(backend, methods=["base", "dicl_r"], oracle="imported", k=3, n_samples=0)
+    sid = ce.create_study(engine, cfg, its)
+    st = ce.run_study(engine, sid, backends={"judge": backend})
+    items = ce.items_frame(engine, sid)
+    test = ce.test_instances(StudyConfig.from_dict(st.config), zip(items.id, items.criterion, strict=True))
+    assert len(test) == 2  # 20% of 10 instances
+    test_idx = {int(items.set_index("id").idx[i]) for i, _ in test}
+    asked = [_target_index(last_user(r)) for r in fake.requests]
+    assert set(asked) == test_idx  # only the 20% is scored, by each method
+    for r in fake.requests:
+        prompt = last_user(r)
+        if "### Example" in prompt:
+            examples = prompt.split("### Target")[0]
+            shown = {int(x) for x in re.findall(r"Query: query (\d+)", examples)}
+            assert shown and not shown & test_idx  # never an example from the 20%
+    rows = ce.results_frame(st.results)
+    assert (rows[rows.kind == "ACC"].n <= 2).all()
+    # leave-one-out stays available, labelled as not the paper's
+    assert "8:2" in ce.SPLITS and "leave-one-out" in ce.SPLITS
+
+
+def test_section_8_1_2_several_oracles_are_pooled_and_accuracy_is_per_oracle(engine, fake, backend):
+    """Sections 3.3 and 8.1.2: evaluations of GPT-4-Turbo and Gemini-Pro are pooled for dICL examples, and
+    accuracy (Pearson r) is reported against each oracle."""
+    a, b = backend.with_changes(model="oracle-a"), backend.with_changes(model="oracle-b")
+
+    def respond(body):
+        i = _target_index(last_user(body))
+        if body["model"] == "oracle-a":
+            return str(1 + i % 5)
+        if body["model"] == "oracle-b":
+            return str(5 - i % 5)
+        return str(1 + i % 5)
+
+    fake.responder = respond
+    cfg = _config(backend, methods=["base", "dicl_r"], oracle="endpoint", k=8, split="leave-one-out",
+                  oracle_models=[ModelSpec.of(a, "A"), ModelSpec.of(b, "B")])  # fmt: skip
+    sid = ce.create_study(engine, cfg, _items(10))
+    st = ce.run_study(engine, sid, backends={"oracle:A": a, "oracle:B": b, "judge": backend})
+    assert st.status == "done", st.error
+    # pooled: a prompt's examples include both oracles' answers for one item (9 other items, 18 evaluations)
+    few = [last_user(r) for r in fake.requests if "### Example" in last_user(r)]
+    assert few and all(p.count("### Example") == 8 for p in few)
+    pooled = any(len(set(re.findall(r"Query: (query \d+)", p.split("### Target")[0]))) < 8 for p in few)
+    assert pooled
+    acc = ce.results_frame(st.results).query("kind == 'ACC' and method == 'base'")
+    by = dict(zip(acc.oracle, acc.value, strict=True))
+    assert by["A"] == pytest.approx(1.0) and by["B"] == pytest.approx(-1.0)
+
+
+def _row(kind, value, scale, oracle="GPT-4", mode="greedy", **kw):
+    return {"kind": kind, "stat": "pearson", "value": value, "ci_low": None, "ci_high": None, "n": 5,
+            "n_raters": 2, "level": None, "note": None, "model": "m", "method": "base", "mode": mode,
+            "criterion": "C", "granularity": "short", "scale": scale, "oracle": oracle, **kw}  # fmt: skip
+
+
+def test_table_3_accuracy_is_on_the_5_point_scale_and_the_all_scales_mean_is_an_extra():
+    """Table 3: accuracy is Pearson r 'with Interval Scale 1 to 5', per oracle; the mean over every scale is
+    shown only as a labelled extra."""
+    rows = [_row("ACC", 0.8, "5-P"), _row("ACC", 0.0, "10-P"), _row("ACC", 0.2, "5-P", oracle="Gemini"),
+            _row("ACC", 0.6, "10-P", oracle="Gemini")]  # fmt: skip
+    df = ce.results_frame({"rows": rows})
+    m = ce.model_method_matrix(df, "C")
+    assert m.loc["m · Base", "Accuracy r vs GPT-4 (5-P)"] == pytest.approx(0.8)
+    assert m.loc["m · Base", "Accuracy r vs Gemini (5-P)"] == pytest.approx(0.2)
+    extra = [c for c in m.columns if c.startswith("Extra")]
+    assert m.loc["m · Base", "Extra: accuracy r vs GPT-4, mean of all scales"] == pytest.approx(0.4) and extra
+    assert ce.radar_frame(df).Accuracy.iloc[0] == pytest.approx(0.5)  # 5-P only, mean of the two oracles
+
+
+def test_figure_3_ic_of_greedy_and_of_sampled_answers_apart_and_gs_is_an_extra():
+    """Figure 3 shows IC per decoding strategy: the greedy answers' IC and the sampled answers' IC are computed
+    apart. Greedy-vs-sampled on one scale (GS) is not in the paper: it is marked as an extra."""
+    cfg = StudyConfig(criteria=["C"], scales=["5-P", "5-P Likert"], granularities=["short"],
+                      models=[ModelSpec("m")], n_samples=2, n_boot=0)  # fmt: skip
+    items = pd.DataFrame({"id": range(6), "idx": range(6), "criterion": "C", "oracle_score": np.nan,
+                          "oracle_scale": None})  # fmt: skip
+    rng = np.random.default_rng(0)
+    rows = []
+    for i in range(6):
+        good = 1 + i % 5
+        for sk in ("5-P", "5-P Likert"):
+            rows.append((i, "m", "base", "short", sk, ce.GREEDY, float(good)))  # greedy: the same on both scales
+            for s in range(2):
+                rows.append((i, "m", "base", "short", sk, s, float(rng.integers(1, 6))))  # sampled: unrelated
+    ratings = pd.DataFrame(rows, columns=["item_id", "rater", "method", "granularity", "scale", "sample", "value"])
+    ratings = ratings.assign(raw="", problem=None)
+    out = pd.DataFrame(ce.compute_rows(cfg, items, ratings, pd.DataFrame()))
+    ic2 = out[out.kind == "IC2"].set_index("mode")
+    assert ic2.loc["greedy", "value"] == pytest.approx(1.0)
+    assert ic2.loc["sampled", "value"] < 0.9 and ic2.loc["sampled", "n"] == 12  # units: item x sample
+    assert set(out[out.kind == "GS"]["mode"]) == {"extra"}
+    assert "not in the paper" in ce.IC_LABELS["GS"]
+
+
+@pytest.mark.parametrize("literal", ["{response}", "{options}", "{criterion}", "{query}"])
+def test_table_1_and_6_item_text_is_inserted_in_one_pass(literal):
+    """Tables 1 and 6: the item's query is inserted as written; a query that contains a slot name such as
+    '{response}' or '{options}' stays literal instead of being replaced by the response or the options."""
+    query = f"What does {literal} mean in a template?"
+    p = prompts.render_rate(criterion="Helpfulness", detail="d", options="1-5", query=query, response="R")
+    assert f"Query: {query}\n" in p and "Response: R\n" in p
+    ex = [{"query": query, "response": "{answer}", "options": "1-5", "answer": "4"}]
+    f = prompts.render_few_shot(criterion="Helpfulness", detail="d", options="1-5", query=query, response="R",
+                                examples=ex)  # fmt: skip
+    assert f.count(f"Query: {query}\n") == 2 and "Response: {answer}\n" in f
+
+
+def test_section_8_1_2_several_imported_oracles_feed_examples_and_accuracy_each(engine, fake, backend):
+    """Sections 3.3 and 8.1.2 with the oracles' scores imported: one `score:NAME` column per oracle; their
+    evaluations are pooled for dICL and accuracy is reported against each."""
+    lines = ["query,response,score:gpt-4,score:gemini"] + [f"query {i},response {i},{1 + i % 5},{5 - i % 5}"
+                                                             for i in range(10)]  # fmt: skip
+    its = ce.read_items("\n".join(lines), "o.csv", criteria=["Harmlessness"], score_scale="5-P")
+    assert its[3].more_scores == (("gpt-4", 4.0), ("gemini", 2.0))
+    fake.responder = lambda body: str(1 + _target_index(last_user(body)) % 5)
+    cfg = _config(backend, methods=["base", "dicl_r"], oracle="imported", k=8, split="leave-one-out")
+    sid = ce.create_study(engine, cfg, its)
+    st = ce.run_study(engine, sid, backends={"judge": backend})
+    assert st.status == "done", st.error
+    few = [last_user(r) for r in fake.requests if "### Example" in last_user(r)]
+    assert few and any(len(set(re.findall(r"Query: (query \d+)", p.split("### Target")[0]))) < 8 for p in few)
+    acc = ce.results_frame(st.results).query("kind == 'ACC' and method == 'base'")
+    by = dict(zip(acc.oracle, acc.value, strict=True))
+    assert by["gpt-4"] == pytest.approx(1.0) and by["gemini"] == pytest.approx(-1.0)
+    assert st.results["missing"]["answers"] == len(ce.ratings_frame(engine, sid)) - 20  # imported are not answers
