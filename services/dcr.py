@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import json
 import re
-
-import numpy as np
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import numpy as np
 from pydantic import BaseModel, Field, field_validator, model_validator
 
 from services.llm import LLMClient

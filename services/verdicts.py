@@ -63,7 +63,8 @@ _CONCLUSION = re.compile(
     r"consequently|all in all|this means|verdict|final verdict|conclusion|answer|judgement|judgment)\b"
 )
 _HEDGE = re.compile(
-    r"\b(?:may (?:be|not|have|or)|might|could (?:be|have|possibly)|possibly|perhaps|maybe|unclear|uncertain|not sure|unsure|hard to (?:say|tell|determine)|"
+    r"\b(?:may (?:be|not|have|or)|might|could (?:be|have|possibly)|possibly|perhaps|maybe|unclear|uncertain|"
+    r"not sure|unsure|hard to (?:say|tell|determine)|"
     r"difficult to (?:say|tell|determine)|cannot (?:be )?determined?|cannot tell|unable to (?:determine|tell|judge)|"
     r"ambiguous|not clear|whether|it is possible|cannot say|open to interpretation)\b"
 )
@@ -233,7 +234,8 @@ def _decide(cues: list[Cue]) -> int | None:
         if not any(c.polarity == -1 and c.strong for c in rest):
             return 1
         return None
-    # Mixed verdicts, no plain opening. After a contrast, a negative last clause decides ("the date is right, but the number is wrong").
+    # Mixed verdicts, no plain opening. After a contrast, a negative last clause decides
+    # ("the date is right, but the number is wrong").
     last = cues[-1]
     final_clause = [c for c in cues if c.sentence == last.sentence and c.clause == last.clause]
     if last.after_contrast and _agree(final_clause) == -1:
