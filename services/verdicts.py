@@ -37,7 +37,7 @@ _NEG_STRONG = {
     "misrepresentation", "fabricated", "fabricates", "fabrication", "hallucinated", "hallucination",
     "hallucinates", "discrepancy", "discrepancies", "conflicts", "conflict", "conflicting", "mismatch",
     "invented", "untrue", "unverified", "unverifiable", "error", "errors", "misstates", "misattributes",
-    "nonfactual", "non-factual",
+    "nonfactual", "non-factual", "differs", "differ", "differed", "deviates", "deviate",
 }  # fmt: skip
 # Evidence words with no polarity of their own: negated, they say the sentence lacks support.
 _NEG_WHEN_NEGATED = {
@@ -56,6 +56,8 @@ _BOUNDARIES = {"but", "however", "although", "though", "while", "whereas", "yet"
 # A comma followed by one of these starts a new clause ("..., it is consistent"); other commas do not
 # ("is not, as far as I can tell, consistent").
 _CLAUSE_STARTERS = {"it", "this", "the", "that", "which", "and", "but", "so", "there", "he", "she", "they", "we"}
+_QUALIFIERS = {"mostly", "largely", "generally", "broadly", "somewhat", "mainly", "almost", "nearly", "roughly",
+               "overall-ish", "reasonably", "fairly"}  # fmt: skip
 _SUBORDINATORS = {"although", "though", "while", "whereas", "despite", "even"}
 _CONTRAST = {"but", "however", "yet", "nevertheless", "nonetheless", "though", "although", "except"}
 _CONCLUSION = re.compile(
@@ -83,6 +85,10 @@ def normalize(text: str) -> str:
         t = re.sub(pat, rep, t)
     t = re.sub(r"\bfail(?:s|ed|ing)? to\b", "not", t)
     t = re.sub(r"\bno doubt\b|\bwithout (?:a )?doubt\b|\bnot only\b", " ", t)
+    # "cannot be said to be inconsistent": the verb of saying only carries the negation to the verdict
+    t = re.sub(r"\b(?:said|considered|described|regarded|called|deemed|seen|viewed|judged) (?:to be|as)\b", " ", t)
+    t = re.sub(r"\b(?:says|states|reports|indicates|suggests|shows) otherwise\b", " contradicts ", t)
+    t = re.sub(r"\brather than\b|\binstead of\b", " differs ", t)
     t = re.sub(r"\bfar from\b|\bin no way\b|\bby no means\b", "not", t)
     t = re.sub(r"\bnot (?:fully|entirely|completely|wholly|totally|quite|100%)\b", "partially", t)
     return re.sub(r"\s+", " ", t).strip()
@@ -123,9 +129,10 @@ def read_cues(text: str) -> list[Cue]:
         clause = 0
         seen_contrast = False
         in_conclusion_clause = bool(_CONCLUSION.match(sentence))
-        pending: list[int] = []  # token positions of negators not yet attached to a verdict word
+        pending: list[tuple[int, str]] = []  # token positions of negators not yet attached to a verdict word
         partial = False
         subordinate = False
+        qualified = False
         words = 0  # position counted in words (commas do not count)
         for i, tok in enumerate(tokens):
             if tok == ",":
@@ -145,6 +152,7 @@ def read_cues(text: str) -> list[Cue]:
                 pending = []
                 partial = False
                 subordinate = tok in _SUBORDINATORS
+                qualified = False
                 if tok in _CONTRAST:
                     seen_contrast = True
                 if tok in {"so", "therefore", "thus", "hence"}:
@@ -153,13 +161,18 @@ def read_cues(text: str) -> list[Cue]:
             if tok in _SUBORDINATORS and not subordinate:
                 subordinate = True
                 continue
+            if tok in _QUALIFIERS:
+                qualified = True
+                continue
             if tok in {"partially", "partly", "half"}:
                 partial = True
                 continue
             if tok in _NEGATORS:
-                pending.append(pos)
+                if tok == "nor" and "neither" in {t for _, t in pending}:
+                    continue  # "neither ... nor ...": one negation over both
+                pending.append((pos, tok))
                 continue
-            pending = [p for p in pending if pos - p <= _NEGATION_WINDOW]
+            pending = [(p, t) for p, t in pending if pos - p <= _NEGATION_WINDOW]
             negated = len(pending) % 2 == 1
             base = None
             primary = strong = False
@@ -183,9 +196,11 @@ def read_cues(text: str) -> list[Cue]:
             if partial and polarity == 1:
                 polarity = -1  # "partially consistent", "not fully accurate": not consistent as a whole
             pending = []
+            cue_hedged = hedged or (qualified and polarity == 1)  # "mostly consistent": not a plain verdict
+            qualified = False
             cues.append(
                 Cue(
-                    polarity=polarity, primary=primary, strong=strong, sentence=si, clause=clause, hedged=hedged,
+                    polarity=polarity, primary=primary, strong=strong, sentence=si, clause=clause, hedged=cue_hedged,
                     concluding=concluding and in_conclusion_clause, after_contrast=seen_contrast,
                     subordinate=subordinate,
                 )
