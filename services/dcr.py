@@ -342,6 +342,29 @@ class Evaluation:
     def all_consistent(self) -> bool:
         return bool(self.sentences) and all(s.verdict == "consistent" for s in self.sentences)
 
+    def score_fields(self) -> dict[str, Any]:
+        """The output fields of this pass's score (CLI lines, batch results).
+
+        `score` is Eq. 3's Z^ and is None while any sentence is unjudged: an unknown sentence is never
+        counted as consistent. `partial_score` is Eq. 3 over the judged sentences, `n_unknown` how many were
+        not judged, `alpha`/`beta` the values used (the user's, plus Appendix E.4's offsets).
+        """
+        if self.score is None:
+            return {"score": None, "partial_score": None, "n_unknown": self.n_unknown, "n_judged": self.n_judged,
+                    "k": 0, "alpha": 0.0, "beta": 0.0}  # fmt: skip
+        return self.score.record() | {"n_unknown": self.n_unknown, "n_judged": self.n_judged}
+
+    @property
+    def failure(self) -> str | None:
+        """Why this pass gives the document no score, or None when it has one."""
+        if self.score is not None and self.score.z_hat is not None:
+            return None
+        if self.error:
+            return self.error
+        if self.n_unknown:
+            return f"{self.n_unknown} of {len(self.sentences)} sentence(s) could not be judged: no score"
+        return "no score"
+
 
 @dataclass
 class Rewrite:
