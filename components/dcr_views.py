@@ -132,12 +132,23 @@ def render_score(ev: Evaluation, usage: dict | None = None) -> None:
     """Z^ with k, alpha, beta and how many sentences were judged."""
     s = ev.score
     cols = st.columns(5)
-    if s is None or s.z_hat is None:
-        cols[0].metric("Score Ẑ", "n/a", help="No sentence could be judged, so there is no score.")
-    else:
+    if s is not None and s.z_hat is not None:
         cols[0].metric("Score Ẑ", f"{s.z_hat:.3f}", help="Eq. 3: Z = (Σ z_i + α)/(k + β), Ẑ = (Z + 1)/2")
+    elif s is not None and s.partial_z_hat is not None:
+        cols[0].metric(
+            "Score Ẑ", "n/a", delta=f"partial {s.partial_z_hat:.3f} on {ev.n_judged} of {len(ev.sentences)}",
+            delta_color="off",
+            help="A sentence that was not judged is never counted as consistent, so the document has no score. "
+            f"The partial score is Eq. 3 over the {ev.n_judged} sentence(s) that were judged.",
+        )  # fmt: skip
+    else:
+        cols[0].metric("Score Ẑ", "n/a", help="No sentence could be judged, so there is no score.")
     cols[1].metric("Judged", f"{ev.n_judged} / {len(ev.sentences)}", help="Sentences with a mark z_i")
-    cols[2].metric("k · α · β", f"{s.k if s else 0} · {s.alpha if s else 0:g} · {s.beta if s else 0:g}")
+    cols[2].metric(
+        "k · α · β", f"{s.k if s else 0} · {s.alpha if s else 0:g} · {s.beta if s else 0:g}",
+        help=f"Eq. 3 as used: your α = {s.set_alpha if s else 0:g}, β = {s.set_beta if s else 0:g} (Appendix C.1 "
+        "sets both to 0), plus Appendix E.4's offsets for reasons that judge no single sentence.",
+    )  # fmt: skip
     if usage is not None:
         cols[3].metric(
             "Model calls (run)", usage.get("calls", 0), help=f"All rounds; cache hits: {usage.get('cache_hits', 0)}"
@@ -145,7 +156,8 @@ def render_score(ev: Evaluation, usage: dict | None = None) -> None:
         cols[4].metric("Tokens (run)", f"{usage.get('prompt_tokens', 0) + usage.get('completion_tokens', 0):,}")
     if ev.n_unknown:
         st.caption(
-            f":orange[{ev.n_unknown} sentence(s) could not be judged; the score uses the {ev.n_judged} that were.]"
+            f":orange[{ev.n_unknown} sentence(s) could not be judged, so there is no score; the partial score rests "
+            f"on the {ev.n_judged} of {len(ev.sentences)} sentence(s) that were.]"
         )
 
 

@@ -20,6 +20,8 @@ from components.ui import demo_notice, engine, page_setup
 from services import nli, runs
 from services.dcr import (
     CONVERTER_LABELS,
+    DEFAULT_ALPHA,
+    DEFAULT_BETA,
     METHOD_LABELS,
     NO_IMPROVE_REASON,
     REFERENCE_NOUN,
@@ -43,6 +45,8 @@ for key, default in {
     "ev_run_id": None,
     "ev_messages": [],
     "ev_window": 1,
+    "ev_alpha": DEFAULT_ALPHA,
+    "ev_beta": DEFAULT_BETA,
     "ev_compare": None,
     "ev_compare_methods": list(runs.COMPARE_METHODS),
 }.items():
@@ -164,11 +168,20 @@ with form_box:
     with st.expander("Options", icon=":material/settings:"):
         o = st.columns(3)
         o[0].radio("Evaluator", list(ALL_METHOD_LABELS), format_func=ALL_METHOD_LABELS.get, key="ev_method")
-        o[1].radio("Converter (AMC)", list(CONVERTER_LABELS), format_func=CONVERTER_LABELS.get, key="ev_amc")
+        o[1].radio(
+            "Converter (AMC)", list(CONVERTER_LABELS), format_func=CONVERTER_LABELS.get, key="ev_amc",
+            help="Both converters keep the verdict a reason states: a mark against it leaves the sentence unjudged. "
+            "The rule converter first reads a per-sentence verdict field the evaluator is asked for in its JSON "
+            "output (beyond the paper), then the reason's own words; it is the default because it costs no call "
+            "and never turns a stated verdict around.",
+        )  # fmt: skip
+        ab = o[1].columns(2)
+        ab[0].number_input("α (Eq. 3)", step=0.5, key="ev_alpha", help="Appendix C.1 sets α = 0.")
+        ab[1].number_input("β (Eq. 3)", step=0.5, key="ev_beta", help="Appendix C.1 sets β = 0.")
         o[2].number_input("Maximum rounds m", min_value=1, max_value=10, key="ev_rounds")
         o[2].number_input(
             "Window w (sentences)", min_value=1, max_value=10, key="ev_window",
-            help="Sent-NLI and QG-QA judge the summary w sentences at a time (the paper's default: 1).",
+            help="Sent-NLI and QG-QA judge the summary w sentences at a time; the paper uses a few sentences.",
         )  # fmt: skip
         if nli.is_nli(st.session_state.ev_method):
             st.caption(
@@ -254,6 +267,8 @@ if go:
         method=st.session_state.ev_method,
         amc=st.session_state.ev_amc,
         max_rounds=int(st.session_state.ev_rounds),
+        alpha=float(st.session_state.ev_alpha),
+        beta=float(st.session_state.ev_beta),
     )
     try:
         with st.status("Evaluating…", expanded=False) as status:
