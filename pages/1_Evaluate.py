@@ -186,8 +186,10 @@ with form_box:
         if nli.is_nli(st.session_state.ev_method):
             st.caption(
                 "The factual-inconsistency paradigms of the Summ-NLI / Sent-NLI / QG-QA paper give a verdict, not a "
-                "rewrite: the converter and the rounds do not apply. Documents over 1,024 tokens are cut to the "
-                "sentences that best match the summary (or each window: 5 sentences)."
+                "rewrite: the converter and the rounds do not apply. A long document (over about 4,096 tokens, as "
+                "GovReport's and SQuALITY's are) is cut to the sentences that best match the summary (up to 1,024 "
+                "tokens; each window: 5 sentences). A window the model's answer could not be read for leaves the "
+                "verdict unknown unless another window is inconsistent."
             )
         st.multiselect(
             "Methods to compare", list(runs.COMPARE_METHODS), format_func=ALL_METHOD_LABELS.get,
