@@ -19,7 +19,7 @@ st.session_state.setdefault("me_param", None)
 st.title("Meta-evaluation")
 st.caption(
     "How well a batch's scores agree with the human judgments of its dataset, as in the DCR paper: "
-    "correlations (Tables 2-3), AUROC (Table 1), precision and recall with inconsistency as the positive "
+    "correlations (Tables 2-3), AUROC (Table 1), precision and recall with consistency as the positive "
     "class (Figure 3), local baselines on the same items, and the improver's rounds (Table 4, Figure 4)."
 )
 
@@ -64,7 +64,8 @@ other_id = top[1].selectbox(
 )  # fmt: skip
 threshold = top[2].slider(
     "Threshold", 0.0, 1.0, metaeval.DEFAULT_THRESHOLD, 0.05, key="me_threshold",
-    help="A score below the threshold flags the summary as inconsistent (the positive class). 1.0, the "
+    help="A score at or above the threshold marks the summary consistent (the positive class); below, "
+    "inconsistent. 1.0, the "
     "default, flags any summary with an inconsistent sentence, as the paper's Table 4 and Figure 3 do.",
 )  # fmt: skip
 with st.expander("Statistics settings", icon=":material/tune:"):
@@ -130,10 +131,10 @@ tab = dict(zip(TABS, st.tabs(TABS, key="me_tab", bind="query-params"), strict=Tr
 if tab["Methods"].open:
     with tab["Methods"]:
         st.caption(
-            "Every method run over this dataset, side by side: balanced accuracy at the threshold (inconsistency "
-            "positive), Pearson with the human score, accuracy by document and summary length (Figure 2 of the "
-            "NLI paper), recall per error type (Table 5), the spread over repeated runs (Table 4) and the cost "
-            "per document. Start repeated runs on the Batches page (Repeats)."
+            "Every method run over this dataset, side by side: balanced accuracy at the threshold (the same "
+            "whichever class is positive), Pearson with the human score, accuracy by document and summary length "
+            "(Figure 2 of the NLI paper), recall per error type (Table 5), the spread over repeated runs (Table 4) "
+            "and the cost per document. Start repeated runs on the Batches page (Repeats)."
         )
         same = [b.id for b in all_batches if b.dataset_id == batch.dataset_id]
         chosen = st.multiselect(
@@ -224,8 +225,10 @@ if tab["Figure 3"].open:
         f3 = metaeval.figure3(data=data, other=other)
         st.subheader("Sentence level vs paragraph level, with and without AMC (Figure 3)")
         st.caption(
-            "Binary at summary level against the human label; inconsistency is the positive class. A summary is "
-            "flagged when its score is below 1 (with AMC) or when the model's own is_consistent is false (without)."
+            "Binary at summary level against the human label; consistent is the positive class, as the paper reads "
+            "Figure 3 (higher recall with lower precision means more candidates wrongly marked consistent). "
+            "A summary is flagged when its score is below 1 (with AMC) or when the model's own is_consistent is "
+            "false (without)."
         )
         mv.show_notes(f3.notes)
         if other is None:

@@ -10,14 +10,14 @@
 * Human agreement: Krippendorff's alpha among the workers, and between the model and the human majority.
 * A reproducibility bundle: configuration, model, prompt ids and hashes, seeds, dataset hash.
 
-The binary view follows the paper: an item is *consistent* when its score is 1 (every judged sentence
-consistent) and inconsistency is the positive class (Fig. 3). Hence DEFAULT_THRESHOLD = 1.0: a score below
-1, i.e. any inconsistent sentence, flags the item. It is the threshold of Table 4 and Figure 3, needs no
-tuning on the data being evaluated, and agrees with human labels built the same way (QAGS: every sentence
-has a majority "yes"; SummEval: every expert gave 5). A lower threshold trades recall for precision; the
-page's slider shows that, while AUROC summarises every threshold at once.
-
-Everything here is plain Python (pandas, numpy and services.stats); the page caches the results.
+The binary view follows the paper: an item is *consistent* when its score is 1 (every sentence judged
+consistent) and *consistent* is the positive class of precision, recall and F1 (Fig. 3: "higher recall and
+lower precision implies that more candidates are incorrectly marked as consistent"). Hence
+DEFAULT_THRESHOLD = 1.0: a score below 1, i.e. any inconsistent sentence, flags the item. It is the threshold
+of Table 4 and Figure 3, needs no tuning on the data being evaluated, and agrees with human labels built the
+same way (QAGS: every sentence has a majority "yes"; SummEval: every expert gave 5). A lower threshold trades
+recall for precision; the page's slider shows that, while AUROC summarises every threshold at once. Everything
+here is plain Python (pandas, numpy and services.stats); the page caches the results.
 """
 
 from __future__ import annotations
@@ -53,6 +53,9 @@ from services.text import InputError
 log = logging.getLogger(__name__)
 
 DEFAULT_THRESHOLD = 1.0
+# Figure 3's reading (Appendix C.3): high recall with low precision means more candidates wrongly marked consistent,
+# so "consistent" is the class precision, recall and F1 are about.
+POSITIVE = 1
 DEFAULT_SEED = 0
 DEFAULT_BOOT = 1000
 CONSISTENT_AT = 1.0 - 1e-9  # a score counts as "fully consistent" at 1 (Eq. 3 gives exactly 1.0 then)
@@ -429,9 +432,9 @@ def correlations(
 def at_threshold(
     df: pd.DataFrame, threshold: float = DEFAULT_THRESHOLD, *, score: str = "score"
 ) -> stats.ClassificationResult:
-    """Confusion and metrics when score < threshold predicts "inconsistent" (the positive class)."""
+    """Confusion and metrics when score >= threshold predicts "consistent" (the positive class, Fig. 3)."""
     d = df[df[score].notna()]
-    return stats.classification(_clean(d[score]), _clean(d["human_label"]), threshold, positive=0)
+    return stats.classification(_clean(d[score]), _clean(d["human_label"]), threshold, positive=POSITIVE)
 
 
 @dataclass(frozen=True)
@@ -451,7 +454,7 @@ def summary_level(
 
 
 def classification_frame(c: stats.ClassificationResult) -> pd.DataFrame:
-    """A classification result as one table row (inconsistent = positive)."""
+    """A classification result as one table row (consistent = positive)."""
     return pd.DataFrame(
         [{"threshold": c.threshold, "n": c.n, "tp": c.tp, "fp": c.fp, "fn": c.fn, "tn": c.tn,
           "balanced_accuracy": c.balanced_accuracy, "precision": c.precision, "recall": c.recall, "f1": c.f1,
@@ -461,9 +464,13 @@ def classification_frame(c: stats.ClassificationResult) -> pd.DataFrame:
 
 def confusion_frame(c: stats.ClassificationResult) -> pd.DataFrame:
     """The 2x2 confusion matrix with human labels as rows and predictions as columns."""
+    # tp/fp/fn/tn are about c.positive: map them back to (human, predicted) cells.
+    pos, neg = ("consistent", "inconsistent") if c.positive == 1 else ("inconsistent", "consistent")
+    cells = {(pos, pos): c.tp, (neg, pos): c.fp, (pos, neg): c.fn, (neg, neg): c.tn}
+    order = ("inconsistent", "consistent")
     return pd.DataFrame(
-        {"predicted inconsistent": [c.tp, c.fp], "predicted consistent": [c.fn, c.tn]},
-        index=pd.Index(["human: inconsistent", "human: consistent"], name="human label"),
+        {f"predicted {p}": [cells[(h, p)] for h in order] for p in order},
+        index=pd.Index([f"human: {h}" for h in order], name="human label"),
     )
 
 
@@ -485,7 +492,7 @@ class SentenceLevel:
 def sentence_level(
     engine: Engine | None = None, batch_id: int | None = None, *, data: BatchData | None = None
 ) -> SentenceLevel:
-    """Confusion, balanced accuracy and P/R/F1 (inconsistent = positive) of the model's sentence verdicts."""
+    """Confusion, balanced accuracy and P/R/F1 (consistent = positive) of the model's sentence verdicts."""
     data = _with_sentences(data or load_batch(engine, batch_id))  # type: ignore[arg-type]
     s = data.sentences
     notes = []
@@ -514,7 +521,7 @@ def sentence_level(
     cls = None
     if not usable.empty:
         pred = (usable["verdict"] == "consistent").astype(float).to_numpy()
-        cls = stats.classification(pred, usable["human"].to_numpy(), 0.5, positive=0)
+        cls = stats.classification(pred, usable["human"].to_numpy(), 0.5, positive=POSITIVE)
     return SentenceLevel(len(s), len(labelled), len(usable), unknown, ties, data.n_misaligned, cls, tuple(notes))
 
 
@@ -538,7 +545,7 @@ def _scored_name(batch: BatchPublic) -> str:
 
 @dataclass(frozen=True)
 class Figure3:
-    """Precision, recall and F1 (inconsistent = positive) of each evaluator variant at summary level."""
+    """Precision, recall and F1 (consistent = positive) of each evaluator variant at summary level."""
 
     frame: pd.DataFrame  # evaluator, batch, n, tp, fp, fn, tn, precision, recall, f1, balanced_accuracy, note
     notes: tuple[str, ...] = ()
@@ -547,7 +554,7 @@ class Figure3:
 def _binary_row(name: str, batch_id: int, pred_consistent: pd.Series, labels: pd.Series) -> dict[str, Any]:
     keep = pred_consistent.notna() & labels.notna()
     c = stats.classification(
-        pred_consistent[keep].astype(float).to_numpy(), labels[keep].astype(float).to_numpy(), 0.5, positive=0
+        pred_consistent[keep].astype(float).to_numpy(), labels[keep].astype(float).to_numpy(), 0.5, positive=POSITIVE
     )
     return {
         "evaluator": name, "batch": batch_id, "n": c.n, "tp": c.tp, "fp": c.fp, "fn": c.fn, "tn": c.tn,
@@ -566,7 +573,7 @@ def figure3(
 ) -> Figure3:
     """Figure 3: DCE + AMC (score < 1) vs DCE without AMC (is_consistent false) vs another batch (score < 1).
 
-    Binary at summary level against the human label; inconsistency is the positive class. With a second
+    Binary at summary level against the human label; "consistent" is the positive class. With a second
     batch over the same dataset, every row is computed on the items both batches finished.
     """
     data = data or load_batch(engine, dce_batch_id)  # type: ignore[arg-type]
@@ -1100,7 +1107,7 @@ def bundle(
             "cached by (model, prompt version, messages, parameters), so a re-run of the same batch "
             "reproduces the same verdicts from the cache",
         },
-        "meta_evaluation": {"threshold": threshold, "positive_class": "inconsistent",
+        "meta_evaluation": {"threshold": threshold, "positive_class": "consistent",
                             "consistent_when": "score == 1 (Table 4, Figure 3)"},  # fmt: skip
         "dataset": None if dataset is None else {
             "id": dataset.id, "name": dataset.name, "format": dataset.format, "task": dataset.task,
@@ -1269,7 +1276,7 @@ def report_dict(rep: Report, *, batch_id: int, settings: dict[str, Any], bundle:
         {
             "batch_id": batch_id,
             "notes": list(rep.notes),
-            "settings": {**settings, "positive_class": "inconsistent"},
+            "settings": {**settings, "positive_class": "consistent"},
             "summary_level": {
                 "n_items": s.correlations.n_items,
                 "correlations": s.correlations.frame(),

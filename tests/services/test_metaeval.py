@@ -89,14 +89,15 @@ def test_correlations_equal_scipys_and_the_interval_brackets_them(engine):
     assert table["statistic"].tolist() == ["pearson", "spearman", "kendall", "auroc"]
 
 
-def test_classification_at_threshold_one_counts_inconsistency_as_positive(engine):
+def test_classification_at_threshold_one_counts_consistency_as_positive(engine):
+    """DCR C.3 reads Figure 3 with "consistent" as the positive class: tp = marked consistent and consistent."""
     _, bid = seed(engine, HAND)
     c = metaeval.summary_level(metaeval.batch_frame(engine, bid), threshold=1.0, n_boot=0).classification
-    assert (c.tp, c.fp, c.fn, c.tn) == (4, 1, 1, 2)
-    assert c.precision == pytest.approx(0.8) and c.recall == pytest.approx(0.8) and c.f1 == pytest.approx(0.8)
+    assert (c.tp, c.fp, c.fn, c.tn) == (2, 1, 1, 4)
+    assert c.precision == pytest.approx(2 / 3) and c.recall == pytest.approx(2 / 3) and c.f1 == pytest.approx(2 / 3)
     assert c.balanced_accuracy == pytest.approx((0.8 + 2 / 3) / 2)
     lower = metaeval.summary_level(metaeval.batch_frame(engine, bid), threshold=0.6, n_boot=0).classification
-    assert (lower.tp, lower.fp, lower.fn, lower.tn) == (3, 0, 2, 3)  # 0.0, 0.5, 0.0 flagged
+    assert (lower.tp, lower.fp, lower.fn, lower.tn) == (3, 2, 0, 3)  # 0.0, 0.5, 0.0 flagged
     assert metaeval.DEFAULT_THRESHOLD == 1.0
 
 
@@ -225,12 +226,12 @@ def test_figure3_compares_amc_the_models_flag_and_a_paragraph_batch(engine):
     f = metaeval.figure3(engine, bid, pid).frame.set_index("batch", append=True)
     rows = f.reset_index(level=0, drop=True)
     amc, flag = f.iloc[0], f.iloc[1]
-    assert (amc["tp"], amc["fp"], amc["fn"], amc["tn"]) == (4, 1, 1, 2)
-    # Flags false on items 2, 3, 8: all truly inconsistent; 4 and 7 are missed.
-    assert (flag["tp"], flag["fp"], flag["fn"], flag["tn"]) == (3, 0, 2, 3)
-    assert flag["precision"] == 1.0 and flag["recall"] == pytest.approx(0.6) and flag["f1"] == pytest.approx(0.75)
+    assert (amc["tp"], amc["fp"], amc["fn"], amc["tn"]) == (2, 1, 1, 4)
+    # Flags false on items 2, 3, 8: all truly inconsistent; 4 and 7 are wrongly marked consistent.
+    assert (flag["tp"], flag["fp"], flag["fn"], flag["tn"]) == (3, 2, 0, 3)
+    assert flag["precision"] == pytest.approx(0.6) and flag["recall"] == 1.0 and flag["f1"] == pytest.approx(0.75)
     p = rows.loc[pid]
-    assert (p["tp"], p["fp"], p["fn"], p["tn"]) == (3, 0, 2, 3)
+    assert (p["tp"], p["fp"], p["fn"], p["tn"]) == (3, 2, 0, 3)
     assert "Paragraph level" in p["evaluator"] and "without AMC" in flag["evaluator"]
 
 
