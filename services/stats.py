@@ -258,10 +258,10 @@ def classification(
 ) -> ClassificationResult:
     """Confusion counts and metrics when a score >= threshold predicts "consistent" (1), else "inconsistent" (0).
 
-    `positive` names the class that precision, recall, F1 and tp/fp/tn/fn are about. The default, 0, makes
-    *inconsistency* the class to find, as in the DCR paper (Fig. 3): recall is the share of inconsistent
-    items caught, precision the share of flagged items that really are inconsistent. Pass positive=1 for
-    the consistent class. Balanced accuracy (mean recall of both classes) does not depend on `positive`.
+    `positive` names the class that precision, recall, F1 and tp/fp/tn/fn are about. The DCR paper reads its
+    Figure 3 with *consistent* as that class (positive=1, what services.metaeval passes): "higher recall and
+    lower precision implies that more candidates are incorrectly marked as consistent". positive=0 makes
+    inconsistency the class to find. Balanced accuracy (mean recall of both classes) does not depend on it.
     A ratio whose denominator is 0 is None; F1 is 2tp / (2tp + fp + fn), None only when that is 0/0.
     Items with a missing score or label are left out; n counts the items used.
     """
