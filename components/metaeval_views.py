@@ -95,7 +95,8 @@ def make_figure3_figure(frame: pd.DataFrame) -> go.Figure:
 
 
 def make_share_figure(share: pd.DataFrame) -> go.Figure:
-    """Figure 4 (left): share of items fully consistent after each round; one line per `label` if given."""
+    """Figure 4 (left): of the items inconsistent at round 0, the share consistent after each round; one line per
+    `label` if given."""
     fig = go.Figure()
     groups = share.groupby("label", sort=False) if "label" in share else [("items", share)]
     for i, (label, g) in enumerate(groups):

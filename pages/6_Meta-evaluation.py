@@ -197,7 +197,7 @@ if tab["Summary level"].open:
             st.caption(mv.PNG_NOTE)
             mv.csv_button(done[["item_id", "external_id", "score", "human_score", "human_label"]],
                           f"batch-{bid}-scores.csv", "me_scores_csv", label="Scores per item (CSV)")  # fmt: skip
-        st.subheader(f"Binary: inconsistent when the score is below {threshold:g}")
+        st.subheader(f"Binary: consistent when the score is at least {threshold:g}")
         if cls.n == 0:
             st.caption(":material/info: No binary human labels for these items: AUROC and the confusion need them.")
         else:
@@ -206,10 +206,10 @@ if tab["Summary level"].open:
             k[0].metric("AUROC", mv.fmt(a.auc), help=f"{mv.fmt_ci(a.auc, a.ci_low, a.ci_high)} · {a.n_neg:,} "
                         f"inconsistent, {a.n_pos:,} consistent (Table 1)")  # fmt: skip
             k[1].metric("Balanced accuracy", mv.fmt(cls.balanced_accuracy))
-            k[2].metric("Precision", mv.fmt(cls.precision), help="Of the flagged summaries, the share humans call "
-                        "inconsistent")  # fmt: skip
-            k[3].metric("Recall", mv.fmt(cls.recall), help="Of the summaries humans call inconsistent, the share "
-                        "flagged")  # fmt: skip
+            k[2].metric("Precision", mv.fmt(cls.precision), help="Of the summaries marked consistent, the share "
+                        "humans call consistent (consistent is the positive class, as in Figure 3)")  # fmt: skip
+            k[3].metric("Recall", mv.fmt(cls.recall), help="Of the summaries humans call consistent, the share "
+                        "marked consistent")  # fmt: skip
             k[4].metric("F1", mv.fmt(cls.f1))
             if cls.note:
                 st.caption(f":material/info: {cls.note}")
@@ -325,11 +325,17 @@ if tab["RAI"].open:
             "corrected",
             "improvement_rate",
             "rounds_run",
+            "corrected_after_m",
+            "rate_after_m",
         ]
         rai = rai[cols]
-        mv.show_table(rai.assign(improvement_rate=rai["improvement_rate"].map(mv.pct)), f"batch-{bid}-table4.csv",
-                      "me_rai", raw=rai)  # fmt: skip
-        st.caption("Inconsistent: score below 1 at round 0. Corrected: of those, the ones whose last round scores 1.")
+        shown = rai.assign(
+            improvement_rate=rai["improvement_rate"].map(mv.pct), rate_after_m=rai["rate_after_m"].map(mv.pct)
+        )
+        mv.show_table(shown, f"batch-{bid}-table4.csv", "me_rai", raw=rai)
+        st.caption("As Table 4: inconsistent = score below 1 at round 0; corrected = of those, the ones that score 1 "
+                   "after one RAI round; improvement rate = corrected / inconsistent. corrected_after_m and "
+                   "rate_after_m count the ones that score 1 after the last of the m rounds (Figure 4).")  # fmt: skip
         rounds = metaeval.rounds_of(data.items)
         if batch.max_rounds == 0:
             st.caption(":material/info: This batch ran with 0 improvement rounds (evaluation only): start a batch "
@@ -346,8 +352,9 @@ if tab["RAI"].open:
         with c[1]:
             mv.show_chart(mv.make_histograms_figure(rounds.scores), f"batch-{bid}-scores-per-round", "me_hist")
             mv.csv_button(rounds.scores, f"batch-{bid}-scores-per-round.csv", "me_hist_csv")
-        st.caption(mv.PNG_NOTE + " An item that stopped early (consistent, or nothing left to rewrite) keeps its "
-                   "last score in later rounds (Figure 4).")  # fmt: skip
+        st.caption(mv.PNG_NOTE + " Figure 4 (left): of the items inconsistent at round 0, the share that scores 1 "
+                   "after each round. The histograms cover every item; an item that stopped early (consistent, or "
+                   "nothing left to rewrite) keeps its last score in later rounds.")  # fmt: skip
 
 # -- human agreement ---------------------------------------------------------------------------
 if tab["Human agreement"].open:

@@ -248,10 +248,23 @@ def load_batch(engine: Engine, batch_id: int, *, sentences: bool = True, sql_jso
         dataset = DatasetPublic.model_validate(ds) if ds else None
     if not _use_sql(engine, sql_json):
         raw = _read_python(engine, batch_id)
-        data = _assemble_items(batch, dataset, raw)
+        data = _with_documents(engine, batch_id, _assemble_items(batch, dataset, raw))
         return _assemble_sentences(data, raw) if sentences else data
-    data = _assemble_items(batch, dataset, _read_sql_items(engine, batch_id))
+    data = _with_documents(engine, batch_id, _assemble_items(batch, dataset, _read_sql_items(engine, batch_id)))
     return add_sentences(engine, data, sql_json=True) if sentences else data
+
+
+def _with_documents(engine: Engine, batch_id: int, data: BatchData) -> BatchData:
+    """Each item's reference document id: summaries of one document are grouped for Table 2's correlation."""
+    with engine.connect() as conn:
+        rows = conn.execute(
+            select(BatchItem.item_id, DatasetItem.reference_id)
+            .join(DatasetItem, DatasetItem.id == BatchItem.item_id)
+            .where(BatchItem.batch_id == batch_id)
+        ).all()
+    docs = dict(rows)
+    data.items["document_id"] = [docs.get(int(i)) for i in data.items["item_id"]]
+    return data
 
 
 def add_sentences(engine: Engine, data: BatchData, *, sql_json: bool | None = None) -> BatchData:
@@ -393,13 +406,21 @@ class Correlations:
     n_boot: int
     seed: int
     notes: tuple[str, ...] = ()
+    per_document: tuple[stats.GroupedCorrelation, ...] = ()  # Table 2 (SummEval): mean of per-document values
 
     def frame(self) -> pd.DataFrame:
-        """One row per statistic: name, n, value, 95% interval, p, note."""
+        """One row per statistic: name, n, value, 95% interval, p, note. Pooled rows are over all items; rows
+        named "... (per document)" average each document's correlation (DCR Table 2, as G-Eval computes it)."""
         rows = [
             {"statistic": c.method, "n": c.n, "value": c.r, "ci_low": c.ci_low, "ci_high": c.ci_high, "p": c.p,
-             "note": c.note or ""}
+             "note": ((c.note or "") + (" Pooled over all items." if self.per_document else "")).strip()}
             for c in self.correlations
+        ]  # fmt: skip
+        rows += [
+            {"statistic": f"{g.method} (per document)", "n": g.n_items, "value": g.r, "ci_low": None,
+             "ci_high": None, "p": None,
+             "note": (g.note or f"Mean over {g.n_groups} documents; {g.n_skipped} skipped (one side constant).")}
+            for g in self.per_document
         ]  # fmt: skip
         a = self.auroc
         rows.append(
@@ -426,7 +447,14 @@ def correlations(
         notes.append("This dataset has no binary human labels: AUROC and the classification need them.")
     corr = tuple(stats.correlation(x, hs, m, n_boot=n_boot, seed=seed) for m in stats.METHODS)  # type: ignore[arg-type]
     auc = stats.auroc(x, hl, n_boot=n_boot, seed=seed)
-    return Correlations(len(d), corr, auc, n_boot, seed, tuple(notes))
+    per_doc: tuple[stats.GroupedCorrelation, ...] = ()
+    if "document_id" in d and d["document_id"].duplicated().any():  # several summaries per document (SummEval)
+        per_doc = tuple(stats.per_group_correlation(x, hs, d["document_id"].to_numpy(), m) for m in stats.METHODS)  # type: ignore[arg-type]
+        notes.append(
+            "Several summaries share a document: the per-document rows average each document's correlation, as "
+            "the DCR paper's Table 2 (after Zhong et al. and G-Eval) does; the pooled rows correlate all items at once."
+        )
+    return Correlations(len(d), corr, auc, n_boot, seed, tuple(notes), per_doc)
 
 
 def at_threshold(
@@ -840,11 +868,15 @@ def baselines(
 
 # -- RAI: Table 4 and Figure 4 ------------------------------------------------------------------------
 def rai_table(df: pd.DataFrame) -> pd.DataFrame:
-    """Table 4: evaluated items, inconsistent at round 0 (score < 1), corrected (final score 1), rate."""
+    """Table 4: items inconsistent at round 0 (score < 1), corrected by one RAI round (score 1 after it) and the
+    consistency improvement rate = corrected / inconsistent. With more rounds, `corrected_after_m` and
+    `rate_after_m` count the items consistent after the last round (Figure 4 follows them round by round)."""
     done = df[(df["status"] == "done") & df["score"].notna()]
     bad = done[done["score"] < CONSISTENT_AT]
     improved = bad[bad["n_rounds"] > 1]
-    corrected = int((bad["final_score"] >= CONSISTENT_AT).sum())
+    after_one = bad["score_r1"] if "score_r1" in bad else pd.Series(np.nan, index=bad.index)
+    corrected = int((after_one >= CONSISTENT_AT).sum())
+    corrected_m = int((bad["final_score"] >= CONSISTENT_AT).sum())
     return pd.DataFrame(
         [{
             "evaluated": len(done),
@@ -853,6 +885,8 @@ def rai_table(df: pd.DataFrame) -> pd.DataFrame:
             "corrected": corrected,
             "improvement_rate": corrected / len(bad) if len(bad) else None,
             "rounds_run": int(done["n_rounds"].max() - 1) if len(done) else 0,
+            "corrected_after_m": corrected_m,
+            "rate_after_m": corrected_m / len(bad) if len(bad) else None,
         }]
     )  # fmt: skip
 
@@ -867,7 +901,8 @@ class RoundsResult:
 
 
 def rounds_of(df: pd.DataFrame) -> RoundsResult:
-    """Per round r: each item's score after r rounds of RAI (carried forward once it stopped), and the share at 1."""
+    """Per round r: each item's score after r rounds of RAI (carried forward once it stopped), and Figure 4's
+    consistency improvement rate: the share of the items inconsistent at round 0 that are consistent after r."""
     done = df[(df["status"] == "done") & df["score"].notna()]
     cols = sorted((c for c in done.columns if c.startswith("score_r")), key=lambda c: int(c[7:]))
     if done.empty or not cols:
@@ -876,11 +911,12 @@ def rounds_of(df: pd.DataFrame) -> RoundsResult:
     # An item stops when it is fully consistent or nothing changed: later rounds keep its last score.
     mat = done[cols].ffill(axis=1).to_numpy(dtype=float)
     n_rounds = mat.shape[1]
+    bad = mat[mat[:, 0] < CONSISTENT_AT]  # the items Table 4 counts as inconsistent before any rewrite
     share = pd.DataFrame(
         {
             "round": np.arange(n_rounds),
-            "n": np.isfinite(mat).sum(axis=0),
-            "consistent": (mat >= CONSISTENT_AT).sum(axis=0),
+            "n": np.full(n_rounds, len(bad)),
+            "consistent": (bad >= CONSISTENT_AT).sum(axis=0),
         }
     )
     share["share"] = share["consistent"] / share["n"].where(share["n"] > 0)
