@@ -1,0 +1,66 @@
+"""The meta-evaluation figures of the DCR paper on QAGS-CNN/DM with the offline evidence checker (no model).
+
+Imports ../shared/data/qags_cnndm_mturk.jsonl (never committed) into a fresh database, runs a batch with the
+`evidence` method, and prints Figure 3 (precision, recall, F1), the summary-level correlations (pooled, and
+per document where documents have several summaries), the sentence-level classification, and Table 4 /
+Figure 4 (the evidence checker does not rewrite, so they show no correction).
+
+Run: .venv/bin/python bench/metaeval_qags.py [--limit N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from db.engine import make_engine  # noqa: E402
+from services import batches, datasets, dcr, metaeval  # noqa: E402
+from services.config import BackendConfig  # noqa: E402
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "qags_cnndm_mturk.jsonl"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--limit", type=int, default=0)
+    ap.add_argument("--data", default=str(DATA))
+    args = ap.parse_args()
+    raw = Path(args.data).read_bytes()
+    with tempfile.TemporaryDirectory() as tmp:
+        engine = make_engine(f"sqlite:///{tmp}/qags.db")
+        ds = datasets.save_dataset(engine, name="qags-cnn", data=raw, result=datasets.read_dataset(raw, "qags")).id
+        bid = batches.create_batch(engine, dataset_id=ds, backend=BackendConfig(kind="embedded"),
+                                   cfg=dcr.DCRConfig(method="evidence", max_rounds=0),
+                                   item_limit=args.limit or None)  # fmt: skip
+        t = time.perf_counter()
+        batches.process_batch(engine, bid)
+        print(f"evidence batch over QAGS-CNN: {time.perf_counter() - t:.1f} s")
+        data = metaeval.load_batch(engine, bid)
+        items = data.items
+        print(f"items: {len(items)}, done: {int((items['status'] == 'done').sum())}, "
+              f"failed: {int((items['status'] == 'failed').sum())}")  # fmt: skip
+        f3 = metaeval.figure3(data=data).frame
+        print("Figure 3:")
+        print(f3[["evaluator", "n", "tp", "fp", "fn", "tn", "precision", "recall", "f1"]].to_string(index=False))
+        corr = metaeval.correlations(data.done, n_boot=0)
+        print("Correlations:")
+        print(corr.frame()[["statistic", "n", "value", "note"]].to_string(index=False))
+        sl = metaeval.sentence_level(data=data)
+        c = sl.classification
+        if c is not None:
+            print(f"Sentence level: n={c.n} tp={c.tp} fp={c.fp} fn={c.fn} tn={c.tn} P={c.precision:.3f} "
+                  f"R={c.recall:.3f} F1={c.f1:.3f} BA={c.balanced_accuracy:.3f}")  # fmt: skip
+            print(f"  (unknown verdicts left out: {sl.n_unknown})")
+        print("Table 4:")
+        print(metaeval.rai_table(items).to_string(index=False))
+        print("Figure 4:")
+        print(metaeval.rounds_of(items).share.to_string(index=False))
+
+
+if __name__ == "__main__":
+    main()
