@@ -168,15 +168,13 @@ def test_qg_qa_eq4_one_bad_answer_among_many(fake, client):
     assert res.label == "inconsistent"
 
 
+TWO_PAIRS = {
+    "pairs": [{"question": "Who is in Warsaw?", "answer": "Jane"}, {"question": "Where is Jane?", "answer": "Warsaw"}]
+}
+
+
 def test_qa_asks_a_windows_pairs_in_one_prompt_as_figure_7_lists_them(fake, client):
-    fake.enqueue_json(
-        {
-            "pairs": [
-                {"question": "Who is in Warsaw?", "answer": "Jane"},
-                {"question": "Where is Jane?", "answer": "Warsaw"},
-            ]
-        }
-    )
+    fake.enqueue_json(TWO_PAIRS)
     fake.enqueue_json({"results": [qa_result("Consistent")["results"][0], qa_result("Consistent")["results"][0]]})
     res = nli.qg_qa(client, DOC, GOOD)
     _, qa_req = fake.requests
@@ -187,14 +185,7 @@ def test_qa_asks_a_windows_pairs_in_one_prompt_as_figure_7_lists_them(fake, clie
 
 
 def test_qa_reply_with_too_few_judgements_leaves_the_window_unknown(fake, client):
-    fake.enqueue_json(
-        {
-            "pairs": [
-                {"question": "Who is in Warsaw?", "answer": "Jane"},
-                {"question": "Where is Jane?", "answer": "Warsaw"},
-            ]
-        }
-    )
+    fake.enqueue_json(TWO_PAIRS)
     fake.enqueue_json({"results": [qa_result("Consistent")["results"][0]]})
     fake.enqueue_json({"results": [qa_result("Consistent")["results"][0]]})
     res = nli.qg_qa(client, DOC, GOOD)
