@@ -5,7 +5,10 @@ Imports ../shared/data/qags_cnndm_mturk.jsonl (never committed) into a fresh dat
 per document where documents have several summaries), the sentence-level classification, and Table 4 /
 Figure 4 (the evidence checker does not rewrite, so they show no correction).
 
-Run: .venv/bin/python bench/metaeval_qags.py [--limit N]
+`--method dce-amc --rounds 2 --limit 12` runs DCE + AMC and RAI on the embedded demo model instead (slow on a
+shared CPU; the demo model's verdicts are near chance, so the figures show how the definitions count).
+
+Run: .venv/bin/python bench/metaeval_qags.py [--limit N] [--method evidence|dce-amc] [--rounds M]
 """
 
 from __future__ import annotations
@@ -29,17 +32,19 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--limit", type=int, default=0)
     ap.add_argument("--data", default=str(DATA))
+    ap.add_argument("--method", default="evidence", choices=["evidence", "dce-amc"])
+    ap.add_argument("--rounds", type=int, default=0)
     args = ap.parse_args()
     raw = Path(args.data).read_bytes()
     with tempfile.TemporaryDirectory() as tmp:
         engine = make_engine(f"sqlite:///{tmp}/qags.db")
         ds = datasets.save_dataset(engine, name="qags-cnn", data=raw, result=datasets.read_dataset(raw, "qags")).id
         bid = batches.create_batch(engine, dataset_id=ds, backend=BackendConfig(kind="embedded"),
-                                   cfg=dcr.DCRConfig(method="evidence", max_rounds=0),
+                                   cfg=dcr.DCRConfig(method=args.method, max_rounds=args.rounds),
                                    item_limit=args.limit or None)  # fmt: skip
         t = time.perf_counter()
         batches.process_batch(engine, bid)
-        print(f"evidence batch over QAGS-CNN: {time.perf_counter() - t:.1f} s")
+        print(f"{args.method} batch over QAGS-CNN: {time.perf_counter() - t:.1f} s")
         data = metaeval.load_batch(engine, bid)
         items = data.items
         print(f"items: {len(items)}, done: {int((items['status'] == 'done').sum())}, "
