@@ -335,3 +335,21 @@ def test_a_long_document_shows_which_sentences_each_method_used(open_page, nli_f
     shown = " ".join(texts(at.caption))
     assert "It was completed in 1889 for the World's Fair." in shown  # retrieved by ROUGE recall to the summary
     assert "Visitors bought 7 postcards" not in shown
+
+
+def test_an_unjudged_sentence_leaves_no_score_and_the_page_says_what_the_partial_one_rests_on(open_page, judge):
+    from services.text import split_sentences
+    from tests.fakes import answers_connection_check, dce
+
+    def skip_the_last(body):
+        sentences = split_sentences(CAND)
+        return dce(*[(s, "This sentence is consistent with the article.") for s in sentences[:-1]])
+
+    judge.responder = answers_connection_check(skip_the_last)
+    at = evaluate(open_page)
+    assert not at.exception
+    n = len(split_sentences(CAND))
+    assert score(at) == "n/a"
+    metric = next(m for m in at.metric if m.label == "Score Ẑ")
+    assert f"on {n - 1} of {n}" in str(metric.proto.delta)
+    assert any(f"rests on the {n - 1} of {n} sentence(s)" in t for t in texts(at.caption))
