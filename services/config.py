@@ -63,6 +63,10 @@ class Settings(BaseSettings):
     data_dir: Path = PROJECT_ROOT / "data"
     embedded_ctx: int = 8192
     max_input_chars: int = 200_000
+    # Paper 003, Appendix B: retrieve document sentences only for a document over this many estimated tokens
+    # ("auto"), always, or never.
+    nli_fit_tokens: int = 4096
+    nli_retrieval: Literal["auto", "always", "never"] = "auto"
 
     @classmethod
     def settings_customise_sources(

@@ -522,12 +522,20 @@ def run_method(
     *,
     window: int = 1,
     sample: int = 0,
-    retrieval: Retrieval = "auto",
-    fit_tokens: int = FIT_TOKENS,
+    retrieval: Retrieval | None = None,
+    fit_tokens: int | None = None,
     qa_per_pair: bool = False,
 ) -> MethodResult:
-    """Run one paradigm by name; `window` applies to Sent-NLI and QG-QA."""
-    ctx = {"sample": sample, "retrieval": retrieval, "fit_tokens": fit_tokens}
+    """Run one paradigm by name; `window` applies to Sent-NLI and QG-QA. Retrieval and the budget a document
+    must fit default to the settings (NLI_RETRIEVAL, NLI_FIT_TOKENS)."""
+    from services.config import get_settings
+
+    settings = get_settings()
+    ctx = {
+        "sample": sample,
+        "retrieval": retrieval or settings.nli_retrieval,
+        "fit_tokens": fit_tokens if fit_tokens is not None else settings.nli_fit_tokens,
+    }
     if method == "summ-nli":
         return summ_nli(client, document, summary, **ctx)  # type: ignore[arg-type]
     if method == "sent-nli":

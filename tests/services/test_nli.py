@@ -356,3 +356,12 @@ def test_retrieval_is_for_documents_that_do_not_fit():
     assert nli.needs_retrieval(article * 4)
     assert nli.needs_retrieval(article, retrieval="always") and not nli.needs_retrieval(article * 9, retrieval="never")
     assert nli.needs_retrieval(article, fit_tokens=1000)
+
+
+def test_retrieval_follows_the_settings(fake, client, monkeypatch):
+    """NLI_RETRIEVAL=always retrieves even for a short document; the default reads it whole."""
+    fake.responder = nli_judge
+    doc = " ".join(LONG)
+    assert nli.run_method(client, doc, TARGET, "summ-nli").context is None
+    monkeypatch.setenv("NLI_RETRIEVAL", "always")
+    assert nli.run_method(client, doc, TARGET, "sent-nli").windows[0].context is not None
