@@ -37,7 +37,10 @@ _NEG_STRONG = {
     "misrepresentation", "fabricated", "fabricates", "fabrication", "hallucinated", "hallucination",
     "hallucinates", "discrepancy", "discrepancies", "conflicts", "conflict", "conflicting", "mismatch",
     "invented", "untrue", "unverified", "unverifiable", "error", "errors", "misstates", "misattributes",
-    "nonfactual", "non-factual", "differs", "differ", "differed", "deviates", "deviate",
+    "nonfactual", "non-factual", "differs", "differ", "differed", "deviates", "deviate", "inaccuracy",
+    "inaccuracies", "mistake", "mistakes", "misleading", "exaggerates", "exaggerated", "exaggeration", "overstates",
+    "understates", "misquotes", "distort", "distorts", "distorted", "unsubstantiated", "unfounded", "baseless",
+    "speculative",
 }  # fmt: skip
 # Evidence words with no polarity of their own: negated, they say the sentence lacks support.
 _NEG_WHEN_NEGATED = {
@@ -89,6 +92,9 @@ def normalize(text: str) -> str:
     t = re.sub(r"\b(?:said|considered|described|regarded|called|deemed|seen|viewed|judged) (?:to be|as)\b", " ", t)
     t = re.sub(r"\b(?:says|states|reports|indicates|suggests|shows) otherwise\b", " contradicts ", t)
     t = re.sub(r"\brather than\b|\binstead of\b", " differs ", t)
+    t = re.sub(r"\bwith the exception of\b|\bapart from\b|\bsave for\b|\bexcept for\b", " except ", t)
+    t = re.sub(r"\b(is|are|was|were) off\b", r"\1 wrong", t)
+    t = re.sub(r"\bin line with\b", " aligns with ", t)
     t = re.sub(r"\bfar from\b|\bin no way\b|\bby no means\b", "not", t)
     t = re.sub(r"\bnot (?:fully|entirely|completely|wholly|totally|quite|100%)\b", "partially", t)
     return re.sub(r"\s+", " ", t).strip()
@@ -147,6 +153,9 @@ def read_cues(text: str) -> list[Cue]:
             if "-" in tok and tok not in _NEG_STRONG:
                 head, _, tail = tok.rpartition("-")
                 tok = {"non": "unsupported", "un": "unsupported"}.get(head, tail)
+            if tok == "except":  # "consistent except the date": the exception is an error of the sentence
+                cues.append(Cue(polarity=-1, primary=False, strong=False, sentence=si, clause=clause + 1,
+                                hedged=hedged, concluding=False, after_contrast=True))  # fmt: skip
             if tok in _BOUNDARIES or tok in ".;:!?":
                 clause += 1
                 pending = []
