@@ -17,11 +17,15 @@ import argparse
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from sqlalchemy import select  # noqa: E402
+
 from db.engine import make_engine  # noqa: E402
+from db.models import BatchItem  # noqa: E402
 from services import batches, datasets, dcr, metaeval  # noqa: E402
 from services.config import BackendConfig  # noqa: E402
 
@@ -49,6 +53,14 @@ def main() -> None:
         items = data.items
         print(f"items: {len(items)}, done: {int((items['status'] == 'done').sum())}, "
               f"failed: {int((items['status'] == 'failed').sum())}")  # fmt: skip
+        sentence_errors = Counter()
+        with engine.connect() as conn:
+            for (result,) in conn.execute(select(BatchItem.result).where(BatchItem.batch_id == bid)):
+                for s in ((result or {}).get("rounds") or [{}])[0].get("sentences") or []:
+                    if s.get("verdict") == "unknown":
+                        sentence_errors[str(s.get("error") or "")[:70]] += 1
+        for msg, n in sentence_errors.most_common(6):
+            print(f"  unknown sentences: {n} × {msg}")
         f3 = metaeval.figure3(data=data).frame
         print("Figure 3:")
         print(f3[["evaluator", "n", "tp", "fp", "fn", "tn", "precision", "recall", "f1"]].to_string(index=False))
