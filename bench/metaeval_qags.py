@@ -70,8 +70,10 @@ def main() -> None:
         sl = metaeval.sentence_level(data=data)
         c = sl.classification
         if c is not None:
-            print(f"Sentence level: n={c.n} tp={c.tp} fp={c.fp} fn={c.fn} tn={c.tn} P={c.precision:.3f} "
-                  f"R={c.recall:.3f} F1={c.f1:.3f} BA={c.balanced_accuracy:.3f}")  # fmt: skip
+            f = {k: "n/a" if v is None else f"{v:.3f}" for k, v in
+                 {"P": c.precision, "R": c.recall, "F1": c.f1, "BA": c.balanced_accuracy}.items()}  # fmt: skip
+            print(f"Sentence level: n={c.n} tp={c.tp} fp={c.fp} fn={c.fn} tn={c.tn} "
+                  + " ".join(f"{k}={v}" for k, v in f.items()))  # fmt: skip
             print(f"  (unknown verdicts left out: {sl.n_unknown})")
         print("Table 4:")
         print(metaeval.rai_table(items).to_string(index=False))
