@@ -1,6 +1,6 @@
 """Agreement between the rule converter and the LLM converter (Table 9) on the committed phrasing corpus.
 
-For each reason of tests/data/verdict_phrasings.jsonl: the corpus label, the rule converter's reading, and the
+For each reason of tests/corpora/verdict_phrasings.jsonl: the corpus label, the rule converter's reading, and the
 LLM converter's mark (the paper's Auto-Metric Converter prompt, asked in chunks of `--chunk` reasons). Prints
 how often each agrees with the label and with the other, and how often each reads a stated verdict with the
 opposite sign.
@@ -24,7 +24,7 @@ from services.config import backend_from_settings  # noqa: E402
 from services.llm import LLMClient  # noqa: E402
 from services.prompts import dcr as P  # noqa: E402
 
-CORPUS = Path(__file__).resolve().parent.parent / "tests" / "data" / "verdict_phrasings.jsonl"
+CORPUS = Path(__file__).resolve().parent.parent / "tests" / "corpora" / "verdict_phrasings.jsonl"
 SIGN = {"consistent": 1, "inconsistent": -1, "unknown": None}
 
 

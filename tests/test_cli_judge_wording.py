@@ -21,7 +21,7 @@ REF = (
 GOOD = "The Eiffel Tower is in Paris."
 BAD = "It was completed in 1999."
 SKIPPED = "It is made of wrought iron."
-CORPUS = [json.loads(line) for line in (Path(__file__).parent / "data" / "verdict_phrasings.jsonl").open()]
+CORPUS = [json.loads(line) for line in (Path(__file__).parent / "corpora" / "verdict_phrasings.jsonl").open()]
 NEGATIVE = [r["reason"] for r in CORPUS if r["verdict"] == "inconsistent"]
 POSITIVE = [r["reason"] for r in CORPUS if r["verdict"] == "consistent"]
 HEDGED = [r["reason"] for r in CORPUS if r["verdict"] == "unknown" and r["reason"].strip()]

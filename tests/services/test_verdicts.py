@@ -1,4 +1,4 @@
-"""The free-text verdict reader on a committed corpus of real-world phrasings (tests/data/verdict_phrasings.jsonl)."""
+"""The free-text verdict reader on a committed corpus of real-world phrasings (tests/corpora/)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from services.dcr import rule_mark, stated_mark, verdict_of
 from services.verdicts import verdict_word
 
-CORPUS = [json.loads(line) for line in (Path(__file__).parents[1] / "data" / "verdict_phrasings.jsonl").open()]
+CORPUS = [json.loads(line) for line in (Path(__file__).parents[1] / "corpora" / "verdict_phrasings.jsonl").open()]
 
 
 def test_the_corpus_is_broad():
