@@ -458,11 +458,12 @@ def correlations(
 
 
 def at_threshold(
-    df: pd.DataFrame, threshold: float = DEFAULT_THRESHOLD, *, score: str = "score"
+    df: pd.DataFrame, threshold: float = DEFAULT_THRESHOLD, *, score: str = "score", positive: int = POSITIVE
 ) -> stats.ClassificationResult:
-    """Confusion and metrics when score >= threshold predicts "consistent" (the positive class, Fig. 3)."""
+    """Confusion and metrics when score >= threshold predicts "consistent" (by default the positive class, as
+    DCR's Fig. 3 reads it; the paradigms paper's recall is of the inconsistent class, positive=0)."""
     d = df[df[score].notna()]
-    return stats.classification(_clean(d[score]), _clean(d["human_label"]), threshold, positive=POSITIVE)
+    return stats.classification(_clean(d[score]), _clean(d["human_label"]), threshold, positive=positive)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -1461,7 +1462,7 @@ def compare_method_batches(
         items = _method_items(engine, bid)
         item_frames[bid] = items
         done = items[(items["status"] == "done") & items["score"].notna()]
-        cls = at_threshold(done, threshold) if len(done) else None
+        cls = at_threshold(done, threshold, positive=0) if len(done) else None  # 003: errors are what is found
         hs = done[done["human_score"].notna()]
         pear = stats.correlation(hs["score"].to_numpy(float), hs["human_score"].to_numpy(float), "pearson", n_boot=0)
         n_docs = max(1, len(items[items["status"].isin(("done", "failed"))]))

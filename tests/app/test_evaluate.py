@@ -321,7 +321,8 @@ def test_sent_nli_run_with_a_window_and_a_parse_failure(open_page, judge):
     assert runs.load(db.engine.get_engine(), 1).run.method == "sent-nli"
 
 
-def test_a_long_document_shows_which_sentences_each_method_used(open_page, nli_fake):
+def test_a_long_document_shows_which_sentences_each_method_used(open_page, nli_fake, monkeypatch):
+    monkeypatch.setenv("NLI_FIT_TOKENS", "1024")  # retrieval is for documents that do not fit: make this one not fit
     filler = " ".join(f"Visitors bought {n} postcards on a rainy afternoon near the river." for n in range(120))
     long_ref = f"{filler} {REF}"
     at = open_page(EVALUATE)
