@@ -664,8 +664,12 @@ def _convert(client: LLMClient, ev: Evaluation, cfg: DCRConfig, fields: dict[int
             v.mark = None
             v.error = "The model repeated the prompt's template instead of judging this sentence."
         v.verdict = verdict_of(v.mark)
-        if v.reason and v.mark is None and not v.error:
-            v.error = "The reason states no verdict the converter could read."
+        if v.mark is None and not v.error:
+            v.error = (
+                "The reason states no verdict the converter could read."
+                if v.reason
+                else "The model gave an empty reason for this sentence."
+            )
     ev.score = score_evaluation(
         [v.mark for v in ev.sentences], [x.mark for x in ev.extras], alpha=cfg.alpha, beta=cfg.beta
     )
