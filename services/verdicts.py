@@ -28,7 +28,7 @@ _POS = {
     "accurate", "accurately", "correct", "correctly", "supported", "supports", "faithful", "faithfully",
     "entailed", "entails", "true", "confirmed", "confirms", "verified", "corroborated", "matches", "match",
     "matched", "matching", "aligns", "align", "aligned", "agrees", "agree", "reflects", "reflected", "backed",
-    "substantiated", "valid", "factual",
+    "substantiated", "valid", "agreement",
 }  # fmt: skip
 _NEG_STRONG = {
     "inaccurate", "inaccurately", "incorrect", "incorrectly", "unsupported", "unfaithful", "contradicts",
@@ -90,7 +90,7 @@ def normalize(text: str) -> str:
     t = re.sub(r"\bno doubt\b|\bwithout (?:a )?doubt\b|\bnot only\b", " ", t)
     # "cannot be said to be inconsistent": the verb of saying only carries the negation to the verdict
     t = re.sub(r"\b(?:said|considered|described|regarded|called|deemed|seen|viewed|judged) (?:to be|as)\b", " ", t)
-    t = re.sub(r"\b(?:says|states|reports|indicates|suggests|shows) otherwise\b", " contradicts ", t)
+    t = re.sub(r"\b(?:says|states|reports|indicates|suggests|shows) (?:otherwise|the opposite)\b", " contradicts ", t)
     t = re.sub(r"\brather than\b|\binstead of\b", " differs ", t)
     t = re.sub(r"\bwith the exception of\b|\bapart from\b|\bsave for\b|\bexcept for\b", " except ", t)
     t = re.sub(r"\b(is|are|was|were) off\b", r"\1 wrong", t)
