@@ -104,6 +104,15 @@ class SentenceReason(BaseModel):
     def _from_string(cls, data: Any) -> Any:
         if isinstance(data, str):
             return {"sentence": "", "reason": data}
+        if isinstance(data, dict):
+            # Other names models give the same fields (the verdict field is beyond the paper in any case).
+            data = dict(data)
+            for key in ("is_consistent", "consistent", "label", "judgement", "judgment"):
+                if data.get("verdict") is None and key in data:
+                    data["verdict"] = data[key]
+            for key in ("explanation", "rationale", "justification"):
+                if not data.get("reason") and data.get(key):
+                    data["reason"] = data[key]
         return data
 
     @field_validator("sentence", "reason", mode="before")

@@ -443,3 +443,12 @@ def test_explicit_verdict_field_and_reason_disagree_is_unknown(fake, client):
     assert "verdict field" in ev.sentences[0].error
     schema = fake.requests[0]["response_format"]["json_schema"]["schema"]
     assert "verdict" in schema["properties"]["reason"]["items"]["required"]
+
+
+def test_other_names_for_the_verdict_and_the_reason_are_read():
+    out = dcr.DCEOutput.model_validate(
+        {"reason": [{"sentence": S[0], "explanation": "Matches.", "is_consistent": True},
+                    {"sentence": S[1], "rationale": "The year.", "label": "inconsistent"}]}
+    )  # fmt: skip
+    assert [(r.reason, r.verdict) for r in out.reason] == [("Matches.", True), ("The year.", "inconsistent")]
+    assert [dcr.stated_mark(r.reason, r.verdict)[0] for r in out.reason] == [1, -1]
