@@ -79,15 +79,11 @@ def sentences_out(rnd: dcr.Round, reference: str | None = None, *, task: str = "
 def result_line(item_id: str, detail) -> dict[str, Any]:  # noqa: ANN001
     """The output record of one item: round 0's score and verdicts, every round, usage."""
     first = detail.rounds[0] if detail.rounds else None
-    score = first.evaluation.score if first else None
     ref, task = detail.reference, detail.run.task
     return {
         "id": item_id,
         "run_id": detail.run.id,
-        "score": score.z_hat if score else None,
-        "k": score.k if score else 0,
-        "alpha": score.alpha if score else 0.0,
-        "beta": score.beta if score else 0.0,
+        **(first.evaluation.score_fields() if first else {"score": None, "n_unknown": 0}),
         "sentences": sentences_out(first, ref, task=task) if first else [],
         "rounds": [
             {
@@ -103,7 +99,7 @@ def result_line(item_id: str, detail) -> dict[str, Any]:  # noqa: ANN001
         ],
         "final_candidate": runs.final_text(detail),
         "usage": detail.usage,
-        "error": detail.run.error,
+        "error": detail.run.error or (first.evaluation.failure if first else "no evaluation"),
     }
 
 
@@ -128,7 +124,13 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if args.concurrency:
         backend = backend.with_changes(concurrency=args.concurrency)
     cfg = dcr.DCRConfig(
-        task=args.task, criteria=args.criteria or "", method=args.method, amc=args.amc, max_rounds=args.rounds
+        task=args.task,
+        criteria=args.criteria or "",
+        method=args.method,
+        amc=args.amc,
+        max_rounds=args.rounds,
+        alpha=args.alpha,
+        beta=args.beta,
     )
     engine = get_engine()
     if args.window < 1:
@@ -205,6 +207,8 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     ev.add_argument("--window", type=int, default=1, help="sent-nli / qg-qa: summary sentences per window (default 1)")
     ev.add_argument("--amc", choices=["llm", "rule"], default="rule", help="converter (default: rule)")
+    ev.add_argument("--alpha", type=float, default=dcr.DEFAULT_ALPHA, help="Eq. 3 alpha (default 0, Appendix C.1)")
+    ev.add_argument("--beta", type=float, default=dcr.DEFAULT_BETA, help="Eq. 3 beta (default 0, Appendix C.1)")
     ev.add_argument("--rounds", type=int, default=0, help="improvement rounds m (default 0: evaluate only)")
     ev.add_argument("--concurrency", type=int, default=None, help="items in flight at once")
     ev.set_defaults(func=cmd_evaluate)

@@ -3,8 +3,9 @@
     python cli.py distill --run ID [--run ID ...] --split in-domain|ood --format chat|plain --output DIR
         [--seed S] [--test-share 0.2] [--test-dataset ID] [--answer json|text]
 
-`--run` is a batch id (as on the Batches page); give it more than once to pool batches: the first one (in
-the order given) that judged an item correctly supplies its reasoning, and an out-of-domain split needs
+`--run` is a batch id (as on the Batches page); give it more than once to pool batches: the reasoning of an
+item judged correctly comes from Summ-NLI, else Sent-NLI (section 4.1), else a DCR evaluator, and an
+out-of-domain split needs
 batches over two or more datasets. `--answer json` (default) writes the app's JSON answers, so the trained
 model plugs into the app as an endpoint; `text` the paper's plain lines. Writes DIR/train.jsonl,
 DIR/test.jsonl and DIR/manifest.json, and prints the Table 7 row. Exit 0, or 2 with a message.

@@ -26,7 +26,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p = subparsers.add_parser(
         "report",
         help="meta-evaluation tables of a batch as JSON",
-        description="Correlations with human scores, AUROC, classification at a threshold (inconsistent = "
+        description="Correlations with human scores, AUROC, classification at a threshold (consistent = "
         "positive), sentence level, Figure 3, baselines, RAI, Krippendorff's alpha, reproducibility bundle.",
     )
     p.add_argument("--run", required=True, type=int, metavar="ID", help="the batch id (as on the Batches page)")

@@ -132,18 +132,29 @@ def render_score(ev: Evaluation, usage: dict | None = None, *, compact: bool = F
     """Z^ with k, alpha, beta and how many sentences were judged; `compact` for a half-width column."""
     s = ev.score
     cols = st.columns(3 if compact else 5)
-    if s is None or s.z_hat is None:
-        cols[0].metric("Score Ẑ", "n/a", help="No sentence could be judged, so there is no score.")
-    else:
+    if s is not None and s.z_hat is not None:
         cols[0].metric("Score Ẑ", f"{s.z_hat:.3f}", help="Eq. 3: Z = (Σ z_i + α)/(k + β), Ẑ = (Z + 1)/2")
+    elif s is not None and s.partial_z_hat is not None:
+        cols[0].metric(
+            "Score Ẑ", "n/a", delta=f"partial {s.partial_z_hat:.3f} on {ev.n_judged} of {len(ev.sentences)}",
+            delta_color="off",
+            help="A sentence that was not judged is never counted as consistent, so the document has no score. "
+            f"The partial score is Eq. 3 over the {ev.n_judged} sentence(s) that were judged.",
+        )  # fmt: skip
+    else:
+        cols[0].metric("Score Ẑ", "n/a", help="No sentence could be judged, so there is no score.")
     cols[1].metric("Judged", f"{ev.n_judged} / {len(ev.sentences)}", help="Sentences with a mark z_i")
     kab = f"{s.k if s else 0} · {s.alpha if s else 0:g} · {s.beta if s else 0:g}"
+    kab_help = (
+        f"Eq. 3 as used: your α = {s.set_alpha if s else 0:g}, β = {s.set_beta if s else 0:g} (Appendix C.1 sets "
+        "both to 0), plus Appendix E.4's offsets for reasons that judge no single sentence."
+    )
     tokens = f"{usage.get('prompt_tokens', 0) + usage.get('completion_tokens', 0):,}" if usage is not None else ""
     if compact:  # five tiles in half a page cut their numbers short: the rest goes in a line below
         cols[2].metric("Calls", usage.get("calls", 0) if usage is not None else "—", help="Model calls, all rounds")
-        st.caption(f"k · α · β = {kab}" + (f" · {tokens} tokens" if tokens else ""))
+        st.caption(f"k · α · β = {kab}" + (f" · {tokens} tokens" if tokens else ""), help=kab_help)
     else:
-        cols[2].metric("k · α · β", kab)
+        cols[2].metric("k · α · β", kab, help=kab_help)
     if usage is not None and not compact:
         cols[3].metric(
             "Model calls (run)", usage.get("calls", 0), help=f"All rounds; cache hits: {usage.get('cache_hits', 0)}"
@@ -151,7 +162,8 @@ def render_score(ev: Evaluation, usage: dict | None = None, *, compact: bool = F
         cols[4].metric("Tokens (run)", tokens)
     if ev.n_unknown and ev.n_judged:  # none judged at all: render_no_verdict says why and what to do
         st.caption(
-            f":orange[{ev.n_unknown} sentence(s) could not be judged; the score uses the {ev.n_judged} that were.]"
+            f":orange[{ev.n_unknown} sentence(s) could not be judged, so there is no score; the partial score rests "
+            f"on the {ev.n_judged} of {len(ev.sentences)} sentence(s) that were.]"
         )
 
 

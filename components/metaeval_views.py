@@ -22,8 +22,9 @@ PALETTE = ["#d9534f", "#f0ad4e", "#5b8def", "#2e9d5b", "#8e6bbf", "#8a94a6"]
 ROUND_COLORS = ["#9aa5b8", "#f0ad4e", "#5b8def", "#2e9d5b", "#8e6bbf", "#d9534f"]
 PNG_NOTE = "Download any chart as PNG with the camera icon in its toolbar (top right of the chart)."
 CONFUSION_NOTE = (
-    "Rows: the human label; columns: the prediction. Inconsistent is the positive class, so precision is the "
-    "share of flagged items that humans call inconsistent, and recall the share of inconsistent items flagged. "
+    "Rows: the human label; columns: the prediction. Consistent is the positive class (as the DCR paper reads "
+    "Figure 3), so precision is the share of items marked consistent that humans call consistent, and recall the "
+    "share of consistent items marked so; low precision means inconsistent items passed as consistent. "
     "The CSV has the counts and every metric."
 )
 
@@ -71,7 +72,7 @@ def make_scatter_figure(df: pd.DataFrame) -> go.Figure:
 
 
 def make_figure3_figure(frame: pd.DataFrame) -> go.Figure:
-    """Figure 3: F1, precision and recall (inconsistent = positive) of each evaluator, grouped bars."""
+    """Figure 3: F1, precision and recall (consistent = positive) of each evaluator, grouped bars."""
     fig = go.Figure()
     metrics = [("f1", "F1"), ("precision", "Precision"), ("recall", "Recall")]
     for i, (_, row) in enumerate(frame.iterrows()):
@@ -88,14 +89,15 @@ def make_figure3_figure(frame: pd.DataFrame) -> go.Figure:
                 hovertemplate="%{x}: %{y:.3f}<extra>" + str(row["evaluator"]) + f" (n={int(row['n'])})</extra>",
             )
         )
-    _layout(fig, "Figure 3: finding inconsistent summaries", "", "Score (inconsistent = positive)", height=420)
+    _layout(fig, "Figure 3: precision, recall and F1", "", "Score (consistent = positive)", height=420)
     fig.update_layout(barmode="group", legend={"y": -0.12})
     fig.update_yaxes(range=[0, 1.12])
     return fig
 
 
 def make_share_figure(share: pd.DataFrame) -> go.Figure:
-    """Figure 4 (left): share of items fully consistent after each round; one line per `label` if given."""
+    """Figure 4 (left): of the items inconsistent at round 0, the share consistent after each round; one line per
+    `label` if given."""
     fig = go.Figure()
     groups = share.groupby("label", sort=False) if "label" in share else [("items", share)]
     for i, (label, g) in enumerate(groups):

@@ -258,8 +258,8 @@ def batch_report(
         _ci_headline("Kendall τ (b)", row("kendall")),
         _ci_headline("AUROC against the human label", row("auroc")),
         Headline(label=f"Balanced accuracy at score < {threshold:g}", value=c.balanced_accuracy, n=c.n,
-                 note="inconsistent = positive class"),
-        Headline(label="F1 (inconsistent = positive)", value=c.f1, n=c.n),
+                 note="consistent = positive class"),
+        Headline(label="F1 (consistent = positive)", value=c.f1, n=c.n),
         Headline(label="Krippendorff's α among the human raters", value=h.alpha if h else None,
                  ci_low=h.ci_low if h else None, ci_high=h.ci_high if h else None,
                  n=h.n_pairable if h else None, note="sentences with two or more votes"),
@@ -275,7 +275,7 @@ def batch_report(
         FigureSpec.of("Score vs human score", make_scatter_figure(done),
                       "One bubble per distinct (human, model) pair, sized by how many items share it."),
         FigureSpec.of("Figure 3", make_figure3_figure(rep.figure3.frame),
-                      "Precision, recall and F1 at summary level; inconsistent is the positive class."),
+                      "Precision, recall and F1 at summary level; consistent is the positive class (Fig. 3)."),
     ]  # fmt: skip
     if len(rep.rounds.share) > 1:
         figures.append(FigureSpec.of("Fully consistent after each round", make_share_figure(rep.rounds.share)))
@@ -477,7 +477,7 @@ def nli_report(engine: Engine, batch_id: int, *, seed: int = 0, n_boot: int = 10
         gold = d["human_label"].astype(int).to_numpy()
         ba = balanced_accuracy(pred, gold, seed=seed, n_boot=n_boot)
         c = stats.classification(d["score"].to_numpy(float), d["human_label"].to_numpy(float),
-                                          metaeval.CONSISTENT_AT, positive=0)  # fmt: skip
+                                          metaeval.CONSISTENT_AT, positive=metaeval.POSITIVE)  # fmt: skip
         p = bsvc.progress(engine, b.id)
         window = (b.params or {}).get("window")
         rows.append({
@@ -536,7 +536,7 @@ def nli_report(engine: Engine, batch_id: int, *, seed: int = 0, n_boot: int = 10
             "bootstrap_seed": seed,
             "bootstrap_resamples": n_boot,
             "verdict": "consistent when every unit is (Eq. 2/4; DCE: score 1)",
-            "positive_class": "inconsistent (precision, recall, F1)",
+            "positive_class": "consistent (precision, recall, F1)",
         },  # fmt: skip
         "app": {"version": metaeval.app_version()},
     }

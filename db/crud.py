@@ -28,7 +28,7 @@ from db.models import (
     UsageEvent,
     utcnow,
 )
-from services.dcr import Evaluation, ExtraReason, Rewrite, Round, Score, SentenceVerdict
+from services.dcr import Evaluation, ExtraReason, Rewrite, Round, Score, SentenceVerdict, score_evaluation
 from services.llm import CallRecord, summarize_records
 
 
@@ -144,6 +144,18 @@ class RunDetail:
     usage_by_stage: list[dict[str, Any]] = field(default_factory=list)
 
 
+def _stored_score(r: EvalRound, sentences: list[SentenceRow]) -> Score:
+    """Eq. 3 again from the stored marks, so a loaded round carries its partial score and unknown count; the
+    user's alpha and beta are the stored ones less Appendix E.4's offsets for the paragraph-level reasons."""
+    if not sentences:
+        return Score(k=r.k, alpha=r.alpha, beta=r.beta, z=r.z, z_hat=r.z_hat)
+    extra_marks = [x.get("mark") for x in r.extras if x.get("mark") is not None]
+    return score_evaluation(
+        [s.mark for s in sorted(sentences, key=lambda s: s.idx)], extra_marks,
+        alpha=r.alpha + sum(extra_marks), beta=r.beta + len(extra_marks),
+    )  # fmt: skip
+
+
 def _round_from_rows(r: EvalRound, sentences: list[SentenceRow], rewrites: list[RewriteRow]) -> Round:
     ev = Evaluation(
         sentences=[
@@ -159,7 +171,7 @@ def _round_from_rows(r: EvalRound, sentences: list[SentenceRow], rewrites: list[
             for s in sorted(sentences, key=lambda s: s.idx)
         ],  # fmt: skip
         extras=[ExtraReason(text=x.get("text", ""), mark=x.get("mark")) for x in r.extras],
-        score=Score(k=r.k, alpha=r.alpha, beta=r.beta, z=r.z, z_hat=r.z_hat),
+        score=_stored_score(r, sentences),
         model_is_consistent=r.model_is_consistent,
         error=r.error,
         notes=list(r.notes),

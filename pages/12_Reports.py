@@ -159,7 +159,8 @@ with tab_distill:
     st.caption(
         "Paper 003, section 4: from batches over labelled data, training examples **with reasoning** (only where "
         "the judge's label matched the gold label: its reasoning, then the label) and **without reasoning** (the "
-        "gold label, for every labelled item). The first batch that judged an item correctly gives the reasoning."
+        "gold label, for every labelled item). The reasoning is Summ-NLI's where it was right, else Sent-NLI's; "
+        "items no batch judged train without reasoning only, and each test item is asked with and without."
     )
     done = [b for b in batches.list_batches(eng) if b.status in ("done", "cancelled")]
     if not done:

@@ -22,6 +22,8 @@ from components.ui import demo_notice, engine, page_setup
 from services import nli, runs
 from services.dcr import (
     CONVERTER_LABELS,
+    DEFAULT_ALPHA,
+    DEFAULT_BETA,
     METHOD_LABELS,
     NO_IMPROVE_REASON,
     REFERENCE_NOUN,
@@ -46,6 +48,8 @@ for key, default in {
     "ev_run_id": None,
     "ev_messages": [],
     "ev_window": 1,
+    "ev_alpha": DEFAULT_ALPHA,
+    "ev_beta": DEFAULT_BETA,
     "ev_compare": None,
     "ev_compare_methods": list(runs.COMPARE_METHODS),
 }.items():
@@ -176,17 +180,28 @@ with form_box:
     with st.expander("Options", icon=":material/settings:"):
         o = st.columns(3)
         o[0].radio("Evaluator", list(ALL_METHOD_LABELS), format_func=ALL_METHOD_LABELS.get, key="ev_method")
-        o[1].radio("Converter (AMC)", list(CONVERTER_LABELS), format_func=CONVERTER_LABELS.get, key="ev_amc")
+        o[1].radio(
+            "Converter (AMC)", list(CONVERTER_LABELS), format_func=CONVERTER_LABELS.get, key="ev_amc",
+            help="Both converters keep the verdict a reason states: a mark against it leaves the sentence unjudged. "
+            "The rule converter first reads a per-sentence verdict field the evaluator is asked for in its JSON "
+            "output (beyond the paper), then the reason's own words; it is the default because it costs no call "
+            "and never turns a stated verdict around.",
+        )  # fmt: skip
+        ab = o[1].columns(2)
+        ab[0].number_input("α (Eq. 3)", step=0.5, key="ev_alpha", help="Appendix C.1 sets α = 0.")
+        ab[1].number_input("β (Eq. 3)", step=0.5, key="ev_beta", help="Appendix C.1 sets β = 0.")
         o[2].number_input("Maximum rounds m", min_value=1, max_value=10, key="ev_rounds")
         o[2].number_input(
             "Window w (sentences)", min_value=1, max_value=10, key="ev_window",
-            help="Sent-NLI and QG-QA judge the summary w sentences at a time (the paper's default: 1).",
+            help="Sent-NLI and QG-QA judge the summary w sentences at a time; the paper uses a few sentences.",
         )  # fmt: skip
         if nli.is_nli(st.session_state.ev_method):
             st.caption(
                 "The factual-inconsistency paradigms of the Summ-NLI / Sent-NLI / QG-QA paper give a verdict, not a "
-                "rewrite: the converter and the rounds do not apply. Documents over 1,024 tokens are cut to the "
-                "sentences that best match the summary (or each window: 5 sentences)."
+                "rewrite: the converter and the rounds do not apply. A long document (over about 4,096 tokens, as "
+                "GovReport's and SQuALITY's are) is cut to the sentences that best match the summary (up to 1,024 "
+                "tokens; each window: 5 sentences). A window the model's answer could not be read for leaves the "
+                "verdict unknown unless another window is inconsistent."
             )
         st.multiselect(
             "Methods to compare", list(runs.COMPARE_METHODS), format_func=ALL_METHOD_LABELS.get,
@@ -271,6 +286,8 @@ if go:
         method=st.session_state.ev_method,
         amc=st.session_state.ev_amc,
         max_rounds=int(st.session_state.ev_rounds),
+        alpha=float(st.session_state.ev_alpha),
+        beta=float(st.session_state.ev_beta),
     )
     slot = st.empty()
     try:

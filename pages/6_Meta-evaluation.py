@@ -19,7 +19,7 @@ st.session_state.setdefault("me_param", None)
 st.title("Meta-evaluation")
 st.caption(
     "How well a batch's scores agree with the human judgments of its dataset, as in the DCR paper: "
-    "correlations (Tables 2-3), AUROC (Table 1), precision and recall with inconsistency as the positive "
+    "correlations (Tables 2-3), AUROC (Table 1), precision and recall with consistency as the positive "
     "class (Figure 3), local baselines on the same items, and the improver's rounds (Table 4, Figure 4)."
 )
 
@@ -64,7 +64,8 @@ other_id = top[1].selectbox(
 )  # fmt: skip
 threshold = top[2].slider(
     "Threshold", 0.0, 1.0, metaeval.DEFAULT_THRESHOLD, 0.05, key="me_threshold",
-    help="A score below the threshold flags the summary as inconsistent (the positive class). 1.0, the "
+    help="A score at or above the threshold marks the summary consistent (the positive class); below, "
+    "inconsistent. 1.0, the "
     "default, flags any summary with an inconsistent sentence, as the paper's Table 4 and Figure 3 do.",
 )  # fmt: skip
 with st.expander("Statistics settings", icon=":material/tune:"):
@@ -130,10 +131,10 @@ tab = dict(zip(TABS, st.tabs(TABS, key="me_tab", bind="query-params"), strict=Tr
 if tab["Methods"].open:
     with tab["Methods"]:
         st.caption(
-            "Every method run over this dataset, side by side: balanced accuracy at the threshold (inconsistency "
-            "positive), Pearson with the human score, accuracy by document and summary length (Figure 2 of the "
-            "NLI paper), recall per error type (Table 5), the spread over repeated runs (Table 4) and the cost "
-            "per document. Start repeated runs on the Batches page (Repeats)."
+            "Every method run over this dataset, side by side: balanced accuracy at the threshold (the same "
+            "whichever class is positive), Pearson with the human score, accuracy by document and summary length "
+            "(Figure 2 of the NLI paper), recall per error type (Table 5), the spread over repeated runs (Table 4) "
+            "and the cost per document. Start repeated runs on the Batches page (Repeats)."
         )
         same = [b.id for b in all_batches if b.dataset_id == batch.dataset_id]
         chosen = st.multiselect(
@@ -196,7 +197,7 @@ if tab["Summary level"].open:
             st.caption(mv.PNG_NOTE)
             mv.csv_button(done[["item_id", "external_id", "score", "human_score", "human_label"]],
                           f"batch-{bid}-scores.csv", "me_scores_csv", label="Scores per item (CSV)")  # fmt: skip
-        st.subheader(f"Binary: inconsistent when the score is below {threshold:g}")
+        st.subheader(f"Binary: consistent when the score is at least {threshold:g}")
         if cls.n == 0:
             st.caption(":material/info: No binary human labels for these items: AUROC and the confusion need them.")
         else:
@@ -205,10 +206,10 @@ if tab["Summary level"].open:
             k[0].metric("AUROC", mv.fmt(a.auc), help=f"{mv.fmt_ci(a.auc, a.ci_low, a.ci_high)} · {a.n_neg:,} "
                         f"inconsistent, {a.n_pos:,} consistent (Table 1)")  # fmt: skip
             k[1].metric("Balanced accuracy", mv.fmt(cls.balanced_accuracy))
-            k[2].metric("Precision", mv.fmt(cls.precision), help="Of the flagged summaries, the share humans call "
-                        "inconsistent")  # fmt: skip
-            k[3].metric("Recall", mv.fmt(cls.recall), help="Of the summaries humans call inconsistent, the share "
-                        "flagged")  # fmt: skip
+            k[2].metric("Precision", mv.fmt(cls.precision), help="Of the summaries marked consistent, the share "
+                        "humans call consistent (consistent is the positive class, as in Figure 3)")  # fmt: skip
+            k[3].metric("Recall", mv.fmt(cls.recall), help="Of the summaries humans call consistent, the share "
+                        "marked consistent")  # fmt: skip
             k[4].metric("F1", mv.fmt(cls.f1))
             if cls.note:
                 st.caption(f":material/info: {cls.note}")
@@ -224,8 +225,10 @@ if tab["Figure 3"].open:
         f3 = metaeval.figure3(data=data, other=other)
         st.subheader("Sentence level vs paragraph level, with and without AMC (Figure 3)")
         st.caption(
-            "Binary at summary level against the human label; inconsistency is the positive class. A summary is "
-            "flagged when its score is below 1 (with AMC) or when the model's own is_consistent is false (without)."
+            "Binary at summary level against the human label; consistent is the positive class, as the paper reads "
+            "Figure 3 (higher recall with lower precision means more candidates wrongly marked consistent). "
+            "A summary is flagged when its score is below 1 (with AMC) or when the model's own is_consistent is "
+            "false (without)."
         )
         mv.show_notes(f3.notes)
         if other is None:
@@ -322,11 +325,17 @@ if tab["RAI"].open:
             "corrected",
             "improvement_rate",
             "rounds_run",
+            "corrected_after_m",
+            "rate_after_m",
         ]
         rai = rai[cols]
-        mv.show_table(rai.assign(improvement_rate=rai["improvement_rate"].map(mv.pct)), f"batch-{bid}-table4.csv",
-                      "me_rai", raw=rai)  # fmt: skip
-        st.caption("Inconsistent: score below 1 at round 0. Corrected: of those, the ones whose last round scores 1.")
+        shown = rai.assign(
+            improvement_rate=rai["improvement_rate"].map(mv.pct), rate_after_m=rai["rate_after_m"].map(mv.pct)
+        )
+        mv.show_table(shown, f"batch-{bid}-table4.csv", "me_rai", raw=rai)
+        st.caption("As Table 4: inconsistent = score below 1 at round 0; corrected = of those, the ones that score 1 "
+                   "after one RAI round; improvement rate = corrected / inconsistent. corrected_after_m and "
+                   "rate_after_m count the ones that score 1 after the last of the m rounds (Figure 4).")  # fmt: skip
         rounds = metaeval.rounds_of(data.items)
         if batch.method == "evidence" or nli.is_nli(batch.method):
             st.caption(":material/info: This batch's evaluator gives verdicts, not rewrites: there are no "
@@ -346,8 +355,9 @@ if tab["RAI"].open:
         with c[1]:
             mv.show_chart(mv.make_histograms_figure(rounds.scores), f"batch-{bid}-scores-per-round", "me_hist")
             mv.csv_button(rounds.scores, f"batch-{bid}-scores-per-round.csv", "me_hist_csv")
-        st.caption(mv.PNG_NOTE + " An item that stopped early (consistent, or nothing left to rewrite) keeps its "
-                   "last score in later rounds (Figure 4).")  # fmt: skip
+        st.caption(mv.PNG_NOTE + " Figure 4 (left): of the items inconsistent at round 0, the share that scores 1 "
+                   "after each round. The histograms cover every item; an item that stopped early (consistent, or "
+                   "nothing left to rewrite) keeps its last score in later rounds.")  # fmt: skip
 
 # -- human agreement ---------------------------------------------------------------------------
 if tab["Human agreement"].open:

@@ -552,15 +552,10 @@ def round_record(rnd: dcr.Round) -> dict[str, Any]:
     A sentence judged by the evidence checker also carries its "evidence" (top reference sentences, novel
     spans, support); other methods leave it out here, so a batch spends no time on it.
     """
-    s = rnd.evaluation.score
     return {
         "round": rnd.index,
         "candidate": rnd.text,
-        "score": s.z_hat if s else None,
-        "k": s.k if s else 0,
-        "alpha": s.alpha if s else 0.0,
-        "beta": s.beta if s else 0.0,
-        "n_unknown": rnd.evaluation.n_unknown,
+        **rnd.evaluation.score_fields(),
         "error": rnd.evaluation.error,
         "model_is_consistent": rnd.evaluation.model_is_consistent,
         "sentences": [
@@ -647,10 +642,10 @@ def process_item(client: LLMClient, item: ItemInput, cfg: dcr.DCRConfig, *, wind
         dcr.continue_rounds(c, item.reference, rounds, cfg)
     first, last = rounds[0].evaluation, rounds[-1].evaluation
     usage = summarize_records(ledger.records)
-    failed = first.error is not None and first.n_judged == 0
+    # A document with an unjudged sentence has no score (services.dcr.Evaluation.failure): it counts as failed.
     return {
-        "status": "failed" if failed else "done",
-        "error": first.error,
+        "status": "failed" if first.failure else "done",
+        "error": first.failure,
         "score": first.score.z_hat if first.score else None,
         "final_score": last.score.z_hat if last.score else None,
         "n_sentences": len(first.sentences),

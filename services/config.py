@@ -78,6 +78,10 @@ class Settings(BaseSettings):
     data_dir: Path = PROJECT_ROOT / "data"
     embedded_ctx: int = 8192
     max_input_chars: int = 200_000
+    # Paper 003, Appendix B: retrieve document sentences only for a document over this many estimated tokens
+    # ("auto"), always, or never.
+    nli_fit_tokens: int = 4096
+    nli_retrieval: Literal["auto", "always", "never"] = "auto"
     # The owner's sign-in when no OpenID Connect `[auth]` is configured (services/auth.py).
     studio_password: SecretStr | None = None
     # Accounts an OpenID Connect sign-in admits: emails or "@domain", comma-separated (or a list in

@@ -12,11 +12,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import numpy as np
 from pydantic import BaseModel, Field, field_validator, model_validator
 
 from services.llm import LLMClient
 from services.prompts import dcr as P
 from services.text import similarity
+from services.verdicts import read_verdict, verdict_word
 
 Task = Literal["summarization", "semantic", "custom"]
 Method = Literal["dce-amc", "paragraph", "evidence"]
@@ -40,11 +42,18 @@ NO_IMPROVE_REASON = (
     "choose another evaluator to improve a candidate."
 )
 CONVERTER_LABELS = {
-    "rule": "Rule: read the verdict each reason states (no extra call)",
+    "rule": "Rule: the verdict field, else the verdict each reason states (no extra call)",
     "llm": "LLM: the paper's Auto-Metric Converter (Table 9, one call)",
 }
+# Beyond the paper: the DCE's structured output asks for an explicit verdict beside each reason, so the
+# converter reads what the model decided instead of guessing it from prose. The part of the cache key
+# that says so (the prompt text itself is the paper's, unchanged).
+VERDICT_FIELD = "verdict-field@1"
 
 ALIGN_THRESHOLD = 0.55
+# Appendix C.1: "we set both alpha and beta in Eq. 3 to 0".
+DEFAULT_ALPHA = 0.0
+DEFAULT_BETA = 0.0
 
 
 @dataclass(frozen=True)
@@ -56,6 +65,8 @@ class DCRConfig:
     method: Method = "dce-amc"
     amc: Converter = "rule"
     max_rounds: int = 3
+    alpha: float = DEFAULT_ALPHA  # Eq. 3's alpha and beta as set by the user (Appendix C.1: both 0); the
+    beta: float = DEFAULT_BETA  # offsets for paragraph-level reasons (Appendix E.4) are added to these
 
     @property
     def uses_model(self) -> bool:
@@ -86,12 +97,22 @@ class SentenceReason(BaseModel):
 
     sentence: str = ""
     reason: str = ""
+    verdict: Any = None  # the explicit verdict field (beyond the paper); read with verdicts.verdict_word
 
     @model_validator(mode="before")
     @classmethod
     def _from_string(cls, data: Any) -> Any:
         if isinstance(data, str):
             return {"sentence": "", "reason": data}
+        if isinstance(data, dict):
+            # Other names models give the same fields (the verdict field is beyond the paper in any case).
+            data = dict(data)
+            for key in ("is_consistent", "consistent", "label", "judgement", "judgment"):
+                if data.get("verdict") is None and key in data:
+                    data["verdict"] = data[key]
+            for key in ("explanation", "rationale", "justification"):
+                if not data.get("reason") and data.get(key):
+                    data["reason"] = data[key]
         return data
 
     @field_validator("sentence", "reason", mode="before")
@@ -175,8 +196,12 @@ class ParagraphRAIOutput(BaseModel):
 def dce_schema(k: int) -> dict:
     item = {
         "type": "object",
-        "properties": {"sentence": {"type": "string"}, "reason": {"type": "string"}},
-        "required": ["sentence", "reason"],
+        "properties": {
+            "sentence": {"type": "string"},
+            "reason": {"type": "string"},
+            "verdict": {"type": "string", "enum": ["consistent", "inconsistent"]},
+        },
+        "required": ["sentence", "reason", "verdict"],
     }
     return {
         "type": "object",
@@ -260,17 +285,45 @@ class ExtraReason:
 
     text: str
     mark: int | None = None
+    field: Any = None  # its explicit verdict field, if the model gave one
 
 
 @dataclass(frozen=True)
 class Score:
-    """Eq. 3: Z = (sum z_i + alpha) / (k + beta), Z^ = (Z + 1) / 2."""
+    """Eq. 3: Z = (sum z_i + alpha) / (k + beta), Z^ = (Z + 1) / 2.
+
+    z and z_hat are None unless every sentence was judged: a sentence with no mark is never counted as
+    consistent, so a document with one has no score. partial_z_hat is Eq. 3 over the judged sentences only,
+    shown as such ("on n_judged of n_sentences sentences").
+    """
 
     k: int
     alpha: float
     beta: float
     z: float | None
     z_hat: float | None
+    n_unknown: int = 0
+    partial_z: float | None = None
+    partial_z_hat: float | None = None
+    n_sentences: int = 0
+    set_alpha: float = DEFAULT_ALPHA  # the user's alpha and beta, before the Appendix E.4 offsets
+    set_beta: float = DEFAULT_BETA
+
+    @property
+    def n_judged(self) -> int:
+        return self.n_sentences - self.n_unknown
+
+    def record(self) -> dict[str, Any]:
+        """The score as output fields: `score` (None while any sentence is unknown), `partial_score`, counts."""
+        return {
+            "score": self.z_hat,
+            "partial_score": self.partial_z_hat,
+            "n_unknown": self.n_unknown,
+            "n_judged": self.n_judged,
+            "k": self.k,
+            "alpha": self.alpha,
+            "beta": self.beta,
+        }
 
 
 @dataclass
@@ -297,6 +350,29 @@ class Evaluation:
     @property
     def all_consistent(self) -> bool:
         return bool(self.sentences) and all(s.verdict == "consistent" for s in self.sentences)
+
+    def score_fields(self) -> dict[str, Any]:
+        """The output fields of this pass's score (CLI lines, batch results).
+
+        `score` is Eq. 3's Z^ and is None while any sentence is unjudged: an unknown sentence is never
+        counted as consistent. `partial_score` is Eq. 3 over the judged sentences, `n_unknown` how many were
+        not judged, `alpha`/`beta` the values used (the user's, plus Appendix E.4's offsets).
+        """
+        if self.score is None:
+            return {"score": None, "partial_score": None, "n_unknown": self.n_unknown, "n_judged": self.n_judged,
+                    "k": 0, "alpha": 0.0, "beta": 0.0}  # fmt: skip
+        return self.score.record() | {"n_unknown": self.n_unknown, "n_judged": self.n_judged}
+
+    @property
+    def failure(self) -> str | None:
+        """Why this pass gives the document no score, or None when it has one."""
+        if self.score is not None and self.score.z_hat is not None:
+            return None
+        if self.error:
+            return self.error
+        if self.n_unknown:
+            return f"{self.n_unknown} of {len(self.sentences)} sentence(s) could not be judged: no score"
+        return "no score"
 
 
 @dataclass
@@ -340,30 +416,33 @@ def eq3(marks: Sequence[int], alpha: float = 0.0, beta: float = 0.0) -> Score:
     return Score(k=k, alpha=alpha, beta=beta, z=z, z_hat=(z + 1) / 2)
 
 
-def score_evaluation(sentence_marks: Sequence[int | None], extra_marks: Sequence[int | None]) -> Score:
-    """Eq. 3 with alpha and beta set as Appendix E.4 does: remove every non-sentence-level entry.
+def score_evaluation(
+    sentence_marks: Sequence[int | None],
+    extra_marks: Sequence[int | None],
+    *,
+    alpha: float = DEFAULT_ALPHA,
+    beta: float = DEFAULT_BETA,
+) -> Score:
+    """Eq. 3 with the user's alpha and beta, offset as Appendix E.4 does to remove every non-sentence-level entry.
 
-    The score array holds the marks of judged sentences and of paragraph-level reasons; each
-    paragraph-level entry adds -z to alpha and -1 to beta, so only sentence-level reasons count.
-    Unknown sentences have no mark and are not in the array.
+    The score array holds the marks of the sentences and of the paragraph-level reasons; each
+    paragraph-level entry adds -z to alpha and -1 to beta, so only sentence-level reasons count. A sentence
+    without a mark leaves the document without a score (z_hat None); partial_z_hat is Eq. 3 over the
+    sentences that were judged.
     """
     extras = [m for m in extra_marks if m is not None]
-    marks = [m for m in sentence_marks if m is not None] + extras
-    return eq3(marks, alpha=-float(sum(extras)), beta=-float(len(extras)))
+    judged = [m for m in sentence_marks if m is not None]
+    n_unknown = len(sentence_marks) - len(judged)
+    a, b = alpha - float(sum(extras)), beta - float(len(extras))
+    partial = eq3(judged + extras, alpha=a, beta=b)
+    return Score(
+        k=partial.k, alpha=a, beta=b, z=partial.z if n_unknown == 0 else None,
+        z_hat=partial.z_hat if n_unknown == 0 else None, n_unknown=n_unknown, partial_z=partial.z,
+        partial_z_hat=partial.z_hat, n_sentences=len(sentence_marks), set_alpha=alpha, set_beta=beta,
+    )  # fmt: skip
 
 
 # -- the deterministic converter ---------------------------------------------------------------
-_VERDICT = re.compile(
-    r"\b(?P<neg>(?:is|are|was|were)\s+not\s+(?:fully\s+|entirely\s+|completely\s+)?consistent"
-    r"|(?:isn't|aren't|wasn't|not)\s+consistent|inconsistent)\b"
-    r"|\b(?P<pos>consistent)\b",
-    re.IGNORECASE,
-)
-_NEG_FALLBACK = re.compile(
-    r"\b(contradict\w*|not (?:supported|entailed|mentioned|stated|found)|incorrect|unsupported)\b", re.IGNORECASE
-)
-
-
 # What the prompts' JSON templates say; a weak model sometimes copies them instead of answering.
 TEMPLATE_ECHOES = (
     "why this sentence",
@@ -382,15 +461,21 @@ def is_template_echo(text: str | None) -> bool:
 
 
 def rule_mark(reason: str | None) -> int | None:
-    """The verdict a DCE reason states first: -1 for 'not consistent', +1 for 'consistent', else None."""
+    """The verdict a DCE reason states: -1 for not consistent, +1 for consistent, None when unsure."""
     if not reason or is_template_echo(reason):
         return None
-    m = _VERDICT.search(reason)
-    if m:
-        return -1 if m.group("neg") else 1
-    if _NEG_FALLBACK.search(reason):
-        return -1
-    return None
+    return read_verdict(reason)
+
+
+def stated_mark(reason: str | None, verdict: Any = None) -> tuple[int | None, str | None]:
+    """The mark a reason and its verdict field state together, and why there is none when they disagree."""
+    field_mark, text_mark = verdict_word(verdict), rule_mark(reason)
+    if field_mark is not None and text_mark is not None and field_mark != text_mark:
+        return None, (
+            f"The verdict field says {verdict_of(field_mark)} but the reason reads {verdict_of(text_mark)}: "
+            "left unjudged."
+        )
+    return (field_mark if field_mark is not None else text_mark), None
 
 
 def verdict_of(mark: int | None) -> Verdict:
@@ -398,30 +483,80 @@ def verdict_of(mark: int | None) -> Verdict:
 
 
 # -- alignment of reasons to sentences ---------------------------------------------------------
-def align(items: Sequence[str], sentences: Sequence[str]) -> tuple[list[int | None], list[int]]:
-    """Match model items (by the sentence each quotes) to our sentences.
+_WORD = re.compile(r"[a-z0-9]+")
+_STOP = frozenset(
+    "a an the of to in on at by for with and or but is are was were be been it its this that these those as from "
+    "has have had not no he she they his her their there than then so such which who what when where".split()
+)
+_WHOLE = re.compile(
+    r"\b(?:paragraphs?|summary|summaries|whole|overall|entire|entirety|texts?|passages?|responses?|answers?|"
+    r"candidate|document|all (?:the )?sentences|every sentence|each sentence)\b",
+    re.IGNORECASE,
+)
+_ONE_SENTENCE = re.compile(r"\b(?:this|the|that) (?:sentence|claim|statement|bullet|point)\b", re.IGNORECASE)
+POSITION_BONUS = 0.1
+MIN_MATCH = 0.45  # below this an item is not taken to judge the sentence it was paired with
 
-    Returns, per sentence, the index of its item (or None), and the indices of items that match no
-    sentence. Equal counts align by position, as the prompt asks for one entry per sentence in order.
+
+def _content_words(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.lower()) if w not in _STOP and len(w) > 1}
+
+
+def content_overlap(reason: str, sentence: str) -> float:
+    """Share of the sentence's content words that a reason repeats (a reason that paraphrases its sentence)."""
+    words = _content_words(sentence)
+    return len(words & _content_words(reason)) / len(words) if words else 0.0
+
+
+def is_paragraph_level(quote: str, reason: str, sentences: Sequence[str]) -> bool:
+    """Whether an item judges no single sentence (Appendix E.4): it quotes none and speaks of the whole text."""
+    if quote.strip() and max((similarity(quote, s) for s in sentences), default=0.0) >= ALIGN_THRESHOLD:
+        return False
+    text = f"{quote} {reason}"
+    return bool(_WHOLE.search(text)) and not _ONE_SENTENCE.search(text)
+
+
+def align(
+    items: Sequence[str], sentences: Sequence[str], reasons: Sequence[str] | None = None
+) -> tuple[list[int | None], list[int]]:
+    """Match model items to our sentences by the sentence each quotes or, failing that, by what its reason says.
+
+    Returns, per sentence, the index of its item (or None), and the indices of items that judge no single
+    sentence (Appendix E.4's paragraph-level reasons, and items left over when there are more than sentences).
+    Items that speak of the whole text and quote no sentence are paragraph-level. The rest are assigned one
+    to one (Hungarian assignment over quote similarity, content overlap and a small bonus for the same
+    position), so a paraphrased quote still keeps its reason with its sentence. Without quotes and with as
+    many items as sentences, position decides, as the prompt asks for one entry per sentence in order.
     """
+    from scipy.optimize import linear_sum_assignment
+
     k = len(sentences)
-    if len(items) == k:
-        return list(range(k)), []
-    pairs = sorted(
-        ((similarity(item, sent), i, j) for i, item in enumerate(items) for j, sent in enumerate(sentences)),
-        reverse=True,
-    )
+    reasons = list(reasons) if reasons is not None else [""] * len(items)
+    whole = [i for i in range(len(items)) if is_paragraph_level(items[i], reasons[i], sentences)]
+    cand = [i for i in range(len(items)) if i not in whole]
     by_sentence: list[int | None] = [None] * k
-    used: set[int] = set()
-    for sim, i, j in pairs:
-        if sim < ALIGN_THRESHOLD:
-            break
-        if i in used or by_sentence[j] is not None:
-            continue
-        by_sentence[j] = i
-        used.add(i)
-    # Items that quote no sentence judge no single sentence (Appendix E.4's paragraph-level reasons).
-    return by_sentence, [i for i in range(len(items)) if i not in used]
+    if not cand or not k:
+        return by_sentence, list(range(len(items))) if k else list(range(len(items)))
+    if len(cand) == k and not any(items[i].strip() for i in cand):
+        for j, i in enumerate(cand):
+            by_sentence[j] = i
+        return by_sentence, whole
+    gain = np.zeros((len(cand), k))
+    for a, i in enumerate(cand):
+        for j, sent in enumerate(sentences):
+            quote = similarity(items[i], sent) if items[i].strip() else 0.0
+            gain[a, j] = max(quote, 0.8 * content_overlap(reasons[i], sent))
+            if len(cand) == k and a == j:
+                gain[a, j] += POSITION_BONUS
+    rows, cols = linear_sum_assignment(gain, maximize=True)
+    used = set()
+    for a, j in zip(rows, cols, strict=True):
+        if gain[a, j] < MIN_MATCH and not (len(cand) == k and a == j):
+            continue  # neither its quote nor its words point to this sentence, nor (with equal counts) its place
+        by_sentence[int(j)] = cand[int(a)]
+        used.add(cand[int(a)])
+    leftovers = sorted(set(whole) | {i for i in cand if i not in used})
+    return by_sentence, leftovers
 
 
 # -- DCE + AMC ---------------------------------------------------------------------------------
@@ -446,7 +581,7 @@ def evaluate(client: LLMClient, reference: str, sentences: list[str], cfg: DCRCo
         _user(content),
         parse=DCEOutput.model_validate,
         schema=dce_schema(len(sentences)),
-        prompt_version=prompt.id,
+        prompt_version=f"{prompt.id}+{VERDICT_FIELD}",
         stage="dce",
     )
     verdicts = [SentenceVerdict(index=i, text=s) for i, s in enumerate(sentences)]
@@ -456,35 +591,49 @@ def evaluate(client: LLMClient, reference: str, sentences: list[str], cfg: DCRCo
         return Evaluation(sentences=verdicts, error=res.error, fatal=res.fatal, score=None)
     out: DCEOutput = res.value  # type: ignore[assignment]
     ev = Evaluation(sentences=verdicts, model_is_consistent=out.is_consistent)
-    by_sentence, leftovers = align([r.sentence for r in out.reason], sentences)
+    by_sentence, leftovers = align([r.sentence for r in out.reason], sentences, [r.reason for r in out.reason])
     if len(out.reason) != len(sentences):
         ev.notes.append(
             f"The model returned {len(out.reason)} reasons for {len(sentences)} sentences; "
-            "they were matched to sentences by the text each quotes."
+            "they were matched to sentences by the text each quotes or what each says."
         )
+    fields: dict[int, Any] = {}
     for v, item_idx in zip(verdicts, by_sentence, strict=True):
         if item_idx is None:
             v.error = "The model gave no reason for this sentence."
         else:
             v.reason = out.reason[item_idx].reason.strip()
-    ev.extras = [ExtraReason(text=out.reason[i].reason.strip()) for i in leftovers]
+            fields[v.index] = out.reason[item_idx].verdict
+    ev.extras = [ExtraReason(text=out.reason[i].reason.strip(), field=out.reason[i].verdict) for i in leftovers]
     if ev.extras:
         ev.notes.append(
             f"{len(ev.extras)} reason(s) matched no sentence and were treated as paragraph-level; "
             "alpha and beta remove them from the score (Appendix E.4)."
         )
-    _convert(client, ev, cfg)
+    _convert(client, ev, cfg, fields)
     return ev
 
 
-def _convert(client: LLMClient, ev: Evaluation, cfg: DCRConfig) -> None:
-    """AMC: marks for every reason, by rule or by the LLM converter (which is also checked against the rule)."""
+def _convert(client: LLMClient, ev: Evaluation, cfg: DCRConfig, fields: dict[int, Any] | None = None) -> None:
+    """AMC: a mark for every reason, by rule or by the LLM converter.
+
+    The rule reads the verdict field, else the verdict the reason states. The LLM converter's mark is kept
+    only where it agrees with a verdict the reason states plainly: a reason that says "not consistent"
+    never becomes +1 (nor the reverse), whichever converter runs; a disagreement leaves the sentence unknown.
+    """
+    fields = fields or {}
     targets: list[SentenceVerdict | ExtraReason] = [v for v in ev.sentences if v.reason] + list(ev.extras)
+    stated: list[int | None] = []
     for t in targets:
-        rm = rule_mark(t.reason if isinstance(t, SentenceVerdict) else t.text)
         if isinstance(t, SentenceVerdict):
-            t.rule_mark = rm
-        t.mark = rm
+            mark, conflict = stated_mark(t.reason, fields.get(t.index))
+            t.rule_mark = mark
+            if conflict:
+                t.error = conflict
+        else:
+            mark, _ = stated_mark(t.text, t.field)
+        t.mark = mark
+        stated.append(mark)
     if cfg.amc == "llm" and targets:
         texts = [t.reason if isinstance(t, SentenceVerdict) else t.text for t in targets]
         paragraphs = ",\n".join("*" + json.dumps(x, ensure_ascii=False) for x in texts)
@@ -506,21 +655,33 @@ def _convert(client: LLMClient, ev: Evaluation, cfg: DCRConfig) -> None:
                     t.error = f"Converter failed: {problem}"
         else:
             agree = compared = 0
-            for t, mark in zip(targets, res.value.answer, strict=True):  # type: ignore[union-attr]
-                rm = t.rule_mark if isinstance(t, SentenceVerdict) else rule_mark(t.text)
+            for t, mark, rm in zip(targets, res.value.answer, stated, strict=True):  # type: ignore[union-attr]
                 if rm is not None:
                     compared += 1
                     agree += int(rm == mark)
-                t.mark = mark
+                if rm is not None and rm != mark:
+                    t.mark = None
+                    if isinstance(t, SentenceVerdict):
+                        t.error = (
+                            f"The converter marked {mark:+d} but the reason states {verdict_of(rm)}: left unjudged."
+                        )
+                else:
+                    t.mark = mark if not (isinstance(t, SentenceVerdict) and t.error) else None
             ev.amc_agreement = (agree, compared)
     for v in ev.sentences:
         if is_template_echo(v.reason):
             v.mark = None
             v.error = "The model repeated the prompt's template instead of judging this sentence."
         v.verdict = verdict_of(v.mark)
-        if v.reason and v.mark is None and not v.error:
-            v.error = "The reason states no verdict the converter could read."
-    ev.score = score_evaluation([v.mark for v in ev.sentences], [x.mark for x in ev.extras])
+        if v.mark is None and not v.error:
+            v.error = (
+                "The reason states no verdict the converter could read."
+                if v.reason
+                else "The model gave an empty reason for this sentence."
+            )
+    ev.score = score_evaluation(
+        [v.mark for v in ev.sentences], [x.mark for x in ev.extras], alpha=cfg.alpha, beta=cfg.beta
+    )
 
 
 def _evaluate_paragraph(client: LLMClient, reference: str, sentences: list[str], cfg: DCRConfig) -> Evaluation:
@@ -584,7 +745,7 @@ def improve(client: LLMClient, reference: str, rnd: Round, cfg: DCRConfig) -> tu
     if not res.ok:
         return [], res.error
     items: list[RAIItem] = res.value  # type: ignore[assignment]
-    by_sentence, _ = align([it.sentence for it in items], [v.text for v in ev.sentences])
+    by_sentence, _ = align([it.sentence for it in items], [v.text for v in ev.sentences], [it.reason for it in items])
     rewrites = []
     for v in bad:
         idx = by_sentence[v.index]

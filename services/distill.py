@@ -7,14 +7,16 @@ Two forms of training example (section 4.1):
   sentence reasons in order), then the label;
 * without reasoning: for every labelled item; the prompt asks for the label alone, the output is the gold label.
 
-An item judged correctly gives both (the paper's contrastive pairs). With several batches, the first one
-(in the order given) that judged the item correctly and left a complete reasoning supplies it, as the paper
-prefers Summ-NLI's reasoning and falls back to Sent-NLI's.
+An item judged correctly gives both (the paper's contrastive pairs). The reasoning comes from Summ-NLI when
+it judged the item correctly, otherwise from Sent-NLI (section 4.1), whatever order the batches are given in;
+the DCR evaluators' sentence reasons (beyond the paper) come after both.
 
-Splits (section 4.2): in-domain, 80/20 by document (every summary of a document on one side), seeded;
-out-of-domain, by dataset (train on the others, test on one). The test set holds prompts without reasoning
-with the gold label (inference without reasoning, the paper's best setting). The mix ratio and sizes are
-reported as in Table 7.
+Splits (section 4.2): in-domain, 80/20 by document (every summary of a document on one side), seeded, over
+the documents the teacher judged; labelled items no batch judged are added to training only, as prompts
+without reasoning ("we add remaining documents ... not evaluated by ChatGPT before into training"), never to
+the test set. Out-of-domain: by dataset (train on the others, test on one). The test set holds, per item, a
+prompt without reasoning (I-wo-R) and one with reasoning (I-w-R), both with the gold label to score against.
+The mix ratio and sizes are reported as in Table 7.
 
 Answers are the app's JSON by default (`answer="json"`): the prompt with reasoning is then exactly the
 app's Summ-NLI prompt, so the trained student can be served as an endpoint and compared with its teacher
@@ -54,6 +56,7 @@ DEFAULT_TEST_SHARE = 0.2
 # and QG-QA's answers verify single entities, which section 4.1 does not use as summary-level reasoning.
 REASONING_METHODS = ("summ-nli", "sent-nli", "dce-amc", "paragraph")
 GOLD = {1: "consistent", 0: "inconsistent"}
+TEACHER_PRIORITY = {"summ-nli": 0, "sent-nli": 1, "paragraph": 2, "dce-amc": 3}  # section 4.1, then beyond it
 
 
 @dataclass(frozen=True)
@@ -81,11 +84,10 @@ class LabelledItem:
     judgements: tuple[Judgement, ...]
 
     def teacher(self) -> Judgement | None:
-        """The first judgement that matched the gold label with a complete reasoning."""
-        for j in self.judgements:
-            if j.label == self.gold and j.reasoning:
-                return j
-        return None
+        """The judgement whose reasoning is learned: one that matched the gold label with a complete reasoning,
+        Summ-NLI's first, then Sent-NLI's (section 4.1), then a DCR evaluator's; batch order breaks ties."""
+        right = [j for j in self.judgements if j.label == self.gold and j.reasoning]
+        return min(right, key=lambda j: TEACHER_PRIORITY.get(j.method, len(TEACHER_PRIORITY)), default=None)
 
 
 @dataclass(frozen=True)
@@ -257,17 +259,20 @@ def load_items(engine: Engine, batch_ids: Sequence[int]) -> tuple[list[LabelledI
 def split_in_domain(
     items: Sequence[LabelledItem], *, seed: int = DEFAULT_SEED, test_share: float = DEFAULT_TEST_SHARE
 ) -> tuple[list[LabelledItem], list[LabelledItem]]:
-    """80/20 by document (all summaries of a document on the same side), reproducible under `seed`."""
+    """80/20 by document over the documents a batch judged (all summaries of a document on the same side),
+    reproducible under `seed`; items no batch judged go to training only (section 4.2), never to the test set."""
     if not 0.0 < test_share < 1.0:
         raise InputError("The test share must be between 0 and 1 (the paper uses 0.2).")
-    docs = sorted({x.document_id for x in items})
+    judged = [x for x in items if x.judgements]
+    docs = sorted({x.document_id for x in judged})
     if len(docs) < 2:
-        raise InputError("An in-domain split by document needs items from at least two documents.")
+        raise InputError("An in-domain split by document needs judged items from at least two documents.")
     order = np.random.default_rng(seed).permutation(len(docs))
     n_test = min(len(docs) - 1, max(1, round(len(docs) * test_share)))
     test_docs = {docs[i] for i in order[:n_test]}
+    # An unjudged summary of a test document stays out of training too: the document would leak.
     train = [x for x in items if x.document_id not in test_docs]
-    test = [x for x in items if x.document_id in test_docs]
+    test = [x for x in judged if x.document_id in test_docs]
     return train, test
 
 
@@ -295,7 +300,7 @@ def split_ood(
 # -- examples ----------------------------------------------------------------------------------------
 def examples_of(item: LabelledItem, *, train: bool, answer: Answer = "json") -> list[TrainingExample]:
     """A training item's examples (with reasoning when its judge was right, and always without); a test item's
-    prompt without reasoning with the gold label."""
+    prompts with reasoning (I-w-R) and without (I-wo-R), each with the gold label to score the answer against."""
     as_json = answer == "json"
     out = []
     teacher = item.teacher() if train else None
@@ -303,6 +308,10 @@ def examples_of(item: LabelledItem, *, train: bool, answer: Answer = "json") -> 
         prompt, version = P.prompt_with_reasoning(item.document, item.summary, as_json=as_json)
         completion = P.completion_with_reasoning(teacher.reasoning or "", item.gold, as_json=as_json)
         out.append(TrainingExample(item.item_id, "with-reasoning", prompt, completion, version))
+    elif not train:
+        prompt, version = P.prompt_with_reasoning(item.document, item.summary, as_json=as_json)
+        out.append(TrainingExample(item.item_id, "with-reasoning", prompt, P.completion_without_reasoning(
+            item.gold, as_json=as_json), version))  # fmt: skip
     prompt, version = P.prompt_without_reasoning(item.document, item.summary, as_json=as_json)
     completion = P.completion_without_reasoning(item.gold, as_json=as_json)
     out.append(TrainingExample(item.item_id, "without-reasoning", prompt, completion, version))
@@ -338,6 +347,11 @@ def build(
     # The order examples are seen in training: shuffled, reproducibly.
     train = [train[i] for i in np.random.default_rng(seed + 1).permutation(len(train))]
     test = [e for x in test_items for e in examples_of(x, train=False, answer=answer)]
+    if split == "in-domain":
+        n_extra = sum(1 for x in train_items if not x.judgements)
+        if n_extra:
+            notes.append(f"{n_extra:,} labelled item(s) no batch judged were added to training as prompts without "
+                         "reasoning (section 4.2); the test set holds judged documents only.")  # fmt: skip
     n_with = sum(e.form == "with-reasoning" for e in train)
     judged_right = sum(1 for x in train_items if any(j.label == x.gold for j in x.judgements))
     if judged_right > n_with:
@@ -350,7 +364,8 @@ def build(
         notes.append("No training item was judged correctly with a reasoning: every example is without reasoning.")
     stats = SplitStats(
         n_train=len(train), train_length=_length(train_items), r_ratio=n_with / len(train) if train else None,
-        n_test=len(test), test_length=_length(test_items), n_with_reasoning=n_with, n_train_items=len(train_items),
+        n_test=len(test_items), test_length=_length(test_items), n_with_reasoning=n_with,
+        n_train_items=len(train_items),
         n_train_documents=len({x.document_id for x in train_items}),
         n_test_documents=len({x.document_id for x in test_items}),
     )  # fmt: skip

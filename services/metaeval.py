@@ -10,14 +10,14 @@
 * Human agreement: Krippendorff's alpha among the workers, and between the model and the human majority.
 * A reproducibility bundle: configuration, model, prompt ids and hashes, seeds, dataset hash.
 
-The binary view follows the paper: an item is *consistent* when its score is 1 (every judged sentence
-consistent) and inconsistency is the positive class (Fig. 3). Hence DEFAULT_THRESHOLD = 1.0: a score below
-1, i.e. any inconsistent sentence, flags the item. It is the threshold of Table 4 and Figure 3, needs no
-tuning on the data being evaluated, and agrees with human labels built the same way (QAGS: every sentence
-has a majority "yes"; SummEval: every expert gave 5). A lower threshold trades recall for precision; the
-page's slider shows that, while AUROC summarises every threshold at once.
-
-Everything here is plain Python (pandas, numpy and services.stats); the page caches the results.
+The binary view follows the paper: an item is *consistent* when its score is 1 (every sentence judged
+consistent) and *consistent* is the positive class of precision, recall and F1 (Fig. 3: "higher recall and
+lower precision implies that more candidates are incorrectly marked as consistent"). Hence
+DEFAULT_THRESHOLD = 1.0: a score below 1, i.e. any inconsistent sentence, flags the item. It is the threshold
+of Table 4 and Figure 3, needs no tuning on the data being evaluated, and agrees with human labels built the
+same way (QAGS: every sentence has a majority "yes"; SummEval: every expert gave 5). A lower threshold trades
+recall for precision; the page's slider shows that, while AUROC summarises every threshold at once. Everything
+here is plain Python (pandas, numpy and services.stats); the page caches the results.
 """
 
 from __future__ import annotations
@@ -52,6 +52,9 @@ from services.text import InputError
 log = logging.getLogger(__name__)
 
 DEFAULT_THRESHOLD = 1.0
+# Figure 3's reading (Appendix C.3): high recall with low precision means more candidates wrongly marked consistent,
+# so "consistent" is the class precision, recall and F1 are about.
+POSITIVE = 1
 DEFAULT_SEED = 0
 DEFAULT_BOOT = 1000
 CONSISTENT_AT = 1.0 - 1e-9  # a score counts as "fully consistent" at 1 (Eq. 3 gives exactly 1.0 then)
@@ -239,10 +242,23 @@ def load_batch(engine: Engine, batch_id: int, *, sentences: bool = True, sql_jso
         dataset = DatasetPublic.model_validate(ds) if ds else None
     if not _use_sql(engine, sql_json):
         raw = _read_python(engine, batch_id)
-        data = _assemble_items(batch, dataset, raw)
+        data = _with_documents(engine, batch_id, _assemble_items(batch, dataset, raw))
         return _assemble_sentences(data, raw) if sentences else data
-    data = _assemble_items(batch, dataset, _read_sql_items(engine, batch_id))
+    data = _with_documents(engine, batch_id, _assemble_items(batch, dataset, _read_sql_items(engine, batch_id)))
     return add_sentences(engine, data, sql_json=True) if sentences else data
+
+
+def _with_documents(engine: Engine, batch_id: int, data: BatchData) -> BatchData:
+    """Each item's reference document id: summaries of one document are grouped for Table 2's correlation."""
+    with engine.connect() as conn:
+        rows = conn.execute(
+            select(BatchItem.item_id, DatasetItem.reference_id)
+            .join(DatasetItem, DatasetItem.id == BatchItem.item_id)
+            .where(BatchItem.batch_id == batch_id)
+        ).all()
+    docs = dict(rows)
+    data.items["document_id"] = [docs.get(int(i)) for i in data.items["item_id"]]
+    return data
 
 
 def add_sentences(engine: Engine, data: BatchData, *, sql_json: bool | None = None) -> BatchData:
@@ -384,13 +400,21 @@ class Correlations:
     n_boot: int
     seed: int
     notes: tuple[str, ...] = ()
+    per_document: tuple[stats.GroupedCorrelation, ...] = ()  # Table 2 (SummEval): mean of per-document values
 
     def frame(self) -> pd.DataFrame:
-        """One row per statistic: name, n, value, 95% interval, p, note."""
+        """One row per statistic: name, n, value, 95% interval, p, note. Pooled rows are over all items; rows
+        named "... (per document)" average each document's correlation (DCR Table 2, as G-Eval computes it)."""
         rows = [
             {"statistic": c.method, "n": c.n, "value": c.r, "ci_low": c.ci_low, "ci_high": c.ci_high, "p": c.p,
-             "note": c.note or ""}
+             "note": ((c.note or "") + (" Pooled over all items." if self.per_document else "")).strip()}
             for c in self.correlations
+        ]  # fmt: skip
+        rows += [
+            {"statistic": f"{g.method} (per document)", "n": g.n_items, "value": g.r, "ci_low": None,
+             "ci_high": None, "p": None,
+             "note": (g.note or f"Mean over {g.n_groups} documents; {g.n_skipped} skipped (one side constant).")}
+            for g in self.per_document
         ]  # fmt: skip
         a = self.auroc
         rows.append(
@@ -417,15 +441,23 @@ def correlations(
         notes.append("This dataset has no binary human labels: AUROC and the classification need them.")
     corr = tuple(stats.correlation(x, hs, m, n_boot=n_boot, seed=seed) for m in stats.METHODS)  # type: ignore[arg-type]
     auc = stats.auroc(x, hl, n_boot=n_boot, seed=seed)
-    return Correlations(len(d), corr, auc, n_boot, seed, tuple(notes))
+    per_doc: tuple[stats.GroupedCorrelation, ...] = ()
+    if "document_id" in d and d["document_id"].duplicated().any():  # several summaries per document (SummEval)
+        per_doc = tuple(stats.per_group_correlation(x, hs, d["document_id"].to_numpy(), m) for m in stats.METHODS)  # type: ignore[arg-type]
+        notes.append(
+            "Several summaries share a document: the per-document rows average each document's correlation, as "
+            "the DCR paper's Table 2 (after Zhong et al. and G-Eval) does; the pooled rows correlate all items at once."
+        )
+    return Correlations(len(d), corr, auc, n_boot, seed, tuple(notes), per_doc)
 
 
 def at_threshold(
-    df: pd.DataFrame, threshold: float = DEFAULT_THRESHOLD, *, score: str = "score"
+    df: pd.DataFrame, threshold: float = DEFAULT_THRESHOLD, *, score: str = "score", positive: int = POSITIVE
 ) -> stats.ClassificationResult:
-    """Confusion and metrics when score < threshold predicts "inconsistent" (the positive class)."""
+    """Confusion and metrics when score >= threshold predicts "consistent" (by default the positive class, as
+    DCR's Fig. 3 reads it; the paradigms paper's recall is of the inconsistent class, positive=0)."""
     d = df[df[score].notna()]
-    return stats.classification(_clean(d[score]), _clean(d["human_label"]), threshold, positive=0)
+    return stats.classification(_clean(d[score]), _clean(d["human_label"]), threshold, positive=positive)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -445,7 +477,7 @@ def summary_level(
 
 
 def classification_frame(c: stats.ClassificationResult) -> pd.DataFrame:
-    """A classification result as one table row (inconsistent = positive)."""
+    """A classification result as one table row (consistent = positive)."""
     return pd.DataFrame(
         [{"threshold": c.threshold, "n": c.n, "tp": c.tp, "fp": c.fp, "fn": c.fn, "tn": c.tn,
           "balanced_accuracy": c.balanced_accuracy, "precision": c.precision, "recall": c.recall, "f1": c.f1,
@@ -455,9 +487,13 @@ def classification_frame(c: stats.ClassificationResult) -> pd.DataFrame:
 
 def confusion_frame(c: stats.ClassificationResult) -> pd.DataFrame:
     """The 2x2 confusion matrix with human labels as rows and predictions as columns."""
+    # tp/fp/fn/tn are about c.positive: map them back to (human, predicted) cells.
+    pos, neg = ("consistent", "inconsistent") if c.positive == 1 else ("inconsistent", "consistent")
+    cells = {(pos, pos): c.tp, (neg, pos): c.fp, (pos, neg): c.fn, (neg, neg): c.tn}
+    order = ("inconsistent", "consistent")
     return pd.DataFrame(
-        {"predicted inconsistent": [c.tp, c.fp], "predicted consistent": [c.fn, c.tn]},
-        index=pd.Index(["human: inconsistent", "human: consistent"], name="human label"),
+        {f"predicted {p}": [cells[(h, p)] for h in order] for p in order},
+        index=pd.Index([f"human: {h}" for h in order], name="human label"),
     )
 
 
@@ -479,7 +515,7 @@ class SentenceLevel:
 def sentence_level(
     engine: Engine | None = None, batch_id: int | None = None, *, data: BatchData | None = None
 ) -> SentenceLevel:
-    """Confusion, balanced accuracy and P/R/F1 (inconsistent = positive) of the model's sentence verdicts."""
+    """Confusion, balanced accuracy and P/R/F1 (consistent = positive) of the model's sentence verdicts."""
     data = _with_sentences(data or load_batch(engine, batch_id))  # type: ignore[arg-type]
     s = data.sentences
     notes = []
@@ -508,7 +544,7 @@ def sentence_level(
     cls = None
     if not usable.empty:
         pred = (usable["verdict"] == "consistent").astype(float).to_numpy()
-        cls = stats.classification(pred, usable["human"].to_numpy(), 0.5, positive=0)
+        cls = stats.classification(pred, usable["human"].to_numpy(), 0.5, positive=POSITIVE)
     return SentenceLevel(len(s), len(labelled), len(usable), unknown, ties, data.n_misaligned, cls, tuple(notes))
 
 
@@ -532,7 +568,7 @@ def _scored_name(batch: BatchPublic) -> str:
 
 @dataclass(frozen=True)
 class Figure3:
-    """Precision, recall and F1 (inconsistent = positive) of each evaluator variant at summary level."""
+    """Precision, recall and F1 (consistent = positive) of each evaluator variant at summary level."""
 
     frame: pd.DataFrame  # evaluator, batch, n, tp, fp, fn, tn, precision, recall, f1, balanced_accuracy, note
     notes: tuple[str, ...] = ()
@@ -541,7 +577,7 @@ class Figure3:
 def _binary_row(name: str, batch_id: int, pred_consistent: pd.Series, labels: pd.Series) -> dict[str, Any]:
     keep = pred_consistent.notna() & labels.notna()
     c = stats.classification(
-        pred_consistent[keep].astype(float).to_numpy(), labels[keep].astype(float).to_numpy(), 0.5, positive=0
+        pred_consistent[keep].astype(float).to_numpy(), labels[keep].astype(float).to_numpy(), 0.5, positive=POSITIVE
     )
     return {
         "evaluator": name, "batch": batch_id, "n": c.n, "tp": c.tp, "fp": c.fp, "fn": c.fn, "tn": c.tn,
@@ -560,7 +596,7 @@ def figure3(
 ) -> Figure3:
     """Figure 3: DCE + AMC (score < 1) vs DCE without AMC (is_consistent false) vs another batch (score < 1).
 
-    Binary at summary level against the human label; inconsistency is the positive class. With a second
+    Binary at summary level against the human label; "consistent" is the positive class. With a second
     batch over the same dataset, every row is computed on the items both batches finished.
     """
     data = data or load_batch(engine, dce_batch_id)  # type: ignore[arg-type]
@@ -829,11 +865,15 @@ def baselines(
 
 # -- RAI: Table 4 and Figure 4 ------------------------------------------------------------------------
 def rai_table(df: pd.DataFrame) -> pd.DataFrame:
-    """Table 4: evaluated items, inconsistent at round 0 (score < 1), corrected (final score 1), rate."""
+    """Table 4: items inconsistent at round 0 (score < 1), corrected by one RAI round (score 1 after it) and the
+    consistency improvement rate = corrected / inconsistent. With more rounds, `corrected_after_m` and
+    `rate_after_m` count the items consistent after the last round (Figure 4 follows them round by round)."""
     done = df[(df["status"] == "done") & df["score"].notna()]
     bad = done[done["score"] < CONSISTENT_AT]
     improved = bad[bad["n_rounds"] > 1]
-    corrected = int((bad["final_score"] >= CONSISTENT_AT).sum())
+    after_one = bad["score_r1"] if "score_r1" in bad else pd.Series(np.nan, index=bad.index)
+    corrected = int((after_one >= CONSISTENT_AT).sum())
+    corrected_m = int((bad["final_score"] >= CONSISTENT_AT).sum())
     return pd.DataFrame(
         [{
             "evaluated": len(done),
@@ -842,6 +882,8 @@ def rai_table(df: pd.DataFrame) -> pd.DataFrame:
             "corrected": corrected,
             "improvement_rate": corrected / len(bad) if len(bad) else None,
             "rounds_run": int(done["n_rounds"].max() - 1) if len(done) else 0,
+            "corrected_after_m": corrected_m,
+            "rate_after_m": corrected_m / len(bad) if len(bad) else None,
         }]
     )  # fmt: skip
 
@@ -856,7 +898,8 @@ class RoundsResult:
 
 
 def rounds_of(df: pd.DataFrame) -> RoundsResult:
-    """Per round r: each item's score after r rounds of RAI (carried forward once it stopped), and the share at 1."""
+    """Per round r: each item's score after r rounds of RAI (carried forward once it stopped), and Figure 4's
+    consistency improvement rate: the share of the items inconsistent at round 0 that are consistent after r."""
     done = df[(df["status"] == "done") & df["score"].notna()]
     cols = sorted((c for c in done.columns if c.startswith("score_r")), key=lambda c: int(c[7:]))
     if done.empty or not cols:
@@ -865,11 +908,12 @@ def rounds_of(df: pd.DataFrame) -> RoundsResult:
     # An item stops when it is fully consistent or nothing changed: later rounds keep its last score.
     mat = done[cols].ffill(axis=1).to_numpy(dtype=float)
     n_rounds = mat.shape[1]
+    bad = mat[mat[:, 0] < CONSISTENT_AT]  # the items Table 4 counts as inconsistent before any rewrite
     share = pd.DataFrame(
         {
             "round": np.arange(n_rounds),
-            "n": np.isfinite(mat).sum(axis=0),
-            "consistent": (mat >= CONSISTENT_AT).sum(axis=0),
+            "n": np.full(n_rounds, len(bad)),
+            "consistent": (bad >= CONSISTENT_AT).sum(axis=0),
         }
     )
     share["share"] = share["consistent"] / share["n"].where(share["n"] > 0)
@@ -1090,7 +1134,7 @@ def bundle(
             "cached by (model, prompt version, messages, parameters), so a re-run of the same batch "
             "reproduces the same verdicts from the cache",
         },
-        "meta_evaluation": {"threshold": threshold, "positive_class": "inconsistent",
+        "meta_evaluation": {"threshold": threshold, "positive_class": "consistent",
                             "consistent_when": "score == 1 (Table 4, Figure 3)"},  # fmt: skip
         "dataset": None if dataset is None else {
             "id": dataset.id, "name": dataset.name, "format": dataset.format, "task": dataset.task,
@@ -1259,7 +1303,7 @@ def report_dict(rep: Report, *, batch_id: int, settings: dict[str, Any], bundle:
         {
             "batch_id": batch_id,
             "notes": list(rep.notes),
-            "settings": {**settings, "positive_class": "inconsistent"},
+            "settings": {**settings, "positive_class": "consistent"},
             "summary_level": {
                 "n_items": s.correlations.n_items,
                 "correlations": s.correlations.frame(),
@@ -1408,7 +1452,7 @@ def compare_method_batches(
         items = _method_items(engine, bid)
         item_frames[bid] = items
         done = items[(items["status"] == "done") & items["score"].notna()]
-        cls = at_threshold(done, threshold) if len(done) else None
+        cls = at_threshold(done, threshold, positive=0) if len(done) else None  # 003: errors are what is found
         hs = done[done["human_score"].notna()]
         pear = stats.correlation(hs["score"].to_numpy(float), hs["human_score"].to_numpy(float), "pearson", n_boot=0)
         n_docs = max(1, len(items[items["status"].isin(("done", "failed"))]))

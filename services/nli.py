@@ -20,6 +20,10 @@ Label = Literal["consistent", "inconsistent"]
 
 CONTEXT_BUDGET_TOKENS = 1024  # Appendix B, Table 8: Summ-Alignment
 WINDOW_CONTEXT_SENTENCES = 5  # Appendix B, Table 8: Sent-Alignment n
+# Retrieval (Appendix B) is for long documents (GovReport ~3.8k words, SQuALITY ~5k): it runs when a document
+# does not fit this many estimated tokens, or when asked. Ordinary news articles (CNN/DM) are read whole.
+FIT_TOKENS = 4096
+Retrieval = Literal["auto", "always", "never"]
 
 _JUDGEMENT_SCHEMA = {
     "type": "object",
@@ -186,6 +190,28 @@ def parse_qg(data: Any) -> list[tuple[str, str]]:
     return out
 
 
+def parse_qa_window(data: Any, n: int) -> list[tuple[Label, str, str | None]]:
+    """A Figure 7 reply to a window's n question-answer pairs, in order: exactly one judgement per pair."""
+    if not isinstance(data, dict) or not isinstance(data.get("results"), list):
+        raise ValueError("expected a JSON object with a list of results")
+    results = data["results"]
+    if len(results) != n:
+        raise ValueError(f"{n} question(s) were asked, {len(results)} judgement(s) given")
+    out = []
+    for item in results:
+        if not isinstance(item, dict):
+            raise ValueError("each result must be an object")
+        answer = item.get("answer")
+        restated = answer if isinstance(answer, str) else None
+        out.append((parse_judgement(item.get("judgement")), _reasoning(item), restated))
+    return out
+
+
+def qa_pairs_text(pairs: list[tuple[str, str]]) -> str:
+    """Figure 7's pair list: "Q1: ... A1: ..." one pair a line."""
+    return "\n\n".join(f"Q{i}: {q} A{i}: {a}" for i, (q, a) in enumerate(pairs, 1))
+
+
 def parse_qa(data: Any) -> tuple[Label, str, str | None]:
     """A Figure 7 reply to one question as (label, reasoning, restated answer); exactly one judgement."""
     if not isinstance(data, dict) or not isinstance(data.get("results"), list):
@@ -267,9 +293,18 @@ def select_context(
     return ContextSelection(indices=order, sentences=tuple(sentences[i] for i in order))
 
 
-def _context(document: str, target: str, budget_tokens: int, n_sentences: int | None) -> ContextSelection | None:
-    """The retrieved context when the document is over the budget, else None (use it whole)."""
-    if estimate_tokens(document) <= budget_tokens:
+def needs_retrieval(document: str, *, retrieval: Retrieval = "auto", fit_tokens: int = FIT_TOKENS) -> bool:
+    """Whether Appendix B's retrieval applies: asked for, or the document does not fit `fit_tokens`."""
+    if retrieval != "auto":
+        return retrieval == "always"
+    return estimate_tokens(document) > fit_tokens
+
+
+def _context(
+    document: str, target: str, budget_tokens: int, n_sentences: int | None, use: bool = True
+) -> ContextSelection | None:
+    """The retrieved context when retrieval applies (`use`), else None (the document is read whole)."""
+    if not use:
         return None
     if n_sentences is None:
         return select_context(document, target, budget_tokens=budget_tokens)
@@ -284,11 +319,13 @@ def windows_of(sentences: list[str], window: int) -> list[tuple[int, int]]:
 
 
 def _any_inconsistent(labels: list[Label | None]) -> Label | None:
-    """Eqs. 2 and 4: inconsistent if any unit is; None when no unit could be read."""
-    read = [lab for lab in labels if lab is not None]
-    if not read:
+    """Eqs. 2 and 4: inconsistent if any unit is; otherwise None if any unit could not be read (an unread
+    unit is never taken as consistent), else consistent."""
+    if "inconsistent" in labels:
+        return "inconsistent"
+    if not labels or any(lab is None for lab in labels):
         return None
-    return "inconsistent" if "inconsistent" in read else "consistent"
+    return "consistent"
 
 
 def _per_document(client: LLMClient) -> tuple[LLMClient, UsageLedger]:
@@ -319,11 +356,19 @@ def _ask(
 
 # -- the paradigms --------------------------------------------------------------------------------
 def summ_nli(
-    client: LLMClient, document: str, summary: str, *, budget_tokens: int = CONTEXT_BUDGET_TOKENS, sample: int = 0
+    client: LLMClient,
+    document: str,
+    summary: str,
+    *,
+    budget_tokens: int = CONTEXT_BUDGET_TOKENS,
+    sample: int = 0,
+    retrieval: Retrieval = "auto",
+    fit_tokens: int = FIT_TOKENS,
 ) -> NliResult:
     """Summ-NLI (Eq. 1): the whole summary judged at once (Figure 4)."""
     doc_client, ledger = _per_document(client)
-    ctx = _context(document, summary, budget_tokens, None)
+    use = needs_retrieval(document, retrieval=retrieval, fit_tokens=fit_tokens)
+    ctx = _context(document, summary, budget_tokens, None, use)
     prompt = P.SUMM_NLI.render(**{"source text": ctx.text if ctx else document, "summary": summary})
     res = _ask(
         doc_client,
@@ -347,14 +392,18 @@ def sent_nli(
     budget_tokens: int = CONTEXT_BUDGET_TOKENS,
     n_sentences: int = WINDOW_CONTEXT_SENTENCES,
     sample: int = 0,
+    retrieval: Retrieval = "auto",
+    fit_tokens: int = FIT_TOKENS,
 ) -> SentNliResult:
-    """Sent-NLI (Eq. 2): each window of `window` summary sentences judged (Figure 5); any inconsistent wins."""
+    """Sent-NLI (Eq. 2): each window of `window` summary sentences judged (Figure 5); any inconsistent wins,
+    and a window that could not be read leaves a document with no inconsistent window unknown."""
     doc_client, ledger = _per_document(client)
     sentences = split_sentences(summary)
     out: list[WindowResult] = []
+    use = needs_retrieval(document, retrieval=retrieval, fit_tokens=fit_tokens)
     for start, end in windows_of(sentences, window):
         text = " ".join(sentences[start:end])
-        ctx = _context(document, text, budget_tokens, n_sentences)
+        ctx = _context(document, text, budget_tokens, n_sentences, use)
         prompt = P.SENT_NLI.render(**{"source text": ctx.text if ctx else document, "Sentence": text})
         res = _ask(
             doc_client,
@@ -379,12 +428,17 @@ def qg_qa(
     budget_tokens: int = CONTEXT_BUDGET_TOKENS,
     n_sentences: int = WINDOW_CONTEXT_SENTENCES,
     sample: int = 0,
+    retrieval: Retrieval = "auto",
+    fit_tokens: int = FIT_TOKENS,
+    qa_per_pair: bool = False,
 ) -> QgQaResult:
-    """QG-QA (Eqs. 3-4): questions from each window (Figure 6, no document), each verified on the
-    document in a new conversation of its own (Figure 7); any inconsistent answer wins."""
+    """QG-QA (Eqs. 3-4): questions from each window (Figure 6, no document), verified on the document in a
+    new conversation (Figure 7): all of a window's pairs in one prompt, as Figure 7 lists them, or one pair a
+    call with `qa_per_pair`. Any inconsistent answer wins; an unreadable pair leaves the rest unknown."""
     doc_client, ledger = _per_document(client)
     sentences = split_sentences(summary)
     pairs: list[QAPair] = []
+    use = needs_retrieval(document, retrieval=retrieval, fit_tokens=fit_tokens)
     for w, (start, end) in enumerate(windows_of(sentences, window)):
         text = " ".join(sentences[start:end])
         qg = _ask(
@@ -399,8 +453,24 @@ def qg_qa(
         if not qg.ok:
             pairs.append(QAPair(w, None, None, None, None, None, qg.error))
             continue
-        ctx = _context(document, text, budget_tokens, n_sentences)
+        ctx = _context(document, text, budget_tokens, n_sentences, use)
         source = ctx.text if ctx else document
+        if not qa_per_pair:
+            found: list[tuple[str, str]] = qg.value  # type: ignore[assignment]
+            qa = _ask(
+                doc_client,
+                P.QA.render(**{"source text": source, "Question-answer pairs": qa_pairs_text(found)})
+                + P.QA_FORMAT.template,
+                parse=functools.partial(parse_qa_window, n=len(found)),
+                schema=_QA_SCHEMA,
+                version=f"{P.QA.id}+{P.QA_FORMAT.id}+window",
+                stage="qa",
+                sample=sample,
+            )
+            for k, (question, expected) in enumerate(found):
+                label, reasoning, answer = qa.value[k] if qa.ok else (None, None, None)  # type: ignore[index]
+                pairs.append(QAPair(w, question, expected, answer, reasoning, label, qa.error, ctx))
+            continue
         for question, expected in qg.value:
             # a fresh single-message conversation: QA must not see the summary or the QG exchange
             qa = _ask(
@@ -445,15 +515,33 @@ def prompt_versions(method: str) -> dict[str, str]:
 
 
 def run_method(
-    client: LLMClient, document: str, summary: str, method: str, *, window: int = 1, sample: int = 0
+    client: LLMClient,
+    document: str,
+    summary: str,
+    method: str,
+    *,
+    window: int = 1,
+    sample: int = 0,
+    retrieval: Retrieval | None = None,
+    fit_tokens: int | None = None,
+    qa_per_pair: bool = False,
 ) -> MethodResult:
-    """Run one paradigm by name; `window` applies to Sent-NLI and QG-QA."""
+    """Run one paradigm by name; `window` applies to Sent-NLI and QG-QA. Retrieval and the budget a document
+    must fit default to the settings (NLI_RETRIEVAL, NLI_FIT_TOKENS)."""
+    from services.config import get_settings
+
+    settings = get_settings()
+    ctx = {
+        "sample": sample,
+        "retrieval": retrieval or settings.nli_retrieval,
+        "fit_tokens": fit_tokens if fit_tokens is not None else settings.nli_fit_tokens,
+    }
     if method == "summ-nli":
-        return summ_nli(client, document, summary, sample=sample)
+        return summ_nli(client, document, summary, **ctx)  # type: ignore[arg-type]
     if method == "sent-nli":
-        return sent_nli(client, document, summary, window=window, sample=sample)
+        return sent_nli(client, document, summary, window=window, **ctx)  # type: ignore[arg-type]
     if method == "qg-qa":
-        return qg_qa(client, document, summary, window=window, sample=sample)
+        return qg_qa(client, document, summary, window=window, qa_per_pair=qa_per_pair, **ctx)  # type: ignore[arg-type]
     raise ValueError(f"unknown method {method!r}; expected one of {', '.join(NLI_METHODS)}")
 
 
@@ -542,7 +630,10 @@ def result_record(result: MethodResult, method: str, summary: str, *, window: in
         n_units, n_failed = len(result.pairs), result.n_failed
     read = [lab for lab in labels if lab is not None]
     rec["label"] = result.label
-    rec["score"] = sum(lab == "consistent" for lab in read) / len(read) if read else None
+    # Share of units judged consistent; with a unit unread the document has no score, only a partial one.
+    partial = sum(lab == "consistent" for lab in read) / len(read) if read else None
+    rec["score"] = partial if len(read) == len(labels) else None
+    rec["partial_score"] = partial
     rec["n_units"] = n_units
     rec["n_failed"] = n_failed
     rec["usage"] = dict(result.usage)

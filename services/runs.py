@@ -127,13 +127,16 @@ def improve_run(
     if detail is None:
         raise InputError(f"Run {run_id} does not exist (deleted?).")
     r = detail.run
-    cfg = dcr.DCRConfig(
-        task=r.task, criteria=r.criteria, method=r.method, amc=r.amc,  # type: ignore[arg-type]
-        max_rounds=max_rounds if max_rounds is not None else r.max_rounds,
-    )  # fmt: skip
     rounds = detail.rounds
     if not rounds:
         raise InputError("This run has no evaluated round to improve; evaluate it again.")
+    first_score = rounds[0].evaluation.score
+    cfg = dcr.DCRConfig(
+        task=r.task, criteria=r.criteria, method=r.method, amc=r.amc,  # type: ignore[arg-type]
+        max_rounds=max_rounds if max_rounds is not None else r.max_rounds,
+        alpha=first_score.set_alpha if first_score else dcr.DEFAULT_ALPHA,
+        beta=first_score.set_beta if first_score else dcr.DEFAULT_BETA,
+    )  # fmt: skip
     # Rounds after the last are recomputed from it, so earlier choices stay as the user left them.
     ledger = UsageLedger()
     client = make_client(backend, engine, ledger)

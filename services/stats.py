@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import krippendorff
 import numpy as np
@@ -258,10 +258,10 @@ def classification(
 ) -> ClassificationResult:
     """Confusion counts and metrics when a score >= threshold predicts "consistent" (1), else "inconsistent" (0).
 
-    `positive` names the class that precision, recall, F1 and tp/fp/tn/fn are about. The default, 0, makes
-    *inconsistency* the class to find, as in the DCR paper (Fig. 3): recall is the share of inconsistent
-    items caught, precision the share of flagged items that really are inconsistent. Pass positive=1 for
-    the consistent class. Balanced accuracy (mean recall of both classes) does not depend on `positive`.
+    `positive` names the class that precision, recall, F1 and tp/fp/tn/fn are about. The DCR paper reads its
+    Figure 3 with *consistent* as that class (positive=1, what services.metaeval passes): "higher recall and
+    lower precision implies that more candidates are incorrectly marked as consistent". positive=0 makes
+    inconsistency the class to find. Balanced accuracy (mean recall of both classes) does not depend on it.
     A ratio whose denominator is 0 is None; F1 is 2tp / (2tp + fp + fn), None only when that is 0/0.
     Items with a missing score or label are left out; n counts the items used.
     """
@@ -493,3 +493,46 @@ def majority(votes: Mapping[str, int]) -> int | None:
     if len(ranked) > 1 and ranked[0] == ranked[1]:
         return None
     return max(counts, key=counts.__getitem__)
+
+
+# -- per-document (summary-level) correlation ------------------------------------------------------
+@dataclass(frozen=True)
+class GroupedCorrelation:
+    """The mean of per-document correlations (Zhong et al., 2022; G-Eval's meta-evaluation of SummEval)."""
+
+    method: str
+    r: float | None
+    n_groups: int  # documents whose correlation is defined (both sides vary)
+    n_skipped: int  # documents left out: fewer than two items, or one side constant
+    n_items: int
+    note: str | None = None
+
+
+def per_group_correlation(
+    x: Sequence[float] | np.ndarray | pd.Series,
+    y: Sequence[float] | np.ndarray | pd.Series,
+    groups: Sequence[Any] | np.ndarray | pd.Series,
+    method: Method = "spearman",
+) -> GroupedCorrelation:
+    """Correlate within each group (document) and average: a group where either side does not vary is skipped,
+    as G-Eval's meta_eval_summeval does; pairs with a missing value are left out first."""
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+    xa, ya = _as_float(x, "x"), _as_float(y, "y")
+    g = np.asarray(groups, dtype=object)
+    if not (xa.size == ya.size == g.size):
+        raise ValueError("x, y and groups must have the same length")
+    keep = np.isfinite(xa) & np.isfinite(ya)
+    frame = pd.DataFrame({"x": xa[keep], "y": ya[keep], "g": g[keep]})
+    fn = {"pearson": sps.pearsonr, "spearman": sps.spearmanr, "kendall": sps.kendalltau}[method]
+    values, skipped = [], 0
+    for _, d in frame.groupby("g", sort=False):
+        if d["x"].nunique() <= 1 or d["y"].nunique() <= 1:
+            skipped += 1
+            continue
+        values.append(float(fn(d["x"].to_numpy(), d["y"].to_numpy()).statistic))
+    note = None
+    if not values:
+        note = "No document has two or more items that vary on both sides: no per-document correlation."
+    r = float(np.mean(values)) if values else None
+    return GroupedCorrelation(method, r, len(values), skipped, int(keep.sum()), note)

@@ -28,7 +28,9 @@ def test_distill_writes_train_test_and_manifest_and_prints_table7(tmp_path, caps
     train = [json.loads(x) for x in (out / "train.jsonl").read_text(encoding="utf-8").splitlines()]
     test = [json.loads(x) for x in (out / "test.jsonl").read_text(encoding="utf-8").splitlines()]
     manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
-    assert len(train) == manifest["table7"]["n_train"] == 2 * 8 * 3 and len(test) == 2 * 3
+    assert (
+        len(train) == manifest["table7"]["n_train"] == 2 * 8 * 3 and len(test) == 2 * 2 * 3
+    )  # each test item asked with and without reasoning
     assert set(train[0]) == {"prompt", "completion"} and manifest["format"] == "plain" and manifest["seed"] == 5
     assert not set(manifest["train_document_ids"]) & set(manifest["test_document_ids"])
     assert "wrote" in printed.err

@@ -27,7 +27,7 @@ def test_report_writes_every_table_with_the_human_alpha_and_its_n(tmp_path, caps
     assert h["alpha"] is not None and h["n_sentences"] == 8 and h["n_workers"] == 4
     assert h["ci_low"] <= h["alpha"] <= h["ci_high"]
     assert rep["settings"] == {"threshold": 1.0, "seed": 3, "bootstrap_resamples": 50, "other_batch_id": None,
-                               "positive_class": "inconsistent"}  # fmt: skip
+                               "positive_class": "consistent"}  # fmt: skip
     assert {r["statistic"] for r in rep["summary_level"]["correlations"]} == {"pearson", "spearman", "kendall", "auroc"}
     assert rep["sentence_level"]["n_compared"] == 6
     assert rep["bundle"]["batch"]["id"] == bid and rep["bundle"]["prompts"]
@@ -39,7 +39,7 @@ def test_report_prints_to_stdout_and_takes_a_threshold(capsys):
     assert cli.main(["report", "--run", str(bid), "--threshold", "0.6", "--boot", "0"]) == 0
     rep = json.loads(capsys.readouterr().out)
     c = rep["summary_level"]["classification"]
-    assert (c["threshold"], c["tp"], c["fp"], c["fn"], c["tn"]) == (0.6, 3, 0, 2, 3)
+    assert (c["threshold"], c["tp"], c["fp"], c["fn"], c["tn"]) == (0.6, 3, 2, 0, 3)  # consistent = positive
     assert rep["human_agreement"]["alpha"] is None and rep["human_agreement"]["n_sentences"] == 0
     assert rep["human_agreement"]["notes"]
 

@@ -331,7 +331,8 @@ def test_sent_nli_run_with_a_window_and_a_parse_failure(open_page, judge):
     assert runs.load(db.engine.get_engine(), 1).run.method == "sent-nli"
 
 
-def test_a_long_document_shows_which_sentences_each_method_used(open_page, nli_fake):
+def test_a_long_document_shows_which_sentences_each_method_used(open_page, nli_fake, monkeypatch):
+    monkeypatch.setenv("NLI_FIT_TOKENS", "1024")  # retrieval is for documents that do not fit: make this one not fit
     filler = " ".join(f"Visitors bought {n} postcards on a rainy afternoon near the river." for n in range(120))
     long_ref = f"{filler} {REF}"
     at = open_page(EVALUATE)
@@ -408,3 +409,21 @@ def test_a_model_that_judges_nothing_explains_itself_and_offers_the_evidence_che
     assert runs.load(db.engine.get_engine(), 2).run.method == "evidence"
     assert score(at) != "n/a"
     assert len(judge.requests) == n_requests, "the evidence checker calls no model"
+
+
+def test_an_unjudged_sentence_leaves_no_score_and_the_page_says_what_the_partial_one_rests_on(open_page, judge):
+    from services.text import split_sentences
+    from tests.fakes import answers_connection_check, dce
+
+    def skip_the_last(body):
+        sentences = split_sentences(CAND)
+        return dce(*[(s, "This sentence is consistent with the article.") for s in sentences[:-1]])
+
+    judge.responder = answers_connection_check(skip_the_last)
+    at = evaluate(open_page)
+    assert not at.exception
+    n = len(split_sentences(CAND))
+    assert score(at) == "n/a"
+    metric = next(m for m in at.metric if m.label == "Score Ẑ")
+    assert f"on {n - 1} of {n}" in str(metric.proto.delta)
+    assert any(f"rests on the {n - 1} of {n} sentence(s)" in t for t in texts(at.caption))

@@ -68,7 +68,7 @@ def test_a_finished_batch_shows_every_table(open_page, no_embeddings):
     assert corr["statistic"].tolist() == ["Pearson r", "Spearman ρ", "Kendall τ (b)", "AUROC"]
     assert (corr["n"] == 8).all() and corr["value [95% CI]"].str.contains(r"\[").all()
     m = metrics(at)
-    assert "**11** of 11 items scored" in header(at) and m["AUROC"] != "—" and m["Precision"] == "0.800"
+    assert "**11** of 11 items scored" in header(at) and m["AUROC"] != "—" and m["Precision"] == "0.667"
     assert "CSV" in downloads(at) and any("PNG" in c for c in texts(at.caption))
 
     at = open_tab(open_page, bid, "Figure 3")
@@ -159,7 +159,8 @@ def test_rounds_and_a_second_batch_for_figure3(open_page, no_embeddings):
     para = add_batch(db.engine.get_engine(), ds, [Item([[X]]), Item([[C]]), Item([[X]]), Item([[C]]), Item([[X]])],
                      method="paragraph")  # fmt: skip
     at = open_tab(open_page, bid, "RAI")
-    assert at.dataframe[0].value[["inconsistent", "corrected"]].iloc[0].tolist() == [4, 2]
+    # Table 4 is one RAI round (1 corrected); after m = 2 rounds, 2 are
+    assert at.dataframe[0].value[["inconsistent", "corrected", "corrected_after_m"]].iloc[0].tolist() == [4, 1, 2]
     assert len(at.get("plotly_chart")) == 2
     at = open_tab(open_page, bid, "Figure 3")
     assert at.selectbox[1].options == ["— none —", f"#{para} · hand batch · done · 5 items · Paragraph-level baseline "

@@ -39,7 +39,7 @@ def test_figure3_groups_f1_precision_recall_by_evaluator():
     assert all(list(t.x) == ["F1", "Precision", "Recall"] for t in fig.data)
     assert list(fig.data[1].y) == [0.75, 1.0, 0.6]
     assert list(fig.data[2].y) == [None, None, 0.0]
-    assert fig.layout.barmode == "group" and "inconsistent = positive" in fig.layout.yaxis.title.text
+    assert fig.layout.barmode == "group" and "consistent = positive" in fig.layout.yaxis.title.text
 
 
 def test_share_figure_has_one_line_per_batch_in_percent():

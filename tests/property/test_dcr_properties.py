@@ -130,11 +130,15 @@ def test_eq3_is_always_in_0_1_or_absent_when_nothing_was_judged(marks, extras):
     s = dcr.score_evaluation(marks, extras)
     judged = [m for m in marks if m is not None]
     if judged:
-        assert s.z_hat is not None and 0.0 <= s.z_hat <= 1.0
+        assert s.partial_z_hat is not None and 0.0 <= s.partial_z_hat <= 1.0
         # alpha and beta remove the paragraph-level entries: the score is the judged sentences' alone.
-        assert s.z_hat == pytest.approx((sum(judged) / len(judged) + 1) / 2)
+        assert s.partial_z_hat == pytest.approx((sum(judged) / len(judged) + 1) / 2)
     else:  # only paragraph-level entries, or nothing: k + beta = 0
-        assert s.z_hat is None
+        assert s.partial_z_hat is None
+    # An unjudged sentence is never counted as consistent: the document then has no score at all.
+    assert (s.z_hat is None) == (None in marks or not judged)
+    if s.z_hat is not None:
+        assert s.z_hat == s.partial_z_hat
 
 
 @settings(max_examples=300, deadline=None)
@@ -143,7 +147,7 @@ def test_eq3_is_monotone_in_the_number_of_consistent_sentences(k, data):
     n = data.draw(st.integers(min_value=0, max_value=k - 1))
     unknown = data.draw(st.lists(MARK.filter(lambda m: m is None), max_size=5))
     extras = data.draw(st.lists(MARK, max_size=4))
-    lower = dcr.score_evaluation([1] * n + [-1] * (k - n) + unknown, extras).z_hat
-    higher = dcr.score_evaluation([1] * (n + 1) + [-1] * (k - n - 1) + unknown, extras).z_hat
+    lower = dcr.score_evaluation([1] * n + [-1] * (k - n) + unknown, extras).partial_z_hat
+    higher = dcr.score_evaluation([1] * (n + 1) + [-1] * (k - n - 1) + unknown, extras).partial_z_hat
     assert lower is not None and higher is not None and higher > lower
     assert dcr.score_evaluation([1] * k, extras).z_hat == 1.0 and dcr.score_evaluation([-1] * k, extras).z_hat == 0.0

@@ -62,9 +62,21 @@ def test_all_consistent_scores_one():
     assert s.z == 1.0 and s.z_hat == 1.0
 
 
-def test_unknown_sentences_are_left_out_of_the_array():
+def test_unknown_sentences_leave_no_score_only_a_partial_one():
     s = score_evaluation([1, None, -1, None], [])
-    assert s.k == 2 and s.z == 0.0
+    assert s.z is None and s.z_hat is None
+    assert s.k == 2 and s.partial_z == 0.0 and s.n_unknown == 2 and s.n_judged == 2
+
+
+def test_one_consistent_and_one_unjudged_sentence_is_not_consistent():
+    s = score_evaluation([1, None], [])
+    assert s.z_hat is None and s.partial_z_hat == 1.0 and s.record()["score"] is None
+
+
+def test_user_alpha_and_beta_add_to_the_e4_offsets():
+    s = score_evaluation([1, -1, -1], [-1], alpha=0.5, beta=1.0)
+    assert s.alpha == 0.5 + 1 and s.beta == 1.0 - 1
+    assert s.z == pytest.approx((1 - 1 - 1 - 1 + 1.5) / (4 + 0.0))
 
 
 def test_nothing_judged_has_no_score():
@@ -160,7 +172,7 @@ def test_evaluate_fewer_reasons_leaves_a_sentence_unknown(fake, client):
     assert ev.sentences[1].mark is None and "no reason" in ev.sentences[1].error
     assert ev.n_unknown == 1 and ev.n_judged == 2
     assert any("2 reasons for 3 sentences" in n for n in ev.notes)
-    assert ev.score.k == 2 and ev.score.z_hat == 1.0
+    assert ev.score.k == 2 and ev.score.z_hat is None and ev.score.partial_z_hat == 1.0
 
 
 def test_evaluate_extra_reason_is_paragraph_level(fake, client):
@@ -193,7 +205,7 @@ def test_evaluate_template_echo_and_no_verdict_are_unknown(fake, client):
     assert [v.verdict for v in ev.sentences] == ["unknown", "unknown", "consistent"]
     assert "template" in ev.sentences[0].error
     assert "no verdict" in ev.sentences[1].error
-    assert ev.score.k == 1 and ev.score.z_hat == 1.0
+    assert ev.score.k == 1 and ev.score.z_hat is None and ev.score.partial_z_hat == 1.0
 
 
 def test_evaluate_accepts_a_bare_list_of_reasons(fake, client):
@@ -213,12 +225,14 @@ def test_llm_converter_marks_and_agreement_with_the_rule(fake, client):
     for r in reasons:
         assert "*" + json.dumps(r) in amc_prompt
     assert fake.requests[1]["response_format"]["json_schema"]["schema"]["properties"]["answer"]["minItems"] == 3
-    # the LLM's marks are used; the rule is only compared where it read a verdict
-    assert [v.mark for v in ev.sentences] == [1, 1, -1]
+    # the LLM's marks are used where the reason states no verdict or the same one; a mark against the
+    # stated verdict (+1 for "not consistent") leaves the sentence unjudged
+    assert [v.mark for v in ev.sentences] == [1, None, -1]
     assert [v.rule_mark for v in ev.sentences] == [1, -1, None]
-    assert [v.verdict for v in ev.sentences] == ["consistent", "consistent", "inconsistent"]
+    assert [v.verdict for v in ev.sentences] == ["consistent", "unknown", "inconsistent"]
+    assert "states inconsistent" in ev.sentences[1].error
     assert ev.amc_agreement == (1, 2)
-    assert ev.score.z == pytest.approx(1 / 3)
+    assert ev.score.z_hat is None and ev.score.partial_z == pytest.approx(0.0)
 
 
 def test_llm_converter_wrong_count_leaves_sentences_unknown(fake, client):
@@ -383,3 +397,58 @@ def test_apply_rewrites_skips_rejected_and_unchanged():
         ["a", "b", "c"], [Rewrite(0, "a", "a1", accepted=False), Rewrite(1, "b", "b  "), Rewrite(2, "c", "c1")]
     )
     assert out == ["a", "b", "c1"]
+
+
+# -- alignment keeps a reason with the sentence it judges -------------------------------------------
+def test_paraphrased_negative_quote_stays_with_its_sentence(fake, client):
+    """A paraphrased quote is not paragraph-level: its negative verdict stays in the score."""
+    fake.enqueue_json(
+        dce(
+            (S[0], OK),
+            ("The tower was finished in 1999", BAD.format("the article says 1889")),
+            (S[2], OK),
+            ("", "Overall the summary is mostly fine."),
+        )
+    )
+    ev = dcr.evaluate(client, REF, S, CFG)
+    assert [v.verdict for v in ev.sentences] == ["consistent", "inconsistent", "consistent"]
+    assert len(ev.extras) == 1 and ev.score.z_hat < 1.0
+
+
+def test_equal_counts_with_a_paragraph_level_reason_do_not_shift_by_position():
+    quotes = ["", S[0], "It was finished in 1999"]
+    reasons = ["The summary as a whole is consistent.", OK, BAD.format("1889")]
+    by, left = align(quotes, S, reasons)
+    assert by == [1, 2, None] and left == [0]
+
+
+def test_e4_bare_strings_are_scored():
+    """Appendix E.4's output: bare strings under "reasons", the first about the two paragraphs."""
+    out = dcr.DCEOutput.model_validate(
+        {"is_consistent": False, "reasons": ["The two paragraphs are not consistent.", "This sentence is consistent.",
+                                             "This sentence is not consistent."]}
+    )  # fmt: skip
+    by, left = align([r.sentence for r in out.reason], S[:2], [r.reason for r in out.reason])
+    assert by == [1, 2] and left == [0]
+
+
+def test_explicit_verdict_field_and_reason_disagree_is_unknown(fake, client):
+    fake.enqueue_json(
+        {"reason": [{"sentence": S[0], "reason": OK, "verdict": "inconsistent"},
+                    {"sentence": S[1], "reason": "The year differs from the article's.", "verdict": "inconsistent"}],
+         "is_consistent": False}
+    )  # fmt: skip
+    ev = dcr.evaluate(client, REF, S[:2], CFG)
+    assert [v.verdict for v in ev.sentences] == ["unknown", "inconsistent"]
+    assert "verdict field" in ev.sentences[0].error
+    schema = fake.requests[0]["response_format"]["json_schema"]["schema"]
+    assert "verdict" in schema["properties"]["reason"]["items"]["required"]
+
+
+def test_other_names_for_the_verdict_and_the_reason_are_read():
+    out = dcr.DCEOutput.model_validate(
+        {"reason": [{"sentence": S[0], "explanation": "Matches.", "is_consistent": True},
+                    {"sentence": S[1], "rationale": "The year.", "label": "inconsistent"}]}
+    )  # fmt: skip
+    assert [(r.reason, r.verdict) for r in out.reason] == [("Matches.", True), ("The year.", "inconsistent")]
+    assert [dcr.stated_mark(r.reason, r.verdict)[0] for r in out.reason] == [1, -1]

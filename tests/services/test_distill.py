@@ -93,6 +93,13 @@ def by_item(ds: distill.DistillSet) -> dict[int, list[distill.TrainingExample]]:
     return out
 
 
+def by_item_of(examples) -> dict[int, list]:
+    out: dict[int, list] = {}
+    for e in examples:
+        out.setdefault(e.item_id, []).append(e)
+    return out
+
+
 def test_reasoning_only_from_correct_judgements_and_gold_labels_for_every_item(engine):
     _, ids = make_dataset(engine, [Row(0, 1), Row(1, 0), Row(2, 1), Row(3, 0), Row(4, None)])
     bid = add_batch(engine, 1, ids, [
@@ -120,8 +127,13 @@ def test_reasoning_only_from_correct_judgements_and_gold_labels_for_every_item(e
         else:
             assert forms == ["without-reasoning"]
             assert "without any reasoning" in exs[0].prompt and exs[0].prompt_version == P.WITHOUT_REASONING.id
-    # every test example asks for the label alone
-    assert ds.test and all(e.form == "without-reasoning" for e in ds.test)
+    # 003 section 4.2: every test item is asked both ways (I-w-R and I-wo-R), scored against its gold label
+    test = by_item_of(ds.test)
+    assert test and all(sorted(e.form for e in exs) == ["with-reasoning", "without-reasoning"] for exs in test.values())
+    for exs in test.values():
+        w = next(e for e in exs if e.form == "with-reasoning")
+        assert "Reasoning process and final judgement" in w.prompt and w.prompt_version == P.WITH_REASONING.id
+    assert ds.stats.n_test == len(test)
     assert ds.stats.r_ratio == pytest.approx(ds.stats.n_with_reasoning / ds.stats.n_train)
     assert any("no binary gold label" in n for n in ds.notes)
 
@@ -144,6 +156,25 @@ def test_sent_nli_reasoning_is_the_windows_concatenated_and_a_failed_window_give
     assert [e.form for e in distill.examples_of(next(x for x in items if x.item_id == ids[1]), train=True)] == [
         "without-reasoning"
     ]
+
+
+def test_summ_nli_reasoning_comes_first_whatever_the_batch_order(engine):
+    """003 section 4.1: Summ-NLI's reasoning when it is right, otherwise Sent-NLI's."""
+    _, ids = make_dataset(engine, [Row(0, 1)])
+    sent = add_batch(engine, 1, ids, [sent_nli([C], ["Sent right."])], method="sent-nli")
+    summ = add_batch(engine, 1, ids, [summ_nli(C, "Summ right.")], method="summ-nli")
+    items, _ = distill.load_items(engine, [sent, summ])
+    assert items[0].teacher().batch_id == summ
+
+
+def test_unjudged_items_train_without_reasoning_and_never_reach_the_test_set(engine):
+    """003 section 4.2: documents not evaluated by the teacher are added to training, as prompts without reasoning."""
+    _, ids = make_dataset(engine, [Row(d, d % 2) for d in range(12)])
+    bid = add_batch(engine, 1, ids[:6], [summ_nli(C if d % 2 else X, f"r{d}") for d in range(6)], method="summ-nli")
+    ds = distill.build(engine, [bid], seed=3)
+    assert set(ds.manifest["test_item_ids"]) <= set(ids[:6])
+    assert set(ids[6:]) <= set(ds.manifest["train_item_ids"])
+    assert all(e.form == "without-reasoning" for e in ds.train if e.item_id in ids[6:])
 
 
 def test_the_first_batch_that_judged_correctly_gives_the_reasoning(engine):

@@ -89,14 +89,15 @@ def test_correlations_equal_scipys_and_the_interval_brackets_them(engine):
     assert table["statistic"].tolist() == ["pearson", "spearman", "kendall", "auroc"]
 
 
-def test_classification_at_threshold_one_counts_inconsistency_as_positive(engine):
+def test_classification_at_threshold_one_counts_consistency_as_positive(engine):
+    """DCR C.3 reads Figure 3 with "consistent" as the positive class: tp = marked consistent and consistent."""
     _, bid = seed(engine, HAND)
     c = metaeval.summary_level(metaeval.batch_frame(engine, bid), threshold=1.0, n_boot=0).classification
-    assert (c.tp, c.fp, c.fn, c.tn) == (4, 1, 1, 2)
-    assert c.precision == pytest.approx(0.8) and c.recall == pytest.approx(0.8) and c.f1 == pytest.approx(0.8)
+    assert (c.tp, c.fp, c.fn, c.tn) == (2, 1, 1, 4)
+    assert c.precision == pytest.approx(2 / 3) and c.recall == pytest.approx(2 / 3) and c.f1 == pytest.approx(2 / 3)
     assert c.balanced_accuracy == pytest.approx((0.8 + 2 / 3) / 2)
     lower = metaeval.summary_level(metaeval.batch_frame(engine, bid), threshold=0.6, n_boot=0).classification
-    assert (lower.tp, lower.fp, lower.fn, lower.tn) == (3, 0, 2, 3)  # 0.0, 0.5, 0.0 flagged
+    assert (lower.tp, lower.fp, lower.fn, lower.tn) == (3, 2, 0, 3)  # 0.0, 0.5, 0.0 flagged
     assert metaeval.DEFAULT_THRESHOLD == 1.0
 
 
@@ -132,8 +133,10 @@ ROUNDS = [
 def test_table4_counts_inconsistent_and_corrected_items(engine):
     _, bid = seed(engine, ROUNDS)
     t = metaeval.rai_table(metaeval.batch_frame(engine, bid)).iloc[0]
-    assert (t["evaluated"], t["inconsistent"], t["corrected"]) == (5, 4, 2)
-    assert t["improvement_rate"] == pytest.approx(0.5)
+    # DCR Table 4 is one RAI round: only the item corrected in round 1 counts; m rounds are reported apart.
+    assert (t["evaluated"], t["inconsistent"], t["corrected"]) == (5, 4, 1)
+    assert t["improvement_rate"] == pytest.approx(0.25)
+    assert (t["corrected_after_m"], t["rate_after_m"]) == (2, pytest.approx(0.5))
     assert t["rounds_run"] == 2
 
 
@@ -141,9 +144,10 @@ def test_share_consistent_after_each_round_carries_stopped_items_forward(engine)
     _, bid = seed(engine, ROUNDS)
     r = metaeval.rounds_table(engine, bid)
     assert r.share["round"].tolist() == [0, 1, 2]
-    assert r.share["n"].tolist() == [5, 5, 5]
-    assert r.share["consistent"].tolist() == [1, 2, 3]
-    assert r.share["share"].tolist() == pytest.approx([0.2, 0.4, 0.6])
+    # Figure 4's rate is over the 4 items inconsistent at round 0, not all 5
+    assert r.share["n"].tolist() == [4, 4, 4]
+    assert r.share["consistent"].tolist() == [0, 1, 2]
+    assert r.share["share"].tolist() == pytest.approx([0.0, 0.25, 0.5])
     by_round = r.scores.groupby("round")["score"].apply(sorted).to_dict()
     assert by_round[0] == pytest.approx([0.0, 0.0, 0.5, 0.5, 1.0])
     assert by_round[2] == pytest.approx([0.0, 0.5, 1.0, 1.0, 1.0])
@@ -225,12 +229,12 @@ def test_figure3_compares_amc_the_models_flag_and_a_paragraph_batch(engine):
     f = metaeval.figure3(engine, bid, pid).frame.set_index("batch", append=True)
     rows = f.reset_index(level=0, drop=True)
     amc, flag = f.iloc[0], f.iloc[1]
-    assert (amc["tp"], amc["fp"], amc["fn"], amc["tn"]) == (4, 1, 1, 2)
-    # Flags false on items 2, 3, 8: all truly inconsistent; 4 and 7 are missed.
-    assert (flag["tp"], flag["fp"], flag["fn"], flag["tn"]) == (3, 0, 2, 3)
-    assert flag["precision"] == 1.0 and flag["recall"] == pytest.approx(0.6) and flag["f1"] == pytest.approx(0.75)
+    assert (amc["tp"], amc["fp"], amc["fn"], amc["tn"]) == (2, 1, 1, 4)
+    # Flags false on items 2, 3, 8: all truly inconsistent; 4 and 7 are wrongly marked consistent.
+    assert (flag["tp"], flag["fp"], flag["fn"], flag["tn"]) == (3, 2, 0, 3)
+    assert flag["precision"] == pytest.approx(0.6) and flag["recall"] == 1.0 and flag["f1"] == pytest.approx(0.75)
     p = rows.loc[pid]
-    assert (p["tp"], p["fp"], p["fn"], p["tn"]) == (3, 0, 2, 3)
+    assert (p["tp"], p["fp"], p["fn"], p["tn"]) == (3, 2, 0, 3)
     assert "Paragraph level" in p["evaluator"] and "without AMC" in flag["evaluator"]
 
 
@@ -364,8 +368,25 @@ def test_a_real_batch_against_the_fake_judge_feeds_every_table(tmp_path):
     rep = metaeval.report(engine, bid, n_boot=0)
     t4 = rep["rai"]["table4"][0]
     assert (t4["evaluated"], t4["inconsistent"], t4["corrected"], t4["improvement_rate"]) == (6, 3, 3, 1.0)
-    assert [r["share"] for r in rep["rai"]["rounds"]] == [0.5, 1.0]
+    assert [r["share"] for r in rep["rai"]["rounds"]] == [0.0, 1.0]
     assert rep["summary_level"]["n_items"] == 6
     assert any("no human scores" in n for n in rep["summary_level"]["notes"])
     assert not math.isnan(json.loads(metaeval.report_json(rep))["bundle"]["counts"]["calls"])
     engine.dispose()
+
+
+def test_summeval_correlation_is_averaged_per_document_with_the_pooled_one_beside_it():
+    """DCR Table 2 (after Zhong et al., as G-Eval computes it): correlate each document's summaries, average."""
+    df = pd.DataFrame(
+        {"status": "done", "score": [0.1, 0.2, 0.3, 0.9, 0.8, 0.7, 0.5, 0.5],
+         "human_score": [1, 2, 3, 1, 2, 3, 1, 2], "human_label": np.nan,
+         "document_id": [1, 1, 1, 2, 2, 2, 3, 3]}
+    )  # fmt: skip
+    c = metaeval.correlations(df, n_boot=0)
+    rows = c.frame().set_index("statistic")
+    # document 1: rho = 1, document 2: rho = -1, document 3: the model's scores are constant (skipped)
+    assert rows.loc["spearman (per document)", "value"] == pytest.approx(0.0)
+    assert "2 documents; 1 skipped" in rows.loc["spearman (per document)", "note"]
+    assert rows.loc["spearman", "value"] == pytest.approx(stats.correlation(df["score"], df["human_score"],
+                                                                           "spearman", n_boot=0).r)  # fmt: skip
+    assert "Pooled" in rows.loc["spearman", "note"]

@@ -102,7 +102,10 @@ def test_sent_nli_failed_window_is_recorded_and_does_not_vote(fake, client):
     res = nli.sent_nli(client, DOC, SUMMARY, window=1)
     assert res.windows[0].label == "consistent"
     assert res.windows[1].label is None and res.windows[1].parse_error
-    assert res.label == "consistent" and res.n_failed == 1
+    # 003 Eq. 2: any() over the windows; an unread window is never taken as consistent
+    assert res.label is None and res.n_failed == 1
+    rec = nli.result_record(res, "sent-nli", SUMMARY)
+    assert rec["score"] is None and rec["partial_score"] == 1.0 and rec["n_failed"] == 1
 
 
 def test_sent_nli_no_window_read_gives_no_label(fake, client):
@@ -159,11 +162,34 @@ def test_qg_qa_eq4_one_bad_answer_among_many(fake, client):
             ],
         }
     )
-    fake.enqueue_json(qa_result("Consistent"))
-    fake.enqueue_json(qa_result("Inconsistent"))
+    fake.enqueue_json({"results": [qa_result("Consistent")["results"][0], qa_result("Inconsistent")["results"][0]]})
     res = nli.qg_qa(client, DOC, GOOD)
     assert [p.judgement for p in res.pairs] == ["consistent", "inconsistent"]
     assert res.label == "inconsistent"
+
+
+TWO_PAIRS = {
+    "pairs": [{"question": "Who is in Warsaw?", "answer": "Jane"}, {"question": "Where is Jane?", "answer": "Warsaw"}]
+}
+
+
+def test_qa_asks_a_windows_pairs_in_one_prompt_as_figure_7_lists_them(fake, client):
+    fake.enqueue_json(TWO_PAIRS)
+    fake.enqueue_json({"results": [qa_result("Consistent")["results"][0], qa_result("Consistent")["results"][0]]})
+    res = nli.qg_qa(client, DOC, GOOD)
+    _, qa_req = fake.requests
+    text = first_user(qa_req)
+    listed = re.search(r"### Question-answer pairs:\n\n(.*)\n\nPlease refer", text, re.S).group(1)
+    assert listed == "Q1: Who is in Warsaw? A1: Jane\n\nQ2: Where is Jane? A2: Warsaw"
+    assert res.label == "consistent"
+
+
+def test_qa_reply_with_too_few_judgements_leaves_the_window_unknown(fake, client):
+    fake.enqueue_json(TWO_PAIRS)
+    fake.enqueue_json({"results": [qa_result("Consistent")["results"][0]]})
+    fake.enqueue_json({"results": [qa_result("Consistent")["results"][0]]})
+    res = nli.qg_qa(client, DOC, GOOD)
+    assert [p.judgement for p in res.pairs] == [None, None] and res.label is None
 
 
 def test_qa_runs_in_a_separate_conversation_per_question(fake, client):
@@ -178,7 +204,7 @@ def test_qa_runs_in_a_separate_conversation_per_question(fake, client):
     )
     fake.enqueue_json(qa_result("Consistent"))
     fake.enqueue_json(qa_result("Consistent"))
-    nli.qg_qa(client, DOC, GOOD)
+    nli.qg_qa(client, DOC, GOOD, qa_per_pair=True)
     qg_req, *qa_reqs = fake.requests
     assert "Specified sentences" in first_user(qg_req) and DOC not in first_user(qg_req)  # QG never sees the document
     assert len(qa_reqs) == 2
@@ -220,7 +246,7 @@ def test_a_question_answered_twice_is_recorded(fake, client):
     res = nli.qg_qa(client, DOC, GOOD)
     pair = res.pairs[0]
     assert pair.question == "Who is in Warsaw?" and pair.judgement is None
-    assert "2 judgements" in pair.parse_error
+    assert "2 judgement(s)" in pair.parse_error
     assert res.label is None
 
 
@@ -302,14 +328,14 @@ def test_long_documents_are_cut_to_the_retrieved_context(fake, client):
     assert short.context is None and doc in first_user(fake.requests[0])
 
     fake.clear_requests()
-    res = nli.sent_nli(client, doc, TARGET, budget_tokens=20, n_sentences=2)
+    res = nli.sent_nli(client, doc, TARGET, budget_tokens=20, n_sentences=2, retrieval="always")
     ctx = res.windows[0].context
     assert ctx is not None and ctx.indices == (1, 3)
     prompt = first_user(fake.requests[0])
     assert LONG[1] in prompt and LONG[3] in prompt and LONG[2] not in prompt
 
     fake.clear_requests()
-    res = nli.summ_nli(client, doc, TARGET, budget_tokens=30)
+    res = nli.summ_nli(client, doc, TARGET, budget_tokens=30, retrieval="always")
     assert res.context is not None and sum(estimate_tokens(s) for s in res.context.sentences) <= 30
     assert LONG[4] not in first_user(fake.requests[0])
 
@@ -320,3 +346,22 @@ def test_prompts_are_versioned_and_quote_the_paper():
     assert len(P.SIX_ERROR_TYPES) == 6
     assert "Figure 7" in P.QA.source and "{Question-answer pairs}" in P.QA.template
     assert "Judgement: < Consistent or Inconsistent >" in P.SENT_NLI.template
+
+
+def test_retrieval_is_for_documents_that_do_not_fit():
+    """003 Appendix B retrieves for long documents (GovReport, SQuALITY); a news article is read whole."""
+    article = "The council met on Tuesday to discuss the budget for next year. " * 80  # ~1,300 estimated tokens
+    assert estimate_tokens(article) > nli.CONTEXT_BUDGET_TOKENS
+    assert not nli.needs_retrieval(article)
+    assert nli.needs_retrieval(article * 4)
+    assert nli.needs_retrieval(article, retrieval="always") and not nli.needs_retrieval(article * 9, retrieval="never")
+    assert nli.needs_retrieval(article, fit_tokens=1000)
+
+
+def test_retrieval_follows_the_settings(fake, client, monkeypatch):
+    """NLI_RETRIEVAL=always retrieves even for a short document; the default reads it whole."""
+    fake.responder = nli_judge
+    doc = " ".join(LONG)
+    assert nli.run_method(client, doc, TARGET, "summ-nli").context is None
+    monkeypatch.setenv("NLI_RETRIEVAL", "always")
+    assert nli.run_method(client, doc, TARGET, "sent-nli").windows[0].context is not None
