@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from db.engine import get_engine
-from services import batches, datasets, jobs, nli
+from services import batches, datasets, nli
 from services.config import backend_from_settings
 from services.dcr import METHOD_LABELS, DCRConfig
 from services.text import InputError
@@ -108,6 +108,8 @@ def run(args: argparse.Namespace) -> int:
         note = f" (repeat {k + 1} of {len(ids)})" if len(ids) > 1 else ""
         print(f"batch {bid}: {how}, {args.method}, {opts}{note}", file=sys.stderr)
     if args.enqueue:
+        from services import jobs  # the task queue, only when handing the batch to the workers
+
         for bid in ids:
             jobs.enqueue(bid)
             print(bid)

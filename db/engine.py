@@ -112,6 +112,13 @@ def get_engine(url: str | None = None, *, concurrency: int | None = None) -> Eng
         return engine
 
 
+def dispose_all() -> None:
+    """Close the connections of every engine `get_engine` made (before a process exits)."""
+    with _lock:
+        for engine in _engines.values():
+            engine.dispose()
+
+
 def _pool_capacity(engine: Engine) -> int:
     """The connections the engine's pool keeps (a StaticPool's one connection is shared: never waited on)."""
     pool = engine.pool

@@ -11,9 +11,8 @@ import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
-import pandas as pd
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
@@ -21,6 +20,9 @@ from db import crud
 from db.engine import get_session
 from db.models import Dataset, DatasetPublic
 from services.text import InputError, split_sentences
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 log = logging.getLogger(__name__)
 
@@ -757,6 +759,8 @@ def rejected_rows(engine: Engine, dataset_id: int) -> list[RejectedRow]:
 
 def dataset_items_frame(engine: Engine, dataset_id: int, limit: int | None = None) -> pd.DataFrame:
     """A dataset's items in import order: id, external_id, candidate, n_sentences, human_score, human_label."""
+    import pandas as pd  # only here: a command-line import need not wait for pandas
+
     with get_session(engine) as session:
         rows = crud.dataset_item_rows(session=session, dataset_id=dataset_id, limit=limit)
     df = pd.DataFrame(
