@@ -4,7 +4,8 @@ The documents of bench/batch_throughput.py (500 by default, 4 summary sentences 
 flight, for both converters. For the command line it prints the start-up (process start to the first
 model request) and the rest of the wall time over the ideal, calls x 0.2 s / 64; for the batch, the
 wall time of `process_batch` over the same ideal. With --evidence it also times `--evidence` (rule
-converter). Run: .venv/bin/python bench/cli_throughput.py [N] [--repeats R] [--evidence]
+converter) beside the evidence checker's own time on the same documents.
+Run: .venv/bin/python bench/cli_throughput.py [N] [--repeats R] [--evidence]
 """
 
 from __future__ import annotations
@@ -126,6 +127,11 @@ def main() -> None:
                 f"converter rule with --evidence: start-up {startup:.2f} s, then {rest:.2f} s for {calls} calls "
                 f"(ideal {ideal:.2f} s, ratio {rest / ideal:.3f})"
             )
+            from services import evidence
+
+            t = time.perf_counter()
+            evidence.analyse_many([(article(i), sentences(i)) for i in range(n)], noun="article")
+            print(f"the evidence checker alone on the same {n} documents: {time.perf_counter() - t:.2f} s")
 
 
 if __name__ == "__main__":
