@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import openai._base_client
 import pytest
@@ -63,9 +64,31 @@ def fake() -> Iterator[FakeOpenAIServer]:
     assert not server.responder_errors, f"the fake's responder raised: {server.responder_errors!r}"
 
 
-@pytest.fixture
-def engine() -> Iterator[Engine]:
+@pytest.fixture(scope="session")
+def _migrated_sqlite() -> Iterator[Engine]:
+    """An in-memory database brought to the current schema once, by every migration, for tests to copy."""
     eng = make_engine("sqlite://")
+    yield eng
+    eng.dispose()
+
+
+@pytest.fixture(scope="session")
+def migrated_sqlite_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SQLite file at the current schema, made once; copy it to start a test's database at head."""
+    path = tmp_path_factory.mktemp("schema") / "head.db"
+    eng = make_engine(f"sqlite:///{path}")
+    with eng.connect() as conn:
+        conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")  # everything in the main file, ready to copy
+    eng.dispose()
+    return path
+
+
+@pytest.fixture
+def engine(_migrated_sqlite: Engine) -> Iterator[Engine]:
+    """A fresh in-memory database at the current schema: a page-by-page copy of the migrated one."""
+    eng = make_engine("sqlite://", migrate=False)
+    with _migrated_sqlite.connect() as src, eng.connect() as dst:
+        src.connection.driver_connection.backup(dst.connection.driver_connection)
     yield eng
     eng.dispose()
 
@@ -79,3 +102,23 @@ def backend(fake: FakeOpenAIServer) -> BackendConfig:
 def client(backend: BackendConfig) -> LLMClient:
     """A client without a cache, talking to the fake server."""
     return LLMClient(backend)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Keep tests that share an expensive start-up on one pytest-xdist worker (`--dist loadgroup`).
+
+    The browser suite shares one Chromium per worker and starts an app per module, so it runs as one
+    group; a module whose tests share a module-scoped fixture (a loaded model, a running server) is a group.
+    Every other test is independent: it has its own temporary folder, database and ports.
+    """
+    for item in items:
+        path = Path(str(item.path))
+        if "e2e" in path.parts:
+            group = "e2e"
+        elif (info := getattr(item, "_fixtureinfo", None)) is not None and any(
+            fd.scope in ("module", "package") for defs in info.name2fixturedefs.values() for fd in defs
+        ):
+            group = str(path.relative_to(config.rootpath))
+        else:
+            continue
+        item.add_marker(pytest.mark.xdist_group(group))
