@@ -104,6 +104,7 @@ def client(backend: BackendConfig) -> LLMClient:
     return LLMClient(backend)
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Keep tests that share an expensive start-up on one pytest-xdist worker (`--dist loadgroup`).
 
