@@ -42,11 +42,11 @@ def summary_sentences(i: int) -> list[str]:
     return [f"Summary {i} sentence {j} says the council met." for j in range(4)]
 
 
-def start_server(port: int, first_request_file: str | None = None) -> subprocess.Popen:
+def start_server(port: int, latency: float = LATENCY, first_request_file: str | None = None) -> subprocess.Popen:
     """The fixed-latency server on `port`, ready to answer."""
     extra = [first_request_file] if first_request_file else []
     server = subprocess.Popen(
-        [sys.executable, str(ROOT / "bench" / "latency_server.py"), str(port), str(LATENCY), *extra]
+        [sys.executable, str(ROOT / "bench" / "latency_server.py"), str(port), str(latency), *extra]
     )
     for _ in range(100):
         try:

@@ -22,11 +22,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
 
-from batch_throughput import IN_FLIGHT, LATENCY, article, free_port, make_dataset, start_server  # noqa: E402
-from batch_throughput import summary_sentences as sentences  # noqa: E402
-
+from bench.batch_throughput import IN_FLIGHT, LATENCY, article, free_port, make_dataset, start_server  # noqa: E402
+from bench.batch_throughput import summary_sentences as sentences  # noqa: E402
 from db.engine import make_engine  # noqa: E402
 from services import batches, dcr  # noqa: E402
 from services.config import BackendConfig  # noqa: E402
@@ -41,7 +39,7 @@ def write_pairs(path: Path, n: int) -> None:
 def cli_run(tmp: Path, port: int, pairs: Path, amc: str, tag: str, *extra: str) -> tuple[float, float, int]:
     """(start-up s, wall after the first request s, calls) of one `cli.py evaluate` on a fresh database."""
     first = tmp / f"first-{tag}"
-    server = start_server(port, str(first))
+    server = start_server(port, first_request_file=str(first))
     env = os.environ | {
         "LLM_BASE_URL": f"http://127.0.0.1:{port}/v1", "LLM_MODEL": "latency-model", "LLM_API_KEY": "x",
         "LLM_MAX_RETRIES": "0", "LLM_TIMEOUT": "30", "DATABASE_URL": f"sqlite:///{tmp}/cli-{tag}.db",
