@@ -28,7 +28,7 @@ def pool_size(concurrency: int | None = None) -> int:
     """Connections an engine keeps for `concurrency` threads (default: the configured concurrency).
 
     Every thread that calls the model may need a connection at the same moment (a cache read), so the
-    pool holds one per thread and a few more; the same number again may open on top of it for a burst.
+    pool keeps one per thread and a few more; twice as many again may open on top of it for a burst.
     """
     n = concurrency if concurrency is not None else get_settings().llm_concurrency
     return max(POOL_MIN, n + POOL_SPARE)
@@ -41,7 +41,7 @@ def make_engine(url: str | None = None, *, migrate: bool = True, concurrency: in
     size = pool_size(concurrency)
     if url.startswith("sqlite"):
         memory = url in ("sqlite://", "sqlite:///:memory:")
-        pool_args = {"poolclass": StaticPool} if memory else {"pool_size": size, "max_overflow": size}
+        pool_args = {"poolclass": StaticPool} if memory else {"pool_size": size, "max_overflow": 2 * size}
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30}, **pool_args)
 
         @event.listens_for(engine, "connect")
@@ -54,7 +54,7 @@ def make_engine(url: str | None = None, *, migrate: bool = True, concurrency: in
             cur.close()
     else:
         # Many app sessions and worker threads share one engine: a pool the size of a worker's threads.
-        engine = create_engine(url, pool_pre_ping=True, pool_size=size, max_overflow=size)
+        engine = create_engine(url, pool_pre_ping=True, pool_size=size, max_overflow=2 * size)
     if migrate:
         upgrade(engine)
     return engine
