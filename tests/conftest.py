@@ -104,22 +104,40 @@ def client(backend: BackendConfig) -> LLMClient:
     return LLMClient(backend)
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Keep tests that share an expensive start-up on one pytest-xdist worker (`--dist loadgroup`).
+def shared_start_up(nodeid: str, root: Path) -> str | None:
+    """The group of a test that shares an expensive start-up with others, or None when it is independent.
 
-    The browser suite shares one Chromium per worker and starts an app per module, so it runs as one
-    group; a module whose tests share a module-scoped fixture (a loaded model, a running server) is a group.
-    Every other test is independent: it has its own temporary folder, database and ports.
+    The browser suite shares one Chromium per process and starts an app per module: one group. A module
+    with a module- or package-scoped fixture (a loaded model, a running server) is a group. Every other
+    test has its own temporary folder, database and ports.
     """
-    for item in items:
-        path = Path(str(item.path))
-        if "e2e" in path.parts:
-            group = "e2e"
-        elif (info := getattr(item, "_fixtureinfo", None)) is not None and any(
-            fd.scope in ("module", "package") for defs in info.name2fixturedefs.values() for fd in defs
-        ):
-            group = str(path.relative_to(config.rootpath))
-        else:
-            continue
-        item.add_marker(pytest.mark.xdist_group(group))
+    path = nodeid.split("::", 1)[0]
+    if path.startswith("tests/e2e/"):
+        return "tests/e2e"
+    if path not in _scoped_modules:
+        try:
+            text = (root / path).read_text(encoding="utf-8")
+        except OSError:
+            text = ""
+        _scoped_modules[path] = any(f'scope="{s}"' in text for s in ("module", "package"))
+    return path if _scoped_modules[path] else None
+
+
+_scoped_modules: dict[str, bool] = {}
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log):  # noqa: ANN001, ANN201
+    """`--dist loadgroup`: independent tests are spread one by one, each shared start-up's tests go together.
+
+    (pytest-xdist's own loadgroup reads `xdist_group` marks through a node id that pytest 9 no longer lets it
+    change, so the grouping is made here, from the node ids.)
+    """
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SharedStartUpScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return shared_start_up(nodeid, config.rootpath) or nodeid
+
+    return SharedStartUpScheduling(config, log)
