@@ -69,9 +69,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         print(f"{n} item(s) · {evidence.model_name()} · no model call", file=sys.stderr)
         if args.rounds > 0:
             print(f"note: --rounds ignored: {dcr.NO_IMPROVE_REASON}", file=sys.stderr)
-    for r in prep.rejected:
-        print(f"row {r.row}: {r.reason}", file=sys.stderr)
-    print(f"batch {prep.batch_id}" + (" resumed" if prep.resumed else ""), file=sys.stderr)
+    unread = f"; {len(prep.rejected)} row(s) cannot be read" if prep.rejected else ""
+    print(f"batch {prep.batch_id}" + (" resumed" if prep.resumed else "") + unread, file=sys.stderr)
     started = time.perf_counter()
     code = run_here(engine, prep.batch_id, backend, resume="run the same command again to resume")
     if code == 130:
