@@ -72,9 +72,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     unread = f"; {len(prep.rejected)} row(s) cannot be read" if prep.rejected else ""
     print(f"batch {prep.batch_id}" + (" resumed" if prep.resumed else "") + unread, file=sys.stderr)
     started = time.perf_counter()
-    code = run_here(engine, prep.batch_id, backend, resume="run the same command again to resume")
-    if code == 130:
-        return code
+    if prep.pending and run_here(engine, prep.batch_id, backend, resume="run the same command again to resume") == 130:
+        return 130
     failed = 0
     out_path = Path(args.output)
     out_path.parent.mkdir(parents=True, exist_ok=True)

@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select, update
 from sqlalchemy.engine import Engine
 
-from db.models import Batch, BatchItem, BatchOptions, DatasetItem, Document
+from db.models import Batch, BatchItem, BatchOptions, DatasetItem, Document, utcnow
 from services import batches, datasets, dcr, nli
 from services.config import BackendConfig
-from services.runs import method_config, recorded_config
+from services.runs import check_context, method_config, recorded_config
 from services.text import InputError
 
 NAME_PREFIX = "cli: "
@@ -28,11 +28,13 @@ EVIDENCE_CHUNK = 256  # documents whose evidence is computed in one call (one em
 
 @dataclass(frozen=True)
 class Prepared:
-    """The batch that evaluates a file, whether it was resumed, and the rows that could not be read."""
+    """The batch that evaluates a file, whether it was resumed, its items left to send, and the rows that
+    could not be read."""
 
     batch_id: int
     resumed: bool
     n_items: int
+    pending: int
     rejected: list[datasets.RejectedRow]
 
 
@@ -70,15 +72,43 @@ def prepare(
     resumed = bid is not None
     if bid is not None:
         batches.recover(engine)  # items claimed by a run that was killed go back to the queue
-        batches.reopen(engine, bid)
     else:
         bid = batches.create_batch(
             engine, dataset_id=saved.id, backend=backend, cfg=cfg, concurrency=concurrency, window=window,
             name=f"{NAME_PREFIX}{path.name} · {cfg.method}"[:200],
         )  # fmt: skip
+        if backend.is_embedded and cfg.uses_model and not nli.is_nli(cfg.method):
+            _refuse_what_the_embedded_model_cannot_read(engine, bid, backend)
+    pending = batches.reopen(engine, bid)  # a batch with nothing left to send is done here
     with engine.connect() as conn:
         n = conn.execute(select(Batch.n_items).where(Batch.id == bid)).scalar_one()
-    return Prepared(bid, resumed=resumed, n_items=int(n), rejected=rejected)
+    return Prepared(bid, resumed=resumed, n_items=int(n), pending=pending, rejected=rejected)
+
+
+def _refuse_what_the_embedded_model_cannot_read(engine: Engine, batch_id: int, backend: BackendConfig) -> None:
+    """Fail at once, with what to do instead, the items longer than the embedded model's context."""
+    with engine.connect() as conn:
+        rows = conn.execute(
+            select(BatchItem.id, Document.text, DatasetItem.candidate)
+            .join(DatasetItem, DatasetItem.id == BatchItem.item_id)
+            .join(Document, Document.id == DatasetItem.reference_id)
+            .where(BatchItem.batch_id == batch_id)
+        ).all()
+    refused = []
+    for item_id, reference, candidate in rows:
+        try:
+            check_context(backend, reference, candidate)
+        except InputError as exc:
+            refused.append({"b_id": item_id, "error": str(exc)})
+    if refused:
+        table = BatchItem.__table__
+        with engine.begin() as conn:
+            conn.execute(
+                update(table)
+                .where(table.c.id == bindparam("b_id"))
+                .values(status="failed", error=bindparam("error"), updated_at=utcnow()),
+                refused,
+            )
 
 
 def _unfinished(engine: Engine, dataset_id: int, backend: BackendConfig, cfg: dcr.DCRConfig, window: int) -> int | None:

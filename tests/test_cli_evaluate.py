@@ -152,3 +152,19 @@ def test_a_file_that_cannot_be_used_exits_2_with_the_reason(env, tmp_path, capsy
 def test_the_pool_fits_the_concurrency(env, pairs, tmp_path) -> None:
     assert cli.main(["evaluate", "--input", pairs, "--output", str(tmp_path / "o.jsonl"), "--concurrency", "48"]) == 0
     assert get_engine().pool.size() >= 48
+
+
+def test_the_embedded_model_is_not_started_for_a_document_longer_than_it_reads(tmp_path, monkeypatch, capsys) -> None:
+    import services.embedded
+
+    def refuse():
+        raise AssertionError("the embedded model was started")
+
+    monkeypatch.setattr(services.embedded, "get_embedded_server", refuse)
+    monkeypatch.setenv("DATABASE_URL", f"sqlite:///{tmp_path / 'cli.db'}")
+    long_reference = " ".join(f"Sentence {i} of a very long article about the tower." for i in range(4000))
+    path = write_pairs(tmp_path / "long.jsonl", [{"id": "long", "reference": long_reference, "candidate": OTHER}])
+    out = tmp_path / "out.jsonl"
+    assert cli.main(["evaluate", "--input", path, "--output", str(out)]) == 1
+    (line,) = read_lines(out)
+    assert "more than the embedded model's" in line["error"] and line["usage"]["calls"] == 0
