@@ -3,6 +3,9 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 PORT   ?= 8501
+# Test processes (pytest-xdist): one per CPU by default; tests sharing a start-up run on one (tests/conftest.py).
+TEST_WORKERS ?= auto
+PYTEST := $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
 # llama-cpp-python is built from source; a portable x86_64 build avoids CPU-specific (AMX) code paths.
 ifeq ($(shell uname -m),x86_64)
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON \
@@ -60,10 +63,10 @@ worker: install
 	$(BIN)/python -m services.worker
 
 test: install-dev install-embeddings browser postgres
-	$(BIN)/python -m pytest
+	$(PYTEST)
 
 test-fast: install-dev
-	$(BIN)/python -m pytest -m "not e2e and not embedded"
+	$(PYTEST) -m "not e2e and not embedded"
 
 lint: install-dev
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
@@ -71,6 +74,7 @@ lint: install-dev
 bench: install-embeddings
 	$(BIN)/python bench/dcr_embedded.py
 	$(BIN)/python bench/batch_throughput.py
+	$(BIN)/python bench/cli_throughput.py
 	$(BIN)/python bench/baselines_qags.py
 	$(BIN)/python bench/pages_render.py
 	$(BIN)/python bench/evidence_qags.py

@@ -2,197 +2,101 @@
 
     python cli.py evaluate --input pairs.jsonl --output out.jsonl [--task summarization|semantic|custom]
         [--method dce-amc|paragraph|evidence|summ-nli|sent-nli|qg-qa] [--window W] [--amc llm|rule]
-        [--rounds N] [--concurrency C]
+        [--alpha A] [--beta B] [--rounds N] [--concurrency C] [--evidence]
     python cli.py batch --dataset FILE --format qags|summeval|paws|jsonl|csv [--method ...] [--window W]
         [--repeats N] [--amc ...] [--rounds N] [--concurrency C] [--limit N] [--output FILE.jsonl]
     python cli.py report --run ID [--output FILE.json]
     python cli.py alpha --input RATINGS.csv --level nominal|ordinal|interval|ratio
 
 The backend comes from LLM_BASE_URL, LLM_API_KEY (or OPENAI_API_KEY) and LLM_MODEL (none set: the embedded
-model); the database from DATABASE_URL (default: data/consistency.db). Runs show up in the app's History.
+model); the database from DATABASE_URL (default: data/consistency.db). `evaluate` runs the file as a batch
+(the app's Batches page); the same command again resumes it.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import logging
+import os
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
-import clitools.alpha
-import clitools.batch
-import clitools.conseval
-import clitools.dhp
-import clitools.distill
-import clitools.report
-from db.engine import get_engine
-from services import dcr, evidence, nli, runs
-from services.config import backend_from_settings
-from services.redact import redact_logs
-from services.text import InputError, read_records
-
-
-class InputFileError(Exception):
-    """The input file cannot be used; the message says why."""
-
-
-def read_items(path: Path) -> list[dict[str, str]]:
-    """Rows with `id`, `reference`, `candidate` from JSONL or CSV."""
-    if not path.is_file():
-        raise InputFileError(f"{path}: no such file")
-    try:
-        rows = read_records(path.read_bytes(), str(path))
-    except InputError as exc:
-        raise InputFileError(str(exc)) from None
-    if not rows:
-        raise InputFileError(f"{path}: no rows")
-    missing = [c for c in ("reference", "candidate") if c not in rows[0]]
-    if missing:
-        raise InputFileError(f"{path}: missing column(s) {', '.join(missing)}; need id, reference, candidate")
-    return [
-        {
-            "id": str(r.get("id") or i),
-            "reference": str(r.get("reference") or ""),
-            "candidate": str(r.get("candidate") or ""),
-        }
-        for i, r in enumerate(rows, 1)
-    ]
-
-
-def sentences_out(rnd: dcr.Round, reference: str | None = None, *, task: str = "summarization") -> list[dict[str, Any]]:
-    """Each sentence's verdict, reason and mark; with the reference, also its evidence (services.evidence)."""
-    out = [
-        {"index": s.index, "text": s.text, "verdict": s.verdict, "reason": s.reason, "mark": s.mark, "error": s.error}
-        for s in rnd.evaluation.sentences
-    ]
-    if reference is not None and out:
-        found = evidence.analyse(reference, [s["text"] for s in out], noun=dcr.REFERENCE_NOUN.get(task, "reference"))
-        for row, se in zip(out, found, strict=True):
-            row["evidence"] = se.record()
-    return out
-
-
-def result_line(item_id: str, detail) -> dict[str, Any]:  # noqa: ANN001
-    """The output record of one item: round 0's score and verdicts, every round, usage."""
-    first = detail.rounds[0] if detail.rounds else None
-    ref, task = detail.reference, detail.run.task
-    return {
-        "id": item_id,
-        "run_id": detail.run.id,
-        **(first.evaluation.score_fields() if first else {"score": None, "n_unknown": 0}),
-        "sentences": sentences_out(first, ref, task=task) if first else [],
-        "rounds": [
-            {
-                "round": r.index,
-                "candidate": r.text,
-                "score": r.evaluation.score.z_hat if r.evaluation.score else None,
-                "sentences": sentences_out(r, ref, task=task),
-                "rewrites": [
-                    {"index": w.index, "before": w.before, "after": w.after, "reason": w.reason} for w in r.rewrites
-                ],
-            }
-            for r in detail.rounds
-        ],
-        "final_candidate": runs.final_text(detail),
-        "usage": detail.usage,
-        "error": detail.run.error or (first.evaluation.failure if first else "no evaluation"),
-    }
-
-
-METHODS = [*dcr.METHOD_LABELS, *nli.METHOD_LABELS]
-
-
-def method_line(item_id: str, detail, method) -> dict[str, Any]:  # noqa: ANN001
-    """The output record of a Summ-NLI / Sent-NLI / QG-QA run: verdict, per-sentence verdicts, and its
-    windows with their reasoning or its question-answer pairs, with the document sentences used."""
-    rec = dict(method.detail) if method is not None else {}
-    rec.pop("usage", None)
-    return {"id": item_id, "run_id": detail.run.id, **rec, "usage": detail.usage, "error": detail.run.error}
+# Subcommands with a module of their own in clitools/; only the one in use is imported, so a command
+# starts without loading what the others need (scipy, pandas, plotly, torch).
+SUBCOMMANDS = ("batch", "alpha", "report", "distill", "conseval", "dhp")
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    try:
-        items = read_items(Path(args.input))
-    except InputFileError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    """Evaluate a file of pairs through the batch engine and write one JSONL line per row."""
+    from clitools.batch import run_here
+    from db.engine import get_engine
+    from services import dcr, headless, nli
+    from services.config import backend_from_settings
+    from services.errors import InputError
+
+    if args.window < 1:
+        print("error: --window must be 1 or more", file=sys.stderr)
         return 2
     backend = backend_from_settings()
     if args.concurrency:
         backend = backend.with_changes(concurrency=args.concurrency)
+    is_nli = nli.is_nli(args.method)
     cfg = dcr.DCRConfig(
-        task=args.task,
-        criteria=args.criteria or "",
-        method=args.method,
-        amc=args.amc,
-        max_rounds=args.rounds,
-        alpha=args.alpha,
-        beta=args.beta,
+        task=args.task, criteria=args.criteria or "", method=args.method, amc=args.amc, alpha=args.alpha, beta=args.beta
     )
-    engine = get_engine()
-    if args.window < 1:
-        print("error: --window must be 1 or more", file=sys.stderr)
+    cfg = replace(cfg, max_rounds=args.rounds if cfg.uses_model and not is_nli else 0)  # only a model rewrites
+    engine = get_engine(concurrency=backend.concurrency)
+    try:
+        prep = headless.prepare(
+            engine, path=Path(args.input), backend=backend, cfg=cfg, window=args.window, concurrency=backend.concurrency
+        )
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return 2
-    if nli.is_nli(args.method):
-        print(f"{len(items)} item(s) · {backend.label} · {args.method} · window {args.window}", file=sys.stderr)
+    n = prep.n_items + len(prep.rejected)
+    if is_nli:
+        print(f"{n} item(s) · {backend.label} · {args.method} · window {args.window}", file=sys.stderr)
         if args.rounds > 0:
             print(f"note: --rounds ignored: {args.method} gives a verdict, not a rewrite", file=sys.stderr)
     elif cfg.uses_model:
-        print(f"{len(items)} item(s) · {backend.label} · {args.method} · converter {args.amc} · rounds {args.rounds}",
+        print(f"{n} item(s) · {backend.label} · {args.method} · converter {args.amc} · rounds {args.rounds}",
               file=sys.stderr)  # fmt: skip
     else:
-        print(f"{len(items)} item(s) · {evidence.model_name()} · no model call", file=sys.stderr)
+        from services import evidence
+
+        print(f"{n} item(s) · {evidence.model_name()} · no model call", file=sys.stderr)
         if args.rounds > 0:
             print(f"note: --rounds ignored: {dcr.NO_IMPROVE_REASON}", file=sys.stderr)
-
-    def one(item: dict[str, str]) -> dict[str, Any]:
-        if nli.is_nli(args.method):
-            try:
-                run_id = runs.start_method_run(
-                    engine, backend, item["reference"], item["candidate"], args.method, window=args.window,
-                    source="cli", title=f"cli: {item['id']}",
-                )  # fmt: skip
-            except InputError as exc:
-                return {"id": item["id"], "error": str(exc)}
-            detail = runs.load(engine, run_id)
-            line = method_line(item["id"], detail, runs.load_method(engine, run_id))
-            return line if line.get("label") is not None else line | {"error": line["error"] or "no verdict"}
-        try:
-            run_id = runs.start_run(
-                engine, backend, item["reference"], item["candidate"], cfg, source="cli", title=f"cli: {item['id']}"
-            )
-        except InputError as exc:
-            return {"id": item["id"], "error": str(exc)}
-        detail = runs.improve_run(engine, backend, run_id) if args.rounds > 0 else runs.load(engine, run_id)
-        return result_line(item["id"], detail)
-
+    unread = f"; {len(prep.rejected)} row(s) cannot be read" if prep.rejected else ""
+    print(f"batch {prep.batch_id}" + (" resumed" if prep.resumed else "") + unread, file=sys.stderr)
     started = time.perf_counter()
+    if prep.pending and run_here(engine, prep.batch_id, backend, resume="run the same command again to resume") == 130:
+        return 130
     failed = 0
     out_path = Path(args.output)
     out_path.parent.mkdir(parents=True, exist_ok=True)
-    with (
-        out_path.open("w", encoding="utf-8") as out,
-        ThreadPoolExecutor(max_workers=max(1, backend.concurrency)) as pool,
-    ):
-        for n, line in enumerate(pool.map(one, items), 1):
-            failed += bool(line.get("error"))
+    with out_path.open("w", encoding="utf-8") as out:
+        for line in headless.output_lines(engine, prep, with_evidence=args.evidence):
             out.write(json.dumps(line, ensure_ascii=False) + "\n")
-            out.flush()
-            score = line.get("score")
-            shown = f"{score:.3f}" if isinstance(score, float) else "n/a"
-            if line.get("method") in nli.NLI_METHODS:
-                shown += f" · {line.get('label') or 'no verdict'}"
-            err = f" · {line['error']}" if line.get("error") else ""
-            print(f"[{n}/{len(items)}] {line['id']}: score {shown}{err}", file=sys.stderr)
-    print(f"wrote {out_path} ({len(items)} lines, {failed} with errors) in {time.perf_counter() - started:.1f} s",
+            if line.get("error"):
+                failed += 1
+                if failed <= 20:
+                    print(f"{line['id']}: {line['error']}", file=sys.stderr)
+    if failed > 20:
+        print(f"... and {failed - 20} more with errors", file=sys.stderr)
+    print(f"wrote {out_path} ({n} lines, {failed} with errors) in {time.perf_counter() - started:.1f} s",
           file=sys.stderr)  # fmt: skip
-    return 1 if failed == len(items) else 0
+    return 1 if failed == n else 0
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser; given the arguments, it loads only the subcommand they name (all of them for help)."""
+    from services import dcr, nli
+
     p = argparse.ArgumentParser(prog="cli.py", description="Consistency Studio, headless.")
     sub = p.add_subparsers(dest="command", required=True)
     ev = sub.add_parser("evaluate", help="evaluate (and optionally improve) reference/candidate pairs")
@@ -201,7 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--task", choices=["summarization", "semantic", "custom"], default="summarization")
     ev.add_argument("--criteria", help="criteria text for --task custom")
     ev.add_argument(
-        "--method", choices=METHODS, default="dce-amc",
+        "--method", choices=[*dcr.METHOD_LABELS, *nli.METHOD_LABELS], default="dce-amc",
         help="evidence: the offline evidence checker (no model call); summ-nli, sent-nli, qg-qa: the "
         "factual-inconsistency paradigms (verdict only)",
     )  # fmt: skip
@@ -211,16 +115,26 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--beta", type=float, default=dcr.DEFAULT_BETA, help="Eq. 3 beta (default 0, Appendix C.1)")
     ev.add_argument("--rounds", type=int, default=0, help="improvement rounds m (default 0: evaluate only)")
     ev.add_argument("--concurrency", type=int, default=None, help="items in flight at once")
+    ev.add_argument(
+        "--evidence", action="store_true",
+        help="add each sentence's evidence (top reference sentences, novel spans, support) to the output; "
+        "computed after the model calls, once per distinct sentence (the evidence method always has it)",
+    )  # fmt: skip
     ev.set_defaults(func=cmd_evaluate)
-    for module in (clitools.batch, clitools.alpha, clitools.report, clitools.distill, clitools.conseval, clitools.dhp):
-        module.add_parser(sub)
+    command = next((a for a in argv or [] if not a.startswith("-")), None)
+    for name in SUBCOMMANDS:
+        if name == command or command not in (*SUBCOMMANDS, "evaluate"):
+            importlib.import_module(f"clitools.{name}").add_parser(sub)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    from services.redact import redact_logs
+
     redact_logs()
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser(argv).parse_args(argv)
     if args.command == "evaluate" and args.task == "custom" and not args.criteria:
         print("error: --task custom needs --criteria", file=sys.stderr)
         return 2
@@ -230,5 +144,23 @@ def main(argv: list[str] | None = None) -> int:
     return args.func(args)
 
 
+def exit_now(code: int) -> None:
+    """Leave `evaluate` without tearing the interpreter down object by object (seconds after a large run).
+
+    Everything is written first: the output file is closed and the batch's threads joined by then; logs and
+    streams are flushed here, and the database connections closed (SQLite checkpoints its write-ahead log).
+    """
+    from db.engine import dispose_all
+
+    dispose_all()
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    status = main()
+    if sys.argv[1:2] == ["evaluate"]:
+        exit_now(status)
+    sys.exit(status)

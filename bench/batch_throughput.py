@@ -34,16 +34,39 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def article(i: int) -> str:
+    return f"Article {i}. " + "The council met on Tuesday. " * 60
+
+
+def summary_sentences(i: int) -> list[str]:
+    return [f"Summary {i} sentence {j} says the council met." for j in range(4)]
+
+
+def start_server(port: int, latency: float = LATENCY, first_request_file: str | None = None) -> subprocess.Popen:
+    """The fixed-latency server on `port`, ready to answer."""
+    extra = [first_request_file] if first_request_file else []
+    server = subprocess.Popen(
+        [sys.executable, str(ROOT / "bench" / "latency_server.py"), str(port), str(latency), *extra]
+    )
+    for _ in range(100):
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=1)
+            break
+        except OSError:
+            time.sleep(0.1)
+    return server
+
+
 def make_dataset(engine, n: int) -> int:  # noqa: ANN001
     with Session(engine) as session:
         ds = Dataset(name=f"synthetic-{n}", format="jsonl", sha256=f"bench-{n}", n_items=n)
         session.add(ds)
         session.flush()
         for i in range(n):
-            doc = Document(sha256=f"bench-doc-{i:06d}", text=f"Article {i}. " + "The council met on Tuesday. " * 60)
+            doc = Document(sha256=f"bench-doc-{i:06d}", text=article(i))
             session.add(doc)
             session.flush()
-            sentences = [f"Summary {i} sentence {j} says the council met." for j in range(4)]
+            sentences = summary_sentences(i)
             session.add(
                 DatasetItem(
                     dataset_id=ds.id, idx=i, external_id=str(i), reference_id=doc.id,
@@ -57,14 +80,8 @@ def make_dataset(engine, n: int) -> int:  # noqa: ANN001
 def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 500
     port = free_port()
-    server = subprocess.Popen([sys.executable, str(ROOT / "bench" / "latency_server.py"), str(port), str(LATENCY)])
+    server = start_server(port)
     try:
-        for _ in range(100):
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.1)
         backend = BackendConfig(
             kind="openai", base_url=f"http://127.0.0.1:{port}/v1", model="latency-model",
             concurrency=IN_FLIGHT, max_retries=0, timeout=30,

@@ -3,7 +3,8 @@
 It plays a perfectly agreeable judge: every DCE reason says the sentence is consistent, every AMC mark
 is +1, RAI keeps each sentence. It is an asyncio server, like the servers it stands for (vLLM,
 llama.cpp, uvicorn): a thread per connection would add delays of its own to the figure.
-Run: python bench/latency_server.py PORT [LATENCY_SECONDS]
+Run: python bench/latency_server.py PORT [LATENCY_SECONDS] [FIRST_REQUEST_FILE]
+(the file, when given, receives the wall-clock time of the first model request: a client's start-up ends there).
 """
 
 from __future__ import annotations
@@ -12,7 +13,11 @@ import asyncio
 import json
 import re
 import sys
+import time
 import zlib
+
+FIRST_REQUEST_FILE = sys.argv[3] if len(sys.argv) > 3 else None
+_first_seen = False
 
 
 def answer(body: dict) -> str:
@@ -44,6 +49,7 @@ async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, lat
             headers = {k.lower(): v.strip() for k, _, v in (ln.partition(":") for ln in lines[1:] if ln)}
             body = await reader.readexactly(int(headers.get("content-length", "0") or 0))
             if method == "POST":
+                _mark_first_request()
                 req = json.loads(body)
                 await asyncio.sleep(latency)
                 payload = {
@@ -66,6 +72,14 @@ async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, lat
         pass
     finally:
         writer.close()
+
+
+def _mark_first_request() -> None:
+    global _first_seen
+    if FIRST_REQUEST_FILE and not _first_seen:
+        _first_seen = True
+        with open(FIRST_REQUEST_FILE, "w", encoding="utf-8") as f:
+            f.write(repr(time.time()))
 
 
 async def serve(port: int, latency: float) -> None:

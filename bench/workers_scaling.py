@@ -17,7 +17,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from collections import Counter
 from pathlib import Path
 
@@ -26,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 
 from sqlmodel import Session, select  # noqa: E402
 
-from bench.batch_throughput import free_port  # noqa: E402
+from bench.batch_throughput import free_port, start_server  # noqa: E402
 from db.engine import make_engine  # noqa: E402
 from db.models import Batch, BatchItem, Dataset, DatasetItem, Document  # noqa: E402
 from services import batches, dcr  # noqa: E402
@@ -107,14 +106,8 @@ def main() -> None:
     args = ap.parse_args()
 
     port = free_port()
-    server = subprocess.Popen([sys.executable, str(ROOT / "bench" / "latency_server.py"), str(port), str(args.latency)])
+    server = start_server(port, args.latency)
     try:
-        for _ in range(100):
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.1)
         backend = BackendConfig(kind="openai", base_url=f"http://127.0.0.1:{port}/v1", model="latency-model",
                                 concurrency=args.in_flight, max_retries=0, timeout=30)  # fmt: skip
         print(

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from db.engine import get_engine
-from services import batches, datasets, jobs, nli
+from services import batches, datasets, nli
 from services.config import backend_from_settings
 from services.dcr import METHOD_LABELS, DCRConfig
 from services.errors import InputError
@@ -108,6 +108,8 @@ def run(args: argparse.Namespace) -> int:
         note = f" (repeat {k + 1} of {len(ids)})" if len(ids) > 1 else ""
         print(f"batch {bid}: {how}, {args.method}, {opts}{note}", file=sys.stderr)
     if args.enqueue:
+        from services import jobs  # the task queue, only when handing the batch to the workers
+
         for bid in ids:
             jobs.enqueue(bid)
             print(bid)
@@ -116,9 +118,10 @@ def run(args: argparse.Namespace) -> int:
     out = open(args.output, "w", encoding="utf-8") if args.output else None
     try:
         for bid in ids:
-            code = max(code, _run_one(engine, bid, backend))
+            code = max(code, run_here(engine, bid, backend, resume="resume with the app's Batches page"))
             if code == 130:
                 return code
+            print(bid)
             if out is not None:
                 for line in item_lines(engine, bid):
                     out.write(json.dumps(line, ensure_ascii=False) + "\n")
@@ -131,27 +134,21 @@ def run(args: argparse.Namespace) -> int:
 
 def item_lines(engine, batch_id: int) -> list[dict]:  # noqa: ANN001
     """One output line per item: id, status, score and the method's result (windows, QA pairs or rounds)."""
-    from sqlalchemy import select
+    from services.headless import item_rows
 
-    from db.models import BatchItem, DatasetItem
-
-    with engine.connect() as conn:
-        rows = conn.execute(
-            select(DatasetItem.external_id, BatchItem.status, BatchItem.score, BatchItem.error, BatchItem.calls,
-                   BatchItem.prompt_tokens, BatchItem.completion_tokens, BatchItem.result)
-            .join(DatasetItem, DatasetItem.id == BatchItem.item_id)
-            .where(BatchItem.batch_id == batch_id)
-            .order_by(DatasetItem.idx)
-        ).all()  # fmt: skip
     return [
-        {"batch": batch_id, "id": r[0], "status": r[1], "score": r[2], "error": r[3],
-         "usage": {"calls": r[4], "prompt_tokens": r[5], "completion_tokens": r[6]}, **(r[7] or {})}
-        for r in rows
+        {"batch": batch_id, "id": r.external_id, "status": r.status, "score": r.score, "error": r.error,
+         "usage": r.usage, **r.result}
+        for chunk in item_rows(engine, batch_id)
+        for r in chunk
     ]  # fmt: skip
 
 
-def _run_one(engine, bid: int, backend) -> int:  # noqa: ANN001
-    """Run one batch here with progress lines; its exit code."""
+def run_here(engine, bid: int, backend, *, resume: str) -> int:  # noqa: ANN001
+    """Run one batch in this process with progress lines on stderr; its exit code (130: interrupted).
+
+    `resume` says how to pick the batch up again after an interruption.
+    """
     stop = threading.Event()
 
     def report() -> None:
@@ -167,7 +164,7 @@ def _run_one(engine, bid: int, backend) -> int:  # noqa: ANN001
         batches.process_batch(engine, bid, backend=backend)
     except KeyboardInterrupt:
         batches.request_cancel(engine, bid)
-        print(f"\ncancelled; resume with the app's Batches page (batch {bid})", file=sys.stderr)
+        print(f"\ncancelled; {resume} (batch {bid})", file=sys.stderr)
         return 130
     finally:
         stop.set()
@@ -178,5 +175,4 @@ def _run_one(engine, bid: int, backend) -> int:  # noqa: ANN001
         f"{p.cache_hits} cache hits, {time.perf_counter() - t:.1f} s",
         file=sys.stderr,
     )
-    print(bid)
     return 0 if p.failed < p.total else 1

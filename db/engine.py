@@ -20,19 +20,30 @@ from services.config import get_settings
 log = logging.getLogger(__name__)
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
+POOL_MIN = 10  # the app's sessions and a worker's loops, besides the threads that call the model
+POOL_SPARE = 4  # a batch's main loop, its progress reader and the app's own sessions, beside its threads
 
 
-def make_engine(url: str | None = None, *, migrate: bool = True) -> Engine:
-    """An engine for `url` (default: DATABASE_URL or the SQLite file), upgraded to the current schema."""
+def pool_size(concurrency: int | None = None) -> int:
+    """Connections an engine keeps for `concurrency` threads (default: the configured concurrency).
+
+    Every thread that calls the model may need a connection at the same moment (a cache read), so the
+    pool keeps one per thread and a few more; twice as many again may open on top of it for a burst.
+    """
+    n = concurrency if concurrency is not None else get_settings().llm_concurrency
+    return max(POOL_MIN, n + POOL_SPARE)
+
+
+def make_engine(url: str | None = None, *, migrate: bool = True, concurrency: int | None = None) -> Engine:
+    """An engine for `url` (default: DATABASE_URL or the SQLite file), upgraded to the current schema,
+    with a connection pool for `concurrency` threads (see `pool_size`)."""
     url = driver_url(url or get_settings().resolved_database_url())
+    size = pool_size(concurrency)
     if url.startswith("sqlite"):
         busy = get_settings().db_busy_timeout  # one setting, below the workers' stale limit
         memory = url in ("sqlite://", "sqlite:///:memory:")
-        engine = create_engine(
-            url,
-            connect_args={"check_same_thread": False, "timeout": busy},
-            poolclass=StaticPool if memory else None,
-        )
+        pool_args = {"poolclass": StaticPool} if memory else {"pool_size": size, "max_overflow": 2 * size}
+        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": busy}, **pool_args)
 
         @event.listens_for(engine, "connect")
         def _sqlite_pragmas(dbapi_conn, _record):  # noqa: ANN001
@@ -44,7 +55,7 @@ def make_engine(url: str | None = None, *, migrate: bool = True) -> Engine:
             cur.close()
     else:
         # Many app sessions and worker threads share one engine: a pool the size of a worker's threads.
-        engine = create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
+        engine = create_engine(url, pool_pre_ping=True, pool_size=size, max_overflow=2 * size)
     if migrate:
         upgrade(engine)
     return engine
@@ -86,13 +97,33 @@ _engines: dict[str, Engine] = {}
 _lock = threading.Lock()
 
 
-def get_engine(url: str | None = None) -> Engine:
-    """The process-wide engine for `url` (created and migrated once)."""
+def get_engine(url: str | None = None, *, concurrency: int | None = None) -> Engine:
+    """The process-wide engine for `url` (created and migrated once), its pool fit for `concurrency` threads.
+
+    Asked for more threads than its pool holds, the engine is replaced by one with a larger pool (sessions
+    open on the old one finish there).
+    """
     url = driver_url(url or get_settings().resolved_database_url())
     with _lock:
-        if url not in _engines:
-            _engines[url] = make_engine(url)
-        return _engines[url]
+        engine = _engines.get(url)
+        if engine is None:
+            engine = _engines[url] = make_engine(url, concurrency=concurrency)
+        elif concurrency is not None and _pool_capacity(engine) < pool_size(concurrency):
+            engine = _engines[url] = make_engine(url, migrate=False, concurrency=concurrency)
+        return engine
+
+
+def dispose_all() -> None:
+    """Close the connections of every engine `get_engine` made (before a process exits)."""
+    with _lock:
+        for engine in _engines.values():
+            engine.dispose()
+
+
+def _pool_capacity(engine: Engine) -> int:
+    """The connections the engine's pool keeps (a StaticPool's one connection is shared: never waited on)."""
+    pool = engine.pool
+    return 1 << 30 if isinstance(pool, StaticPool) else pool.size()
 
 
 @contextmanager

@@ -9,9 +9,8 @@ import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-import pandas as pd
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
@@ -22,6 +21,9 @@ from services import tables
 from services.errors import InputError
 from services.tables import TableFormat, check_size
 from services.text import split_sentences
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 log = logging.getLogger(__name__)
 
@@ -680,6 +682,8 @@ def rejected_rows(engine: Engine, dataset_id: int) -> list[RejectedRow]:
 
 def dataset_items_frame(engine: Engine, dataset_id: int, limit: int | None = None) -> pd.DataFrame:
     """A dataset's items in import order: id, external_id, candidate, n_sentences, human_score, human_label."""
+    import pandas as pd  # only here: a command-line import need not wait for pandas
+
     with get_session(engine) as session:
         rows = crud.dataset_item_rows(session=session, dataset_id=dataset_id, limit=limit)
     df = pd.DataFrame(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import openai._base_client
 import pytest
@@ -63,9 +64,31 @@ def fake() -> Iterator[FakeOpenAIServer]:
     assert not server.responder_errors, f"the fake's responder raised: {server.responder_errors!r}"
 
 
-@pytest.fixture
-def engine() -> Iterator[Engine]:
+@pytest.fixture(scope="session")
+def _migrated_sqlite() -> Iterator[Engine]:
+    """An in-memory database brought to the current schema once, by every migration, for tests to copy."""
     eng = make_engine("sqlite://")
+    yield eng
+    eng.dispose()
+
+
+@pytest.fixture(scope="session")
+def migrated_sqlite_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SQLite file at the current schema, made once; copy it to start a test's database at head."""
+    path = tmp_path_factory.mktemp("schema") / "head.db"
+    eng = make_engine(f"sqlite:///{path}")
+    with eng.connect() as conn:
+        conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")  # everything in the main file, ready to copy
+    eng.dispose()
+    return path
+
+
+@pytest.fixture
+def engine(_migrated_sqlite: Engine) -> Iterator[Engine]:
+    """A fresh in-memory database at the current schema: a page-by-page copy of the migrated one."""
+    eng = make_engine("sqlite://", migrate=False)
+    with _migrated_sqlite.connect() as src, eng.connect() as dst:
+        src.connection.driver_connection.backup(dst.connection.driver_connection)
     yield eng
     eng.dispose()
 
@@ -79,3 +102,42 @@ def backend(fake: FakeOpenAIServer) -> BackendConfig:
 def client(backend: BackendConfig) -> LLMClient:
     """A client without a cache, talking to the fake server."""
     return LLMClient(backend)
+
+
+def shared_start_up(nodeid: str, root: Path) -> str | None:
+    """The group of a test that shares an expensive start-up with others, or None when it is independent.
+
+    The browser suite shares one Chromium per process and starts an app per module: one group. A module
+    with a module- or package-scoped fixture (a loaded model, a running server) is a group. Every other
+    test has its own temporary folder, database and ports.
+    """
+    path = nodeid.split("::", 1)[0]
+    if path.startswith("tests/e2e/"):
+        return "tests/e2e"
+    if path not in _scoped_modules:
+        try:
+            text = (root / path).read_text(encoding="utf-8")
+        except OSError:
+            text = ""
+        _scoped_modules[path] = any(f'scope="{s}"' in text for s in ("module", "package"))
+    return path if _scoped_modules[path] else None
+
+
+_scoped_modules: dict[str, bool] = {}
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log):  # noqa: ANN001, ANN201
+    """`--dist loadgroup`: independent tests are spread one by one, each shared start-up's tests go together.
+
+    (pytest-xdist's own loadgroup reads `xdist_group` marks through a node id that pytest 9 no longer lets it
+    change, so the grouping is made here, from the node ids.)
+    """
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SharedStartUpScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return shared_start_up(nodeid, config.rootpath) or nodeid
+
+    return SharedStartUpScheduling(config, log)

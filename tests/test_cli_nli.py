@@ -8,7 +8,7 @@ import pytest
 
 import cli
 from db.engine import get_engine
-from services import batches, runs
+from services import batches
 from tests.app.helpers import CAND, REF
 from tests.nli_fakes import nli_judge
 
@@ -40,7 +40,7 @@ def test_evaluate_sent_nli_lines_carry_the_windows(env, pairs, tmp_path, capsys)
     assert "1999" in a["windows"][0]["reasoning"] and a["usage"]["calls"] == 2
     assert [s["verdict"] for s in a["sentences"]] == ["inconsistent", "inconsistent", "consistent"]
     assert b["label"] == "consistent"
-    assert runs.load(get_engine(), a["run_id"]).run.source == "cli"
+    assert a["batch"] == b["batch"] and batches.progress(get_engine(), a["batch"]).batch.method == "sent-nli"
     assert "window 2" in capsys.readouterr().err
 
 

@@ -7,6 +7,7 @@ first test's database would serve all the others.
 
 from __future__ import annotations
 
+import shutil
 import socket
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -30,9 +31,12 @@ def _reset_engines() -> None:
 
 
 @pytest.fixture(autouse=True)
-def db_file(_isolated_env, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
-    """DATABASE_URL points at a SQLite file of this test; the app's engine caches start empty."""
+def db_file(
+    _isolated_env, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, migrated_sqlite_file: Path
+) -> Iterator[Path]:
+    """DATABASE_URL points at a SQLite file of this test, at the current schema; the engine caches start empty."""
     path = tmp_path / "app.db"
+    shutil.copyfile(migrated_sqlite_file, path)
     monkeypatch.setenv("DATABASE_URL", f"sqlite:///{path}")
     _reset_engines()
     yield path

@@ -41,7 +41,7 @@ def engine(request: pytest.FixtureRequest) -> Iterator[Engine]:
         eng.dispose()
         return
     cluster = pg.cluster()
-    url = cluster.new_database()
+    url = cluster.new_database(migrated=True)
     eng = make_engine(url)
     yield eng
     eng.dispose()

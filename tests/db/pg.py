@@ -25,6 +25,7 @@ from sqlalchemy.engine import Engine, make_url
 
 _counter = itertools.count()
 _lock = threading.Lock()
+_template_lock = threading.Lock()
 
 
 def required() -> bool:
@@ -57,6 +58,7 @@ class Cluster:
         self.admin_url = admin_url
         self.datadir, self.bindir, self._user = datadir, bindir, user
         self._admin: Engine = create_engine(admin_url, isolation_level="AUTOCOMMIT", pool_size=1)
+        self._template_name: str | None = None
 
     @classmethod
     def start(cls) -> Cluster:
@@ -95,13 +97,33 @@ class Cluster:
             f"postgresql+psycopg://postgres@127.0.0.1:{port}/postgres", datadir=datadir, bindir=bindir, user=user
         )
 
-    def new_database(self, prefix: str = "t") -> str:
-        """The URL of a new, empty database."""
+    def new_database(self, prefix: str = "t", *, migrated: bool = False) -> str:
+        """The URL of a new database: empty, or (`migrated`) a copy of one brought to the current schema.
+
+        Running every migration takes seconds on PostgreSQL; copying the migrated template takes a fraction.
+        """
+        template = self._template() if migrated else None
         with _lock:
             name = f"{prefix}_{os.getpid()}_{next(_counter)}"
         with self._admin.connect() as conn:
-            conn.execute(text(f'CREATE DATABASE "{name}"'))
+            conn.execute(text(f'CREATE DATABASE "{name}"' + (f' TEMPLATE "{template}"' if template else "")))
+        return self._url(name)
+
+    def _url(self, name: str) -> str:
         return make_url(self.admin_url).set(database=name).render_as_string(hide_password=False)
+
+    def _template(self) -> str:
+        """A database at the current schema, made once per process, for `new_database` to copy."""
+        with _template_lock:
+            if self._template_name is None:
+                from db.engine import make_engine  # the schema as the app makes it: every migration
+
+                name = f"template_{os.getpid()}_{next(_counter)}"
+                with self._admin.connect() as conn:
+                    conn.execute(text(f'CREATE DATABASE "{name}"'))
+                make_engine(self._url(name)).dispose()  # a template must have no open connection
+                self._template_name = name
+            return self._template_name
 
     def drop_database(self, url: str) -> None:
         name = make_url(url).database
@@ -109,6 +131,9 @@ class Cluster:
             conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
     def stop(self) -> None:
+        if self._template_name is not None:
+            with self._admin.connect() as conn:
+                conn.execute(text(f'DROP DATABASE IF EXISTS "{self._template_name}" WITH (FORCE)'))
         self._admin.dispose()
         if self.datadir is None or self.bindir is None:
             return

@@ -13,7 +13,7 @@ from tests.db import pg
 
 def _pg_engine() -> Iterator[Engine]:
     cluster = pg.cluster()
-    url = cluster.new_database()
+    url = cluster.new_database(migrated=True)
     eng = make_engine(url)
     yield eng
     eng.dispose()

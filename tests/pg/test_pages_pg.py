@@ -31,7 +31,7 @@ globals().update({n: o for n, o in vars(app_conftest).items() if _is_fixture(o) 
 def db_file(_isolated_env, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
     """DATABASE_URL points at a new PostgreSQL database; the app's engine caches start empty."""
     cluster = pg.cluster()
-    url = cluster.new_database()
+    url = cluster.new_database(migrated=True)
     monkeypatch.setenv("DATABASE_URL", url)
     app_conftest._reset_engines()
     yield tmp_path / "unused.db"

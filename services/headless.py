@@ -1,0 +1,249 @@
+"""Evaluating a file of documents headless (`cli.py evaluate`): the batch engine, and its results as lines.
+
+The file is imported as a dataset (once: a file seen before is found by its hash) and evaluated as a batch,
+so a headless run has the batch engine's speed, progress, resume and failure reporting. Running the same
+command again resumes the unfinished batch of the same configuration instead of starting over.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import bindparam, select, update
+from sqlalchemy.engine import Engine
+
+from db.models import Batch, BatchItem, BatchOptions, DatasetItem, Document, utcnow
+from services import batches, datasets, dcr, nli
+from services.config import BackendConfig
+from services.runs import check_context, method_config, recorded_config
+from services.text import InputError
+
+NAME_PREFIX = "cli: "
+COLUMNS = datasets.ColumnMapping(reference="reference", candidate="candidate", id="id")
+EVIDENCE_CHUNK = 256  # documents whose evidence is computed in one call (one embedding pass)
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """The batch that evaluates a file, whether it was resumed, its items left to send, and the rows that
+    could not be read."""
+
+    batch_id: int
+    resumed: bool
+    n_items: int
+    pending: int
+    rejected: list[datasets.RejectedRow]
+
+
+def table_format(path: Path) -> str:
+    """csv or tsv by the file's suffix; anything else is read as JSONL (or a JSON array)."""
+    suffix = path.suffix.lower().lstrip(".")
+    return suffix if suffix in ("csv", "tsv") else "jsonl"
+
+
+def prepare(
+    engine: Engine,
+    *,
+    path: Path,
+    backend: BackendConfig,
+    cfg: dcr.DCRConfig,
+    window: int = 1,
+    concurrency: int | None = None,
+) -> Prepared:
+    """Import the file (rows with id, reference, candidate) and find or create its batch.
+
+    Raises InputError when the file cannot be used at all; rows that cannot be read are listed in `rejected`.
+    """
+    if not path.is_file():
+        raise InputError(f"{path}: no such file")
+    data = path.read_bytes()
+    try:
+        saved, result = datasets.import_file(
+            engine, name=f"{NAME_PREFIX}{path.name}", data=data, fmt=table_format(path), mapping=COLUMNS,
+            task=cfg.task,
+        )  # fmt: skip
+    except InputError as exc:
+        raise InputError(f"{path}: {exc} Each row needs id, reference and candidate.") from None
+    rejected = result.rejected if result is not None else datasets.rejected_rows(engine, saved.id)
+    bid = _unfinished(engine, saved.id, backend, cfg, window)
+    resumed = bid is not None
+    if bid is not None:
+        batches.recover(engine)  # items claimed by a run that was killed go back to the queue
+    else:
+        bid = batches.create_batch(
+            engine, dataset_id=saved.id, backend=backend, cfg=cfg, concurrency=concurrency, window=window,
+            name=f"{NAME_PREFIX}{path.name} · {cfg.method}"[:200],
+        )  # fmt: skip
+        if backend.is_embedded and cfg.uses_model and not nli.is_nli(cfg.method):
+            _refuse_what_the_embedded_model_cannot_read(engine, bid, backend)
+    pending = batches.reopen(engine, bid)  # a batch with nothing left to send is done here
+    with engine.connect() as conn:
+        n = conn.execute(select(Batch.n_items).where(Batch.id == bid)).scalar_one()
+    return Prepared(bid, resumed=resumed, n_items=int(n), pending=pending, rejected=rejected)
+
+
+def _refuse_what_the_embedded_model_cannot_read(engine: Engine, batch_id: int, backend: BackendConfig) -> None:
+    """Fail at once, with what to do instead, the items longer than the embedded model's context."""
+    with engine.connect() as conn:
+        rows = conn.execute(
+            select(BatchItem.id, Document.text, DatasetItem.candidate)
+            .join(DatasetItem, DatasetItem.id == BatchItem.item_id)
+            .join(Document, Document.id == DatasetItem.reference_id)
+            .where(BatchItem.batch_id == batch_id)
+        ).all()
+    refused = []
+    for item_id, reference, candidate in rows:
+        try:
+            check_context(backend, reference, candidate)
+        except InputError as exc:
+            refused.append({"b_id": item_id, "error": str(exc)})
+    if refused:
+        table = BatchItem.__table__
+        with engine.begin() as conn:
+            conn.execute(
+                update(table)
+                .where(table.c.id == bindparam("b_id"))
+                .values(status="failed", error=bindparam("error"), updated_at=utcnow()),
+                refused,
+            )
+
+
+def _unfinished(engine: Engine, dataset_id: int, backend: BackendConfig, cfg: dcr.DCRConfig, window: int) -> int | None:
+    """The newest headless batch over this dataset with the same configuration that has work left."""
+    is_nli = nli.is_nli(cfg.method)
+    recorded = method_config(backend, cfg.method, window) if is_nli else recorded_config(backend, cfg)
+    with engine.connect() as conn:
+        rows = conn.execute(
+            select(Batch.id, BatchOptions.window, BatchOptions.sample, BatchOptions.repeat_group)
+            .outerjoin(BatchOptions, BatchOptions.batch_id == Batch.id)
+            .where(
+                Batch.dataset_id == dataset_id, Batch.name.startswith(NAME_PREFIX),
+                Batch.status.in_(("queued", "running", "cancelled")), Batch.task == cfg.task,
+                Batch.criteria == cfg.criteria, Batch.method == cfg.method, Batch.amc == cfg.amc,
+                Batch.max_rounds == (0 if is_nli else cfg.max_rounds), Batch.backend_kind == recorded["backend_kind"],
+                Batch.model == recorded["model"],
+            )
+            .order_by(Batch.id.desc())
+        ).all()  # fmt: skip
+    for bid, w, sample, group in rows:
+        if (w or 1) == window and not sample and group is None:
+            return int(bid)
+    return None
+
+
+# -- results as output lines --------------------------------------------------------------------
+@dataclass(frozen=True)
+class ItemRow:
+    """One item of a batch as stored: its id in the input, reference, state, usage and result."""
+
+    external_id: str
+    reference: str
+    status: str
+    score: float | None
+    error: str | None
+    usage: dict[str, Any]
+    result: dict[str, Any]
+
+
+def item_rows(engine: Engine, batch_id: int, *, chunk: int = 500) -> Iterator[list[ItemRow]]:
+    """A batch's items in input order, `chunk` at a time."""
+    last = -1
+    while True:
+        with engine.connect() as conn:
+            rows = conn.execute(
+                select(
+                    DatasetItem.idx, DatasetItem.external_id, Document.text, BatchItem.status, BatchItem.score,
+                    BatchItem.error, BatchItem.calls, BatchItem.cache_hits, BatchItem.prompt_tokens,
+                    BatchItem.completion_tokens, BatchItem.latency_ms, BatchItem.result,
+                )
+                .join(DatasetItem, DatasetItem.id == BatchItem.item_id)
+                .join(Document, Document.id == DatasetItem.reference_id)
+                .where(BatchItem.batch_id == batch_id, DatasetItem.idx > last)
+                .order_by(DatasetItem.idx)
+                .limit(chunk)
+            ).all()  # fmt: skip
+        if not rows:
+            return
+        last = rows[-1][0]
+        yield [
+            ItemRow(
+                external_id=r[1], reference=r[2], status=r[3], score=r[4], error=r[5],
+                usage={"calls": r[6], "cache_hits": r[7], "prompt_tokens": r[8], "completion_tokens": r[9],
+                       "latency_s": round((r[10] or 0.0) / 1000, 2)},
+                result=dict(r[11] or {}),
+            )
+            for r in rows
+        ]  # fmt: skip
+
+
+def dcr_line(row: ItemRow) -> dict[str, Any]:
+    """The output line of a DCE, paragraph or evidence item: round 0's score and verdicts, every round, usage.
+
+    The rounds are the batch engine's records (`batches.round_record`); round 0's sentences are the same
+    records as its entry in `rounds`.
+    """
+    rounds = row.result.get("rounds") or []
+    first = rounds[0] if rounds else {}
+    error = row.error or (None if row.status == "done" else f"not evaluated ({row.status})")
+    return {
+        "id": row.external_id,
+        "score": first.get("score"),
+        "k": first.get("k", 0),
+        "alpha": first.get("alpha", 0.0),
+        "beta": first.get("beta", 0.0),
+        **{k: first[k] for k in ("partial_score", "n_unknown") if k in first},
+        "sentences": first.get("sentences", []),
+        "rounds": rounds,
+        "final_candidate": row.result.get("final_candidate", ""),
+        "usage": row.usage,
+        "error": error,
+    }
+
+
+def method_line(row: ItemRow) -> dict[str, Any]:
+    """The output line of a Summ-NLI / Sent-NLI / QG-QA item: verdict, per-sentence verdicts, and its windows
+    with their reasoning or its question-answer pairs, with the document sentences used."""
+    rec = {k: v for k, v in row.result.items() if k not in ("usage", "rounds", "final_candidate")}
+    error = row.error or (None if rec.get("label") is not None else "no verdict")
+    return {"id": row.external_id, **rec, "usage": row.usage, "error": error}
+
+
+def attach_evidence(lines: Sequence[dict[str, Any]], references: Sequence[str], *, task: str) -> None:
+    """Add each sentence's evidence (services.evidence) to every round of each line, in place.
+
+    Every distinct sentence of a document is analysed once (a sentence a round kept has the evidence it
+    had), and the documents go to the checker together, so their sentences are embedded in one pass.
+    """
+    from services import evidence  # the embedding model loads only when evidence is asked for
+
+    todo = []
+    for line, ref in zip(lines, references, strict=True):
+        sentences = [s for r in line.get("rounds", []) for s in r.get("sentences", []) if "evidence" not in s]
+        if sentences:
+            todo.append((ref, sentences))
+    pairs = [(ref, list(dict.fromkeys(s["text"] for s in sentences))) for ref, sentences in todo]
+    found = evidence.analyse_many(pairs, noun=dcr.REFERENCE_NOUN.get(task, "reference"))
+    for (_, sentences), (_, texts), per_doc in zip(todo, pairs, found, strict=True):
+        by_text = {t: se.record() for t, se in zip(texts, per_doc, strict=True)}
+        for s in sentences:
+            s["evidence"] = by_text[s["text"]]
+
+
+def output_lines(engine: Engine, prepared: Prepared, *, with_evidence: bool = False) -> Iterator[dict[str, Any]]:
+    """One line per input row: the batch's items in input order, then the rows that could not be read."""
+    with engine.connect() as conn:
+        method, task = conn.execute(select(Batch.method, Batch.task).where(Batch.id == prepared.batch_id)).one()
+    for chunk in item_rows(engine, prepared.batch_id, chunk=EVIDENCE_CHUNK):
+        if nli.is_nli(method):
+            lines = [method_line(r) for r in chunk]
+        else:
+            lines = [dcr_line(r) for r in chunk]
+            if with_evidence:
+                attach_evidence(lines, [r.reference for r in chunk], task=task)
+        for line in lines:
+            yield {"id": line.pop("id"), "batch": prepared.batch_id, **line}
+    for r in prepared.rejected:
+        yield {"id": str(r.row), "batch": prepared.batch_id, "error": f"row {r.row}: {r.reason}"}
