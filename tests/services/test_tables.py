@@ -128,11 +128,15 @@ def test_dhp_items_name_the_bad_line():
         dhp.parse_items_upload("d.jsonl", b'"text"\n')
 
 
-def test_cli_items_name_the_bad_line(tmp_path):
+def test_cli_evaluate_names_the_bad_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("DATABASE_URL", f"sqlite:///{tmp_path / 'cli.db'}")
     path = tmp_path / "pairs.csv"
     path.write_text("id,reference,candidate\n1,a,b\n2,a\n", encoding="utf-8")
-    with pytest.raises(Exception, match=r"pairs.csv:3: has 2 fields"):  # cli.InputFileError
-        cli.read_items(path)
+    code = cli.main(["evaluate", "--input", str(path), "--output", str(tmp_path / "o.jsonl"), "--method", "evidence"])
+    assert code == 0, capsys.readouterr().err  # the readable row is evaluated; the bad one is reported
+    lines = [json.loads(x) for x in (tmp_path / "o.jsonl").read_text().splitlines()]
+    assert lines[-1]["id"] == "3" and lines[-1]["error"] == "row 3: has 2 fields but the header has 3"
+    assert "1 row(s) cannot be read" in capsys.readouterr().err
 
 
 def test_ratings_cli_names_the_line_of_a_bad_value_after_a_multi_line_cell(tmp_path, capsys):
