@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from components.report_builders import build
+from services.reports import build
 from db.engine import make_engine
 from services import reports
 from tests.e2e.conftest import ARTIFACTS, CHROMIUM, ROOT, TIMEOUT_MS, in_browser, running_app
