@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from services import conseval as ce
@@ -101,3 +104,12 @@ def test_nli_comparison_is_the_meta_evaluation_method_comparison(engine):
         batch = int(row["method"].rsplit("#", 1)[1])
         assert row["recall"] == pytest.approx(cmp.loc[batch, "recall"])
         assert row["method"].startswith(cmp.loc[batch, "method"])
+
+
+def test_report_services_do_not_import_streamlit():
+    code = (
+        "import sys, services.reports as r\nfor m in r.BUILDERS.values(): __import__(m)\n"
+        "print('streamlit' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
