@@ -113,3 +113,49 @@ def test_report_services_do_not_import_streamlit():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_survey_report_has_expert_agreement_weights_and_the_votes(engine):
+    from tests.services.test_survey import cast, new_survey
+
+    sid, ids = new_survey(engine, task="story", experts=3)
+    for e, metric in zip(ids, ["Coherence", "Coherence", "Fluency"], strict=True):
+        cast(engine, e, "grammar", metric)
+    rep = build(engine, "survey", sid, n_boot=100)
+    heads = {h.label: h for h in rep.headlines}
+    assert heads["Experts who voted"].value == 3 and heads["Questions with a vote"].value == 1
+    weights = next(t for t in rep.tables if t.title == "Weights per question")
+    assert weights.rows and [f.title for f in rep.figures] == ["Expert weights"]
+    assert len(rep.examples) == 3 and "open" in " ".join(rep.notes)
+    assert reports.to_html(rep, secrets=[]).count("Plotly.newPlot(") == 1
+    with pytest.raises(InputError, match="does not exist"):
+        build(engine, "survey", 999)
+
+
+def test_dhp_report_has_discernment_tests_and_the_perturbed_pairs(tmp_path, fake, backend):
+    from db.engine import get_session, make_engine
+    from services import dhp
+    from services.perturb import TASKS, Item
+    from tests.services.test_dhp import judge_fluency_only
+
+    items = [Item(f"s{i}", f"The council met on day {i} in Leeds. It approved {40 + i} million pounds. Work starts "
+                  "soon.", f"a {i}") for i in range(6)]  # fmt: skip
+    engine = make_engine(f"sqlite:///{tmp_path / 'dhp.db'}")  # the run scores in threads: a file database
+    fake.responder = judge_fluency_only({it.text for it in items})
+    with get_session(engine) as s:
+        set_id = dhp.create_set(TASKS["summarization"], items, name="t", seed=1, session=s, only=["typo:minor", "reorder:major"])
+        rid = dhp.create_run(set_id, backend, repeats=1, seed=0, session=s)
+    dhp.process_run(engine, rid)
+    rep = build(engine, "dhp", rid)
+    heads = {h.label: h for h in rep.headlines}
+    assert heads["D_min"].value is not None and "D_avg (level-weighted)" in heads
+    assert {"Discernment per perturbation", "D_avg, D_min, D_paper, D_EW"} <= {f.title for f in rep.figures}
+    assert any(t.title == "Wilcoxon tests per perturbation and metric" and t.rows for t in rep.tables)
+    ex, _ = rep.examples  # one pair per perturbation kind, its change highlighted
+    assert ex.rounds[0].rewrites[0].before in {it.text for it in items}
+    assert "No closed expert survey" in " ".join(rep.notes)
+    assert rep.configuration["model"]["model"] == "fake-model"
+    html = reports.to_html(rep, secrets=[])
+    assert html.count("Plotly.newPlot(") == len(rep.figures) and 'class="cs-del"' in html
+    with pytest.raises(InputError, match="does not exist"):
+        build(engine, "dhp", 999)
