@@ -143,7 +143,9 @@ def test_dhp_report_has_discernment_tests_and_the_perturbed_pairs(tmp_path, fake
     engine = make_engine(f"sqlite:///{tmp_path / 'dhp.db'}")  # the run scores in threads: a file database
     fake.responder = judge_fluency_only({it.text for it in items})
     with get_session(engine) as s:
-        set_id = dhp.create_set(TASKS["summarization"], items, name="t", seed=1, session=s, only=["typo:minor", "reorder:major"])
+        set_id = dhp.create_set(
+            TASKS["summarization"], items, name="t", seed=1, session=s, only=["typo:minor", "reorder:major"]
+        )
         rid = dhp.create_run(set_id, backend, repeats=1, seed=0, session=s)
     dhp.process_run(engine, rid)
     rep = build(engine, "dhp", rid)
