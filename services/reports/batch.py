@@ -68,6 +68,7 @@ def build(
     corr = rep.summary.correlations.frame().set_index("statistic")
     row = lambda name: corr.loc[name] if name in corr.index else None  # noqa: E731
     c = rep.summary.classification
+    positive = "consistent" if c.positive == 1 else "inconsistent"
     h = rep.agreement.among_humans
     mv = rep.agreement.model_vs_majority
     rai = rep.rai.iloc[0] if len(rep.rai) else None
@@ -77,8 +78,8 @@ def build(
         ci_headline("Kendall τ (b)", row("kendall")),
         ci_headline("AUROC against the human label", row("auroc")),
         Headline(label=f"Balanced accuracy at score < {threshold:g}", value=c.balanced_accuracy, n=c.n,
-                 note="inconsistent = positive class"),
-        Headline(label="F1 (inconsistent = positive)", value=c.f1, n=c.n),
+                 note=f"{positive} = positive class"),
+        Headline(label=f"F1 ({positive} = positive)", value=c.f1, n=c.n),
         Headline(label="Krippendorff's α among the human raters", value=h.alpha if h else None,
                  ci_low=h.ci_low if h else None, ci_high=h.ci_high if h else None,
                  n=h.n_pairable if h else None, note="sentences with two or more votes"),
@@ -94,7 +95,7 @@ def build(
         FigureSpec.of("Score vs human score", make_scatter_figure(done),
                       "One bubble per distinct (human, model) pair, sized by how many items share it."),
         FigureSpec.of("Figure 3", make_figure3_figure(rep.figure3.frame),
-                      "Precision, recall and F1 at summary level; inconsistent is the positive class."),
+                      f"Precision, recall and F1 at summary level; {positive} is the positive class (Fig. 3)."),
     ]  # fmt: skip
     if len(rep.rounds.share) > 1:
         figures.append(FigureSpec.of("Fully consistent after each round", make_share_figure(rep.rounds.share)))

@@ -51,10 +51,12 @@ def build(
         done = data[b.id].done
         low, high = stats.balanced_accuracy_interval(done["score"].to_numpy(float), done["human_label"].to_numpy(float),
                                                      threshold, seed=seed, n_boot=n_boot)  # fmt: skip
-        c = metaeval.at_threshold(done, threshold)
+        # Paper 003 finds errors: precision and F1 of the inconsistent class, beside the comparison's recall.
+        c = stats.classification(done["score"].to_numpy(float), done["human_label"].to_numpy(float), threshold,
+                                 positive=0)  # fmt: skip
         p = bsvc.progress(engine, b.id)
         rows.append({
-            "method": f"{cmp.method} #{b.id}", "model": b.model, "batch": b.id, "n": c.n,
+            "method": f"{cmp.method} #{b.id}", "model": b.model, "batch": b.id, "n": int(cmp.n),
             "value": cmp.balanced_accuracy, "ci_low": low, "ci_high": high, "precision": c.precision,
             "recall": cmp.recall, "f1": c.f1, "pearson": cmp.pearson, "calls": p.calls if p else 0,
             "tokens": p.tokens if p else 0,
@@ -87,7 +89,7 @@ def build(
             "bootstrap_resamples": n_boot,
             "verdict": f"consistent when the score is at least {threshold:g} (every unit consistent: Eq. 2/4; "
             "DCE: score 1)",
-            "positive_class": "inconsistent (precision, recall, F1)",
+            "positive_class": "inconsistent (precision, recall, F1), as paper 003 reports recall",
         },
         "app": {"version": metaeval.app_version()},
     }  # fmt: skip
