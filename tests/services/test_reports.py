@@ -17,18 +17,8 @@ from services import reports, runs
 from services.config import BackendConfig
 from services.dcr import DCRConfig
 from services.redact import REDACTED
-from services.reports import (
-    Example,
-    ExampleRewrite,
-    ExampleRound,
-    ExampleSentence,
-    FigureSpec,
-    Headline,
-    Report,
-    Table,
-    build,
-    render,
-)
+from services.reports import build, render
+from services.reports import model as m
 from services.text import InputError
 from tests.app.helpers import CAND, REF
 from tests.fakes import toy_judge
@@ -99,27 +89,27 @@ def test_batch_report_has_intervals_charts_tables_and_the_dataset_hash(engine):
 
 def test_user_text_is_escaped_everywhere_in_the_page(engine):
     evil = '<script>alert("x")</script><img src=x onerror=alert(1)>'
-    ex = Example(
+    ex = m.Example(
         title=evil,
         fields=[(evil, evil)],
         rounds=[
-            ExampleRound(
+            m.ExampleRound(
                 label=evil,
-                sentences=[ExampleSentence(text=evil, verdict=evil, reason=evil)],
-                rewrites=[ExampleRewrite(index=0, before=evil, after=evil, reason=evil)],
+                sentences=[m.ExampleSentence(text=evil, verdict=evil, reason=evil)],
+                rewrites=[m.ExampleRewrite(index=0, before=evil, after=evil, reason=evil)],
             )
         ],
     )
-    fig = FigureSpec.of(evil, go.Figure(go.Bar(x=[1], y=[1])), caption=evil)
-    rep = Report(
+    fig = m.FigureSpec.of(evil, go.Figure(go.Bar(x=[1], y=[1])), caption=evil)
+    rep = m.Report(
         title=evil,
         kind="batch",
         ref_id=1,
         summary=evil,
         configuration={"dataset": {"name": evil}},
-        headlines=[Headline(label=evil, value=0.5, note=evil)],
+        headlines=[m.Headline(label=evil, value=0.5, note=evil)],
         figures=[fig],
-        tables=[Table(title=evil, columns=[evil], rows=[[evil]], note=evil)],
+        tables=[m.Table(title=evil, columns=[evil], rows=[[evil]], note=evil)],
         examples=[ex],
         notes=[evil],
     )
