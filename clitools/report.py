@@ -89,12 +89,7 @@ def run(args: argparse.Namespace) -> int:
 
 def write_html(engine, args: argparse.Namespace) -> int:  # noqa: ANN001
     """The stakeholder report of `--kind` `--run` as one HTML file; 2 when it cannot be built."""
-    # The figure helpers live beside Streamlit views; outside the app Streamlit's cache warnings are noise.
-    import streamlit.logger
-
-    streamlit.logger.set_log_level("error")
-    from components.report_builders import build
-    from services.reports import to_html
+    from services.reports import build, to_html
 
     options: dict = {}
     if args.kind == "batch":

@@ -9,7 +9,6 @@ from urllib.parse import urlsplit
 import pandas as pd
 import streamlit as st
 
-from components.report_builders import build
 from components.ui import engine
 from services import metaeval, reports, runs
 from services.errors import InputError
@@ -34,7 +33,7 @@ def stamp_of(kind: str, ref_id: int) -> str:
 
 @st.cache_data(show_spinner="Building the report…", max_entries=16, ttl=300)
 def _cached_report(kind: str, ref_id: int, stamp: str) -> Report:
-    return build(engine(), kind, ref_id)
+    return reports.build(engine(), kind, ref_id)
 
 
 def cached_report(kind: str, ref_id: int) -> Report:
@@ -89,7 +88,7 @@ def render_report_download(kind: str, ref_id: int, *, key: str | None = None) ->
         try:
             return report_html(kind, ref_id)
         except InputError as exc:  # deleted meanwhile: the file says so instead of failing the click
-            return f"<!DOCTYPE html><meta charset='utf-8'><title>No report</title><p>{reports.esc(exc)}</p>"
+            return reports.message_html("No report", str(exc))
 
     try:
         row.download_button(
@@ -145,6 +144,6 @@ def render_report(report: Report, *, heading: bool = True) -> None:
         st.subheader("Worked examples")
         for ex in report.examples:
             with st.expander(ex.title):
-                st.html(f"<style>{reports.EXAMPLE_CSS}</style>" + reports.example_html(ex))
+                st.html(f"<style>{reports.example_css()}</style>" + reports.example_html(ex))
     with st.expander("Configuration"):
         st.json(report.configuration, expanded=False)

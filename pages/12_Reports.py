@@ -13,11 +13,10 @@ from components.report import (
     share_url,
     survey_choices,
 )
-from components.report_builders import BUILDERS
 from components.ui import engine, page_setup
 from services import batches, conseval, distill, reports, runs
 from services.errors import InputError
-from services.reports import KIND_LABELS
+from services.reports import BUILDERS, KIND_LABELS
 
 page_setup("Reports", ":material/summarize:", link="share")
 eng = engine()

@@ -1514,3 +1514,8 @@ def _repeat_spread(table: pd.DataFrame) -> pd.DataFrame:
             "pearson_mean": pe.mean(), "pearson_std": pe.std(ddof=1), "calls_per_doc": g["calls_per_doc"].mean(),
         })  # fmt: skip
     return pd.DataFrame(out, columns=cols)
+
+
+def public_params(params: dict[str, Any]) -> dict[str, Any]:
+    """Model parameters fit to show or export: none whose name says it carries a credential."""
+    return _public_params(params)

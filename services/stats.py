@@ -300,6 +300,38 @@ def classification(
     )
 
 
+def balanced_accuracy_interval(
+    scores: Sequence[float] | np.ndarray | pd.Series,
+    labels: Sequence[int] | np.ndarray | pd.Series,
+    threshold: float,
+    *,
+    n_boot: int = 1000,
+    seed: int = 0,
+    ci: float = 0.95,
+) -> tuple[float | None, float | None]:
+    """Percentile bootstrap interval of `classification(...).balanced_accuracy`, resampling items.
+
+    Resamples that lack a class have no balanced accuracy and are skipped; with fewer than half of the
+    resamples usable, or without a value, there is no interval (None, None).
+    """
+    _check_ci(ci, n_boot)
+    s, lab = _as_float(scores, "scores"), _as_labels(labels)
+    keep = np.isfinite(s) & np.isfinite(lab)
+    pred, lab = (s[keep] >= threshold).astype(int), lab[keep].astype(int)
+    n = lab.size
+    if n_boot == 0 or n == 0 or lab.min() == lab.max():
+        return None, None
+    idx = np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
+    pb, lb = pred[idx], lab[idx]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rec1 = ((pb == 1) & (lb == 1)).sum(axis=1) / (lb == 1).sum(axis=1)
+        rec0 = ((pb == 0) & (lb == 0)).sum(axis=1) / (lb == 0).sum(axis=1)
+    boots = (rec1 + rec0) / 2
+    if np.isfinite(boots).sum() < n_boot / 2:
+        return None, None
+    return _percentile_ci(boots, ci)
+
+
 # -- Krippendorff's alpha ----------------------------------------------------------------------
 @dataclass(frozen=True)
 class AlphaResult:

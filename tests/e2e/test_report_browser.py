@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from components.report_builders import build
 from db.engine import make_engine
 from services import reports
+from services.reports import build
 from tests.e2e.conftest import ARTIFACTS, CHROMIUM, ROOT, TIMEOUT_MS, in_browser, running_app
 from tests.metaeval_seed import Item, seed
 

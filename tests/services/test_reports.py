@@ -5,17 +5,20 @@ from __future__ import annotations
 
 import re
 
+import plotly.graph_objects as go
 import pytest
+from markupsafe import escape
 from plotly.offline import get_plotlyjs
 from sqlmodel import Session
 
-from components.report_builders import build
 from db.engine import get_session
 from db.models import Dataset, ReportShareCreate
 from services import reports, runs
 from services.config import BackendConfig
 from services.dcr import DCRConfig
-from services.reports import Headline, Report, Table
+from services.redact import REDACTED
+from services.reports import build, render
+from services.reports import model as m
 from services.text import InputError
 from tests.app.helpers import CAND, REF
 from tests.fakes import toy_judge
@@ -84,14 +87,48 @@ def test_batch_report_has_intervals_charts_tables_and_the_dataset_hash(engine):
         build(engine, "nonsense", 1)
 
 
-def test_user_text_is_escaped(engine):
+def test_user_text_is_escaped_everywhere_in_the_page(engine):
     evil = '<script>alert("x")</script><img src=x onerror=alert(1)>'
-    rep = Report(title=evil, kind="batch", ref_id=1, summary=evil, configuration={"dataset": {"name": evil}},
-                 headlines=[Headline(label=evil, value=0.5)], tables=[Table(title=evil, columns=[evil], rows=[[evil]])],
-                 examples=[], notes=[evil])  # fmt: skip
+    ex = m.Example(
+        title=evil,
+        fields=[(evil, evil)],
+        rounds=[
+            m.ExampleRound(
+                label=evil,
+                sentences=[m.ExampleSentence(text=evil, verdict=evil, reason=evil)],
+                rewrites=[m.ExampleRewrite(index=0, before=evil, after=evil, reason=evil)],
+            )
+        ],
+    )
+    fig = m.FigureSpec.of(evil, go.Figure(go.Bar(x=[1], y=[1])), caption=evil)
+    rep = m.Report(
+        title=evil,
+        kind="batch",
+        ref_id=1,
+        summary=evil,
+        configuration={"dataset": {"name": evil}},
+        headlines=[m.Headline(label=evil, value=0.5, note=evil)],
+        figures=[fig],
+        tables=[m.Table(title=evil, columns=[evil], rows=[[evil]], note=evil)],
+        examples=[ex],
+        notes=[evil],
+    )
     html = reports.to_html(rep, secrets=[])
     assert "<script>alert" not in html and "<img src=x" not in html
-    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in html
+    # title, summary, headline label and note, note, figure title and caption, table title, header, cell and
+    # note, example title, field name and text, round label, sentence, reason, rewrite and its reason, config
+    assert html.count(str(escape(evil))) >= 18
+    assert reports.example_html(ex).count(str(escape(evil))) >= 6
+
+
+def test_the_templates_escape_by_default():
+    """Escaping is the templates' default (autoescape), not something each value must remember."""
+    env = render.environment()
+    assert env.from_string("{{ x }}").render(x="<script>alert(1)</script>") == "&lt;script&gt;alert(1)&lt;/script&gt;"
+    for name in ("report.html.j2", "example.html.j2", "message.html.j2"):
+        assert env.get_template(name).environment.autoescape is True
+    page = reports.message_html("<script>", "<script>x</script>")
+    assert "<script>" not in page and page.count("&lt;script&gt;") == 2
 
 
 def test_the_report_holds_no_secret(engine, monkeypatch):
@@ -109,7 +146,7 @@ def test_the_report_holds_no_secret(engine, monkeypatch):
     rep = build(engine, "batch", bid, n_boot=0)
     html = reports.to_html(rep)
     assert SECRET not in html and PASSWORD not in html
-    assert reports.REDACTED in html  # the dataset name was scrubbed, not dropped
+    assert REDACTED in html  # the dataset name was scrubbed, not dropped
     assert "llm.example" in html  # the rest of the configuration is still there
 
 

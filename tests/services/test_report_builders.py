@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
-from components.report_builders import BUILDERS, build
 from services import conseval as ce
-from services import reports
+from services import metaeval, reports
+from services.reports import BUILDERS, build
 from services.text import InputError
 from tests.services.test_conseval import config, items, scorer
 
@@ -55,7 +58,7 @@ def nli_batch(engine, ds_id: int, item_ids: list[int], labels: list[str | None],
         return b.id
 
 
-def test_nli_comparison_puts_the_methods_side_by_side_on_common_items(engine):
+def test_nli_comparison_puts_the_methods_side_by_side(engine):
     from tests.services.test_distill import Row, make_dataset
 
     ds_id, ids = make_dataset(engine, [Row(i, i % 2) for i in range(6)])  # gold: 0 1 0 1 0 1
@@ -66,87 +69,95 @@ def test_nli_comparison_puts_the_methods_side_by_side_on_common_items(engine):
     table = next(t for t in rep.tables if t.title == "Methods side by side")
     rows = {r[0]: dict(zip(table.columns, r, strict=True)) for r in table.rows}
     assert set(rows) == {f"Summ-NLI #{summ}", f"Sent-NLI (w=1) #{sent}"}
-    assert all(r["n"] == 5 for r in rows.values())  # the items both finished
-    # Summ-NLI on items 1-5: gold 0 1 0 1 0, said X C C C X: recall(inconsistent) 2/3, recall(consistent) 1
+    assert rows[f"Summ-NLI #{summ}"]["n"] == 6 and rows[f"Sent-NLI (w=1) #{sent}"]["n"] == 5  # the items each finished
+    # Summ-NLI: gold 0 1 0 1 0 1, said X C C C X C: recall(inconsistent) 2/3, recall(consistent) 1
     heads = {h.label: h for h in rep.headlines}
-    assert heads[f"Balanced accuracy · Summ-NLI #{summ}"].value == pytest.approx((2 / 3 + 1) / 2)
+    summ_ba = heads[f"Balanced accuracy · Summ-NLI #{summ}"]
+    assert summ_ba.value == pytest.approx((2 / 3 + 1) / 2)
+    assert summ_ba.ci_low is not None and summ_ba.ci_low <= summ_ba.value <= summ_ba.ci_high
     assert heads[f"Balanced accuracy · Sent-NLI (w=1) #{sent}"].value == pytest.approx(1.0)
-    assert "Compared on the 5 labelled items" in " ".join(rep.notes)
-    (ex, *_) = rep.examples
+    (ex, *_) = rep.examples  # examples: the labelled items both finished
     assert any("why inconsistent" in v for k, v in ex.fields if k.startswith("Summ-NLI"))
     html = reports.to_html(rep, secrets=[])
     assert "sk-never-shown" not in html and html.count("Plotly.newPlot(") == 2
 
 
-def test_survey_report_has_the_expert_alpha_and_the_weights(engine):
+def test_nli_comparison_is_the_meta_evaluation_method_comparison(engine):
+    """The report's numbers are metaeval.compare_method_batches' on the same batches (one computation)."""
+    from tests.services.test_distill import Row, make_dataset
+
+    ds_id, ids = make_dataset(engine, [Row(i, i % 2) for i in range(8)])
+    C, X = "consistent", "inconsistent"
+    a = nli_batch(engine, ds_id, ids, [X, C, C, C, X, C, None, X], "summ-nli")
+    b = nli_batch(engine, ds_id, ids, [C, C, X, X, X, C, X, None], "sent-nli")
+    c = nli_batch(engine, ds_id, ids, [X, X, X, C, None, C, X, C], "qg-qa")
+    rep = build(engine, "nli", b, n_boot=0)
+    cmp = metaeval.compare_method_batches(engine, [b, a, c]).table.set_index("batch")
+    table = next(t for t in rep.tables if t.title == "Methods side by side")
+    assert len(table.rows) == len(cmp) == 3
+    for h in rep.headlines:
+        batch = int(h.label.rsplit("#", 1)[1])
+        assert h.value == pytest.approx(cmp.loc[batch, "balanced_accuracy"])
+        assert h.n == cmp.loc[batch, "n"]
+    for r in table.rows:
+        row = dict(zip(table.columns, r, strict=True))
+        batch = int(row["method"].rsplit("#", 1)[1])
+        assert row["recall"] == pytest.approx(cmp.loc[batch, "recall"])
+        assert row["method"].startswith(cmp.loc[batch, "method"])
+
+
+def test_report_services_do_not_import_streamlit():
+    code = (
+        "import sys, services.reports as r\nfor m in r.BUILDERS.values(): __import__(m)\n"
+        "print('streamlit' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_survey_report_has_expert_agreement_weights_and_the_votes(engine):
     from tests.services.test_survey import cast, new_survey
 
-    sid, ids = new_survey(engine, task="story", experts=4)
-    for i, e in enumerate(ids):
-        cast(engine, e, "grammar", "Fluency" if i < 3 else "Coherence")
-        cast(engine, e, "typo", "Fluency")
+    sid, ids = new_survey(engine, task="story", experts=3)
+    for e, metric in zip(ids, ["Coherence", "Coherence", "Fluency"], strict=True):
+        cast(engine, e, "grammar", metric)
     rep = build(engine, "survey", sid, n_boot=100)
     heads = {h.label: h for h in rep.headlines}
-    assert heads["Experts who voted"].value == 4 and heads["Questions with a vote"].value == 2
-    assert heads["Krippendorff's α among experts"].n == 2
+    assert heads["Experts who voted"].value == 3 and heads["Questions with a vote"].value == 1
     weights = next(t for t in rep.tables if t.title == "Weights per question")
-    grammar = {r[2]: r[4] for r in weights.rows if r[0] == "grammar"}
-    assert grammar["Fluency"] == pytest.approx(0.75) and grammar["Coherence"] == pytest.approx(0.25)
-    assert [f.title for f in rep.figures] == ["Expert weights"]
-    assert "still open" in " ".join(rep.notes)
-    assert "Plotly.newPlot(" in reports.to_html(rep, secrets=[])
+    assert weights.rows and [f.title for f in rep.figures] == ["Expert weights"]
+    assert len(rep.examples) == 3 and "open" in " ".join(rep.notes)
+    assert reports.to_html(rep, secrets=[]).count("Plotly.newPlot(") == 1
     with pytest.raises(InputError, match="does not exist"):
         build(engine, "survey", 999)
 
 
-def test_dhp_run_report_has_discernment_tests_and_highlighted_perturbations(tmp_path, fake, backend):
+def test_dhp_report_has_discernment_tests_and_the_perturbed_pairs(tmp_path, fake, backend):
     from db.engine import get_session, make_engine
     from services import dhp
     from services.perturb import TASKS, Item
     from tests.services.test_dhp import judge_fluency_only
 
-    eng = make_engine(f"sqlite:///{tmp_path / 'dhp.db'}")
-    items = [
-        Item(f"s{i}", f"The council met on day {i} in Leeds. It approved {40 + i} million pounds. Work starts soon.",
-             f"article {i}")
-        for i in range(6)
-    ]  # fmt: skip
+    items = [Item(f"s{i}", f"The council met on day {i} in Leeds. It approved {40 + i} million pounds. Work starts "
+                  "soon.", f"a {i}") for i in range(6)]  # fmt: skip
+    engine = make_engine(f"sqlite:///{tmp_path / 'dhp.db'}")  # the run scores in threads: a file database
     fake.responder = judge_fluency_only({it.text for it in items})
-    with get_session(eng) as s:
-        sid = dhp.create_set(TASKS["summarization"], items, name="t", seed=1, session=s, only=["typo:minor"])
-    with get_session(eng) as s:
-        rid = dhp.create_run(sid, backend, repeats=1, seed=0, session=s)
-    assert dhp.process_run(eng, rid) == "done"
-    rep = build(eng, "dhp", rid)
+    with get_session(engine) as s:
+        set_id = dhp.create_set(
+            TASKS["summarization"], items, name="t", seed=1, session=s, only=["typo:minor", "reorder:major"]
+        )
+        rid = dhp.create_run(set_id, backend, repeats=1, seed=0, session=s)
+    dhp.process_run(engine, rid)
+    rep = build(engine, "dhp", rid)
     heads = {h.label: h for h in rep.headlines}
-    with get_session(eng) as s:
-        res = dhp.run_result(rid, session=s)
-    assert heads["D_min"].value == pytest.approx(res.d_min) and res.d_min > 0  # typos are seen
-    assert heads["D_paper min"].value == pytest.approx(res.d_paper_min) and res.d_paper_min > res.d_min
-    # one level of Table 1 only: D_avg is left empty and the report says why
-    assert heads["D_avg (level-weighted)"].value is None and "not comparable" in " ".join(rep.notes)
-    assert [f.title for f in rep.figures] == ["Discernment per perturbation", "D_avg, D_min, D_paper, D_EW"]
-    assert any(t.title.startswith("Wilcoxon") and t.rows for t in rep.tables)
-    (ex,) = rep.examples
-    html = reports.to_html(rep, secrets=[])
-    assert "cs-ins" in html and ex.rounds[0].rewrites[0].before != ex.rounds[0].rewrites[0].after
+    assert heads["D_min"].value is not None and "D_avg (level-weighted)" in heads
+    assert {"Discernment per perturbation", "D_avg, D_min, D_paper, D_EW"} <= {f.title for f in rep.figures}
+    assert any(t.title == "Wilcoxon tests per perturbation and metric" and t.rows for t in rep.tables)
+    ex, _ = rep.examples  # one pair per perturbation kind, its change highlighted
+    assert ex.rounds[0].rewrites[0].before in {it.text for it in items}
     assert "No closed expert survey" in " ".join(rep.notes)
-    eng.dispose()
+    assert rep.configuration["model"]["model"] == "fake-model"
+    html = reports.to_html(rep, secrets=[])
+    assert html.count("Plotly.newPlot(") == len(rep.figures) and 'class="cs-del"' in html
     with pytest.raises(InputError, match="does not exist"):
-        build(make_engine("sqlite://"), "dhp", 1)
-
-
-def test_an_nli_run_report_shows_the_verdict_and_its_reasoning(engine, fake, backend):
-    from services import runs
-    from tests.app.helpers import CAND, REF
-
-    fake.responder = lambda body: {"reasoning": "The tower was completed in 1889, not 1999.",
-                                   "judgement": "Inconsistent"}  # fmt: skip
-    rid = runs.start_method_run(engine, backend, REF, CAND, "summ-nli")
-    rep = build(engine, "run", rid)
-    heads = {h.label: h for h in rep.headlines}
-    assert heads["Share of units judged consistent"].value == 0.0 and heads["Units judged"].value == 1
-    fields = dict(rep.examples[0].fields)
-    assert fields["Summ-NLI verdict and reasoning"].startswith("inconsistent\n")
-    assert "completed in 1889, not 1999" in fields["Summ-NLI verdict and reasoning"]
-    assert {p["id"] for p in rep.configuration["prompts"]} and "completed in 1889" in reports.to_html(rep, secrets=[])
+        build(engine, "dhp", 999)
