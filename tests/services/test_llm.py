@@ -9,9 +9,9 @@ import pytest
 from pydantic import BaseModel, SecretStr
 
 import services.llm
-from db.crud import SqlCache
+from db.cache import SqlCache
 from services.config import BackendConfig
-from services.llm import LLMClient, UsageLedger
+from services.llm import LLMClient, UsageLedger, get_client
 from tests.fakes import FakeOpenAIServer, Reply
 
 SCHEMA = {"type": "object", "properties": {"answer": {"type": "integer"}}, "required": ["answer"]}
@@ -61,7 +61,7 @@ def test_json_schema_rejected_with_500_falls_back_to_json_object_schema_and_reme
         backend = backend.with_changes(base_url=fake.base_url)
         fake.enqueue_json({"answer": 1})
         fake.enqueue_json({"answer": 2})
-        client = LLMClient(backend)
+        client = get_client(backend)
         first = ask(client)
         assert first.ok and first.value.answer == 1
         # The first json_schema request is a probe sent without SDK retries; its 500 steps down one mode.
@@ -71,7 +71,7 @@ def test_json_schema_rejected_with_500_falls_back_to_json_object_schema_and_reme
 
         # A new client for the same server and model starts at the mode that worked.
         fake.clear_requests()
-        second = ask(LLMClient(backend), messages=[{"role": "user", "content": "again"}])
+        second = ask(get_client(backend), messages=[{"role": "user", "content": "again"}])
         assert second.ok and second.value.answer == 2
         assert modes(fake) == ["json_object_schema"]
 
@@ -99,12 +99,12 @@ def test_400_on_json_schema_steps_down_without_sdk_retries(fake, client):
 def test_remembered_mode_is_per_model(fake, backend):
     services.llm._mode_memory[(fake.base_url, "other-model")] = "json_object"
     fake.enqueue_json({"answer": 1})
-    assert ask(LLMClient(backend)).ok
+    assert ask(get_client(backend)).ok
     assert modes(fake) == ["json_schema"]
 
 
 def test_embedded_backend_starts_with_json_object_schema(fake):
-    client = LLMClient(BackendConfig(kind="embedded", max_retries=0, timeout=2.0), base_url=fake.base_url)
+    client = get_client(BackendConfig(kind="embedded", max_retries=0, timeout=2.0), base_url=fake.base_url)
     fake.enqueue_json({"answer": 5})
     assert ask(client).value.answer == 5
     assert modes(fake) == ["json_object_schema"]
@@ -171,7 +171,7 @@ def test_wrong_shape_is_retried_with_the_problem_named(fake, client):
 
 
 def test_truncated_answer_retry_mentions_max_tokens(fake, backend):
-    client = LLMClient(backend.with_changes(max_tokens=17))
+    client = get_client(backend.with_changes(max_tokens=17))
     fake.enqueue(Reply(content="Let me think step by step about", finish_reason="length"))
     fake.enqueue_json({"answer": 1})
     assert ask(client).ok
@@ -208,7 +208,7 @@ def test_retry_after_is_honoured(fake, client):
 
 def test_500_beyond_max_retries_is_an_error_mentioning_500(backend):
     with FakeOpenAIServer(responder=lambda body: Reply(status=500, body={"error": {"message": "boom"}})) as fake:
-        client = LLMClient(backend.with_changes(base_url=fake.base_url))
+        client = get_client(backend.with_changes(base_url=fake.base_url))
         res = ask(client, schema=None)
         assert res.value is None
         assert "500" in res.error and "boom" in res.error
@@ -219,7 +219,7 @@ def test_500_beyond_max_retries_is_an_error_mentioning_500(backend):
 
 def test_500_on_every_mode_gives_up_and_remembers_no_mode(backend):
     with FakeOpenAIServer(responder=lambda body: Reply(status=500)) as fake:
-        client = LLMClient(backend.with_changes(base_url=fake.base_url, max_retries=0))
+        client = get_client(backend.with_changes(base_url=fake.base_url, max_retries=0))
         res = ask(client)
         assert res.value is None and "500" in res.error
         # The json_schema probe's 500 steps down once; a second 500 is a failing server, not a refusal.
@@ -228,7 +228,7 @@ def test_500_on_every_mode_gives_up_and_remembers_no_mode(backend):
 
 
 def test_stall_past_timeout_is_a_timeout_error(fake, backend):
-    client = LLMClient(backend.with_changes(timeout=0.5, max_retries=0))
+    client = get_client(backend.with_changes(timeout=0.5, max_retries=0))
     fake.enqueue_delay(5, then={"answer": 1})
     started = time.perf_counter()
     res = ask(client)
@@ -247,7 +247,7 @@ def _closed_port() -> int:
 
 def test_unreachable_port_is_fatal_cannot_reach():
     url = f"http://127.0.0.1:{_closed_port()}/v1"
-    client = LLMClient(BackendConfig(kind="openai", base_url=url, model="m", max_retries=1, timeout=2.0))
+    client = get_client(BackendConfig(kind="openai", base_url=url, model="m", max_retries=1, timeout=2.0))
     res = ask(client)
     assert res.value is None and res.fatal
     assert res.error.startswith(f"Cannot reach {url}")
@@ -268,7 +268,7 @@ def test_404_is_fatal_and_names_the_model(fake, client):
 
 
 def test_api_key_is_sent_as_bearer_token(fake, backend):
-    client = LLMClient(backend.with_changes(api_key=SecretStr("sk-test-123")))
+    client = get_client(backend.with_changes(api_key=SecretStr("sk-test-123")))
     fake.enqueue_json({"answer": 1})
     ask(client)
     assert fake.request_headers[0].get("authorization") == "Bearer sk-test-123"
@@ -288,11 +288,11 @@ def test_test_connection_reports_model_and_answer(fake, client):
 def test_identical_call_is_served_from_the_cache(fake, backend, engine):
     cache = SqlCache(engine)
     fake.enqueue_json({"answer": 42}, usage=(12, 3))
-    first = ask(LLMClient(backend, cache=cache))
+    first = ask(get_client(backend, cache=cache))
     assert first.ok and not first.cached
 
     ledger = UsageLedger()
-    second = ask(LLMClient(backend, cache=cache, ledger=ledger))
+    second = ask(get_client(backend, cache=cache, ledger=ledger))
     assert second.cached and second.value == first.value and second.raw == first.raw
     assert len(fake.requests) == 1
     summary = ledger.summary()
@@ -312,8 +312,8 @@ def test_identical_call_is_served_from_the_cache(fake, backend, engine):
 def test_a_different_key_sends_a_new_request(fake, backend, engine, change):
     cache = SqlCache(engine)
     fake.responder = lambda body: {"answer": 1}
-    assert ask(LLMClient(backend, cache=cache)).ok
-    res = ask(LLMClient(backend, cache=cache), **change)
+    assert ask(get_client(backend, cache=cache)).ok
+    res = ask(get_client(backend, cache=cache), **change)
     assert res.ok and not res.cached
     assert len(fake.requests) == 2
 
@@ -321,9 +321,9 @@ def test_a_different_key_sends_a_new_request(fake, backend, engine, change):
 def test_the_same_model_name_on_another_server_is_not_served_from_the_cache(fake, backend, engine):
     cache = SqlCache(engine)
     fake.responder = lambda body: {"answer": 1}
-    assert ask(LLMClient(backend, cache=cache)).ok
+    assert ask(get_client(backend, cache=cache)).ok
     elsewhere = backend.with_changes(base_url=backend.base_url.replace("127.0.0.1", "localhost"))
-    res = ask(LLMClient(elsewhere, cache=cache))
+    res = ask(get_client(elsewhere, cache=cache))
     assert res.ok and not res.cached
     assert len(fake.requests) == 2
 
@@ -332,9 +332,9 @@ def test_a_failed_call_is_not_cached(fake, backend, engine):
     cache = SqlCache(engine)
     fake.enqueue_text("no idea")
     fake.enqueue_text("still no idea")
-    assert not ask(LLMClient(backend, cache=cache)).ok
+    assert not ask(get_client(backend, cache=cache)).ok
     fake.enqueue_json({"answer": 4})
-    res = ask(LLMClient(backend, cache=cache))
+    res = ask(get_client(backend, cache=cache))
     assert res.ok and not res.cached
     assert len(fake.requests) == 3
 
@@ -342,7 +342,7 @@ def test_a_failed_call_is_not_cached(fake, backend, engine):
 def test_a_cached_answer_that_no_longer_parses_is_asked_again(fake, backend, engine):
     cache = SqlCache(engine)
     fake.enqueue_json({"answer": 4})
-    client = LLMClient(backend, cache=cache)
+    client = get_client(backend, cache=cache)
     assert ask(client).ok
 
     class Other(BaseModel):
