@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import ast
+import hashlib
+import json
 import socket
 import time
+from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 from pydantic import BaseModel, SecretStr
+from sqlalchemy import event, select
 
 import services.llm
-from db.cache import SqlCache
+from db.cache import BufferedSqlCache, SqlCache
+from db.models import LLMCacheEntry
 from services.config import BackendConfig
-from services.llm import LLMClient, UsageLedger, get_client
+from services.llm import LLMClient, MemoryCache, ResponseCache, UsageLedger, get_client
 from tests.fakes import FakeOpenAIServer, Reply
 
 SCHEMA = {"type": "object", "properties": {"answer": {"type": "integer"}}, "required": ["answer"]}
@@ -363,3 +370,156 @@ def test_ledger_counts_tokens_from_usage(fake, client):
     assert (s["calls"], s["prompt_tokens"], s["completion_tokens"], s["errors"]) == (2, 16, 9, 0)
     assert [r.stage for r in client.ledger.records] == ["dce", "amc"]
     assert all(r.latency_ms > 0 for r in client.ledger.records)
+
+
+# -- get_client and the cache interface -------------------------------------------------------
+def stored_key(backend: BackendConfig, messages=MSGS, prompt_version="test@1", sample=0) -> str:
+    """A chat_json cache key as the app has always written it (sha256 of this JSON), computed here on its own."""
+    blob = json.dumps(
+        {
+            "model": f"{backend.public_url}|{backend.model}",
+            "prompt": prompt_version,
+            "messages": messages,
+            "params": {"temperature": backend.temperature, "max_tokens": backend.max_tokens},
+            "sample": sample,
+        },
+        sort_keys=True,
+        ensure_ascii=False,
+    )
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def make_cache(kind: str, engine) -> ResponseCache:  # noqa: ANN001
+    if kind == "memory":
+        return MemoryCache()
+    return SqlCache(engine) if kind == "sql" else BufferedSqlCache(engine)
+
+
+def flush(cache: ResponseCache, engine) -> None:  # noqa: ANN001
+    """What the batch's one writer does; the other caches have nothing buffered."""
+    if isinstance(cache, BufferedSqlCache):
+        with engine.begin() as conn:
+            cache.flush(conn)
+
+
+@pytest.mark.parametrize("kind", ["sql", "buffered"])
+def test_an_answer_cached_by_an_earlier_version_is_still_a_hit(fake, backend, engine, kind):
+    with engine.begin() as conn:  # the row as earlier versions stored it
+        conn.execute(
+            LLMCacheEntry.__table__.insert(),
+            [{"key": stored_key(backend), "model": "fake-model", "prompt_version": "test@1",
+              "payload": {"raw": '{"answer": 42}', "prompt_tokens": 12, "completion_tokens": 3},
+              "created_at": datetime(2025, 1, 1, tzinfo=UTC)}],
+        )  # fmt: skip
+    ledger = UsageLedger()
+    res = ask(get_client(backend, cache=make_cache(kind, engine), ledger=ledger))
+    assert res.ok and res.cached and res.value == Answer(answer=42)
+    assert fake.requests == [] and ledger.summary()["cache_hits"] == 1
+
+
+@pytest.mark.parametrize("kind", ["sql", "buffered"])
+def test_a_new_answer_is_stored_under_the_same_key_and_shape_as_before(fake, backend, engine, kind):
+    cache = make_cache(kind, engine)
+    fake.enqueue_json({"answer": 7}, usage=(12, 3))
+    res = ask(get_client(backend, cache=cache))
+    assert res.ok and not res.cached
+    flush(cache, engine)
+    with engine.connect() as conn:
+        rows = conn.execute(select(LLMCacheEntry)).all()
+    assert [(r.key, r.model, r.prompt_version) for r in rows] == [(stored_key(backend), "fake-model", "test@1")]
+    assert rows[0].payload == {"raw": res.raw, "prompt_tokens": 12, "completion_tokens": 3}
+
+
+@pytest.mark.parametrize("kind", ["memory", "sql", "buffered"])
+def test_every_cache_keeps_the_first_answer_and_hands_out_copies(engine, kind):
+    cache = make_cache(kind, engine)
+    assert isinstance(cache, ResponseCache)
+    assert cache.get("k") is None
+    cache.put("k", model="m", prompt_version="p@1", payload={"raw": "first"})
+    cache.put("k", model="m", prompt_version="p@1", payload={"raw": "second"})
+    flush(cache, engine)
+    got = cache.get("k")
+    assert got == {"raw": "first"}
+    got["raw"] = "changed by the caller"
+    assert cache.get("k") == {"raw": "first"}
+    assert cache.get("other") is None
+
+
+def test_the_buffered_cache_writes_only_when_flushed_and_keeps_an_entry_stored_meanwhile(engine):
+    buffered = BufferedSqlCache(engine, "m")
+    direct = SqlCache(engine)
+    buffered.put("new", model="m", prompt_version="p", payload={"raw": "mine"})
+    direct.put("raced", model="m", prompt_version="p", payload={"raw": "theirs"})
+    buffered.put("raced", model="m", prompt_version="p", payload={"raw": "mine"})
+    assert direct.get("new") is None, "nothing reaches the database before the writer flushes"
+    assert buffered.get("new") == {"raw": "mine"}
+    flush(buffered, engine)
+    assert direct.get("new") == {"raw": "mine"}
+    assert direct.get("raced") == buffered.get("raced") == {"raw": "theirs"}
+
+
+def test_the_buffered_cache_answers_a_new_key_without_reading_the_database(engine):
+    SqlCache(engine).put("old", model="m", prompt_version="p", payload={"raw": "stored"})
+    cache = BufferedSqlCache(engine, "m")
+    statements: list[str] = []
+    listener = lambda *args: statements.append(args[2])  # noqa: E731 - (conn, cursor, statement, ...)
+    event.listen(engine, "before_cursor_execute", listener)
+    try:
+        assert cache.get("never-stored") is None
+        cache.put("fresh", model="m", prompt_version="p", payload={"raw": "x"})
+        assert cache.get("fresh") == {"raw": "x"}
+        assert statements == []
+        assert cache.get("old") == {"raw": "stored"}
+        assert len(statements) == 1
+    finally:
+        event.remove(engine, "before_cursor_execute", listener)
+
+
+def test_a_client_built_with_a_sample_asks_again_and_caches_under_that_sample(fake, backend):
+    cache = MemoryCache()
+    fake.responder = lambda body: {"answer": 1}
+    assert ask(get_client(backend, cache=cache)).ok
+    repeat = get_client(backend, cache=cache, sample=2)
+    first = ask(repeat)
+    assert first.ok and not first.cached and len(fake.requests) == 2
+    assert set(cache.entries) == {stored_key(backend), stored_key(backend, sample=2)}
+    assert ask(get_client(backend, cache=cache), sample_index=2).cached
+    assert ask(repeat).cached and len(fake.requests) == 2
+
+
+def test_before_send_runs_before_every_request_and_can_stop_it(fake, backend):
+    seen: list[int] = []
+    fake.enqueue_text("not JSON")  # one answer that cannot be read, then a second request
+    fake.enqueue_json({"answer": 3})
+    client = get_client(backend, before_send=lambda: seen.append(len(fake.requests)))
+    assert ask(client).ok
+    assert seen == [0, 1] and len(fake.requests) == 2
+
+    class Lost(Exception):
+        pass
+
+    def refuse() -> None:
+        raise Lost("this worker no longer holds the item")
+
+    with pytest.raises(Lost):
+        ask(get_client(backend, before_send=refuse), messages=[{"role": "user", "content": "other"}])
+    assert len(fake.requests) == 2, "the refused request never reached the server"
+
+
+SOURCES = ("services", "components", "pages", "clitools", "tests", "db", "cli.py", "app.py")
+
+
+def test_nothing_but_get_client_builds_a_client():
+    root = Path(__file__).resolve().parents[2]
+    offenders = []
+    files = [f for s in SOURCES for f in ((root / s).rglob("*.py") if (root / s).is_dir() else [root / s])]
+    for path in sorted(f for f in files if f.exists() and f != root / "services" / "llm.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = []
+            if isinstance(node, ast.Call):
+                names = [node.func]
+            elif isinstance(node, ast.ClassDef):
+                names = list(node.bases)
+            if any(getattr(n, "id", getattr(n, "attr", None)) == "LLMClient" for n in names):
+                offenders.append(f"{path.relative_to(root)}:{node.lineno}")
+    assert offenders == [], f"build clients with services.llm.get_client, not LLMClient directly: {offenders}"
