@@ -253,24 +253,15 @@ def _body(exc: openai.APIStatusError) -> str:
 class LLMClient:
     """OpenAI-compatible chat client with structured output, retries, a cache and a usage ledger.
 
-    Built by `get_client`, which documents the arguments.
+    Built by `get_client`, which sets the cache, ledger, check before sending and sample index.
     """
 
-    def __init__(
-        self,
-        backend: BackendConfig,
-        *,
-        cache: ResponseCache | None = None,
-        ledger: UsageLedger | None = None,
-        before_send: Callable[[], None] | None = None,
-        sample: int = 0,
-        base_url: str | None = None,
-    ) -> None:
+    def __init__(self, backend: BackendConfig, *, base_url: str | None = None) -> None:
         self.backend = backend
-        self.cache = cache
-        self.ledger = ledger or UsageLedger()
-        self.before_send = before_send
-        self.sample = sample
+        self.cache: ResponseCache | None = None
+        self.ledger = UsageLedger()
+        self.before_send: Callable[[], None] | None = None
+        self.sample = 0
         self._base_url = base_url
         self._sdks: list[openai.OpenAI] | None = None
         self._shard = threading.local()
@@ -613,7 +604,11 @@ def get_client(
     model again instead of reading the cache); `base_url` overrides the backend's (a test's server
     standing in for the embedded one).
     """
-    return LLMClient(backend, cache=cache, ledger=ledger, before_send=before_send, sample=sample, base_url=base_url)
+    client = LLMClient(backend, base_url=base_url)
+    client.cache, client.before_send, client.sample = cache, before_send, sample
+    if ledger is not None:
+        client.ledger = ledger
+    return client
 
 
 @functools.lru_cache(maxsize=1)
