@@ -25,7 +25,7 @@ from services import dcr, nli  # noqa: E402
 from services.config import BackendConfig  # noqa: E402
 from services.datasets import read_qags  # noqa: E402
 from services.embedded import get_embedded_server  # noqa: E402
-from services.llm import LLMClient, UsageLedger  # noqa: E402
+from services.llm import UsageLedger, get_client  # noqa: E402
 from services.text import estimate_tokens  # noqa: E402
 
 DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "qags_cnndm_mturk.jsonl"
@@ -35,7 +35,7 @@ METHODS = ("dce-amc", "summ-nli", "sent-nli", "qg-qa")
 def run_one(backend: BackendConfig, method: str, reference: str, sentences: list[str], window: int) -> dict:
     """One method on one document with a fresh ledger and no cache: calls, tokens, wall time, verdict."""
     ledger = UsageLedger()
-    client = LLMClient(backend, cache=None, ledger=ledger)
+    client = get_client(backend, ledger=ledger)
     summary = " ".join(sentences)
     t = time.perf_counter()
     retrieved = False

@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from services import dcr  # noqa: E402
 from services.config import backend_from_settings  # noqa: E402
-from services.llm import LLMClient  # noqa: E402
+from services.llm import get_client  # noqa: E402
 from services.prompts import dcr as P  # noqa: E402
 
 CORPUS = Path(__file__).resolve().parent.parent / "tests" / "corpora" / "verdict_phrasings.jsonl"
@@ -50,7 +50,7 @@ def main() -> None:
     rows = [json.loads(line) for line in CORPUS.open(encoding="utf-8")]
     rows = [r for r in rows if r["reason"].strip()][: args.limit or None]
     backend = backend_from_settings()
-    client = LLMClient(backend)
+    client = get_client(backend)
     print(f"{len(rows)} reasons · converter model: {backend.label}")
     started = time.perf_counter()
     llm: list[int | None] = []

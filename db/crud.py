@@ -7,8 +7,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import func, insert
-from sqlalchemy.engine import Engine
-from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, delete, select
 
 from db.engine import dialect_insert
@@ -280,28 +278,6 @@ def counts(*, session: Session) -> dict[str, int]:
         "cached answers": n(LLMCacheEntry),
         "model calls": int(session.exec(select(func.coalesce(func.sum(UsageEvent.requests), 0))).one()),
     }
-
-
-class SqlCache:
-    """The LLM cache in the app database (any SQLAlchemy backend)."""
-
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
-
-    def get(self, key: str) -> dict[str, Any] | None:
-        with Session(self.engine) as session:
-            row = session.get(LLMCacheEntry, key)
-            return dict(row.payload) if row else None
-
-    def put(self, key: str, *, model: str, prompt_version: str, payload: dict[str, Any]) -> None:
-        with Session(self.engine) as session:
-            if session.get(LLMCacheEntry, key) is not None:
-                return
-            session.add(LLMCacheEntry(key=key, model=model, prompt_version=prompt_version, payload=payload))
-            try:
-                session.commit()
-            except IntegrityError:  # the same answer stored by a concurrent call
-                session.rollback()
 
 
 # -- datasets ----------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ from sqlalchemy import and_, bindparam, func, or_, select, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
+from db.cache import BufferedSqlCache
 from db.engine import dialect_insert
 from db.models import (
     Batch,
@@ -37,14 +38,13 @@ from db.models import (
     Dataset,
     DatasetItem,
     Document,
-    LLMCacheEntry,
     WorkerHeartbeat,
     utcnow,
 )
 from services import dcr, nli
 from services.config import BackendConfig, backend_from_record, get_settings
 from services.errors import InputError
-from services.llm import CallResult, LLMClient, UsageLedger, summarize_records
+from services.llm import LLMClient, UsageLedger, get_client, summarize_records
 from services.runs import method_config, recorded_config
 from services.text import split_sentences
 
@@ -267,51 +267,6 @@ def list_batches(engine: Engine, limit: int = 200) -> list[BatchPublic]:
     with Session(engine) as session:
         rows = session.execute(select(Batch).order_by(Batch.id.desc()).limit(limit)).scalars().all()
         return [BatchPublic.model_validate(b) for b in rows]
-
-
-# -- the cache, buffered for batches ------------------------------------------------------------
-class BufferedCache:
-    """The database cache for a batch: known keys read once, writes buffered and flushed in bulk.
-
-    At 64 requests in flight a database read per call costs more CPU than the call itself; the set of
-    keys stored for the model is loaded up front, so a new answer costs no read at all.
-    """
-
-    def __init__(self, engine: Engine, model: str | None = None) -> None:
-        self.engine = engine
-        self._lock = threading.Lock()
-        self._pending: dict[str, dict[str, Any]] = {}
-        q = select(LLMCacheEntry.key)
-        if model is not None:
-            q = q.where(LLMCacheEntry.model == model)
-        with engine.connect() as conn:
-            self._known: set[str] = set(conn.execute(q).scalars())
-
-    def get(self, key: str) -> dict[str, Any] | None:
-        with self._lock:
-            row = self._pending.get(key)
-            known = key in self._known
-        if row is not None:
-            return dict(row["payload"])
-        if not known:
-            return None
-        with self.engine.connect() as conn:
-            payload = conn.execute(select(LLMCacheEntry.payload).where(LLMCacheEntry.key == key)).scalar()
-        return dict(payload) if payload else None
-
-    def put(self, key: str, *, model: str, prompt_version: str, payload: dict[str, Any]) -> None:
-        with self._lock:
-            self._pending[key] = {
-                "key": key, "model": model, "prompt_version": prompt_version, "payload": payload,
-                "created_at": utcnow(),
-            }  # fmt: skip
-
-    def flush(self, conn) -> None:  # noqa: ANN001 - a SQLAlchemy Connection in a transaction
-        with self._lock:
-            rows, self._pending = list(self._pending.values()), {}
-            self._known.update(r["key"] for r in rows)
-        if rows:
-            conn.execute(insert_ignore(conn, LLMCacheEntry.__table__), rows)
 
 
 def insert_ignore(conn, table):  # noqa: ANN001, ANN201
@@ -579,15 +534,6 @@ def round_record(rnd: dcr.Round) -> dict[str, Any]:
     }
 
 
-class SampledClient(LLMClient):
-    """A client whose calls all carry one sample index: a repeated batch asks the model again."""
-
-    sample: int = 0
-
-    def chat_json(self, messages: list[dict], *, sample_index: int = 0, **kwargs: Any) -> CallResult:  # type: ignore[override]
-        return super().chat_json(messages, sample_index=sample_index or self.sample, **kwargs)
-
-
 def process_nli_item(client: LLMClient, item: ItemInput, method: str, window: int) -> dict[str, Any]:
     """Summ-NLI, Sent-NLI or QG-QA on one item; the result keeps a round 0 of per-sentence verdicts, so the
     sentence-level meta-evaluation reads it like DCE's."""
@@ -740,10 +686,8 @@ def _process_batch(
         b.started_at = b.started_at or utcnow()
         session.add(b)
         session.commit()
-    cache = BufferedCache(engine, backend.model)
-    clients = [SampledClient(b, cache=cache, ledger=UsageLedger()) for b in worker_endpoints(backend)]
-    for c in clients:
-        c.sample = sample
+    cache = BufferedSqlCache(engine, backend.model)
+    clients = [get_client(b, cache=cache, sample=sample) for b in worker_endpoints(backend)]
     if cfg.uses_model:
         for c in clients:
             c.sdk()  # build the HTTP clients before the threads start

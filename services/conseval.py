@@ -39,6 +39,7 @@ from sqlalchemy import delete, func, select, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
+from db.cache import BufferedSqlCache
 from db.models import (
     ConsevalHumanRating,
     ConsevalItem,
@@ -49,9 +50,9 @@ from db.models import (
     utcnow,
 )
 from services import stats
-from services.batches import BufferedCache, insert_ignore
+from services.batches import insert_ignore
 from services.config import PROJECT_ROOT, BackendConfig, backend_from_record, get_settings
-from services.llm import LLMClient, UsageLedger
+from services.llm import LLMClient, UsageLedger, get_client
 from services.prompts import conseval as prompts
 from services.redact import redact_url
 from services.text import InputError, read_records
@@ -916,7 +917,7 @@ def run_study(
             spec = specs[rater]
             be = (backends or {}).get(rater) or spec.backend(concurrency=cfg.concurrency)  # type: ignore[union-attr]
             be = be.with_changes(max_tokens=cfg.max_tokens)
-            clients[rater] = LLMClient(be, cache=BufferedCache(engine, be.model), ledger=UsageLedger())
+            clients[rater] = get_client(be, cache=BufferedSqlCache(engine, be.model))
         return clients[rater]
 
     try:

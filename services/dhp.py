@@ -44,6 +44,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
+from db.cache import SqlCache
 from db.engine import dialect_insert, get_session
 from db.models import (
     DhpRun,
@@ -57,7 +58,7 @@ from db.models import (
 )
 from services import perturb
 from services.config import BackendConfig, backend_from_record
-from services.llm import LLMClient, UsageLedger
+from services.llm import LLMClient, get_client
 from services.perturb import Item, TaskSpec
 from services.prompts import dhp as prompts
 
@@ -647,7 +648,7 @@ def process_set(engine: Engine, set_id: int, *, backend: BackendConfig | None = 
         _finish_set(engine, set_id, "failed", f"task {row.task!r} is gone")
         return len(todo)
     backend = backend or backend_from_params(params)
-    client = LLMClient(backend, cache=_cache(engine), ledger=UsageLedger())
+    client = get_client(backend, cache=SqlCache(engine))
     by_id = {i.id: i for i in items}
     failed = 0
     lock = threading.Lock()
@@ -673,12 +674,6 @@ def process_set(engine: Engine, set_id: int, *, backend: BackendConfig | None = 
 def _finish_set(engine: Engine, set_id: int, status: str, error: str | None) -> None:
     with engine.begin() as conn:
         conn.execute(update(DhpSet).where(DhpSet.id == set_id).values(status=status, error=error))
-
-
-def _cache(engine: Engine):  # noqa: ANN202 - a CacheStore
-    from db.crud import SqlCache
-
-    return SqlCache(engine)
 
 
 def delete_set(set_id: int, *, session: Session) -> bool:
@@ -801,7 +796,7 @@ def process_run(engine: Engine, run_id: int, *, backend: BackendConfig | None = 
         _end_run(engine, run_id, "failed", "the set's task no longer exists")
         return "failed"
     backend = backend or backend_from_params(params)
-    client = LLMClient(backend, cache=_cache(engine), ledger=UsageLedger())
+    client = get_client(backend, cache=SqlCache(engine))
     fmt = answer_format_of(params)
     ps = eval_prompts(task, fmt)
     work = [(tid, iid, text, m) for tid, iid, text in jobs for m in ps if (tid, m) not in done]

@@ -1,4 +1,5 @@
-"""The one LLM seam: every model call goes through `LLMClient.chat_json` (or `chat_text` for a plain reply)."""
+"""The one LLM seam: `get_client` builds every client, and every model call goes through
+`LLMClient.chat_json` (or `chat_text` for a plain reply); answers are remembered in a `ResponseCache`."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ import logging
 import ssl
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, TypeVar
 
 import json_repair
 import openai
@@ -38,12 +40,38 @@ RETRY_PROMPT = (
 )
 
 
-class CacheStore(Protocol):
-    """Where responses are remembered; see `db.crud.SqlCache`."""
+class ResponseCache(ABC):
+    """Where model answers are remembered, under `cache_key`; the first answer stored under a key is kept.
 
-    def get(self, key: str) -> dict[str, Any] | None: ...
+    Implementations: `MemoryCache` (a process's dictionary), `db.cache.SqlCache` (the app database) and
+    `db.cache.BufferedSqlCache` (the app database for a batch: writes flushed in bulk by one writer).
+    A payload is `{"raw": ..., "prompt_tokens": ..., "completion_tokens": ...}`.
+    """
 
-    def put(self, key: str, *, model: str, prompt_version: str, payload: dict[str, Any]) -> None: ...
+    @abstractmethod
+    def get(self, key: str) -> dict[str, Any] | None:
+        """The payload stored under `key`, or None."""
+
+    @abstractmethod
+    def put(self, key: str, *, model: str, prompt_version: str, payload: dict[str, Any]) -> None:
+        """Store a payload under `key`, unless one is stored there already."""
+
+
+class MemoryCache(ResponseCache):
+    """Answers kept in memory for the life of the object; safe to share between threads."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.entries: dict[str, dict[str, Any]] = {}
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        with self._lock:
+            entry = self.entries.get(key)
+        return dict(entry["payload"]) if entry is not None else None
+
+    def put(self, key: str, *, model: str, prompt_version: str, payload: dict[str, Any]) -> None:
+        with self._lock:
+            self.entries.setdefault(key, {"model": model, "prompt_version": prompt_version, "payload": dict(payload)})
 
 
 @dataclass
@@ -223,22 +251,17 @@ def _body(exc: openai.APIStatusError) -> str:
 
 
 class LLMClient:
-    """OpenAI-compatible chat client with structured output, retries, a cache and a usage ledger."""
+    """OpenAI-compatible chat client with structured output, retries, a cache and a usage ledger.
 
-    # Called before every request is sent; may raise to stop it (a batch worker that lost its item).
-    before_send: Callable[[], None] | None = None
+    Built by `get_client`, which sets the cache, ledger, check before sending and sample index.
+    """
 
-    def __init__(
-        self,
-        backend: BackendConfig,
-        *,
-        cache: CacheStore | None = None,
-        ledger: UsageLedger | None = None,
-        base_url: str | None = None,
-    ) -> None:
+    def __init__(self, backend: BackendConfig, *, base_url: str | None = None) -> None:
         self.backend = backend
-        self.cache = cache
-        self.ledger = ledger or UsageLedger()
+        self.cache: ResponseCache | None = None
+        self.ledger = UsageLedger()
+        self.before_send: Callable[[], None] | None = None
+        self.sample = 0
         self._base_url = base_url
         self._sdks: list[openai.OpenAI] | None = None
         self._shard = threading.local()
@@ -425,7 +448,7 @@ class LLMClient:
     ) -> CallResult[T]:
         """Ask for JSON, parse it with `parse` (raises on a bad shape), repair or ask once more."""
         temp = self.backend.temperature if temperature is None else temperature
-        key = self._key(messages, prompt_version, {"temperature": temp}, sample_index)
+        key = self._key(messages, prompt_version, {"temperature": temp}, sample_index or self.sample)
         rec = CallRecord(stage=stage, prompt_version=prompt_version, cached=False)
         if self.cache is not None:
             hit = self.cache.get(key)
@@ -514,7 +537,7 @@ class LLMClient:
     ) -> CallResult[str]:
         """Ask once with no response format and return the reply as written (the caller reads it)."""
         temp = self.backend.temperature if temperature is None else temperature
-        key = self._key(messages, prompt_version, {"temperature": temp, "format": "text"}, sample_index)
+        key = self._key(messages, prompt_version, {"temperature": temp, "format": "text"}, sample_index or self.sample)
         rec = CallRecord(stage=stage, prompt_version=prompt_version, cached=False)
         if self.cache is not None and (hit := self.cache.get(key)) is not None:
             rec.cached = True
@@ -562,6 +585,30 @@ class LLMClient:
             f"Connected to {redact_url(base)}: model '{resp.model or self.backend.model}' answered {text!r} "
             f"in {ms:.0f} ms.",
         )
+
+
+def get_client(
+    backend: BackendConfig,
+    *,
+    cache: ResponseCache | None = None,
+    ledger: UsageLedger | None = None,
+    before_send: Callable[[], None] | None = None,
+    sample: int = 0,
+    base_url: str | None = None,
+) -> LLMClient:
+    """The one way to build a model client.
+
+    `cache` remembers answers (None: every call asks the model); `ledger` records usage (a new one if
+    None); `before_send` is called before every request and may raise to stop it (a batch worker that
+    lost its item); `sample` is the sample index of calls that give none (a repeated batch asks the
+    model again instead of reading the cache); `base_url` overrides the backend's (a test's server
+    standing in for the embedded one).
+    """
+    client = LLMClient(backend, base_url=base_url)
+    client.cache, client.before_send, client.sample = cache, before_send, sample
+    if ledger is not None:
+        client.ledger = ledger
+    return client
 
 
 @functools.lru_cache(maxsize=1)

@@ -11,12 +11,13 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from db import crud
+from db.cache import SqlCache
 from db.engine import get_session
 from db.models import MethodResult, MethodResultPublic, Run, RunCreate
 from services import dcr, evidence, nli
 from services.config import BackendConfig, get_settings
 from services.errors import InputError
-from services.llm import LLMClient, UsageLedger
+from services.llm import UsageLedger, get_client
 from services.text import check_pair, estimate_tokens
 
 log = logging.getLogger(__name__)
@@ -24,11 +25,6 @@ log = logging.getLogger(__name__)
 Progress = Callable[[str], None]
 
 PROMPT_OVERHEAD_TOKENS = 450
-
-
-def make_client(backend: BackendConfig, engine: Engine, ledger: UsageLedger | None = None) -> LLMClient:
-    """The one way the app builds a model client: with the database cache and a usage ledger."""
-    return LLMClient(backend, cache=crud.SqlCache(engine), ledger=ledger or UsageLedger())
 
 
 def recorded_config(backend: BackendConfig, cfg: dcr.DCRConfig) -> dict:
@@ -91,7 +87,7 @@ def start_run(
         )
         run_id: int = run.id  # type: ignore[assignment]
     ledger = UsageLedger()
-    client = make_client(backend, engine, ledger)
+    client = get_client(backend, cache=SqlCache(engine), ledger=ledger)
     if progress:
         how = "" if cfg.uses_model else " with the offline evidence checker"
         progress(f"Round 0: judging {len(units)} sentence(s){how}…")
@@ -139,7 +135,7 @@ def improve_run(
     )  # fmt: skip
     # Rounds after the last are recomputed from it, so earlier choices stay as the user left them.
     ledger = UsageLedger()
-    client = make_client(backend, engine, ledger)
+    client = get_client(backend, cache=SqlCache(engine), ledger=ledger)
 
     def saved(rnd: dcr.Round) -> None:
         with get_session(engine) as session:
@@ -255,7 +251,7 @@ def final_text(detail: crud.RunDetail) -> str:
 
 def connection_check(backend: BackendConfig) -> tuple[bool, str]:
     """Test a backend with a tiny request; (ok, message saying what worked or what is wrong)."""
-    return LLMClient(backend).test_connection()
+    return get_client(backend).test_connection()
 
 
 # -- the factual-inconsistency paradigms (paper 003) and comparisons of methods on one document -----------
@@ -339,7 +335,7 @@ def start_method_run(
         )  # fmt: skip
         run_id: int = run.id  # type: ignore[assignment]
     ledger = UsageLedger()
-    client = make_client(backend, engine, ledger)
+    client = get_client(backend, cache=SqlCache(engine), ledger=ledger)
     if progress:
         progress(f"{nli.METHOD_LABELS[method]}: judging…")
     try:

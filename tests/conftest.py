@@ -13,7 +13,7 @@ from sqlalchemy.engine import Engine
 import services.llm
 from db.engine import make_engine
 from services.config import BackendConfig, Settings
-from services.llm import LLMClient
+from services.llm import LLMClient, get_client
 from tests.fakes import FakeOpenAIServer
 
 _ENV_NAMES = {name.upper() for name in Settings.model_fields} | {"OPENAI_API_KEY", "DATABASE_URL"}
@@ -101,7 +101,7 @@ def backend(fake: FakeOpenAIServer) -> BackendConfig:
 @pytest.fixture
 def client(backend: BackendConfig) -> LLMClient:
     """A client without a cache, talking to the fake server."""
-    return LLMClient(backend)
+    return get_client(backend)
 
 
 def shared_start_up(nodeid: str, root: Path) -> str | None:

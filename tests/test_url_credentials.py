@@ -12,7 +12,7 @@ import cli
 from db.engine import get_engine
 from services import batches
 from services.config import BackendConfig, backend_from_record
-from services.llm import LLMClient
+from services.llm import get_client
 from services.redact import is_secret_name, redact_url, url_secrets
 from tests.fakes import toy_judge
 from tests.services.test_batches import BAD, FIX, REF
@@ -87,5 +87,5 @@ def test_url_credentials_reach_neither_the_database_nor_the_cli_output(secret_ur
 def test_an_error_message_never_shows_the_url_credentials():
     backend = BackendConfig(kind="openai", base_url=f"http://user:{KEY}@127.0.0.1:9/v1", model="m", max_retries=0)
     assert KEY not in backend.label and KEY not in json.dumps(backend.public())
-    ok, message = LLMClient(backend).test_connection()
+    ok, message = get_client(backend).test_connection()
     assert not ok and "127.0.0.1:9" in message and KEY not in message

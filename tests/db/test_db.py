@@ -11,6 +11,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import SQLModel, select
 
 from db import crud
+from db.cache import SqlCache
 from db.engine import alembic_config, get_session, make_engine
 from db.models import Document, EvalRound, RunCreate
 from services import dcr
@@ -245,7 +246,7 @@ def test_counts(engine):
         CallRecord(stage="dce", prompt_version="p", cached=True),
     ]
     saved_run(engine, rounds=two_rounds(), records=records)
-    crud.SqlCache(engine).put("k1", model="m", prompt_version="p", payload={"raw": "{}"})
+    SqlCache(engine).put("k1", model="m", prompt_version="p", payload={"raw": "{}"})
     with get_session(engine) as session:
         assert crud.counts(session=session) == {
             "runs": 1,
@@ -263,12 +264,12 @@ def test_empty_db_counts_are_zero(engine):
 
 
 def test_sql_cache_put_twice_keeps_the_first(engine):
-    cache = crud.SqlCache(engine)
+    cache = SqlCache(engine)
     assert cache.get("key") is None
     cache.put("key", model="m", prompt_version="p@1", payload={"raw": '{"a": 1}'})
     cache.put("key", model="m", prompt_version="p@1", payload={"raw": '{"a": 2}'})
     assert cache.get("key") == {"raw": '{"a": 1}'}
-    assert crud.SqlCache(engine).get("key") == {"raw": '{"a": 1}'}
+    assert SqlCache(engine).get("key") == {"raw": '{"a": 1}'}
 
 
 def test_get_session_rolls_back_on_error(engine):

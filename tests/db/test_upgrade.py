@@ -14,6 +14,7 @@ from sqlalchemy import text
 from sqlmodel import SQLModel
 
 from db import crud
+from db.cache import SqlCache
 from db.engine import alembic_config, get_session, make_engine, upgrade
 from services import dcr
 
@@ -131,7 +132,7 @@ def test_a_database_made_by_the_first_schema_upgrades_with_its_data(db_url):
     ]
     assert d.usage["calls"] == 1 and d.usage["prompt_tokens"] == 120
     assert counts["documents"] == 2 and counts["cached answers"] == 1 and counts["sentence verdicts"] == 4
-    assert crud.SqlCache(engine).get("k" * 64) == {"raw": '{"reason": []}'}
+    assert SqlCache(engine).get("k" * 64) == {"raw": '{"reason": []}'}
 
     # The upgraded database takes new work beside the old.
     with get_session(engine) as session:

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from services import dcr
 from services.config import BackendConfig
-from services.llm import LLMClient, _try_parse, loads_lenient
+from services.llm import LLMClient, _try_parse, get_client, loads_lenient
 from tests.fakes import BAD, OK, FakeOpenAIServer
 
 FIXTURES_OK = [HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
@@ -39,7 +39,7 @@ def model() -> Iterator[tuple[LLMClient, Answers]]:
     answers = Answers()
     with FakeOpenAIServer(responder=answers) as fake:
         backend = BackendConfig(kind="openai", base_url=fake.base_url, model="fake-model", max_retries=0, timeout=5)
-        yield LLMClient(backend), answers
+        yield get_client(backend), answers
 
 
 def _evaluate(model, sentences: list[str], raw: str) -> dcr.Evaluation:

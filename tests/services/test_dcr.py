@@ -18,7 +18,7 @@ from services.dcr import (
     rule_mark,
     score_evaluation,
 )
-from services.llm import LLMClient
+from services.llm import get_client
 from tests.fakes import BAD, OK, FakeOpenAIServer, Reply, dce, last_user, toy_judge
 
 REF = (
@@ -247,7 +247,7 @@ def test_llm_converter_wrong_count_leaves_sentences_unknown(fake, client):
 
 def test_failed_call_marks_every_sentence_unknown_and_gives_no_score(backend):
     with FakeOpenAIServer(responder=lambda body: Reply(status=500, body={"error": {"message": "overloaded"}})) as f:
-        client = LLMClient(backend.with_changes(base_url=f.base_url, max_retries=0))
+        client = get_client(backend.with_changes(base_url=f.base_url, max_retries=0))
         ev = dcr.evaluate(client, REF, S, CFG)
     assert ev.score is None
     assert "500" in ev.error and not ev.fatal

@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import ast
+import hashlib
+import json
 import socket
 import time
+from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 from pydantic import BaseModel, SecretStr
+from sqlalchemy import event, select
 
 import services.llm
-from db.crud import SqlCache
+from db.cache import BufferedSqlCache, SqlCache
+from db.models import LLMCacheEntry
 from services.config import BackendConfig
-from services.llm import LLMClient, UsageLedger
+from services.llm import LLMClient, MemoryCache, ResponseCache, UsageLedger, get_client
 from tests.fakes import FakeOpenAIServer, Reply
 
 SCHEMA = {"type": "object", "properties": {"answer": {"type": "integer"}}, "required": ["answer"]}
@@ -61,7 +68,7 @@ def test_json_schema_rejected_with_500_falls_back_to_json_object_schema_and_reme
         backend = backend.with_changes(base_url=fake.base_url)
         fake.enqueue_json({"answer": 1})
         fake.enqueue_json({"answer": 2})
-        client = LLMClient(backend)
+        client = get_client(backend)
         first = ask(client)
         assert first.ok and first.value.answer == 1
         # The first json_schema request is a probe sent without SDK retries; its 500 steps down one mode.
@@ -71,7 +78,7 @@ def test_json_schema_rejected_with_500_falls_back_to_json_object_schema_and_reme
 
         # A new client for the same server and model starts at the mode that worked.
         fake.clear_requests()
-        second = ask(LLMClient(backend), messages=[{"role": "user", "content": "again"}])
+        second = ask(get_client(backend), messages=[{"role": "user", "content": "again"}])
         assert second.ok and second.value.answer == 2
         assert modes(fake) == ["json_object_schema"]
 
@@ -99,12 +106,12 @@ def test_400_on_json_schema_steps_down_without_sdk_retries(fake, client):
 def test_remembered_mode_is_per_model(fake, backend):
     services.llm._mode_memory[(fake.base_url, "other-model")] = "json_object"
     fake.enqueue_json({"answer": 1})
-    assert ask(LLMClient(backend)).ok
+    assert ask(get_client(backend)).ok
     assert modes(fake) == ["json_schema"]
 
 
 def test_embedded_backend_starts_with_json_object_schema(fake):
-    client = LLMClient(BackendConfig(kind="embedded", max_retries=0, timeout=2.0), base_url=fake.base_url)
+    client = get_client(BackendConfig(kind="embedded", max_retries=0, timeout=2.0), base_url=fake.base_url)
     fake.enqueue_json({"answer": 5})
     assert ask(client).value.answer == 5
     assert modes(fake) == ["json_object_schema"]
@@ -171,7 +178,7 @@ def test_wrong_shape_is_retried_with_the_problem_named(fake, client):
 
 
 def test_truncated_answer_retry_mentions_max_tokens(fake, backend):
-    client = LLMClient(backend.with_changes(max_tokens=17))
+    client = get_client(backend.with_changes(max_tokens=17))
     fake.enqueue(Reply(content="Let me think step by step about", finish_reason="length"))
     fake.enqueue_json({"answer": 1})
     assert ask(client).ok
@@ -208,7 +215,7 @@ def test_retry_after_is_honoured(fake, client):
 
 def test_500_beyond_max_retries_is_an_error_mentioning_500(backend):
     with FakeOpenAIServer(responder=lambda body: Reply(status=500, body={"error": {"message": "boom"}})) as fake:
-        client = LLMClient(backend.with_changes(base_url=fake.base_url))
+        client = get_client(backend.with_changes(base_url=fake.base_url))
         res = ask(client, schema=None)
         assert res.value is None
         assert "500" in res.error and "boom" in res.error
@@ -219,7 +226,7 @@ def test_500_beyond_max_retries_is_an_error_mentioning_500(backend):
 
 def test_500_on_every_mode_gives_up_and_remembers_no_mode(backend):
     with FakeOpenAIServer(responder=lambda body: Reply(status=500)) as fake:
-        client = LLMClient(backend.with_changes(base_url=fake.base_url, max_retries=0))
+        client = get_client(backend.with_changes(base_url=fake.base_url, max_retries=0))
         res = ask(client)
         assert res.value is None and "500" in res.error
         # The json_schema probe's 500 steps down once; a second 500 is a failing server, not a refusal.
@@ -228,7 +235,7 @@ def test_500_on_every_mode_gives_up_and_remembers_no_mode(backend):
 
 
 def test_stall_past_timeout_is_a_timeout_error(fake, backend):
-    client = LLMClient(backend.with_changes(timeout=0.5, max_retries=0))
+    client = get_client(backend.with_changes(timeout=0.5, max_retries=0))
     fake.enqueue_delay(5, then={"answer": 1})
     started = time.perf_counter()
     res = ask(client)
@@ -247,7 +254,7 @@ def _closed_port() -> int:
 
 def test_unreachable_port_is_fatal_cannot_reach():
     url = f"http://127.0.0.1:{_closed_port()}/v1"
-    client = LLMClient(BackendConfig(kind="openai", base_url=url, model="m", max_retries=1, timeout=2.0))
+    client = get_client(BackendConfig(kind="openai", base_url=url, model="m", max_retries=1, timeout=2.0))
     res = ask(client)
     assert res.value is None and res.fatal
     assert res.error.startswith(f"Cannot reach {url}")
@@ -268,7 +275,7 @@ def test_404_is_fatal_and_names_the_model(fake, client):
 
 
 def test_api_key_is_sent_as_bearer_token(fake, backend):
-    client = LLMClient(backend.with_changes(api_key=SecretStr("sk-test-123")))
+    client = get_client(backend.with_changes(api_key=SecretStr("sk-test-123")))
     fake.enqueue_json({"answer": 1})
     ask(client)
     assert fake.request_headers[0].get("authorization") == "Bearer sk-test-123"
@@ -288,11 +295,11 @@ def test_test_connection_reports_model_and_answer(fake, client):
 def test_identical_call_is_served_from_the_cache(fake, backend, engine):
     cache = SqlCache(engine)
     fake.enqueue_json({"answer": 42}, usage=(12, 3))
-    first = ask(LLMClient(backend, cache=cache))
+    first = ask(get_client(backend, cache=cache))
     assert first.ok and not first.cached
 
     ledger = UsageLedger()
-    second = ask(LLMClient(backend, cache=cache, ledger=ledger))
+    second = ask(get_client(backend, cache=cache, ledger=ledger))
     assert second.cached and second.value == first.value and second.raw == first.raw
     assert len(fake.requests) == 1
     summary = ledger.summary()
@@ -312,8 +319,8 @@ def test_identical_call_is_served_from_the_cache(fake, backend, engine):
 def test_a_different_key_sends_a_new_request(fake, backend, engine, change):
     cache = SqlCache(engine)
     fake.responder = lambda body: {"answer": 1}
-    assert ask(LLMClient(backend, cache=cache)).ok
-    res = ask(LLMClient(backend, cache=cache), **change)
+    assert ask(get_client(backend, cache=cache)).ok
+    res = ask(get_client(backend, cache=cache), **change)
     assert res.ok and not res.cached
     assert len(fake.requests) == 2
 
@@ -321,9 +328,9 @@ def test_a_different_key_sends_a_new_request(fake, backend, engine, change):
 def test_the_same_model_name_on_another_server_is_not_served_from_the_cache(fake, backend, engine):
     cache = SqlCache(engine)
     fake.responder = lambda body: {"answer": 1}
-    assert ask(LLMClient(backend, cache=cache)).ok
+    assert ask(get_client(backend, cache=cache)).ok
     elsewhere = backend.with_changes(base_url=backend.base_url.replace("127.0.0.1", "localhost"))
-    res = ask(LLMClient(elsewhere, cache=cache))
+    res = ask(get_client(elsewhere, cache=cache))
     assert res.ok and not res.cached
     assert len(fake.requests) == 2
 
@@ -332,9 +339,9 @@ def test_a_failed_call_is_not_cached(fake, backend, engine):
     cache = SqlCache(engine)
     fake.enqueue_text("no idea")
     fake.enqueue_text("still no idea")
-    assert not ask(LLMClient(backend, cache=cache)).ok
+    assert not ask(get_client(backend, cache=cache)).ok
     fake.enqueue_json({"answer": 4})
-    res = ask(LLMClient(backend, cache=cache))
+    res = ask(get_client(backend, cache=cache))
     assert res.ok and not res.cached
     assert len(fake.requests) == 3
 
@@ -342,7 +349,7 @@ def test_a_failed_call_is_not_cached(fake, backend, engine):
 def test_a_cached_answer_that_no_longer_parses_is_asked_again(fake, backend, engine):
     cache = SqlCache(engine)
     fake.enqueue_json({"answer": 4})
-    client = LLMClient(backend, cache=cache)
+    client = get_client(backend, cache=cache)
     assert ask(client).ok
 
     class Other(BaseModel):
@@ -363,3 +370,156 @@ def test_ledger_counts_tokens_from_usage(fake, client):
     assert (s["calls"], s["prompt_tokens"], s["completion_tokens"], s["errors"]) == (2, 16, 9, 0)
     assert [r.stage for r in client.ledger.records] == ["dce", "amc"]
     assert all(r.latency_ms > 0 for r in client.ledger.records)
+
+
+# -- get_client and the cache interface -------------------------------------------------------
+def stored_key(backend: BackendConfig, messages=MSGS, prompt_version="test@1", sample=0) -> str:
+    """A chat_json cache key as the app has always written it (sha256 of this JSON), computed here on its own."""
+    blob = json.dumps(
+        {
+            "model": f"{backend.public_url}|{backend.model}",
+            "prompt": prompt_version,
+            "messages": messages,
+            "params": {"temperature": backend.temperature, "max_tokens": backend.max_tokens},
+            "sample": sample,
+        },
+        sort_keys=True,
+        ensure_ascii=False,
+    )
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def make_cache(kind: str, engine) -> ResponseCache:  # noqa: ANN001
+    if kind == "memory":
+        return MemoryCache()
+    return SqlCache(engine) if kind == "sql" else BufferedSqlCache(engine)
+
+
+def flush(cache: ResponseCache, engine) -> None:  # noqa: ANN001
+    """What the batch's one writer does; the other caches have nothing buffered."""
+    if isinstance(cache, BufferedSqlCache):
+        with engine.begin() as conn:
+            cache.flush(conn)
+
+
+@pytest.mark.parametrize("kind", ["sql", "buffered"])
+def test_an_answer_cached_by_an_earlier_version_is_still_a_hit(fake, backend, engine, kind):
+    with engine.begin() as conn:  # the row as earlier versions stored it
+        conn.execute(
+            LLMCacheEntry.__table__.insert(),
+            [{"key": stored_key(backend), "model": "fake-model", "prompt_version": "test@1",
+              "payload": {"raw": '{"answer": 42}', "prompt_tokens": 12, "completion_tokens": 3},
+              "created_at": datetime(2025, 1, 1, tzinfo=UTC)}],
+        )  # fmt: skip
+    ledger = UsageLedger()
+    res = ask(get_client(backend, cache=make_cache(kind, engine), ledger=ledger))
+    assert res.ok and res.cached and res.value == Answer(answer=42)
+    assert fake.requests == [] and ledger.summary()["cache_hits"] == 1
+
+
+@pytest.mark.parametrize("kind", ["sql", "buffered"])
+def test_a_new_answer_is_stored_under_the_same_key_and_shape_as_before(fake, backend, engine, kind):
+    cache = make_cache(kind, engine)
+    fake.enqueue_json({"answer": 7}, usage=(12, 3))
+    res = ask(get_client(backend, cache=cache))
+    assert res.ok and not res.cached
+    flush(cache, engine)
+    with engine.connect() as conn:
+        rows = conn.execute(select(LLMCacheEntry)).all()
+    assert [(r.key, r.model, r.prompt_version) for r in rows] == [(stored_key(backend), "fake-model", "test@1")]
+    assert rows[0].payload == {"raw": res.raw, "prompt_tokens": 12, "completion_tokens": 3}
+
+
+@pytest.mark.parametrize("kind", ["memory", "sql", "buffered"])
+def test_every_cache_keeps_the_first_answer_and_hands_out_copies(engine, kind):
+    cache = make_cache(kind, engine)
+    assert isinstance(cache, ResponseCache)
+    assert cache.get("k") is None
+    cache.put("k", model="m", prompt_version="p@1", payload={"raw": "first"})
+    cache.put("k", model="m", prompt_version="p@1", payload={"raw": "second"})
+    flush(cache, engine)
+    got = cache.get("k")
+    assert got == {"raw": "first"}
+    got["raw"] = "changed by the caller"
+    assert cache.get("k") == {"raw": "first"}
+    assert cache.get("other") is None
+
+
+def test_the_buffered_cache_writes_only_when_flushed_and_keeps_an_entry_stored_meanwhile(engine):
+    buffered = BufferedSqlCache(engine, "m")
+    direct = SqlCache(engine)
+    buffered.put("new", model="m", prompt_version="p", payload={"raw": "mine"})
+    direct.put("raced", model="m", prompt_version="p", payload={"raw": "theirs"})
+    buffered.put("raced", model="m", prompt_version="p", payload={"raw": "mine"})
+    assert direct.get("new") is None, "nothing reaches the database before the writer flushes"
+    assert buffered.get("new") == {"raw": "mine"}
+    flush(buffered, engine)
+    assert direct.get("new") == {"raw": "mine"}
+    assert direct.get("raced") == buffered.get("raced") == {"raw": "theirs"}
+
+
+def test_the_buffered_cache_answers_a_new_key_without_reading_the_database(engine):
+    SqlCache(engine).put("old", model="m", prompt_version="p", payload={"raw": "stored"})
+    cache = BufferedSqlCache(engine, "m")
+    statements: list[str] = []
+    listener = lambda *args: statements.append(args[2])  # noqa: E731 - (conn, cursor, statement, ...)
+    event.listen(engine, "before_cursor_execute", listener)
+    try:
+        assert cache.get("never-stored") is None
+        cache.put("fresh", model="m", prompt_version="p", payload={"raw": "x"})
+        assert cache.get("fresh") == {"raw": "x"}
+        assert statements == []
+        assert cache.get("old") == {"raw": "stored"}
+        assert len(statements) == 1
+    finally:
+        event.remove(engine, "before_cursor_execute", listener)
+
+
+def test_a_client_built_with_a_sample_asks_again_and_caches_under_that_sample(fake, backend):
+    cache = MemoryCache()
+    fake.responder = lambda body: {"answer": 1}
+    assert ask(get_client(backend, cache=cache)).ok
+    repeat = get_client(backend, cache=cache, sample=2)
+    first = ask(repeat)
+    assert first.ok and not first.cached and len(fake.requests) == 2
+    assert set(cache.entries) == {stored_key(backend), stored_key(backend, sample=2)}
+    assert ask(get_client(backend, cache=cache), sample_index=2).cached
+    assert ask(repeat).cached and len(fake.requests) == 2
+
+
+def test_before_send_runs_before_every_request_and_can_stop_it(fake, backend):
+    seen: list[int] = []
+    fake.enqueue_text("not JSON")  # one answer that cannot be read, then a second request
+    fake.enqueue_json({"answer": 3})
+    client = get_client(backend, before_send=lambda: seen.append(len(fake.requests)))
+    assert ask(client).ok
+    assert seen == [0, 1] and len(fake.requests) == 2
+
+    class Lost(Exception):
+        pass
+
+    def refuse() -> None:
+        raise Lost("this worker no longer holds the item")
+
+    with pytest.raises(Lost):
+        ask(get_client(backend, before_send=refuse), messages=[{"role": "user", "content": "other"}])
+    assert len(fake.requests) == 2, "the refused request never reached the server"
+
+
+SOURCES = ("services", "components", "pages", "clitools", "tests", "db", "cli.py", "app.py")
+
+
+def test_nothing_but_get_client_builds_a_client():
+    root = Path(__file__).resolve().parents[2]
+    offenders = []
+    files = [f for s in SOURCES for f in ((root / s).rglob("*.py") if (root / s).is_dir() else [root / s])]
+    for path in sorted(f for f in files if f.exists() and f != root / "services" / "llm.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = []
+            if isinstance(node, ast.Call):
+                names = [node.func]
+            elif isinstance(node, ast.ClassDef):
+                names = list(node.bases)
+            if any(getattr(n, "id", getattr(n, "attr", None)) == "LLMClient" for n in names):
+                offenders.append(f"{path.relative_to(root)}:{node.lineno}")
+    assert offenders == [], f"build clients with services.llm.get_client, not LLMClient directly: {offenders}"

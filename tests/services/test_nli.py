@@ -260,10 +260,10 @@ def test_qa_missing_judgement_is_recorded(fake, client):
 
 # -- ledger ---------------------------------------------------------------------------------------
 def test_per_document_usage_also_counts_in_the_run_ledger(fake, backend):
-    from services.llm import LLMClient
+    from services.llm import get_client
 
     run = UsageLedger()
-    client = LLMClient(backend, ledger=run)
+    client = get_client(backend, ledger=run)
     fake.responder = nli_judge
     first = nli.sent_nli(client, DOC, SUMMARY)
     second = nli.summ_nli(client, DOC, SUMMARY)

@@ -9,7 +9,7 @@ import pytest
 from pydantic import BaseModel
 
 from services.config import BackendConfig
-from services.llm import LLMClient, is_cut_off
+from services.llm import LLMClient, MemoryCache, get_client, is_cut_off
 from tests.fakes import FakeOpenAIServer, Reply, _Handler
 
 CUT = "x-fault-cut"  # keep this many bytes of the body; Content-Length says the cut length
@@ -46,17 +46,6 @@ FULL = {"verdicts": ["consistent", "inconsistent", "consistent"]}
 CUT_JSON = json.dumps(FULL)[:40]  # '{"verdicts": ["consistent", "inconsisten'
 
 
-class DictCache:
-    def __init__(self) -> None:
-        self.rows: dict[str, dict] = {}
-
-    def get(self, key):  # noqa: ANN001, ANN201
-        return self.rows.get(key)
-
-    def put(self, key, *, model, prompt_version, payload):  # noqa: ANN001, ANN201
-        self.rows[key] = payload
-
-
 @pytest.fixture
 def fake():
     with CuttingServer() as server:
@@ -65,7 +54,7 @@ def fake():
 
 def client_for(fake, cache=None, **kw) -> LLMClient:  # noqa: ANN001
     backend = BackendConfig(kind="openai", base_url=fake.base_url, model="fake-model", max_retries=0, timeout=5, **kw)
-    return LLMClient(backend, cache=cache)
+    return get_client(backend, cache=cache)
 
 
 def ask(client: LLMClient):  # noqa: ANN201
@@ -76,7 +65,7 @@ def ask(client: LLMClient):  # noqa: ANN201
 
 
 def test_an_answer_stopped_at_max_tokens_is_a_failure_and_is_never_cached(fake):
-    cache = DictCache()
+    cache = MemoryCache()
     client = client_for(fake, cache, max_tokens=12)
     # json_repair would turn this into a shorter, valid list: the third verdict would be lost unseen.
     fake.enqueue(Reply(content=CUT_JSON, finish_reason="length"))
@@ -85,11 +74,11 @@ def test_an_answer_stopped_at_max_tokens_is_a_failure_and_is_never_cached(fake):
     assert not res.ok and res.value is None
     assert "cut off" in res.error and "max_tokens=12" in res.error
     assert client.ledger.summary()["calls"] == 2 and client.ledger.summary()["errors"] == 1
-    assert cache.rows == {}, "nothing cut off is cached"
+    assert cache.entries == {}, "nothing cut off is cached"
     fake.enqueue_json(FULL)  # a re-run asks the model again
     again = ask(client)
     assert again.ok and again.value.verdicts == FULL["verdicts"] and not again.cached
-    assert len(cache.rows) == 1
+    assert len(cache.entries) == 1
 
 
 def test_an_answer_complete_but_marked_length_is_not_used_either(fake):
@@ -109,12 +98,12 @@ def test_json_that_breaks_off_without_a_length_stop_is_a_failure(fake):
 
 
 def test_a_cut_off_entry_left_in_the_cache_is_asked_again(fake):
-    cache = DictCache()
+    cache = MemoryCache()
     client = client_for(fake, cache)
     fake.enqueue_json(FULL)
     assert ask(client).ok
-    (key,) = cache.rows
-    cache.rows[key] = {"raw": CUT_JSON}  # written by an older version that repaired cut-off answers
+    (key,) = cache.entries
+    cache.entries[key]["payload"] = {"raw": CUT_JSON}  # written by an older version that repaired cut-off answers
     fake.enqueue_json(FULL)
     res = ask(client)
     assert res.ok and not res.cached and res.value.verdicts == FULL["verdicts"]

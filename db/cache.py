@@ -1,0 +1,76 @@
+"""The model-answer cache in the app database (table `llm_cache`): the database's `ResponseCache`s."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.engine import Connection, Engine
+
+from db.engine import dialect_insert
+from db.models import LLMCacheEntry, utcnow
+from services.llm import ResponseCache
+
+
+class SqlCache(ResponseCache):
+    """Reads and writes the database at every call (any SQLAlchemy backend)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        with self.engine.connect() as conn:
+            payload = conn.execute(select(LLMCacheEntry.payload).where(LLMCacheEntry.key == key)).scalar()
+        return dict(payload) if payload is not None else None
+
+    def put(self, key: str, *, model: str, prompt_version: str, payload: dict[str, Any]) -> None:
+        with self.engine.begin() as conn:
+            _insert(conn, [_row(key, model, prompt_version, payload)])
+
+
+class BufferedSqlCache(SqlCache):
+    """The database cache for a batch: known keys read once, writes buffered and flushed in bulk.
+
+    At 64 requests in flight a database read per call costs more CPU than the call itself; the set of
+    keys stored for the model is loaded up front, so a new answer costs no read at all. The batch's one
+    writer calls `flush` inside the transaction that saves the results.
+    """
+
+    def __init__(self, engine: Engine, model: str | None = None) -> None:
+        super().__init__(engine)
+        self._lock = threading.Lock()
+        self._pending: dict[str, dict[str, Any]] = {}
+        q = select(LLMCacheEntry.key)
+        if model is not None:
+            q = q.where(LLMCacheEntry.model == model)
+        with engine.connect() as conn:
+            self._known: set[str] = set(conn.execute(q).scalars())
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        with self._lock:
+            row = self._pending.get(key)
+            known = key in self._known
+        if row is not None:
+            return dict(row["payload"])
+        return super().get(key) if known else None
+
+    def put(self, key: str, *, model: str, prompt_version: str, payload: dict[str, Any]) -> None:
+        with self._lock:
+            self._pending.setdefault(key, _row(key, model, prompt_version, payload))
+
+    def flush(self, conn: Connection) -> None:
+        """Write the buffered answers in the caller's transaction (an entry stored meanwhile is kept)."""
+        with self._lock:
+            rows, self._pending = list(self._pending.values()), {}
+            self._known.update(r["key"] for r in rows)
+        if rows:
+            _insert(conn, rows)
+
+
+def _row(key: str, model: str, prompt_version: str, payload: dict[str, Any]) -> dict[str, Any]:
+    return {"key": key, "model": model, "prompt_version": prompt_version, "payload": payload, "created_at": utcnow()}
+
+
+def _insert(conn: Connection, rows: list[dict[str, Any]]) -> None:
+    conn.execute(dialect_insert(conn)(LLMCacheEntry.__table__).on_conflict_do_nothing(), rows)
