@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from services import dcr  # noqa: E402
 from services.config import backend_from_settings  # noqa: E402
-from services.llm import get_client  # noqa: E402
+from services.llm import LLMClient, get_client  # noqa: E402
 from services.prompts import dcr as P  # noqa: E402
 
 CORPUS = Path(__file__).resolve().parent.parent / "tests" / "corpora" / "verdict_phrasings.jsonl"
