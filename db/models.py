@@ -600,6 +600,7 @@ class DhpRun(DhpRunBase, table=True):
 
     id: int | None = Field(default=None, primary_key=True)
     status: str = Field(default="queued", max_length=20)  # queued | running | done | failed | cancelled
+    cancel_requested: bool = False
     n_total: int = 0
     n_done: int = 0
     n_failed: int = 0
