@@ -91,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     redact_logs()  # the HTTP client logs each URL it calls, credentials and all
     get_engine()  # migrate before the first task
+    jobrunner.kinds()  # load every kind of job before the threads start
     stop = threading.Event()
     join = None if args.no_join else Joiner(args.threads)
     threading.Thread(target=housekeeping, args=(stop,), kwargs={"join": join}, daemon=True, name="housekeeping").start()
