@@ -132,16 +132,17 @@ class JobTable:
             )
 
     def recover(self, engine: Engine) -> list[int]:
-        """Jobs left running by a worker that went quiet: queued again (atomically, so one worker takes each)."""
+        """Jobs left running by a worker that went quiet: queued again (atomically, so one worker takes each),
+        or cancelled if that was asked for."""
         m = self.model
-        stale = utcnow() - stale_limit()
+        quiet = (m.status == "running") & (m.heartbeat_at.is_(None) | (m.heartbeat_at < utcnow() - stale_limit()))
         with engine.begin() as conn:
-            res = conn.execute(
+            conn.execute(
                 update(m)
-                .where(m.status == "running", m.heartbeat_at.is_(None) | (m.heartbeat_at < stale))
-                .values(status="queued", heartbeat_at=None)
-                .returning(m.id)
+                .where(quiet, m.cancel_requested.is_(True))
+                .values(status="cancelled", finished_at=utcnow(), heartbeat_at=None)
             )
+            res = conn.execute(update(m).where(quiet).values(status="queued", heartbeat_at=None).returning(m.id))
             return sorted(int(i) for i in res.scalars())
 
 

@@ -78,6 +78,8 @@ def test_a_silent_worker_loses_its_job(engine):
     assert JOBS.recover(engine) == [quiet]
     assert _row(engine, quiet).status == "queued" and _row(engine, alive).status == "running"
     assert JOBS.recover(engine) == [], "queued once"
+    asked = _job(engine, status="running", cancel_requested=True, heartbeat_at=utcnow() - limit - timedelta(seconds=1))
+    assert JOBS.recover(engine) == [] and _row(engine, asked).status == "cancelled", "nobody left to stop it"
     assert not jobrunner.is_fresh(utcnow() - limit - timedelta(seconds=1)) and jobrunner.is_fresh(utcnow())
 
 
