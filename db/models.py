@@ -274,7 +274,7 @@ class BatchItem(SQLModel, table=True):
 
 
 class WorkerHeartbeat(SQLModel, table=True):
-    """A batch worker that is alive (or was): items it claimed return to the queue when it goes quiet."""
+    """A worker that is alive (or was): items it claimed return to the queue when it goes quiet."""
 
     __tablename__ = "worker_heartbeat"
 
@@ -419,7 +419,7 @@ class ConsevalStudyBase(SQLModel):
 
 
 class ConsevalStudy(ConsevalStudyBase, table=True):
-    """A ConsEval study: models rating items on several scales and definitions, run by the batch worker."""
+    """A ConsEval study: models rating items on several scales and definitions, run by the worker."""
 
     __tablename__ = "conseval_study"
 
@@ -594,12 +594,13 @@ class DhpRunBase(SQLModel):
 
 
 class DhpRun(DhpRunBase, table=True):
-    """One evaluator model scoring every text of a set, r times per metric, in the batch worker."""
+    """One evaluator model scoring every text of a set, r times per metric, in the worker."""
 
     __tablename__ = "dhp_run"
 
     id: int | None = Field(default=None, primary_key=True)
     status: str = Field(default="queued", max_length=20)  # queued | running | done | failed | cancelled
+    cancel_requested: bool = False
     n_total: int = 0
     n_done: int = 0
     n_failed: int = 0

@@ -12,9 +12,7 @@ import copy
 import functools
 import itertools
 import logging
-import os
 import queue
-import socket
 import threading
 import time
 import uuid
@@ -41,9 +39,10 @@ from db.models import (
     WorkerHeartbeat,
     utcnow,
 )
-from services import dcr, nli
+from services import dcr, jobrunner, nli
 from services.config import BackendConfig, backend_from_record, get_settings
 from services.errors import InputError
+from services.jobrunner import JobKind, JobTable, heartbeat_period, stale_limit, worker_id
 from services.llm import LLMClient, UsageLedger, get_client, summarize_records
 from services.runs import method_config, recorded_config
 from services.text import split_sentences
@@ -53,19 +52,7 @@ log = logging.getLogger(__name__)
 FLUSH_EVERY = 0.25
 
 
-def stale_limit() -> timedelta:
-    """A worker whose heartbeat is older than this has died: its items go back to the queue (settings)."""
-    return timedelta(seconds=get_settings().worker_stale_after)
-
-
-def heartbeat_period() -> float:
-    """Seconds between a worker's heartbeats (settings)."""
-    return get_settings().worker_heartbeat
-
-
-def worker_id() -> str:
-    """This process's worker name: host and pid."""
-    return f"{socket.gethostname()}:{os.getpid()}"
+JOBS = JobTable(Batch)
 
 
 # -- creating and steering batches --------------------------------------------------------------
@@ -158,15 +145,15 @@ def all_options(engine: Engine) -> dict[int, BatchOptions]:
 
 
 def request_cancel(engine: Engine, batch_id: int) -> None:
-    """Ask the workers to stop; items in flight finish, the rest stay pending."""
-    with Session(engine) as session:
-        session.execute(update(Batch).where(Batch.id == batch_id).values(cancel_requested=True))
-        session.execute(
-            update(Batch)
-            .where(Batch.id == batch_id, Batch.status == "queued")
-            .values(status="cancelled", finished_at=utcnow())
-        )
-        session.commit()
+    """Ask the workers to stop; items in flight finish, the rest stay pending (services.jobrunner)."""
+    with engine.begin() as conn:
+        JOBS.request_cancel(conn, batch_id)
+
+
+def mark_enqueued(engine: Engine, batch_id: int) -> None:
+    """Note that the batch was handed to the queue (`recover` leaves it alone for a while)."""
+    with engine.begin() as conn:
+        conn.execute(update(Batch).where(Batch.id == batch_id).values(enqueued_at=utcnow()))
 
 
 def reopen(engine: Engine, batch_id: int, *, failed_too: bool = False) -> int:
@@ -856,3 +843,6 @@ def items_frame(engine: Engine, batch_id: int) -> Any:
         "unknown", "rounds", "calls", "attempts", "error",
     ]  # fmt: skip
     return pd.DataFrame(rows, columns=cols)
+
+
+jobrunner.register(JobKind("batch", process=process_batch, recover=recover, on_enqueue=mark_enqueued))

@@ -67,9 +67,9 @@ class Settings(BaseSettings):
     llm_max_retries: int = 3
     # A worker's own endpoints for the batch's model (comma-separated): it spreads its items over them.
     llm_worker_base_urls: str | None = None
-    # Worker timings, in seconds, one set for the database and the batch workers. A worker whose heartbeat is
-    # older than worker_stale_after has its items returned to the queue; a heartbeat write can wait up to
-    # db_busy_timeout on a locked SQLite file, so the stale limit must stay well above both.
+    # Worker timings, in seconds, one set for the database and every kind of job (services/jobrunner.py). A
+    # worker whose heartbeat is older than worker_stale_after has its work returned to the queue; a heartbeat
+    # write can wait up to db_busy_timeout on a locked SQLite file, so the stale limit must stay well above both.
     db_busy_timeout: float = Field(default=30.0, gt=0)
     worker_heartbeat: float = Field(default=3.0, gt=0)
     worker_stale_after: float = Field(default=90.0, gt=0)

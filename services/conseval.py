@@ -30,7 +30,6 @@ import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -49,9 +48,10 @@ from db.models import (
     ConsevalStudyPublic,
     utcnow,
 )
-from services import stats
+from services import jobrunner, stats
 from services.batches import insert_ignore
 from services.config import PROJECT_ROOT, BackendConfig, backend_from_record, get_settings
+from services.jobrunner import JobKind, JobTable
 from services.llm import LLMClient, UsageLedger, get_client
 from services.prompts import conseval as prompts
 from services.redact import redact_url
@@ -633,15 +633,13 @@ def delete_study(engine: Engine, study_id: int) -> bool:
         return bool(n)
 
 
+JOBS = JobTable(ConsevalStudy)
+
+
 def request_cancel(engine: Engine, study_id: int) -> None:
-    with Session(engine) as session:
-        session.execute(update(ConsevalStudy).where(ConsevalStudy.id == study_id).values(cancel_requested=True))
-        session.execute(
-            update(ConsevalStudy)
-            .where(ConsevalStudy.id == study_id, ConsevalStudy.status == "queued")
-            .values(status="cancelled", finished_at=utcnow())
-        )
-        session.commit()
+    """Ask the workers to stop the study (see services.jobrunner: cancel means the same for every job)."""
+    with engine.begin() as conn:
+        JOBS.request_cancel(conn, study_id)
 
 
 def reopen(engine: Engine, study_id: int) -> None:
@@ -724,10 +722,6 @@ def ratings_frame(engine: Engine, study_id: int) -> pd.DataFrame:
 
 
 # -- running -------------------------------------------------------------------------------------
-class Cancelled(Exception):
-    pass
-
-
 @dataclass
 class _Ctx:
     cfg: StudyConfig
@@ -807,8 +801,9 @@ def _ask(client: LLMClient, ctx: _Ctx, call: Call) -> dict[str, Any]:
     return {**row, "value": parsed.value, "raw": parsed.raw, "problem": parsed.problem}
 
 
-def _write(engine: Engine, study_id: int, rows: list[dict[str, Any]], usage: dict[str, int], caches=()) -> None:  # noqa: ANN001
-    """Save answers (an answer saved meanwhile by another worker is kept), usage and new cache entries at once."""
+def _write(engine: Engine, study_id: int, rows: list[dict[str, Any]], usage: dict[str, int], caches=()) -> bool:  # noqa: ANN001
+    """Save answers (an answer saved meanwhile by another worker is kept), usage and new cache entries at once;
+    True if the study's cancel was asked for."""
     with engine.begin() as conn:
         added = 0
         if rows:
@@ -818,64 +813,14 @@ def _write(engine: Engine, study_id: int, rows: list[dict[str, Any]], usage: dic
             added = res.rowcount if res.rowcount is not None and res.rowcount >= 0 else len(rows)
         for cache in caches:
             cache.flush(conn)
-        conn.execute(
-            update(ConsevalStudy)
-            .where(ConsevalStudy.id == study_id)
-            .values(
-                n_done=ConsevalStudy.n_done + added,
-                calls=ConsevalStudy.calls + usage.get("calls", 0),
-                cache_hits=ConsevalStudy.cache_hits + usage.get("cache_hits", 0),
-            )
+        return JOBS.advance(
+            conn, study_id, n_done=added, calls=usage.get("calls", 0), cache_hits=usage.get("cache_hits", 0)
         )
-
-
-def _cancel_requested(engine: Engine, study_id: int) -> bool:
-    with engine.connect() as conn:
-        return bool(conn.execute(select(ConsevalStudy.cancel_requested).where(ConsevalStudy.id == study_id)).scalar())
-
-
-HEARTBEAT_EVERY = 3.0
-STALE_AFTER = timedelta(seconds=30)  # a running study whose heartbeat is older has lost its worker
-
-
-def _fresh(at: datetime | None) -> bool:
-    if at is None:
-        return False
-    at = at if at.tzinfo else at.replace(tzinfo=UTC)
-    return utcnow() - at < STALE_AFTER
 
 
 def recover(engine: Engine) -> list[int]:
     """Studies left running by a worker that died: queued again (atomically, so one worker takes each)."""
-    cutoff = utcnow() - STALE_AFTER
-    with engine.begin() as conn:
-        ids = list(conn.execute(select(ConsevalStudy.id).where(ConsevalStudy.status == "running")).scalars())
-        taken = []
-        for sid in ids:
-            n = conn.execute(
-                update(ConsevalStudy)
-                .where(
-                    ConsevalStudy.id == sid,
-                    ConsevalStudy.status == "running",
-                    (ConsevalStudy.heartbeat_at.is_(None)) | (ConsevalStudy.heartbeat_at < cutoff),
-                )
-                .values(status="queued", heartbeat_at=None)
-            ).rowcount
-            if n:
-                taken.append(sid)
-    return taken
-
-
-def _beat(engine: Engine, study_id: int, stop: threading.Event) -> None:
-    # An in-memory database lives in one process on one shared connection: no other worker, nothing to tell.
-    if engine.url.get_backend_name() == "sqlite" and engine.url.database in (None, "", ":memory:"):
-        return
-    while not stop.wait(HEARTBEAT_EVERY):
-        try:
-            with engine.begin() as conn:
-                conn.execute(update(ConsevalStudy).where(ConsevalStudy.id == study_id).values(heartbeat_at=utcnow()))
-        except Exception:  # the database may be briefly locked; the next beat will do
-            log.debug("study %s heartbeat failed", study_id, exc_info=True)
+    return JOBS.recover(engine)
 
 
 def run_study(
@@ -890,22 +835,19 @@ def run_study(
         st = session.get(ConsevalStudy, study_id)
         if st is None:
             raise InputError(f"Study {study_id} does not exist.")
-        if (
-            st.status in ("done", "cancelled")
-            or st.cancel_requested
-            or (st.status == "running" and _fresh(st.heartbeat_at))
-        ):
-            # finished, cancelled, or another worker is on it (a duplicate task)
-            return ConsevalStudyPublic.model_validate(st, from_attributes=True)
         cfg = StudyConfig.from_dict(st.config)
         items = {
             it.id: it for it in session.execute(select(ConsevalItem).where(ConsevalItem.study_id == study_id)).scalars()
         }
-        st.status, st.started_at, st.error, st.heartbeat_at = "running", st.started_at or utcnow(), None, utcnow()
-        session.add(st)
-        session.commit()
-    stop_beat = threading.Event()
-    threading.Thread(target=_beat, args=(engine, study_id, stop_beat), daemon=True, name=f"study-{study_id}").start()
+    # Finished, cancelled, or another worker is on it (a duplicate task): the runner does not claim it.
+    jobrunner.run(engine, JOBS, study_id, lambda: _work(engine, study_id, cfg, items, backends, on_progress))
+    study = get_study(engine, study_id)
+    assert study is not None
+    return study
+
+
+def _work(engine, study_id, cfg, items, backends, on_progress) -> dict[str, Any]:  # noqa: ANN001
+    """Ask a claimed study's answers not yet saved (oracle first); its results to save with it."""
     in_order = sorted(items.values(), key=lambda it: it.idx)
     ctx = _Ctx(cfg, items, test=test_instances(cfg, [(it.id, it.criterion) for it in in_order]))
     oracle_calls, model_calls = plan_calls(cfg, [it.id for it in in_order], ctx.test)
@@ -920,39 +862,20 @@ def run_study(
             clients[rater] = get_client(be, cache=BufferedSqlCache(engine, be.model))
         return clients[rater]
 
-    try:
-        for phase in (oracle_calls, model_calls):
-            if phase is model_calls:
-                ctx.oracle_pool = _oracle_pool(engine, study_id, cfg)
-            done = set(
-                map(
-                    tuple,
-                    ratings_frame(engine, study_id)[
-                        ["item_id", "rater", "method", "granularity", "scale", "sample"]
-                    ].itertuples(index=False),
-                )
+    for phase in (oracle_calls, model_calls):
+        if phase is model_calls:
+            ctx.oracle_pool = _oracle_pool(engine, study_id, cfg)
+        done = set(
+            map(
+                tuple,
+                ratings_frame(engine, study_id)[
+                    ["item_id", "rater", "method", "granularity", "scale", "sample"]
+                ].itertuples(index=False),
             )
-            todo = [c for c in phase if c.key not in done]
-            _run_calls(engine, study_id, todo, ctx, client_for, cfg.concurrency, on_progress)
-        results = analyse(engine, study_id)
-        status, error = "done", None
-    except Cancelled:
-        results, status, error = None, "cancelled", None
-    except InputError as exc:
-        results, status, error = None, "failed", str(exc)
-    except Exception as exc:  # a bug must not leave the study "running" for ever
-        log.exception("study %s failed", study_id)
-        results, status, error = None, "failed", f"{type(exc).__name__}: {exc}"
-    stop_beat.set()
-    with Session(engine) as session:
-        st = session.get(ConsevalStudy, study_id)
-        assert st is not None
-        st.status, st.error, st.finished_at, st.heartbeat_at = status, error, utcnow(), None
-        if results is not None:
-            st.results = results
-        session.add(st)
-        session.commit()
-        return ConsevalStudyPublic.model_validate(st, from_attributes=True)
+        )
+        todo = [c for c in phase if c.key not in done]
+        _run_calls(engine, study_id, todo, ctx, client_for, cfg.concurrency, on_progress)
+    return {"results": analyse(engine, study_id)}
 
 
 def _run_calls(engine, study_id, todo, ctx, client_for, concurrency, on_progress) -> None:  # noqa: ANN001, C901
@@ -990,14 +913,14 @@ def _run_calls(engine, study_id, todo, ctx, client_for, concurrency, on_progress
                 rows, u = list(buffer), dict(usage)
                 buffer.clear()
                 usage.update(calls=0, cache_hits=0)
-            _write(engine, study_id, rows, u, [c.cache for c in clients_in_use()])
+            cancelled = _write(engine, study_id, rows, u, [c.cache for c in clients_in_use()])
             done += len(rows)
             if fatal:
                 raise fatal[0]
             if on_progress:
                 on_progress(done, len(todo))
-            if _cancel_requested(engine, study_id):
-                raise Cancelled
+            if cancelled or JOBS.cancel_requested(engine, study_id):
+                raise jobrunner.Cancelled
 
 
 CHUNK = 40
@@ -1426,3 +1349,6 @@ def refresh_results(engine: Engine, study_id: int) -> None:
     with Session(engine) as session:
         session.execute(update(ConsevalStudy).where(ConsevalStudy.id == study_id).values(results=results))
         session.commit()
+
+
+jobrunner.register(JobKind("conseval", process=run_study, recover=recover))

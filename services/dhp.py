@@ -27,13 +27,10 @@ from __future__ import annotations
 
 import logging
 import math
-import os
-import socket
 import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import timedelta
 from typing import Any
 
 import numpy as np
@@ -56,8 +53,10 @@ from db.models import (
     DhpText,
     utcnow,
 )
-from services import perturb
+from services import jobrunner, perturb
 from services.config import BackendConfig, backend_from_record
+from services.errors import InputError
+from services.jobrunner import JobKind, JobTable
 from services.llm import LLMClient, get_client
 from services.perturb import Item, TaskSpec
 from services.prompts import dhp as prompts
@@ -75,8 +74,6 @@ ZERO_METHOD_NOTE = (
 )
 P_FLOOR = np.finfo(float).tiny  # p = 0 (underflow) would make D infinite
 SCORE_COLUMNS = ("item_id", "perturbation", "level", "metric", "original", "perturbed")
-STALE_AFTER = timedelta(seconds=60)
-HEARTBEAT_EVERY = 10.0
 
 
 # -- statistics ------------------------------------------------------------------------------------
@@ -746,37 +743,21 @@ def same_run(
     return None
 
 
+JOBS = JobTable(DhpRun)
+
+
 def request_cancel(run_id: int, *, session: Session) -> None:
-    session.execute(
-        update(DhpRun).where(DhpRun.id == run_id, DhpRun.status.in_(("queued", "running"))).values(status="cancelled")  # type: ignore[union-attr]
-    )
-
-
-def worker_id() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident()}"
-
-
-def _claim(engine: Engine, run_id: int, wid: str) -> bool:
-    """Take a run that is queued, or running with a silent worker; atomic, so one worker works on it."""
-    stale = utcnow() - STALE_AFTER
-    with engine.begin() as conn:
-        res = conn.execute(
-            update(DhpRun)
-            .where(
-                DhpRun.id == run_id,
-                (DhpRun.status == "queued")
-                | ((DhpRun.status == "running") & ((DhpRun.heartbeat_at.is_(None)) | (DhpRun.heartbeat_at < stale))),  # type: ignore[union-attr, operator]
-            )
-            .values(status="running", worker=wid, heartbeat_at=utcnow())
-        )
-        return res.rowcount == 1
+    """Ask the workers to stop the run (see services.jobrunner: cancel means the same for every job)."""
+    JOBS.request_cancel(session.connection(), run_id)
 
 
 def process_run(engine: Engine, run_id: int, *, backend: BackendConfig | None = None) -> str:
     """Score every text of the run's set on every metric, r times; resumes where it stopped. Returns the status."""
-    wid = worker_id()
-    if not _claim(engine, run_id, wid):
-        return "not claimed"
+    return jobrunner.run(engine, JOBS, run_id, lambda: _score_run(engine, run_id, backend)) or "not claimed"
+
+
+def _score_run(engine: Engine, run_id: int, backend: BackendConfig | None) -> None:
+    """The scores of a claimed run not yet saved; stops at the next score once its cancel is asked for."""
     with get_session(engine) as s:
         run = s.get(DhpRun, run_id)
         st = s.get(DhpSet, run.set_id)  # type: ignore[union-attr]
@@ -793,8 +774,7 @@ def process_run(engine: Engine, run_id: int, *, backend: BackendConfig | None = 
         repeats, seed, params = run.repeats, run.seed, dict(run.params)  # type: ignore[union-attr]
         jobs = [(t.id, t.item_id, t.text) for t in texts]
     if task is None:
-        _end_run(engine, run_id, "failed", "the set's task no longer exists")
-        return "failed"
+        raise InputError("the set's task no longer exists")
     backend = backend or backend_from_params(params)
     client = get_client(backend, cache=SqlCache(engine))
     fmt = answer_format_of(params)
@@ -802,6 +782,7 @@ def process_run(engine: Engine, run_id: int, *, backend: BackendConfig | None = 
     work = [(tid, iid, text, m) for tid, iid, text in jobs for m in ps if (tid, m) not in done]
     stop = threading.Event()
     fatal: list[str] = []
+    cancelled = threading.Event()
 
     def one(job: tuple[int, str, str, str]) -> None:
         if stop.is_set():
@@ -821,60 +802,24 @@ def process_run(engine: Engine, run_id: int, *, backend: BackendConfig | None = 
                 ),
                 [row],
             )
-            status = conn.execute(
-                update(DhpRun)
-                .where(DhpRun.id == run_id)
-                .values(
-                    n_done=DhpRun.n_done + 1, n_failed=DhpRun.n_failed + (0 if scores else 1), heartbeat_at=utcnow()
-                )
-                .returning(DhpRun.status)
-            ).scalar()
-        if status == "cancelled":
-            stop.set()
+            if JOBS.advance(conn, run_id, n_done=1, n_failed=0 if scores else 1):
+                cancelled.set()
+                stop.set()
         if err and not scores and ("Cannot reach" in err or "rejected the API key" in err or "404" in err):
             fatal.append(err)
             stop.set()
 
-    beating = threading.Event()
-
-    def beat() -> None:  # a slow model call must not make the run look abandoned to other workers
-        while not beating.wait(HEARTBEAT_EVERY):
-            try:
-                with engine.begin() as conn:
-                    conn.execute(update(DhpRun).where(DhpRun.id == run_id).values(heartbeat_at=utcnow()))
-            except Exception:  # the database may be briefly locked; the next beat tries again
-                log.exception("dhp run %s: heartbeat failed", run_id)
-
-    threading.Thread(target=beat, daemon=True, name=f"dhp-run-{run_id}-heartbeat").start()
-    try:
-        with ThreadPoolExecutor(max_workers=max(1, backend.concurrency)) as pool:
-            list(pool.map(one, work))
-    finally:
-        beating.set()
-    with get_session(engine) as s:
-        current = s.get(DhpRun, run_id)
-        if current is not None and current.status == "cancelled":
-            return "cancelled"
+    with ThreadPoolExecutor(max_workers=max(1, backend.concurrency)) as pool:
+        list(pool.map(one, work))
+    if cancelled.is_set() or JOBS.cancel_requested(engine, run_id):
+        raise jobrunner.Cancelled
     if fatal:
-        _end_run(engine, run_id, "failed", fatal[0])
-        return "failed"
-    _end_run(engine, run_id, "done", None)
-    return "done"
+        raise InputError(fatal[0])
 
 
-def _end_run(engine: Engine, run_id: int, status: str, error: str | None) -> None:
-    with engine.begin() as conn:
-        conn.execute(update(DhpRun).where(DhpRun.id == run_id).values(status=status, error=error, finished_at=utcnow()))
-
-
-def recover(engine: Engine) -> list[tuple[str, int]]:
-    """Runs and sets whose worker went quiet: (job kind, id) to hand to the workers again."""
-    stale = utcnow() - STALE_AFTER
-    with engine.connect() as conn:
-        runs = conn.execute(
-            select(DhpRun.id).where(DhpRun.status == "running", DhpRun.heartbeat_at < stale)  # type: ignore[operator]
-        ).scalars()
-        return [("run", int(r)) for r in runs]
+def recover(engine: Engine) -> list[int]:
+    """Runs whose worker went quiet: queued again, to hand to the workers."""
+    return JOBS.recover(engine)
 
 
 def scores_frame(run_id: int, *, session: Session) -> pd.DataFrame:
@@ -928,3 +873,8 @@ def parse_items_upload(name: str, data: bytes | str) -> list[Item]:
     from services.text import read_records
 
     return perturb.items_from_records(read_records(data, name))
+
+
+jobrunner.register(JobKind("dhp-run", process=process_run, recover=recover))
+# Making a set's LLM-based perturbations holds no lease: a set left half made is finished when handed over again.
+jobrunner.register(JobKind("dhp-perturb", process=process_set))

@@ -1,9 +1,10 @@
-"""The task queue: Huey, on a SQLite file by default (no extra server), so batches outlive the page.
+"""The task queue: Huey, on a SQLite file by default (no extra server), so jobs outlive the page.
 
 Huey was chosen because it is small, well kept, runs on SQLite with no broker, and swaps to Redis
 (`RedisHuey`) or any SQL database (`huey.contrib.sql_huey.SqlHuey`) when workers run on other machines.
-The queue only says "work on batch N"; the state of every item lives in the app database, so a lost
-or duplicated task costs nothing: items are claimed atomically and recovered from dead workers.
+The queue only says "work on job N of kind K" (services.jobrunner); the state of every job lives in the app
+database, so a lost or duplicated task costs nothing: jobs and batch items are claimed atomically and
+recovered from dead workers.
 """
 
 from __future__ import annotations
@@ -36,59 +37,38 @@ huey = make_huey()
 
 
 @huey.task(retries=0)
-def run_batch(batch_id: int) -> None:
-    """Work on a batch until nothing is left to claim."""
+def run_job(kind: str, ident: int) -> None:
+    """Work on job `ident` of a registered kind (services.jobrunner) until it is finished or cancelled."""
     from db.engine import get_engine
-    from services import batches
+    from services import jobrunner
 
-    stats = batches.process_batch(get_engine(), batch_id)
-    log.info(
-        "batch %s: %d item(s) processed, %d failed, %.1f s", batch_id, stats.processed, stats.failed, stats.seconds
-    )
+    log.info("%s %s: %s", kind, ident, jobrunner.kind(kind).process(get_engine(), ident))
+
+
+def submit(kind: str, ident: int) -> None:
+    """Hand job `ident` of a registered kind to the workers."""
+    from db.engine import get_engine
+    from services import jobrunner
+
+    job = jobrunner.kind(kind)
+    if job.on_enqueue is not None:
+        job.on_enqueue(get_engine(), ident)
+    run_job(kind, ident)
 
 
 def enqueue(batch_id: int) -> None:
     """Hand a batch to the workers."""
-    from sqlalchemy import update
-
-    from db.engine import get_engine
-    from db.models import Batch, utcnow
-
-    with get_engine().begin() as conn:
-        conn.execute(update(Batch).where(Batch.id == batch_id).values(enqueued_at=utcnow()))
-    run_batch(batch_id)
-
-
-@huey.task(retries=0)
-def run_conseval(study_id: int) -> None:
-    """Ask a ConsEval study's model answers not yet saved, then compute its results."""
-    from db.engine import get_engine
-    from services import conseval
-
-    st = conseval.run_study(get_engine(), study_id)
-    log.info("conseval study %s: %s, %d answers, %d calls", study_id, st.status, st.n_done, st.calls)
+    submit("batch", batch_id)
 
 
 def enqueue_conseval(study_id: int) -> None:
     """Hand a ConsEval study to the workers."""
-    run_conseval(study_id)
-
-
-@huey.task(retries=0)
-def run_dhp(kind: str, ident: int) -> None:
-    """DHP work: "perturb" makes a set's LLM-based perturbations, "run" scores a set with one evaluator."""
-    from db.engine import get_engine
-    from services import dhp
-
-    if kind == "perturb":
-        dhp.process_set(get_engine(), ident)
-    else:
-        log.info("dhp run %s: %s", ident, dhp.process_run(get_engine(), ident))
+    submit("conseval", study_id)
 
 
 def enqueue_dhp(kind: str, ident: int) -> None:
     """Hand DHP work (a set to perturb or a run to score) to the workers."""
-    run_dhp(kind, ident)
+    submit(f"dhp-{kind}", ident)
 
 
 def worker_command() -> list[str]:
@@ -121,7 +101,7 @@ def spawn_worker() -> subprocess.Popen | None:
     with open(s.data_dir / "worker.log", "ab") as logf:
         proc = spawn_child(worker_command(), stdout=logf, stderr=subprocess.STDOUT, cwd=str(PROJECT_ROOT))
     atexit.register(_stop, proc)
-    log.info("started batch worker pid %s", proc.pid)
+    log.info("started worker pid %s", proc.pid)
     return proc
 
 

@@ -1,8 +1,9 @@
-"""A batch worker: `python -m services.worker [--threads N]`.
+"""The worker: `python -m services.worker [--threads N]`, for every kind of job (services.jobrunner).
 
-Runs the Huey consumer, writes a heartbeat, and every few seconds returns the items of dead workers
-to the queue and re-enqueues batches that have work left and nobody on them. Start as many as you
-like, on as many machines as share the database (and, for other machines, HUEY_URL).
+Runs the Huey consumer, writes a heartbeat, and every few seconds hands back to the queue the jobs of
+dead workers (batch items, ConsEval studies, DHP runs) and batches that have work left and nobody on
+them. Start as many as you like, on as many machines as share the database (and, for other machines,
+HUEY_URL).
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ import threading
 import time
 
 from db.engine import get_engine
-from services import batches, conseval, dhp
-from services.jobs import enqueue, enqueue_conseval, enqueue_dhp, huey
+from services import batches, jobrunner
+from services.jobs import huey, submit
 from services.redact import redact_logs
 
 log = logging.getLogger("services.worker")
@@ -56,28 +57,23 @@ def housekeeping(
     recover_every: float | None = None,
     join: Joiner | None = None,
 ) -> None:
-    every = batches.heartbeat_period() if every is None else every
+    every = jobrunner.heartbeat_period() if every is None else every
     if recover_every is None:
-        recover_every = min(5.0, batches.stale_limit().total_seconds() / 4)
+        recover_every = min(5.0, jobrunner.stale_limit().total_seconds() / 4)
     engine = get_engine()
-    wid = batches.worker_id()
+    wid = jobrunner.worker_id()
     last = 0.0
     while True:
         try:
             batches.heartbeat(engine, wid)
             if time.monotonic() - last >= recover_every:
                 last = time.monotonic()
-                for batch_id in batches.recover(engine):
-                    log.info("batch %s has work left and no worker: enqueued", batch_id)
-                    enqueue(batch_id)
+                for kind in jobrunner.kinds().values():
+                    for ident in kind.recover(engine) if kind.recover else []:
+                        log.info("%s %s has work left and no worker: enqueued", kind.name, ident)
+                        submit(kind.name, ident)
                 if join is not None:
                     join(engine)
-                for kind, ident in dhp.recover(engine):
-                    log.info("dhp %s %s has work left and no worker: enqueued", kind, ident)
-                    enqueue_dhp(kind, ident)
-                for study_id in conseval.recover(engine):
-                    log.info("conseval study %s lost its worker: enqueued", study_id)
-                    enqueue_conseval(study_id)
         except Exception:  # the database may be briefly locked or away; try again next beat
             log.exception("housekeeping failed")
         if stop.wait(every):
@@ -86,7 +82,7 @@ def housekeeping(
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m services.worker", description=__doc__)
-    p.add_argument("--threads", type=int, default=2, help="batches worked on at once (default 2)")
+    p.add_argument("--threads", type=int, default=2, help="jobs worked on at once (default 2)")
     p.add_argument(
         "--no-join", action="store_true",
         help="only take batches from the queue (default: also join any batch in the database with items waiting)",
@@ -95,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     redact_logs()  # the HTTP client logs each URL it calls, credentials and all
     get_engine()  # migrate before the first task
+    jobrunner.kinds()  # load every kind of job before the threads start
     stop = threading.Event()
     join = None if args.no_join else Joiner(args.threads)
     threading.Thread(target=housekeeping, args=(stop,), kwargs={"join": join}, daemon=True, name="housekeeping").start()

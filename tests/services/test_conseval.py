@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from services import conseval as ce
-from services import stats
+from services import jobrunner, stats
 from services.conseval import SCALES, ModelSpec, StudyConfig
 from services.prompts import conseval as prompts
 from services.text import InputError
@@ -609,7 +609,7 @@ def test_a_study_left_running_by_a_dead_worker_is_recovered_once(engine, fake, b
     set_running(utcnow())  # a live worker is on it: a duplicate task does nothing, recovery leaves it
     assert ce.run_study(engine, sid, backends={"judge": backend}).n_done == 0 and fake.requests == []
     assert ce.recover(engine) == []
-    set_running(utcnow() - ce.STALE_AFTER - timedelta(seconds=1))  # its worker went quiet
+    set_running(utcnow() - jobrunner.stale_limit() - timedelta(seconds=1))  # its worker went quiet
     assert ce.recover(engine) == [sid] and ce.recover(engine) == []
     st = ce.run_study(engine, sid, backends={"judge": backend})
     assert st.status == "done" and st.n_done == 9

@@ -243,3 +243,24 @@ def test_user_tasks_are_stored_and_listed(engine):
         assert [x.key for x in dhp.list_tasks(session=s)][-1] == "dialogue"
         with pytest.raises(ValueError, match="exists already"):
             dhp.add_task(t, session=s)
+
+
+def test_a_cancelled_run_stops_at_the_next_score_and_keeps_what_it_saved(file_engine, fake, backend):
+    items = [Item(f"s{i}", f"Day {i} came. The rain stopped. People went out.", f"a {i}") for i in range(4)]
+    with get_session(file_engine) as s:
+        sid = dhp.create_set(TASKS["summarization"], items, name="t", seed=1, session=s, only=["typo:minor"])
+        rid = dhp.create_run(sid, backend.with_changes(concurrency=1), repeats=1, session=s)
+
+    def respond(body: dict) -> str:
+        if len(fake.requests) == 3:  # the worker is busy on the run: someone presses Cancel
+            with get_session(file_engine) as s:
+                dhp.request_cancel(rid, session=s)
+                assert dhp.get_run(rid, session=s).status == "running", "a running run stops in its worker"
+        return "4"
+
+    fake.responder = respond
+    assert dhp.process_run(file_engine, rid) == "cancelled"
+    with get_session(file_engine) as s:
+        run = dhp.get_run(rid, session=s)
+    assert run.status == "cancelled" and 3 <= run.n_done < run.n_total and run.finished_at is not None
+    assert dhp.process_run(file_engine, rid) == "not claimed", "a cancelled run is not taken up again"
