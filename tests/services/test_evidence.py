@@ -346,3 +346,24 @@ def test_scores_as_a_baseline_metric(lexical) -> None:
     assert two == pytest.approx((1.0 + found[1].support) / 2) and empty is None and one == 1.0
     with pytest.raises(ValueError, match="same length"):
         evidence.scores([REF], [])
+
+
+def test_aggregates_of_sentence_scores() -> None:
+    scores = [0.9, 0.5, 0.8]
+    assert evidence.aggregate(scores, "mean") == pytest.approx(0.7333333)
+    assert evidence.aggregate(scores, "product") == pytest.approx(0.36)
+    assert evidence.aggregate(scores, "min") == 0.5
+    # one unsupported sentence pulls "every sentence consistent" down more than the share of consistent ones
+    assert evidence.aggregate([1.0, 1.0, 0.1], "product") < evidence.aggregate([1.0, 1.0, 0.1], "mean")
+    with pytest.raises(ValueError, match="no sentence scores"):
+        evidence.aggregate([], "mean")
+    with pytest.raises(ValueError, match="unknown aggregate 'median'"):
+        evidence.aggregate(scores, "median")
+
+
+def test_summary_score_uses_the_chosen_aggregate(lexical) -> None:
+    found = evidence.analyse(REF, [REF_SENTENCES[1], "It approved 47 million dollars."])
+    assert evidence.summary_score(found, "product") == pytest.approx(found[1].support)
+    assert evidence.summary_score(found, "min") == pytest.approx(found[1].support)
+    assert evidence.summary_score(found) == pytest.approx(evidence.aggregate([1.0, found[1].support]))
+    assert evidence.summary_score([]) is None
