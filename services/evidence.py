@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
+import os
 import re
 import threading
 from collections.abc import Callable, Sequence
@@ -646,26 +647,49 @@ def embeddings_available() -> bool:
     return baselines.embeddings_available()[0]
 
 
-class _MiniLM:
-    """all-MiniLM-L6-v2, loaded on first use, with a bounded cache of sentence vectors (thread-safe)."""
+BATCH_SIZE = 32  # sentences per forward pass: on 2 CPU cores, larger batches pad more and run slower
 
-    def __init__(self, max_cached: int = 20000) -> None:
+
+def torch_threads() -> int:
+    """Give torch one thread per core this process may use (once) and return how many it has."""
+    import torch
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    if torch.get_num_threads() != cores:
+        torch.set_num_threads(cores)
+    return torch.get_num_threads()
+
+
+class MiniLM:
+    """all-MiniLM-L6-v2 (loaded once per process), with a bounded cache of sentence vectors (thread-safe).
+
+    A call embeds the distinct texts not cached yet in one `encode` call of `batch_size` sentences a pass.
+    """
+
+    def __init__(self, max_cached: int = 20000, batch_size: int = BATCH_SIZE) -> None:
         self._lock = threading.Lock()
         self._cache: dict[str, np.ndarray] = {}
         self._max = max_cached
+        self._batch = batch_size
+        self._threads_set = False
+        self.embedded = 0  # distinct texts embedded so far
 
     def __call__(self, texts: list[str]) -> np.ndarray | None:
         with self._lock:
             missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
             if missing:
-                vecs = baselines._encode(missing, 64)
+                if not self._threads_set:
+                    torch_threads()
+                    self._threads_set = True
+                vecs = baselines._encode(missing, self._batch)
+                self.embedded += len(missing)
                 if len(self._cache) + len(missing) > self._max:
                     self._cache.clear()
                 self._cache.update(zip(missing, vecs, strict=True))
             return np.stack([self._cache[t] for t in texts]) if texts else np.zeros((0, 384), np.float32)
 
 
-_minilm = _MiniLM()
+_minilm = MiniLM()
 
 
 def lexical_only(texts: list[str]) -> None:
