@@ -653,13 +653,23 @@ def embeddings_available() -> bool:
 BATCH_SIZE = 32  # sentences per forward pass: on 2 CPU cores, larger batches pad more and run slower
 
 
+def free_cores() -> int:
+    """Cores this process may use, less those other processes keep busy (the 1-minute load average), at least 1.
+
+    On a shared machine more torch threads than free cores slow MiniLM down (on 2 cores under a load of 9,
+    2 threads embed about a third as fast as 1: bench/evidence_speed.py)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    busy = int(os.getloadavg()[0]) if hasattr(os, "getloadavg") else 0
+    return max(1, min(cores, cores - busy + 1))  # + 1: this process's own share of the load
+
+
 def torch_threads() -> int:
-    """Give torch one thread per core this process may use (once) and return how many it has."""
+    """Give torch one thread per free core (`free_cores`) and return how many it has."""
     import torch
 
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    if torch.get_num_threads() != cores:
-        torch.set_num_threads(cores)
+    want = free_cores()
+    if torch.get_num_threads() != want:
+        torch.set_num_threads(want)
     return torch.get_num_threads()
 
 
@@ -674,16 +684,13 @@ class MiniLM:
         self._cache: dict[str, np.ndarray] = {}
         self._max = max_cached
         self._batch = batch_size
-        self._threads_set = False
         self.embedded = 0  # distinct texts embedded so far
 
     def __call__(self, texts: list[str]) -> np.ndarray | None:
         with self._lock:
             missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
             if missing:
-                if not self._threads_set:
-                    torch_threads()
-                    self._threads_set = True
+                torch_threads()  # the load changes: checked on every call that embeds
                 vecs = baselines._encode(missing, self._batch)
                 self.embedded += len(missing)
                 if len(self._cache) + len(missing) > self._max:

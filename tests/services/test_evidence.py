@@ -404,3 +404,10 @@ def test_a_batch_item_of_the_evidence_method_aligns_lexically(no_embedded_model,
     (sentence,) = out["result"]["rounds"][0]["sentences"]
     assert [t["similarity"] for t in sentence["evidence"]["top"]] == [None] * evidence.TOP_K
     assert _uses_embeddings(evidence.analyse(REF, ["It approved 47 million dollars."]))
+
+
+@pytest.mark.parametrize(("load", "expected"), [(0.2, 2), (1.5, 2), (2.4, 1), (9.0, 1)])
+def test_free_cores_leave_out_what_others_keep_busy(monkeypatch: pytest.MonkeyPatch, load, expected) -> None:
+    monkeypatch.setattr(evidence.os, "sched_getaffinity", lambda _pid: {0, 1}, raising=False)
+    monkeypatch.setattr(evidence.os, "getloadavg", lambda: (load, load, load))
+    assert evidence.free_cores() == expected
