@@ -78,6 +78,7 @@ bench: install-embeddings
 	$(BIN)/python bench/baselines_qags.py
 	$(BIN)/python bench/pages_render.py
 	$(BIN)/python bench/evidence_qags.py
+	$(BIN)/python bench/evidence_speed.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -41,6 +41,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if args.window < 1:
         print("error: --window must be 1 or more", file=sys.stderr)
         return 2
+    if args.embeddings:  # the batch engine's threads read it through Settings
+        os.environ["EVIDENCE_EMBEDDINGS_IN_BULK"] = "1"
     backend = backend_from_settings()
     if args.concurrency:
         backend = backend.with_changes(concurrency=args.concurrency)
@@ -68,7 +70,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     else:
         from services import evidence
 
-        print(f"{n} item(s) · {evidence.model_name()} · no model call", file=sys.stderr)
+        with evidence.bulk(args.embeddings or None):
+            print(f"{n} item(s) · {evidence.model_name()} · no model call", file=sys.stderr)
         if args.rounds > 0:
             print(f"note: --rounds ignored: {dcr.NO_IMPROVE_REASON}", file=sys.stderr)
     unread = f"; {len(prep.rejected)} row(s) cannot be read" if prep.rejected else ""
@@ -80,7 +83,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     out_path = Path(args.output)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     with out_path.open("w", encoding="utf-8") as out:
-        for line in headless.output_lines(engine, prep, with_evidence=args.evidence):
+        from services import evidence
+
+        with evidence.bulk(args.embeddings or None):
+            lines = list(headless.output_lines(engine, prep, with_evidence=args.evidence))
+        for line in lines:
             out.write(json.dumps(line, ensure_ascii=False) + "\n")
             if line.get("error"):
                 failed += 1
@@ -119,6 +126,11 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         "--evidence", action="store_true",
         help="add each sentence's evidence (top reference sentences, novel spans, support) to the output; "
         "computed after the model calls, once per distinct sentence (the evidence method always has it)",
+    )  # fmt: skip
+    ev.add_argument(
+        "--embeddings", action="store_true",
+        help="the evidence checker (and the evidence with --evidence) aligns with MiniLM embeddings too; "
+        "slower (default: lexical overlap, or EVIDENCE_EMBEDDINGS_IN_BULK=1)",
     )  # fmt: skip
     ev.set_defaults(func=cmd_evaluate)
     command = next((a for a in argv or [] if not a.startswith("-")), None)

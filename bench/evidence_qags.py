@@ -10,8 +10,9 @@ What it prints, for each mode (lexical overlap alone; MiniLM embeddings + lexica
    Every figure is on the held-out folds:
    - QAGS-CNN, sentence level: AUROC of the score against the majority label; balanced accuracy of the
      verdict (unknown left out, with the share decided; and unknown counted as inconsistent);
-   - QAGS-CNN, summary level: Pearson (95% bootstrap interval) of the summary score (the mean of its
-     sentences' scores) against the human score (share of sentences with a majority "yes"), and the AUROC
+   - QAGS-CNN, summary level: Pearson (95% bootstrap interval) of each summary score (the sentences' scores
+     combined by each of evidence.AGGREGATES, and the Eq. 3 score of the verdicts, an unjudged summary at
+     0.5) against the human score (share of sentences with a majority "yes"), and the AUROC
      against "every sentence yes" (as the Meta-evaluation page's Baselines tab computes it), beside ROUGE-2
      precision and MiniLM similarity on the same summaries;
    - the constructed cases: AUROC, balanced accuracy, and the accuracy on each kind of case; how many
@@ -39,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import evidence_cases  # noqa: E402
 
-from services import baselines, evidence, stats  # noqa: E402
+from services import baselines, dcr, evidence, stats  # noqa: E402
 
 DEFAULT_PATH = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "qags_cnndm_mturk.jsonl"
 VOTE = {"yes": 1, "no": 0}
@@ -179,10 +180,15 @@ def report_qags(sq: np.ndarray, yq: np.ndarray, owner: np.ndarray, vq, tq, refs,
 
     human = np.array([np.mean([v == 1 for v in row]) for row in labels])
     all_yes = (human == 1).astype(float)
-    summary = np.array([sq[owner == i].mean() for i in range(len(refs))])
+    rows = [(f"checker, {how}", np.array([evidence.aggregate(sq[owner == i], how) for i in range(len(refs))]))
+            for how in evidence.AGGREGATES]  # fmt: skip
+    marks = np.where(np.isnan(pred_all := verdicts(sq)), np.nan, 2 * pred_all - 1)
+    eq3 = [dcr.score_evaluation([None if np.isnan(m) else int(m) for m in marks[owner == i]], []).z_hat
+           for i in range(len(refs))]  # fmt: skip
+    rows.append(("checker, Eq. 3 from verdicts", np.array([0.5 if z is None else z for z in eq3])))
     cands = [" ".join(s) for s in sents]
     rouge = np.array([r["rouge2_precision"] for r in baselines.rouge_scores(refs, cands)])
-    rows = [("checker, mean score", summary), ("ROUGE-2 precision", rouge)]
+    rows.append(("ROUGE-2 precision", rouge))
     if SIMILARITY_BASELINE and evidence.embeddings_available():
         rows.append(("MiniLM similarity", np.array(baselines.embedding_similarity(refs, cands))))
     print("\n  summary level (235 summaries)           Pearson [95% CI]        AUROC vs all-yes")
@@ -278,7 +284,9 @@ def main(argv: list[str]) -> int:
     print(f"{path.name}: {len(refs)} summaries, {sum(len(s) for s in sents)} sentences; {len(cases)} constructed "
           f"cases ({sum(c.label for c in cases)} supported)")  # fmt: skip
     folds, weights = run_lexical(refs, sents, labels, cases)
-    if evidence.embeddings_available():
+    if "--lexical" in sys.argv:
+        print("\nembeddings mode skipped (--lexical)")
+    elif evidence.embeddings_available():
         t = time.perf_counter()
         evidence.default_embedder()(["warm up"])
         print(f"\n(MiniLM model loaded in {time.perf_counter() - t:.1f} s)")

@@ -562,6 +562,15 @@ def process_item(client: LLMClient, item: ItemInput, cfg: dcr.DCRConfig, *, wind
     """Algorithm 1 (or an NLI paradigm) on one item; returns the batch_item columns to write."""
     if nli.is_nli(cfg.method):
         return process_nli_item(client, item, cfg.method, window)
+    if cfg.method == "evidence":
+        from services import evidence
+
+        with evidence.bulk():  # lexical alignment unless EVIDENCE_EMBEDDINGS_IN_BULK
+            return _process_dcr_item(client, item, cfg)
+    return _process_dcr_item(client, item, cfg)
+
+
+def _process_dcr_item(client: LLMClient, item: ItemInput, cfg: dcr.DCRConfig) -> dict[str, Any]:
     ledger = UsageLedger()
     # fork() builds the HTTP client, which starts the embedded model: the evidence checker needs neither.
     c = client.fork(ledger) if cfg.uses_model else client

@@ -82,6 +82,8 @@ class Settings(BaseSettings):
     # ("auto"), always, or never.
     nli_fit_tokens: int = 4096
     nli_retrieval: Literal["auto", "always", "never"] = "auto"
+    # The offline evidence checker in batches and `cli.py evaluate`: MiniLM alignment too (slower) when true.
+    evidence_embeddings_in_bulk: bool = False
     # The owner's sign-in when no OpenID Connect `[auth]` is configured (services/auth.py).
     studio_password: SecretStr | None = None
     # Accounts an OpenID Connect sign-in admits: emails or "@domain", comma-separated (or a list in

@@ -20,15 +20,19 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
+import os
 import re
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
 from services import baselines
+from services.config import get_settings
 from services.dcr import Evaluation, SentenceVerdict, score_evaluation
 from services.text import split_sentences
 
@@ -646,26 +650,56 @@ def embeddings_available() -> bool:
     return baselines.embeddings_available()[0]
 
 
-class _MiniLM:
-    """all-MiniLM-L6-v2, loaded on first use, with a bounded cache of sentence vectors (thread-safe)."""
+BATCH_SIZE = 32  # sentences per forward pass: on 2 CPU cores, larger batches pad more and run slower
 
-    def __init__(self, max_cached: int = 20000) -> None:
+
+def free_cores() -> int:
+    """Cores this process may use, less those other processes keep busy (the 1-minute load average), at least 1.
+
+    On a shared machine more torch threads than free cores slow MiniLM down (on 2 cores under a load of 9,
+    2 threads embed about a third as fast as 1: bench/evidence_speed.py)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    busy = int(os.getloadavg()[0]) if hasattr(os, "getloadavg") else 0
+    return max(1, min(cores, cores - busy + 1))  # + 1: this process's own share of the load
+
+
+def torch_threads() -> int:
+    """Give torch one thread per free core (`free_cores`) and return how many it has."""
+    import torch
+
+    want = free_cores()
+    if torch.get_num_threads() != want:
+        torch.set_num_threads(want)
+    return torch.get_num_threads()
+
+
+class MiniLM:
+    """all-MiniLM-L6-v2 (loaded once per process), with a bounded cache of sentence vectors (thread-safe).
+
+    A call embeds the distinct texts not cached yet in one `encode` call of `batch_size` sentences a pass.
+    """
+
+    def __init__(self, max_cached: int = 20000, batch_size: int = BATCH_SIZE) -> None:
         self._lock = threading.Lock()
         self._cache: dict[str, np.ndarray] = {}
         self._max = max_cached
+        self._batch = batch_size
+        self.embedded = 0  # distinct texts embedded so far
 
     def __call__(self, texts: list[str]) -> np.ndarray | None:
         with self._lock:
             missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
             if missing:
-                vecs = baselines._encode(missing, 64)
+                torch_threads()  # the load changes: checked on every call that embeds
+                vecs = baselines._encode(missing, self._batch)
+                self.embedded += len(missing)
                 if len(self._cache) + len(missing) > self._max:
                     self._cache.clear()
                 self._cache.update(zip(missing, vecs, strict=True))
             return np.stack([self._cache[t] for t in texts]) if texts else np.zeros((0, 384), np.float32)
 
 
-_minilm = _MiniLM()
+_minilm = MiniLM()
 
 
 def lexical_only(texts: list[str]) -> None:
@@ -673,9 +707,31 @@ def lexical_only(texts: list[str]) -> None:
     return None
 
 
+_embeddings_on: ContextVar[bool] = ContextVar("evidence_embeddings_on", default=True)
+
+
+@contextmanager
+def embeddings(on: bool) -> Iterator[None]:
+    """Within the block (in this thread or task), the default embedder uses MiniLM only when `on`."""
+    token = _embeddings_on.set(on)
+    try:
+        yield
+    finally:
+        _embeddings_on.reset(token)
+
+
+def bulk(with_embeddings: bool | None = None) -> AbstractContextManager[None]:
+    """The default embedder for bulk work (batches, `cli.py evaluate`): lexical overlap alone, unless
+    `with_embeddings` or, when that is None, the EVIDENCE_EMBEDDINGS_IN_BULK setting asks for MiniLM.
+    MiniLM embeds ~100-300 sentences a second on 2 CPU cores (bench/evidence_speed.py), too slow for 1,000
+    documents a minute when the articles differ; the lexical mode checks several hundred a second."""
+    on = get_settings().evidence_embeddings_in_bulk if with_embeddings is None else with_embeddings
+    return embeddings(on)
+
+
 def default_embedder() -> Embedder:
-    """MiniLM when installed, lexical overlap alone otherwise."""
-    return _minilm if embeddings_available() else lexical_only
+    """MiniLM when installed (and not turned off by `embeddings` or `bulk`), lexical overlap alone otherwise."""
+    return _minilm if _embeddings_on.get() and embeddings_available() else lexical_only
 
 
 def embedder_label(embedder: Embedder | None = None) -> str:
@@ -1116,9 +1172,36 @@ def mode_of(found: Sequence[SentenceEvidence]) -> str:
     return embedder_label(_minilm if embedded else lexical_only)
 
 
-def summary_score(found: Sequence[SentenceEvidence]) -> float | None:
-    """The mean of the sentences' scores: a continuous summary score (None without sentences)."""
-    return float(np.mean([se.support for se in found])) if found else None
+AGGREGATES = ("mean", "product", "min")
+# A summary is consistent when every one of its sentences is. Reading each sentence's score as the probability
+# that it is consistent, P(all consistent) is their product under independence, and the minimum is the bound
+# that assumes the least (P(all) <= the least p_i); the mean is the expected share of consistent sentences.
+# The mean is the default: the scores are fitted with balanced classes, so they are not calibrated
+# probabilities, and a product of them mostly counts sentences. Cross-validated on QAGS-CNN
+# (bench/evidence_qags.py) the product and the minimum rank summaries no better against "every sentence
+# consistent" than the mean and correlate less with the share of consistent sentences.
+SUMMARY_AGGREGATE = "mean"
+
+
+def aggregate(scores: Sequence[float], how: str = SUMMARY_AGGREGATE) -> float:
+    """The sentences' scores combined into one: "mean" (the expected share consistent), "product" (P(all
+    consistent) under independence) or "min"."""
+    values = np.asarray(scores, dtype=float)
+    if values.size == 0:
+        raise ValueError("no sentence scores to aggregate")
+    if how == "product":
+        return float(np.prod(values))
+    if how == "min":
+        return float(values.min())
+    if how == "mean":
+        return float(values.mean())
+    raise ValueError(f"unknown aggregate {how!r}; choose one of {', '.join(AGGREGATES)}")
+
+
+def summary_score(found: Sequence[SentenceEvidence], how: str = SUMMARY_AGGREGATE) -> float | None:
+    """The summary's continuous score: its sentences' scores combined by `aggregate` (the mean by default);
+    None without sentences. Not the Eq. 3 score of `to_evaluation`, which counts the verdicts."""
+    return aggregate([se.support for se in found], how) if found else None
 
 
 def to_evaluation(found: Sequence[SentenceEvidence], *, mode: str = "") -> Evaluation:

