@@ -38,6 +38,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--output", default=None, help="write each item's result (verdicts, windows or QA pairs) here")
     p.add_argument("--amc", choices=["llm", "rule"], default="rule")
     p.add_argument("--rounds", type=int, default=0, help="improvement rounds (default 0: evaluate only)")
+    p.add_argument("--alpha", type=float, default=0.0, help="Eq. 3 alpha (default 0, Appendix C.1)")
+    p.add_argument("--beta", type=float, default=0.0, help="Eq. 3 beta (default 0, Appendix C.1)")
     p.add_argument("--concurrency", type=int, default=None)
     p.add_argument("--limit", type=int, default=None, help="only the first N items")
     p.add_argument(
@@ -92,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
     is_nli = nli.is_nli(args.method)
     cfg = DCRConfig(
         task=args.task or ds.task, criteria=args.criteria, method=args.method, amc=args.amc,
-        max_rounds=0 if is_nli else args.rounds,
+        max_rounds=0 if is_nli else args.rounds, alpha=args.alpha, beta=args.beta,
     )  # fmt: skip
     try:
         ids = batches.create_repeats(

@@ -95,6 +95,8 @@ def create_batch(
                 name += f" · {cfg.amc}"
             name += f" · repeat {sample + 1}" if repeat_group else ""
         recorded = method_config(backend, cfg.method, window) if is_nli else recorded_config(backend, cfg)
+        if not is_nli:  # Eq. 3's alpha and beta as set, read back by process_batch
+            recorded = {**recorded, "params": {**recorded["params"], **eq3_params(cfg)}}
         batch = Batch(
             name=name,
             dataset_id=dataset_id,
@@ -120,6 +122,17 @@ def create_batch(
         )  # fmt: skip
         session.commit()
         return batch.id  # type: ignore[return-value]
+
+
+def eq3_params(cfg: dcr.DCRConfig) -> dict[str, float]:
+    """The alpha and beta of Eq. 3 a batch records in its params (Appendix C.1's 0 unless set)."""
+    return {"alpha": float(cfg.alpha), "beta": float(cfg.beta)}
+
+
+def eq3_of(params: dict | None) -> dict[str, float]:
+    """Eq. 3's alpha and beta recorded in a batch's params (0, 0 for batches made before they were)."""
+    p = params or {}
+    return {"alpha": float(p.get("alpha", dcr.DEFAULT_ALPHA)), "beta": float(p.get("beta", dcr.DEFAULT_BETA))}
 
 
 def create_repeats(engine: Engine, *, repeats: int, **kwargs: Any) -> list[int]:
@@ -673,7 +686,8 @@ def _process_batch(
             raise InputError(f"Batch {batch_id} does not exist.")
         if b.cancel_requested or b.status in ("done", "cancelled"):
             return stats
-        cfg = dcr.DCRConfig(task=b.task, criteria=b.criteria, method=b.method, amc=b.amc, max_rounds=b.max_rounds)  # type: ignore[arg-type]
+        cfg = dcr.DCRConfig(task=b.task, criteria=b.criteria, method=b.method, amc=b.amc, max_rounds=b.max_rounds,  # type: ignore[arg-type]
+                            **eq3_of(b.params))  # fmt: skip
         opts = session.get(BatchOptions, batch_id)
         window, sample = (opts.window, opts.sample) if opts is not None else (1, 0)
         backend = backend or backend_for(b)

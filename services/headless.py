@@ -117,7 +117,7 @@ def _unfinished(engine: Engine, dataset_id: int, backend: BackendConfig, cfg: dc
     recorded = method_config(backend, cfg.method, window) if is_nli else recorded_config(backend, cfg)
     with engine.connect() as conn:
         rows = conn.execute(
-            select(Batch.id, BatchOptions.window, BatchOptions.sample, BatchOptions.repeat_group)
+            select(Batch.id, BatchOptions.window, BatchOptions.sample, BatchOptions.repeat_group, Batch.params)
             .outerjoin(BatchOptions, BatchOptions.batch_id == Batch.id)
             .where(
                 Batch.dataset_id == dataset_id, Batch.name.startswith(NAME_PREFIX),
@@ -128,8 +128,9 @@ def _unfinished(engine: Engine, dataset_id: int, backend: BackendConfig, cfg: dc
             )
             .order_by(Batch.id.desc())
         ).all()  # fmt: skip
-    for bid, w, sample, group in rows:
-        if (w or 1) == window and not sample and group is None:
+    for bid, w, sample, group, params in rows:
+        same_eq3 = is_nli or batches.eq3_of(params) == batches.eq3_params(cfg)
+        if (w or 1) == window and not sample and group is None and same_eq3:
             return int(bid)
     return None
 

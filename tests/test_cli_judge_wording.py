@@ -55,7 +55,7 @@ def run_cli(fake, monkeypatch, tmp_path):
     monkeypatch.setenv("LLM_MODEL", "fake-model")
     monkeypatch.setenv("DATABASE_URL", f"sqlite:///{tmp_path / 'cli.db'}")
 
-    def run(candidates: list[str]) -> list[dict]:
+    def run(candidates: list[str], *options: str) -> list[dict]:
         fake.responder = varied_judge({c: i for i, c in enumerate(candidates)})
         pairs, out = tmp_path / "pairs.jsonl", tmp_path / "out.jsonl"
         pairs.write_text(
@@ -64,7 +64,7 @@ def run_cli(fake, monkeypatch, tmp_path):
             ),
             encoding="utf-8",
         )
-        cli.main(["evaluate", "--input", str(pairs), "--output", str(out), "--concurrency", "2"])
+        cli.main(["evaluate", "--input", str(pairs), "--output", str(out), "--concurrency", "2", *options])
         return [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
 
     return run
@@ -96,3 +96,12 @@ def test_mixed_documents_never_score_one_when_a_sentence_is_inconsistent(run_cli
     for line in lines:
         assert line["score"] is None  # the wrought-iron sentence is never judged plainly
         assert line["partial_score"] is not None and line["partial_score"] < 1.0
+
+
+def test_alpha_and_beta_reach_the_score_through_the_batch_engine(run_cli):
+    # Eq. 3: Z = (sum z + alpha) / (k + beta); one +1 and one -1 with alpha = 1, beta = 1: Z = 1/3, Z^ = 2/3.
+    (plain,) = run_cli([f"{GOOD} {BAD}"])
+    assert plain["score"] == 0.5 and plain["alpha"] == 0.0
+    (line,) = run_cli([f"{GOOD} {BAD} "], "--alpha", "1", "--beta", "1")
+    assert line["alpha"] == 1.0 and line["beta"] == 1.0
+    assert line["score"] == pytest.approx(2 / 3)
