@@ -122,13 +122,6 @@ def test_a_paused_worker_sends_and_writes_nothing_another_worker_finished(tmp_pa
 
 
 # -- the same guarantees, in one process -----------------------------------------------------------
-@pytest.fixture
-def file_engine(tmp_path):
-    eng = make_engine(f"sqlite:///{tmp_path}/f.db")
-    yield eng
-    eng.dispose()
-
-
 def _age_heartbeat(engine, wid: str, seconds: float) -> None:
     with engine.begin() as conn:
         conn.execute(

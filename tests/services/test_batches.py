@@ -52,13 +52,6 @@ def judge():
         yield fake
 
 
-@pytest.fixture
-def file_engine(tmp_path):
-    eng = make_engine(f"sqlite:///{tmp_path}/b.db")
-    yield eng
-    eng.dispose()
-
-
 def judge_backend(fake, **kw) -> BackendConfig:
     return BackendConfig(kind="openai", base_url=fake.base_url, model="fake-model", max_retries=0, timeout=5, **kw)
 

@@ -18,16 +18,6 @@ from tests.fakes import last_user
 RNG = np.random.default_rng(0)
 
 
-@pytest.fixture
-def file_engine(tmp_path):
-    """A SQLite file: runs write from several threads, which one shared in-memory connection cannot take."""
-    from db.engine import make_engine
-
-    eng = make_engine(f"sqlite:///{tmp_path / 'dhp.db'}")
-    yield eng
-    eng.dispose()
-
-
 # -- Wilcoxon ----------------------------------------------------------------------------------------
 @pytest.mark.parametrize("n", [6, 30, 100])
 def test_wilcoxon_matches_scipy_one_sided(n):

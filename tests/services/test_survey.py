@@ -6,16 +6,9 @@ import threading
 
 import pytest
 
-from db.engine import get_session, make_engine
+from db.engine import get_session
 from services import survey as sv
 from services.perturb import TASKS
-
-
-@pytest.fixture
-def file_engine(tmp_path):
-    eng = make_engine(f"sqlite:///{tmp_path / 'survey.db'}")
-    yield eng
-    eng.dispose()
 
 
 def new_survey(engine, task: str = "summarization", experts: int = 0) -> tuple[int, list[int]]:
