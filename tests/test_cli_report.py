@@ -13,7 +13,7 @@ from db.engine import get_engine
 from db.models import DatasetItem
 from services import datasets
 from tests.metaeval_seed import Item, add_batch, seed
-from tests.services.test_metaeval import HAND, LABELLED
+from tests.support.metaeval import HAND, LABELLED
 from tests.support.qags import QAGS_FILE, qags_alpha
 
 C, X = "consistent", "inconsistent"

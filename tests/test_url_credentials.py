@@ -15,7 +15,7 @@ from services.config import BackendConfig, backend_from_record
 from services.llm import LLMClient
 from services.redact import is_secret_name, redact_url, url_secrets
 from tests.fakes import toy_judge
-from tests.services.test_batches import BAD, FIX, REF
+from tests.support.batches import BAD, FIX, REF
 
 KEY = "Zq7-url-secret-" + "k" * 12
 

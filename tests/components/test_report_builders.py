@@ -8,7 +8,7 @@ from components.report_builders import BUILDERS, build
 from services import conseval as ce
 from services import reports
 from services.text import InputError
-from tests.services.test_conseval import config, items, scorer
+from tests.support.conseval import config, items, scorer
 
 
 def test_conseval_study_report_has_alphas_with_intervals_figures_and_ratings(engine, fake, backend):
@@ -56,7 +56,7 @@ def nli_batch(engine, ds_id: int, item_ids: list[int], labels: list[str | None],
 
 
 def test_nli_comparison_puts_the_methods_side_by_side_on_common_items(engine):
-    from tests.services.test_distill import Row, make_dataset
+    from tests.support.distill import Row, make_dataset
 
     ds_id, ids = make_dataset(engine, [Row(i, i % 2) for i in range(6)])  # gold: 0 1 0 1 0 1
     C, X = "consistent", "inconsistent"
@@ -79,7 +79,7 @@ def test_nli_comparison_puts_the_methods_side_by_side_on_common_items(engine):
 
 
 def test_survey_report_has_the_expert_alpha_and_the_weights(engine):
-    from tests.services.test_survey import cast, new_survey
+    from tests.support.survey import cast, new_survey
 
     sid, ids = new_survey(engine, task="story", experts=4)
     for i, e in enumerate(ids):
@@ -103,7 +103,7 @@ def test_dhp_run_report_has_discernment_tests_and_highlighted_perturbations(tmp_
     from db.engine import get_session, make_engine
     from services import dhp
     from services.perturb import TASKS, Item
-    from tests.services.test_dhp import judge_fluency_only
+    from tests.support.dhp import judge_fluency_only
 
     eng = make_engine(f"sqlite:///{tmp_path / 'dhp.db'}")
     items = [

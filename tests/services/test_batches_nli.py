@@ -9,7 +9,7 @@ from services.config import BackendConfig
 from services.text import InputError
 from tests.fakes import FakeOpenAIServer
 from tests.nli_fakes import nli_judge
-from tests.services.test_batches import BAD, make_dataset
+from tests.support.batches import BAD, make_dataset
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import re
 
 import numpy as np
 import pandas as pd
@@ -14,6 +13,7 @@ from db.engine import get_session
 from services import dhp, jobs, perturb
 from services.perturb import TASKS, Item
 from tests.fakes import last_user
+from tests.support.dhp import judge_fluency_only
 
 RNG = np.random.default_rng(0)
 
@@ -126,18 +126,6 @@ def test_rating_prompts_follow_appendix_e():
 
 
 # -- a run end to end, through the worker's task ----------------------------------------------------------
-def judge_fluency_only(originals: set[str]):
-    """A fake evaluator that notices damage only on Fluency: 5 for an original, 2 for anything else."""
-
-    def respond(body: dict) -> dict:
-        content = last_user(body)
-        text = content.rsplit("Summary:\n\n", 1)[1]
-        metric = re.search(r"Evaluation Criterion: (\w+)", content).group(1)
-        if metric != "Fluency":
-            return "4"
-        return "5" if text in originals else "Fluency: 2"
-
-    return respond
 
 
 def test_a_run_scores_every_text_r_times_and_gives_discernment(file_engine, fake, backend, monkeypatch):

@@ -20,22 +20,10 @@ from services.prompts import dcr as prompts
 from services.text import InputError
 from tests.fakes import FakeOpenAIServer, toy_judge
 from tests.metaeval_seed import Item, add_batch, make_dataset, seed
+from tests.support.metaeval import HAND, LABELLED, ROUNDS, C, X
 from tests.support.qags import QAGS_FILE, qags_alpha
 
-C, X, U = "consistent", "inconsistent", "unknown"  # X: inconsistent
-
-# Eight items: score (Eq. 3 of the verdicts), human score and label. At threshold 1 ("any inconsistent
-# sentence"), items 2, 3, 5, 7, 8 are flagged; humans call 2, 3, 4, 7, 8 inconsistent.
-HAND = [
-    Item([[C, C]], human_score=1.0, human_label=1, flag=True),  # 1.0
-    Item([[C, X]], human_score=0.5, human_label=0, flag=False),  # 0.5
-    Item([[X, X]], human_score=0.0, human_label=0, flag=False),  # 0.0
-    Item([[C, C, C]], human_score=2 / 3, human_label=0, flag=True),  # 1.0: a miss
-    Item([[C, X, C]], human_score=1.0, human_label=1, flag=True),  # 2/3: a false alarm
-    Item([[C, C]], human_score=1.0, human_label=1, flag=True),  # 1.0
-    Item([[X]], human_score=0.0, human_label=0, flag=True),  # 0.0
-    Item([[C, C, X, C]], human_score=0.75, human_label=0, flag=False),  # 0.75
-]
+# HAND's scores (Eq. 3 of the verdicts; tests/support/metaeval.py works them out).
 SCORES = [1.0, 0.5, 0.0, 1.0, 2 / 3, 1.0, 0.0, 0.75]
 
 
@@ -119,13 +107,6 @@ def test_a_running_batch_covers_the_finished_items_and_says_so(engine):
 
 
 # -- RAI --------------------------------------------------------------------------------------------
-ROUNDS = [
-    Item([[C, C]]),  # consistent at round 0
-    Item([[C, X], [C, C]]),  # corrected in round 1
-    Item([[X, X], [C, X], [C, C]]),  # corrected in round 2
-    Item([[X], [X]]),  # not corrected (the improver changed nothing more)
-    Item([[C, X], [C, X], [C, X]]),  # not corrected after 2 rounds
-]
 
 
 def test_table4_counts_inconsistent_and_corrected_items(engine):
@@ -158,11 +139,6 @@ def test_a_batch_without_rounds_has_one_round_and_a_note(engine):
 
 
 # -- sentence level and human agreement ---------------------------------------------------------------
-LABELLED = [
-    Item([[C, X, C]], sentence_labels=[{"w1": 1, "w2": 1, "w3": 1}, {"w1": 0, "w2": 0, "w3": 1}, {"w1": 1, "w4": 0}]),
-    Item([[X, C]], sentence_labels=[{"w2": 0, "w3": 0, "w4": 0}, {"w1": 1, "w2": 0, "w4": 0}]),
-    Item([[U, C, X]], sentence_labels=[{"w1": 1, "w2": 1}, {"w3": 1, "w4": 1, "w2": 1}, {"w1": 1, "w3": 1, "w4": 0}]),
-]
 
 
 def test_sentence_level_compares_verdicts_with_the_majority_and_counts_what_is_left_out(engine):
@@ -355,8 +331,8 @@ def test_report_is_json_with_every_table(engine):
 
 def test_a_real_batch_against_the_fake_judge_feeds_every_table(tmp_path):
     from db.engine import make_engine
-    from tests.services.test_batches import BAD, FIX, judge_backend
-    from tests.services.test_batches import make_dataset as make_batch_dataset
+    from tests.support.batches import BAD, FIX, judge_backend
+    from tests.support.batches import make_dataset as make_batch_dataset
 
     engine = make_engine(f"sqlite:///{tmp_path}/m.db")
     with FakeOpenAIServer(responder=toy_judge(BAD, FIX)) as fake:

@@ -1,0 +1,21 @@
+"""A fake DHP evaluator."""
+
+from __future__ import annotations
+
+import re
+
+from tests.fakes import last_user
+
+
+def judge_fluency_only(originals: set[str]):
+    """A fake evaluator that notices damage only on Fluency: 5 for an original, 2 for anything else."""
+
+    def respond(body: dict) -> dict:
+        content = last_user(body)
+        text = content.rsplit("Summary:\n\n", 1)[1]
+        metric = re.search(r"Evaluation Criterion: (\w+)", content).group(1)
+        if metric != "Fluency":
+            return "4"
+        return "5" if text in originals else "Fluency: 2"
+
+    return respond
