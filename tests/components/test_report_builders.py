@@ -102,15 +102,11 @@ def test_survey_report_has_the_expert_alpha_and_the_weights(engine):
 def test_dhp_run_report_has_discernment_tests_and_highlighted_perturbations(tmp_path, fake, backend):
     from db.engine import get_session, make_engine
     from services import dhp
-    from services.perturb import TASKS, Item
-    from tests.support.dhp import judge_fluency_only
+    from services.perturb import TASKS
+    from tests.support.dhp import council_items, judge_fluency_only
 
     eng = make_engine(f"sqlite:///{tmp_path / 'dhp.db'}")
-    items = [
-        Item(f"s{i}", f"The council met on day {i} in Leeds. It approved {40 + i} million pounds. Work starts soon.",
-             f"article {i}")
-        for i in range(6)
-    ]  # fmt: skip
+    items = council_items(6)
     fake.responder = judge_fluency_only({it.text for it in items})
     with get_session(eng) as s:
         sid = dhp.create_set(TASKS["summarization"], items, name="t", seed=1, session=s, only=["typo:minor"])

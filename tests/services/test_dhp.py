@@ -13,7 +13,7 @@ from db.engine import get_session
 from services import dhp, jobs, perturb
 from services.perturb import TASKS, Item
 from tests.fakes import last_user
-from tests.support.dhp import judge_fluency_only
+from tests.support.dhp import council_items, judge_fluency_only
 
 RNG = np.random.default_rng(0)
 
@@ -130,11 +130,7 @@ def test_rating_prompts_follow_appendix_e():
 
 def test_a_run_scores_every_text_r_times_and_gives_discernment(file_engine, fake, backend, monkeypatch):
     monkeypatch.setattr("db.engine.get_engine", lambda url=None: file_engine)
-    items = [
-        Item(f"s{i}", f"The council met on day {i} in Leeds. It approved {40 + i} million pounds. Work starts soon.",
-             f"article {i}")
-        for i in range(8)
-    ]  # fmt: skip
+    items = council_items(8)
     fake.responder = judge_fluency_only({it.text for it in items})
     task = TASKS["summarization"]
     with get_session(file_engine) as s:

@@ -1,9 +1,10 @@
-"""A fake DHP evaluator."""
+"""A fake DHP evaluator and the summaries it judges."""
 
 from __future__ import annotations
 
 import re
 
+from services.perturb import Item
 from tests.fakes import last_user
 
 
@@ -19,3 +20,12 @@ def judge_fluency_only(originals: set[str]):
         return "5" if text in originals else "Fluency: 2"
 
     return respond
+
+
+def council_items(n: int) -> list[Item]:
+    """n short summaries of council meetings, each with its own numbers and article."""
+    return [
+        Item(f"s{i}", f"The council met on day {i} in Leeds. It approved {40 + i} million pounds. Work starts soon.",
+             f"article {i}")
+        for i in range(n)
+    ]  # fmt: skip
