@@ -15,6 +15,7 @@ from db.engine import make_engine
 from services.config import BackendConfig, Settings
 from services.llm import LLMClient, get_client
 from tests.fakes import FakeOpenAIServer
+from tests.support import databases
 
 _ENV_NAMES = {name.upper() for name in Settings.model_fields} | {"OPENAI_API_KEY", "DATABASE_URL"}
 
@@ -86,9 +87,7 @@ def migrated_sqlite_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def engine(_migrated_sqlite: Engine) -> Iterator[Engine]:
     """A fresh in-memory database at the current schema: a page-by-page copy of the migrated one."""
-    eng = make_engine("sqlite://", migrate=False)
-    with _migrated_sqlite.connect() as src, eng.connect() as dst:
-        src.connection.driver_connection.backup(dst.connection.driver_connection)
+    eng = databases.sqlite_memory_copy(_migrated_sqlite)
     yield eng
     eng.dispose()
 

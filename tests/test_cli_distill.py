@@ -13,7 +13,7 @@ from services.dcr import DCRConfig
 from tests.app.helpers import CAND, REF
 from tests.fakes import toy_judge
 from tests.metaeval_seed import Item, add_batch, seed
-from tests.services.test_distill import many
+from tests.support.distill import many
 
 C, X = "consistent", "inconsistent"
 

@@ -13,7 +13,8 @@ from db.engine import get_engine
 from db.models import DatasetItem
 from services import datasets
 from tests.metaeval_seed import Item, add_batch, seed
-from tests.services.test_metaeval import HAND, LABELLED, QAGS_ALPHA, QAGS_FILE
+from tests.support.metaeval import HAND, LABELLED
+from tests.support.qags import QAGS_FILE, qags_alpha
 
 C, X = "consistent", "inconsistent"
 
@@ -73,5 +74,5 @@ def test_report_on_qags_has_the_exact_human_alpha(tmp_path):
     out = tmp_path / "qags.json"
     assert cli.main(["report", "--run", str(bid), "--output", str(out), "--boot", "100"]) == 0
     h = json.loads(out.read_text(encoding="utf-8"))["human_agreement"]
-    assert abs(h["alpha"] - QAGS_ALPHA) < 1e-12
+    assert abs(h["alpha"] - qags_alpha()) < 1e-12
     assert (h["n_sentences"], h["n_items"]) == (714, 235)

@@ -16,7 +16,7 @@ from db.engine import make_engine
 from db.models import Batch, WorkerHeartbeat, utcnow
 from services import batches
 from tests.fakes import FakeOpenAIServer, toy_judge
-from tests.services.test_batches import BAD, EVAL, FIX, judge_backend, make_dataset
+from tests.support.batches import BAD, EVAL, FIX, judge_backend, make_dataset
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -15,7 +15,7 @@ from services.config import BackendConfig, backend_from_record
 from services.llm import get_client
 from services.redact import is_secret_name, redact_url, url_secrets
 from tests.fakes import toy_judge
-from tests.services.test_batches import BAD, FIX, REF
+from tests.support.batches import BAD, FIX, REF
 
 KEY = "Zq7-url-secret-" + "k" * 12
 
@@ -57,7 +57,10 @@ def secret_url(fake, monkeypatch, tmp_path):
 
 def test_url_credentials_reach_neither_the_database_nor_the_cli_output(secret_url, fake, tmp_path, capsys, caplog):
     pairs = tmp_path / "pairs.jsonl"
-    rows = [{"id": f"d{i}", "reference": REF, "candidate": f"The council approved {BAD} dollars."} for i in range(2)]
+    rows = [
+        {"id": f"d{i}", "reference": REF, "candidate": f"The council approved {BAD} dollars on day {i}."}
+        for i in range(2)
+    ]
     pairs.write_text("".join(json.dumps(r) + "\n" for r in rows))
     out = tmp_path / "out.jsonl"
     caplog.set_level(logging.DEBUG)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import shutil
 import socket
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ import db.engine
 import services.embedded
 from tests.app.helpers import HOME, ROOT
 from tests.fakes import FakeOpenAIServer, answers_connection_check, toy_judge
+from tests.support import databases
 
 
 def _reset_engines() -> None:
@@ -30,17 +32,30 @@ def _reset_engines() -> None:
         db.engine._engines.clear()
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    databases.run_on_both(metafunc, "db_file")  # every page test, on SQLite and on PostgreSQL
+
+
 @pytest.fixture(autouse=True)
 def db_file(
-    _isolated_env, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, migrated_sqlite_file: Path
+    request: pytest.FixtureRequest,
+    _isolated_env,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    migrated_sqlite_file: Path,
 ) -> Iterator[Path]:
-    """DATABASE_URL points at a SQLite file of this test, at the current schema; the engine caches start empty."""
+    """DATABASE_URL points at a database of this test at the current schema: a SQLite file (its path is yielded)
+    or a new PostgreSQL database (the path yielded is unused). The engine caches start empty."""
     path = tmp_path / "app.db"
-    shutil.copyfile(migrated_sqlite_file, path)
-    monkeypatch.setenv("DATABASE_URL", f"sqlite:///{path}")
-    _reset_engines()
-    yield path
-    _reset_engines()
+    with ExitStack() as stack:
+        if databases.kind(request) == "postgresql":
+            monkeypatch.setenv("DATABASE_URL", stack.enter_context(databases.postgres_database()))
+        else:
+            shutil.copyfile(migrated_sqlite_file, path)
+            monkeypatch.setenv("DATABASE_URL", f"sqlite:///{path}")
+        _reset_engines()
+        yield path
+        _reset_engines()
 
 
 @pytest.fixture(autouse=True)

@@ -12,7 +12,7 @@ from services import annotations as an
 from services import conseval as ce
 from tests.annotation_seed import make_dataset
 from tests.app.helpers import HISTORY, ROOT, SETTINGS
-from tests.app.test_conseval import seeded_study
+from tests.support.conseval import seeded_study
 
 PASSWORD = "correct horse battery staple"
 RATE = "pages/9_Rate.py"

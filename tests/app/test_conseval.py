@@ -6,9 +6,8 @@ import re
 
 import db.engine
 from services import conseval as ce
-from services.config import BackendConfig
 from tests.app.helpers import click, texts
-from tests.services.test_conseval import scorer
+from tests.support.conseval import scorer, seeded_study
 
 CONSEVAL = "pages/8_ConsEval.py"
 
@@ -21,17 +20,6 @@ def small_setup(at):
     at.number_input(key="ce_limit").set_value(4)
     at.number_input(key="ce_boot").set_value(50)
     return at.run()
-
-
-def seeded_study(judge, *, n_items: int = 4) -> int:
-    judge.responder = scorer()
-    eng = db.engine.get_engine()
-    backend = BackendConfig(kind="openai", base_url=judge.base_url, model="fake-model", max_retries=0)
-    cfg = ce.StudyConfig(criteria=["Conciseness"], scales=["5-P", "Binary", "10-P"], granularities=["none"],
-                         models=[ce.ModelSpec.of(backend)], n_samples=2, n_boot=30)  # fmt: skip
-    sid = ce.create_study(eng, cfg, ce.sample_items(["Conciseness"], n_items))
-    ce.run_study(eng, sid, backends={backend.model: backend})
-    return sid
 
 
 def test_the_page_renders_with_no_study(open_page):

@@ -13,7 +13,7 @@ from components import background
 from services import metaeval
 from tests.app.helpers import texts
 from tests.metaeval_seed import Item, seed
-from tests.services.test_metaeval import HAND, LABELLED, ROUNDS
+from tests.support.metaeval import HAND, LABELLED, ROUNDS
 
 META = "pages/6_Meta-evaluation.py"
 C, X = "consistent", "inconsistent"
@@ -217,8 +217,8 @@ def test_methods_tab_compares_batches_over_the_dataset_with_repeats_lengths_and_
     from services import batches, dcr
     from services.config import BackendConfig
     from tests.nli_fakes import nli_judge
-    from tests.services.test_metaeval_methods import BAD
-    from tests.services.test_metaeval_methods import seed as seed_growing
+    from tests.support.metaeval_methods import BAD
+    from tests.support.metaeval_methods import seed as seed_growing
 
     fake.responder = nli_judge(bad=BAD)
     eng = db.engine.get_engine()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import db.engine
 from services import conseval as ce
 from tests.app.helpers import click, texts
-from tests.app.test_conseval import seeded_study
+from tests.support.conseval import seeded_study
 
 RATE = "pages/9_Rate.py"
 

@@ -43,6 +43,7 @@ def test_missing_model_is_refused(open_page, judge):
     assert BACKEND_KEY not in at.session_state
 
 
+@pytest.mark.sqlite_only  # searches the SQLite file's bytes; the key-leak search on PostgreSQL is elsewhere
 def test_saved_endpoint_is_used_and_the_typed_key_lives_only_in_session_state(open_page, judge, tmp_path):
     at = click(endpoint_form(open_page, judge.base_url + "/", key=SECRET), "Save")
     assert not at.exception

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tests.app.helpers import EVALUATE, texts
-from tests.services.test_readers import BROKEN
+from tests.support.documents import BROKEN
 
 
 def test_a_malformed_docx_upload_shows_a_clear_message(open_page):

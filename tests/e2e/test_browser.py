@@ -272,7 +272,7 @@ def test_history_link_selects_a_run_and_a_delete_leaves_nothing_selected(live_ap
 
 def test_meta_evaluation_deep_link_to_a_tab(live_app: LiveApp, page):
     from tests.metaeval_seed import seed
-    from tests.services.test_metaeval import HAND, LABELLED
+    from tests.support.metaeval import HAND, LABELLED
 
     engine = make_engine(live_app.database_url)
     try:
@@ -297,7 +297,7 @@ def test_meta_evaluation_deep_link_to_a_tab(live_app: LiveApp, page):
 
 def test_a_batch_runs_in_the_worker_then_opens_in_meta_evaluation(live_app: LiveApp, page):
     from tests.metaeval_seed import make_dataset
-    from tests.services.test_metaeval import HAND
+    from tests.support.metaeval import HAND
 
     engine = make_engine(live_app.database_url)
     try:

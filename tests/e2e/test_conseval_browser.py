@@ -17,7 +17,7 @@ from services import conseval as ce
 from services.config import BackendConfig
 from tests.e2e.conftest import ARTIFACTS, CHROMIUM, ROOT, TIMEOUT_MS, in_browser, running_app
 from tests.fakes import FakeOpenAIServer
-from tests.services.test_conseval import scorer
+from tests.support.conseval import scorer
 
 pytestmark = [
     pytest.mark.e2e,

@@ -27,13 +27,6 @@ SENTS = [
 ]
 
 
-@pytest.fixture
-def file_engine(tmp_path):
-    eng = make_engine(f"sqlite:///{tmp_path}/ann.db")
-    yield eng
-    eng.dispose()
-
-
 def people(engine, *names: str) -> list[int]:
     return [an.create_annotator(engine, n).id for n in names]
 

@@ -22,7 +22,7 @@ from db.models import BatchItem, DatasetItem, WorkerHeartbeat, utcnow
 from services import batches
 from services.config import Settings
 from tests.fakes import FakeOpenAIServer, last_user, toy_judge
-from tests.services.test_batches import BAD, EVAL, FIX, judge_backend, make_dataset
+from tests.support.batches import BAD, EVAL, FIX, judge_backend, make_dataset
 
 # Short worker timings for the test, through the same settings a deployment uses.
 TIMINGS = {"WORKER_STALE_AFTER": "4", "WORKER_HEARTBEAT": "0.5", "DB_BUSY_TIMEOUT": "2"}
@@ -122,13 +122,6 @@ def test_a_paused_worker_sends_and_writes_nothing_another_worker_finished(tmp_pa
 
 
 # -- the same guarantees, in one process -----------------------------------------------------------
-@pytest.fixture
-def file_engine(tmp_path):
-    eng = make_engine(f"sqlite:///{tmp_path}/f.db")
-    yield eng
-    eng.dispose()
-
-
 def _age_heartbeat(engine, wid: str, seconds: float) -> None:
     with engine.begin() as conn:
         conn.execute(

@@ -15,52 +15,17 @@ import pytest
 from sqlmodel import Session, select
 
 from db.engine import make_engine
-from db.models import BatchItem, Dataset, DatasetItem, Document, WorkerHeartbeat, utcnow
+from db.models import BatchItem, DatasetItem, WorkerHeartbeat, utcnow
 from services import batches, dcr
-from services.config import BackendConfig
-from services.text import InputError, split_sentences
+from services.text import InputError
 from tests.fakes import FakeOpenAIServer, Reply, last_user, toy_judge
-
-BAD, FIX = "47 million", "40 million"
-EVAL = dcr.DCRConfig(max_rounds=0)  # evaluation only
-REF = "The council approved a budget of 40 million dollars on Tuesday. Work starts in March."
-
-
-def make_dataset(engine, n: int, *, bad_every: int = 2) -> int:
-    with Session(engine) as session:
-        ref = Document(sha256="ref", text=REF, n_chars=len(REF))
-        ds = Dataset(name="tiny", format="jsonl", sha256="tiny", n_items=n)
-        session.add(ref)
-        session.add(ds)
-        session.flush()
-        for i in range(n):
-            amount = BAD if i % bad_every == 0 else "40 million"
-            cand = f"Item {i}: the council approved {amount} dollars. Work starts in March."
-            session.add(
-                DatasetItem(
-                    dataset_id=ds.id, idx=i, external_id=f"x{i}", reference_id=ref.id, candidate=cand,
-                    sentences=split_sentences(cand),
-                )
-            )  # fmt: skip
-        session.commit()
-        return ds.id
+from tests.support.batches import BAD, EVAL, FIX, judge_backend, make_dataset
 
 
 @pytest.fixture
 def judge():
     with FakeOpenAIServer(responder=toy_judge(BAD, FIX)) as fake:
         yield fake
-
-
-@pytest.fixture
-def file_engine(tmp_path):
-    eng = make_engine(f"sqlite:///{tmp_path}/b.db")
-    yield eng
-    eng.dispose()
-
-
-def judge_backend(fake, **kw) -> BackendConfig:
-    return BackendConfig(kind="openai", base_url=fake.base_url, model="fake-model", max_retries=0, timeout=5, **kw)
 
 
 def items(engine, batch_id) -> list[BatchItem]:

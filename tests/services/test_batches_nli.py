@@ -9,7 +9,7 @@ from services.config import BackendConfig
 from services.text import InputError
 from tests.fakes import FakeOpenAIServer
 from tests.nli_fakes import nli_judge
-from tests.services.test_batches import BAD, make_dataset
+from tests.support.batches import BAD, make_dataset
 
 
 @pytest.fixture
@@ -30,7 +30,9 @@ def test_each_method_runs_over_a_dataset(engine, nli_server, method, calls_per_i
     items = batches.items_frame(engine, bid)
     assert list(items["status"]) == ["done"] * 4
     with engine.connect() as conn:
-        hits = [r[0] for r in conn.exec_driver_sql(f"SELECT cache_hits FROM batch_item WHERE batch_id = {bid}")]
+        hits = [
+            r[0] for r in conn.exec_driver_sql(f"SELECT cache_hits FROM batch_item WHERE batch_id = {bid} ORDER BY id")
+        ]
     # identical QA prompts (the same question on the same article) are asked once, then served by the cache
     assert [c + h for c, h in zip(items["calls"], hits, strict=True)] == [calls_per_item] * 4
     flagged = [s < 1.0 for s in items["score"]]

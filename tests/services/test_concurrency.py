@@ -179,7 +179,7 @@ def test_racing_claims_never_overlap_and_no_worker_gives_up_while_items_wait(sha
     from db.models import BatchItem
     from services import batches, dcr
     from services.config import BackendConfig
-    from tests.services.test_batches import make_dataset as make_batch_dataset
+    from tests.support.batches import make_dataset as make_batch_dataset
 
     engine = make_engine(shared_url)
     ds = make_batch_dataset(engine, 300)

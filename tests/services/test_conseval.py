@@ -10,10 +10,11 @@ import pytest
 
 from services import conseval as ce
 from services import jobrunner, stats
-from services.conseval import SCALES, ModelSpec, StudyConfig
+from services.conseval import SCALES, ModelSpec
 from services.prompts import conseval as prompts
 from services.text import InputError
 from tests.fakes import Reply, last_user
+from tests.support.conseval import GOOD, config, items, options_of, scorer
 
 # -- scales and mappings -------------------------------------------------------------------------
 
@@ -166,68 +167,6 @@ def test_table_1_and_table_6_prompts():
 
 
 # -- the study against the fake server -----------------------------------------------------------
-
-GOOD = "GOOD"
-
-
-def options_of(prompt: str) -> str:
-    return re.findall(r"Options: (.*)", prompt)[-1].strip()
-
-
-def scorer(noisy: bool = False):
-    """A fake judge: GOOD responses score high, others low; on the Likert and binary scales it answers labels."""
-    counter = {"n": 0}
-
-    def respond(body):
-        prompt = last_user(body)
-        target = prompt.rsplit("### Target", 1)[-1]
-        good = GOOD in target.split("Response:", 1)[-1]
-        opts = options_of(prompt)
-        counter["n"] += 1
-        jitter = counter["n"] % 2 if noisy and body.get("temperature", 0) > 0 else 0
-        if opts.startswith("Strongly"):
-            ans = "Agree" if good else "Disagree"
-        elif opts == "No, Yes":
-            ans = "Yes" if good else "No"
-        elif opts == "-5 to 5":
-            ans = 4 - jitter if good else -3 + jitter
-        else:
-            hi = int(opts.split("-")[1])
-            ans = hi - 1 - jitter if good else 2 + jitter
-        return {"score": ans}
-
-    return respond
-
-
-def items(n: int = 6, criterion: str = "Helpfulness", scored: bool = False) -> list[ce.ItemIn]:
-    out = []
-    for i in range(n):
-        good = i % 2 == 0
-        out.append(
-            ce.ItemIn(
-                criterion,
-                f"question {i}",
-                f"{GOOD if good else 'bad'} answer {i}",
-                str(i),
-                oracle_score=(5.0 if good else 1.0) if scored else None,
-                oracle_scale="5-P" if scored else None,
-            )
-        )
-    return out
-
-
-def config(backend, **kw) -> StudyConfig:
-    base = dict(
-        criteria=["Helpfulness"],
-        scales=["5-P", "7-P", "11-P (POS)", "5-P Likert", "11-P (NEG)", "Binary", "10-P"],
-        granularities=["none", "long"],
-        models=[ModelSpec.of(backend, "judge")],
-        n_samples=3,
-        n_boot=50,
-        concurrency=4,
-    )
-    base.update(kw)
-    return StudyConfig(**base)
 
 
 def test_a_study_end_to_end(engine, fake, backend):

@@ -19,7 +19,7 @@ from db.models import BatchItem
 from services import batches, dcr
 from services.config import BackendConfig
 from tests.fakes import FakeOpenAIServer, toy_judge
-from tests.services.test_batches import BAD, FIX, make_dataset
+from tests.support.batches import BAD, FIX, make_dataset
 
 KEY = "sk-test-" + "Zq7" * 12  # what a real key looks like; it must appear nowhere but in the request header
 

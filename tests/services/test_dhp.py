@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import re
 
 import numpy as np
 import pandas as pd
@@ -14,18 +13,9 @@ from db.engine import get_session
 from services import dhp, jobs, perturb
 from services.perturb import TASKS, Item
 from tests.fakes import last_user
+from tests.support.dhp import council_items, judge_fluency_only
 
 RNG = np.random.default_rng(0)
-
-
-@pytest.fixture
-def file_engine(tmp_path):
-    """A SQLite file: runs write from several threads, which one shared in-memory connection cannot take."""
-    from db.engine import make_engine
-
-    eng = make_engine(f"sqlite:///{tmp_path / 'dhp.db'}")
-    yield eng
-    eng.dispose()
 
 
 # -- Wilcoxon ----------------------------------------------------------------------------------------
@@ -136,27 +126,11 @@ def test_rating_prompts_follow_appendix_e():
 
 
 # -- a run end to end, through the worker's task ----------------------------------------------------------
-def judge_fluency_only(originals: set[str]):
-    """A fake evaluator that notices damage only on Fluency: 5 for an original, 2 for anything else."""
-
-    def respond(body: dict) -> dict:
-        content = last_user(body)
-        text = content.rsplit("Summary:\n\n", 1)[1]
-        metric = re.search(r"Evaluation Criterion: (\w+)", content).group(1)
-        if metric != "Fluency":
-            return "4"
-        return "5" if text in originals else "Fluency: 2"
-
-    return respond
 
 
 def test_a_run_scores_every_text_r_times_and_gives_discernment(file_engine, fake, backend, monkeypatch):
     monkeypatch.setattr("db.engine.get_engine", lambda url=None: file_engine)
-    items = [
-        Item(f"s{i}", f"The council met on day {i} in Leeds. It approved {40 + i} million pounds. Work starts soon.",
-             f"article {i}")
-        for i in range(8)
-    ]  # fmt: skip
+    items = council_items(8)
     fake.responder = judge_fluency_only({it.text for it in items})
     task = TASKS["summarization"]
     with get_session(file_engine) as s:

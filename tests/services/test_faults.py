@@ -17,7 +17,7 @@ from db.models import BatchItem, DatasetItem
 from services import batches, dcr
 from services.config import BackendConfig
 from tests.fakes import FakeOpenAIServer, Reply, _Handler, last_user, toy_judge
-from tests.services.test_batches import BAD, FIX, make_dataset
+from tests.support.batches import BAD, FIX, make_dataset
 
 DROP = "x-fault-drop"
 TIMEOUT = 1.0

@@ -9,20 +9,12 @@ import pytest
 from sqlalchemy import update
 from sqlmodel import Session
 
-from db.engine import make_engine
 from db.models import ConsevalStudy, utcnow
 from services import jobrunner
 from services.errors import InputError
 from services.jobrunner import JobTable
 
 JOBS = JobTable(ConsevalStudy)
-
-
-@pytest.fixture
-def file_engine(tmp_path):
-    eng = make_engine(f"sqlite:///{tmp_path / 'jobs.db'}")
-    yield eng
-    eng.dispose()
 
 
 def _job(engine, **values) -> int:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from pathlib import Path
 
 import krippendorff
 import numpy as np
@@ -21,24 +20,10 @@ from services.prompts import dcr as prompts
 from services.text import InputError
 from tests.fakes import FakeOpenAIServer, toy_judge
 from tests.metaeval_seed import Item, add_batch, make_dataset, seed
+from tests.support.metaeval import HAND, LABELLED, ROUNDS, C, X
+from tests.support.qags import QAGS_FILE, qags_alpha
 
-QAGS_FILE = Path(__file__).resolve().parents[3] / "shared" / "data" / "qags_cnndm_mturk.jsonl"
-QAGS_ALPHA = 0.5135443929556389
-
-C, X, U = "consistent", "inconsistent", "unknown"  # X: inconsistent
-
-# Eight items: score (Eq. 3 of the verdicts), human score and label. At threshold 1 ("any inconsistent
-# sentence"), items 2, 3, 5, 7, 8 are flagged; humans call 2, 3, 4, 7, 8 inconsistent.
-HAND = [
-    Item([[C, C]], human_score=1.0, human_label=1, flag=True),  # 1.0
-    Item([[C, X]], human_score=0.5, human_label=0, flag=False),  # 0.5
-    Item([[X, X]], human_score=0.0, human_label=0, flag=False),  # 0.0
-    Item([[C, C, C]], human_score=2 / 3, human_label=0, flag=True),  # 1.0: a miss
-    Item([[C, X, C]], human_score=1.0, human_label=1, flag=True),  # 2/3: a false alarm
-    Item([[C, C]], human_score=1.0, human_label=1, flag=True),  # 1.0
-    Item([[X]], human_score=0.0, human_label=0, flag=True),  # 0.0
-    Item([[C, C, X, C]], human_score=0.75, human_label=0, flag=False),  # 0.75
-]
+# HAND's scores (Eq. 3 of the verdicts; tests/support/metaeval.py works them out).
 SCORES = [1.0, 0.5, 0.0, 1.0, 2 / 3, 1.0, 0.0, 0.75]
 
 
@@ -53,6 +38,7 @@ def test_batch_frame_has_one_row_per_item_with_round_scores(engine):
     assert set(df["n_rounds"]) == {1}
 
 
+@pytest.mark.sqlite_only  # the JSON path is SQLite's own; PostgreSQL reads results through the Python path
 @pytest.mark.parametrize("items", [HAND, "ROUNDS", "LABELLED"])
 def test_sqlite_json_path_and_python_path_read_the_same(engine, items):
     items = {"ROUNDS": ROUNDS, "LABELLED": LABELLED}.get(items, items) if isinstance(items, str) else items
@@ -121,13 +107,6 @@ def test_a_running_batch_covers_the_finished_items_and_says_so(engine):
 
 
 # -- RAI --------------------------------------------------------------------------------------------
-ROUNDS = [
-    Item([[C, C]]),  # consistent at round 0
-    Item([[C, X], [C, C]]),  # corrected in round 1
-    Item([[X, X], [C, X], [C, C]]),  # corrected in round 2
-    Item([[X], [X]]),  # not corrected (the improver changed nothing more)
-    Item([[C, X], [C, X], [C, X]]),  # not corrected after 2 rounds
-]
 
 
 def test_table4_counts_inconsistent_and_corrected_items(engine):
@@ -160,11 +139,6 @@ def test_a_batch_without_rounds_has_one_round_and_a_note(engine):
 
 
 # -- sentence level and human agreement ---------------------------------------------------------------
-LABELLED = [
-    Item([[C, X, C]], sentence_labels=[{"w1": 1, "w2": 1, "w3": 1}, {"w1": 0, "w2": 0, "w3": 1}, {"w1": 1, "w4": 0}]),
-    Item([[X, C]], sentence_labels=[{"w2": 0, "w3": 0, "w4": 0}, {"w1": 1, "w2": 0, "w4": 0}]),
-    Item([[U, C, X]], sentence_labels=[{"w1": 1, "w2": 1}, {"w3": 1, "w4": 1, "w2": 1}, {"w1": 1, "w3": 1, "w4": 0}]),
-]
 
 
 def test_sentence_level_compares_verdicts_with_the_majority_and_counts_what_is_left_out(engine):
@@ -214,10 +188,10 @@ def test_qags_human_alpha_is_exact(engine):
     data = QAGS_FILE.read_bytes()
     saved = datasets.save_dataset(engine, name="QAGS-CNN/DM", data=data, result=datasets.read_qags(data))
     h = metaeval.human_agreement(engine, dataset_id=saved.id, n_boot=100)
-    assert abs(h.among_humans.alpha - QAGS_ALPHA) < 1e-12
+    assert abs(h.among_humans.alpha - qags_alpha()) < 1e-12  # the krippendorff package on the raw file
     assert h.n_sentences == 714 and h.among_humans.n_pairable == 714 and h.n_items == 235
     assert h.n_workers == h.among_humans.n_raters > 2
-    assert h.among_humans.ci_low < QAGS_ALPHA < h.among_humans.ci_high
+    assert h.among_humans.ci_low < qags_alpha() < h.among_humans.ci_high
 
 
 # -- Figure 3 -------------------------------------------------------------------------------------------
@@ -357,8 +331,8 @@ def test_report_is_json_with_every_table(engine):
 
 def test_a_real_batch_against_the_fake_judge_feeds_every_table(tmp_path):
     from db.engine import make_engine
-    from tests.services.test_batches import BAD, FIX, judge_backend
-    from tests.services.test_batches import make_dataset as make_batch_dataset
+    from tests.support.batches import BAD, FIX, judge_backend
+    from tests.support.batches import make_dataset as make_batch_dataset
 
     engine = make_engine(f"sqlite:///{tmp_path}/m.db")
     with FakeOpenAIServer(responder=toy_judge(BAD, FIX)) as fake:

@@ -11,7 +11,7 @@ from services import conseval as ce
 from services import metaeval, reports
 from services.reports import BUILDERS, build
 from services.text import InputError
-from tests.services.test_conseval import config, items, scorer
+from tests.support.conseval import config, items, scorer
 
 
 def test_conseval_study_report_has_alphas_with_intervals_figures_and_ratings(engine, fake, backend):
@@ -59,7 +59,7 @@ def nli_batch(engine, ds_id: int, item_ids: list[int], labels: list[str | None],
 
 
 def test_nli_comparison_puts_the_methods_side_by_side(engine):
-    from tests.services.test_distill import Row, make_dataset
+    from tests.support.distill import Row, make_dataset
 
     ds_id, ids = make_dataset(engine, [Row(i, i % 2) for i in range(6)])  # gold: 0 1 0 1 0 1
     C, X = "consistent", "inconsistent"
@@ -84,7 +84,7 @@ def test_nli_comparison_puts_the_methods_side_by_side(engine):
 
 def test_nli_comparison_is_the_meta_evaluation_method_comparison(engine):
     """The report's numbers are metaeval.compare_method_batches' on the same batches (one computation)."""
-    from tests.services.test_distill import Row, make_dataset
+    from tests.support.distill import Row, make_dataset
 
     ds_id, ids = make_dataset(engine, [Row(i, i % 2) for i in range(8)])
     C, X = "consistent", "inconsistent"
@@ -116,7 +116,7 @@ def test_report_services_do_not_import_streamlit():
 
 
 def test_survey_report_has_expert_agreement_weights_and_the_votes(engine):
-    from tests.services.test_survey import cast, new_survey
+    from tests.support.survey import cast, new_survey
 
     sid, ids = new_survey(engine, task="story", experts=3)
     for e, metric in zip(ids, ["Coherence", "Coherence", "Fluency"], strict=True):
@@ -136,7 +136,7 @@ def test_dhp_report_has_discernment_tests_and_the_perturbed_pairs(tmp_path, fake
     from db.engine import get_session, make_engine
     from services import dhp
     from services.perturb import TASKS, Item
-    from tests.services.test_dhp import judge_fluency_only
+    from tests.support.dhp import judge_fluency_only
 
     items = [Item(f"s{i}", f"The council met on day {i} in Leeds. It approved {40 + i} million pounds. Work starts "
                   "soon.", f"a {i}") for i in range(6)]  # fmt: skip

@@ -6,28 +6,9 @@ import threading
 
 import pytest
 
-from db.engine import get_session, make_engine
+from db.engine import get_session
 from services import survey as sv
-from services.perturb import TASKS
-
-
-@pytest.fixture
-def file_engine(tmp_path):
-    eng = make_engine(f"sqlite:///{tmp_path / 'survey.db'}")
-    yield eng
-    eng.dispose()
-
-
-def new_survey(engine, task: str = "summarization", experts: int = 0) -> tuple[int, list[int]]:
-    with get_session(engine) as s:
-        sid = sv.create_survey(TASKS[task], title="", session=s)
-        ids = [sv.invite(sid, f"expert {i}", session=s).id for i in range(experts)]
-    return sid, ids
-
-
-def cast(engine, expert: int, question: str, metric: str) -> None:
-    with get_session(engine) as s:
-        sv.vote(expert, question, metric, session=s)
+from tests.support.survey import cast, new_survey
 
 
 def test_a_survey_asks_one_question_per_quality_issue(engine):

@@ -141,7 +141,7 @@ def test_a_batch_item_whose_answers_were_cut_off_fails_with_the_reason_and_a_rer
     from db.engine import make_engine
     from services import batches
     from tests.fakes import toy_judge
-    from tests.services.test_batches import BAD, EVAL, FIX, judge_backend, make_dataset
+    from tests.support.batches import BAD, EVAL, FIX, judge_backend, make_dataset
 
     judge = toy_judge(BAD, FIX)
     cutting = {"on": True}

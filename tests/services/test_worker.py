@@ -12,7 +12,7 @@ from db.engine import make_engine
 from services import batches, dcr
 from services.config import BackendConfig
 from tests.fakes import FakeOpenAIServer, toy_judge
-from tests.services.test_batches import BAD, FIX, make_dataset
+from tests.support.batches import BAD, FIX, make_dataset
 
 
 def test_the_worker_process_runs_an_enqueued_batch(tmp_path):

@@ -1,6 +1,0 @@
-"""tests/services/test_runs.py's database tests on PostgreSQL."""
-
-import tests.services.test_runs as source
-from tests.pg.reuse import database_tests
-
-globals().update(database_tests(source))
