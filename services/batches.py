@@ -701,6 +701,7 @@ def _process_batch(
     if cfg.uses_model:
         for c in clients:
             c.sdk()  # build the HTTP clients before the threads start
+        dcr.preload()
     turn = itertools.count()
     leases = Leases(engine, wid)
     leases.beat()

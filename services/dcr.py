@@ -516,6 +516,12 @@ def is_paragraph_level(quote: str, reason: str, sentences: Sequence[str]) -> boo
     return bool(_WHOLE.search(text)) and not _ONE_SENTENCE.search(text)
 
 
+def preload() -> None:
+    """Import what reading a judge's answer needs (scipy's assignment) before many threads start: a first
+    import inside the threads holds every one of them on the import lock while requests wait."""
+    import scipy.optimize  # noqa: F401
+
+
 def align(
     items: Sequence[str], sentences: Sequence[str], reasons: Sequence[str] | None = None
 ) -> tuple[list[int | None], list[int]]:
@@ -528,7 +534,7 @@ def align(
     position), so a paraphrased quote still keeps its reason with its sentence. Without quotes and with as
     many items as sentences, position decides, as the prompt asks for one entry per sentence in order.
     """
-    from scipy.optimize import linear_sum_assignment
+    from scipy.optimize import linear_sum_assignment  # loaded up front by preload() in batches
 
     k = len(sentences)
     reasons = list(reasons) if reasons is not None else [""] * len(items)
