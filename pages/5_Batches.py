@@ -62,14 +62,20 @@ with st.expander("Start a batch", expanded=st.session_state.ba_start_open, icon=
                 "for the standard deviation over runs (Table 4).",
             )  # fmt: skip
             name = c[5].text_input("Name", placeholder="optional")
-            criteria = st.text_input("Criteria (custom task only)", "")
+            c = st.columns([1, 1, 4])
+            alpha = c[0].number_input("α (Eq. 3)", value=0.0, step=0.5, key="ba_alpha",
+                                      help="DCE methods; Appendix C.1 sets α = 0.")  # fmt: skip
+            beta = c[1].number_input("β (Eq. 3)", value=0.0, step=0.5, key="ba_beta",
+                                     help="DCE methods; Appendix C.1 sets β = 0.")  # fmt: skip
+            criteria = c[2].text_input("Criteria (custom task only)", "")
             start = st.form_submit_button("Start batch", type="primary", icon=":material/play_arrow:")
         if start:
             try:
                 ids = batches.create_repeats(
                     eng, repeats=int(repeats), dataset_id=ds.id, backend=backend,
                     cfg=DCRConfig(task=task, criteria=criteria, method=method, amc=amc,
-                                  max_rounds=0 if nli.is_nli(method) else int(rounds)),
+                                  max_rounds=0 if nli.is_nli(method) else int(rounds),
+                                  alpha=float(alpha), beta=float(beta)),
                     concurrency=int(concurrency), item_limit=int(limit) or None, name=name, window=int(window),
                 )  # fmt: skip
                 for bid in ids:

@@ -109,3 +109,26 @@ def test_the_start_panel_stays_as_it_opened_when_batches_appear(open_page, judge
     at.run()  # the rerun the page makes when the batch changes state must not close the form
     assert _start_panel_open(at)
     assert not _start_panel_open(open_page(BATCHES))  # a new session with batches there: closed
+
+
+def test_alpha_and_beta_set_on_the_page_are_the_batch_items_eq3(open_page, judge):
+    seed_dataset(2)
+    at = open_page(BATCHES)
+    at.number_input(key="ba_alpha").set_value(1.0)
+    at.number_input(key="ba_beta").set_value(1.0)
+    at = at.button(key="FormSubmitter:ba_new-Start batch").click().run()
+    assert not at.exception, at.exception
+    eng = db.engine.get_engine()
+    (b,) = batches.list_batches(eng)
+    assert batches.eq3_of(b.params) == {"alpha": 1.0, "beta": 1.0}
+    with Session(eng) as s:
+        from db.models import BatchItem
+
+        rows = s.query(BatchItem).filter(BatchItem.batch_id == b.id).all()
+    first_rounds = [r.result["rounds"][0] for r in rows]
+    assert all(r["alpha"] == 1.0 and r["beta"] == 1.0 for r in first_rounds), first_rounds
+    # Eq. 3 with alpha = beta = 1: Z = (sum z + 1) / (k + 1), never the plain mean of the marks
+    for r in first_rounds:
+        marks = [x["mark"] for x in r["sentences"] if x["mark"] is not None]
+        if r["score"] is not None:
+            assert r["score"] == ((sum(marks) + 1) / (len(marks) + 1) + 1) / 2
