@@ -179,6 +179,10 @@ NUMBER_WORDS = {
 }  # fmt: skip
 NO_ANSWER = re.compile(r"^\W*(n/?a|none|null|unknown|nan|not applicable|no score|-)?\W*$", re.I)
 NUM = r"[-+−]?\d+(?:\.\d+)?"
+# A first line that names the answer ("Answer: 4", "**Score:** 4/5", "Final rating = Agree").
+LABELLED = re.compile(
+    r"^[\W_]*(?:final\s+)?(?:answer|score|rating|evaluation)[\W_]*?[:=][\W_]*([^\n]+?)[\W_]*$", re.I | re.M
+)
 
 
 def _words_to_numbers(text: str) -> str:
@@ -217,6 +221,11 @@ def parse_score(answer: Any, sc: Scale) -> ParsedScore:
         return ParsedScore(None, raw, "a true/false answer is not a score")
     if NO_ANSWER.match(text):
         return ParsedScore(None, raw, "no score in the answer" if text else "empty answer")
+    labelled = LABELLED.match(text)
+    if labelled and text[labelled.end() :].strip():
+        # "Answer: 2" then an explanation with numbers of its own: the labelled line is the answer
+        first = parse_score(labelled.group(1), sc)
+        return ParsedScore(first.value, raw, first.problem)
     if sc.labels:
         return _read_labels(text, sc)
     t = _words_to_numbers(text.replace("−", "-"))

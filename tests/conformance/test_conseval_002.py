@@ -177,3 +177,18 @@ def test_section_8_1_2_several_imported_oracles_feed_examples_and_accuracy_each(
     by = dict(zip(acc.oracle, acc.value, strict=True))
     assert by["gpt-4"] == pytest.approx(1.0) and by["gemini"] == pytest.approx(-1.0)
     assert st.results["missing"]["answers"] == len(ce.ratings_frame(engine, sid)) - 20  # imported are not answers
+
+
+@pytest.mark.parametrize(
+    ("answer", "value"),
+    [
+        ("Answer: 2\n\nExplanation: the response mentions 5 facts.", 2.0),
+        ("**Score:** 4/5\nIt covers 3 of the 5 points.", 4.0),
+        ("Final answer = 3\nTwo of the 4 claims hold.", 3.0),
+        ("Answer: N/A\n3 facts are missing.", None),
+        ("Answer: 9\nbecause of 2 errors", None),
+    ],
+)
+def test_table1_answer_line_is_read_before_the_explanation(answer, value):
+    """Table 1 asks for the score after "Answer:"; real models go on to explain with numbers of their own."""
+    assert ce.parse_score(answer, ce.SCALES["5-P"]).value == value
