@@ -125,7 +125,7 @@ def main() -> None:
                 f"converter rule with --evidence: start-up {startup:.2f} s, then {rest:.2f} s for {calls} calls "
                 f"(ideal {ideal:.2f} s, ratio {rest / ideal:.3f})"
             )
-            from services import evidence
+            from services.dcr import evidence
 
             t = time.perf_counter()
             evidence.analyse_many([(article(i), sentences(i)) for i in range(n)], noun="article")

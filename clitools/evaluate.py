@@ -97,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"{n} item(s) · {backend.label} · {args.method} · converter {args.amc} · rounds {args.rounds}",
               file=sys.stderr)  # fmt: skip
     else:
-        from services import evidence
+        from services.dcr import evidence
 
         with evidence.bulk(args.embeddings or None):
             print(f"{n} item(s) · {evidence.model_name()} · no model call", file=sys.stderr)
@@ -112,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
     out_path = Path(args.output)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     with out_path.open("w", encoding="utf-8") as out:
-        from services import evidence
+        from services.dcr import evidence
 
         with evidence.bulk(args.embeddings or None):
             lines = list(headless.output_lines(engine, prep, with_evidence=args.evidence))

@@ -576,7 +576,7 @@ def process_item(client: LLMClient, item: ItemInput, cfg: dcr.DCRConfig, *, wind
     if nli.is_nli(cfg.method):
         return process_nli_item(client, item, cfg.method, window)
     if cfg.method == "evidence":
-        from services import evidence
+        from services.dcr import evidence
 
         with evidence.bulk():  # lexical alignment unless EVIDENCE_EMBEDDINGS_IN_BULK
             return _process_dcr_item(client, item, cfg)

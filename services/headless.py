@@ -213,12 +213,12 @@ def method_line(row: ItemRow) -> dict[str, Any]:
 
 
 def attach_evidence(lines: Sequence[dict[str, Any]], references: Sequence[str], *, task: str) -> None:
-    """Add each sentence's evidence (services.evidence) to every round of each line, in place.
+    """Add each sentence's evidence (services.dcr.evidence) to every round of each line, in place.
 
     Every distinct sentence of a document is analysed once (a sentence a round kept has the evidence it
     had), and the documents go to the checker together, so their sentences are embedded in one pass.
     """
-    from services import evidence  # the embedding model loads only when evidence is asked for
+    from services.dcr import evidence  # the embedding model loads only when evidence is asked for
 
     todo = []
     for line, ref in zip(lines, references, strict=True):

@@ -752,7 +752,7 @@ def compute_baselines(
             on_progress(done, total, "ROUGE")
     ev_ids = todo.get(EVIDENCE_METRIC, [])
     for k in range(0, len(ev_ids), rouge_chunk):
-        from services import evidence
+        from services.dcr import evidence
 
         ids = ev_ids[k : k + rouge_chunk]
         refs, cands = texts(ids)
@@ -1076,7 +1076,7 @@ def prompt_record(role: str, prompt_id: str) -> dict[str, Any]:
         return {"role": role, "id": prompt_id, "sha256": _sha256(p.template), "source": p.source}
     if prompt_id.startswith("evidence@"):
         return {"role": role, "id": prompt_id, "sha256": None,
-                "source": "offline evidence checker (services.evidence): no prompt, no model call"}  # fmt: skip
+                "source": "offline evidence checker (services.dcr.evidence): no prompt, no model call"}  # fmt: skip
     if prompt_id.startswith("rule@"):
         return {"role": role, "id": prompt_id, "sha256": None,
                 "source": "deterministic rule converter (services.dcr.rule_mark): no prompt"}  # fmt: skip

@@ -14,8 +14,9 @@ from db import crud
 from db.cache import SqlCache
 from db.engine import get_session
 from db.models import MethodResult, MethodResultPublic, Run, RunCreate
-from services import dcr, evidence, nli
+from services import dcr, nli
 from services.config import BackendConfig, get_settings
+from services.dcr import evidence
 from services.errors import InputError
 from services.llm import UsageLedger, get_client
 from services.text import check_pair, estimate_tokens

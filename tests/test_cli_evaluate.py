@@ -8,9 +8,9 @@ import pytest
 
 import cli
 from db.engine import get_engine
-from services import batches, evidence, headless
+from services import batches, headless
 from services.config import BackendConfig
-from services.dcr import DCRConfig
+from services.dcr import DCRConfig, evidence
 from tests.app.helpers import CAND, FIXED, REF
 from tests.fakes import last_user, toy_judge
 
