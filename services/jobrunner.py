@@ -34,7 +34,7 @@ from services.errors import InputError
 log = logging.getLogger(__name__)
 
 # The service modules that register job kinds (imported on first use: they import this module).
-MODULES = ("services.batches", "services.conseval", "services.dhp")
+MODULES = ("services.batches", "services.conseval", "services.dhp.benchmark")
 
 
 # -- identity and timings ---------------------------------------------------------------------------

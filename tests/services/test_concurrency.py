@@ -24,10 +24,11 @@ from sqlmodel import Session
 from db import crud
 from db.engine import get_session, make_engine
 from db.models import Document, Run, RunCreate, SentenceLabel, SurveyVote, UsageEvent
-from services import annotations, survey
+from services import annotations
 from services.annotations import Target
+from services.dhp import survey
+from services.dhp.perturb import TASKS
 from services.llm import CallRecord
-from services.perturb import TASKS
 from tests.annotation_seed import make_dataset
 from tests.db import pg
 

@@ -53,12 +53,13 @@ from db.models import (
     DhpText,
     utcnow,
 )
-from services import jobrunner, perturb
+from services import jobrunner
 from services.config import BackendConfig, backend_from_record
+from services.dhp import perturb
+from services.dhp.perturb import Item, TaskSpec
 from services.errors import InputError
 from services.jobrunner import JobKind, JobTable
 from services.llm import LLMClient, get_client
-from services.perturb import Item, TaskSpec
 from services.prompts import dhp as prompts
 
 log = logging.getLogger(__name__)
