@@ -26,8 +26,9 @@ sys.path.insert(0, str(ROOT))
 from bench.batch_throughput import IN_FLIGHT, LATENCY, article, free_port, make_dataset, start_server  # noqa: E402
 from bench.batch_throughput import summary_sentences as sentences  # noqa: E402
 from db.engine import make_engine  # noqa: E402
-from services import batches, dcr  # noqa: E402
+from services import dcr  # noqa: E402
 from services.config import BackendConfig  # noqa: E402
+from services.jobs import batches  # noqa: E402
 
 
 def write_pairs(path: Path, n: int) -> None:

@@ -8,11 +8,11 @@ import streamlit as st
 from components import dhp as view
 from components import dhp_figures as figs
 from components.ui import batch_worker, demo_notice, page_setup
-from services import jobs
 from services.dhp import benchmark as dhp
 from services.dhp import perturb
 from services.dhp import survey as sv
 from services.export import frame_csv
+from services.jobs import queue as jobs
 
 backend = page_setup("DHP", ":material/troubleshoot:")
 batch_worker()

@@ -1104,7 +1104,7 @@ def bundle(
     threshold: float = DEFAULT_THRESHOLD,
 ) -> dict[str, Any]:
     """What it takes to reproduce a batch and its meta-evaluation. Never contains an API key."""
-    from services.batches import progress
+    from services.jobs.batches import progress
 
     p = progress(engine, batch_id)
     if p is None:
@@ -1431,7 +1431,7 @@ def compare_method_batches(
     A score below `threshold` predicts "inconsistent" (the positive class); at 1.0, the default, a summary is
     inconsistent when any sentence, window or question is, as the paradigms' Eqs. 2 and 4 say.
     """
-    from services import batches as batch_service
+    from services.jobs import batches as batch_service
 
     with Session(engine) as session:
         found = {b.id: BatchPublic.model_validate(b) for b in session.execute(

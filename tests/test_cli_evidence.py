@@ -9,7 +9,7 @@ import pytest
 import cli
 import services.embedded
 from db.engine import get_engine
-from services import batches
+from services.jobs import batches
 
 REF = (
     "The city council met on Tuesday evening. It approved a budget of 40 million dollars for new schools. "

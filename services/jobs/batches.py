@@ -39,10 +39,11 @@ from db.models import (
     WorkerHeartbeat,
     utcnow,
 )
-from services import dcr, jobrunner, nli
+from services import dcr, nli
 from services.config import BackendConfig, backend_from_record, get_settings
 from services.errors import InputError
-from services.jobrunner import JobKind, JobTable, heartbeat_period, stale_limit, worker_id
+from services.jobs import runner as jobrunner
+from services.jobs.runner import JobKind, JobTable, heartbeat_period, stale_limit, worker_id
 from services.llm import LLMClient, UsageLedger, get_client, summarize_records
 from services.runs import method_config, recorded_config
 from services.text import split_sentences
@@ -158,7 +159,7 @@ def all_options(engine: Engine) -> dict[int, BatchOptions]:
 
 
 def request_cancel(engine: Engine, batch_id: int) -> None:
-    """Ask the workers to stop; items in flight finish, the rest stay pending (services.jobrunner)."""
+    """Ask the workers to stop; items in flight finish, the rest stay pending (services.jobs.runner)."""
     with engine.begin() as conn:
         JOBS.request_cancel(conn, batch_id)
 
