@@ -10,11 +10,12 @@ import time
 from pathlib import Path
 
 from db.engine import get_engine
-from services import datasets, nli
+from services import datasets
 from services.config import backend_from_settings
 from services.dcr import METHOD_LABELS, DCRConfig
 from services.errors import InputError
 from services.jobs import batches
+from services.nli import paradigms as nli
 
 FORMATS = ("qags", "summeval", "paws", "jsonl", "csv")
 

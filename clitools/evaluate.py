@@ -21,7 +21,8 @@ from pathlib import Path
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Register `evaluate` on cli.py's subparsers."""
-    from services import dcr, nli
+    from services import dcr
+    from services.nli import paradigms as nli
 
     ev = subparsers.add_parser("evaluate", help="evaluate (and optionally improve) reference/candidate pairs")
     ev.add_argument("--input", required=True, help="JSONL or CSV with id, reference, candidate")
@@ -57,9 +58,10 @@ def run(args: argparse.Namespace) -> int:
     """Evaluate a file of pairs through the batch engine and write one JSONL line per row."""
     from clitools.batch import run_here
     from db.engine import get_engine
-    from services import dcr, headless, nli
+    from services import dcr, headless
     from services.config import backend_from_settings
     from services.errors import InputError
+    from services.nli import paradigms as nli
 
     if args.task == "custom" and not args.criteria:
         print("error: --task custom needs --criteria", file=sys.stderr)

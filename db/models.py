@@ -718,7 +718,7 @@ class MethodResultBase(SQLModel):
 
 
 class MethodResult(MethodResultBase, table=True):
-    """A run's verdict by one method, and what the method saw and said (services.nli.result_record)."""
+    """A run's verdict by one method, and what the method saw and said (services.nli.paradigms.result_record)."""
 
     __tablename__ = "method_result"
 

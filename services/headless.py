@@ -16,9 +16,10 @@ from sqlalchemy import bindparam, select, update
 from sqlalchemy.engine import Engine
 
 from db.models import Batch, BatchItem, BatchOptions, DatasetItem, Document, utcnow
-from services import datasets, dcr, nli
+from services import datasets, dcr
 from services.config import BackendConfig
 from services.jobs import batches
+from services.nli import paradigms as nli
 from services.runs import check_context, method_config, recorded_config
 from services.text import InputError
 

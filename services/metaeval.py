@@ -1402,7 +1402,7 @@ def _method_items(engine: Engine, batch_id: int) -> pd.DataFrame:
 
 
 def _batch_label(b: BatchPublic, window: int, sample: int, grouped: bool) -> str:
-    from services import nli
+    from services.nli import paradigms as nli
 
     name = {"dce-amc": "DCE-AMC", "paragraph": "Paragraph", "evidence": "Evidence checker", "summ-nli": "Summ-NLI",
             "sent-nli": "Sent-NLI", "qg-qa": "QG-QA"}.get(b.method, b.method)  # fmt: skip

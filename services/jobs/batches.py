@@ -39,12 +39,13 @@ from db.models import (
     WorkerHeartbeat,
     utcnow,
 )
-from services import dcr, nli
+from services import dcr
 from services.config import BackendConfig, backend_from_record, get_settings
 from services.errors import InputError
 from services.jobs import runner as jobrunner
 from services.jobs.runner import JobKind, JobTable, heartbeat_period, stale_limit, worker_id
 from services.llm import LLMClient, UsageLedger, get_client, summarize_records
+from services.nli import paradigms as nli
 from services.runs import method_config, recorded_config
 from services.text import split_sentences
 
