@@ -17,125 +17,22 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import logging
 import os
 import sys
-import time
-from dataclasses import replace
-from pathlib import Path
 
-# Subcommands with a module of their own in clitools/; only the one in use is imported, so a command
+# Subcommands, each a module of its own in clitools/; only the one in use is imported, so a command
 # starts without loading what the others need (scipy, pandas, plotly, torch).
-SUBCOMMANDS = ("batch", "alpha", "report", "distill", "conseval", "dhp")
-
-
-def cmd_evaluate(args: argparse.Namespace) -> int:
-    """Evaluate a file of pairs through the batch engine and write one JSONL line per row."""
-    from clitools.batch import run_here
-    from db.engine import get_engine
-    from services import dcr, headless, nli
-    from services.config import backend_from_settings
-    from services.errors import InputError
-
-    if args.window < 1:
-        print("error: --window must be 1 or more", file=sys.stderr)
-        return 2
-    if args.embeddings:  # the batch engine's threads read it through Settings
-        os.environ["EVIDENCE_EMBEDDINGS_IN_BULK"] = "1"
-    backend = backend_from_settings()
-    if args.concurrency:
-        backend = backend.with_changes(concurrency=args.concurrency)
-    is_nli = nli.is_nli(args.method)
-    cfg = dcr.DCRConfig(
-        task=args.task, criteria=args.criteria or "", method=args.method, amc=args.amc, alpha=args.alpha, beta=args.beta
-    )
-    cfg = replace(cfg, max_rounds=args.rounds if cfg.uses_model and not is_nli else 0)  # only a model rewrites
-    engine = get_engine(concurrency=backend.concurrency)
-    try:
-        prep = headless.prepare(
-            engine, path=Path(args.input), backend=backend, cfg=cfg, window=args.window, concurrency=backend.concurrency
-        )
-    except InputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    n = prep.n_items + len(prep.rejected)
-    if is_nli:
-        print(f"{n} item(s) · {backend.label} · {args.method} · window {args.window}", file=sys.stderr)
-        if args.rounds > 0:
-            print(f"note: --rounds ignored: {args.method} gives a verdict, not a rewrite", file=sys.stderr)
-    elif cfg.uses_model:
-        print(f"{n} item(s) · {backend.label} · {args.method} · converter {args.amc} · rounds {args.rounds}",
-              file=sys.stderr)  # fmt: skip
-    else:
-        from services import evidence
-
-        with evidence.bulk(args.embeddings or None):
-            print(f"{n} item(s) · {evidence.model_name()} · no model call", file=sys.stderr)
-        if args.rounds > 0:
-            print(f"note: --rounds ignored: {dcr.NO_IMPROVE_REASON}", file=sys.stderr)
-    unread = f"; {len(prep.rejected)} row(s) cannot be read" if prep.rejected else ""
-    print(f"batch {prep.batch_id}" + (" resumed" if prep.resumed else "") + unread, file=sys.stderr)
-    started = time.perf_counter()
-    if prep.pending and run_here(engine, prep.batch_id, backend, resume="run the same command again to resume") == 130:
-        return 130
-    failed = 0
-    out_path = Path(args.output)
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    with out_path.open("w", encoding="utf-8") as out:
-        from services import evidence
-
-        with evidence.bulk(args.embeddings or None):
-            lines = list(headless.output_lines(engine, prep, with_evidence=args.evidence))
-        for line in lines:
-            out.write(json.dumps(line, ensure_ascii=False) + "\n")
-            if line.get("error"):
-                failed += 1
-                if failed <= 20:
-                    print(f"{line['id']}: {line['error']}", file=sys.stderr)
-    if failed > 20:
-        print(f"... and {failed - 20} more with errors", file=sys.stderr)
-    print(f"wrote {out_path} ({n} lines, {failed} with errors) in {time.perf_counter() - started:.1f} s",
-          file=sys.stderr)  # fmt: skip
-    return 1 if failed == n else 0
+SUBCOMMANDS = ("evaluate", "batch", "alpha", "report", "distill", "conseval", "dhp")
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The parser; given the arguments, it loads only the subcommand they name (all of them for help)."""
-    from services import dcr, nli
-
     p = argparse.ArgumentParser(prog="cli.py", description="Consistency Studio, headless.")
     sub = p.add_subparsers(dest="command", required=True)
-    ev = sub.add_parser("evaluate", help="evaluate (and optionally improve) reference/candidate pairs")
-    ev.add_argument("--input", required=True, help="JSONL or CSV with id, reference, candidate")
-    ev.add_argument("--output", required=True, help="JSONL file to write, one line per input row")
-    ev.add_argument("--task", choices=["summarization", "semantic", "custom"], default="summarization")
-    ev.add_argument("--criteria", help="criteria text for --task custom")
-    ev.add_argument(
-        "--method", choices=[*dcr.METHOD_LABELS, *nli.METHOD_LABELS], default="dce-amc",
-        help="evidence: the offline evidence checker (no model call); summ-nli, sent-nli, qg-qa: the "
-        "factual-inconsistency paradigms (verdict only)",
-    )  # fmt: skip
-    ev.add_argument("--window", type=int, default=1, help="sent-nli / qg-qa: summary sentences per window (default 1)")
-    ev.add_argument("--amc", choices=["llm", "rule"], default="rule", help="converter (default: rule)")
-    ev.add_argument("--alpha", type=float, default=dcr.DEFAULT_ALPHA, help="Eq. 3 alpha (default 0, Appendix C.1)")
-    ev.add_argument("--beta", type=float, default=dcr.DEFAULT_BETA, help="Eq. 3 beta (default 0, Appendix C.1)")
-    ev.add_argument("--rounds", type=int, default=0, help="improvement rounds m (default 0: evaluate only)")
-    ev.add_argument("--concurrency", type=int, default=None, help="items in flight at once")
-    ev.add_argument(
-        "--evidence", action="store_true",
-        help="add each sentence's evidence (top reference sentences, novel spans, support) to the output; "
-        "computed after the model calls, once per distinct sentence (the evidence method always has it)",
-    )  # fmt: skip
-    ev.add_argument(
-        "--embeddings", action="store_true",
-        help="the evidence checker (and the evidence with --evidence) aligns with MiniLM embeddings too; "
-        "slower (default: lexical overlap, or EVIDENCE_EMBEDDINGS_IN_BULK=1)",
-    )  # fmt: skip
-    ev.set_defaults(func=cmd_evaluate)
     command = next((a for a in argv or [] if not a.startswith("-")), None)
     for name in SUBCOMMANDS:
-        if name == command or command not in (*SUBCOMMANDS, "evaluate"):
+        if name == command or command not in SUBCOMMANDS:
             importlib.import_module(f"clitools.{name}").add_parser(sub)
     return p
 
@@ -147,12 +44,6 @@ def main(argv: list[str] | None = None) -> int:
     redact_logs()
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser(argv).parse_args(argv)
-    if args.command == "evaluate" and args.task == "custom" and not args.criteria:
-        print("error: --task custom needs --criteria", file=sys.stderr)
-        return 2
-    if args.command == "evaluate" and args.rounds < 0:
-        print("error: --rounds must be 0 or more", file=sys.stderr)
-        return 2
     return args.func(args)
 
 

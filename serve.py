@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from services.jobs import ensure_worker
+from services.jobs.queue import ensure_worker
 
 ROOT = Path(__file__).resolve().parent
 

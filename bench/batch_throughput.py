@@ -22,8 +22,9 @@ from sqlmodel import Session  # noqa: E402
 
 from db.engine import make_engine  # noqa: E402
 from db.models import Dataset, DatasetItem, Document  # noqa: E402
-from services import batches, dcr  # noqa: E402
+from services import dcr  # noqa: E402
 from services.config import BackendConfig  # noqa: E402
+from services.jobs import batches  # noqa: E402
 
 LATENCY, IN_FLIGHT, REPEATS = 0.2, 64, 3
 

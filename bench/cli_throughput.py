@@ -26,8 +26,9 @@ sys.path.insert(0, str(ROOT))
 from bench.batch_throughput import IN_FLIGHT, LATENCY, article, free_port, make_dataset, start_server  # noqa: E402
 from bench.batch_throughput import summary_sentences as sentences  # noqa: E402
 from db.engine import make_engine  # noqa: E402
-from services import batches, dcr  # noqa: E402
+from services import dcr  # noqa: E402
 from services.config import BackendConfig  # noqa: E402
+from services.jobs import batches  # noqa: E402
 
 
 def write_pairs(path: Path, n: int) -> None:
@@ -125,7 +126,7 @@ def main() -> None:
                 f"converter rule with --evidence: start-up {startup:.2f} s, then {rest:.2f} s for {calls} calls "
                 f"(ideal {ideal:.2f} s, ratio {rest / ideal:.3f})"
             )
-            from services import evidence
+            from services.dcr import evidence
 
             t = time.perf_counter()
             evidence.analyse_many([(article(i), sentences(i)) for i in range(n)], noun="article")

@@ -4,7 +4,7 @@ What it prints, for each mode (lexical overlap alone; MiniLM embeddings + lexica
 
 1. speed: documents a second for the checker on the 235 QAGS summaries (sentence splitting, alignment,
    embedding from a cold cache, scoring; the model load is timed apart), and the time that makes for 1,000;
-2. cross-validated figures: the weights of the score (services.evidence.SCORE_WEIGHTS) are fitted on four
+2. cross-validated figures: the weights of the score (services.dcr.evidence.SCORE_WEIGHTS) are fitted on four
    fifths of the articles and used on the fifth (5 folds, grouped by article, so no article's sentences or
    cases are in both), on QAGS-CNN sentences with a majority label plus the cases of bench/evidence_cases.py.
    Every figure is on the held-out folds:
@@ -40,7 +40,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import evidence_cases  # noqa: E402
 
-from services import baselines, dcr, evidence, stats  # noqa: E402
+from services import baselines, dcr, stats  # noqa: E402
+from services.dcr import evidence
 
 DEFAULT_PATH = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "qags_cnndm_mturk.jsonl"
 VOTE = {"yes": 1, "no": 0}
@@ -145,7 +146,7 @@ def analyse_cases(refs: list[str], cases: list[evidence_cases.Case], embedder: e
 
 
 def rules(score: np.ndarray, x: np.ndarray, verbatim: np.ndarray, stitched: np.ndarray) -> np.ndarray:
-    """The checker's rules on top of the model's scores: stitched, mostly new, verbatim (services.evidence)."""
+    """The checker's rules on top of the model's scores: stitched, mostly new, verbatim (services.dcr.evidence)."""
     score = score.copy()
     score[stitched] = np.maximum(score[stitched], evidence.STITCHED_SCORE)
     cap = (x[:, evidence.FEATURES.index("novel")] > evidence.MAX_NOVEL) & ~stitched

@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import evidence_cases  # noqa: E402
 import evidence_qags  # noqa: E402
 
-from services import evidence  # noqa: E402
+from services.dcr import evidence  # noqa: E402
 
 
 def documents(path: Path, n: int) -> list[tuple[str, list[str]]]:

@@ -26,8 +26,9 @@ from sqlalchemy import select  # noqa: E402
 
 from db.engine import make_engine  # noqa: E402
 from db.models import BatchItem  # noqa: E402
-from services import batches, datasets, dcr, metaeval  # noqa: E402
+from services import datasets, dcr, metaeval  # noqa: E402
 from services.config import BackendConfig  # noqa: E402
+from services.jobs import batches
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "qags_cnndm_mturk.jsonl"
 

@@ -28,15 +28,16 @@ from sqlmodel import Session, select  # noqa: E402
 from bench.batch_throughput import free_port, start_server  # noqa: E402
 from db.engine import make_engine  # noqa: E402
 from db.models import Batch, BatchItem, Dataset, DatasetItem, Document  # noqa: E402
-from services import batches, dcr  # noqa: E402
+from services import dcr  # noqa: E402
 from services.config import BackendConfig  # noqa: E402
+from services.jobs import batches  # noqa: E402
 
 # A worker that has imported everything and opened the database, then waits for the start signal (a
 # file): the figures measure the work, not how long a busy machine takes to start Python processes.
 WORKER = """
 import pathlib, sys, time
 from db.engine import make_engine
-from services import batches
+from services.jobs import batches
 engine = make_engine(sys.argv[1])
 go = pathlib.Path(sys.argv[4])
 pathlib.Path(sys.argv[4] + "." + sys.argv[3]).touch()

@@ -10,10 +10,12 @@ import time
 from pathlib import Path
 
 from db.engine import get_engine
-from services import batches, datasets, nli
+from services import datasets
 from services.config import backend_from_settings
 from services.dcr import METHOD_LABELS, DCRConfig
 from services.errors import InputError
+from services.jobs import batches
+from services.nli import paradigms as nli
 
 FORMATS = ("qags", "summeval", "paws", "jsonl", "csv")
 
@@ -110,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
         note = f" (repeat {k + 1} of {len(ids)})" if len(ids) > 1 else ""
         print(f"batch {bid}: {how}, {args.method}, {opts}{note}", file=sys.stderr)
     if args.enqueue:
-        from services import jobs  # the task queue, only when handing the batch to the workers
+        from services.jobs import queue as jobs  # the task queue, only when handing the batch to the workers
 
         for bid in ids:
             jobs.enqueue(bid)

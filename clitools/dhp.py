@@ -27,8 +27,10 @@ from typing import Any
 
 import pandas as pd
 
-from services import dhp, perturb, tables
-from services import survey as survey_service
+from services import tables
+from services.dhp import benchmark as dhp
+from services.dhp import perturb
+from services.dhp import survey as survey_service
 from services.errors import InputError
 from services.export import frame_csv
 

@@ -18,8 +18,8 @@ import sys
 from pathlib import Path
 
 from db.engine import get_engine
-from services import distill
 from services.errors import InputError
+from services.nli import distill
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:

@@ -8,9 +8,8 @@ from collections.abc import Callable
 import streamlit as st
 
 from components.dcr_figures import make_rounds_figure, rounds_frame  # noqa: F401 - the views' public names
-from services import evidence
-from services.dcr import REFERENCE_NOUN, Evaluation, Round
-from services.evidence import SentenceEvidence, Span
+from services.dcr import REFERENCE_NOUN, Evaluation, Round, evidence
+from services.dcr.evidence import SentenceEvidence, Span
 from services.text import diff_html
 
 VERDICT_ICON = {"consistent": "✓", "inconsistent": "✗", "unknown": "?"}

@@ -5,9 +5,8 @@ from __future__ import annotations
 import streamlit as st
 
 from components.dcr_views import colored_text_html
-from services import evidence
-from services.dcr import Evaluation
-from services.evidence import SentenceEvidence
+from services.dcr import Evaluation, evidence
+from services.dcr.evidence import SentenceEvidence
 
 CHECKER_TITLE = "Offline evidence checker (no model)"
 DEMO_TITLE = "Demo model"

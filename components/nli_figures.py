@@ -1,6 +1,6 @@
 """Frames and figures for the factual-inconsistency methods; no Streamlit, so reports can reuse them.
 
-The records are `services.nli.result_record` dicts (and `services.runs.dce_record` for DCE runs).
+The records are `services.nli.paradigms.result_record` dicts (and `services.runs.dce_record` for DCE runs).
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 
-from services import dcr, nli
+from services import dcr
+from services.nli import paradigms as nli
 
 ALL_METHOD_LABELS = {**dcr.METHOD_LABELS, **nli.METHOD_LABELS}
 VERDICT_MARK = {"consistent": "✓ consistent", "inconsistent": "✗ inconsistent", None: "? no verdict"}

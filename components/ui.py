@@ -55,7 +55,7 @@ def engine():
 def batch_worker():
     """The background worker that runs batches: started with the app by serve.py, else by the first page
     shown (once per server process; again if it died)."""
-    from services.jobs import ensure_worker
+    from services.jobs.queue import ensure_worker
 
     return ensure_worker()
 

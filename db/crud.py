@@ -26,7 +26,7 @@ from db.models import (
     UsageEvent,
     utcnow,
 )
-from services.dcr import Evaluation, ExtraReason, Rewrite, Round, Score, SentenceVerdict, score_evaluation
+from services.dcr.results import Evaluation, ExtraReason, Rewrite, Round, Score, SentenceVerdict, score_evaluation
 from services.llm import CallRecord, summarize_records
 
 

@@ -521,7 +521,7 @@ class ConsevalHumanRating(SQLModel, table=True):
 
 # -- DHP: discernment of LLM evaluators, and the expert-weight survey --------------------------------
 class DhpTask(SQLModel, table=True):
-    """A task added by a user, with its metrics and perturbations; the built-in ones live in services.perturb."""
+    """A task added by a user, with its metrics and perturbations; the built-in ones live in services.dhp.perturb."""
 
     __tablename__ = "dhp_task"
 
@@ -718,7 +718,7 @@ class MethodResultBase(SQLModel):
 
 
 class MethodResult(MethodResultBase, table=True):
-    """A run's verdict by one method, and what the method saw and said (services.nli.result_record)."""
+    """A run's verdict by one method, and what the method saw and said (services.nli.paradigms.result_record)."""
 
     __tablename__ = "method_result"
 

@@ -8,9 +8,11 @@ import streamlit as st
 from components import dhp as view
 from components import dhp_figures as figs
 from components.ui import batch_worker, demo_notice, page_setup
-from services import dhp, jobs, perturb
-from services import survey as sv
+from services.dhp import benchmark as dhp
+from services.dhp import perturb
+from services.dhp import survey as sv
 from services.export import frame_csv
+from services.jobs import queue as jobs
 
 backend = page_setup("DHP", ":material/troubleshoot:")
 batch_worker()
@@ -255,9 +257,7 @@ def benchmark_section() -> None:
             with view.session() as s:
                 for m in names:
                     one = backend.with_changes(model=m)
-                    same = dhp.same_run(
-                        sid, one, repeats=int(repeats), seed=int(seed), session=s, answer_format=fmt
-                    )
+                    same = dhp.same_run(sid, one, repeats=int(repeats), seed=int(seed), session=s, answer_format=fmt)
                     if same is not None:
                         repeated.append(same)
                         continue

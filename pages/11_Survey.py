@@ -4,7 +4,7 @@ import streamlit as st
 
 from components import dhp as view
 from components.ui import page_setup
-from services import survey as sv
+from services.dhp import survey as sv
 
 page_setup("Survey", ":material/how_to_vote:", link="expert")
 

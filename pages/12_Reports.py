@@ -14,8 +14,10 @@ from components.report import (
     survey_choices,
 )
 from components.ui import engine, page_setup
-from services import batches, conseval, distill, reports, runs
+from services import conseval, reports, runs
 from services.errors import InputError
+from services.jobs import batches
+from services.nli import distill
 from services.reports import BUILDERS, KIND_LABELS
 
 page_setup("Reports", ":material/summarize:", link="share")

@@ -19,7 +19,7 @@ from components.evidence_views import render_checker_lead
 from components.nli_figures import ALL_METHOD_LABELS, method_name
 from components.nli_views import render_comparison
 from components.ui import demo_notice, engine, page_setup
-from services import nli, runs
+from services import runs
 from services.dcr import (
     CONVERTER_LABELS,
     DEFAULT_ALPHA,
@@ -31,6 +31,7 @@ from services.dcr import (
     DCRConfig,
 )
 from services.errors import InputError
+from services.nli import paradigms as nli
 from services.samples import load_samples
 from services.text import SUPPORTED_UPLOADS, read_document
 

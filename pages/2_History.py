@@ -9,8 +9,9 @@ from components.nli_figures import ALL_METHOD_LABELS, method_name
 from components.nli_views import render_method_detail
 from components.report import render_report_download
 from components.ui import engine, page_setup
-from services import nli, runs
+from services import runs
 from services.dcr import REFERENCE_NOUN
+from services.nli import paradigms as nli
 
 page_setup("History", ":material/history:")
 eng = engine()

@@ -6,11 +6,13 @@ import streamlit as st
 from components.nli_figures import ALL_METHOD_LABELS
 from components.report import render_report_download
 from components.ui import batch_worker, demo_notice, engine, page_setup
-from services import batches, jobs, nli
 from services.datasets import list_datasets
 from services.dcr import CONVERTER_LABELS, TASK_LABELS, DCRConfig
 from services.errors import InputError
 from services.export import frame_csv
+from services.jobs import batches
+from services.jobs import queue as jobs
+from services.nli import paradigms as nli
 
 backend = page_setup("Batches", ":material/dynamic_feed:")
 eng = engine()

@@ -9,8 +9,10 @@ from components import background
 from components import metaeval_views as mv
 from components import nli_figures as nf
 from components.ui import engine, page_setup
-from services import annotations, baselines, batches, metaeval, nli
+from services import annotations, baselines, metaeval
 from services.dcr import METHOD_LABELS
+from services.jobs import batches
+from services.nli import paradigms as nli
 
 page_setup("Meta-evaluation", ":material/query_stats:")
 eng = engine()

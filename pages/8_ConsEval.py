@@ -7,8 +7,8 @@ import streamlit as st
 from components import conseval as view
 from components.ui import batch_worker, demo_notice, engine, page_setup
 from services import conseval as ce
-from services import jobs
 from services.errors import InputError
+from services.jobs import queue as jobs
 
 backend = page_setup("ConsEval", ":material/balance:")
 eng = engine()

@@ -67,7 +67,7 @@ class Settings(BaseSettings):
     llm_max_retries: int = 3
     # A worker's own endpoints for the batch's model (comma-separated): it spreads its items over them.
     llm_worker_base_urls: str | None = None
-    # Worker timings, in seconds, one set for the database and every kind of job (services/jobrunner.py). A
+    # Worker timings, in seconds, one set for the database and every kind of job (services/jobs/runner.py). A
     # worker whose heartbeat is older than worker_stale_after has its work returned to the queue; a heartbeat
     # write can wait up to db_busy_timeout on a locked SQLite file, so the stale limit must stay well above both.
     db_busy_timeout: float = Field(default=30.0, gt=0)
@@ -89,7 +89,7 @@ class Settings(BaseSettings):
     # Accounts an OpenID Connect sign-in admits: emails or "@domain", comma-separated (or a list in
     # secrets.toml); empty admits every account the provider signs in.
     studio_owners: str = ""
-    # The job queue: a redis:// URL, else a SQLite file in the data folder (services/jobs.py).
+    # The job queue: a redis:// URL, else a SQLite file in the data folder (services/jobs/queue.py).
     huey_url: str = ""
     # Start a worker beside the app; deployments that run their own workers set CONSISTENCY_SPAWN_WORKER=0.
     consistency_spawn_worker: bool = True

@@ -48,10 +48,11 @@ from db.models import (
     ConsevalStudyPublic,
     utcnow,
 )
-from services import jobrunner, stats
-from services.batches import insert_ignore
+from services import stats
 from services.config import PROJECT_ROOT, BackendConfig, backend_from_record, get_settings
-from services.jobrunner import JobKind, JobTable
+from services.jobs import runner as jobrunner
+from services.jobs.batches import insert_ignore
+from services.jobs.runner import JobKind, JobTable
 from services.llm import LLMClient, UsageLedger, get_client
 from services.prompts import conseval as prompts
 from services.redact import redact_url
@@ -646,7 +647,7 @@ JOBS = JobTable(ConsevalStudy)
 
 
 def request_cancel(engine: Engine, study_id: int) -> None:
-    """Ask the workers to stop the study (see services.jobrunner: cancel means the same for every job)."""
+    """Ask the workers to stop the study (see services.jobs.runner: cancel means the same for every job)."""
     with engine.begin() as conn:
         JOBS.request_cancel(conn, study_id)
 

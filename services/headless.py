@@ -16,8 +16,10 @@ from sqlalchemy import bindparam, select, update
 from sqlalchemy.engine import Engine
 
 from db.models import Batch, BatchItem, BatchOptions, DatasetItem, Document, utcnow
-from services import batches, datasets, dcr, nli
+from services import datasets, dcr
 from services.config import BackendConfig
+from services.jobs import batches
+from services.nli import paradigms as nli
 from services.runs import check_context, method_config, recorded_config
 from services.text import InputError
 
@@ -213,12 +215,12 @@ def method_line(row: ItemRow) -> dict[str, Any]:
 
 
 def attach_evidence(lines: Sequence[dict[str, Any]], references: Sequence[str], *, task: str) -> None:
-    """Add each sentence's evidence (services.evidence) to every round of each line, in place.
+    """Add each sentence's evidence (services.dcr.evidence) to every round of each line, in place.
 
     Every distinct sentence of a document is analysed once (a sentence a round kept has the evidence it
     had), and the documents go to the checker together, so their sentences are embedded in one pass.
     """
-    from services import evidence  # the embedding model loads only when evidence is asked for
+    from services.dcr import evidence  # the embedding model loads only when evidence is asked for
 
     todo = []
     for line, ref in zip(lines, references, strict=True):

@@ -752,7 +752,7 @@ def compute_baselines(
             on_progress(done, total, "ROUGE")
     ev_ids = todo.get(EVIDENCE_METRIC, [])
     for k in range(0, len(ev_ids), rouge_chunk):
-        from services import evidence
+        from services.dcr import evidence
 
         ids = ev_ids[k : k + rouge_chunk]
         refs, cands = texts(ids)
@@ -1076,7 +1076,7 @@ def prompt_record(role: str, prompt_id: str) -> dict[str, Any]:
         return {"role": role, "id": prompt_id, "sha256": _sha256(p.template), "source": p.source}
     if prompt_id.startswith("evidence@"):
         return {"role": role, "id": prompt_id, "sha256": None,
-                "source": "offline evidence checker (services.evidence): no prompt, no model call"}  # fmt: skip
+                "source": "offline evidence checker (services.dcr.evidence): no prompt, no model call"}  # fmt: skip
     if prompt_id.startswith("rule@"):
         return {"role": role, "id": prompt_id, "sha256": None,
                 "source": "deterministic rule converter (services.dcr.rule_mark): no prompt"}  # fmt: skip
@@ -1104,7 +1104,7 @@ def bundle(
     threshold: float = DEFAULT_THRESHOLD,
 ) -> dict[str, Any]:
     """What it takes to reproduce a batch and its meta-evaluation. Never contains an API key."""
-    from services.batches import progress
+    from services.jobs.batches import progress
 
     p = progress(engine, batch_id)
     if p is None:
@@ -1402,7 +1402,7 @@ def _method_items(engine: Engine, batch_id: int) -> pd.DataFrame:
 
 
 def _batch_label(b: BatchPublic, window: int, sample: int, grouped: bool) -> str:
-    from services import nli
+    from services.nli import paradigms as nli
 
     name = {"dce-amc": "DCE-AMC", "paragraph": "Paragraph", "evidence": "Evidence checker", "summ-nli": "Summ-NLI",
             "sent-nli": "Sent-NLI", "qg-qa": "QG-QA"}.get(b.method, b.method)  # fmt: skip
@@ -1431,7 +1431,7 @@ def compare_method_batches(
     A score below `threshold` predicts "inconsistent" (the positive class); at 1.0, the default, a summary is
     inconsistent when any sentence, window or question is, as the paradigms' Eqs. 2 and 4 say.
     """
-    from services import batches as batch_service
+    from services.jobs import batches as batch_service
 
     with Session(engine) as session:
         found = {b.id: BatchPublic.model_validate(b) for b in session.execute(

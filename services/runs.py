@@ -14,10 +14,12 @@ from db import crud
 from db.cache import SqlCache
 from db.engine import get_session
 from db.models import MethodResult, MethodResultPublic, Run, RunCreate
-from services import dcr, evidence, nli
+from services import dcr
 from services.config import BackendConfig, get_settings
+from services.dcr import evidence
 from services.errors import InputError
 from services.llm import UsageLedger, get_client
+from services.nli import paradigms as nli
 from services.text import check_pair, estimate_tokens
 
 log = logging.getLogger(__name__)
@@ -271,7 +273,7 @@ def method_config(backend: BackendConfig, method: str, window: int) -> dict:
 
 
 def save_method_result(*, session: Session, run_id: int, record: dict[str, Any], group: str | None = None) -> None:
-    """Store a method's record (services.nli.result_record shape) for a run."""
+    """Store a method's record (services.nli.paradigms.result_record shape) for a run."""
     session.add(
         MethodResult(
             run_id=run_id, method=record["method"], window=record.get("window"), label=record.get("label"),

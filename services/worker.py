@@ -1,4 +1,4 @@
-"""The worker: `python -m services.worker [--threads N]`, for every kind of job (services.jobrunner).
+"""The worker: `python -m services.worker [--threads N]`, for every kind of job (services.jobs.runner).
 
 Runs the Huey consumer, writes a heartbeat, and every few seconds hands back to the queue the jobs of
 dead workers (batch items, ConsEval studies, DHP runs) and batches that have work left and nobody on
@@ -14,8 +14,9 @@ import threading
 import time
 
 from db.engine import get_engine
-from services import batches, jobrunner
-from services.jobs import huey, submit
+from services.jobs import batches
+from services.jobs import runner as jobrunner
+from services.jobs.queue import huey, submit
 from services.redact import redact_logs
 
 log = logging.getLogger("services.worker")

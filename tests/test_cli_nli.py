@@ -8,7 +8,7 @@ import pytest
 
 import cli
 from db.engine import get_engine
-from services import batches
+from services.jobs import batches
 from tests.app.helpers import CAND, REF
 from tests.nli_fakes import nli_judge
 

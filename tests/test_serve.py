@@ -14,7 +14,7 @@ from sqlalchemy import update
 
 from db.engine import make_engine
 from db.models import Batch, WorkerHeartbeat, utcnow
-from services import batches
+from services.jobs import batches
 from tests.fakes import FakeOpenAIServer, toy_judge
 from tests.support.batches import BAD, EVAL, FIX, judge_backend, make_dataset
 

@@ -10,8 +10,8 @@ import pytest
 
 import cli
 from db.engine import get_engine
-from services import batches
 from services.config import BackendConfig, backend_from_record
+from services.jobs import batches
 from services.llm import get_client
 from services.redact import is_secret_name, redact_url, url_secrets
 from tests.fakes import toy_judge

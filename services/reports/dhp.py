@@ -10,8 +10,9 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from components.dhp_figures import make_discernment_figure, make_perturbation_figure, overall_frame
-from services import dhp, metaeval
-from services import survey as sv
+from services import metaeval
+from services.dhp import benchmark as dhp
+from services.dhp import survey as sv
 from services.errors import InputError
 from services.reports.common import N_EXAMPLES, model_config, sha256
 from services.reports.model import Example, ExampleRewrite, ExampleRound, FigureSpec, Headline, Report, Table

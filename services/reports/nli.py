@@ -12,9 +12,9 @@ from sqlmodel import Session, select
 from components.nli_figures import make_method_cost_figure
 from components.report_figures import make_method_accuracy_figure
 from db.models import BatchItem, DatasetItem, Document
-from services import batches as bsvc
 from services import metaeval, stats
 from services.errors import InputError
+from services.jobs import batches as bsvc
 from services.redact import redact_url
 from services.reports.common import GOLD, N_EXAMPLES, verdict_text
 from services.reports.model import Example, FigureSpec, Headline, Report, Table

@@ -8,9 +8,10 @@ from sqlalchemy.engine import Engine
 
 from components.dcr_figures import make_rounds_figure, rounds_frame
 from components.nli_figures import method_name
-from services import metaeval, nli, runs
+from services import metaeval, runs
 from services.dcr import CONVERTER_LABELS, METHOD_LABELS, REFERENCE_NOUN, TASK_LABELS
 from services.errors import InputError
+from services.nli import paradigms as nli
 from services.reports.common import model_config, rounds_example, sha256, verdict_text
 from services.reports.model import FigureSpec, Headline, Report, Table
 

@@ -9,7 +9,7 @@ from sqlmodel import Session
 
 from components.dhp_figures import make_weights_figure
 from services import metaeval
-from services import survey as sv
+from services.dhp import survey as sv
 from services.errors import InputError
 from services.reports.common import N_EXAMPLES
 from services.reports.model import Example, FigureSpec, Headline, Report, Table

@@ -6,7 +6,7 @@ from sqlmodel import Session
 
 import db.engine
 from db.models import Dataset, DatasetItem, Document
-from services import batches
+from services.jobs import batches
 from services.text import split_sentences
 from tests.app.helpers import CAND, FIXED, REF, click, texts
 

@@ -6,9 +6,9 @@ import re
 
 import db.engine
 from db.engine import get_session
-from services import dhp
-from services import survey as sv
-from services.perturb import TASKS, Item
+from services.dhp import benchmark as dhp
+from services.dhp import survey as sv
+from services.dhp.perturb import TASKS, Item
 from tests.app.helpers import click
 from tests.fakes import last_user
 

@@ -214,8 +214,9 @@ def test_a_finished_batch_without_any_score_says_why(open_page):
 
 
 def test_methods_tab_compares_batches_over_the_dataset_with_repeats_lengths_and_error_types(open_page, fake):
-    from services import batches, dcr
+    from services import dcr
     from services.config import BackendConfig
+    from services.jobs import batches
     from tests.nli_fakes import nli_judge
     from tests.support.metaeval_methods import BAD
     from tests.support.metaeval_methods import seed as seed_growing

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import db.engine
 from db.engine import get_session
-from services import survey as sv
-from services.perturb import TASKS
+from services.dhp import survey as sv
+from services.dhp.perturb import TASKS
 
 SURVEY = "pages/11_Survey.py"
 

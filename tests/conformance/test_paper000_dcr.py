@@ -14,6 +14,7 @@ import pytest
 
 from services import dcr, metaeval, stats
 from services.dcr import DCRConfig
+from services.dcr.results import eq3
 from services.prompts import dcr as P
 from tests.fakes import dce, last_user, toy_judge
 
@@ -75,7 +76,7 @@ def test_eq2_llm_converter_sends_table9_with_every_reason(fake, client):
 )
 def test_eq3_score_and_its_rescaling(marks, alpha, beta, z):
     """Eq. 3: Z = (sum z_i + alpha) / (k + beta), Z^ = (Z + 1) / 2 in [0, 1]; k is the score array's length."""
-    s = dcr.eq3(marks, alpha=alpha, beta=beta)
+    s = eq3(marks, alpha=alpha, beta=beta)
     assert s.k == len(marks)
     assert s.z == pytest.approx(z) and s.z_hat == pytest.approx((z + 1) / 2)
     assert 0.0 <= s.z_hat <= 1.0

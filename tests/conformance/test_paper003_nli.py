@@ -8,7 +8,8 @@ import re
 import numpy as np
 import pytest
 
-from services import nli, stats
+from services import stats
+from services.nli import paradigms as nli
 from services.prompts import nli as P
 from services.text import estimate_tokens
 

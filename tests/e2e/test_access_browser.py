@@ -19,10 +19,10 @@ from db.models import ReportShareCreate
 from services import annotations as an
 from services import conseval as ce
 from services import reports, runs
-from services import survey as sv
 from services.config import BackendConfig
 from services.dcr import DCRConfig
-from services.perturb import TASKS
+from services.dhp import survey as sv
+from services.dhp.perturb import TASKS
 from tests.annotation_seed import make_dataset
 from tests.e2e.conftest import page_with_failure_screenshot, running_app
 from tests.e2e.test_browser import (

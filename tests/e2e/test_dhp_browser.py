@@ -14,9 +14,9 @@ from dataclasses import dataclass
 import pytest
 
 from db.engine import get_session, make_engine
-from services import dhp
-from services import survey as sv
-from services.perturb import TASKS, Item
+from services.dhp import benchmark as dhp
+from services.dhp import survey as sv
+from services.dhp.perturb import TASKS, Item
 from tests.e2e.conftest import page_with_failure_screenshot, running_app
 from tests.e2e.test_browser import (
     ARTIFACTS,

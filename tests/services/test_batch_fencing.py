@@ -19,8 +19,8 @@ from sqlmodel import Session
 
 from db.engine import make_engine
 from db.models import BatchItem, DatasetItem, WorkerHeartbeat, utcnow
-from services import batches
 from services.config import Settings
+from services.jobs import batches
 from tests.fakes import FakeOpenAIServer, last_user, toy_judge
 from tests.support.batches import BAD, EVAL, FIX, judge_backend, make_dataset
 
@@ -86,7 +86,7 @@ def test_a_paused_worker_sends_and_writes_nothing_another_worker_finished(tmp_pa
         wid = f"{socket.gethostname()}:{paused.pid}"
         try:
             _wait(lambda: len(batches.live_workers(engine)) == 2, "both workers started")
-            enqueue = f"from services.jobs import enqueue; enqueue({bid})"
+            enqueue = f"from services.jobs.queue import enqueue; enqueue({bid})"
             subprocess.run([sys.executable, "-c", enqueue], env=machines[1], check=True)
 
             def held_by_paused() -> list[str]:

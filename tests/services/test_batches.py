@@ -16,7 +16,8 @@ from sqlmodel import Session, select
 
 from db.engine import make_engine
 from db.models import BatchItem, DatasetItem, WorkerHeartbeat, utcnow
-from services import batches, dcr
+from services import dcr
+from services.jobs import batches
 from services.text import InputError
 from tests.fakes import FakeOpenAIServer, Reply, last_user, toy_judge
 from tests.support.batches import BAD, EVAL, FIX, judge_backend, make_dataset
@@ -158,7 +159,7 @@ def test_unknown_dataset_or_empty_dataset_is_refused(file_engine, judge):
 WORKER = """
 import sys
 from db.engine import make_engine
-from services import batches
+from services.jobs import batches
 batches.process_batch(make_engine(sys.argv[1]), int(sys.argv[2]))
 """
 

@@ -24,10 +24,11 @@ from sqlmodel import Session
 from db import crud
 from db.engine import get_session, make_engine
 from db.models import Document, Run, RunCreate, SentenceLabel, SurveyVote, UsageEvent
-from services import annotations, survey
+from services import annotations
 from services.annotations import Target
+from services.dhp import survey
+from services.dhp.perturb import TASKS
 from services.llm import CallRecord
-from services.perturb import TASKS
 from tests.annotation_seed import make_dataset
 from tests.db import pg
 
@@ -177,8 +178,9 @@ def test_racing_claims_never_overlap_and_no_worker_gives_up_while_items_wait(sha
     """Many workers claim from one batch at once: each item goes to exactly one, and a worker told
     "nothing left" is only ever told so when nothing is left (else it would stop working early)."""
     from db.models import BatchItem
-    from services import batches, dcr
+    from services import dcr
     from services.config import BackendConfig
+    from services.jobs import batches
     from tests.support.batches import make_dataset as make_batch_dataset
 
     engine = make_engine(shared_url)

@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from services import conseval as ce
-from services import jobrunner, stats
+from services import stats
 from services.conseval import SCALES, ModelSpec
+from services.jobs import runner as jobrunner
 from services.prompts import conseval as prompts
 from services.text import InputError
 from tests.fakes import Reply, last_user

@@ -14,10 +14,10 @@ from services.dcr import (
     Round,
     SentenceVerdict,
     align,
-    eq3,
     rule_mark,
     score_evaluation,
 )
+from services.dcr.results import eq3
 from services.llm import get_client
 from tests.fakes import BAD, OK, FakeOpenAIServer, Reply, dce, last_user, toy_judge
 

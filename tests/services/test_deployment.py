@@ -16,8 +16,9 @@ from sqlmodel import Session, select
 
 from db.engine import make_engine
 from db.models import BatchItem
-from services import batches, dcr
+from services import dcr
 from services.config import BackendConfig
+from services.jobs import batches
 from tests.fakes import FakeOpenAIServer, toy_judge
 from tests.support.batches import BAD, FIX, make_dataset
 
@@ -170,7 +171,7 @@ def test_a_worker_on_another_machine_joins_a_batch_queued_elsewhere(tmp_path, sh
                 time.sleep(0.2)
             assert len(batches.live_workers(engine)) == 2, "both workers started"
             subprocess.run(  # the app on machine a hands the batch to its own queue
-                [sys.executable, "-c", f"from services.jobs import enqueue; enqueue({bid})"],
+                [sys.executable, "-c", f"from services.jobs.queue import enqueue; enqueue({bid})"],
                 env=machines[0],
                 check=True,
             )

@@ -10,8 +10,10 @@ import pytest
 from scipy import stats as sps
 
 from db.engine import get_session
-from services import dhp, jobs, perturb
-from services.perturb import TASKS, Item
+from services.dhp import benchmark as dhp
+from services.dhp import perturb
+from services.dhp.perturb import TASKS, Item
+from services.jobs import queue as jobs
 from tests.fakes import last_user
 from tests.support.dhp import council_items, judge_fluency_only
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from services import distill
+from services.nli import distill
 from services.prompts import distill as P
 from services.text import InputError
 from tests.support.distill import C, Row, X, add_batch, make_dataset, many, summ_nli
@@ -212,7 +212,7 @@ def test_bad_requests_are_explained(engine):
 
 
 def test_json_answers_are_the_apps_summ_nli_exchange_so_a_student_plugs_into_the_app(engine):
-    from services import nli
+    from services.nli import paradigms as nli
     from services.prompts import nli as NP
 
     _, ids = make_dataset(engine, [Row(0, 0)])

@@ -5,9 +5,11 @@ from __future__ import annotations
 import pytest
 
 import services.embedded
-from services import batches, dcr, evidence, runs
+from services import dcr, runs
 from services.config import BackendConfig
-from services.evidence import align, check, novel_spans
+from services.dcr import evidence
+from services.dcr.evidence import align, check, novel_spans
+from services.jobs import batches
 
 REF_SENTENCES = [
     "The city council met on Tuesday evening.",

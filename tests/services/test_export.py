@@ -93,7 +93,7 @@ def test_the_batch_items_csv_quotes_formula_cells_and_keeps_scores_numeric(tmp_p
 
     from db.engine import make_engine
     from db.models import BatchItem, DatasetItem
-    from services import batches
+    from services.jobs import batches
     from tests.support.batches import EVAL, judge_backend, make_dataset
 
     class Fake:

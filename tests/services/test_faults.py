@@ -14,8 +14,9 @@ from sqlmodel import Session, select
 
 from db.engine import make_engine
 from db.models import BatchItem, DatasetItem
-from services import batches, dcr
+from services import dcr
 from services.config import BackendConfig
+from services.jobs import batches
 from tests.fakes import FakeOpenAIServer, Reply, _Handler, last_user, toy_judge
 from tests.support.batches import BAD, FIX, make_dataset
 

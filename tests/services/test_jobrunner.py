@@ -10,9 +10,9 @@ from sqlalchemy import update
 from sqlmodel import Session
 
 from db.models import ConsevalStudy, utcnow
-from services import jobrunner
 from services.errors import InputError
-from services.jobrunner import JobTable
+from services.jobs import runner as jobrunner
+from services.jobs.runner import JobTable
 
 JOBS = JobTable(ConsevalStudy)
 

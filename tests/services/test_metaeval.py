@@ -14,8 +14,9 @@ from pydantic import SecretStr
 from scipy import stats as sps
 
 from services import baselines as bl
-from services import batches, datasets, dcr, metaeval, stats
+from services import datasets, dcr, metaeval, stats
 from services.config import BackendConfig
+from services.jobs import batches
 from services.prompts import dcr as prompts
 from services.text import InputError
 from tests.fakes import FakeOpenAIServer, toy_judge

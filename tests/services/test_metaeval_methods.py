@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from services import batches, dcr, metaeval
+from services import dcr, metaeval
 from services.config import BackendConfig
+from services.jobs import batches
 from tests.fakes import FakeOpenAIServer
 from tests.nli_fakes import nli_judge
 from tests.support.metaeval_methods import BAD, seed

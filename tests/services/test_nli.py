@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from services import nli
 from services.llm import UsageLedger
+from services.nli import paradigms as nli
 from services.prompts import nli as P
 from services.text import estimate_tokens
 from tests.fakes import last_user

@@ -7,8 +7,8 @@ from collections import Counter
 
 import pytest
 
-from services import perturb
-from services.perturb import TASKS, Item, Perturbation
+from services.dhp import perturb
+from services.dhp.perturb import TASKS, Item, Perturbation
 from services.text import split_sentences
 
 SUMMARY = (

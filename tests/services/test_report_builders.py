@@ -134,8 +134,8 @@ def test_survey_report_has_expert_agreement_weights_and_the_votes(engine):
 
 def test_dhp_report_has_discernment_tests_and_the_perturbed_pairs(tmp_path, fake, backend):
     from db.engine import get_session, make_engine
-    from services import dhp
-    from services.perturb import TASKS, Item
+    from services.dhp import benchmark as dhp
+    from services.dhp.perturb import TASKS, Item
     from tests.support.dhp import judge_fluency_only
 
     items = [Item(f"s{i}", f"The council met on day {i} in Leeds. It approved {40 + i} million pounds. Work starts "

@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from db.engine import get_session
-from services import survey as sv
+from services.dhp import survey as sv
 from tests.support.survey import cast, new_survey
 
 

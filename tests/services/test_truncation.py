@@ -139,7 +139,7 @@ def test_is_cut_off(raw, cut):
 
 def test_a_batch_item_whose_answers_were_cut_off_fails_with_the_reason_and_a_rerun_asks_again(tmp_path):
     from db.engine import make_engine
-    from services import batches
+    from services.jobs import batches
     from tests.fakes import toy_judge
     from tests.support.batches import BAD, EVAL, FIX, judge_backend, make_dataset
 

@@ -9,8 +9,9 @@ import sys
 import time
 
 from db.engine import make_engine
-from services import batches, dcr
+from services import dcr
 from services.config import BackendConfig
+from services.jobs import batches
 from tests.fakes import FakeOpenAIServer, toy_judge
 from tests.support.batches import BAD, FIX, make_dataset
 
@@ -30,7 +31,7 @@ def test_the_worker_process_runs_an_enqueued_batch(tmp_path):
         bid = batches.create_batch(engine, dataset_id=ds, backend=backend, cfg=dcr.DCRConfig(max_rounds=0))
         # Enqueue from another process, as the app does, onto the queue file in DATA_DIR.
         subprocess.run(
-            [sys.executable, "-c", f"from services.jobs import enqueue; enqueue({bid})"], env=env, check=True
+            [sys.executable, "-c", f"from services.jobs.queue import enqueue; enqueue({bid})"], env=env, check=True
         )
         assert batches.progress(engine, bid).batch.status == "queued"
         worker = subprocess.Popen([sys.executable, "-m", "services.worker"], env=env)

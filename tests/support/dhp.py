@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from services.perturb import Item
+from services.dhp.perturb import Item
 from tests.fakes import last_user
 
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from db.engine import get_session
-from services import survey as sv
-from services.perturb import TASKS
+from services.dhp import survey as sv
+from services.dhp.perturb import TASKS
 
 
 def new_survey(engine, task: str = "summarization", experts: int = 0) -> tuple[int, list[int]]:

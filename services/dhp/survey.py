@@ -30,8 +30,8 @@ from db.models import (
     new_token,
     utcnow,
 )
+from services.dhp.perturb import KINDS, TaskSpec
 from services.errors import SurveyError
-from services.perturb import KINDS, TaskSpec
 from services.stats import AlphaResult, alpha_from_long
 
 log = logging.getLogger(__name__)

@@ -2,7 +2,7 @@
 
 Huey was chosen because it is small, well kept, runs on SQLite with no broker, and swaps to Redis
 (`RedisHuey`) or any SQL database (`huey.contrib.sql_huey.SqlHuey`) when workers run on other machines.
-The queue only says "work on job N of kind K" (services.jobrunner); the state of every job lives in the app
+The queue only says "work on job N of kind K" (services.jobs.runner); the state of every job lives in the app
 database, so a lost or duplicated task costs nothing: jobs and batch items are claimed atomically and
 recovered from dead workers.
 """
@@ -36,19 +36,24 @@ def make_huey() -> Huey:
 huey = make_huey()
 
 
-@huey.task(retries=0)
 def run_job(kind: str, ident: int) -> None:
-    """Work on job `ident` of a registered kind (services.jobrunner) until it is finished or cancelled."""
+    """Work on job `ident` of a registered kind (services.jobs.runner) until it is finished or cancelled."""
     from db.engine import get_engine
-    from services import jobrunner
+    from services.jobs import runner as jobrunner
 
     log.info("%s %s: %s", kind, ident, jobrunner.kind(kind).process(get_engine(), ident))
+
+
+# Huey names a task by its module; this one keeps the name it had when the queue was services/jobs.py, so
+# tasks already in a queue when the code is updated still run.
+run_job.__module__ = "services.jobs"
+run_job = huey.task(retries=0)(run_job)
 
 
 def submit(kind: str, ident: int) -> None:
     """Hand job `ident` of a registered kind to the workers."""
     from db.engine import get_engine
-    from services import jobrunner
+    from services.jobs import runner as jobrunner
 
     job = jobrunner.kind(kind)
     if job.on_enqueue is not None:

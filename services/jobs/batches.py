@@ -39,11 +39,13 @@ from db.models import (
     WorkerHeartbeat,
     utcnow,
 )
-from services import dcr, jobrunner, nli
+from services import dcr
 from services.config import BackendConfig, backend_from_record, get_settings
 from services.errors import InputError
-from services.jobrunner import JobKind, JobTable, heartbeat_period, stale_limit, worker_id
+from services.jobs import runner as jobrunner
+from services.jobs.runner import JobKind, JobTable, heartbeat_period, stale_limit, worker_id
 from services.llm import LLMClient, UsageLedger, get_client, summarize_records
+from services.nli import paradigms as nli
 from services.runs import method_config, recorded_config
 from services.text import split_sentences
 
@@ -158,7 +160,7 @@ def all_options(engine: Engine) -> dict[int, BatchOptions]:
 
 
 def request_cancel(engine: Engine, batch_id: int) -> None:
-    """Ask the workers to stop; items in flight finish, the rest stay pending (services.jobrunner)."""
+    """Ask the workers to stop; items in flight finish, the rest stay pending (services.jobs.runner)."""
     with engine.begin() as conn:
         JOBS.request_cancel(conn, batch_id)
 
@@ -576,7 +578,7 @@ def process_item(client: LLMClient, item: ItemInput, cfg: dcr.DCRConfig, *, wind
     if nli.is_nli(cfg.method):
         return process_nli_item(client, item, cfg.method, window)
     if cfg.method == "evidence":
-        from services import evidence
+        from services.dcr import evidence
 
         with evidence.bulk():  # lexical alignment unless EVIDENCE_EMBEDDINGS_IN_BULK
             return _process_dcr_item(client, item, cfg)

@@ -53,12 +53,13 @@ from db.models import (
     DhpText,
     utcnow,
 )
-from services import jobrunner, perturb
 from services.config import BackendConfig, backend_from_record
+from services.dhp import perturb
+from services.dhp.perturb import Item, TaskSpec
 from services.errors import InputError
-from services.jobrunner import JobKind, JobTable
+from services.jobs import runner as jobrunner
+from services.jobs.runner import JobKind, JobTable
 from services.llm import LLMClient, get_client
-from services.perturb import Item, TaskSpec
 from services.prompts import dhp as prompts
 
 log = logging.getLogger(__name__)
@@ -691,7 +692,7 @@ def create_run(
     session: Session,
     answer_format: str = "plain",
 ) -> int:
-    """Record a benchmark run of one evaluator on a set (hand it to the worker with services.jobs)."""
+    """Record a benchmark run of one evaluator on a set (hand it to the worker with services.jobs.queue)."""
     if repeats < 1:
         raise ValueError("repeats must be 1 or more")
     if answer_format not in ANSWER_FORMATS:
@@ -747,7 +748,7 @@ JOBS = JobTable(DhpRun)
 
 
 def request_cancel(run_id: int, *, session: Session) -> None:
-    """Ask the workers to stop the run (see services.jobrunner: cancel means the same for every job)."""
+    """Ask the workers to stop the run (see services.jobs.runner: cancel means the same for every job)."""
     JOBS.request_cancel(session.connection(), run_id)
 
 

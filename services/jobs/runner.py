@@ -9,7 +9,7 @@ point, where the runner sets `cancelled`. Batches share a job among many workers
 own claims with fencing) and use the same identity, timings and cancel request.
 
 A new kind of job registers a `JobKind` (its process and recover functions) in its service module and
-names that module in `MODULES`; services.jobs hands any registered kind to the workers.
+names that module in `MODULES`; services.jobs.queue hands any registered kind to the workers.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from services.errors import InputError
 log = logging.getLogger(__name__)
 
 # The service modules that register job kinds (imported on first use: they import this module).
-MODULES = ("services.batches", "services.conseval", "services.dhp")
+MODULES = ("services.jobs.batches", "services.conseval", "services.dhp.benchmark")
 
 
 # -- identity and timings ---------------------------------------------------------------------------

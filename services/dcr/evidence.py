@@ -33,7 +33,7 @@ import numpy as np
 
 from services import baselines
 from services.config import get_settings
-from services.dcr import Evaluation, SentenceVerdict, score_evaluation
+from services.dcr.results import Evaluation, SentenceVerdict, score_evaluation
 from services.text import split_sentences
 
 log = logging.getLogger(__name__)
