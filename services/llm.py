@@ -460,9 +460,13 @@ class LLMClient:
                     return CallResult(value=value, raw=hit["raw"], cached=True)
                 except (ValueError, ValidationError, TypeError, KeyError):
                     pass  # a stale entry that no longer parses: ask again
+        return self._send(lambda: self._call_and_parse(messages, parse, schema, temp, rec), rec, key, prompt_version)
+
+    def _send(self, call: Callable[[], CallResult[T]], rec: CallRecord, key: str, prompt_version: str) -> CallResult[T]:
+        """Make the call, record its latency and error in the ledger, and cache only a good answer."""
         started = time.perf_counter()
         try:
-            result = self._call_and_parse(messages, parse, schema, temp, rec)
+            result = call()
         except BackendError as exc:
             rec.error = str(exc)
             result = CallResult(value=None, error=str(exc), fatal=exc.fatal)
@@ -521,10 +525,13 @@ class LLMClient:
     def _cut_reason(self, reply: _Reply) -> str | None:
         """Why the answer is incomplete (the server stopped it at max_tokens, or its JSON breaks off)."""
         if reply.finish_reason == "length":
-            return f"the answer was cut at max_tokens={self.backend.max_tokens}"
+            return self._length_cut()
         if is_cut_off(reply.raw):
             return "the answer breaks off before its JSON is closed"
         return None
+
+    def _length_cut(self) -> str:
+        return f"the answer was cut at max_tokens={self.backend.max_tokens}"
 
     def chat_text(
         self,
@@ -543,24 +550,17 @@ class LLMClient:
             rec.cached = True
             self.ledger.add(rec)
             return CallResult(value=hit["raw"], raw=hit["raw"], cached=True)
-        started = time.perf_counter()
-        try:
+
+        def call() -> CallResult[str]:
             reply = self._request_with_fallback(messages, None, temp, rec)
             rec.prompt_tokens, rec.completion_tokens = reply.prompt_tokens, reply.completion_tokens
             if reply.finish_reason == "length":  # a cut-off answer is a failure, never cached
-                why = f"the answer was cut at max_tokens={self.backend.max_tokens}"
-                result = CallResult(value=None, raw=reply.raw, error=f"The model's answer is incomplete: {why}.")
-                rec.error = result.error
-            else:
-                result = CallResult(value=reply.raw, raw=reply.raw)
-        except BackendError as exc:
-            rec.error = str(exc)
-            result = CallResult(value=None, error=str(exc), fatal=exc.fatal)
-        rec.latency_ms = (time.perf_counter() - started) * 1000
-        self.ledger.add(rec)
-        if result.ok:
-            self._store(key, prompt_version, result.raw, rec)
-        return result
+                return CallResult(
+                    value=None, raw=reply.raw, error=f"The model's answer is incomplete: {self._length_cut()}."
+                )
+            return CallResult(value=reply.raw, raw=reply.raw)
+
+        return self._send(call, rec, key, prompt_version)
 
     def test_connection(self) -> tuple[bool, str]:
         """A one-token round trip; returns (ok, message)."""
