@@ -26,6 +26,12 @@ by common words, so that it shares few word pairs with the article:
   abstract-fact   one with a number, name or rare word from another article, or one moved from another
                   sentence of this article, or an unrelated sentence (label 0); each summary has at most one
 
+One-sentence abstractive summaries of the lead (XSum's style; never used to fit the checker's weights, only
+to test them, so their figures say how the checker carries over to a style it was not fitted on):
+  headline        the lead's names and numbers, about a third of its other words and four newswire
+                  paraphrase words the article lacks ("lawmakers", "sacked", "amid"), judged alone (label 1)
+  headline-fact   the same with a number changed, a name from another article swapped in or added (label 0)
+
 Every rule is deterministic given the seed. A case is (article index, sentence, label, kind, group).
 """
 
@@ -39,10 +45,20 @@ from wordfreq import zipf_frequency
 
 from services.text import split_sentences
 
-POSITIVE = ("verbatim", "compressed", "reworded", "fused", "abstract")
+POSITIVE = ("verbatim", "compressed", "reworded", "fused", "abstract", "headline")
 NEGATIVE = ("number", "number-in", "name", "name-in", "date", "negation", "pronoun", "invented", "unrelated",
-            "abstract-fact")  # fmt: skip
+            "abstract-fact", "headline-fact")  # fmt: skip
+HELD_OUT = ("headline", "headline-fact")  # kinds used only to test the fitted weights
 ABSTRACT_KEEP, ABSTRACT_SWAP = 0.5, 0.3  # of the other words: kept, replaced by a common word (the rest dropped)
+# Newswire paraphrase vocabulary (Zipf 2.7-5 in English): what a one-sentence abstractive summary rewords
+# the article's lead with. None states a fact of its own; each is used only where the article lacks it.
+HEADLINE_WORDS = tuple(
+    "lawmakers backed unveiled sacked probe boost row bid clash slammed vowed hailed axed quit amid sparked tipped "
+    "urged warned branded ruled blasted halted scrapped ousted jailed rescued stranded toll surge slump rift feud "
+    "pledge spree inquiry bosses campaigners residents authorities organisers rivals youngster veteran pensioner "
+    "motorist shoppers fans medics troops protesters".split()
+)
+HEADLINE_KEEP, HEADLINE_NEW = 0.35, 4  # of the lead's other words: share kept; paraphrase words added
 GENERIC = tuple(
     "new recent major local several group plan move case officials reportedly later now large people said made took "
     "time year week part set left".split()
@@ -199,6 +215,19 @@ def abstract(s: str, rng: random.Random) -> str:
     return _clean(" ".join(out))
 
 
+def headline(lead: list[str], rng: random.Random) -> str:
+    """A one-sentence abstractive summary of the lead (XSum's style): its names and numbers, about a third of
+    its other words, and HEADLINE_NEW paraphrase words the article does not have, in the lead's order."""
+    text = " ".join(lead)
+    have = {w.lower() for w in _WORD.findall(text)}
+    words = [w for x in lead for w in x.rstrip(".!? ").split(" ")]
+    out = [w for w in words if _specific(w.strip(",.;:'`\"()")) or rng.random() < HEADLINE_KEEP][:28]
+    fresh = [w for w in HEADLINE_WORDS if w not in have]
+    for w in rng.sample(fresh, min(HEADLINE_NEW, len(fresh))):
+        out.insert(rng.randrange(len(out) + 1), w)
+    return _clean(" ".join(out))
+
+
 def unrelated(s: str) -> str | None:
     """Another article's sentence without its names, numbers and rare words."""
     out = [w for w in s.rstrip(".!? ").split(" ") if not _specific(w.strip(",.;:'`\"()"))]
@@ -279,6 +308,12 @@ def build(articles: list[str], seed: int = 0, per_doc: int = 2) -> list[Case]:
                     cases.append(Case(d, _clean(swapped), 0, "abstract-fact", group))
                     continue
             cases.append(Case(d, a, 1, "abstract", group))
+        lead = headline(ss[:2], rng)
+        pick = rng.choice(["number", "name", "invented"])
+        made_up = makers[pick](lead) if pick != "invented" else f"{lead.rstrip('.')} {rng.choice(theirs or ['x'])}"
+        cases.append(Case(d, lead, 1, "headline"))
+        if made_up and made_up != lead:
+            cases.append(Case(d, _clean(made_up), 0, "headline-fact"))
         for kind, make in makers.items():
             made = 0
             for s in bases:

@@ -183,6 +183,17 @@ def test_a_reworded_sentence_without_new_facts_is_supported(mode) -> None:
     assert se.verdict == "consistent" and se.novel and all(s.kind == "word" for s in se.novel)
 
 
+def test_general_vocabulary_marks_a_paraphrase_and_a_rare_word_a_new_fact(lexical) -> None:
+    """The same sentence with a novel common word and with a novel rare one: only the rare one costs support."""
+    common, rare = evidence.analyse(
+        REF, ["Building work on the schools starts in March, backed by 1,200 workers.",
+              "Building work on the schools starts in March, with 1,200 unionised workers."],
+    )  # fmt: skip
+    assert common.features.reworded >= 1 and common.features.rare == 0
+    assert rare.features.rare > 0 and rare.features.reworded < common.features.reworded
+    assert common.support > rare.support
+
+
 @pytest.mark.parametrize(
     ("sentence", "found"),
     [
