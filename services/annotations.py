@@ -12,32 +12,19 @@ import json
 import logging
 import random
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Literal
 
 import pandas as pd
-from sqlalchemy import case, func, select, update
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
-from db.engine import dialect_insert
-from db.models import (
-    AnnotationAssignment,
-    Annotator,
-    AnnotatorPublic,
-    Batch,
-    BatchItem,
-    BatchPublic,
-    Dataset,
-    DatasetItem,
-    Document,
-    SentenceLabel,
-    SentenceLabelPublic,
-    new_token,
-    utcnow,
-)
+from db import annotations as queries
+from db.annotations import AnnotationItem, ItemSentences, QueueEntry
+from db.engine import get_session
+from db.models import AnnotatorPublic, BatchPublic, SentenceLabelPublic, new_token, utcnow
 from services import tables
 from services.datasets import IMPORT_ADVICE, RejectedRow, parse_label
 from services.errors import InputError
@@ -102,18 +89,14 @@ def _clean_name(name: str) -> str:
     return name
 
 
-def _public(row: Annotator) -> AnnotatorPublic:
-    return AnnotatorPublic.model_validate(row, from_attributes=True)
-
-
 def create_annotator(engine: Engine, name: str) -> AnnotatorPublic:
     """A new annotator with an unguessable personal token; InputError when the name is taken."""
     name = _clean_name(name)
-    with engine.begin() as conn:
-        try:
-            conn.execute(Annotator.__table__.insert().values(**Annotator(name=name).model_dump(exclude={"id"})))
-        except IntegrityError:
-            raise InputError(f"An annotator named {name!r} exists already; pick that name instead.") from None
+    try:
+        with get_session(engine) as session:
+            queries.insert_annotator(session=session, name=name)
+    except IntegrityError:
+        raise InputError(f"An annotator named {name!r} exists already; pick that name instead.") from None
     found = annotator_by_name(engine, name)
     assert found is not None
     return found
@@ -125,73 +108,53 @@ def get_or_create_annotator(engine: Engine, name: str) -> AnnotatorPublic:
     found = annotator_by_name(engine, name)
     if found is not None:
         return found
-    with engine.begin() as conn:
-        conn.execute(
-            dialect_insert(conn)(Annotator.__table__).on_conflict_do_nothing(),
-            [Annotator(name=name).model_dump(exclude={"id"})],
-        )
+    with get_session(engine) as session:
+        queries.insert_annotator_if_missing(session=session, name=name)
     found = annotator_by_name(engine, name)
     assert found is not None
     return found
 
 
-def _one(engine: Engine, where) -> AnnotatorPublic | None:  # noqa: ANN001
-    with engine.connect() as conn:
-        row = conn.execute(select(Annotator.id, Annotator.name, Annotator.created_at).where(where)).first()
-    return AnnotatorPublic(id=row[0], name=row[1], created_at=row[2]) if row else None
-
-
 def get_annotator(engine: Engine, annotator_id: int) -> AnnotatorPublic | None:
-    return _one(engine, Annotator.id == annotator_id)
+    with get_session(engine) as session:
+        return queries.annotator_by_id(session=session, annotator_id=annotator_id)
 
 
 def annotator_by_name(engine: Engine, name: str) -> AnnotatorPublic | None:
-    return _one(engine, Annotator.name == " ".join(str(name).split()))
+    with get_session(engine) as session:
+        return queries.annotator_by_name(session=session, name=" ".join(str(name).split()))
 
 
 def annotator_by_token(engine: Engine, token: str) -> AnnotatorPublic | None:
     """The annotator whose personal link carries this token, or None."""
     token = (token or "").strip()
-    return _one(engine, Annotator.token == token) if token else None
+    if not token:
+        return None
+    with get_session(engine) as session:
+        return queries.annotator_by_token(session=session, token=token)
 
 
 def annotator_token(engine: Engine, annotator_id: int) -> str | None:
     """The token of an annotator's personal link (for that annotator's eyes only)."""
-    with engine.connect() as conn:
-        return conn.execute(select(Annotator.token).where(Annotator.id == annotator_id)).scalar()
+    with get_session(engine) as session:
+        return queries.annotator_token(session=session, annotator_id=annotator_id)
 
 
 def replace_token(engine: Engine, annotator_id: int) -> str:
     """A new personal link for the annotator; the old one stops working at once. Labels are kept."""
     token = new_token()
-    with engine.begin() as conn:
-        conn.execute(Annotator.__table__.update().where(Annotator.id == annotator_id).values(token=token))
+    with get_session(engine) as session:
+        queries.set_annotator_token(session=session, annotator_id=annotator_id, token=token)
     return token
 
 
 def list_annotators(engine: Engine) -> list[AnnotatorPublic]:
     """Every annotator, by name."""
-    with engine.connect() as conn:
-        rows = conn.execute(select(Annotator.id, Annotator.name, Annotator.created_at).order_by(Annotator.name)).all()
-    return [AnnotatorPublic(id=r[0], name=r[1], created_at=r[2]) for r in rows]
+    with get_session(engine) as session:
+        return queries.list_annotators(session=session)
 
 
 # -- labels --------------------------------------------------------------------------------------
-def _conflict_columns(target: Target) -> list[str]:
-    if target.is_item:
-        return ["annotator_id", "dataset_item_id", "sentence_idx"]
-    return ["annotator_id", "run_id", "round_idx", "sentence_idx"]
-
-
-def _upsert(conn: Connection, target: Target, rows: list[dict[str, Any]], *, keep_note: bool) -> None:
-    """INSERT ... ON CONFLICT DO UPDATE on the annotator's own row: the label (and note), never created_at."""
-    ins = dialect_insert(conn)(SentenceLabel.__table__)
-    set_ = {"label": ins.excluded.label, "updated_at": ins.excluded.updated_at}
-    if not keep_note:
-        set_["note"] = ins.excluded.note
-    conn.execute(ins.on_conflict_do_update(index_elements=_conflict_columns(target), set_=set_), rows)
-
-
 def _check_label(label: int | bool) -> int:
     if isinstance(label, bool):
         return int(label)
@@ -214,7 +177,8 @@ def label_sentence(
     if sentence_idx < 0:
         raise ValueError(f"sentence_idx must be 0 or more, got {sentence_idx}")
     if target.is_item:
-        n = _n_sentences(engine, target.dataset_item_id)  # type: ignore[arg-type]
+        with get_session(engine) as session:
+            n = queries.item_sentence_count(session=session, item_id=target.dataset_item_id)  # type: ignore[arg-type]
         if n is None:
             raise InputError(f"Dataset item {target.dataset_item_id} does not exist.")
         if sentence_idx >= n:
@@ -224,51 +188,19 @@ def label_sentence(
         **target.columns(), "annotator_id": annotator_id, "sentence_idx": sentence_idx, "label": label,
         "note": (note or "").strip(), "created_at": now, "updated_at": now,
     }  # fmt: skip
-    # The upsert comes first in the transaction: on SQLite it takes the write lock before any read, so a
-    # concurrent writer waits (busy_timeout) instead of failing on a stale read snapshot.
     try:
-        with engine.begin() as conn:
-            stored = _write_label(conn, target, row, keep_note=note is None)
+        with get_session(engine) as session:
+            return queries.write_label(session=session, row=row, keep_note=note is None)
     except IntegrityError:  # a foreign key: the annotator, run or item is gone
         raise InputError(
             f"Cannot store the label: annotator {annotator_id} or the {target.key} it is about does not exist."
         ) from None
-    return _label_public(stored)
-
-
-def _write_label(conn: Connection, target: Target, row: dict[str, Any], *, keep_note: bool) -> Any:
-    """Upsert one label, then refresh its assignment; returns the stored row."""
-    annotator_id, sentence_idx = row["annotator_id"], row["sentence_idx"]
-    _upsert(conn, target, [row], keep_note=keep_note)
-    if target.is_item:
-        _refresh_assignments(conn, {(target.dataset_item_id, annotator_id)})  # type: ignore[arg-type]
-    return conn.execute(
-        select(SentenceLabel).where(
-            *_where_target(target),
-            SentenceLabel.annotator_id == annotator_id,
-            SentenceLabel.sentence_idx == sentence_idx,
-        )
-    ).first()
-
-
-def _label_public(row: Any) -> SentenceLabelPublic:
-    return SentenceLabelPublic.model_validate(dict(row._mapping))
-
-
-def _where_target(target: Target) -> list[Any]:
-    if target.is_item:
-        return [SentenceLabel.dataset_item_id == target.dataset_item_id]
-    return [SentenceLabel.run_id == target.run_id, SentenceLabel.round_idx == target.round_idx]
 
 
 def labels_for(engine: Engine, target: Target, *, annotator_id: int | None = None) -> list[SentenceLabelPublic]:
     """Every label of a target (or one annotator's), by sentence then annotator."""
-    q = select(SentenceLabel).where(*_where_target(target))
-    if annotator_id is not None:
-        q = q.where(SentenceLabel.annotator_id == annotator_id)
-    with engine.connect() as conn:
-        rows = conn.execute(q.order_by(SentenceLabel.sentence_idx, SentenceLabel.annotator_id)).all()
-    return [_label_public(r) for r in rows]
+    with get_session(engine) as session:
+        return queries.labels(session=session, **target.columns(), annotator_id=annotator_id)
 
 
 def labels_for_run(engine: Engine, run_id: int, round_idx: int = 0) -> list[SentenceLabelPublic]:
@@ -282,38 +214,6 @@ def labels_for_item(engine: Engine, item_id: int) -> list[SentenceLabelPublic]:
 def my_labels(engine: Engine, annotator_id: int, target: Target) -> dict[int, SentenceLabelPublic]:
     """One annotator's labels of a target, by sentence index."""
     return {x.sentence_idx: x for x in labels_for(engine, target, annotator_id=annotator_id)}
-
-
-def _n_sentences(engine: Engine, item_id: int) -> int | None:
-    with engine.connect() as conn:
-        sentences = conn.execute(select(DatasetItem.sentences).where(DatasetItem.id == item_id)).first()
-    return None if sentences is None else len(sentences[0] or [])
-
-
-def _refresh_assignments(conn: Connection, pairs: set[tuple[int, int]]) -> None:
-    """Mark (item, annotator) assignments done once every sentence has that annotator's label (or pending)."""
-    if not pairs:
-        return
-    items = {i for i, _ in pairs}
-    sizes = dict(conn.execute(select(DatasetItem.id, DatasetItem.sentences).where(DatasetItem.id.in_(items))).all())
-    counts = dict(
-        ((r[0], r[1]), r[2])
-        for r in conn.execute(
-            select(SentenceLabel.dataset_item_id, SentenceLabel.annotator_id, func.count())
-            .where(SentenceLabel.dataset_item_id.in_(items))
-            .group_by(SentenceLabel.dataset_item_id, SentenceLabel.annotator_id)
-        ).all()
-    )
-    now = utcnow()
-    for item_id, annotator_id in pairs:
-        done = counts.get((item_id, annotator_id), 0) >= len(sizes.get(item_id) or [])
-        a = AnnotationAssignment
-        status = "done" if done else "pending"
-        conn.execute(
-            update(a)
-            .where(a.dataset_item_id == item_id, a.annotator_id == annotator_id, a.status != status)
-            .values(status=status, done_at=now if done else None)
-        )
 
 
 # -- assignment ----------------------------------------------------------------------------------
@@ -343,23 +243,16 @@ def assign(engine: Engine, dataset_id: int, *, annotators: list[int], per_item: 
         raise InputError("Each item needs at least one annotator.")
     if per_item > len(ids):
         raise InputError(f"{per_item} annotators per item, but only {len(ids)} annotator(s) chosen.")
-    with engine.begin() as conn:
-        names = dict(conn.execute(select(Annotator.id, Annotator.name).where(Annotator.id.in_(ids))).all())
+    with get_session(engine) as session:
+        names = queries.annotator_names(session=session, annotator_ids=ids)
         missing = [a for a in ids if a not in names]
         if missing:
             raise InputError(f"Annotator(s) {missing} do not exist.")
-        if conn.execute(select(Dataset.id).where(Dataset.id == dataset_id)).first() is None:
+        if not queries.dataset_exists(session=session, dataset_id=dataset_id):
             raise InputError(f"Dataset {dataset_id} does not exist.")
-        items = list(
-            conn.execute(select(DatasetItem.id).where(DatasetItem.dataset_id == dataset_id).order_by(DatasetItem.idx))
-            .scalars()
-        )  # fmt: skip
+        items = queries.item_ids(session=session, dataset_id=dataset_id)
         holders: dict[int, set[int]] = defaultdict(set)
-        for item_id, annotator_id in conn.execute(
-            select(AnnotationAssignment.dataset_item_id, AnnotationAssignment.annotator_id).where(
-                AnnotationAssignment.dataset_id == dataset_id
-            )
-        ).all():
+        for item_id, annotator_id in queries.assignment_pairs(session=session, dataset_id=dataset_id):
             holders[item_id].add(annotator_id)
         load = {a: sum(a in h for h in holders.values()) for a in ids}
         rng = random.Random(seed)
@@ -382,12 +275,13 @@ def assign(engine: Engine, dataset_id: int, *, annotators: list[int], per_item: 
              "assigned_at": now, "done_at": None}
             for item_id in items for a in new.get(item_id, [])
         ]  # fmt: skip
-        before = _count_assignments(conn, dataset_id)
+        before = queries.count_assignments(session=session, dataset_id=dataset_id)
         if rows:
             # A concurrent call may have assigned some of these pairs meanwhile: the unique key skips them.
-            conn.execute(dialect_insert(conn)(AnnotationAssignment.__table__).on_conflict_do_nothing(), rows)
-            _refresh_assignments(conn, {(r["dataset_item_id"], r["annotator_id"]) for r in rows})
-        created = _count_assignments(conn, dataset_id) - before
+            queries.insert_assignments(session=session, rows=rows)
+            pairs = {(r["dataset_item_id"], r["annotator_id"]) for r in rows}
+            queries.refresh_assignments(session=session, pairs=pairs)
+        created = queries.count_assignments(session=session, dataset_id=dataset_id) - before
         covered = sum(len(holders[i]) >= per_item for i in items)
     log.info("assigned %d item(s) of dataset %s to %d annotator(s)", created, dataset_id, len(ids))
     return AssignResult(created=created, items=len(items), covered=covered, loads={names[a]: load[a] for a in ids})
@@ -445,35 +339,11 @@ def _chain(
     return None
 
 
-def _count_assignments(conn: Connection, dataset_id: int) -> int:
-    return int(
-        conn.execute(
-            select(func.count()).select_from(AnnotationAssignment).where(AnnotationAssignment.dataset_id == dataset_id)
-        ).scalar_one()
-    )
-
-
 # -- the queue -----------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class QueueEntry:
-    """One item assigned to an annotator."""
-
-    item_id: int
-    idx: int
-    external_id: str
-    status: str
-
-
 def queue(engine: Engine, dataset_id: int, annotator_id: int) -> list[QueueEntry]:
     """An annotator's assignments in a dataset, in dataset order."""
-    with engine.connect() as conn:
-        rows = conn.execute(
-            select(DatasetItem.id, DatasetItem.idx, DatasetItem.external_id, AnnotationAssignment.status)
-            .join(AnnotationAssignment, AnnotationAssignment.dataset_item_id == DatasetItem.id)
-            .where(AnnotationAssignment.dataset_id == dataset_id, AnnotationAssignment.annotator_id == annotator_id)
-            .order_by(DatasetItem.idx, DatasetItem.id)
-        ).all()
-    return [QueueEntry(r[0], r[1], r[2], r[3]) for r in rows]
+    with get_session(engine) as session:
+        return queries.queue(session=session, dataset_id=dataset_id, annotator_id=annotator_id)
 
 
 def next_item(
@@ -498,11 +368,10 @@ def next_item(
         first = pending or entries
         return first[0].item_id if first else None
     pivot_id = after if after is not None else before
-    with engine.connect() as conn:
-        pivot = conn.execute(select(DatasetItem.idx, DatasetItem.id).where(DatasetItem.id == pivot_id)).first()
-    if pivot is None:
+    with get_session(engine) as session:
+        place = queries.item_place(session=session, item_id=pivot_id)  # type: ignore[arg-type]
+    if place is None:
         return None
-    place = (pivot[0], pivot[1])
     if after is not None:
         later = [e for e in entries if (e.idx, e.item_id) > place]
         return later[0].item_id if later else None
@@ -525,77 +394,33 @@ class AnnotationProgress:
 
 def progress(engine: Engine, dataset_id: int, annotator_id: int | None = None) -> AnnotationProgress:
     """Progress of one annotator in a dataset, or of everyone together."""
-    a = AnnotationAssignment
-    q = select(func.count(), func.coalesce(func.sum(case((a.status == "done", 1), else_=0)), 0))
-    q = q.select_from(a).where(a.dataset_id == dataset_id)
-    lq = (
-        select(func.count())
-        .select_from(SentenceLabel)
-        .join(DatasetItem, DatasetItem.id == SentenceLabel.dataset_item_id)
-        .where(DatasetItem.dataset_id == dataset_id)
-    )
-    if annotator_id is not None:
-        q = q.where(a.annotator_id == annotator_id)
-        lq = lq.where(SentenceLabel.annotator_id == annotator_id)
-    with engine.connect() as conn:
-        assigned, done = conn.execute(q).one()
-        labels = conn.execute(lq).scalar_one()
-    return AnnotationProgress(int(assigned), int(done), int(labels))
+    with get_session(engine) as session:
+        counts = queries.progress_counts(session=session, dataset_id=dataset_id, annotator_id=annotator_id)
+    return AnnotationProgress(*counts)
 
 
 def progress_frame(engine: Engine, dataset_id: int) -> pd.DataFrame:
     """One row per annotator of the dataset: items assigned, done, and labels written."""
-    a = AnnotationAssignment
-    with engine.connect() as conn:
-        assigned = conn.execute(
-            select(Annotator.name, a.status, func.count())
-            .join(Annotator, Annotator.id == a.annotator_id)
-            .where(a.dataset_id == dataset_id)
-            .group_by(Annotator.name, a.status)
-        ).all()
-        labels = conn.execute(
-            select(Annotator.name, func.count())
-            .select_from(SentenceLabel)
-            .join(Annotator, Annotator.id == SentenceLabel.annotator_id)
-            .join(DatasetItem, DatasetItem.id == SentenceLabel.dataset_item_id)
-            .where(DatasetItem.dataset_id == dataset_id)
-            .group_by(Annotator.name)
-        ).all()
+    with get_session(engine) as session:
+        assigned = queries.assignment_counts_by_annotator(session=session, dataset_id=dataset_id)
+        labels = queries.label_counts_by_annotator(session=session, dataset_id=dataset_id)
     table: dict[str, dict[str, int]] = defaultdict(lambda: {"assigned": 0, "done": 0, "labels": 0})
     for name, status, n in assigned:
-        table[name]["assigned"] += int(n)
+        table[name]["assigned"] += n
         if status == "done":
-            table[name]["done"] += int(n)
+            table[name]["done"] += n
     for name, n in labels:
-        table[name]["labels"] = int(n)
+        table[name]["labels"] = n
     return pd.DataFrame(
         [{"annotator": k, **v} for k, v in sorted(table.items())], columns=["annotator", "assigned", "done", "labels"]
     )
 
 
 # -- items and model verdicts ------------------------------------------------------------------
-@dataclass(frozen=True)
-class AnnotationItem:
-    """A dataset item as the annotator sees it."""
-
-    id: int
-    dataset_id: int
-    idx: int
-    external_id: str
-    reference: str
-    candidate: str
-    sentences: list[str]
-
-
 def get_item(engine: Engine, item_id: int) -> AnnotationItem | None:
-    with engine.connect() as conn:
-        r = conn.execute(
-            select(DatasetItem.id, DatasetItem.dataset_id, DatasetItem.idx, DatasetItem.external_id, Document.text,
-                   DatasetItem.candidate, DatasetItem.sentences)
-            .join(Document, Document.id == DatasetItem.reference_id)
-            .where(DatasetItem.id == item_id)
-        ).first()  # fmt: skip
-    return AnnotationItem(r[0], r[1], r[2], r[3], r[4], r[5], list(r[6] or [])) if r else None
+    """A dataset item as the annotator sees it."""
+    with get_session(engine) as session:
+        return queries.get_item(session=session, item_id=item_id)
 
 
 @dataclass(frozen=True)
@@ -609,14 +434,8 @@ class ModelVerdict:
 
 def datasets_of(engine: Engine, annotator_id: int) -> list[int]:
     """The datasets where an annotator has assignments: all a personal link opens."""
-    with engine.connect() as conn:
-        rows = conn.execute(
-            select(AnnotationAssignment.dataset_id)
-            .where(AnnotationAssignment.annotator_id == annotator_id)
-            .distinct()
-            .order_by(AnnotationAssignment.dataset_id.desc())
-        ).all()
-    return [r[0] for r in rows]
+    with get_session(engine) as session:
+        return queries.datasets_of(session=session, annotator_id=annotator_id)
 
 
 # -- the lead's settings for a dataset's queue ------------------------------------------------------
@@ -634,8 +453,8 @@ class QueueSettings:
 
 def queue_settings(engine: Engine, dataset_id: int) -> QueueSettings:
     """The lead's settings; until set, the newest finished batch and blind mode on."""
-    with engine.connect() as conn:
-        meta = conn.execute(select(Dataset.meta).where(Dataset.id == dataset_id)).scalar() or {}
+    with get_session(engine) as session:
+        meta = queries.dataset_meta(session=session, dataset_id=dataset_id) or {}
     saved = meta.get(QUEUE_SETTINGS_KEY) or {}
     batches = batches_for_dataset(engine, dataset_id)
     if "batch_id" in saved:
@@ -649,20 +468,19 @@ def set_queue_settings(engine: Engine, dataset_id: int, *, batch_id: int | None,
     """Save the lead's settings for a dataset's queue; InputError for a batch of another dataset."""
     if batch_id is not None and batch_id not in {b.id for b in batches_for_dataset(engine, dataset_id)}:
         raise InputError(f"Batch #{batch_id} is not a batch of this dataset.")
-    with engine.begin() as conn:
-        meta = conn.execute(select(Dataset.meta).where(Dataset.id == dataset_id)).scalar()
+    with get_session(engine) as session:
+        meta = queries.dataset_meta(session=session, dataset_id=dataset_id)
         if meta is None:
             raise InputError(f"Dataset #{dataset_id} does not exist.")
         meta = {**meta, QUEUE_SETTINGS_KEY: {"batch_id": batch_id, "blind": bool(blind)}}
-        conn.execute(update(Dataset).where(Dataset.id == dataset_id).values(meta=meta))
+        queries.set_dataset_meta(session=session, dataset_id=dataset_id, meta=meta)
     return QueueSettings(batch_id=batch_id, blind=bool(blind))
 
 
 def batches_for_dataset(engine: Engine, dataset_id: int) -> list[BatchPublic]:
     """The dataset's batches, newest first."""
-    with engine.connect() as conn:
-        rows = conn.execute(select(Batch).where(Batch.dataset_id == dataset_id).order_by(Batch.id.desc())).all()
-    return [BatchPublic.model_validate(dict(r._mapping)) for r in rows]
+    with get_session(engine) as session:
+        return queries.batches_for_dataset(session=session, dataset_id=dataset_id)
 
 
 def _round0(result: dict[str, Any] | None, n_sentences: int) -> list[dict[str, Any]] | None:
@@ -676,15 +494,12 @@ def _round0(result: dict[str, Any] | None, n_sentences: int) -> list[dict[str, A
 
 def model_verdicts(engine: Engine, batch_id: int, item_id: int) -> list[ModelVerdict] | None:
     """The batch's round-0 verdict for each sentence of the item, or None (not done, or not per sentence)."""
-    with engine.connect() as conn:
-        r = conn.execute(
-            select(BatchItem.result, DatasetItem.sentences)
-            .join(DatasetItem, DatasetItem.id == BatchItem.item_id)
-            .where(BatchItem.batch_id == batch_id, BatchItem.item_id == item_id, BatchItem.status == "done")
-        ).first()
-    if r is None:
+    with get_session(engine) as session:
+        found = queries.done_item_result(session=session, batch_id=batch_id, item_id=item_id)
+    if found is None:
         return None
-    records = _round0(r[0], len(r[1] or []))
+    result, sentences = found
+    records = _round0(result, len(sentences))
     if records is None:
         return None
     return [
@@ -693,12 +508,12 @@ def model_verdicts(engine: Engine, batch_id: int, item_id: int) -> list[ModelVer
     ]
 
 
-def _batch_codes(conn: Connection, batch_id: int, sizes: dict[int, int]) -> dict[tuple[int, int], int | None]:
+def _batch_codes(
+    results: list[tuple[int, dict[str, Any] | None]], sizes: dict[int, int]
+) -> dict[tuple[int, int], int | None]:
     """(item, sentence) -> 1/0/None (unknown) from a batch's round 0; items without per-sentence verdicts absent."""
     out: dict[tuple[int, int], int | None] = {}
-    for item_id, result in conn.execute(
-        select(BatchItem.item_id, BatchItem.result).where(BatchItem.batch_id == batch_id, BatchItem.status == "done")
-    ).all():
+    for item_id, result in results:
         if item_id not in sizes:
             continue
         records = _round0(result, sizes[item_id])
@@ -707,31 +522,22 @@ def _batch_codes(conn: Connection, batch_id: int, sizes: dict[int, int]) -> dict
     return out
 
 
-def _batch_verdict_words(conn: Connection, batch_id: int, sizes: dict[int, int]) -> dict[tuple[int, int], str]:
+def _batch_verdict_words(
+    results: list[tuple[int, dict[str, Any] | None]], sizes: dict[int, int]
+) -> dict[tuple[int, int], str]:
     """(item, sentence) -> the batch's round-0 verdict word, for items with per-sentence verdicts."""
-    rows = conn.execute(
-        select(BatchItem.item_id, BatchItem.result).where(BatchItem.batch_id == batch_id, BatchItem.status == "done")
-    ).all()
     return {
         (item_id, j): str(s.get("verdict") or "unknown")
-        for item_id, result in rows
+        for item_id, result in results
         if item_id in sizes
         for j, s in enumerate(_round0(result, sizes[item_id]) or [])
     }
 
 
 # -- export and import ---------------------------------------------------------------------------
-def _label_rows(conn: Connection, dataset_id: int) -> list[Any]:
-    return conn.execute(
-        select(DatasetItem.id, DatasetItem.idx, DatasetItem.external_id, DatasetItem.sentences,
-               SentenceLabel.sentence_idx, Annotator.name, SentenceLabel.label, SentenceLabel.note,
-               SentenceLabel.created_at,
-               SentenceLabel.updated_at, SentenceLabel.annotator_id)
-        .join(DatasetItem, DatasetItem.id == SentenceLabel.dataset_item_id)
-        .join(Annotator, Annotator.id == SentenceLabel.annotator_id)
-        .where(DatasetItem.dataset_id == dataset_id)
-        .order_by(DatasetItem.idx, DatasetItem.id, SentenceLabel.sentence_idx, Annotator.name)
-    ).all()  # fmt: skip
+def _sentence(sentences: list[str] | None, j: int) -> str:
+    """Sentence j of an item, or "" when the item has fewer sentences."""
+    return (sentences or [])[j] if j < len(sentences or []) else ""
 
 
 def _iso(t: datetime | None) -> str:
@@ -740,16 +546,16 @@ def _iso(t: datetime | None) -> str:
 
 def export_labels(engine: Engine, dataset_id: int, fmt: ExportFormat = "jsonl") -> bytes:
     """The dataset's labels, one row per item, sentence and annotator (label 1 consistent / 0 inconsistent)."""
-    with engine.connect() as conn:
-        name = conn.execute(select(Dataset.name).where(Dataset.id == dataset_id)).scalar()
+    with get_session(engine) as session:
+        name = queries.dataset_name(session=session, dataset_id=dataset_id)
         if name is None:
             raise InputError(f"Dataset {dataset_id} does not exist.")
-        rows = _label_rows(conn, dataset_id)
+        rows = queries.label_rows(session=session, dataset_id=dataset_id)
     records = [
         {
-            "dataset": name, "external_id": r[2], "item": r[1], "sentence_idx": r[4],
-            "sentence": (r[3] or [])[r[4]] if r[4] < len(r[3] or []) else "", "annotator": r[5], "label": r[6],
-            "note": r[7] or "", "created_at": _iso(r[8]), "updated_at": _iso(r[9]),
+            "dataset": name, "external_id": r.external_id, "item": r.idx, "sentence_idx": r.sentence_idx,
+            "sentence": _sentence(r.sentences, r.sentence_idx), "annotator": r.annotator, "label": r.label,
+            "note": r.note or "", "created_at": _iso(r.created_at), "updated_at": _iso(r.updated_at),
         }
         for r in rows
     ]  # fmt: skip
@@ -816,17 +622,13 @@ def import_labels(
                    for n, obj, err in rows)  # fmt: skip
     else:
         raise InputError(f"Unknown import format {fmt!r}; use jsonl or csv.")
-    with engine.connect() as conn:
-        if conn.execute(select(Dataset.id).where(Dataset.id == dataset_id)).first() is None:
+    with get_session(engine) as session:
+        if not queries.dataset_exists(session=session, dataset_id=dataset_id):
             raise InputError(f"Dataset {dataset_id} does not exist.")
-        item_rows = conn.execute(
-            select(DatasetItem.id, DatasetItem.idx, DatasetItem.external_id, DatasetItem.sentences).where(
-                DatasetItem.dataset_id == dataset_id
-            )
-        ).all()
-    by_external: dict[str, list[Any]] = defaultdict(list)
+        item_rows = queries.items_with_sentences(session=session, dataset_id=dataset_id)
+    by_external: dict[str, list[ItemSentences]] = defaultdict(list)
     for r in item_rows:
-        by_external[str(r[2])].append(r)
+        by_external[str(r.external_id)].append(r)
 
     rejected: list[RejectedRow] = []
     good: dict[tuple[int, str, int], dict[str, Any]] = {}  # (item, annotator, sentence) -> row; the last one wins
@@ -849,13 +651,12 @@ def import_labels(
                 raise _Reject("missing field 'label'")
             matches = by_external.get(str(external_id), [])
             if len(matches) > 1 and position is not None:
-                matches = [m for m in matches if m[1] == position]
+                matches = [m for m in matches if m.idx == position]
             if not matches:
                 raise _Reject(f"no item with external_id {external_id!r} in this dataset")
             if len(matches) > 1:
                 raise _Reject(f"external_id {external_id!r} names {len(matches)} items; give 'item' (the position)")
-            item_id, _, _, sentences = matches[0]
-            sentences = sentences or []
+            item_id, sentences = matches[0].id, matches[0].sentences or []
             assert sentence_idx is not None
             if sentence_idx >= len(sentences):
                 raise _Reject(f"item {external_id!r} has {len(sentences)} sentence(s); no sentence_idx {sentence_idx}")
@@ -885,9 +686,9 @@ def import_labels(
         }
         for g in good.values()
     ]  # fmt: skip
-    with engine.begin() as conn:
-        _upsert(conn, Target.item(rows[0]["dataset_item_id"]), rows, keep_note=False)
-        _refresh_assignments(conn, {(r["dataset_item_id"], r["annotator_id"]) for r in rows})
+    with get_session(engine) as session:
+        queries.upsert_labels(session=session, rows=rows, by_item=True, keep_note=False)
+        queries.refresh_assignments(session=session, pairs={(r["dataset_item_id"], r["annotator_id"]) for r in rows})
     log.info("imported %d label(s) into dataset %s, %d row(s) rejected", len(rows), dataset_id, len(rejected))
     return len(rows), rejected
 
@@ -903,26 +704,24 @@ class _Units:
     sizes: dict[int, int]  # item -> number of sentences
 
 
-def _units(conn: Connection, dataset_id: int) -> _Units:
+BatchResults = dict[int, list[tuple[int, dict[str, Any] | None]]]  # batch -> (item, result) of its finished items
+
+
+def _units(engine: Engine, dataset_id: int, batch_ids: list[int]) -> tuple[_Units, dict[int, str], BatchResults]:
+    """The dataset's labelled units, the names of those of the batches that exist, and their finished results."""
     labels: dict[tuple[int, int], dict[str, int]] = defaultdict(dict)
     text: dict[tuple[int, int], str] = {}
     order: dict[int, tuple[int, str]] = {}
-    for item_id, idx, external_id, sentences, j, name, label, *_ in _label_rows(conn, dataset_id):
-        labels[(item_id, j)][name] = int(label)
-        text[(item_id, j)] = (sentences or [])[j] if j < len(sentences or []) else ""
-        order[item_id] = (idx, external_id)
-    sizes = {
-        r[0]: len(r[1] or [])
-        for r in conn.execute(
-            select(DatasetItem.id, DatasetItem.sentences).where(DatasetItem.dataset_id == dataset_id)
-        ).all()
-    }
-    return _Units(dict(labels), text, order, sizes)
-
-
-def _batch_names(conn: Connection, batch_ids: Sequence[int]) -> dict[int, str]:
-    rows = conn.execute(select(Batch.id, Batch.name).where(Batch.id.in_(list(batch_ids)))).all() if batch_ids else []
-    return {r[0]: r[1] for r in rows}
+    with get_session(engine) as session:
+        for r in queries.label_rows(session=session, dataset_id=dataset_id):
+            unit = (r.item_id, r.sentence_idx)
+            labels[unit][r.annotator] = int(r.label)
+            text[unit] = _sentence(r.sentences, r.sentence_idx)
+            order[r.item_id] = (r.idx, r.external_id)
+        sizes = queries.sentence_counts(session=session, dataset_id=dataset_id)
+        names = queries.batch_names(session=session, batch_ids=batch_ids)
+        results = {b: queries.done_results(session=session, batch_id=b) for b in batch_ids if b in names}
+    return _Units(dict(labels), text, order, sizes), names, results
 
 
 def _join_notes(*notes: str | None) -> str | None:
@@ -945,10 +744,8 @@ def agreement(
     bootstrap interval over units and a note when it cannot be computed or should be read with care.
     """
     batch_ids = list(dict.fromkeys(batch_ids))
-    with engine.connect() as conn:
-        u = _units(conn, dataset_id)
-        names = _batch_names(conn, batch_ids)
-        codes = {b: _batch_codes(conn, b, u.sizes) for b in batch_ids if b in names}
+    u, names, results = _units(engine, dataset_id, batch_ids)
+    codes = {b: _batch_codes(r, u.sizes) for b, r in results.items()}
     long = [
         {"unit": f"{i}:{j}", "rater": a, "value": v} for (i, j), votes in u.labels.items() for a, v in votes.items()
     ]
@@ -1019,11 +816,9 @@ def disagreements(engine: Engine, dataset_id: int, *, batch_ids: Iterable[int] =
     disagreement (it is not an answer).
     """
     batch_ids = list(dict.fromkeys(batch_ids))
-    with engine.connect() as conn:
-        u = _units(conn, dataset_id)
-        names = _batch_names(conn, batch_ids)
-        codes = {b: _batch_codes(conn, b, u.sizes) for b in batch_ids if b in names}
-        verdicts = {b: _batch_verdict_words(conn, b, u.sizes) for b in codes}
+    u, _, results = _units(engine, dataset_id, batch_ids)
+    codes = {b: _batch_codes(r, u.sizes) for b, r in results.items()}
+    verdicts = {b: _batch_verdict_words(r, u.sizes) for b, r in results.items()}
     annotators = sorted({a for votes in u.labels.values() for a in votes})
     rows = []
     for unit in sorted(u.labels, key=lambda k: (u.order[k[0]][0], k[0], k[1])):
