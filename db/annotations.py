@@ -80,6 +80,12 @@ class LabelRow:
     updated_at: datetime | None
     annotator_id: int
 
+    @property
+    def sentence(self) -> str:
+        """The labelled sentence's text ("" when the item has fewer sentences)."""
+        sentences = self.sentences or []
+        return sentences[self.sentence_idx] if self.sentence_idx < len(sentences) else ""
+
 
 # -- annotators ----------------------------------------------------------------------------------
 def insert_annotator(*, session: Session, name: str) -> None:
