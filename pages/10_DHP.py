@@ -8,7 +8,7 @@ import streamlit as st
 from components import dhp as view
 from components import dhp_figures as figs
 from components.ui import batch_worker, demo_notice, page_setup
-from services.dhp import benchmark as dhp
+from services import dhp
 from services.dhp import perturb
 from services.dhp import survey as sv
 from services.export import frame_csv

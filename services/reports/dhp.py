@@ -11,7 +11,7 @@ from sqlmodel import Session
 
 from components.dhp_figures import make_discernment_figure, make_perturbation_figure, overall_frame
 from services import metaeval
-from services.dhp import benchmark as dhp
+from services import dhp
 from services.dhp import survey as sv
 from services.errors import InputError
 from services.reports.common import N_EXAMPLES, model_config, sha256
