@@ -27,8 +27,7 @@ from typing import Any
 
 import pandas as pd
 
-from services import tables
-from services.dhp import benchmark as dhp
+from services import dhp, tables
 from services.dhp import perturb
 from services.dhp import survey as survey_service
 from services.errors import InputError

@@ -1,28 +1,16 @@
-"""DHP views: the session helper, text diffs, personal links and result tables for pages/10_DHP.py and
+"""DHP views: text diffs, personal links and result tables for pages/10_DHP.py and
 pages/11_Survey.py. Figures live in components/dhp_figures.py (pure)."""
 
 from __future__ import annotations
 
 import html
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import pandas as pd
 import streamlit as st
-from sqlmodel import Session
 
-from components.ui import engine
-from db.engine import get_session
 from services.text import diff_html
 
 LEVEL_NAMES = {"character": "Character", "word": "Word", "sentence": "Sentence", "original": "Original"}
-
-
-@contextmanager
-def session() -> Iterator[Session]:
-    """A database session on the app's engine (commits on success)."""
-    with get_session(engine()) as s:
-        yield s
 
 
 def render_diff(original: str, perturbed: str | None, *, detail: str = "", error: str | None = None) -> None:

@@ -111,7 +111,7 @@ def make_weights_figure(df: pd.DataFrame) -> go.Figure:
     return fig
 
 
-def overall_frame(results) -> pd.DataFrame:  # noqa: ANN001 - a sequence of services.dhp.benchmark.DiscernmentResult
+def overall_frame(results) -> pd.DataFrame:  # noqa: ANN001 - a sequence of services.dhp.DiscernmentResult
     """Long rows model, score, value for `make_discernment_figure`."""
     rows = []
     for r in results:

@@ -48,22 +48,16 @@ def report_html(kind: str, ref_id: int) -> str:
 
 def survey_choices() -> dict[int, str]:
     """Expert surveys by id, labelled for a picker."""
-    from sqlmodel import Session
-
     from services.dhp import survey
 
-    with Session(engine()) as s:
-        return {x.id: f"#{x.id} · {x.title} · {x.status}" for x in survey.list_surveys(session=s)}
+    return {x.id: f"#{x.id} · {x.title} · {x.status}" for x in survey.surveys(engine())}
 
 
 def dhp_run_choices() -> dict[int, str]:
     """DHP benchmark runs by id, labelled for a picker."""
-    from sqlmodel import Session
+    from services import dhp
 
-    from services.dhp import benchmark as dhp
-
-    with Session(engine()) as s:
-        return {r.id: f"#{r.id} · {r.model} · set {r.set_id} · {r.status}" for r in dhp.list_runs(session=s)}
+    return {r.id: f"#{r.id} · {r.model} · set {r.set_id} · {r.status}" for r in dhp.runs(engine())}
 
 
 def share_url(token: str) -> str:

@@ -7,8 +7,8 @@ import streamlit as st
 
 from components import dhp as view
 from components import dhp_figures as figs
-from components.ui import batch_worker, demo_notice, page_setup
-from services.dhp import benchmark as dhp
+from components.ui import batch_worker, demo_notice, engine, page_setup
+from services import dhp
 from services.dhp import perturb
 from services.dhp import survey as sv
 from services.export import frame_csv
@@ -41,8 +41,7 @@ if st.session_state.dhp_flash:
     getattr(st, kind)(msg)
     st.session_state.dhp_flash = None
 
-with view.session() as s:
-    tasks = dhp.list_tasks(session=s)
+tasks = dhp.tasks(engine())
 task_by_key = {t.key: t for t in tasks}
 if "dhp_next_task" in st.session_state:  # a task just added: select it before the selector is drawn
     st.session_state.dhp_task = st.session_state.pop("dhp_next_task")
@@ -73,8 +72,7 @@ with top[1]:
 section = st.segmented_control("Section", VIEWS, key="dhp_view", label_visibility="collapsed") or "Texts"
 st.query_params["view"] = section
 
-with view.session() as s:
-    sets = dhp.list_sets(session=s, task=task_key)
+sets = dhp.sets(engine(), task_key)
 set_ids = [x.id for x in sets]
 set_by_id = {x.id: x for x in sets}
 
@@ -133,9 +131,8 @@ def texts_section() -> None:
             disabled=n_llm == 0, help="They run in the background worker; rule-based ones are made at once.",
         )  # fmt: skip
         if st.button("Make the set", type="primary", disabled=not items or not chosen, key="dhp_make"):
-            with view.session() as s:
-                sid = dhp.create_set(task, items, name=name, seed=int(seed), session=s,
-                                     backend=backend if use_llm else None, only=chosen)  # fmt: skip
+            chosen_backend = backend if use_llm else None
+            sid = dhp.make_set(engine(), task, items, name=name, seed=int(seed), backend=chosen_backend, only=chosen)
             if use_llm and n_llm:
                 jobs.enqueue_dhp("perturb", sid)
             st.session_state.dhp_set = sid
@@ -153,8 +150,7 @@ def texts_section() -> None:
 
 @st.fragment(run_every=2.0)
 def set_status(sid: int) -> None:
-    with view.session() as s:
-        cur = dhp.get_set(sid, session=s)
+    cur = dhp.find_set(engine(), sid)
     if cur is None:
         return
     if cur.status == "generating":
@@ -175,8 +171,7 @@ def set_status(sid: int) -> None:
 
 def live_set(sid: int) -> None:
     set_status(sid)
-    with view.session() as s:
-        texts = dhp.texts_frame(sid, session=s)
+    texts = dhp.set_texts(engine(), sid)
     pert = texts[texts["perturbation"] != dhp.ORIGINAL]
     if pert.empty:
         st.info("This set holds only originals.")
@@ -216,8 +211,7 @@ def benchmark_section() -> None:
     cur = set_by_id[sid]
     if cur.status == "generating":
         st.info("The set's LLM-based perturbations are still being written; runs started now skip them.")
-    with view.session() as s:
-        n_texts = int(dhp.texts_frame(sid, session=s)["text"].notna().sum())
+    n_texts = int(dhp.set_texts(engine(), sid)["text"].notna().sum())
     with st.container(border=True):  # no form: Enter in a field only sets its value, it never starts a run
         st.markdown("**Run the benchmark**: every text scored on every metric, r times, averaged.")
         c = st.columns([3, 1, 1])
@@ -253,17 +247,10 @@ def benchmark_section() -> None:
         if not names:
             st.error("Name at least one model.")
         else:
-            ids, repeated = [], []
-            with view.session() as s:
-                for m in names:
-                    one = backend.with_changes(model=m)
-                    same = dhp.same_run(sid, one, repeats=int(repeats), seed=int(seed), session=s, answer_format=fmt)
-                    if same is not None:
-                        repeated.append(same)
-                        continue
-                    ids.append(
-                        dhp.create_run(sid, one, repeats=int(repeats), seed=int(seed), session=s, answer_format=fmt)
-                    )
+            evaluators = [backend.with_changes(model=m) for m in names]
+            ids, repeated = dhp.start_runs(
+                engine(), sid, evaluators, repeats=int(repeats), seed=int(seed), answer_format=fmt
+            )
             for rid in ids:
                 jobs.enqueue_dhp("run", rid)
             msg = ""
@@ -281,8 +268,7 @@ def benchmark_section() -> None:
 
 @st.fragment(run_every=2.0)
 def runs_live(sid: int) -> None:
-    with view.session() as s:
-        runs = dhp.list_runs(session=s, set_id=sid)
+    runs = dhp.runs(engine(), sid)
     if not runs:
         st.caption("No run on this set yet.")
         return
@@ -295,8 +281,7 @@ def runs_live(sid: int) -> None:
         if r.error:
             box.error(r.error)
         if r.status in ("queued", "running") and head[1].button("Cancel", key=f"dhp_cancel_{r.id}"):
-            with view.session() as s:
-                dhp.request_cancel(r.id, session=s)
+            dhp.cancel_run(engine(), r.id)
             st.rerun()
 
 
@@ -305,9 +290,8 @@ def results_section() -> None:
     sid = pick_set()
     if sid is None:
         return
-    with view.session() as s:
-        runs = [r for r in dhp.list_runs(session=s, set_id=sid) if r.n_done > 0]
-        surveys = [x for x in sv.list_surveys(session=s, task=task_key) if x.status == "closed"]
+    runs = [r for r in dhp.runs(engine(), sid) if r.n_done > 0]
+    surveys = [x for x in sv.surveys(engine(), task_key) if x.status == "closed"]
     if not runs:
         st.info("No scores yet: start a run under **Benchmark**.")
         return
@@ -332,24 +316,20 @@ def results_section() -> None:
     )  # fmt: skip
     weights = None
     if survey_id is not None:
-        with view.session() as s:
-            weights = sv.weights(survey_id, session=s).weights
+        weights = sv.survey_weights(engine(), survey_id).weights
     results = []
-    with view.session() as s:
-        for rid in chosen:
-            try:
-                res = dhp.run_result(rid, session=s, weights=weights)
-            except ValueError as exc:
-                st.error(f"Run #{rid}: {exc}")
-                continue
-            if res is not None:
-                run = next(r for r in runs if r.id == rid)
-                label = (
-                    res.model
-                    if sum(r.model == run.model for r in runs if r.id in chosen) == 1
-                    else f"{res.model} #{rid}"
-                )
-                results.append(_relabel(res, label))
+    for rid in chosen:
+        try:
+            res = dhp.discernment_of(engine(), rid, weights)
+        except ValueError as exc:
+            st.error(f"Run #{rid}: {exc}")
+            continue
+        if res is not None:
+            run = next(r for r in runs if r.id == rid)
+            label = (
+                res.model if sum(r.model == run.model for r in runs if r.id in chosen) == 1 else f"{res.model} #{rid}"
+            )
+            results.append(_relabel(res, label))
     if not results:
         st.info("Pick at least one run with scores.")
         return
@@ -439,8 +419,7 @@ def _relabel(res: dhp.DiscernmentResult, label: str) -> dhp.DiscernmentResult:
 
 # -- Expert survey ---------------------------------------------------------------------------------------
 def survey_section() -> None:
-    with view.session() as s:
-        surveys = sv.list_surveys(session=s, task=task_key)
+    surveys = sv.surveys(engine(), task_key)
     with st.expander("Create a survey", expanded=not surveys):
         st.caption(
             f"Experts read the task and metric definitions of **{task.name}** and, for each of its "
@@ -449,8 +428,7 @@ def survey_section() -> None:
         )
         title = st.text_input("Title", key="dhp_sv_title", placeholder=f"{task.name}: expert weights")
         if st.button("Create survey", type="primary", key="dhp_sv_create"):
-            with view.session() as s:
-                new = sv.create_survey(task, title=title, session=s)
+            new = sv.new_survey(engine(), task, title)
             st.session_state.dhp_survey = new
             flash("success", f"Survey #{new} created: invite experts below.")
             st.rerun()
@@ -467,15 +445,11 @@ def survey_section() -> None:
 
 @st.fragment(run_every=3.0)
 def survey_live(sid: int) -> None:
-    with view.session() as s:
-        cur = sv.get_survey(sid, session=s)
-        experts = sv.experts(sid, session=s)
-        matrix = sv.answers_matrix(sid, session=s)
-        w = sv.weights(sid, session=s)
-        alpha = sv.agreement(sid, session=s, n_boot=500, seed=0)
-        tokens = {e.id: sv.expert_token(e.id, session=s) for e in experts}
-    if cur is None:
+    state = sv.survey_state(engine(), sid, n_boot=500, seed=0)
+    if state is None:
         return
+    cur, experts, matrix = state.survey, state.experts, state.answers
+    w, alpha, tokens = state.weights, state.agreement, state.tokens
     is_open = cur.status == "open"
     st.markdown(
         f"**Status: {cur.status}**"
@@ -490,8 +464,7 @@ def survey_live(sid: int) -> None:
                 name = c[0].text_input("Invite an expert", key=f"dhp_inv_name_{sid}", placeholder="Name")
                 if c[1].form_submit_button("Invite"):
                     try:
-                        with view.session() as s:
-                            sv.invite(sid, name, session=s)
+                        sv.invite_expert(engine(), sid, name)
                     except sv.SurveyError as exc:
                         st.error(str(exc))
                     else:
@@ -510,12 +483,10 @@ def survey_live(sid: int) -> None:
                     key=f"dhp_revoke_{e.id}",
                     help="The link stops working at once; their votes stop counting in the weights.",
                 ):
-                    with view.session() as s:
-                        sv.revoke(e.id, session=s)
+                    sv.set_link(engine(), e.id, revoked=True)
                     st.rerun()
             elif row.button("New link", key=f"dhp_restore_{e.id}"):
-                with view.session() as s:
-                    sv.restore(e.id, session=s)
+                sv.set_link(engine(), e.id, revoked=False)
                 st.rerun()
     with right:
         st.markdown("**Weights (vote shares)**")
@@ -536,12 +507,10 @@ def survey_live(sid: int) -> None:
     a = st.container(horizontal=True)
     if is_open and a.button("Close the survey", type="primary", key=f"dhp_close_{sid}",
                             help="Answers become final and the weights can feed D_EW."):  # fmt: skip
-        with view.session() as s:
-            sv.close(sid, session=s)
+        sv.set_open(engine(), sid, is_open=False)
         st.rerun()
     if not is_open and a.button("Reopen", key=f"dhp_reopen_{sid}"):
-        with view.session() as s:
-            sv.reopen(sid, session=s)
+        sv.set_open(engine(), sid, is_open=True)
         st.rerun()
     a.download_button("Weights (EW.json)", json.dumps(w.weights, indent=2).encode(), f"ew_survey_{sid}.json",
                       "application/json", key=f"dhp_ew_{sid}", icon=":material/download:")  # fmt: skip
@@ -585,8 +554,7 @@ def tasks_section() -> None:
                     for r in perts.to_dict("records") if r.get("kind")
                 ],
             )  # fmt: skip
-            with view.session() as s:
-                dhp.add_task(spec, session=s)
+            dhp.new_task(engine(), spec)
         except ValueError as exc:
             st.error(str(exc))
         else:

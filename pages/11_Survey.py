@@ -2,8 +2,7 @@
 
 import streamlit as st
 
-from components import dhp as view
-from components.ui import page_setup
+from components.ui import engine, page_setup
 from services.dhp import survey as sv
 
 page_setup("Survey", ":material/how_to_vote:", link="expert")
@@ -13,8 +12,7 @@ st.title("Expert survey")
 if not token:
     st.info("This page is opened by the personal link the survey's organiser sent you (…/Survey?token=…).")
     st.stop()
-with view.session() as s:
-    access = sv.by_token(token, session=s)
+access = sv.open_link(engine(), token)
 if access.expert is None or access.survey is None:
     st.error(access.problem or "This survey link is not valid.")
     st.stop()
@@ -27,8 +25,7 @@ def save(question: str) -> None:
     if metric is None:
         return
     try:
-        with view.session() as s:
-            sv.vote(expert.id, question, metric, session=s)
+        sv.cast_vote(engine(), expert.id, question, metric)
     except sv.SurveyError as exc:
         st.session_state.sv_flash = ("error", str(exc))
     else:
@@ -55,8 +52,7 @@ with st.container(border=True):
     for m in survey.metrics:
         st.markdown(f"- **{m['name']}**: {m['definition']}")
 
-with view.session() as s:
-    mine = sv.my_votes(expert.id, session=s)
+mine = sv.votes_of(engine(), expert.id)
 metrics = [m["name"] for m in survey.metrics]
 st.progress(len(mine) / len(survey.questions) if survey.questions else 0.0,
             text=f"{len(mine)} of {len(survey.questions)} answered")  # fmt: skip

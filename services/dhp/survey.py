@@ -16,20 +16,13 @@ import logging
 from dataclasses import dataclass
 
 import pandas as pd
-from sqlalchemy import select, update
+from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
-from db.engine import dialect_insert
-from db.models import (
-    Survey,
-    SurveyExpert,
-    SurveyExpertPublic,
-    SurveyPublic,
-    SurveyVote,
-    new_token,
-    utcnow,
-)
+from db import surveys as db
+from db.engine import get_session
+from db.models import Survey, SurveyExpertPublic, SurveyPublic, utcnow
 from services.dhp.perturb import KINDS, TaskSpec
 from services.errors import SurveyError
 from services.stats import AlphaResult, alpha_from_long
@@ -50,21 +43,15 @@ def create_survey(task: TaskSpec, *, title: str, session: Session) -> int:
         metrics=[{"name": m.name, "definition": m.definition} for m in task.metrics],
         questions=[{"key": k, "name": KINDS[k].name, "issue": KINDS[k].issue} for k in task.kinds()],
     )
-    session.add(row)
-    session.flush()
-    return int(row.id)  # type: ignore[arg-type]
+    return db.add_survey(session=session, row=row)
 
 
 def get_survey(survey_id: int, *, session: Session) -> SurveyPublic | None:
-    row = session.get(Survey, survey_id)
-    return SurveyPublic.model_validate(row) if row else None
+    return db.get_survey(session=session, survey_id=survey_id)
 
 
 def list_surveys(*, session: Session, task: str | None = None) -> list[SurveyPublic]:
-    q = select(Survey).order_by(Survey.id.desc())  # type: ignore[union-attr]
-    if task:
-        q = q.where(Survey.task == task)
-    return [SurveyPublic.model_validate(r) for r in session.execute(q).scalars().all()]
+    return db.list_surveys(session=session, task=task)
 
 
 def invite(survey_id: int, name: str, *, session: Session) -> SurveyExpertPublic:
@@ -74,56 +61,35 @@ def invite(survey_id: int, name: str, *, session: Session) -> SurveyExpertPublic
         raise SurveyError("Give the expert a name.")
     if len(name) > MAX_NAME:
         raise SurveyError(f"The name is longer than {MAX_NAME} characters.")
-    sv = session.get(Survey, survey_id)
+    sv = db.get_survey(session=session, survey_id=survey_id)
     if sv is None:
         raise SurveyError(f"Survey {survey_id} does not exist.")
     if sv.status != "open":
         raise SurveyError("The survey is closed; reopen it to invite more experts.")
-    exists = session.execute(
-        select(SurveyExpert.id).where(SurveyExpert.survey_id == survey_id, SurveyExpert.name == name)
-    ).first()
-    if exists:
+    if db.expert_named(session=session, survey_id=survey_id, name=name):
         raise SurveyError(f"'{name}' is invited already.")
-    row = SurveyExpert(survey_id=survey_id, name=name)
-    session.add(row)
     try:
-        session.flush()
+        return db.add_expert(session=session, survey_id=survey_id, name=name)
     except IntegrityError:
         raise SurveyError(f"'{name}' is invited already.") from None
-    return SurveyExpertPublic.model_validate(row)
 
 
 def experts(survey_id: int, *, session: Session) -> list[SurveyExpertPublic]:
-    rows = session.execute(
-        select(SurveyExpert).where(SurveyExpert.survey_id == survey_id).order_by(SurveyExpert.id)  # type: ignore[arg-type]
-    ).scalars()
-    return [SurveyExpertPublic.model_validate(r) for r in rows]
+    return db.experts(session=session, survey_id=survey_id)
 
 
 def expert_token(expert_id: int, *, session: Session) -> str | None:
-    return session.execute(select(SurveyExpert.token).where(SurveyExpert.id == expert_id)).scalar()
+    return db.expert_token(session=session, expert_id=expert_id)
 
 
 def revoke(expert_id: int, *, session: Session) -> str | None:
     """Revoke an expert's link: it stops working at once and a new token replaces it (their votes stay)."""
-    row = session.get(SurveyExpert, expert_id)
-    if row is None:
-        return None
-    row.revoked_at = utcnow()
-    row.token = new_token()  # the old link can never identify anyone again
-    session.add(row)
-    return row.token
+    return db.new_expert_token(session=session, expert_id=expert_id, revoked_at=utcnow())
 
 
 def restore(expert_id: int, *, session: Session) -> str | None:
     """Give a revoked expert a working link again (a fresh token)."""
-    row = session.get(SurveyExpert, expert_id)
-    if row is None:
-        return None
-    row.revoked_at = None
-    row.token = new_token()
-    session.add(row)
-    return row.token
+    return db.new_expert_token(session=session, expert_id=expert_id, revoked_at=None)
 
 
 @dataclass(frozen=True)
@@ -138,13 +104,13 @@ class ExpertAccess:
 def by_token(token: str, *, session: Session) -> ExpertAccess:
     """The expert a token identifies (revoked links identify no one)."""
     token = (token or "").strip()
-    row = session.execute(select(SurveyExpert).where(SurveyExpert.token == token)).scalars().first() if token else None
-    if row is None:
+    ex = db.expert_by_token(session=session, token=token) if token else None
+    if ex is None:
         return ExpertAccess(None, None, "This survey link is not valid: it may have been revoked. Ask the organiser.")
-    sv = session.get(Survey, row.survey_id)
-    if row.revoked_at is not None:
+    sv = db.get_survey(session=session, survey_id=ex.survey_id)
+    if ex.revoked_at is not None:
         return ExpertAccess(None, None, "This survey link has been revoked. Ask the organiser for a new one.")
-    return ExpertAccess(SurveyExpertPublic.model_validate(row), SurveyPublic.model_validate(sv))
+    return ExpertAccess(ex, sv)
 
 
 def vote(expert_id: int, question: str, metric: str, *, session: Session) -> None:
@@ -155,25 +121,13 @@ def vote(expert_id: int, question: str, metric: str, *, session: Session) -> Non
     concurrent voter waits (busy_timeout) instead of failing on a stale snapshot, and closing the survey
     cannot slip between the checks and the write. A failed check raises, and the caller's session rolls back.
     """
-    now = utcnow()
-    # The survey id comes from a subquery inside the upsert: a read before it would start a read
-    # transaction on SQLite, which cannot then become a write if another voter committed meanwhile.
-    survey_of = select(SurveyExpert.survey_id).where(SurveyExpert.id == expert_id).scalar_subquery()
-    ins = dialect_insert(session.connection())(SurveyVote.__table__).values(
-        survey_id=survey_of, expert_id=expert_id, question=question, metric=metric, created_at=now, updated_at=now
-    )
     try:
-        session.execute(
-            ins.on_conflict_do_update(
-                index_elements=["expert_id", "question"],
-                set_={"metric": ins.excluded.metric, "updated_at": ins.excluded.updated_at},
-            )
-        )
+        db.upsert_vote(session=session, expert_id=expert_id, question=question, metric=metric, now=utcnow())
     except IntegrityError:  # no such expert: the subquery gave NULL
         raise SurveyError("Unknown expert.") from None
-    sid = session.execute(select(SurveyExpert.survey_id).where(SurveyExpert.id == expert_id)).scalar()
-    ex = session.get(SurveyExpert, expert_id, populate_existing=True)
-    sv = session.get(Survey, sid, populate_existing=True)
+    sid = db.survey_of_expert(session=session, expert_id=expert_id)
+    ex = db.get_expert(session=session, expert_id=expert_id, fresh=True)
+    sv = db.get_survey(session=session, survey_id=sid, fresh=True) if sid is not None else None
     if ex is None or sv is None:
         raise SurveyError("Unknown expert.")
     if ex.revoked_at is not None:
@@ -188,30 +142,18 @@ def vote(expert_id: int, question: str, metric: str, *, session: Session) -> Non
 
 def my_votes(expert_id: int, *, session: Session) -> dict[str, str]:
     """question -> metric of one expert."""
-    rows = session.execute(
-        select(SurveyVote.question, SurveyVote.metric).where(SurveyVote.expert_id == expert_id)
-    ).all()
-    return {q: m for q, m in rows}
+    return db.expert_votes(session=session, expert_id=expert_id)
 
 
 def votes_frame(survey_id: int, *, session: Session, counted_only: bool = False) -> pd.DataFrame:
     """Every vote: expert, question, metric, updated_at, revoked; `counted_only` leaves out revoked experts'."""
-    q = (
-        select(SurveyExpert.name, SurveyVote.question, SurveyVote.metric, SurveyVote.updated_at,
-               SurveyExpert.revoked_at.is_not(None))  # type: ignore[union-attr]
-        .join(SurveyExpert, SurveyExpert.id == SurveyVote.expert_id)  # type: ignore[arg-type]
-        .where(SurveyVote.survey_id == survey_id)
-        .order_by(SurveyExpert.name, SurveyVote.question)
-    )  # fmt: skip
-    if counted_only:
-        q = q.where(SurveyExpert.revoked_at.is_(None))  # type: ignore[union-attr]
-    rows = session.execute(q).all()
-    return pd.DataFrame(rows, columns=["expert", "question", "metric", "updated_at", "revoked"])
+    rows = db.vote_rows(session=session, survey_id=survey_id, counted_only=counted_only)
+    return pd.DataFrame(rows, columns=list(db.VOTE_KEYS))
 
 
 def answers_matrix(survey_id: int, *, session: Session) -> pd.DataFrame:
     """Who answered what: one row per expert, one column per question (empty when not answered)."""
-    sv = session.get(Survey, survey_id)
+    sv = db.get_survey(session=session, survey_id=survey_id)
     if sv is None:
         return pd.DataFrame()
     names = [e.name for e in experts(survey_id, session=session)]
@@ -235,7 +177,7 @@ class SurveyWeights:
 
 def weights(survey_id: int, *, session: Session) -> SurveyWeights:
     """Vote shares: votes 4, 1, 5 for three metrics give 0.4, 0.1, 0.5 (revoked experts' votes do not count)."""
-    sv = session.get(Survey, survey_id)
+    sv = db.get_survey(session=session, survey_id=survey_id)
     if sv is None:
         raise SurveyError(f"Survey {survey_id} does not exist.")
     metrics = [m["name"] for m in sv.metrics]
@@ -274,13 +216,11 @@ def agreement(survey_id: int, *, session: Session, n_boot: int = 1000, seed: int
 
 def close(survey_id: int, *, session: Session) -> None:
     """Close a survey: answers are final and its weights can feed D_EW."""
-    session.execute(
-        update(Survey).where(Survey.id == survey_id).values(status="closed", closed_at=utcnow())  # type: ignore[arg-type]
-    )
+    db.set_status(session=session, survey_id=survey_id, status="closed", closed_at=utcnow())
 
 
 def reopen(survey_id: int, *, session: Session) -> None:
-    session.execute(update(Survey).where(Survey.id == survey_id).values(status="open", closed_at=None))  # type: ignore[arg-type]
+    db.set_status(session=session, survey_id=survey_id, status="open", closed_at=None)
 
 
 def closed_weights(task: str, *, session: Session) -> tuple[SurveyPublic, SurveyWeights] | None:
@@ -289,3 +229,86 @@ def closed_weights(task: str, *, session: Session) -> tuple[SurveyPublic, Survey
         if sv.status == "closed":
             return sv, weights(sv.id, session=session)
     return None
+
+
+# -- for pages, which hold no session ---------------------------------------------------------------------
+def surveys(engine: Engine, task: str | None = None) -> list[SurveyPublic]:
+    """The surveys (of one task), newest first."""
+    with get_session(engine) as s:
+        return list_surveys(session=s, task=task)
+
+
+def new_survey(engine: Engine, task: TaskSpec, title: str) -> int:
+    """`create_survey` in its own transaction."""
+    with get_session(engine) as s:
+        return create_survey(task, title=title, session=s)
+
+
+def survey_weights(engine: Engine, survey_id: int) -> SurveyWeights:
+    with get_session(engine) as s:
+        return weights(survey_id, session=s)
+
+
+@dataclass(frozen=True)
+class SurveyState:
+    """What the organiser sees of a survey: its experts with their links, the answers, weights and agreement."""
+
+    survey: SurveyPublic
+    experts: list[SurveyExpertPublic]
+    tokens: dict[int, str | None]
+    answers: pd.DataFrame
+    weights: SurveyWeights
+    agreement: AlphaResult
+
+
+def survey_state(engine: Engine, survey_id: int, *, n_boot: int = 1000, seed: int = 0) -> SurveyState | None:
+    """A survey as its organiser follows it (None when it does not exist)."""
+    with get_session(engine) as s:
+        sv = get_survey(survey_id, session=s)
+        if sv is None:
+            return None
+        people = experts(survey_id, session=s)
+        return SurveyState(
+            survey=sv,
+            experts=people,
+            tokens={e.id: expert_token(e.id, session=s) for e in people},
+            answers=answers_matrix(survey_id, session=s),
+            weights=weights(survey_id, session=s),
+            agreement=agreement(survey_id, session=s, n_boot=n_boot, seed=seed),
+        )
+
+
+def invite_expert(engine: Engine, survey_id: int, name: str) -> SurveyExpertPublic:
+    """`invite` in its own transaction (SurveyError when it is refused)."""
+    with get_session(engine) as s:
+        return invite(survey_id, name, session=s)
+
+
+def set_link(engine: Engine, expert_id: int, *, revoked: bool) -> str | None:
+    """Revoke an expert's link, or give them a working one again; the new token."""
+    with get_session(engine) as s:
+        return (revoke if revoked else restore)(expert_id, session=s)
+
+
+def set_open(engine: Engine, survey_id: int, *, is_open: bool) -> None:
+    """Reopen a survey, or close it."""
+    with get_session(engine) as s:
+        (reopen if is_open else close)(survey_id, session=s)
+
+
+def open_link(engine: Engine, token: str) -> ExpertAccess:
+    """`by_token`: what a personal link opens."""
+    with get_session(engine) as s:
+        return by_token(token, session=s)
+
+
+def cast_vote(engine: Engine, expert_id: int, question: str, metric: str) -> None:
+    """`vote` in its own transaction (SurveyError when it is refused; nothing is stored then)."""
+    with get_session(engine) as s:
+        vote(expert_id, question, metric, session=s)
+
+
+def votes_of(engine: Engine, expert_id: int) -> dict[str, str]:
+    """question -> metric of one expert."""
+    with get_session(engine) as s:
+        return my_votes(expert_id, session=s)

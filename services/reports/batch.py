@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, select
 
 from components.metaeval_figures import (
     baselines_display,
@@ -16,7 +15,8 @@ from components.metaeval_figures import (
     make_share_figure,
 )
 from components.nli_figures import ALL_METHOD_LABELS
-from db.models import BatchItem, DatasetItem, Document
+from db import reports as db
+from db.engine import get_session
 from services import metaeval
 from services.reports.common import GOLD, N_EXAMPLES, as_float, ci_headline, stored_rounds_example
 from services.reports.model import Example, FigureSpec, Headline, Report, Table
@@ -24,16 +24,8 @@ from services.reports.model import Example, FigureSpec, Headline, Report, Table
 
 def examples(engine: Engine, batch_id: int, n: int = N_EXAMPLES) -> list[Example]:
     """A few finished items, the ones the judge flagged first (they show reasons and rewrites)."""
-    with Session(engine) as s:
-        rows = s.exec(
-            select(BatchItem, DatasetItem, Document.text)
-            .join(DatasetItem, DatasetItem.id == BatchItem.item_id)
-            .join(Document, Document.id == DatasetItem.reference_id)
-            .where(BatchItem.batch_id == batch_id, BatchItem.status == "done")
-            # Items that went through rewrite rounds first (they show the most), then the ones flagged hardest.
-            .order_by(BatchItem.n_rounds.desc(), BatchItem.score, DatasetItem.idx)
-            .limit(n)
-        ).all()
+    with get_session(engine) as s:
+        rows = db.batch_examples(session=s, batch_id=batch_id, limit=n)
     out = []
     for bi, di, ref in rows:
         fields = [("Document", ref), ("Summary", di.candidate), ("Human label", GOLD.get(di.human_label, "—"))]

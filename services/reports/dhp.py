@@ -7,11 +7,10 @@ from typing import Any
 
 import pandas as pd
 from sqlalchemy.engine import Engine
-from sqlmodel import Session
 
 from components.dhp_figures import make_discernment_figure, make_perturbation_figure, overall_frame
-from services import metaeval
-from services.dhp import benchmark as dhp
+from db.engine import get_session
+from services import dhp, metaeval
 from services.dhp import survey as sv
 from services.errors import InputError
 from services.reports.common import N_EXAMPLES, model_config, sha256
@@ -21,7 +20,7 @@ from services.reports.model import Example, ExampleRewrite, ExampleRound, Figure
 def build(engine: Engine, run_id: int, **_: Any) -> Report:
     """A DHP benchmark run: discernment per perturbation (D, and D_EW with a closed survey's expert weights),
     D_avg and D_min, the Wilcoxon tests, and a few original / perturbed pairs with the change highlighted."""
-    with Session(engine) as s:
+    with get_session(engine) as s:
         run = dhp.get_run(run_id, session=s)
         if run is None:
             raise InputError(f"DHP run {run_id} does not exist (deleted?).")

@@ -7,11 +7,11 @@ from typing import Any
 
 import pandas as pd
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, select
 
 from components.nli_figures import make_method_cost_figure
 from components.report_figures import make_method_accuracy_figure
-from db.models import BatchItem, DatasetItem, Document
+from db import reports as db
+from db.engine import get_session
 from services import metaeval, stats
 from services.errors import InputError
 from services.jobs import batches as bsvc
@@ -119,13 +119,12 @@ def examples(engine: Engine, chosen: list, labels: list[str], data: dict[int, me
         ids = set(d.done.loc[d.done["human_label"].notna(), "item_id"].astype(int))
         common = ids if common is None else common & ids
     out = []
-    with Session(engine) as s:
+    with get_session(engine) as s:
         for item_id in sorted(common or [])[:N_EXAMPLES]:
-            di = s.get(DatasetItem, item_id)
-            doc = s.get(Document, di.reference_id)
+            di, doc = db.item_with_document(session=s, item_id=item_id)
             fields = [("Document", doc.text), ("Summary", di.candidate), ("Gold label", GOLD.get(di.human_label, "—"))]
             for b, label in zip(chosen, labels, strict=True):
-                bi = s.exec(select(BatchItem).where(BatchItem.batch_id == b.id, BatchItem.item_id == item_id)).first()
+                bi = db.batch_item(session=s, batch_id=b.id, item_id=item_id)
                 fields.append((label, verdict_text(bi.result if bi else None)))
             out.append(Example(title=f"Item {di.external_id or di.idx}", fields=fields))
     return out

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, col, select
+from sqlmodel import Session
 
+from db import shares as db
 from db.engine import get_session
-from db.models import REPORT_KINDS, ReportShare, ReportShareCreate, ReportSharePublic, utcnow
+from db.models import REPORT_KINDS, ReportShareCreate, ReportSharePublic, utcnow
 from services.errors import InputError
 
 
@@ -14,36 +15,23 @@ def create_share(*, session: Session, data: ReportShareCreate) -> ReportSharePub
     """A new read-only token for one report."""
     if data.kind not in REPORT_KINDS:
         raise InputError(f"Unknown report kind {data.kind!r}; one of {', '.join(REPORT_KINDS)}.")
-    row = ReportShare.model_validate(data)
-    session.add(row)
-    session.flush()
-    return ReportSharePublic.model_validate(row)
+    return db.add_share(session=session, data=data)
 
 
 def share_by_token(*, session: Session, token: str) -> ReportSharePublic | None:
     """The share with this token (revoked or not); None when there is none."""
     if not token or len(token) > 64:
         return None
-    row = session.exec(select(ReportShare).where(ReportShare.token == token)).first()
-    return ReportSharePublic.model_validate(row) if row else None
+    return db.share_by_token(session=session, token=token)
 
 
 def list_shares(*, session: Session, include_revoked: bool = True) -> list[ReportSharePublic]:
-    q = select(ReportShare).order_by(col(ReportShare.created_at).desc())
-    if not include_revoked:
-        q = q.where(col(ReportShare.revoked_at).is_(None))
-    return [ReportSharePublic.model_validate(r) for r in session.exec(q).all()]
+    return db.list_shares(session=session, include_revoked=include_revoked)
 
 
 def revoke_share(*, session: Session, share_id: int) -> bool:
     """Revoke a share (idempotent); False when it does not exist."""
-    row = session.get(ReportShare, share_id)
-    if row is None:
-        return False
-    if row.revoked_at is None:
-        row.revoked_at = utcnow()
-        session.add(row)
-    return True
+    return db.revoke_share(session=session, share_id=share_id, at=utcnow())
 
 
 # Engine-level wrappers for pages and the CLI (which never hold a session).

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy.engine import Engine
-from sqlmodel import Session
 
 from components.dhp_figures import make_weights_figure
+from db.engine import get_session
 from services import metaeval
 from services.dhp import survey as sv
 from services.errors import InputError
@@ -17,7 +17,7 @@ from services.reports.model import Example, FigureSpec, Headline, Report, Table
 
 def build(engine: Engine, survey_id: int, *, seed: int = 0, n_boot: int = 1000, **_: Any) -> Report:
     """An expert-weight survey: agreement among experts with its interval, the weights per quality issue."""
-    with Session(engine) as s:
+    with get_session(engine) as s:
         survey = sv.get_survey(survey_id, session=s)
         if survey is None:
             raise InputError(f"Survey {survey_id} does not exist (deleted?).")

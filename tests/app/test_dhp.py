@@ -6,7 +6,7 @@ import re
 
 import db.engine
 from db.engine import get_session
-from services.dhp import benchmark as dhp
+from services import dhp
 from services.dhp import survey as sv
 from services.dhp.perturb import TASKS, Item
 from tests.app.helpers import click

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from components import dhp_figures as figs
-from services.dhp import benchmark as dhp
+from services import dhp
 
 
 def _line_at_one(fig) -> bool:

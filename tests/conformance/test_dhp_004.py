@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from db.engine import get_session
-from services.dhp import benchmark as dhp
+from services import dhp
 from services.dhp import perturb
 from services.dhp import survey as sv
 from services.dhp.perturb import TASKS

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import pytest
 
 from db.engine import get_session, make_engine
-from services.dhp import benchmark as dhp
+from services import dhp
 from services.dhp import survey as sv
 from services.dhp.perturb import TASKS, Item
 from tests.e2e.conftest import page_with_failure_screenshot, running_app

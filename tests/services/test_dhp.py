@@ -10,7 +10,7 @@ import pytest
 from scipy import stats as sps
 
 from db.engine import get_session
-from services.dhp import benchmark as dhp
+from services import dhp
 from services.dhp import perturb
 from services.dhp.perturb import TASKS, Item
 from services.jobs import queue as jobs

@@ -122,7 +122,7 @@ def test_conseval_items_name_the_bad_line():
 
 
 def test_dhp_items_name_the_bad_line():
-    from services.dhp import benchmark as dhp
+    from services import dhp
 
     with pytest.raises(InputError, match=r"d.jsonl:1: each line must be a JSON object"):
         dhp.parse_items_upload("d.jsonl", b'"text"\n')
