@@ -26,11 +26,11 @@ the matrix and the radar of the results).
 
 from __future__ import annotations
 
+from db.conseval import RaterInfo
 from db.models import ConsevalStudyPublic
 from services.conseval.analysis import analyse, compute_rows, missing_summary, refresh_results, score_table
 from services.conseval.items import ItemIn, limit_items, load_sample_items, read_items, sample_items
 from services.conseval.raters import (
-    RaterInfo,
     add_rater,
     human_ratings_frame,
     list_raters,

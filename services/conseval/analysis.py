@@ -6,13 +6,10 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from sqlalchemy import update
 from sqlalchemy.engine import Engine
-from sqlmodel import Session
 
-from db.models import (
-    ConsevalStudy,
-)
+from db import conseval as q
+from db.engine import get_session
 from services import stats
 from services.conseval.raters import human_ratings_frame
 from services.conseval.scales import IC_CASES, SCALES
@@ -229,6 +226,5 @@ def _human_rows(cfg: StudyConfig, items: pd.DataFrame, ratings: pd.DataFrame, hu
 def refresh_results(engine: Engine, study_id: int) -> None:
     """Recompute a finished study's results (e.g. after new human ratings)."""
     results = analyse(engine, study_id)
-    with Session(engine) as session:
-        session.execute(update(ConsevalStudy).where(ConsevalStudy.id == study_id).values(results=results))
-        session.commit()
+    with get_session(engine) as session:
+        q.save_results(session=session, study_id=study_id, results=results)

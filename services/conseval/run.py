@@ -11,17 +11,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import select
 from sqlalchemy.engine import Engine
-from sqlmodel import Session
 
+from db import conseval as q
 from db.cache import BufferedSqlCache
-from db.models import (
-    ConsevalItem,
-    ConsevalRating,
-    ConsevalStudy,
-    ConsevalStudyPublic,
-)
+from db.engine import get_session
+from db.models import ConsevalItem, ConsevalStudyPublic
 from services.config import BackendConfig
 from services.conseval.analysis import analyse
 from services.conseval.raters import human_ratings_frame
@@ -38,7 +33,6 @@ from services.conseval.study import (
     test_instances,
 )
 from services.jobs import runner as jobrunner
-from services.jobs.batches import insert_ignore
 from services.jobs.runner import JobKind
 from services.llm import LLMClient, UsageLedger, get_client
 from services.prompts import conseval as prompts
@@ -130,13 +124,9 @@ def _ask(client: LLMClient, ctx: _Ctx, call: Call) -> dict[str, Any]:
 def _write(engine: Engine, study_id: int, rows: list[dict[str, Any]], usage: dict[str, int], caches=()) -> bool:  # noqa: ANN001
     """Save answers (an answer saved meanwhile by another worker is kept), usage and new cache entries at once;
     True if the study's cancel was asked for."""
-    with engine.begin() as conn:
-        added = 0
-        if rows:
-            res = conn.execute(
-                insert_ignore(conn, ConsevalRating.__table__), [{"study_id": study_id, **r} for r in rows]
-            )
-            added = res.rowcount if res.rowcount is not None and res.rowcount >= 0 else len(rows)
+    with get_session(engine) as session:
+        added = q.insert_ratings(session=session, study_id=study_id, rows=rows)
+        conn = session.connection()
         for cache in caches:
             cache.flush(conn)
         return JOBS.advance(
@@ -157,14 +147,12 @@ def run_study(
     on_progress: Callable[[int, int], None] | None = None,
 ) -> ConsevalStudyPublic:
     """Ask every planned answer not yet saved (oracle first), then compute and save the results."""
-    with Session(engine, expire_on_commit=False) as session:
-        st = session.get(ConsevalStudy, study_id)
+    with get_session(engine) as session:
+        st = q.get_study(session=session, study_id=study_id)
         if st is None:
             raise InputError(f"Study {study_id} does not exist.")
         cfg = StudyConfig.from_dict(st.config)
-        items = {
-            it.id: it for it in session.execute(select(ConsevalItem).where(ConsevalItem.study_id == study_id)).scalars()
-        }
+        items = {it.id: it for it in q.list_items(session=session, study_id=study_id)}
     # Finished, cancelled, or another worker is on it (a duplicate task): the runner does not claim it.
     jobrunner.run(engine, JOBS, study_id, lambda: _work(engine, study_id, cfg, items, backends, on_progress))
     study = get_study(engine, study_id)
