@@ -120,7 +120,8 @@ def rating_rows(*, session: Session, study_id: int) -> list[tuple[Any, ...]]:
 
 
 def insert_ratings(*, session: Session, study_id: int, rows: list[dict[str, Any]]) -> int:
-    """Save answers, keeping one saved meanwhile for the same call; how many were added."""
+    """Save answers, keeping one saved meanwhile for the same call; how many were added (all of them when the
+    driver does not say, as psycopg for many rows)."""
     if not rows:
         return 0
     conn = session.connection()
