@@ -17,7 +17,6 @@ from services.conseval.store import get_study, items_frame, ratings_frame
 from services.conseval.study import GREEDY, IMPORTED, StudyConfig, test_instances
 
 
-# -- analysis ------------------------------------------------------------------------------------
 def _alpha_row(kind: str, matrix: np.ndarray, level: str, cfg: StudyConfig, **keys: Any) -> dict[str, Any]:
     res = stats.krippendorff_alpha(matrix, level, n_boot=cfg.n_boot, seed=cfg.seed)  # type: ignore[arg-type]
     return {"kind": kind, "stat": "alpha", "value": res.alpha, "ci_low": res.ci_low, "ci_high": res.ci_high,

@@ -14,7 +14,6 @@ from services.text import InputError, read_records
 SAMPLES_FILE = PROJECT_ROOT / "samples" / "conseval.json"
 
 
-# -- items ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class ItemIn:
     criterion: str

@@ -41,7 +41,6 @@ from services.text import InputError
 log = logging.getLogger(__name__)
 
 
-# -- running -------------------------------------------------------------------------------------
 @dataclass
 class _Ctx:
     cfg: StudyConfig

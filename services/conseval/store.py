@@ -16,7 +16,6 @@ from services.jobs.runner import JobTable
 from services.text import InputError
 
 
-# -- persistence ---------------------------------------------------------------------------------
 def create_study(engine: Engine, cfg: StudyConfig, items: list[ItemIn], *, name: str = "") -> int:
     """Save a study and its items, queued; InputError when the set-up cannot run."""
     cfg.validate()
