@@ -11,6 +11,7 @@ import pytest
 from services import conseval as ce
 from services import stats
 from services.conseval import SCALES, ModelSpec
+from services.conseval import run as ce_run
 from services.jobs import runner as jobrunner
 from services.prompts import conseval as prompts
 from services.text import InputError
@@ -283,7 +284,7 @@ def test_an_endpoint_oracle_is_asked_first_and_gives_accuracy(engine, fake, back
 
 def test_cancel_stops_between_chunks(engine, fake, backend, monkeypatch):
     fake.responder = scorer()
-    monkeypatch.setattr(ce, "CHUNK", 5)
+    monkeypatch.setattr(ce_run, "CHUNK", 5)
     cfg = config(backend, scales=["5-P"], granularities=["none"], n_samples=4)
     sid = ce.create_study(engine, cfg, items(6))
     st = ce.run_study(engine, sid, backends={"judge": backend},
