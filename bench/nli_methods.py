@@ -27,6 +27,7 @@ from services.datasets import read_qags  # noqa: E402
 from services.embedded import get_embedded_server  # noqa: E402
 from services.llm import UsageLedger, get_client  # noqa: E402
 from services.nli import paradigms as nli
+from services.nli.retrieval import CONTEXT_BUDGET_TOKENS
 from services.text import estimate_tokens  # noqa: E402
 
 DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "qags_cnndm_mturk.jsonl"
@@ -127,8 +128,8 @@ def main(argv: list[str] | None = None) -> int:
     t = time.perf_counter()
     get_embedded_server().ensure_started()
     print(f"model {backend.model}; embedded server start {time.perf_counter() - t:.1f} s (not counted)")
-    over = sum(estimate_tokens(it.reference) > nli.CONTEXT_BUDGET_TOKENS for it in items)
-    print(f"{len(items)} document(s); {over} over the {nli.CONTEXT_BUDGET_TOKENS}-token budget; window {args.window}")
+    over = sum(estimate_tokens(it.reference) > CONTEXT_BUDGET_TOKENS for it in items)
+    print(f"{len(items)} document(s); {over} over the {CONTEXT_BUDGET_TOKENS}-token budget; window {args.window}")
     rows: list[dict] = []
     if args.resume and args.out and Path(args.out).is_file():
         rows = [json.loads(line) for line in Path(args.out).read_text().splitlines() if line.strip()]

@@ -10,7 +10,7 @@ import openai._base_client
 import pytest
 from sqlalchemy.engine import Engine
 
-import services.llm
+import services.llm.client
 from db.engine import make_engine
 from services.config import BackendConfig, Settings
 from services.llm import LLMClient, get_client
@@ -43,10 +43,10 @@ def _queue_in_process(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 @pytest.fixture(autouse=True)
 def _fresh_mode_memory() -> Iterator[None]:
-    """`services.llm._mode_memory` is process-global: no test may see another's remembered mode."""
-    services.llm._mode_memory.clear()
+    """`services.llm.client._mode_memory` is process-global: no test may see another's remembered mode."""
+    services.llm.client._mode_memory.clear()
     yield
-    services.llm._mode_memory.clear()
+    services.llm.client._mode_memory.clear()
 
 
 @pytest.fixture(autouse=True)

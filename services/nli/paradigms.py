@@ -8,80 +8,36 @@ twice is recorded as a parse failure of its window or pair; no verdict is guesse
 from __future__ import annotations
 
 import functools
-from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from services.llm import CallResult, LLMClient, UsageLedger
+from services.nli.replies import (
+    JUDGEMENT_SCHEMA,
+    QA_SCHEMA,
+    QG_SCHEMA,
+    Label,
+    parse_nli,
+    parse_qa,
+    parse_qa_window,
+    parse_qg,
+    qa_pairs_text,
+)
+from services.nli.retrieval import (
+    CONTEXT_BUDGET_TOKENS,
+    FIT_TOKENS,
+    WINDOW_CONTEXT_SENTENCES,
+    ContextSelection,
+    Retrieval,
+    context_for,
+    needs_retrieval,
+    windows_of,
+)
 from services.prompts import nli as P
-from services.text import estimate_tokens, split_sentences
-
-Label = Literal["consistent", "inconsistent"]
-
-CONTEXT_BUDGET_TOKENS = 1024  # Appendix B, Table 8: Summ-Alignment
-WINDOW_CONTEXT_SENTENCES = 5  # Appendix B, Table 8: Sent-Alignment n
-# Retrieval (Appendix B) is for long documents (GovReport ~3.8k words, SQuALITY ~5k): it runs when a document
-# does not fit this many estimated tokens, or when asked. Ordinary news articles (CNN/DM) are read whole.
-FIT_TOKENS = 4096
-Retrieval = Literal["auto", "always", "never"]
-
-_JUDGEMENT_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "reasoning": {"type": "string"},
-        "judgement": {"type": "string", "enum": ["Consistent", "Inconsistent"]},
-    },
-    "required": ["reasoning", "judgement"],
-}
-_QG_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "entities": {"type": "array", "items": {"type": "string"}},
-        "pairs": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {"question": {"type": "string"}, "answer": {"type": "string"}},
-                "required": ["question", "answer"],
-            },
-        },
-    },
-    "required": ["pairs"],
-}
-_QA_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "results": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "question": {"type": "string"},
-                    "answer": {"type": "string"},
-                    "reasoning": {"type": "string"},
-                    "judgement": {"type": "string", "enum": ["Consistent", "Inconsistent"]},
-                },
-                "required": ["reasoning", "judgement"],
-            },
-        }
-    },
-    "required": ["results"],
-}
+from services.text import split_sentences
 
 
 # -- results ---------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class ContextSelection:
-    """Document sentences retrieved for a target (Appendix B); `indices` are in document order."""
-
-    indices: tuple[int, ...]
-    sentences: tuple[str, ...]
-
-    @property
-    def text(self) -> str:
-        return " ".join(self.sentences)
-
-
 @dataclass(frozen=True)
 class NliResult:
     """Summ-NLI (Eq. 1): one judgement of the whole summary."""
@@ -146,178 +102,6 @@ class QgQaResult:
         return sum(1 for p in self.pairs if p.parse_error)
 
 
-# -- parsing ---------------------------------------------------------------------------------------
-def parse_judgement(value: Any) -> Label:
-    """The judgement field, read strictly: "Consistent" or "Inconsistent" (any case), nothing else."""
-    if value is None or (isinstance(value, str) and not value.strip()):
-        raise ValueError("no Judgement given")
-    if not isinstance(value, str):
-        raise ValueError(f"Judgement is not a word: {value!r}")
-    word = value.strip().lower()
-    if word not in ("consistent", "inconsistent"):
-        raise ValueError(f"Judgement must be Consistent or Inconsistent, not {value!r}")
-    return word  # type: ignore[return-value]
-
-
-def _reasoning(data: dict) -> str:
-    value = data.get("reasoning")
-    if value is None:
-        value = data.get("reasoning process", data.get("reasoning_process", ""))
-    return value if isinstance(value, str) else str(value)
-
-
-def parse_nli(data: Any) -> tuple[Label, str]:
-    """A Figure 4/5 answer as (label, reasoning); raises when the Judgement is missing or unreadable."""
-    if not isinstance(data, dict):
-        raise ValueError("expected a JSON object with reasoning and judgement")
-    return parse_judgement(data.get("judgement", data.get("Judgement"))), _reasoning(data)
-
-
-def parse_qg(data: Any) -> list[tuple[str, str]]:
-    """Figure 6 (question, answer) pairs; raises when there are none or one is incomplete."""
-    if not isinstance(data, dict) or not isinstance(data.get("pairs"), list):
-        raise ValueError("expected a JSON object with a list of pairs")
-    out: list[tuple[str, str]] = []
-    for item in data["pairs"]:
-        if not isinstance(item, dict):
-            raise ValueError("each pair must be an object with question and answer")
-        q, a = item.get("question"), item.get("answer")
-        if not isinstance(q, str) or not q.strip() or not isinstance(a, str) or not a.strip():
-            raise ValueError("a pair lacks its question or its answer")
-        out.append((q.strip(), a.strip()))
-    if not out:
-        raise ValueError("no questions generated")
-    return out
-
-
-def parse_qa_window(data: Any, n: int) -> list[tuple[Label, str, str | None]]:
-    """A Figure 7 reply to a window's n question-answer pairs, in order: exactly one judgement per pair."""
-    if not isinstance(data, dict) or not isinstance(data.get("results"), list):
-        raise ValueError("expected a JSON object with a list of results")
-    results = data["results"]
-    if len(results) != n:
-        raise ValueError(f"{n} question(s) were asked, {len(results)} judgement(s) given")
-    out = []
-    for item in results:
-        if not isinstance(item, dict):
-            raise ValueError("each result must be an object")
-        answer = item.get("answer")
-        restated = answer if isinstance(answer, str) else None
-        out.append((parse_judgement(item.get("judgement")), _reasoning(item), restated))
-    return out
-
-
-def qa_pairs_text(pairs: list[tuple[str, str]]) -> str:
-    """Figure 7's pair list: "Q1: ... A1: ..." one pair a line."""
-    return "\n\n".join(f"Q{i}: {q} A{i}: {a}" for i, (q, a) in enumerate(pairs, 1))
-
-
-def parse_qa(data: Any) -> tuple[Label, str, str | None]:
-    """A Figure 7 reply to one question as (label, reasoning, restated answer); exactly one judgement."""
-    if not isinstance(data, dict) or not isinstance(data.get("results"), list):
-        raise ValueError("expected a JSON object with a list of results")
-    results = data["results"]
-    if not results:
-        raise ValueError("the question was not answered")
-    if len(results) > 1:
-        raise ValueError(f"one question was asked, {len(results)} judgements given")
-    item = results[0]
-    if not isinstance(item, dict):
-        raise ValueError("the result must be an object")
-    answer = item.get("answer")
-    return parse_judgement(item.get("judgement")), _reasoning(item), answer if isinstance(answer, str) else None
-
-
-# -- long documents (Appendix B) --------------------------------------------------------------------
-@functools.lru_cache(maxsize=1)
-def _tokenizer() -> Any:
-    from rouge_score import tokenizers
-
-    # rouge-score's own tokenizer and stemmer, so these recalls match its ROUGE-1/ROUGE-2
-    return tokenizers.DefaultTokenizer(use_stemmer=True)
-
-
-def _ngrams(text: str) -> tuple[Counter, Counter]:
-    tokens = _tokenizer().tokenize(text)
-    return Counter(tokens), Counter(zip(tokens, tokens[1:], strict=False))
-
-
-def _recall(target: tuple[Counter, Counter], picked: tuple[Counter, Counter]) -> float:
-    """ROUGE-1 recall + ROUGE-2 recall of the picked n-grams toward the target's."""
-    total = 0.0
-    for want, have in zip(target, picked, strict=True):
-        n = sum(want.values())
-        if n:
-            total += sum(min(c, have[g]) for g, c in want.items()) / n
-    return total
-
-
-def select_context(
-    document: str | list[str],
-    target: str,
-    *,
-    budget_tokens: int | None = None,
-    n_sentences: int | None = None,
-) -> ContextSelection:
-    """Greedily pick document sentences maximizing ROUGE-1 + ROUGE-2 recall toward `target`.
-
-    Stops at `n_sentences` sentences, or before the picked text would exceed `budget_tokens`
-    (default 1024, when neither is given), or when no sentence adds recall.
-    """
-    if budget_tokens is None and n_sentences is None:
-        budget_tokens = CONTEXT_BUDGET_TOKENS
-    sentences = split_sentences(document) if isinstance(document, str) else list(document)
-    want = _ngrams(target)
-    grams = [_ngrams(sent) for sent in sentences]
-    have: tuple[Counter, Counter] = (Counter(), Counter())
-    chosen: list[int] = []
-    used = 0
-    best = 0.0
-    while n_sentences is None or len(chosen) < n_sentences:
-        pick, pick_score = None, best
-        for i, sent in enumerate(sentences):
-            if i in chosen:
-                continue
-            if budget_tokens is not None and used + estimate_tokens(sent) > budget_tokens:
-                continue
-            score = _recall(want, (have[0] + grams[i][0], have[1] + grams[i][1]))
-            if score > pick_score + 1e-12:
-                pick, pick_score = i, score
-        if pick is None:
-            break
-        chosen.append(pick)
-        have = (have[0] + grams[pick][0], have[1] + grams[pick][1])
-        used += estimate_tokens(sentences[pick])
-        best = pick_score
-    order = tuple(sorted(chosen))
-    return ContextSelection(indices=order, sentences=tuple(sentences[i] for i in order))
-
-
-def needs_retrieval(document: str, *, retrieval: Retrieval = "auto", fit_tokens: int = FIT_TOKENS) -> bool:
-    """Whether Appendix B's retrieval applies: asked for, or the document does not fit `fit_tokens`."""
-    if retrieval != "auto":
-        return retrieval == "always"
-    return estimate_tokens(document) > fit_tokens
-
-
-def _context(
-    document: str, target: str, budget_tokens: int, n_sentences: int | None, use: bool = True
-) -> ContextSelection | None:
-    """The retrieved context when retrieval applies (`use`), else None (the document is read whole)."""
-    if not use:
-        return None
-    if n_sentences is None:
-        return select_context(document, target, budget_tokens=budget_tokens)
-    return select_context(document, target, n_sentences=n_sentences)
-
-
-def windows_of(sentences: list[str], window: int) -> list[tuple[int, int]]:
-    """Consecutive, non-overlapping windows of `window` sentences as [start, end) spans."""
-    if window < 1:
-        raise ValueError("window must be at least 1")
-    return [(i, min(i + window, len(sentences))) for i in range(0, len(sentences), window)]
-
-
 def _any_inconsistent(labels: list[Label | None]) -> Label | None:
     """Eqs. 2 and 4: inconsistent if any unit is; otherwise None if any unit could not be read (an unread
     unit is never taken as consistent), else consistent."""
@@ -368,13 +152,13 @@ def summ_nli(
     """Summ-NLI (Eq. 1): the whole summary judged at once (Figure 4)."""
     doc_client, ledger = _per_document(client)
     use = needs_retrieval(document, retrieval=retrieval, fit_tokens=fit_tokens)
-    ctx = _context(document, summary, budget_tokens, None, use)
+    ctx = context_for(document, summary, budget_tokens, None, use)
     prompt = P.SUMM_NLI.render(**{"source text": ctx.text if ctx else document, "summary": summary})
     res = _ask(
         doc_client,
         prompt + P.JUDGEMENT_FORMAT.template,
         parse=parse_nli,
-        schema=_JUDGEMENT_SCHEMA,
+        schema=JUDGEMENT_SCHEMA,
         version=f"{P.SUMM_NLI.id}+{P.JUDGEMENT_FORMAT.id}",
         stage="summ-nli",
         sample=sample,
@@ -403,13 +187,13 @@ def sent_nli(
     use = needs_retrieval(document, retrieval=retrieval, fit_tokens=fit_tokens)
     for start, end in windows_of(sentences, window):
         text = " ".join(sentences[start:end])
-        ctx = _context(document, text, budget_tokens, n_sentences, use)
+        ctx = context_for(document, text, budget_tokens, n_sentences, use)
         prompt = P.SENT_NLI.render(**{"source text": ctx.text if ctx else document, "Sentence": text})
         res = _ask(
             doc_client,
             prompt + P.JUDGEMENT_FORMAT.template,
             parse=parse_nli,
-            schema=_JUDGEMENT_SCHEMA,
+            schema=JUDGEMENT_SCHEMA,
             version=f"{P.SENT_NLI.id}+{P.JUDGEMENT_FORMAT.id}",
             stage="sent-nli",
             sample=sample,
@@ -445,7 +229,7 @@ def qg_qa(
             doc_client,
             P.QG.render(context=summary, sentence=text) + P.QG_FORMAT.template,
             parse=parse_qg,
-            schema=_QG_SCHEMA,
+            schema=QG_SCHEMA,
             version=f"{P.QG.id}+{P.QG_FORMAT.id}",
             stage="qg",
             sample=sample,
@@ -453,7 +237,7 @@ def qg_qa(
         if not qg.ok:
             pairs.append(QAPair(w, None, None, None, None, None, qg.error))
             continue
-        ctx = _context(document, text, budget_tokens, n_sentences, use)
+        ctx = context_for(document, text, budget_tokens, n_sentences, use)
         source = ctx.text if ctx else document
         if not qa_per_pair:
             found: list[tuple[str, str]] = qg.value  # type: ignore[assignment]
@@ -462,7 +246,7 @@ def qg_qa(
                 P.QA.render(**{"source text": source, "Question-answer pairs": qa_pairs_text(found)})
                 + P.QA_FORMAT.template,
                 parse=functools.partial(parse_qa_window, n=len(found)),
-                schema=_QA_SCHEMA,
+                schema=QA_SCHEMA,
                 version=f"{P.QA.id}+{P.QA_FORMAT.id}+window",
                 stage="qa",
                 sample=sample,
@@ -478,7 +262,7 @@ def qg_qa(
                 P.QA.render(**{"source text": source, "Question-answer pairs": f"Q1: {question} A1: {expected}"})
                 + P.QA_FORMAT.template,
                 parse=parse_qa,
-                schema=_QA_SCHEMA,
+                schema=QA_SCHEMA,
                 version=f"{P.QA.id}+{P.QA_FORMAT.id}",
                 stage="qa",
                 sample=sample,

@@ -10,6 +10,7 @@ import pytest
 
 from services import stats
 from services.nli import paradigms as nli
+from services.nli import retrieval
 from services.prompts import nli as P
 from services.text import estimate_tokens
 
@@ -94,17 +95,17 @@ def test_appendix_b_retrieval_maximises_rouge1_plus_rouge2_recall_within_the_bud
     sentences = ["The committee met on Tuesday.", "Revenue grew by ten percent in the third quarter.",
                  "The weather was mild.", "A new factory opened in Ohio in March."]  # fmt: skip
     target = "The new Ohio factory opened in March, and revenue grew by ten percent."
-    assert nli.select_context(sentences, target, n_sentences=2).indices == (1, 3)
-    ctx = nli.select_context(sentences, target, budget_tokens=12)
+    assert retrieval.select_context(sentences, target, n_sentences=2).indices == (1, 3)
+    ctx = retrieval.select_context(sentences, target, budget_tokens=12)
     assert sum(estimate_tokens(s) for s in ctx.sentences) <= 12
-    assert (nli.CONTEXT_BUDGET_TOKENS, nli.WINDOW_CONTEXT_SENTENCES) == (1024, 5)  # Table 8
+    assert (retrieval.CONTEXT_BUDGET_TOKENS, retrieval.WINDOW_CONTEXT_SENTENCES) == (1024, 5)  # Table 8
 
 
 def test_appendix_b_retrieval_is_for_long_documents_only():
     """Sec. 3.4: retrieval is applied to GovReport (~3.8k words) and SQuALITY (~5k words), not to news articles."""
     news = "Officials said the new bridge would open next spring after two years of work. " * 60  # ~700 words
     report = news * 6  # ~4.2k words
-    assert not nli.needs_retrieval(news) and nli.needs_retrieval(report)
+    assert not retrieval.needs_retrieval(news) and retrieval.needs_retrieval(report)
 
 
 def test_sec34_balanced_accuracy_is_the_mean_recall_of_both_classes():

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 from services import dcr
 from services.config import BackendConfig
-from services.llm import LLMClient, _try_parse, get_client, loads_lenient
+from services.llm import LLMClient, get_client, loads_lenient
+from services.llm.parsing import try_parse
 from tests.fakes import BAD, OK, FakeOpenAIServer
 
 FIXTURES_OK = [HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
@@ -90,7 +91,7 @@ def test_a_complete_answer_gives_each_sentence_its_own_verdict(model, sentences,
 @settings(max_examples=300, deadline=None)
 @given(st.text(max_size=300))
 def test_reading_any_answer_never_raises(raw):
-    value, problem = _try_parse(raw, dcr.DCEOutput.model_validate)
+    value, problem = try_parse(raw, dcr.DCEOutput.model_validate)
     assert (value is None) != (problem is None)
     try:
         loads_lenient(raw)

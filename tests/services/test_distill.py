@@ -212,7 +212,7 @@ def test_bad_requests_are_explained(engine):
 
 
 def test_json_answers_are_the_apps_summ_nli_exchange_so_a_student_plugs_into_the_app(engine):
-    from services.nli import paradigms as nli
+    from services.nli import replies
     from services.prompts import nli as NP
 
     _, ids = make_dataset(engine, [Row(0, 0)])
@@ -222,8 +222,8 @@ def test_json_answers_are_the_apps_summ_nli_exchange_so_a_student_plugs_into_the
     app_prompt = NP.SUMM_NLI.render(**{"source text": item.document, "summary": item.summary})
     assert with_r.prompt == app_prompt + NP.JUDGEMENT_FORMAT.template
     assert with_r.prompt_version == f"{P.WITH_REASONING.id}+{NP.JUDGEMENT_FORMAT.id}"
-    assert nli.parse_nli(json.loads(with_r.completion)) == (X, "The summary invents a vote.")
-    assert nli.parse_nli(json.loads(without_r.completion)) == (X, "")
+    assert replies.parse_nli(json.loads(with_r.completion)) == (X, "The summary invents a vote.")
+    assert replies.parse_nli(json.loads(without_r.completion)) == (X, "")
     assert without_r.prompt.endswith(P.LABEL_FORMAT.template) and "without any" in without_r.prompt
 
 

@@ -14,7 +14,7 @@ import pytest
 from pydantic import BaseModel, SecretStr
 from sqlalchemy import event, select
 
-import services.llm
+import services.llm.client
 from db.cache import BufferedSqlCache, SqlCache
 from db.models import LLMCacheEntry
 from services.config import BackendConfig
@@ -60,7 +60,7 @@ def test_openai_backend_sends_json_schema_first(fake, client):
     assert body["messages"] == MSGS
     assert body["response_format"]["type"] == "json_schema"
     assert body["response_format"]["json_schema"]["schema"] == SCHEMA
-    assert services.llm._mode_memory[(fake.base_url, "fake-model")] == "json_schema"
+    assert services.llm.client._mode_memory[(fake.base_url, "fake-model")] == "json_schema"
 
 
 def test_json_schema_rejected_with_500_falls_back_to_json_object_schema_and_remembers(backend):
@@ -91,7 +91,7 @@ def test_500_after_the_mode_is_known_is_a_server_failure_not_a_format_refusal(fa
     res = ask(client, messages=[{"role": "user", "content": "again"}])
     assert res.error and "500" in res.error
     assert modes(fake)[1:] == ["json_schema"] * (client.backend.max_retries + 1)  # no step down to JSON mode
-    assert services.llm._mode_memory[(fake.base_url, "fake-model")] == "json_schema"
+    assert services.llm.client._mode_memory[(fake.base_url, "fake-model")] == "json_schema"
 
 
 def test_400_on_json_schema_steps_down_without_sdk_retries(fake, client):
@@ -100,11 +100,11 @@ def test_400_on_json_schema_steps_down_without_sdk_retries(fake, client):
     res = ask(client)
     assert res.ok and res.value.answer == 3
     assert modes(fake) == ["json_schema", "json_object_schema"]
-    assert services.llm._mode_memory[(fake.base_url, "fake-model")] == "json_object_schema"
+    assert services.llm.client._mode_memory[(fake.base_url, "fake-model")] == "json_object_schema"
 
 
 def test_remembered_mode_is_per_model(fake, backend):
-    services.llm._mode_memory[(fake.base_url, "other-model")] = "json_object"
+    services.llm.client._mode_memory[(fake.base_url, "other-model")] = "json_object"
     fake.enqueue_json({"answer": 1})
     assert ask(get_client(backend)).ok
     assert modes(fake) == ["json_schema"]
@@ -122,7 +122,7 @@ def test_no_schema_sends_no_response_format(fake, client):
     res = ask(client, schema=None)
     assert res.ok
     assert modes(fake) == [None]
-    assert (fake.base_url, "fake-model") not in services.llm._mode_memory
+    assert (fake.base_url, "fake-model") not in services.llm.client._mode_memory
 
 
 # -- repair and retry -------------------------------------------------------------------------
@@ -238,7 +238,7 @@ def test_500_on_every_mode_gives_up_and_remembers_no_mode(backend):
         assert res.value is None and "500" in res.error
         # The json_schema probe's 500 steps down once; a second 500 is a failing server, not a refusal.
         assert modes(fake) == ["json_schema", "json_object_schema"]
-        assert services.llm._mode_memory == {}
+        assert services.llm.client._mode_memory == {}
 
 
 def test_stall_past_timeout_is_a_timeout_error(fake, backend):
@@ -518,7 +518,7 @@ def test_nothing_but_get_client_builds_a_client():
     root = Path(__file__).resolve().parents[2]
     offenders = []
     files = [f for s in SOURCES for f in ((root / s).rglob("*.py") if (root / s).is_dir() else [root / s])]
-    for path in sorted(f for f in files if f.exists() and f != root / "services" / "llm.py"):
+    for path in sorted(f for f in files if f.exists() and f != root / "services" / "llm" / "client.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             names = []
             if isinstance(node, ast.Call):

@@ -8,6 +8,7 @@ import pytest
 
 from services.llm import UsageLedger
 from services.nli import paradigms as nli
+from services.nli import replies, retrieval
 from services.prompts import nli as P
 from services.text import estimate_tokens
 from tests.fakes import last_user
@@ -276,12 +277,12 @@ def test_per_document_usage_also_counts_in_the_run_ledger(fake, backend):
 @pytest.mark.parametrize("value", [None, "", "Consistent.", "yes", 1, "Consistent or Inconsistent"])
 def test_parse_judgement_is_strict(value):
     with pytest.raises(ValueError):
-        nli.parse_judgement(value)
+        replies.parse_judgement(value)
 
 
 def test_parse_judgement_accepts_the_two_words_in_any_case():
-    assert nli.parse_judgement(" INCONSISTENT ") == "inconsistent"
-    assert nli.parse_judgement("Consistent") == "consistent"
+    assert replies.parse_judgement(" INCONSISTENT ") == "inconsistent"
+    assert replies.parse_judgement("Consistent") == "consistent"
 
 
 # -- Appendix B: long documents ---------------------------------------------------------------------
@@ -297,27 +298,27 @@ TARGET = "The new Ohio factory opened in March, and revenue grew by ten percent.
 
 
 def test_select_context_picks_the_highest_recall_sentences():
-    sel = nli.select_context(LONG, TARGET, n_sentences=2)
+    sel = retrieval.select_context(LONG, TARGET, n_sentences=2)
     assert sel.indices == (1, 3)  # together they cover the target's unigrams and bigrams best
     assert sel.sentences == (LONG[1], LONG[3])
     assert sel.text == f"{LONG[1]} {LONG[3]}"
 
 
 def test_select_context_first_pick_is_the_single_best_sentence():
-    assert nli.select_context(LONG, TARGET, n_sentences=1).indices == (1,)  # recall 7/13 + 4/12
+    assert retrieval.select_context(LONG, TARGET, n_sentences=1).indices == (1,)  # recall 7/13 + 4/12
 
 
 def test_select_context_stops_when_nothing_adds_recall():
-    sel = nli.select_context(LONG, "Revenue grew by ten percent.", n_sentences=5)
+    sel = retrieval.select_context(LONG, "Revenue grew by ten percent.", n_sentences=5)
     assert sel.indices == (1,)
 
 
 def test_select_context_respects_the_token_budget():
     budget = estimate_tokens(LONG[3])  # the best sentence (LONG[1]) does not fit
-    sel = nli.select_context(LONG, TARGET, budget_tokens=budget)
+    sel = retrieval.select_context(LONG, TARGET, budget_tokens=budget)
     assert sum(estimate_tokens(s) for s in sel.sentences) <= budget
     assert sel.indices == (3,)
-    whole = nli.select_context(" ".join(LONG), TARGET)  # the default 1024-token budget
+    whole = retrieval.select_context(" ".join(LONG), TARGET)  # the default 1024-token budget
     assert whole.indices[:2] == (1, 3) and 2 not in whole.indices  # "The weather was mild." adds nothing
 
 
@@ -351,11 +352,12 @@ def test_prompts_are_versioned_and_quote_the_paper():
 def test_retrieval_is_for_documents_that_do_not_fit():
     """003 Appendix B retrieves for long documents (GovReport, SQuALITY); a news article is read whole."""
     article = "The council met on Tuesday to discuss the budget for next year. " * 80  # ~1,300 estimated tokens
-    assert estimate_tokens(article) > nli.CONTEXT_BUDGET_TOKENS
-    assert not nli.needs_retrieval(article)
-    assert nli.needs_retrieval(article * 4)
-    assert nli.needs_retrieval(article, retrieval="always") and not nli.needs_retrieval(article * 9, retrieval="never")
-    assert nli.needs_retrieval(article, fit_tokens=1000)
+    assert estimate_tokens(article) > retrieval.CONTEXT_BUDGET_TOKENS
+    assert not retrieval.needs_retrieval(article)
+    assert retrieval.needs_retrieval(article * 4)
+    assert retrieval.needs_retrieval(article, retrieval="always")
+    assert not retrieval.needs_retrieval(article * 9, retrieval="never")
+    assert retrieval.needs_retrieval(article, fit_tokens=1000)
 
 
 def test_retrieval_follows_the_settings(fake, client, monkeypatch):

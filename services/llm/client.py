@@ -1,28 +1,28 @@
-"""The one LLM seam: `get_client` builds every client, and every model call goes through
-`LLMClient.chat_json` (or `chat_text` for a plain reply); answers are remembered in a `ResponseCache`."""
+"""The model client: `get_client` builds it, and its requests go out through the OpenAI SDK here and nowhere else
+(chat calls through `LLMClient._post`)."""
 
 from __future__ import annotations
 
 import copy
 import functools
-import hashlib
 import itertools
-import json
 import logging
 import ssl
 import threading
 import time
-from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
-import json_repair
 import openai
 from pydantic import ValidationError
 
 from services.config import BackendConfig
-from services.redact import REDACTED, redact_url, url_secrets
+from services.llm.cache import ResponseCache, cache_key
+from services.llm.errors import BackendError, describe_error, retry_after
+from services.llm.parsing import is_cut_off, loads_lenient, try_parse
+from services.llm.records import CallRecord, CallResult, UsageLedger
+from services.redact import redact_url
 
 log = logging.getLogger(__name__)
 
@@ -40,98 +40,6 @@ RETRY_PROMPT = (
 )
 
 
-class ResponseCache(ABC):
-    """Where model answers are remembered, under `cache_key`; the first answer stored under a key is kept.
-
-    Implementations: `MemoryCache` (a process's dictionary), `db.cache.SqlCache` (the app database) and
-    `db.cache.BufferedSqlCache` (the app database for a batch: writes flushed in bulk by one writer).
-    A payload is `{"raw": ..., "prompt_tokens": ..., "completion_tokens": ...}`.
-    """
-
-    @abstractmethod
-    def get(self, key: str) -> dict[str, Any] | None:
-        """The payload stored under `key`, or None."""
-
-    @abstractmethod
-    def put(self, key: str, *, model: str, prompt_version: str, payload: dict[str, Any]) -> None:
-        """Store a payload under `key`, unless one is stored there already."""
-
-
-class MemoryCache(ResponseCache):
-    """Answers kept in memory for the life of the object; safe to share between threads."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.entries: dict[str, dict[str, Any]] = {}
-
-    def get(self, key: str) -> dict[str, Any] | None:
-        with self._lock:
-            entry = self.entries.get(key)
-        return dict(entry["payload"]) if entry is not None else None
-
-    def put(self, key: str, *, model: str, prompt_version: str, payload: dict[str, Any]) -> None:
-        with self._lock:
-            self.entries.setdefault(key, {"model": model, "prompt_version": prompt_version, "payload": dict(payload)})
-
-
-@dataclass
-class CallRecord:
-    """One logical call: a cache hit, or one or more requests to the server."""
-
-    stage: str
-    prompt_version: str
-    cached: bool
-    requests: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    latency_ms: float = 0.0
-    error: str | None = None
-
-
-class UsageLedger:
-    """Calls, tokens, latency and cache hits of one run; safe to share between threads."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.records: list[CallRecord] = []
-
-    def add(self, record: CallRecord) -> None:
-        with self._lock:
-            self.records.append(record)
-
-    def summary(self) -> dict[str, Any]:
-        with self._lock:
-            recs = list(self.records)
-        return summarize_records(recs)
-
-
-def summarize_records(recs: list[CallRecord]) -> dict[str, Any]:
-    """Totals over call records; `calls` counts requests actually sent to the model."""
-    return {
-        "calls": sum(r.requests for r in recs),
-        "cache_hits": sum(1 for r in recs if r.cached),
-        "prompt_tokens": sum(r.prompt_tokens for r in recs),
-        "completion_tokens": sum(r.completion_tokens for r in recs),
-        "latency_s": round(sum(r.latency_ms for r in recs) / 1000, 2),
-        "errors": sum(1 for r in recs if r.error),
-    }
-
-
-@dataclass
-class CallResult(Generic[T]):
-    """What a call gave: a parsed value, or an error that says what went wrong."""
-
-    value: T | None
-    raw: str = ""
-    error: str | None = None
-    cached: bool = False
-    fatal: bool = False  # the backend itself failed (unreachable, bad key): stop the run
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None and self.value is not None
-
-
 @dataclass
 class _Reply:
     raw: str
@@ -140,114 +48,8 @@ class _Reply:
     finish_reason: str | None = None
 
 
-class BackendError(Exception):
-    """A request failed for a reason the user must act on; `fatal` stops the run."""
-
-    def __init__(self, message: str, fatal: bool = False) -> None:
-        super().__init__(message)
-        self.fatal = fatal
-
-
 _mode_memory: dict[tuple[str, str], str] = {}
 _mode_lock = threading.Lock()
-
-
-def cache_key(model: str, prompt_version: str, messages: list[dict], params: dict, sample: int) -> str:
-    """Stable key over everything that decides an answer."""
-    blob = json.dumps(
-        {"model": model, "prompt": prompt_version, "messages": messages, "params": params, "sample": sample},
-        sort_keys=True,
-        ensure_ascii=False,
-    )
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
-
-
-def loads_lenient(raw: str) -> Any:
-    """Parse JSON; on failure repair it with json_repair (code fences, trailing prose, bad quotes)."""
-    text = raw.strip()
-    try:
-        return json.loads(text)
-    except ValueError:
-        pass
-    value = json_repair.loads(text)
-    if value in ("", None):
-        raise ValueError("no JSON found in the answer")
-    return value
-
-
-def is_cut_off(raw: str) -> bool:
-    """True when the answer's first JSON value opens a string, object or array it never closes."""
-    text = raw.strip()
-    try:
-        json.loads(text)
-        return False
-    except ValueError:
-        pass
-    starts = [i for i in (text.find("{"), text.find("[")) if i >= 0]
-    if not starts:
-        return False
-    depth, in_string, escaped = 0, False, False
-    for ch in text[min(starts) :]:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch in "{[":
-            depth += 1
-        elif ch in "}]":
-            depth -= 1
-            if depth == 0:
-                return False  # the value is whole; anything after it is prose
-    return True
-
-
-def describe_error(exc: Exception, backend: BackendConfig, base_url: str) -> BackendError:
-    """Turn an SDK exception into a message a user can act on (never with credentials from the URL)."""
-    err = _describe_error(exc, backend, base_url)
-    message = str(err)
-    for secret in url_secrets(backend.base_url):
-        message = message.replace(secret, REDACTED)
-    return err if message == str(err) else BackendError(message, fatal=err.fatal)
-
-
-def _describe_error(exc: Exception, backend: BackendConfig, base_url: str) -> BackendError:
-    if isinstance(exc, openai.APITimeoutError):
-        return BackendError(f"No answer from {base_url} within {backend.timeout:g} s (timeout).")
-    if isinstance(exc, openai.APIConnectionError):
-        cause = exc.__cause__ or exc
-        if "complete message body" in str(cause):  # the server answered, but the body stopped short
-            return BackendError(f"The answer from {base_url} was cut short on the way ({cause}).")
-        return BackendError(f"Cannot reach {base_url}: {cause}. Is the server running?", fatal=True)
-    if isinstance(exc, openai.AuthenticationError):
-        return BackendError(
-            f"{base_url} rejected the API key (401). Check LLM_API_KEY / OPENAI_API_KEY or the key typed in Settings.",
-            fatal=True,
-        )
-    if isinstance(exc, openai.PermissionDeniedError):
-        return BackendError(f"{base_url} refused access (403): {_body(exc)}", fatal=True)
-    if isinstance(exc, openai.NotFoundError):
-        return BackendError(
-            f"{base_url} answered 404: model '{backend.model}' or the endpoint does not exist ({_body(exc)}).",
-            fatal=True,
-        )
-    if isinstance(exc, openai.RateLimitError):
-        return BackendError(f"Rate limited by {base_url} (429) after {backend.max_retries} retries.")
-    if isinstance(exc, openai.APIStatusError):
-        return BackendError(f"{base_url} answered {exc.status_code}: {_body(exc)}")
-    return BackendError(f"{type(exc).__name__}: {exc}")
-
-
-def _body(exc: openai.APIStatusError) -> str:
-    try:
-        msg = exc.body.get("error", {}).get("message") if isinstance(exc.body, dict) else None
-    except AttributeError:
-        msg = None
-    return str(msg or exc.message)[:300]
 
 
 class LLMClient:
@@ -378,7 +180,7 @@ class LLMClient:
                     except openai.APITimeoutError:
                         raise
                     except openai.RateLimitError as exc:
-                        time.sleep(_retry_after(exc))
+                        time.sleep(retry_after(exc))
                     except openai.APIConnectionError:
                         pass
                 if resp is None:
@@ -498,7 +300,7 @@ class LLMClient:
         # A cut-off answer is never used, even when a repair could make it parse: the repair would drop
         # whatever the model had still to say.
         cut = self._cut_reason(reply)
-        value, problem = (None, cut) if cut else _try_parse(reply.raw, parse)
+        value, problem = (None, cut) if cut else try_parse(reply.raw, parse)
         if problem is None:
             return CallResult(value=value, raw=reply.raw)
         retry_msgs = [
@@ -510,7 +312,7 @@ class LLMClient:
         rec.prompt_tokens += second.prompt_tokens
         rec.completion_tokens += second.completion_tokens
         cut = self._cut_reason(second)
-        value, problem2 = (None, cut) if cut else _try_parse(second.raw, parse)
+        value, problem2 = (None, cut) if cut else try_parse(second.raw, parse)
         if problem2 is None:
             return CallResult(value=value, raw=second.raw)
         if cut:
@@ -620,23 +422,3 @@ def _ssl_context() -> ssl.SSLContext:
         return httpx2.create_ssl_context()
     except (ImportError, AttributeError):
         return ssl.create_default_context()
-
-
-def _retry_after(exc: openai.APIStatusError, cap: float = 60.0) -> float:
-    """The server's Retry-After in seconds (bounded), or a short default."""
-    try:
-        return min(cap, max(0.0, float(exc.response.headers.get("retry-after", "0.5"))))
-    except (TypeError, ValueError):
-        return 0.5
-
-
-def _try_parse(raw: str, parse: Callable[[Any], T]) -> tuple[T | None, str | None]:
-    try:
-        data = loads_lenient(raw)
-    except ValueError as exc:
-        return None, str(exc)
-    try:
-        return parse(data), None
-    except (ValidationError, ValueError, TypeError, KeyError) as exc:
-        first = str(exc).splitlines()[0:3]
-        return None, "unexpected shape: " + " ".join(first)[:240]

@@ -1,0 +1,93 @@
+"""Alignment of a model's reasons (or rewrites) to the candidate's sentences, shared by the DCE and the RAI."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import numpy as np
+
+from services.text import similarity
+
+ALIGN_THRESHOLD = 0.55
+
+_WORD = re.compile(r"[a-z0-9]+")
+_STOP = frozenset(
+    "a an the of to in on at by for with and or but is are was were be been it its this that these those as from "
+    "has have had not no he she they his her their there than then so such which who what when where".split()
+)
+_WHOLE = re.compile(
+    r"\b(?:paragraphs?|summary|summaries|whole|overall|entire|entirety|texts?|passages?|responses?|answers?|"
+    r"candidate|document|all (?:the )?sentences|every sentence|each sentence)\b",
+    re.IGNORECASE,
+)
+_ONE_SENTENCE = re.compile(r"\b(?:this|the|that) (?:sentence|claim|statement|bullet|point)\b", re.IGNORECASE)
+POSITION_BONUS = 0.1
+MIN_MATCH = 0.45  # below this an item is not taken to judge the sentence it was paired with
+
+
+def _content_words(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.lower()) if w not in _STOP and len(w) > 1}
+
+
+def content_overlap(reason: str, sentence: str) -> float:
+    """Share of the sentence's content words that a reason repeats (a reason that paraphrases its sentence)."""
+    words = _content_words(sentence)
+    return len(words & _content_words(reason)) / len(words) if words else 0.0
+
+
+def is_paragraph_level(quote: str, reason: str, sentences: Sequence[str]) -> bool:
+    """Whether an item judges no single sentence (Appendix E.4): it quotes none and speaks of the whole text."""
+    if quote.strip() and max((similarity(quote, s) for s in sentences), default=0.0) >= ALIGN_THRESHOLD:
+        return False
+    text = f"{quote} {reason}"
+    return bool(_WHOLE.search(text)) and not _ONE_SENTENCE.search(text)
+
+
+def preload() -> None:
+    """Import what reading a judge's answer needs (scipy's assignment) before many threads start: a first
+    import inside the threads holds every one of them on the import lock while requests wait."""
+    import scipy.optimize  # noqa: F401
+
+
+def align(
+    items: Sequence[str], sentences: Sequence[str], reasons: Sequence[str] | None = None
+) -> tuple[list[int | None], list[int]]:
+    """Match model items to our sentences by the sentence each quotes or, failing that, by what its reason says.
+
+    Returns, per sentence, the index of its item (or None), and the indices of items that judge no single
+    sentence (Appendix E.4's paragraph-level reasons, and items left over when there are more than sentences).
+    Items that speak of the whole text and quote no sentence are paragraph-level. The rest are assigned one
+    to one (Hungarian assignment over quote similarity, content overlap and a small bonus for the same
+    position), so a paraphrased quote still keeps its reason with its sentence. Without quotes and with as
+    many items as sentences, position decides, as the prompt asks for one entry per sentence in order.
+    """
+    from scipy.optimize import linear_sum_assignment  # loaded up front by preload() in batches
+
+    k = len(sentences)
+    reasons = list(reasons) if reasons is not None else [""] * len(items)
+    whole = [i for i in range(len(items)) if is_paragraph_level(items[i], reasons[i], sentences)]
+    cand = [i for i in range(len(items)) if i not in whole]
+    by_sentence: list[int | None] = [None] * k
+    if not cand or not k:
+        return by_sentence, list(range(len(items))) if k else list(range(len(items)))
+    if len(cand) == k and not any(items[i].strip() for i in cand):
+        for j, i in enumerate(cand):
+            by_sentence[j] = i
+        return by_sentence, whole
+    gain = np.zeros((len(cand), k))
+    for a, i in enumerate(cand):
+        for j, sent in enumerate(sentences):
+            quote = similarity(items[i], sent) if items[i].strip() else 0.0
+            gain[a, j] = max(quote, 0.8 * content_overlap(reasons[i], sent))
+            if len(cand) == k and a == j:
+                gain[a, j] += POSITION_BONUS
+    rows, cols = linear_sum_assignment(gain, maximize=True)
+    used = set()
+    for a, j in zip(rows, cols, strict=True):
+        if gain[a, j] < MIN_MATCH and not (len(cand) == k and a == j):
+            continue  # neither its quote nor its words point to this sentence, nor (with equal counts) its place
+        by_sentence[int(j)] = cand[int(a)]
+        used.add(cand[int(a)])
+    leftovers = sorted(set(whole) | {i for i in cand if i not in used})
+    return by_sentence, leftovers
