@@ -12,6 +12,7 @@ import pytest
 from scipy import stats as sps
 
 from services import stats
+from services.stats import agreement
 
 NAN = np.nan
 # Krippendorff (2011), "Computing Krippendorff's alpha-reliability", as in the krippendorff package's docstring:
@@ -212,7 +213,7 @@ def test_vectorised_alpha_with_unit_weights_equals_the_package(level) -> None:
     values = data[:, pairable]
     domain = np.unique(values[~np.isnan(values)])
     counts = (values.T[:, :, None] == domain).sum(axis=1)
-    ours = stats._weighted_alpha(stats._unit_coincidences(counts), np.ones((1, counts.shape[0])), domain, level)
+    ours = agreement._weighted_alpha(agreement._unit_coincidences(counts), np.ones((1, counts.shape[0])), domain, level)
     assert ours[0] == pytest.approx(krippendorff.alpha(reliability_data=data, level_of_measurement=level))
 
 
