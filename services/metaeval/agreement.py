@@ -7,10 +7,10 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
-from sqlalchemy import select
 from sqlalchemy.engine import Engine
+from sqlmodel import Session
 
-from db.models import DatasetItem
+from db import metaeval as db
 from services import stats
 from services.metaeval.common import DEFAULT_BOOT, DEFAULT_SEED
 from services.metaeval.loading import BatchData, load_batch, with_sentences
@@ -74,10 +74,9 @@ def human_agreement(
         data = with_sentences(data)
         votes, n_workers, n_items = data.votes, data.n_workers, data.n_vote_items
     elif dataset_id is not None:
-        with engine.connect() as conn:  # type: ignore[union-attr]
-            q = select(DatasetItem.sentence_labels).where(DatasetItem.dataset_id == dataset_id)
-            labels = conn.execute(q.order_by(DatasetItem.idx)).scalars()
-            votes, n_workers, n_items = _vote_matrix(labels)
+        with Session(engine) as session:
+            labels = db.sentence_labels(session=session, dataset_id=dataset_id)
+        votes, n_workers, n_items = _vote_matrix(labels)
     else:
         raise ValueError("give batch_id, dataset_id or data")
     n_sentences = int(votes.shape[1])

@@ -8,10 +8,11 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from sqlalchemy import func, insert, select
 from sqlalchemy.engine import Engine
+from sqlmodel import Session
 
-from db.models import BaselineScore, DatasetItem, Document
+from db import metaeval as db
+from db.engine import get_session
 from services import baselines as bl
 from services import stats
 from services.metaeval.common import DEFAULT_BOOT, DEFAULT_SEED, numeric
@@ -33,20 +34,9 @@ EVIDENCE_METRIC = "evidence_lexical"
 def cached_baselines(engine: Engine, item_ids: Sequence[int]) -> pd.DataFrame:
     """Stored baseline values: one row per item id (index), one column per metric (NaN when missing)."""
     ids = [int(i) for i in item_ids]
-    frames = []
-    with engine.connect() as conn:
-        for i in range(0, len(ids), 5000):
-            chunk = ids[i : i + 5000]
-            frames.append(
-                pd.DataFrame(
-                    conn.execute(
-                        select(BaselineScore.id, BaselineScore.item_id, BaselineScore.metric, BaselineScore.value)
-                        .where(BaselineScore.item_id.in_(chunk), BaselineScore.metric.in_(list(BASELINE_METRICS)))
-                    ).all(),
-                    columns=["id", "item_id", "metric", "value"],
-                )
-            )  # fmt: skip
-    long = pd.concat(frames) if frames else pd.DataFrame(columns=["id", "item_id", "metric", "value"])
+    with Session(engine) as session:
+        rows = db.baseline_rows(session=session, item_ids=ids, metrics=list(BASELINE_METRICS))
+    long = pd.DataFrame(rows, columns=["id", "item_id", "metric", "value"])
     # Two writers racing on the same item leave duplicates: the latest row wins.
     long = long.sort_values("id").drop_duplicates(["item_id", "metric"], keep="last")
     wide = long.pivot(index="item_id", columns="metric", values="value") if not long.empty else pd.DataFrame()
@@ -56,13 +46,8 @@ def cached_baselines(engine: Engine, item_ids: Sequence[int]) -> pd.DataFrame:
 
 def baseline_stamp(engine: Engine, dataset_id: int) -> str:
     """Changes whenever a baseline value of the dataset's items is added: a cache key."""
-    with engine.connect() as conn:
-        n, last = conn.execute(
-            select(func.count(), func.max(BaselineScore.id))
-            .join(DatasetItem, DatasetItem.id == BaselineScore.item_id)
-            .where(DatasetItem.dataset_id == dataset_id)
-        ).one()
-    return f"{n}|{last}"
+    with Session(engine) as session:
+        return db.baseline_stamp(session=session, dataset_id=dataset_id)
 
 
 def wanted_metrics(with_embeddings: bool) -> list[str]:
@@ -103,21 +88,14 @@ def compute_baselines(
         on_progress(0, total, "ROUGE" if rouge_ids else "embeddings")
 
     def texts(ids: list[int]) -> tuple[list[str], list[str]]:
-        with engine.connect() as conn:
-            rows = dict(
-                (r[0], (r[1], r[2]))
-                for r in conn.execute(
-                    select(DatasetItem.id, Document.text, DatasetItem.candidate)
-                    .join(Document, Document.id == DatasetItem.reference_id)
-                    .where(DatasetItem.id.in_(ids))
-                ).all()
-            )
+        with Session(engine) as session:
+            rows = db.item_texts(session=session, item_ids=ids)
         return [rows[i][0] for i in ids], [rows[i][1] for i in ids]
 
     def store(rows: list[dict[str, Any]]) -> None:
         if rows:
-            with engine.begin() as conn:
-                conn.execute(insert(BaselineScore), rows)
+            with get_session(engine) as session:
+                db.add_baseline_values(session=session, rows=rows)
 
     for k in range(0, len(rouge_ids), rouge_chunk):
         ids = rouge_ids[k : k + rouge_chunk]
@@ -226,12 +204,8 @@ def baselines(
     Without `df` (a batch_frame) there is no model row: the table compares the baselines only.
     """
     ids = [int(i) for i in item_ids]
-    with engine.connect() as conn:
-        rows = conn.execute(
-            select(DatasetItem.id, DatasetItem.human_score, DatasetItem.human_label).where(
-                DatasetItem.dataset_id == dataset_id, DatasetItem.id.in_(ids)
-            )
-        ).all()
+    with Session(engine) as session:
+        rows = db.human_judgments(session=session, dataset_id=dataset_id, item_ids=ids)
     if len(rows) != len(set(ids)):
         raise InputError(f"Some items are not in dataset #{dataset_id}.")
     if compute:

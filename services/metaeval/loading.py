@@ -8,12 +8,12 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
-from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 from sqlalchemy.pool import StaticPool
 from sqlmodel import Session
 
-from db.models import Batch, BatchItem, BatchPublic, Dataset, DatasetItem, DatasetPublic
+from db import metaeval as db
+from db.models import BatchPublic, DatasetPublic
 from services.text import InputError
 
 
@@ -46,16 +46,8 @@ class BatchData:
 
 def batch_stamp(engine: Engine, batch_id: int) -> str:
     """Changes whenever the batch's results change (status, items finished, last write): a cache key."""
-    with engine.connect() as conn:
-        status = conn.execute(select(Batch.status, Batch.finished_at).where(Batch.id == batch_id)).first()
-        if status is None:
-            return "missing"
-        n, last = conn.execute(
-            select(func.count(), func.max(BatchItem.updated_at)).where(
-                BatchItem.batch_id == batch_id, BatchItem.status.in_(("done", "failed"))
-            )
-        ).one()
-    return f"{status[0]}|{status[1]}|{n}|{last}"
+    with Session(engine) as session:
+        return db.batch_stamp(session=session, batch_id=batch_id)
 
 
 @dataclass
@@ -70,65 +62,23 @@ class _Raw:
     n_workers: int
 
 
-_BASE_COLUMNS = (
-    BatchItem.item_id, DatasetItem.external_id, BatchItem.status, BatchItem.score, BatchItem.final_score,
-    DatasetItem.human_score, DatasetItem.human_label, BatchItem.n_rounds, BatchItem.n_sentences, BatchItem.n_unknown,
-)  # fmt: skip
-
-# SQLite parses the JSON in C: about four times faster than json.loads of whole results in Python. A sentence's
-# position in the round is its index (services.dcr.evaluate numbers them so).
-_SQL_BASE = """
-SELECT bi.item_id, json_extract(bi.result, '$.rounds[0].model_is_consistent'),
-       json_array_length(di.sentence_labels)
-FROM batch_item bi JOIN dataset_item di ON di.id = bi.item_id
-WHERE bi.batch_id = :b
-"""
-_SQL_ROUNDS = """
-SELECT bi.item_id, CAST(r.key AS INTEGER), json_extract(r.value, '$.score')
-FROM batch_item bi, json_each(bi.result, '$.rounds') r
-WHERE bi.batch_id = :b AND bi.n_rounds >= 3 AND r.key BETWEEN 1 AND bi.n_rounds - 2
-"""
-_SQL_SENTENCES = """
-SELECT bi.item_id, CAST(s.key AS INTEGER), json_extract(s.value, '$.verdict')
-FROM batch_item bi, json_each(bi.result, '$.rounds[0].sentences') s
-WHERE bi.batch_id = :b AND bi.status = 'done'
-"""
-_SQL_VOTES = """
-SELECT bi.item_id, CAST(l.key AS INTEGER), SUM(v.value), COUNT(*)
-FROM batch_item bi JOIN dataset_item di ON di.id = bi.item_id, json_each(di.sentence_labels) l, json_each(l.value) v
-WHERE bi.batch_id = :b
-GROUP BY bi.item_id, l.key
-"""
-_SQL_WORKERS = """
-SELECT COUNT(DISTINCT v.key)
-FROM batch_item bi JOIN dataset_item di ON di.id = bi.item_id, json_each(di.sentence_labels) l, json_each(l.value) v
-WHERE bi.batch_id = :b
-"""
+def _json_rows(engine: Engine, query: db.JsonQuery, batch_id: int) -> list[tuple]:
+    with Session(engine) as session:
+        return db.sqlite_json_rows(session=session, query=query, batch_id=batch_id)
 
 
-def _sql_rows(engine: Engine, sql: str, batch_id: int) -> list[tuple]:
-    """Plain tuples from the DB-API cursor (the SQLAlchemy Row layer costs more than the query here)."""
-    with engine.connect() as conn:
-        return conn.connection.dbapi_connection.execute(sql, {"b": batch_id}).fetchall()  # type: ignore[union-attr]
-
-
-def _parallel(engine: Engine, batch_id: int, queries: Sequence[str]) -> list[list[tuple]]:
+def _parallel(engine: Engine, batch_id: int, queries: Sequence[db.JsonQuery]) -> list[list[tuple]]:
     if isinstance(engine.pool, StaticPool) or len(queries) < 2:  # one shared connection (in-memory): in turn
-        return [_sql_rows(engine, q, batch_id) for q in queries]
+        return [_json_rows(engine, q, batch_id) for q in queries]
     # sqlite3 lets go of the GIL while SQLite parses JSON: the queries run side by side on pooled connections.
     with ThreadPoolExecutor(max_workers=len(queries), thread_name_prefix="metaeval-sql") as pool:
-        return list(pool.map(lambda q: _sql_rows(engine, q, batch_id), queries))
+        return list(pool.map(lambda q: _json_rows(engine, q, batch_id), queries))
 
 
 def _read_sql_items(engine: Engine, batch_id: int) -> _Raw:
-    with engine.connect() as conn:
-        plain = conn.execute(
-            select(*_BASE_COLUMNS)
-            .join(DatasetItem, DatasetItem.id == BatchItem.item_id)
-            .where(BatchItem.batch_id == batch_id)
-            .order_by(DatasetItem.idx)
-        ).all()
-    extra, rounds = _parallel(engine, batch_id, (_SQL_BASE, _SQL_ROUNDS))
+    with Session(engine) as session:
+        plain = db.item_rows(session=session, batch_id=batch_id)
+    extra, rounds = _parallel(engine, batch_id, ("flags", "rounds"))
     flags = {r[0]: (r[1], r[2]) for r in extra}
     base = []
     for r in plain:
@@ -138,18 +88,13 @@ def _read_sql_items(engine: Engine, batch_id: int) -> _Raw:
 
 
 def _read_sql_sentences(engine: Engine, batch_id: int) -> _Raw:
-    sents, votes, workers = _parallel(engine, batch_id, (_SQL_SENTENCES, _SQL_VOTES, _SQL_WORKERS))
+    sents, votes, workers = _parallel(engine, batch_id, ("sentences", "votes", "workers"))
     return _Raw([], [], sents, votes, int(workers[0][0] or 0) if workers else 0)
 
 
 def _read_python(engine: Engine, batch_id: int) -> _Raw:
-    with engine.connect() as conn:
-        rows = conn.execute(
-            select(*_BASE_COLUMNS, BatchItem.result, DatasetItem.sentence_labels)
-            .join(DatasetItem, DatasetItem.id == BatchItem.item_id)
-            .where(BatchItem.batch_id == batch_id)
-            .order_by(DatasetItem.idx)
-        ).all()
+    with Session(engine) as session:
+        rows = db.item_result_rows(session=session, batch_id=batch_id)
     base, rounds_out, sentences, votes = [], [], [], []
     workers: set[str] = set()
     for r in rows:
@@ -180,12 +125,10 @@ def load_batch(engine: Engine, batch_id: int, *, sentences: bool = True, sql_jso
     elsewhere in Python. Both give the same data.
     """
     with Session(engine) as session:
-        b = session.get(Batch, batch_id)
-        if b is None:
-            raise InputError(f"Batch {batch_id} does not exist.")
-        batch = BatchPublic.model_validate(b)
-        ds = session.get(Dataset, b.dataset_id)
-        dataset = DatasetPublic.model_validate(ds) if ds else None
+        found = db.batch_with_dataset(session=session, batch_id=batch_id)
+    if found is None:
+        raise InputError(f"Batch {batch_id} does not exist.")
+    batch, dataset = found
     if not _use_sql(engine, sql_json):
         raw = _read_python(engine, batch_id)
         data = _with_documents(engine, batch_id, _assemble_items(batch, dataset, raw))
@@ -196,13 +139,8 @@ def load_batch(engine: Engine, batch_id: int, *, sentences: bool = True, sql_jso
 
 def _with_documents(engine: Engine, batch_id: int, data: BatchData) -> BatchData:
     """Each item's reference document id: summaries of one document are grouped for Table 2's correlation."""
-    with engine.connect() as conn:
-        rows = conn.execute(
-            select(BatchItem.item_id, DatasetItem.reference_id)
-            .join(DatasetItem, DatasetItem.id == BatchItem.item_id)
-            .where(BatchItem.batch_id == batch_id)
-        ).all()
-    docs = dict(rows)
+    with Session(engine) as session:
+        docs = db.reference_ids(session=session, batch_id=batch_id)
     data.items["document_id"] = [docs.get(int(i)) for i in data.items["item_id"]]
     return data
 

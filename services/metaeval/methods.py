@@ -8,11 +8,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
-from sqlalchemy import select
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from db.models import Batch, BatchItem, BatchPublic, DatasetItem, Document
+from db import metaeval as db
+from db.models import BatchPublic
 from services import stats
 from services.metaeval.classification import at_threshold
 from services.metaeval.common import DEFAULT_THRESHOLD
@@ -51,19 +51,8 @@ def _error_types(extra: dict[str, Any] | None) -> list[str]:
 
 def _method_items(engine: Engine, batch_id: int) -> pd.DataFrame:
     """A batch's items with their human judgments, lengths, error types and cost."""
-    with engine.connect() as conn:
-        rows = conn.execute(
-            select(
-                BatchItem.item_id, BatchItem.status, BatchItem.score, DatasetItem.human_score,
-                DatasetItem.human_label, Document.n_chars, DatasetItem.candidate, DatasetItem.extra,
-                BatchItem.calls, BatchItem.prompt_tokens, BatchItem.completion_tokens, BatchItem.latency_ms,
-                BatchItem.n_unknown,
-            )
-            .join(DatasetItem, DatasetItem.id == BatchItem.item_id)
-            .join(Document, Document.id == DatasetItem.reference_id)
-            .where(BatchItem.batch_id == batch_id)
-            .order_by(DatasetItem.idx)
-        ).all()  # fmt: skip
+    with Session(engine) as session:
+        rows = db.method_item_rows(session=session, batch_id=batch_id)
     return pd.DataFrame(
         [
             {
@@ -113,8 +102,7 @@ def compare_method_batches(
     from services.jobs import batches as batch_service
 
     with Session(engine) as session:
-        found = {b.id: BatchPublic.model_validate(b) for b in session.execute(
-            select(Batch).where(Batch.id.in_(list(batch_ids)))).scalars()}  # fmt: skip
+        found = db.batches_by_id(session=session, batch_ids=batch_ids)
     opts = batch_service.all_options(engine)
     groups = pd.Series([opts[b].repeat_group for b in found if b in opts and opts[b].repeat_group]).value_counts()
     rows, length_rows, type_rows, notes = [], [], [], []

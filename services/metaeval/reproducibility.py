@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from db.models import Dataset, DatasetPublic
+from db import metaeval as db
 from services.config import PROJECT_ROOT
 from services.dcr import METHOD_LABELS
 from services.metaeval.common import DEFAULT_BOOT, DEFAULT_SEED, DEFAULT_THRESHOLD
@@ -80,8 +80,7 @@ def bundle(
         raise InputError(f"Batch {batch_id} does not exist.")
     b = p.batch
     with Session(engine) as session:
-        ds = session.get(Dataset, b.dataset_id)
-        dataset = DatasetPublic.model_validate(ds) if ds else None
+        dataset = db.dataset_public(session=session, dataset_id=b.dataset_id)
     return {
         "kind": "consistency-studio/reproducibility-bundle",
         "app": {"name": "Consistency Studio", "version": app_version()},
