@@ -30,9 +30,8 @@ class HumanAgreement:
 
 
 def _alpha_among(votes: np.ndarray, n_workers: int, *, seed: int, n_boot: int) -> stats.AlphaResult:
-    # Nominal alpha depends only on how many raters gave each value in each unit (the coincidences), never on
-    # who they were: the matrix of rating slots x units gives exactly the value of workers x units, without a
-    # mostly empty workers x units matrix (thousands of workers on large sets).
+    # `votes` is a rating slots x units matrix (stats.slot_matrix): nominal alpha on it equals alpha on workers x
+    # units; the raters it reports are the distinct workers.
     res = stats.krippendorff_alpha(votes, "nominal", n_boot=n_boot, seed=seed)
     return replace(res, n_raters=n_workers)
 
@@ -49,11 +48,7 @@ def _vote_matrix(label_lists: Iterable[list[dict[str, int]] | None]) -> tuple[np
             if votes:
                 workers.update(votes)
                 units.append([int(v) for v in votes.values()])
-    slots = max((len(u) for u in units), default=0)
-    m = np.full((slots, len(units)), np.nan)
-    for j, u in enumerate(units):
-        m[: len(u), j] = u
-    return m, len(workers), n_items
+    return stats.slot_matrix(units), len(workers), n_items
 
 
 def human_agreement(

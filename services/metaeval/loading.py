@@ -14,6 +14,7 @@ from sqlmodel import Session
 
 from db import metaeval as db
 from db.models import BatchPublic, DatasetPublic
+from services import stats
 from services.text import InputError
 
 
@@ -250,10 +251,7 @@ def _assemble_sentences(data: BatchData, raw: _Raw) -> BatchData:
     sent["human"] = np.where(usable, human, np.nan)
     sent["n_votes"] = np.where(usable, total, 0).astype("int64")
     # Alpha among humans needs only how many raters said yes and no in each sentence (see _alpha_among).
-    v_yes, v_total = votes["yes"].to_numpy(), votes["total"].to_numpy()
-    slots = int(v_total.max()) if len(votes) else 0
-    s = np.arange(slots)[:, None]
-    vote_matrix = np.where(s < v_yes[None, :], 1.0, np.where(s < v_total[None, :], 0.0, np.nan))
+    vote_matrix = stats.binary_slot_matrix(votes["yes"].to_numpy(), votes["total"].to_numpy())
     return replace(
         data, sentences=sent[["item_id", "idx", "verdict", "human", "n_votes"]].reset_index(drop=True),
         votes=vote_matrix, n_workers=raw.n_workers, n_vote_items=int(votes["item_id"].nunique()),

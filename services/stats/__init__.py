@@ -6,11 +6,19 @@ return a bare NaN: the number is None and `note` says why in plain language. Pro
 of different lengths, an unknown method) raise ValueError.
 
 correlation: Pearson, Spearman, Kendall and per-document correlations; classification: AUROC, metrics at a
-threshold, the balanced-accuracy interval; agreement: Krippendorff's alpha and majority vote; common: the
-input checks and the percentile bootstrap interval they share.
+threshold, the balanced-accuracy interval; agreement: Krippendorff's alpha, rating-slot matrices and majority
+vote; common: the input checks and the percentile bootstrap interval they share.
 """
 
-from services.stats.agreement import MIN_PAIRABLE_UNITS, AlphaResult, alpha_from_long, krippendorff_alpha, majority
+from services.stats.agreement import (
+    MIN_PAIRABLE_UNITS,
+    AlphaResult,
+    alpha_from_long,
+    binary_slot_matrix,
+    krippendorff_alpha,
+    majority,
+    slot_matrix,
+)
 from services.stats.classification import (
     AurocResult,
     ClassificationResult,
@@ -35,9 +43,11 @@ __all__ = [
     "alpha_from_long",
     "auroc",
     "balanced_accuracy_interval",
+    "binary_slot_matrix",
     "classification",
     "correlation",
     "krippendorff_alpha",
     "majority",
     "per_group_correlation",
+    "slot_matrix",
 ]

@@ -195,6 +195,27 @@ def alpha_from_long(
     return krippendorff_alpha(matrix.to_numpy(dtype=float), level, n_boot=n_boot, seed=seed, ci=ci)
 
 
+# -- rating slots ----------------------------------------------------------------------------------
+# Nominal alpha depends only on how many raters gave each value in each unit (the coincidences), never on who
+# they were: a matrix of rating slots x units gives exactly the alpha of the raters x units matrix, without a
+# mostly empty raters x units matrix (thousands of crowd workers on large sets).
+def slot_matrix(units: Sequence[Sequence[float]]) -> np.ndarray:
+    """The values of each unit (a column) in rating slots (rows), NaN below a unit's last value."""
+    slots = max((len(u) for u in units), default=0)
+    m = np.full((slots, len(units)), np.nan)
+    for j, u in enumerate(units):
+        m[: len(u), j] = u
+    return m
+
+
+def binary_slot_matrix(yes: np.ndarray, total: np.ndarray) -> np.ndarray:
+    """slot_matrix of binary votes given as counts: in each unit `yes` ones, then zeros up to `total` votes."""
+    yes, total = np.asarray(yes), np.asarray(total)
+    slots = int(total.max()) if total.size else 0
+    s = np.arange(slots)[:, None]
+    return np.where(s < yes[None, :], 1.0, np.where(s < total[None, :], 0.0, np.nan))
+
+
 # -- majority vote -----------------------------------------------------------------------------
 def majority(votes: Mapping[str, int]) -> int | None:
     """The value most voters gave (e.g. {worker: 0/1}); None for a tie or no votes."""

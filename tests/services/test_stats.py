@@ -278,6 +278,23 @@ def test_alpha_from_long_codes_labels_and_checks_input() -> None:
     assert ordered.alpha == pytest.approx(coded.alpha)
 
 
+def test_nominal_alpha_on_rating_slots_equals_alpha_on_raters() -> None:
+    # Four raters, each rating some of five units: the slots matrix forgets who rated, alpha does not change.
+    raters = np.array([[1, 0, NAN, 1, 0], [1, 1, 0, NAN, 0], [NAN, 0, 0, 1, NAN], [1, NAN, 1, 1, NAN]], dtype=float)
+    units = [[v for v in raters[:, j] if not np.isnan(v)] for j in range(raters.shape[1])]
+    slots = stats.slot_matrix(units)
+    assert slots.shape == (3, 5)
+    assert np.isnan(slots[2, 4]) and slots[:2, 4].tolist() == [0, 0]
+    expected = stats.krippendorff_alpha(raters, "nominal", n_boot=0).alpha
+    assert stats.krippendorff_alpha(slots, "nominal", n_boot=0).alpha == pytest.approx(expected)
+
+
+def test_binary_slot_matrix_puts_the_yes_votes_first() -> None:
+    m = stats.binary_slot_matrix(np.array([2, 0, 1]), np.array([3, 1, 1]))
+    np.testing.assert_array_equal(m, [[1, 0, 1], [1, NAN, NAN], [0, NAN, NAN]])
+    assert stats.slot_matrix([]).shape == (0, 0) == stats.binary_slot_matrix(np.array([]), np.array([])).shape
+
+
 # -- majority ----------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("votes", "expected"),
