@@ -37,9 +37,9 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, col, select
+from sqlmodel import Session
 
-from db.models import Batch, BatchItem, Dataset, DatasetItem, Document
+from db import distill as db
 from services.metaeval import CONSISTENT_AT
 from services.prompts import distill as P
 from services.text import InputError
@@ -187,17 +187,10 @@ def load_items(engine: Engine, batch_ids: Sequence[int]) -> tuple[list[LabelledI
     by_item: dict[int, dict[str, Any]] = {}
     with Session(engine) as s:
         for bid in batch_ids:
-            b = s.get(Batch, bid)
+            b = db.get_batch(session=s, batch_id=bid)
             if b is None:
                 raise InputError(f"Batch {bid} does not exist.")
-            rows = s.exec(
-                select(BatchItem, DatasetItem, Document, Dataset.name)
-                .join(DatasetItem, DatasetItem.id == BatchItem.item_id)
-                .join(Document, Document.id == DatasetItem.reference_id)
-                .join(Dataset, Dataset.id == DatasetItem.dataset_id)
-                .where(BatchItem.batch_id == bid)
-                .order_by(DatasetItem.idx)
-            ).all()
+            rows = db.batch_item_rows(session=s, batch_id=bid)
             unlabelled = 0
             for bi, di, doc, ds_name in rows:
                 if di.human_label not in GOLD:
@@ -217,12 +210,7 @@ def load_items(engine: Engine, batch_ids: Sequence[int]) -> tuple[list[LabelledI
         # Prompts without reasoning apply to every labelled item of these datasets, judged or not (section 4.2
         # adds the documents the teacher never saw this way).
         dataset_ids = sorted({e["di"].dataset_id for e in by_item.values()})
-        extra = s.exec(
-            select(DatasetItem, Document, Dataset.name)
-            .join(Document, Document.id == DatasetItem.reference_id)
-            .join(Dataset, Dataset.id == DatasetItem.dataset_id)
-            .where(col(DatasetItem.dataset_id).in_(dataset_ids), col(DatasetItem.human_label).in_(list(GOLD)))
-        ).all()
+        extra = db.labelled_item_rows(session=s, dataset_ids=dataset_ids, labels=list(GOLD))
         n_unjudged = 0
         for di, doc, ds_name in extra:
             if di.id not in by_item:
@@ -370,8 +358,8 @@ def build(
         n_test_documents=len({x.document_id for x in test_items}),
     )  # fmt: skip
     with Session(engine) as s:
-        batches = [s.get(Batch, b) for b in batch_ids]
-        dsets = {x.dataset_id: s.get(Dataset, x.dataset_id) for x in items}
+        batches = [db.get_batch(session=s, batch_id=b) for b in batch_ids]
+        dsets = {x.dataset_id: db.get_dataset(session=s, dataset_id=x.dataset_id) for x in items}
     manifest = {
         "kind": "consistency-studio/distillation-set",
         "paper": "Identifying Factual Inconsistency in Summaries (paper 003), section 4",

@@ -12,6 +12,7 @@ import pytest
 from scipy import stats as sps
 
 from services import stats
+from services.stats import agreement
 
 NAN = np.nan
 # Krippendorff (2011), "Computing Krippendorff's alpha-reliability", as in the krippendorff package's docstring:
@@ -212,7 +213,7 @@ def test_vectorised_alpha_with_unit_weights_equals_the_package(level) -> None:
     values = data[:, pairable]
     domain = np.unique(values[~np.isnan(values)])
     counts = (values.T[:, :, None] == domain).sum(axis=1)
-    ours = stats._weighted_alpha(stats._unit_coincidences(counts), np.ones((1, counts.shape[0])), domain, level)
+    ours = agreement._weighted_alpha(agreement._unit_coincidences(counts), np.ones((1, counts.shape[0])), domain, level)
     assert ours[0] == pytest.approx(krippendorff.alpha(reliability_data=data, level_of_measurement=level))
 
 
@@ -275,6 +276,23 @@ def test_alpha_from_long_codes_labels_and_checks_input() -> None:
         stats.alpha_from_long(df.drop(columns="rater"), "nominal")
     ordered = stats.alpha_from_long(df, "ordinal", value_order=["no", "yes"], n_boot=0)
     assert ordered.alpha == pytest.approx(coded.alpha)
+
+
+def test_nominal_alpha_on_rating_slots_equals_alpha_on_raters() -> None:
+    # Four raters, each rating some of five units: the slots matrix forgets who rated, alpha does not change.
+    raters = np.array([[1, 0, NAN, 1, 0], [1, 1, 0, NAN, 0], [NAN, 0, 0, 1, NAN], [1, NAN, 1, 1, NAN]], dtype=float)
+    units = [[v for v in raters[:, j] if not np.isnan(v)] for j in range(raters.shape[1])]
+    slots = stats.slot_matrix(units)
+    assert slots.shape == (3, 5)
+    assert np.isnan(slots[2, 4]) and slots[:2, 4].tolist() == [0, 0]
+    expected = stats.krippendorff_alpha(raters, "nominal", n_boot=0).alpha
+    assert stats.krippendorff_alpha(slots, "nominal", n_boot=0).alpha == pytest.approx(expected)
+
+
+def test_binary_slot_matrix_puts_the_yes_votes_first() -> None:
+    m = stats.binary_slot_matrix(np.array([2, 0, 1]), np.array([3, 1, 1]))
+    np.testing.assert_array_equal(m, [[1, 0, 1], [1, NAN, NAN], [0, NAN, NAN]])
+    assert stats.slot_matrix([]).shape == (0, 0) == stats.binary_slot_matrix(np.array([]), np.array([])).shape
 
 
 # -- majority ----------------------------------------------------------------------------------

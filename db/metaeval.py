@@ -1,0 +1,207 @@
+"""Queries of the meta-evaluation: a batch's items with their human judgments, its round results, baseline values."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any, Literal
+
+from sqlalchemy import func, insert
+from sqlmodel import Session, col, select
+
+from db.models import BaselineScore, Batch, BatchItem, BatchPublic, Dataset, DatasetItem, DatasetPublic, Document
+
+# An item row, in dataset order: item_id, external_id, status, score, final_score, human_score, human_label,
+# n_rounds, n_sentences, n_unknown (and, from item_result_rows, the result and the sentence labels).
+ITEM_COLUMNS = (
+    BatchItem.item_id, DatasetItem.external_id, BatchItem.status, BatchItem.score, BatchItem.final_score,
+    DatasetItem.human_score, DatasetItem.human_label, BatchItem.n_rounds, BatchItem.n_sentences, BatchItem.n_unknown,
+)  # fmt: skip
+
+JsonQuery = Literal["flags", "rounds", "sentences", "votes", "workers"]
+
+# SQLite parses the JSON in C: about four times faster than json.loads of whole results in Python. A sentence's
+# position in the round is its index (services.dcr.evaluate numbers them so).
+_SQLITE_JSON: dict[str, str] = {
+    # item_id, round 0's model_is_consistent, entries in the item's sentence labels
+    "flags": """
+SELECT bi.item_id, json_extract(bi.result, '$.rounds[0].model_is_consistent'),
+       json_array_length(di.sentence_labels)
+FROM batch_item bi JOIN dataset_item di ON di.id = bi.item_id
+WHERE bi.batch_id = :b
+""",
+    # item_id, round, score for the rounds between the first and the last
+    "rounds": """
+SELECT bi.item_id, CAST(r.key AS INTEGER), json_extract(r.value, '$.score')
+FROM batch_item bi, json_each(bi.result, '$.rounds') r
+WHERE bi.batch_id = :b AND bi.n_rounds >= 3 AND r.key BETWEEN 1 AND bi.n_rounds - 2
+""",
+    # item_id, sentence index, verdict at round 0 of done items
+    "sentences": """
+SELECT bi.item_id, CAST(s.key AS INTEGER), json_extract(s.value, '$.verdict')
+FROM batch_item bi, json_each(bi.result, '$.rounds[0].sentences') s
+WHERE bi.batch_id = :b AND bi.status = 'done'
+""",
+    # item_id, sentence index, yes votes, votes of every batch item
+    "votes": """
+SELECT bi.item_id, CAST(l.key AS INTEGER), SUM(v.value), COUNT(*)
+FROM batch_item bi JOIN dataset_item di ON di.id = bi.item_id, json_each(di.sentence_labels) l, json_each(l.value) v
+WHERE bi.batch_id = :b
+GROUP BY bi.item_id, l.key
+""",
+    # distinct rater ids among the votes
+    "workers": """
+SELECT COUNT(DISTINCT v.key)
+FROM batch_item bi JOIN dataset_item di ON di.id = bi.item_id, json_each(di.sentence_labels) l, json_each(l.value) v
+WHERE bi.batch_id = :b
+""",
+}
+
+# Stored baseline values are read this many item ids at a time (the bound parameters of one IN list).
+_CHUNK = 5000
+
+
+def batch_stamp(*, session: Session, batch_id: int) -> str:
+    """Changes whenever the batch's results change (status, items finished, last write); "missing" for no batch."""
+    status = session.exec(select(Batch.status, Batch.finished_at).where(Batch.id == batch_id)).first()
+    if status is None:
+        return "missing"
+    n, last = session.exec(
+        select(func.count(), func.max(BatchItem.updated_at)).where(
+            BatchItem.batch_id == batch_id, col(BatchItem.status).in_(("done", "failed"))
+        )
+    ).one()
+    return f"{status[0]}|{status[1]}|{n}|{last}"
+
+
+def batch_with_dataset(*, session: Session, batch_id: int) -> tuple[BatchPublic, DatasetPublic | None] | None:
+    """A batch and its dataset (None when the dataset is gone); None for an unknown batch."""
+    b = session.get(Batch, batch_id)
+    if b is None:
+        return None
+    return BatchPublic.model_validate(b), dataset_public(session=session, dataset_id=b.dataset_id)
+
+
+def dataset_public(*, session: Session, dataset_id: int) -> DatasetPublic | None:
+    ds = session.get(Dataset, dataset_id)
+    return DatasetPublic.model_validate(ds) if ds else None
+
+
+def batches_by_id(*, session: Session, batch_ids: Iterable[int]) -> dict[int, BatchPublic]:
+    """The batches among these ids that exist."""
+    rows = session.exec(select(Batch).where(col(Batch.id).in_(list(batch_ids))))
+    return {b.id: BatchPublic.model_validate(b) for b in rows}  # type: ignore[misc]
+
+
+def item_rows(*, session: Session, batch_id: int) -> list[tuple[Any, ...]]:
+    """The batch's items as ITEM_COLUMNS rows, in dataset order."""
+    return session.exec(  # type: ignore[return-value]
+        select(*ITEM_COLUMNS)
+        .join(DatasetItem, DatasetItem.id == BatchItem.item_id)
+        .where(BatchItem.batch_id == batch_id)
+        .order_by(DatasetItem.idx)
+    ).all()
+
+
+def item_result_rows(*, session: Session, batch_id: int) -> list[tuple[Any, ...]]:
+    """item_rows followed by each item's stored result and sentence labels."""
+    return session.exec(  # type: ignore[return-value]
+        select(*ITEM_COLUMNS, BatchItem.result, DatasetItem.sentence_labels)
+        .join(DatasetItem, DatasetItem.id == BatchItem.item_id)
+        .where(BatchItem.batch_id == batch_id)
+        .order_by(DatasetItem.idx)
+    ).all()
+
+
+def sqlite_json_rows(*, session: Session, query: JsonQuery, batch_id: int) -> list[tuple[Any, ...]]:
+    """One of the SQLite JSON queries of a batch, as plain tuples from the DB-API cursor (the SQLAlchemy Row
+    layer costs more than the query here)."""
+    dbapi = session.connection().connection.dbapi_connection
+    return dbapi.execute(_SQLITE_JSON[query], {"b": batch_id}).fetchall()  # type: ignore[union-attr]
+
+
+def reference_ids(*, session: Session, batch_id: int) -> dict[int, int]:
+    """Each item's reference document id."""
+    rows = session.exec(
+        select(BatchItem.item_id, DatasetItem.reference_id)
+        .join(DatasetItem, DatasetItem.id == BatchItem.item_id)
+        .where(BatchItem.batch_id == batch_id)
+    ).all()
+    return dict(rows)  # type: ignore[arg-type]
+
+
+def sentence_labels(*, session: Session, dataset_id: int) -> list[list[dict[str, int]] | None]:
+    """Every item's per-sentence votes ({worker: 0/1} per sentence), in dataset order."""
+    q = select(DatasetItem.sentence_labels).where(DatasetItem.dataset_id == dataset_id)
+    return list(session.exec(q.order_by(DatasetItem.idx)))
+
+
+def method_item_rows(*, session: Session, batch_id: int) -> list[tuple[Any, ...]]:
+    """item_id, status, score, human_score, human_label, document characters, candidate, extra, calls, prompt and
+    completion tokens, latency_ms and n_unknown of each item, in dataset order."""
+    return session.exec(  # type: ignore[return-value]
+        select(
+            BatchItem.item_id, BatchItem.status, BatchItem.score, DatasetItem.human_score,
+            DatasetItem.human_label, Document.n_chars, DatasetItem.candidate, DatasetItem.extra,
+            BatchItem.calls, BatchItem.prompt_tokens, BatchItem.completion_tokens, BatchItem.latency_ms,
+            BatchItem.n_unknown,
+        )
+        .join(DatasetItem, DatasetItem.id == BatchItem.item_id)
+        .join(Document, Document.id == DatasetItem.reference_id)
+        .where(BatchItem.batch_id == batch_id)
+        .order_by(DatasetItem.idx)
+    ).all()  # fmt: skip
+
+
+# -- baseline values ---------------------------------------------------------------------------------------
+def baseline_rows(
+    *, session: Session, item_ids: Sequence[int], metrics: Sequence[str]
+) -> list[tuple[int, int, str, float | None]]:
+    """Stored baseline values (row id, item_id, metric, value) of these items and metrics."""
+    rows: list[tuple[int, int, str, float | None]] = []
+    for i in range(0, len(item_ids), _CHUNK):
+        chunk = list(item_ids[i : i + _CHUNK])
+        rows.extend(
+            session.exec(
+                select(BaselineScore.id, BaselineScore.item_id, BaselineScore.metric, BaselineScore.value).where(
+                    col(BaselineScore.item_id).in_(chunk), col(BaselineScore.metric).in_(list(metrics))
+                )
+            ).all()  # type: ignore[arg-type]
+        )
+    return rows
+
+
+def baseline_stamp(*, session: Session, dataset_id: int) -> str:
+    """Changes whenever a baseline value of the dataset's items is added."""
+    n, last = session.exec(
+        select(func.count(), func.max(BaselineScore.id))
+        .join(DatasetItem, DatasetItem.id == BaselineScore.item_id)
+        .where(DatasetItem.dataset_id == dataset_id)
+    ).one()
+    return f"{n}|{last}"
+
+
+def add_baseline_values(*, session: Session, rows: list[dict[str, Any]]) -> None:
+    """Store baseline values ({item_id, metric, value}) in one bulk insert."""
+    if rows:
+        session.execute(insert(BaselineScore), rows)
+
+
+def item_texts(*, session: Session, item_ids: Sequence[int]) -> dict[int, tuple[str, str]]:
+    """Each item's reference text and candidate."""
+    rows = session.exec(
+        select(DatasetItem.id, Document.text, DatasetItem.candidate)
+        .join(Document, Document.id == DatasetItem.reference_id)
+        .where(col(DatasetItem.id).in_(list(item_ids)))
+    ).all()
+    return {r[0]: (r[1], r[2]) for r in rows}  # type: ignore[misc]
+
+
+def human_judgments(
+    *, session: Session, dataset_id: int, item_ids: Sequence[int]
+) -> list[tuple[int, float | None, int | None]]:
+    """id, human_score and human_label of these items of the dataset (items of other datasets are left out)."""
+    return session.exec(  # type: ignore[return-value]
+        select(DatasetItem.id, DatasetItem.human_score, DatasetItem.human_label).where(
+            DatasetItem.dataset_id == dataset_id, col(DatasetItem.id).in_(list(item_ids))
+        )
+    ).all()

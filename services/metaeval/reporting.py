@@ -1,0 +1,213 @@
+"""The whole report of a batch (every table, as JSON too) and the parts with bootstrap intervals."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field, is_dataclass
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from sqlalchemy.engine import Engine
+
+from db.models import BatchPublic
+from services.metaeval.agreement import HumanAgreement, human_agreement
+from services.metaeval.baseline_metrics import BASELINE_METRICS, baseline_table, cached_baselines, compute_baselines
+from services.metaeval.classification import Figure3, SentenceLevel, classification_frame, figure3, sentence_level
+from services.metaeval.common import DEFAULT_BOOT, DEFAULT_SEED, DEFAULT_THRESHOLD
+from services.metaeval.loading import BatchData, load_batch
+from services.metaeval.rai import RoundsResult, rai_table, rounds_of
+from services.metaeval.reproducibility import bundle
+from services.metaeval.summary import Correlations, SummaryLevel, correlations, summary_level
+
+
+@dataclass(frozen=True)
+class Estimates:
+    """The parts of the report that carry bootstrap intervals (the slow part on large batches)."""
+
+    correlations: Correlations
+    agreement: HumanAgreement | None  # None when the data was loaded without sentences
+    baselines: pd.DataFrame
+    n_boot: int
+    seed: int
+
+
+def estimates(
+    data: BatchData, baseline_values: pd.DataFrame | None = None, *, seed: int = DEFAULT_SEED,
+    n_boot: int = DEFAULT_BOOT,
+) -> Estimates:  # fmt: skip
+    """Correlations, AUROC, both alphas (when the data has its sentences) and the baselines table, with
+    `n_boot` resamples (0: points only)."""
+    values = baseline_values if baseline_values is not None else pd.DataFrame(columns=list(BASELINE_METRICS))
+    return Estimates(
+        correlations=correlations(data.done, seed=seed, n_boot=n_boot),
+        agreement=human_agreement(data=data, seed=seed, n_boot=n_boot) if data.has_sentences else None,
+        baselines=baseline_table(data.items, values, model_label=model_label(data.batch), seed=seed, n_boot=n_boot),
+        n_boot=n_boot,
+        seed=seed,
+    )
+
+
+def estimates_from_db(database_url: str, batch_id: int, *, seed: int = DEFAULT_SEED, n_boot: int = DEFAULT_BOOT
+                      ) -> Estimates:  # fmt: skip
+    """estimates() for a batch read from the database at this URL (for a child process: nothing to pickle
+    but the URL and the numbers)."""
+    from db.engine import make_engine
+
+    engine = make_engine(database_url, migrate=False)
+    try:
+        data = load_batch(engine, batch_id)
+        values = cached_baselines(engine, data.done["item_id"].astype(int).tolist())
+        return estimates(data, values, seed=seed, n_boot=n_boot)
+    finally:
+        engine.dispose()
+
+
+def bootstrap_seconds(data: BatchData, n_boot: int, n_baselines: int = 0) -> float:
+    """A rough CPU time for the bootstrap intervals of a batch (measured: 10,000 items and 1,000 resamples take
+    about 4 s per score column; 50,000 sentences about 3.5 s per alpha). Items-only data counts sentences."""
+    items = len(data.done)
+    if data.has_sentences:
+        units = int(data.votes.shape[1]) + int((data.sentences["n_votes"] > 0).sum())
+    else:
+        units = 2 * int(data.items["n_sentences"].sum())
+    return n_boot / 1000 * (items * 4e-4 * (1 + n_baselines) + units * 7e-5)
+
+
+# -- the whole report ------------------------------------------------------------------------------------
+def jsonable(obj: Any) -> Any:
+    """Plain JSON values from dataclasses, DataFrames, numpy scalars; NaN and infinities become None."""
+    if is_dataclass(obj) and not isinstance(obj, type):
+        return {k: jsonable(v) for k, v in asdict(obj).items()}
+    if isinstance(obj, pd.DataFrame):
+        return [jsonable(r) for r in obj.reset_index(drop=obj.index.name is None).to_dict(orient="records")]
+    if isinstance(obj, dict):
+        return {str(k): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return [jsonable(v) for v in obj.tolist()]
+    if isinstance(obj, np.generic):
+        obj = obj.item()
+    if obj is pd.NA or obj is pd.NaT:
+        return None
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, datetime):
+        return obj.isoformat()
+    return obj
+
+
+@dataclass(frozen=True)
+class Report:
+    """Every table of the meta-evaluation of one batch."""
+
+    summary: SummaryLevel
+    sentence: SentenceLevel
+    figure3: Figure3
+    baselines: pd.DataFrame
+    rai: pd.DataFrame
+    rounds: RoundsResult
+    agreement: HumanAgreement
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+def build_report(
+    data: BatchData,
+    *,
+    threshold: float = DEFAULT_THRESHOLD,
+    seed: int = DEFAULT_SEED,
+    n_boot: int = DEFAULT_BOOT,
+    baseline_values: pd.DataFrame | None = None,
+    other: BatchData | None = None,
+) -> Report:
+    """Every table from loaded data (no database access)."""
+    values = baseline_values if baseline_values is not None else pd.DataFrame(columns=list(BASELINE_METRICS))
+    return Report(
+        summary=summary_level(data.items, threshold=threshold, seed=seed, n_boot=n_boot),
+        sentence=sentence_level(data=data),
+        figure3=figure3(data=data, other=other),
+        baselines=baseline_table(data.items, values, model_label=model_label(data.batch), seed=seed, n_boot=n_boot),
+        rai=rai_table(data.items),
+        rounds=rounds_of(data.items),
+        agreement=human_agreement(data=data, seed=seed, n_boot=n_boot),
+        notes=data.notes,
+    )
+
+
+def model_label(batch: BatchPublic) -> str:
+    """How a batch is named in the baselines table: id, model, evaluator and converter."""
+    if batch.method == "evidence":
+        return f"Batch #{batch.id}: evidence checker (offline)"
+    level = "paragraph" if batch.method == "paragraph" else "DCE"
+    return f"Batch #{batch.id}: {batch.model or 'model'} ({level} + AMC {batch.amc})"
+
+
+def report(
+    engine: Engine,
+    batch_id: int,
+    *,
+    threshold: float = DEFAULT_THRESHOLD,
+    seed: int = DEFAULT_SEED,
+    n_boot: int = DEFAULT_BOOT,
+    other_batch_id: int | None = None,
+    compute_baselines_first: bool = False,
+    with_embeddings: bool = False,
+) -> dict[str, Any]:
+    """The meta-evaluation of a batch as JSON-serialisable data, with the reproducibility bundle."""
+    data = load_batch(engine, batch_id)
+    other = load_batch(engine, other_batch_id) if other_batch_id is not None else None
+    ids = data.done["item_id"].astype(int).tolist()
+    if compute_baselines_first and ids:
+        compute_baselines(engine, ids, with_embeddings=with_embeddings)
+    rep = build_report(
+        data, threshold=threshold, seed=seed, n_boot=n_boot, baseline_values=cached_baselines(engine, ids), other=other
+    )
+    settings = {"threshold": threshold, "seed": seed, "bootstrap_resamples": n_boot, "other_batch_id": other_batch_id}
+    return report_dict(rep, batch_id=batch_id, settings=settings, bundle=bundle(engine, batch_id, seed=seed,
+                       n_boot=n_boot, threshold=threshold))  # fmt: skip
+
+
+def report_dict(rep: Report, *, batch_id: int, settings: dict[str, Any], bundle: dict[str, Any]) -> dict[str, Any]:
+    """A Report as JSON-serialisable data (NaN as null), with the settings and the reproducibility bundle."""
+    s = rep.summary
+    h = rep.agreement
+    return jsonable(
+        {
+            "batch_id": batch_id,
+            "notes": list(rep.notes),
+            "settings": {**settings, "positive_class": "consistent"},
+            "summary_level": {
+                "n_items": s.correlations.n_items,
+                "correlations": s.correlations.frame(),
+                "notes": list(s.correlations.notes),
+                "classification": classification_frame(s.classification).iloc[0].to_dict(),
+            },
+            "sentence_level": {
+                **{k: v for k, v in asdict(rep.sentence).items() if k != "classification"},
+                "classification": asdict(rep.sentence.classification) if rep.sentence.classification else None,
+            },
+            "figure3": {"table": rep.figure3.frame, "notes": list(rep.figure3.notes)},
+            "baselines": rep.baselines,
+            "rai": {"table4": rep.rai, "rounds": rep.rounds.share, "notes": list(rep.rounds.notes)},
+            "human_agreement": {
+                "alpha": h.among_humans.alpha if h.among_humans else None,
+                "n_sentences": h.among_humans.n_pairable if h.among_humans else 0,
+                "n_items": h.n_items,
+                "n_workers": h.n_workers,
+                "ci_low": h.among_humans.ci_low if h.among_humans else None,
+                "ci_high": h.among_humans.ci_high if h.among_humans else None,
+                "among_humans": h.among_humans,
+                "model_vs_majority": h.model_vs_majority,
+                "notes": list(h.notes),
+            },
+            "bundle": bundle,
+        }
+    )
+
+
+def report_json(rep: dict[str, Any]) -> str:
+    """The report as indented JSON (strict: no NaN)."""
+    return json.dumps(rep, indent=2, ensure_ascii=False, allow_nan=False)

@@ -1,0 +1,175 @@
+"""AUROC with a stratified bootstrap, and classification metrics at a threshold (with a balanced-accuracy interval)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+from scipy import stats as sps
+
+from services.stats.common import as_float, as_labels, check_ci, percentile_ci
+
+
+# -- AUROC -------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class AurocResult:
+    auc: float | None
+    n_pos: int
+    n_neg: int
+    ci_low: float | None = None
+    ci_high: float | None = None
+    note: str | None = None
+
+
+def _auc_from_ranks(ranks: np.ndarray, is_pos: np.ndarray, n_pos: int, n_neg: int) -> np.ndarray:
+    """Mann-Whitney U / (n_pos * n_neg) on the last axis: P(score_pos > score_neg) + 0.5 P(tie)."""
+    rank_sum = np.where(is_pos, ranks, 0.0).sum(axis=-1)
+    return (rank_sum - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg)
+
+
+def auroc(
+    scores: Sequence[float] | np.ndarray | pd.Series,
+    labels: Sequence[int] | np.ndarray | pd.Series,
+    *,
+    n_boot: int = 1000,
+    seed: int = 0,
+    ci: float = 0.95,
+) -> AurocResult:
+    """Area under the ROC curve (label 1 = positive, higher score = more positive) with a stratified bootstrap.
+
+    The AUC is the Mann-Whitney rank formula, so a tie between a positive and a negative counts 0.5. The
+    interval is a *stratified* percentile bootstrap: positives and negatives are resampled separately, so
+    every resample keeps n_pos and n_neg (and both classes). Pairs with a missing score or label are left out.
+    """
+    check_ci(ci, n_boot)
+    s, lab = as_float(scores, "scores"), as_labels(labels)
+    if s.size != lab.size:
+        raise ValueError(f"scores and labels must have the same length ({s.size} != {lab.size})")
+    keep = np.isfinite(s) & np.isfinite(lab)
+    s, lab = s[keep], lab[keep].astype(int)
+    n_pos, n_neg = int((lab == 1).sum()), int((lab == 0).sum())
+    if n_pos == 0 or n_neg == 0:
+        present = "no items" if n_pos + n_neg == 0 else f"only {'positive (1)' if n_pos else 'negative (0)'} labels"
+        return AurocResult(
+            None, n_pos, n_neg, note=f"AUROC needs both classes (0 and 1) among the labels; there are {present}."
+        )
+    pos, neg = s[lab == 1], s[lab == 0]
+    order_pos = np.ones(n_pos + n_neg, dtype=bool)
+    order_pos[n_pos:] = False
+    both = np.concatenate([pos, neg])
+    auc = float(_auc_from_ranks(sps.rankdata(both), order_pos, n_pos, n_neg))
+    ci_low = ci_high = None
+    if n_boot > 0:
+        rng = np.random.default_rng(seed)
+        pb = pos[rng.integers(0, n_pos, size=(n_boot, n_pos))]
+        nb = neg[rng.integers(0, n_neg, size=(n_boot, n_neg))]
+        ranks = sps.rankdata(np.concatenate([pb, nb], axis=1), axis=1)
+        ci_low, ci_high = percentile_ci(_auc_from_ranks(ranks, order_pos, n_pos, n_neg), ci)
+    return AurocResult(auc, n_pos, n_neg, ci_low, ci_high)
+
+
+# -- classification at a threshold -------------------------------------------------------------
+@dataclass(frozen=True)
+class ClassificationResult:
+    threshold: float
+    tp: int
+    fp: int
+    tn: int
+    fn: int
+    balanced_accuracy: float | None
+    precision: float | None
+    recall: float | None
+    f1: float | None
+    n: int
+    positive: int = 0
+    note: str | None = None
+
+
+def _ratio(num: int, den: int) -> float | None:
+    return num / den if den else None
+
+
+def classification(
+    scores: Sequence[float] | np.ndarray | pd.Series,
+    labels: Sequence[int] | np.ndarray | pd.Series,
+    threshold: float,
+    *,
+    positive: Literal[0, 1] = 0,
+) -> ClassificationResult:
+    """Confusion counts and metrics when a score >= threshold predicts "consistent" (1), else "inconsistent" (0).
+
+    `positive` names the class that precision, recall, F1 and tp/fp/tn/fn are about. The DCR paper reads its
+    Figure 3 with *consistent* as that class (positive=1, what services.metaeval passes): "higher recall and
+    lower precision implies that more candidates are incorrectly marked as consistent". positive=0 makes
+    inconsistency the class to find. Balanced accuracy (mean recall of both classes) does not depend on it.
+    A ratio whose denominator is 0 is None; F1 is 2tp / (2tp + fp + fn), None only when that is 0/0.
+    Items with a missing score or label are left out; n counts the items used.
+    """
+    if positive not in (0, 1):
+        raise ValueError(f"positive must be 0 or 1, got {positive!r}")
+    s, lab = as_float(scores, "scores"), as_labels(labels)
+    if s.size != lab.size:
+        raise ValueError(f"scores and labels must have the same length ({s.size} != {lab.size})")
+    keep = np.isfinite(s) & np.isfinite(lab)
+    s, lab = s[keep], lab[keep].astype(int)
+    pred = (s >= threshold).astype(int)
+    tp = int(((pred == positive) & (lab == positive)).sum())
+    fp = int(((pred == positive) & (lab != positive)).sum())
+    tn = int(((pred != positive) & (lab != positive)).sum())
+    fn = int(((pred != positive) & (lab == positive)).sum())
+    recall_pos, recall_neg = _ratio(tp, tp + fn), _ratio(tn, tn + fp)
+    balanced = (recall_pos + recall_neg) / 2 if recall_pos is not None and recall_neg is not None else None
+    note = None
+    if s.size == 0:
+        note = "No item has both a score and a label."
+    elif balanced is None:
+        note = "Only one class among the labels: balanced accuracy needs both."
+    return ClassificationResult(
+        threshold=float(threshold),
+        tp=tp,
+        fp=fp,
+        tn=tn,
+        fn=fn,
+        balanced_accuracy=balanced,
+        precision=_ratio(tp, tp + fp),
+        recall=recall_pos,
+        f1=_ratio(2 * tp, 2 * tp + fp + fn),
+        n=int(s.size),
+        positive=positive,
+        note=note,
+    )
+
+
+def balanced_accuracy_interval(
+    scores: Sequence[float] | np.ndarray | pd.Series,
+    labels: Sequence[int] | np.ndarray | pd.Series,
+    threshold: float,
+    *,
+    n_boot: int = 1000,
+    seed: int = 0,
+    ci: float = 0.95,
+) -> tuple[float | None, float | None]:
+    """Percentile bootstrap interval of `classification(...).balanced_accuracy`, resampling items.
+
+    Resamples that lack a class have no balanced accuracy and are skipped; with fewer than half of the
+    resamples usable, or without a value, there is no interval (None, None).
+    """
+    check_ci(ci, n_boot)
+    s, lab = as_float(scores, "scores"), as_labels(labels)
+    keep = np.isfinite(s) & np.isfinite(lab)
+    pred, lab = (s[keep] >= threshold).astype(int), lab[keep].astype(int)
+    n = lab.size
+    if n_boot == 0 or n == 0 or lab.min() == lab.max():
+        return None, None
+    idx = np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
+    pb, lb = pred[idx], lab[idx]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rec1 = ((pb == 1) & (lb == 1)).sum(axis=1) / (lb == 1).sum(axis=1)
+        rec0 = ((pb == 0) & (lb == 0)).sum(axis=1) / (lb == 0).sum(axis=1)
+    boots = (rec1 + rec0) / 2
+    if np.isfinite(boots).sum() < n_boot / 2:
+        return None, None
+    return percentile_ci(boots, ci)
