@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
-from db import crud
+from db import datasets as db_datasets
+from db.documents import get_or_create_documents
 from db.engine import get_session
 from db.models import Dataset, DatasetPublic
 from services import tables
@@ -589,7 +590,7 @@ def file_sha256(data: bytes) -> str:
 def find_existing(engine: Engine, data: bytes, fmt: str) -> DatasetPublic | None:
     """The dataset already imported from these bytes in this format, if any."""
     with get_session(engine) as session:
-        return crud.find_dataset(session=session, sha256=file_sha256(data), format=fmt)
+        return db_datasets.find_dataset(session=session, sha256=file_sha256(data), format=fmt)
 
 
 def _label_counts(items: list[ImportedItem]) -> dict[str, int]:
@@ -613,10 +614,10 @@ def _save(engine: Engine, *, name: str, digest: str, result: ImportResult) -> Sa
     items = result.items
     sentences = [it.sentences if it.sentences is not None else split_sentences(it.candidate) for it in items]
     with get_session(engine) as session:
-        existing = crud.find_dataset(session=session, sha256=digest, format=result.format)
+        existing = db_datasets.find_dataset(session=session, sha256=digest, format=result.format)
         if existing is not None:
             return SavedDataset(existing.id, False)
-        ref_ids = crud.get_or_create_documents(session=session, texts=[it.reference for it in items])
+        ref_ids = get_or_create_documents(session=session, texts=[it.reference for it in items])
         meta = {
             **result.meta,
             "label_counts": _label_counts(items),
@@ -637,7 +638,7 @@ def _save(engine: Engine, *, name: str, digest: str, result: ImportResult) -> Sa
         session.add(ds)
         session.flush()
         dataset_id: int = ds.id  # type: ignore[assignment]
-        crud.add_dataset_items(
+        db_datasets.add_dataset_items(
             session=session,
             rows=[
                 {
@@ -664,19 +665,19 @@ def _save(engine: Engine, *, name: str, digest: str, result: ImportResult) -> Sa
 def list_datasets(engine: Engine) -> list[DatasetPublic]:
     """Every saved dataset, newest first."""
     with get_session(engine) as session:
-        return crud.list_datasets(session=session)
+        return db_datasets.list_datasets(session=session)
 
 
 def get_dataset(engine: Engine, dataset_id: int) -> DatasetPublic | None:
     with get_session(engine) as session:
-        ds = crud.get_dataset(session=session, dataset_id=dataset_id)
+        ds = db_datasets.get_dataset(session=session, dataset_id=dataset_id)
         return DatasetPublic.model_validate(ds) if ds else None
 
 
 def rejected_rows(engine: Engine, dataset_id: int) -> list[RejectedRow]:
     """The rejected rows stored with a dataset (the first MAX_STORED_REJECTED of them)."""
     with get_session(engine) as session:
-        ds = crud.get_dataset(session=session, dataset_id=dataset_id)
+        ds = db_datasets.get_dataset(session=session, dataset_id=dataset_id)
         return [RejectedRow(int(r["row"]), str(r["reason"])) for r in ds.rejected] if ds else []
 
 
@@ -685,7 +686,7 @@ def dataset_items_frame(engine: Engine, dataset_id: int, limit: int | None = Non
     import pandas as pd  # only here: a command-line import need not wait for pandas
 
     with get_session(engine) as session:
-        rows = crud.dataset_item_rows(session=session, dataset_id=dataset_id, limit=limit)
+        rows = db_datasets.dataset_item_rows(session=session, dataset_id=dataset_id, limit=limit)
     df = pd.DataFrame(
         {
             "id": [r[0] for r in rows],
@@ -702,23 +703,23 @@ def dataset_items_frame(engine: Engine, dataset_id: int, limit: int | None = Non
 def delete_dataset(engine: Engine, dataset_id: int) -> bool:
     """Delete a dataset and its items; refuses (InputError) while a batch uses it."""
     with get_session(engine) as session:
-        n = crud.count_batches_for_dataset(session=session, dataset_id=dataset_id)
+        n = db_datasets.count_batches_for_dataset(session=session, dataset_id=dataset_id)
         if n:
             raise InputError(
                 f"Dataset #{dataset_id} is used by {n} batch run(s). Delete those batches first; "
                 "their results refer to the dataset's items."
             )
-        return crud.delete_dataset(session=session, dataset_id=dataset_id)
+        return db_datasets.delete_dataset(session=session, dataset_id=dataset_id)
 
 
 def dataset_stats(engine: Engine, dataset_id: int) -> dict[str, Any]:
     """Items, sentences, label kinds, mean human score and the share labelled consistent."""
     with get_session(engine) as session:
-        ds = crud.get_dataset(session=session, dataset_id=dataset_id)
+        ds = db_datasets.get_dataset(session=session, dataset_id=dataset_id)
         if ds is None:
             raise InputError(f"Dataset #{dataset_id} does not exist (it was deleted?).")
-        agg = crud.dataset_aggregates(session=session, dataset_id=dataset_id)
-        rows = crud.dataset_item_rows(session=session, dataset_id=dataset_id)
+        agg = db_datasets.dataset_aggregates(session=session, dataset_id=dataset_id)
+        rows = db_datasets.dataset_item_rows(session=session, dataset_id=dataset_id)
         label_kinds, n_rejected = list(ds.label_kinds), ds.n_rejected
     n_sentences = sum(len(r[3] or []) for r in rows)
     majorities = [majority_vote(v) for r in rows if r[6] for v in r[6]]
