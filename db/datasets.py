@@ -18,6 +18,13 @@ def find_dataset(*, session: Session, sha256: str, format: str) -> DatasetPublic
     return DatasetPublic.model_validate(row) if row else None
 
 
+def add_dataset(*, session: Session, data: Dataset) -> int:
+    """Store a new dataset row; returns its id."""
+    session.add(data)
+    session.flush()
+    return data.id  # type: ignore[return-value]
+
+
 def add_dataset_items(*, session: Session, rows: list[dict[str, Any]]) -> None:
     """Bulk insert of dataset items (dicts with every DatasetItem column but id)."""
     for i in range(0, len(rows), 2000):

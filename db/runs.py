@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,6 +14,8 @@ from db.models import (
     Document,
     EvalRound,
     LLMCacheEntry,
+    MethodResult,
+    MethodResultPublic,
     RewriteRow,
     Run,
     RunCreate,
@@ -246,3 +249,51 @@ def counts(*, session: Session) -> dict[str, int]:
         "cached answers": n(LLMCacheEntry),
         "model calls": int(session.exec(select(func.coalesce(func.sum(UsageEvent.requests), 0))).one()),
     }
+
+
+def set_max_rounds(*, session: Session, run_id: int, max_rounds: int) -> None:
+    """Record the m a run is improved up to now."""
+    row = session.get(Run, run_id)
+    if row is not None and row.max_rounds != max_rounds:
+        row.max_rounds = max_rounds
+        session.add(row)
+
+
+def set_single_score(*, session: Session, run_id: int, score: float | None) -> None:
+    """A one-step run (an NLI paradigm): its score is both the first and the final one."""
+    row = session.get(Run, run_id)
+    if row is not None:
+        row.initial_score = row.final_score = score
+        row.n_rounds = 1
+        session.add(row)
+
+
+# -- method records (the factual-inconsistency paradigms and comparisons) ---------------------------------
+def save_method_result(*, session: Session, run_id: int, record: dict[str, Any], group: str | None = None) -> None:
+    """Store a method's record (services.nli.paradigms.result_record shape) for a run."""
+    session.add(
+        MethodResult(
+            run_id=run_id, method=record["method"], window=record.get("window"), label=record.get("label"),
+            score=record.get("score"), n_units=record.get("n_units", 0), n_failed=record.get("n_failed", 0),
+            compare_group=group, detail=record,
+        )
+    )  # fmt: skip
+
+
+def get_method_result(*, session: Session, run_id: int) -> MethodResultPublic | None:
+    row = session.exec(select(MethodResult).where(MethodResult.run_id == run_id)).first()
+    return MethodResultPublic.model_validate(row) if row else None
+
+
+def group_results(*, session: Session, group: str) -> list[MethodResultPublic]:
+    rows = session.exec(
+        select(MethodResult).where(MethodResult.compare_group == group).order_by(col(MethodResult.run_id))
+    ).all()
+    return [MethodResultPublic.model_validate(r) for r in rows]
+
+
+def method_results(*, session: Session, run_ids: Sequence[int]) -> dict[int, MethodResultPublic]:
+    if not run_ids:
+        return {}
+    rows = session.exec(select(MethodResult).where(col(MethodResult.run_id).in_(list(run_ids)))).all()
+    return {r.run_id: MethodResultPublic.model_validate(r) for r in rows}

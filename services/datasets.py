@@ -624,20 +624,20 @@ def _save(engine: Engine, *, name: str, digest: str, result: ImportResult) -> Sa
             "n_sentences": sum(map(len, sentences)),
             "n_references": len(set(ref_ids)),
         }
-        ds = Dataset(
-            name=(name.strip() or "dataset")[:200],
-            format=result.format,
-            task=result.task,
-            sha256=digest,
-            label_kinds=list(result.label_kinds),
-            meta=meta,
-            n_items=len(items),
-            n_rejected=len(result.rejected),
-            rejected=[{"row": r.row, "reason": r.reason} for r in result.rejected[:MAX_STORED_REJECTED]],
+        dataset_id = db_datasets.add_dataset(
+            session=session,
+            data=Dataset(
+                name=(name.strip() or "dataset")[:200],
+                format=result.format,
+                task=result.task,
+                sha256=digest,
+                label_kinds=list(result.label_kinds),
+                meta=meta,
+                n_items=len(items),
+                n_rejected=len(result.rejected),
+                rejected=[{"row": r.row, "reason": r.reason} for r in result.rejected[:MAX_STORED_REJECTED]],
+            ),
         )
-        session.add(ds)
-        session.flush()
-        dataset_id: int = ds.id  # type: ignore[assignment]
         db_datasets.add_dataset_items(
             session=session,
             rows=[

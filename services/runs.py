@@ -8,12 +8,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, col, select
 
 from db import runs as db_runs
 from db.cache import SqlCache
 from db.engine import get_session
-from db.models import MethodResult, MethodResultPublic, Run, RunCreate
+from db.models import MethodResultPublic, RunCreate
 from db.usage import save_usage
 from services import dcr
 from services.config import BackendConfig, get_settings
@@ -163,10 +162,7 @@ def improve_run(
         saved(rnd)
 
     with get_session(engine) as session:  # the m asked for now is the run's m: the stop reason is read against it
-        row = session.get(Run, run_id)
-        if row is not None and row.max_rounds != cfg.max_rounds:
-            row.max_rounds = cfg.max_rounds
-            session.add(row)
+        db_runs.set_max_rounds(session=session, run_id=run_id, max_rounds=cfg.max_rounds)
     if progress:
         progress(f"Improving from round {rounds[-1].index} (at most {cfg.max_rounds} rounds)…")
     try:
@@ -273,36 +269,6 @@ def method_config(backend: BackendConfig, method: str, window: int) -> dict:
     }
 
 
-def save_method_result(*, session: Session, run_id: int, record: dict[str, Any], group: str | None = None) -> None:
-    """Store a method's record (services.nli.paradigms.result_record shape) for a run."""
-    session.add(
-        MethodResult(
-            run_id=run_id, method=record["method"], window=record.get("window"), label=record.get("label"),
-            score=record.get("score"), n_units=record.get("n_units", 0), n_failed=record.get("n_failed", 0),
-            compare_group=group, detail=record,
-        )
-    )  # fmt: skip
-
-
-def get_method_result(*, session: Session, run_id: int) -> MethodResultPublic | None:
-    row = session.exec(select(MethodResult).where(MethodResult.run_id == run_id)).first()
-    return MethodResultPublic.model_validate(row) if row else None
-
-
-def group_results(*, session: Session, group: str) -> list[MethodResultPublic]:
-    rows = session.exec(
-        select(MethodResult).where(MethodResult.compare_group == group).order_by(col(MethodResult.run_id))
-    ).all()
-    return [MethodResultPublic.model_validate(r) for r in rows]
-
-
-def method_results(*, session: Session, run_ids: Sequence[int]) -> dict[int, MethodResultPublic]:
-    if not run_ids:
-        return {}
-    rows = session.exec(select(MethodResult).where(col(MethodResult.run_id).in_(list(run_ids)))).all()
-    return {r.run_id: MethodResultPublic.model_validate(r) for r in rows}
-
-
 def start_method_run(
     engine: Engine,
     backend: BackendConfig,
@@ -352,13 +318,9 @@ def start_method_run(
     record = nli.result_record(result, method, candidate, window=window)
     errors = _unit_errors(record)
     with get_session(engine) as session:
-        save_method_result(session=session, run_id=run_id, record=record, group=group)
+        db_runs.save_method_result(session=session, run_id=run_id, record=record, group=group)
         save_usage(session=session, run_id=run_id, records=ledger.records)
-        row = session.get(Run, run_id)
-        if row is not None:
-            row.initial_score = row.final_score = record["score"]
-            row.n_rounds = 1
-            session.add(row)
+        db_runs.set_single_score(session=session, run_id=run_id, score=record["score"])
         failed = record["label"] is None
         db_runs.finish_run(
             session=session, run_id=run_id, status="failed" if failed else "done",
@@ -423,19 +385,19 @@ def compare_methods(
         detail = load(engine, run_id)
         if detail is not None:
             with get_session(engine) as session:
-                save_method_result(session=session, run_id=run_id, record=dce_record(detail), group=group)
+                db_runs.save_method_result(session=session, run_id=run_id, record=dce_record(detail), group=group)
     return group
 
 
 def load_method(engine: Engine, run_id: int) -> MethodResultPublic | None:
     with get_session(engine) as session:
-        return get_method_result(session=session, run_id=run_id)
+        return db_runs.get_method_result(session=session, run_id=run_id)
 
 
 def load_group(engine: Engine, group: str) -> list[tuple[MethodResultPublic, db_runs.RunDetail]]:
     """The runs of a comparison, in the order they were made, each with its stored method record."""
     with get_session(engine) as session:
-        found = group_results(session=session, group=group)
+        found = db_runs.group_results(session=session, group=group)
         out = []
         for m in found:
             d = db_runs.load_run(session=session, run_id=m.run_id)
@@ -446,4 +408,4 @@ def load_group(engine: Engine, group: str) -> list[tuple[MethodResultPublic, db_
 
 def list_methods(engine: Engine, run_ids: Sequence[int]) -> dict[int, MethodResultPublic]:
     with get_session(engine) as session:
-        return method_results(session=session, run_ids=run_ids)
+        return db_runs.method_results(session=session, run_ids=run_ids)
