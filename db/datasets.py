@@ -41,6 +41,14 @@ def get_dataset(*, session: Session, dataset_id: int) -> Dataset | None:
     return session.get(Dataset, dataset_id)
 
 
+def item_ids(*, session: Session, dataset_id: int, limit: int | None = None) -> list[int]:
+    """The ids of a dataset's first `limit` items (all when None), in import order."""
+    q = select(DatasetItem.id).where(DatasetItem.dataset_id == dataset_id).order_by(col(DatasetItem.idx))
+    if limit is not None:
+        q = q.limit(limit)
+    return list(session.exec(q).all())  # type: ignore[arg-type]
+
+
 def dataset_item_rows(*, session: Session, dataset_id: int, limit: int | None = None) -> list[Any]:
     """(id, external_id, candidate, sentences, human_score, human_label, sentence_labels) rows in import order."""
     q = (

@@ -39,6 +39,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from db.cache import BufferedSqlCache
+from db.engine import insert_ignore
 from db.models import (
     ConsevalHumanRating,
     ConsevalItem,
@@ -51,7 +52,6 @@ from db.models import (
 from services import stats
 from services.config import PROJECT_ROOT, BackendConfig, backend_from_record, get_settings
 from services.jobs import runner as jobrunner
-from services.jobs.batches import insert_ignore
 from services.jobs.runner import JobKind, JobTable
 from services.llm import LLMClient, UsageLedger, get_client
 from services.prompts import conseval as prompts

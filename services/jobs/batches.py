@@ -22,23 +22,13 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import and_, bindparam, func, or_, select, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
+from db import batches as db_batches
+from db import datasets as db_datasets
 from db.cache import BufferedSqlCache
-from db.engine import dialect_insert
-from db.models import (
-    Batch,
-    BatchItem,
-    BatchOptions,
-    BatchPublic,
-    Dataset,
-    DatasetItem,
-    Document,
-    WorkerHeartbeat,
-    utcnow,
-)
+from db.models import Batch, BatchOptions, BatchPublic, utcnow
 from services import dcr
 from services.config import BackendConfig, backend_from_record, get_settings
 from services.errors import InputError
@@ -80,13 +70,10 @@ def create_batch(
         raise InputError("The window w must be 1 or more sentences.")
     is_nli = nli.is_nli(cfg.method)
     with Session(engine) as session:
-        ds = session.get(Dataset, dataset_id)
+        ds = db_datasets.get_dataset(session=session, dataset_id=dataset_id)
         if ds is None:
             raise InputError(f"Dataset {dataset_id} does not exist.")
-        q = select(DatasetItem.id).where(DatasetItem.dataset_id == dataset_id).order_by(DatasetItem.idx)
-        if item_limit:
-            q = q.limit(item_limit)
-        item_ids = list(session.execute(q).scalars())
+        item_ids = db_datasets.item_ids(session=session, dataset_id=dataset_id, limit=item_limit or None)
         if not item_ids:
             raise InputError(f"Dataset {ds.name!r} has no items.")
         if not name:
@@ -112,18 +99,11 @@ def create_batch(
             **recorded,
             n_items=len(item_ids),
         )
-        session.add(batch)
-        session.flush()
-        session.add(BatchOptions(batch_id=batch.id, window=window, sample=sample, repeat_group=repeat_group))
-        now = utcnow()
-        session.execute(
-            BatchItem.__table__.insert(),
-            [{"batch_id": batch.id, "item_id": i, "status": "pending", "attempts": 0, "updated_at": now,
-              "n_sentences": 0, "n_unknown": 0, "n_rounds": 0, "calls": 0, "cache_hits": 0,
-              "prompt_tokens": 0, "completion_tokens": 0, "latency_ms": 0.0} for i in item_ids],
-        )  # fmt: skip
+        batch_id = db_batches.add_batch(
+            session=session, data=batch, item_ids=item_ids, window=window, sample=sample, repeat_group=repeat_group
+        )
         session.commit()
-        return batch.id  # type: ignore[return-value]
+        return batch_id
 
 
 def eq3_params(cfg: dcr.DCRConfig) -> dict[str, float]:
@@ -150,13 +130,13 @@ def create_repeats(engine: Engine, *, repeats: int, **kwargs: Any) -> list[int]:
 def options(engine: Engine, batch_id: int) -> BatchOptions:
     """A batch's window, sample index and repeat group (defaults for batches made before they existed)."""
     with Session(engine) as session:
-        row = session.get(BatchOptions, batch_id)
-        return BatchOptions(batch_id=batch_id) if row is None else BatchOptions.model_validate(row)
+        row = db_batches.get_options(session=session, batch_id=batch_id)
+        return BatchOptions(batch_id=batch_id) if row is None else row
 
 
 def all_options(engine: Engine) -> dict[int, BatchOptions]:
     with Session(engine) as session:
-        return {o.batch_id: BatchOptions.model_validate(o) for o in session.execute(select(BatchOptions)).scalars()}
+        return db_batches.all_options(session=session)
 
 
 def request_cancel(engine: Engine, batch_id: int) -> None:
@@ -168,40 +148,22 @@ def request_cancel(engine: Engine, batch_id: int) -> None:
 def mark_enqueued(engine: Engine, batch_id: int) -> None:
     """Note that the batch was handed to the queue (`recover` leaves it alone for a while)."""
     with engine.begin() as conn:
-        conn.execute(update(Batch).where(Batch.id == batch_id).values(enqueued_at=utcnow()))
+        db_batches.set_enqueued(conn=conn, batch_ids=[batch_id])
 
 
 def reopen(engine: Engine, batch_id: int, *, failed_too: bool = False) -> int:
     """Make a batch runnable again (resume, or re-run its failed items); returns items pending."""
     with Session(engine) as session:
-        if failed_too:
-            session.execute(
-                update(BatchItem)
-                .where(BatchItem.batch_id == batch_id, BatchItem.status == "failed")
-                .values(status="pending", worker=None, error=None, updated_at=utcnow())
-            )
-        n = session.execute(
-            select(func.count()).where(BatchItem.batch_id == batch_id, BatchItem.status == "pending")
-        ).scalar_one()
-        session.execute(
-            update(Batch)
-            .where(Batch.id == batch_id)
-            .values(cancel_requested=False, status="queued" if n else "done", finished_at=None if n else utcnow())
-        )
+        n = db_batches.reopen(session=session, batch_id=batch_id, failed_too=failed_too)
         session.commit()
-        return int(n)
+        return n
 
 
 def delete_batch(engine: Engine, batch_id: int) -> bool:
     with Session(engine) as session:
-        b = session.get(Batch, batch_id)
-        if b is None:
-            return False
-        session.execute(BatchItem.__table__.delete().where(BatchItem.batch_id == batch_id))
-        session.execute(BatchOptions.__table__.delete().where(BatchOptions.batch_id == batch_id))
-        session.delete(b)
+        deleted = db_batches.delete_batch(session=session, batch_id=batch_id)
         session.commit()
-        return True
+        return deleted
 
 
 # -- progress -------------------------------------------------------------------------------
@@ -229,20 +191,10 @@ class Progress:
 def progress(engine: Engine, batch_id: int) -> Progress | None:
     """Counts by state, usage totals and an ETA from the rate so far."""
     with Session(engine) as session:
-        b = session.get(Batch, batch_id)
+        b = db_batches.get_batch(session=session, batch_id=batch_id)
         if b is None:
             return None
-        rows = session.execute(
-            select(
-                BatchItem.status,
-                func.count(),
-                func.coalesce(func.sum(BatchItem.calls), 0),
-                func.coalesce(func.sum(BatchItem.cache_hits), 0),
-                func.coalesce(func.sum(BatchItem.prompt_tokens + BatchItem.completion_tokens), 0),
-            )
-            .where(BatchItem.batch_id == batch_id)
-            .group_by(BatchItem.status)
-        ).all()
+        rows = db_batches.status_totals(session=session, batch_id=batch_id)
         pub = BatchPublic.model_validate(b)
     by = {r[0]: r for r in rows}
     count = {s: int(by[s][1]) if s in by else 0 for s in ("done", "failed", "running", "pending")}
@@ -265,35 +217,31 @@ def progress(engine: Engine, batch_id: int) -> Progress | None:
     )  # fmt: skip
 
 
+def batch_public(engine: Engine, batch_id: int) -> BatchPublic:
+    """A batch's row; InputError if it does not exist."""
+    with Session(engine) as session:
+        b = db_batches.get_batch(session=session, batch_id=batch_id)
+        if b is None:
+            raise InputError(f"Batch {batch_id} does not exist.")
+        return BatchPublic.model_validate(b)
+
+
 def list_batches(engine: Engine, limit: int = 200) -> list[BatchPublic]:
     with Session(engine) as session:
-        rows = session.execute(select(Batch).order_by(Batch.id.desc()).limit(limit)).scalars().all()
-        return [BatchPublic.model_validate(b) for b in rows]
-
-
-def insert_ignore(conn, table):  # noqa: ANN001, ANN201
-    """INSERT that skips rows whose key exists, on SQLite and PostgreSQL."""
-    return dialect_insert(conn)(table).on_conflict_do_nothing()
+        return db_batches.list_batches(session=session, limit=limit)
 
 
 # -- workers -------------------------------------------------------------------------------------
 def heartbeat(engine: Engine, wid: str) -> None:
     """Record that worker `wid` is alive."""
-    now = utcnow()
     with engine.begin() as conn:
-        n = conn.execute(update(WorkerHeartbeat).where(WorkerHeartbeat.id == wid).values(heartbeat_at=now)).rowcount
-        if not n:
-            conn.execute(
-                insert_ignore(conn, WorkerHeartbeat.__table__),
-                [{"id": wid, "host": wid.rsplit(":", 1)[0], "pid": int(wid.rsplit(":", 1)[-1] or 0)
-                  if wid.rsplit(":", 1)[-1].isdigit() else 0, "started_at": now, "heartbeat_at": now}],
-            )  # fmt: skip
+        db_batches.heartbeat(conn=conn, wid=wid)
 
 
 def live_workers(engine: Engine) -> list[str]:
     cutoff = utcnow() - stale_limit()
     with Session(engine) as session:
-        return list(session.execute(select(WorkerHeartbeat.id).where(WorkerHeartbeat.heartbeat_at >= cutoff)).scalars())
+        return db_batches.live_workers(session=session, since=cutoff)
 
 
 def recover(engine: Engine, *, stale_after: timedelta | None = None) -> list[int]:
@@ -301,42 +249,12 @@ def recover(engine: Engine, *, stale_after: timedelta | None = None) -> list[int
     stale_after = stale_limit() if stale_after is None else stale_after
     cutoff = utcnow() - stale_after
     with Session(engine) as session:
-        # One statement reads the heartbeats and frees the items: a worker that beats in between (back from
-        # a pause) keeps its items, so it never sends an item it just checked it holds to a second worker.
-        live = select(WorkerHeartbeat.id).where(WorkerHeartbeat.heartbeat_at >= cutoff)
-        n = session.execute(
-            update(BatchItem)
-            .where(BatchItem.status == "running", or_(BatchItem.worker.is_(None), BatchItem.worker.not_in(live)))
-            .values(status="pending", worker=None)
-        ).rowcount
+        n = db_batches.release_items_of_dead_workers(session=session, since=cutoff)
         if n:
             log.info("returned %d item(s) of dead workers to the queue", n)
-        # Batches with work left and nobody on them: no item running, none touched lately, and not
-        # handed to the queue lately (a busy queue may simply not have reached them yet).
-        running = select(BatchItem.batch_id).where(BatchItem.status == "running").distinct()
-        recent = select(BatchItem.batch_id).where(BatchItem.updated_at >= cutoff).distinct()
-        requeue_cutoff = utcnow() - 3 * stale_after
-        needy = (
-            session.execute(
-                select(Batch.id).where(
-                    Batch.status.in_(("queued", "running")),
-                    Batch.cancel_requested.is_(False),
-                    Batch.id.not_in(running),
-                    Batch.id.not_in(recent),
-                    (Batch.enqueued_at.is_(None)) | (Batch.enqueued_at < requeue_cutoff),
-                )
-            )
-            .scalars()
-            .all()
-        )
-        with_pending = [
-            b for b in needy
-            if session.execute(
-                select(func.count()).where(BatchItem.batch_id == b, BatchItem.status == "pending")
-            ).scalar_one()
-        ]  # fmt: skip
+        with_pending = db_batches.unattended(session=session, since=cutoff, enqueued_before=utcnow() - 3 * stale_after)
         if with_pending:
-            session.execute(update(Batch).where(Batch.id.in_(with_pending)).values(enqueued_at=utcnow()))
+            db_batches.set_enqueued(conn=session.connection(), batch_ids=with_pending)
         session.commit()
     return with_pending
 
@@ -344,20 +262,8 @@ def recover(engine: Engine, *, stale_after: timedelta | None = None) -> list[int
 def joinable(engine: Engine) -> list[int]:
     """Batches handed to the workers with items waiting and no cancel request: any worker, on any machine,
     may join them (a batch that cli.py runs in its terminal is its own)."""
-    pending = select(BatchItem.batch_id).where(BatchItem.status == "pending").distinct()
     with Session(engine) as session:
-        return list(
-            session.execute(
-                select(Batch.id)
-                .where(
-                    Batch.status.in_(("queued", "running")),
-                    Batch.cancel_requested.is_(False),
-                    Batch.enqueued_at.is_not(None),
-                    Batch.id.in_(pending),
-                )
-                .order_by(Batch.id)
-            ).scalars()
-        )
+        return db_batches.joinable(session=session)
 
 
 def claim(engine: Engine, batch_id: int, wid: str, limit: int) -> list[int]:
@@ -375,33 +281,8 @@ def claim_leases(engine: Engine, batch_id: int, wid: str, limit: int) -> dict[in
     """
     while True:
         with engine.begin() as conn:
-            q = (
-                select(BatchItem.id)
-                .where(BatchItem.batch_id == batch_id, BatchItem.status == "pending")
-                .order_by(BatchItem.id)
-                .limit(limit)
-            )
-            if conn.dialect.name == "postgresql":
-                q = q.with_for_update(skip_locked=True)
-            ids = list(conn.execute(q).scalars())
-            if not ids:
-                if conn.dialect.name != "postgresql":
-                    return {}
-                # SKIP LOCKED hides items other workers are claiming right now: empty only if none is pending.
-                left = conn.execute(
-                    select(func.count()).where(BatchItem.batch_id == batch_id, BatchItem.status == "pending")
-                ).scalar_one()
-                if not left:
-                    return {}
-                continue
-            res = conn.execute(
-                update(BatchItem)
-                .where(and_(BatchItem.id.in_(ids), BatchItem.status == "pending"))
-                .values(status="running", worker=wid, attempts=BatchItem.attempts + 1, updated_at=utcnow())
-                .returning(BatchItem.id, BatchItem.attempts)
-            )
-            got = {int(i): int(a) for i, a in res.all()}
-        if got:
+            got = db_batches.claim_items(conn=conn, batch_id=batch_id, wid=wid, limit=limit)
+        if got is not None:
             return got
 
 
@@ -471,13 +352,8 @@ class Leases:
         if not verify:
             return
         with self.engine.connect() as conn:
-            held = conn.execute(
-                select(BatchItem.id).where(
-                    BatchItem.id == batch_item_id, BatchItem.worker == self.wid,
-                    BatchItem.attempts == attempt, BatchItem.status == "running",
-                )
-            ).first()  # fmt: skip
-        if held is None:
+            held = db_batches.holds(conn=conn, batch_item_id=batch_item_id, wid=self.wid, attempt=attempt)
+        if not held:
             self.release([batch_item_id])
             raise LeaseLost(f"item {batch_item_id} was taken over while {self.wid} was away")
         with self._lock:
@@ -494,12 +370,7 @@ class ItemInput:
 
 def load_inputs(engine: Engine, batch_item_ids: list[int]) -> list[ItemInput]:
     with engine.connect() as conn:
-        rows = conn.execute(
-            select(BatchItem.id, Document.text, DatasetItem.candidate, DatasetItem.sentences)
-            .join(DatasetItem, DatasetItem.id == BatchItem.item_id)
-            .join(Document, Document.id == DatasetItem.reference_id)
-            .where(BatchItem.id.in_(batch_item_ids))
-        ).all()
+        rows = db_batches.item_inputs(conn=conn, batch_item_ids=batch_item_ids)
     return [ItemInput(r[0], r[1], r[2], list(r[3] or [])) for r in rows]
 
 
@@ -683,20 +554,18 @@ def _process_batch(
     stats = RunStats()
     t0 = time.perf_counter()
     with Session(engine) as session:
-        b = session.get(Batch, batch_id)
+        b = db_batches.get_batch(session=session, batch_id=batch_id)
         if b is None:
             raise InputError(f"Batch {batch_id} does not exist.")
         if b.cancel_requested or b.status in ("done", "cancelled"):
             return stats
         cfg = dcr.DCRConfig(task=b.task, criteria=b.criteria, method=b.method, amc=b.amc, max_rounds=b.max_rounds,  # type: ignore[arg-type]
                             **eq3_of(b.params))  # fmt: skip
-        opts = session.get(BatchOptions, batch_id)
+        opts = db_batches.get_options(session=session, batch_id=batch_id)
         window, sample = (opts.window, opts.sample) if opts is not None else (1, 0)
         backend = backend or backend_for(b)
         concurrency = max(1, b.concurrency)
-        b.status = "running"
-        b.started_at = b.started_at or utcnow()
-        session.add(b)
+        db_batches.mark_running(session=session, batch=b)
         session.commit()
     cache = BufferedSqlCache(engine, backend.model)
     clients = [get_client(b, cache=cache, sample=sample) for b in worker_endpoints(backend)]
@@ -741,7 +610,7 @@ def _process_batch(
             rows.append({"b_id": bid, **out})
         with engine.begin() as conn:
             cache.flush(conn)
-            written = _write_results(conn, rows, wid) if rows else []
+            written = db_batches.write_results(conn=conn, rows=rows, wid=wid) if rows else []
         leases.release([r["b_id"] for r in rows])
         if len(written) < len(rows):
             log.info("batch %s: %d result(s) dropped, their items taken over", batch_id, len(rows) - len(written))
@@ -774,11 +643,7 @@ def _process_batch(
                 last_beat = now
             if now - last_cancel_check >= 1.0 or (stop is not None and stop.is_set()):
                 last_cancel_check = now
-                with Session(engine) as session:
-                    cancelled = bool(
-                        session.execute(select(Batch.cancel_requested).where(Batch.id == batch_id)).scalar()
-                    )
-                cancelled = cancelled or (stop is not None and stop.is_set())
+                cancelled = JOBS.cancel_requested(engine, batch_id) or (stop is not None and stop.is_set())
         flush()
     _settle(engine, batch_id)
     stats.seconds = time.perf_counter() - t0
@@ -786,66 +651,10 @@ def _process_batch(
     return stats
 
 
-def _write_results(conn, rows: list[dict[str, Any]], wid: str) -> list[dict[str, Any]]:  # noqa: ANN001
-    """Write results of items `wid` still holds under the claim each was done for; returns the rows written.
-
-    An item taken over by another worker (its claim has another worker or attempt number) is left alone.
-    """
-    cols = (
-        "status", "error", "score", "final_score", "n_sentences", "n_unknown", "n_rounds", "calls",
-        "cache_hits", "prompt_tokens", "completion_tokens", "latency_ms", "result",
-    )  # fmt: skip
-    now = utcnow()
-    t = BatchItem.__table__
-    held = {
-        i: a for i, a in conn.execute(
-            select(t.c.id, t.c.attempts).where(
-                t.c.id.in_([r["b_id"] for r in rows]), t.c.worker == wid, t.c.status == "running"
-            )
-        ).all()
-    }  # fmt: skip
-    mine = [r for r in rows if r["b_id"] in held and held[r["b_id"]] == r.get("attempt")]
-    if not mine:
-        return []
-    full = [
-        {c: r.get(c) for c in cols} | {"b_id": r["b_id"], "attempt": r["attempt"], "wid": wid, "updated_at": now}
-        for r in mine
-    ]
-    for r in full:
-        for c in ("n_sentences", "n_unknown", "n_rounds", "calls", "cache_hits", "prompt_tokens", "completion_tokens"):
-            r[c] = r[c] or 0
-        r["latency_ms"] = r["latency_ms"] or 0.0
-    # The claim is in the WHERE clause as well: the check above and this write share one transaction, and
-    # the condition holds even where another writer slips in between.
-    stmt = (
-        update(t)
-        .where(
-            t.c.id == bindparam("b_id"), t.c.worker == bindparam("wid"), t.c.attempts == bindparam("attempt"),
-            t.c.status == "running",
-        )
-        .values({c: bindparam(c) for c in (*cols, "updated_at")})
-    )  # fmt: skip
-    conn.execute(stmt, full)
-    return mine
-
-
 def _settle(engine: Engine, batch_id: int) -> None:
     """Mark the batch done or cancelled once no item is pending or running."""
     with Session(engine) as session:
-        b = session.get(Batch, batch_id)
-        if b is None:
-            return
-        left = session.execute(
-            select(func.count()).where(BatchItem.batch_id == batch_id, BatchItem.status.in_(("pending", "running")))
-        ).scalar_one()
-        running = session.execute(
-            select(func.count()).where(BatchItem.batch_id == batch_id, BatchItem.status == "running")
-        ).scalar_one()
-        if left == 0:
-            b.status, b.finished_at = "done", utcnow()
-        elif b.cancel_requested and running == 0:
-            b.status, b.finished_at = "cancelled", utcnow()
-        session.add(b)
+        db_batches.settle(session=session, batch_id=batch_id)
         session.commit()
 
 
@@ -854,16 +663,7 @@ def items_frame(engine: Engine, batch_id: int) -> Any:
     import pandas as pd
 
     with engine.connect() as conn:
-        rows = conn.execute(
-            select(
-                BatchItem.item_id, DatasetItem.external_id, BatchItem.status, BatchItem.score,
-                BatchItem.final_score, DatasetItem.human_score, DatasetItem.human_label, BatchItem.n_sentences,
-                BatchItem.n_unknown, BatchItem.n_rounds, BatchItem.calls, BatchItem.attempts, BatchItem.error,
-            )
-            .join(DatasetItem, DatasetItem.id == BatchItem.item_id)
-            .where(BatchItem.batch_id == batch_id)
-            .order_by(DatasetItem.idx)
-        ).all()  # fmt: skip
+        rows = db_batches.item_table(conn=conn, batch_id=batch_id)
     cols = [
         "item", "external_id", "status", "score", "final score", "human score", "human label", "sentences",
         "unknown", "rounds", "calls", "attempts", "error",
