@@ -10,9 +10,10 @@ from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import event
-from sqlalchemy.engine import Engine
+from sqlalchemy import Table, event
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.pool import StaticPool
+from sqlalchemy.sql.dml import Insert
 from sqlmodel import Session, create_engine
 
 from services.config import get_settings
@@ -91,6 +92,11 @@ def dialect_insert(conn):  # noqa: ANN001, ANN201 - a Connection; returns the di
     else:
         from sqlalchemy.dialects.sqlite import insert
     return insert
+
+
+def insert_ignore(conn: Connection, table: Table) -> Insert:
+    """INSERT that skips rows whose key exists, on SQLite and PostgreSQL."""
+    return dialect_insert(conn)(table).on_conflict_do_nothing()
 
 
 _engines: dict[str, Engine] = {}

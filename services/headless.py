@@ -12,10 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import bindparam, select, update
 from sqlalchemy.engine import Engine
 
-from db.models import Batch, BatchItem, BatchOptions, DatasetItem, Document, utcnow
+from db import batches as db_batches
 from services import datasets, dcr
 from services.config import BackendConfig
 from services.jobs import batches
@@ -82,20 +81,14 @@ def prepare(
         if backend.is_embedded and cfg.uses_model and not nli.is_nli(cfg.method):
             _refuse_what_the_embedded_model_cannot_read(engine, bid, backend)
     pending = batches.reopen(engine, bid)  # a batch with nothing left to send is done here
-    with engine.connect() as conn:
-        n = conn.execute(select(Batch.n_items).where(Batch.id == bid)).scalar_one()
+    n = batches.batch_public(engine, bid).n_items
     return Prepared(bid, resumed=resumed, n_items=int(n), pending=pending, rejected=rejected)
 
 
 def _refuse_what_the_embedded_model_cannot_read(engine: Engine, batch_id: int, backend: BackendConfig) -> None:
     """Fail at once, with what to do instead, the items longer than the embedded model's context."""
     with engine.connect() as conn:
-        rows = conn.execute(
-            select(BatchItem.id, Document.text, DatasetItem.candidate)
-            .join(DatasetItem, DatasetItem.id == BatchItem.item_id)
-            .join(Document, Document.id == DatasetItem.reference_id)
-            .where(BatchItem.batch_id == batch_id)
-        ).all()
+        rows = db_batches.item_texts(conn=conn, batch_id=batch_id)
     refused = []
     for item_id, reference, candidate in rows:
         try:
@@ -103,33 +96,21 @@ def _refuse_what_the_embedded_model_cannot_read(engine: Engine, batch_id: int, b
         except InputError as exc:
             refused.append({"b_id": item_id, "error": str(exc)})
     if refused:
-        table = BatchItem.__table__
         with engine.begin() as conn:
-            conn.execute(
-                update(table)
-                .where(table.c.id == bindparam("b_id"))
-                .values(status="failed", error=bindparam("error"), updated_at=utcnow()),
-                refused,
-            )
+            db_batches.fail_items(conn=conn, errors=refused)
 
 
 def _unfinished(engine: Engine, dataset_id: int, backend: BackendConfig, cfg: dcr.DCRConfig, window: int) -> int | None:
     """The newest headless batch over this dataset with the same configuration that has work left."""
     is_nli = nli.is_nli(cfg.method)
     recorded = method_config(backend, cfg.method, window) if is_nli else recorded_config(backend, cfg)
+    match = {
+        "task": cfg.task, "criteria": cfg.criteria, "method": cfg.method, "amc": cfg.amc,
+        "max_rounds": 0 if is_nli else cfg.max_rounds, "backend_kind": recorded["backend_kind"],
+        "model": recorded["model"],
+    }  # fmt: skip
     with engine.connect() as conn:
-        rows = conn.execute(
-            select(Batch.id, BatchOptions.window, BatchOptions.sample, BatchOptions.repeat_group, Batch.params)
-            .outerjoin(BatchOptions, BatchOptions.batch_id == Batch.id)
-            .where(
-                Batch.dataset_id == dataset_id, Batch.name.startswith(NAME_PREFIX),
-                Batch.status.in_(("queued", "running", "cancelled")), Batch.task == cfg.task,
-                Batch.criteria == cfg.criteria, Batch.method == cfg.method, Batch.amc == cfg.amc,
-                Batch.max_rounds == (0 if is_nli else cfg.max_rounds), Batch.backend_kind == recorded["backend_kind"],
-                Batch.model == recorded["model"],
-            )
-            .order_by(Batch.id.desc())
-        ).all()  # fmt: skip
+        rows = db_batches.same_configuration(conn=conn, dataset_id=dataset_id, name_prefix=NAME_PREFIX, match=match)
     for bid, w, sample, group, params in rows:
         same_eq3 = is_nli or batches.eq3_of(params) == batches.eq3_params(cfg)
         if (w or 1) == window and not sample and group is None and same_eq3:
@@ -156,18 +137,7 @@ def item_rows(engine: Engine, batch_id: int, *, chunk: int = 500) -> Iterator[li
     last = -1
     while True:
         with engine.connect() as conn:
-            rows = conn.execute(
-                select(
-                    DatasetItem.idx, DatasetItem.external_id, Document.text, BatchItem.status, BatchItem.score,
-                    BatchItem.error, BatchItem.calls, BatchItem.cache_hits, BatchItem.prompt_tokens,
-                    BatchItem.completion_tokens, BatchItem.latency_ms, BatchItem.result,
-                )
-                .join(DatasetItem, DatasetItem.id == BatchItem.item_id)
-                .join(Document, Document.id == DatasetItem.reference_id)
-                .where(BatchItem.batch_id == batch_id, DatasetItem.idx > last)
-                .order_by(DatasetItem.idx)
-                .limit(chunk)
-            ).all()  # fmt: skip
+            rows = db_batches.output_rows(conn=conn, batch_id=batch_id, after_idx=last, limit=chunk)
         if not rows:
             return
         last = rows[-1][0]
@@ -237,8 +207,8 @@ def attach_evidence(lines: Sequence[dict[str, Any]], references: Sequence[str], 
 
 def output_lines(engine: Engine, prepared: Prepared, *, with_evidence: bool = False) -> Iterator[dict[str, Any]]:
     """One line per input row: the batch's items in input order, then the rows that could not be read."""
-    with engine.connect() as conn:
-        method, task = conn.execute(select(Batch.method, Batch.task).where(Batch.id == prepared.batch_id)).one()
+    batch = batches.batch_public(engine, prepared.batch_id)
+    method, task = batch.method, batch.task
     for chunk in item_rows(engine, prepared.batch_id, chunk=EVIDENCE_CHUNK):
         if nli.is_nli(method):
             lines = [method_line(r) for r in chunk]

@@ -8,12 +8,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, col, select
 
-from db import crud
+from db import runs as db_runs
 from db.cache import SqlCache
 from db.engine import get_session
-from db.models import MethodResult, MethodResultPublic, Run, RunCreate
+from db.models import MethodResultPublic, RunCreate
+from db.usage import save_usage
 from services import dcr
 from services.config import BackendConfig, get_settings
 from services.dcr import evidence
@@ -72,7 +72,7 @@ def start_run(
         check_context(backend, reference, candidate)
     units = dcr.candidate_units(candidate, cfg, sentences)
     with get_session(engine) as session:
-        run = crud.create_run(
+        run = db_runs.create_run(
             session=session,
             data=RunCreate(
                 reference=reference,
@@ -98,14 +98,14 @@ def start_run(
     except Exception as exc:  # the embedded server failed to start, or a bug: keep the run, say why
         log.exception("run %s failed", run_id)
         with get_session(engine) as session:
-            crud.save_usage(session=session, run_id=run_id, records=ledger.records)
-            crud.finish_run(session=session, run_id=run_id, status="failed", error=str(exc))
+            save_usage(session=session, run_id=run_id, records=ledger.records)
+            db_runs.finish_run(session=session, run_id=run_id, status="failed", error=str(exc))
         return run_id
     with get_session(engine) as session:
-        crud.save_round(session=session, run_id=run_id, rnd=rnd)
-        crud.save_usage(session=session, run_id=run_id, records=ledger.records)
+        db_runs.save_round(session=session, run_id=run_id, rnd=rnd)
+        save_usage(session=session, run_id=run_id, records=ledger.records)
         ev = rnd.evaluation
-        crud.finish_run(
+        db_runs.finish_run(
             session=session, run_id=run_id, status="failed" if ev.error and ev.n_judged == 0 else "done", error=ev.error
         )
     return run_id
@@ -118,10 +118,10 @@ def improve_run(
     *,
     max_rounds: int | None = None,
     progress: Progress | None = None,
-) -> crud.RunDetail:
+) -> db_runs.RunDetail:
     """Algorithm 1 from the run's last round; each round is saved as soon as it is done."""
     with get_session(engine) as session:
-        detail = crud.load_run(session=session, run_id=run_id)
+        detail = db_runs.load_run(session=session, run_id=run_id)
     if detail is None:
         raise InputError(f"Run {run_id} does not exist (deleted?).")
     r = detail.run
@@ -141,8 +141,8 @@ def improve_run(
 
     def saved(rnd: dcr.Round) -> None:
         with get_session(engine) as session:
-            crud.save_round(session=session, run_id=run_id, rnd=rnd)
-            crud.save_usage(session=session, run_id=run_id, records=ledger.records)
+            db_runs.save_round(session=session, run_id=run_id, rnd=rnd)
+            save_usage(session=session, run_id=run_id, records=ledger.records)
         ledger.records.clear()
 
     def improved(rnd: dcr.Round) -> None:
@@ -162,10 +162,7 @@ def improve_run(
         saved(rnd)
 
     with get_session(engine) as session:  # the m asked for now is the run's m: the stop reason is read against it
-        row = session.get(Run, run_id)
-        if row is not None and row.max_rounds != cfg.max_rounds:
-            row.max_rounds = cfg.max_rounds
-            session.add(row)
+        db_runs.set_max_rounds(session=session, run_id=run_id, max_rounds=cfg.max_rounds)
     if progress:
         progress(f"Improving from round {rounds[-1].index} (at most {cfg.max_rounds} rounds)…")
     try:
@@ -173,18 +170,18 @@ def improve_run(
     except Exception as exc:
         log.exception("improving run %s failed", run_id)
         with get_session(engine) as session:
-            crud.save_usage(session=session, run_id=run_id, records=ledger.records)
-            crud.finish_run(session=session, run_id=run_id, status="failed", error=str(exc))
+            save_usage(session=session, run_id=run_id, records=ledger.records)
+            db_runs.finish_run(session=session, run_id=run_id, status="failed", error=str(exc))
     else:
         with get_session(engine) as session:
-            crud.save_usage(session=session, run_id=run_id, records=ledger.records)
+            save_usage(session=session, run_id=run_id, records=ledger.records)
     with get_session(engine) as session:
-        out = crud.load_run(session=session, run_id=run_id)
+        out = db_runs.load_run(session=session, run_id=run_id)
     assert out is not None
     return out
 
 
-def stop_reason(detail: crud.RunDetail) -> str | None:
+def stop_reason(detail: db_runs.RunDetail) -> str | None:
     """Why the run's last round cannot be improved further, or None while Improve can go on.
 
     Algorithm 1 stops when every sentence is consistent or after m rounds; the app also stops early when a
@@ -216,21 +213,21 @@ def stop_reason(detail: crud.RunDetail) -> str | None:
     return None
 
 
-def load(engine: Engine, run_id: int) -> crud.RunDetail | None:
+def load(engine: Engine, run_id: int) -> db_runs.RunDetail | None:
     with get_session(engine) as session:
-        return crud.load_run(session=session, run_id=run_id)
+        return db_runs.load_run(session=session, run_id=run_id)
 
 
 def set_rewrite(engine: Engine, run_id: int, round_idx: int, sentence_idx: int, accepted: bool) -> bool:
     with get_session(engine) as session:
-        return crud.set_rewrite_accepted(
+        return db_runs.set_rewrite_accepted(
             session=session, run_id=run_id, round_idx=round_idx, sentence_idx=sentence_idx, accepted=accepted
         )
 
 
 def delete(engine: Engine, run_id: int) -> bool:
     with get_session(engine) as session:
-        return crud.delete_run(session=session, run_id=run_id)
+        return db_runs.delete_run(session=session, run_id=run_id)
 
 
 HISTORY_LIMIT = 500
@@ -238,15 +235,15 @@ HISTORY_LIMIT = 500
 
 def list_all(engine: Engine, limit: int = HISTORY_LIMIT) -> list[tuple]:
     with get_session(engine) as session:
-        return crud.list_runs(session=session, limit=limit)
+        return db_runs.list_runs(session=session, limit=limit)
 
 
 def db_counts(engine: Engine) -> dict[str, int]:
     with get_session(engine) as session:
-        return crud.counts(session=session)
+        return db_runs.counts(session=session)
 
 
-def final_text(detail: crud.RunDetail) -> str:
+def final_text(detail: db_runs.RunDetail) -> str:
     """The final candidate under the user's accept/reject choices."""
     return " ".join(dcr.compose_final(detail.rounds))
 
@@ -270,36 +267,6 @@ def method_config(backend: BackendConfig, method: str, window: int) -> dict:
         "params": {k: v for k, v in backend.public().items() if k not in ("base_url", "model", "kind")},
         "prompt_versions": versions,
     }
-
-
-def save_method_result(*, session: Session, run_id: int, record: dict[str, Any], group: str | None = None) -> None:
-    """Store a method's record (services.nli.paradigms.result_record shape) for a run."""
-    session.add(
-        MethodResult(
-            run_id=run_id, method=record["method"], window=record.get("window"), label=record.get("label"),
-            score=record.get("score"), n_units=record.get("n_units", 0), n_failed=record.get("n_failed", 0),
-            compare_group=group, detail=record,
-        )
-    )  # fmt: skip
-
-
-def get_method_result(*, session: Session, run_id: int) -> MethodResultPublic | None:
-    row = session.exec(select(MethodResult).where(MethodResult.run_id == run_id)).first()
-    return MethodResultPublic.model_validate(row) if row else None
-
-
-def group_results(*, session: Session, group: str) -> list[MethodResultPublic]:
-    rows = session.exec(
-        select(MethodResult).where(MethodResult.compare_group == group).order_by(col(MethodResult.run_id))
-    ).all()
-    return [MethodResultPublic.model_validate(r) for r in rows]
-
-
-def method_results(*, session: Session, run_ids: Sequence[int]) -> dict[int, MethodResultPublic]:
-    if not run_ids:
-        return {}
-    rows = session.exec(select(MethodResult).where(col(MethodResult.run_id).in_(list(run_ids)))).all()
-    return {r.run_id: MethodResultPublic.model_validate(r) for r in rows}
 
 
 def start_method_run(
@@ -327,7 +294,7 @@ def start_method_run(
     reference, candidate = reference.strip(), candidate.strip()
     check_pair(reference, candidate, max_chars=get_settings().max_input_chars)
     with get_session(engine) as session:
-        run = crud.create_run(
+        run = db_runs.create_run(
             session=session,
             data=RunCreate(
                 reference=reference, candidate=candidate, title=title or candidate[:80], source=source,
@@ -345,21 +312,17 @@ def start_method_run(
     except Exception as exc:  # the embedded server failed to start, or a bug: keep the run, say why
         log.exception("run %s failed", run_id)
         with get_session(engine) as session:
-            crud.save_usage(session=session, run_id=run_id, records=ledger.records)
-            crud.finish_run(session=session, run_id=run_id, status="failed", error=str(exc))
+            save_usage(session=session, run_id=run_id, records=ledger.records)
+            db_runs.finish_run(session=session, run_id=run_id, status="failed", error=str(exc))
         return run_id
     record = nli.result_record(result, method, candidate, window=window)
     errors = _unit_errors(record)
     with get_session(engine) as session:
-        save_method_result(session=session, run_id=run_id, record=record, group=group)
-        crud.save_usage(session=session, run_id=run_id, records=ledger.records)
-        row = session.get(Run, run_id)
-        if row is not None:
-            row.initial_score = row.final_score = record["score"]
-            row.n_rounds = 1
-            session.add(row)
+        db_runs.save_method_result(session=session, run_id=run_id, record=record, group=group)
+        save_usage(session=session, run_id=run_id, records=ledger.records)
+        db_runs.set_single_score(session=session, run_id=run_id, score=record["score"])
         failed = record["label"] is None
-        crud.finish_run(
+        db_runs.finish_run(
             session=session, run_id=run_id, status="failed" if failed else "done",
             error=(f"{len(errors)} of {record['n_units']} unit(s) unreadable: {errors[0]}" if errors else None),
         )  # fmt: skip
@@ -371,7 +334,7 @@ def _unit_errors(record: dict[str, Any]) -> list[str]:
     return [u["error"] for u in units if u.get("error")]
 
 
-def dce_record(detail: crud.RunDetail) -> dict[str, Any]:
+def dce_record(detail: db_runs.RunDetail) -> dict[str, Any]:
     """A DCE (or paragraph / evidence) run's round 0 in the method-record shape, for comparisons."""
     ev = detail.rounds[0].evaluation if detail.rounds else None
     label = None
@@ -422,22 +385,22 @@ def compare_methods(
         detail = load(engine, run_id)
         if detail is not None:
             with get_session(engine) as session:
-                save_method_result(session=session, run_id=run_id, record=dce_record(detail), group=group)
+                db_runs.save_method_result(session=session, run_id=run_id, record=dce_record(detail), group=group)
     return group
 
 
 def load_method(engine: Engine, run_id: int) -> MethodResultPublic | None:
     with get_session(engine) as session:
-        return get_method_result(session=session, run_id=run_id)
+        return db_runs.get_method_result(session=session, run_id=run_id)
 
 
-def load_group(engine: Engine, group: str) -> list[tuple[MethodResultPublic, crud.RunDetail]]:
+def load_group(engine: Engine, group: str) -> list[tuple[MethodResultPublic, db_runs.RunDetail]]:
     """The runs of a comparison, in the order they were made, each with its stored method record."""
     with get_session(engine) as session:
-        found = group_results(session=session, group=group)
+        found = db_runs.group_results(session=session, group=group)
         out = []
         for m in found:
-            d = crud.load_run(session=session, run_id=m.run_id)
+            d = db_runs.load_run(session=session, run_id=m.run_id)
             if d is not None:
                 out.append((m, d))
         return out
@@ -445,4 +408,4 @@ def load_group(engine: Engine, group: str) -> list[tuple[MethodResultPublic, cru
 
 def list_methods(engine: Engine, run_ids: Sequence[int]) -> dict[int, MethodResultPublic]:
     with get_session(engine) as session:
-        return method_results(session=session, run_ids=run_ids)
+        return db_runs.method_results(session=session, run_ids=run_ids)

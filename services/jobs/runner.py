@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, select, update
 from sqlalchemy.engine import Connection, Engine
 
+from db import jobs as jobs_db
 from db.models import utcnow
 from services.config import get_settings
 from services.errors import InputError
@@ -72,78 +72,37 @@ class JobTable:
 
     model: Any
 
-    def _has(self, column: str) -> bool:
-        return column in self.model.__table__.c
-
     def request_cancel(self, conn: Connection, ident: int) -> None:
         """Ask the workers to stop the job: a queued job is cancelled now, a running one at its next safe point."""
-        m = self.model
-        conn.execute(update(m).where(m.id == ident, m.status.in_(("queued", "running"))).values(cancel_requested=True))
-        conn.execute(
-            update(m).where(m.id == ident, m.status == "queued").values(status="cancelled", finished_at=utcnow())
-        )
+        jobs_db.request_cancel(conn=conn, model=self.model, ident=ident)
 
     def claim(self, engine: Engine, ident: int, wid: str) -> bool:
         """Take the job unless it is finished, cancelled, asked to cancel, or held by a live worker; atomic."""
-        m = self.model
-        now = utcnow()
-        values: dict[str, Any] = {"status": "running", "heartbeat_at": now}
-        if self._has("worker"):
-            values["worker"] = wid
-        if self._has("error"):
-            values["error"] = None
-        if self._has("started_at"):
-            values["started_at"] = func.coalesce(m.started_at, now)
-        stale = now - stale_limit()
+        stale = utcnow() - stale_limit()
         with engine.begin() as conn:
-            n = conn.execute(
-                update(m)
-                .where(
-                    m.id == ident,
-                    m.cancel_requested.is_(False),
-                    m.status.not_in(("done", "cancelled")),
-                    (m.status != "running") | m.heartbeat_at.is_(None) | (m.heartbeat_at < stale),
-                )
-                .values(values)
-            ).rowcount
-        return n == 1
+            return jobs_db.claim(conn=conn, model=self.model, ident=ident, wid=wid, stale_before=stale)
 
     def beat(self, engine: Engine, ident: int) -> None:
         with engine.begin() as conn:
-            conn.execute(update(self.model).where(self.model.id == ident).values(heartbeat_at=utcnow()))
+            jobs_db.beat(conn=conn, model=self.model, ident=ident)
 
     def advance(self, conn: Connection, ident: int, **counts: int) -> bool:
         """Add to the job's progress counters in the caller's transaction; True if its cancel was asked for."""
-        m = self.model
-        values = {c: getattr(m, c) + n for c, n in counts.items()} | {"heartbeat_at": utcnow()}
-        res = conn.execute(update(m).where(m.id == ident).values(values).returning(m.cancel_requested))
-        return bool(res.scalar())
+        return jobs_db.advance(conn=conn, model=self.model, ident=ident, counts=counts)
 
     def cancel_requested(self, engine: Engine, ident: int) -> bool:
         with engine.connect() as conn:
-            return bool(conn.execute(select(self.model.cancel_requested).where(self.model.id == ident)).scalar())
+            return jobs_db.cancel_requested(conn=conn, model=self.model, ident=ident)
 
     def finish(self, engine: Engine, ident: int, status: str, error: str | None = None, **values: Any) -> None:
         with engine.begin() as conn:
-            conn.execute(
-                update(self.model)
-                .where(self.model.id == ident)
-                .values(status=status, error=error, finished_at=utcnow(), heartbeat_at=None, **values)
-            )
+            jobs_db.finish(conn=conn, model=self.model, ident=ident, status=status, error=error, values=values)
 
     def recover(self, engine: Engine) -> list[int]:
         """Jobs left running by a worker that went quiet: queued again (atomically, so one worker takes each),
         or cancelled if that was asked for."""
-        m = self.model
-        quiet = (m.status == "running") & (m.heartbeat_at.is_(None) | (m.heartbeat_at < utcnow() - stale_limit()))
         with engine.begin() as conn:
-            conn.execute(
-                update(m)
-                .where(quiet, m.cancel_requested.is_(True))
-                .values(status="cancelled", finished_at=utcnow(), heartbeat_at=None)
-            )
-            res = conn.execute(update(m).where(quiet).values(status="queued", heartbeat_at=None).returning(m.id))
-            return sorted(int(i) for i in res.scalars())
+            return jobs_db.recover(conn=conn, model=self.model, stale_before=utcnow() - stale_limit())
 
 
 def _shares_one_connection(engine: Engine) -> bool:

@@ -235,9 +235,9 @@ def _two_rounds(run_id: int, annotator_id: int) -> None:
 def test_the_labeller_works_for_run_rounds_with_unique_keys():
     from streamlit.testing.v1 import AppTest
 
-    from db.crud import create_run
     from db.engine import get_session
     from db.models import RunCreate
+    from db.runs import create_run
 
     eng = db.engine.get_engine()
     with get_session(eng) as s:

@@ -10,10 +10,11 @@ from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import SQLModel, select
 
-from db import crud
+from db import runs as db_runs
 from db.cache import SqlCache
 from db.engine import alembic_config, get_session, make_engine
 from db.models import Document, EvalRound, RunCreate
+from db.usage import save_usage
 from services import dcr
 from services.dcr import Evaluation, ExtraReason, Rewrite, Round, SentenceVerdict
 from services.llm import CallRecord
@@ -53,17 +54,17 @@ def make_round(index: int, sentences: list[str], marks: list[int | None], rewrit
 
 def saved_run(engine, *, rounds: list[Round], records: list[CallRecord] = (), **kw) -> int:
     with get_session(engine) as session:
-        run = crud.create_run(session=session, data=run_data(**kw))
+        run = db_runs.create_run(session=session, data=run_data(**kw))
         for rnd in rounds:
-            crud.save_round(session=session, run_id=run.id, rnd=rnd)
-        crud.save_usage(session=session, run_id=run.id, records=list(records))
-        crud.finish_run(session=session, run_id=run.id, status="done")
+            db_runs.save_round(session=session, run_id=run.id, rnd=rnd)
+        save_usage(session=session, run_id=run.id, records=list(records))
+        db_runs.finish_run(session=session, run_id=run.id, status="done")
         return run.id
 
 
-def load(engine, run_id: int) -> crud.RunDetail | None:
+def load(engine, run_id: int) -> db_runs.RunDetail | None:
     with get_session(engine) as session:
-        return crud.load_run(session=session, run_id=run_id)
+        return db_runs.load_run(session=session, run_id=run_id)
 
 
 SENTS = ["The Eiffel Tower is in Paris.", "It was completed in 1999."]
@@ -115,7 +116,7 @@ def test_reopening_a_file_db_keeps_its_runs(tmp_path):
     assert detail is not None and detail.candidate == CAND
     assert [r.index for r in detail.rounds] == [0, 1]
     with get_session(again) as session:
-        assert crud.counts(session=session)["runs"] == 1
+        assert db_runs.counts(session=session)["runs"] == 1
     with again.connect() as conn:
         heads = ScriptDirectory.from_config(alembic_config(again)).get_heads()
         assert conn.execute(text("SELECT count(*) FROM alembic_version")).scalar_one() == len(heads)
@@ -179,8 +180,8 @@ def test_saving_a_round_again_replaces_it(engine):
     run_id = saved_run(engine, rounds=rounds)
     replaced = make_round(0, SENTS, [1, 1])
     with get_session(engine) as session:
-        crud.save_round(session=session, run_id=run_id, rnd=replaced)
-        counts = crud.counts(session=session)
+        db_runs.save_round(session=session, run_id=run_id, rnd=replaced)
+        counts = db_runs.counts(session=session)
     assert counts["rounds"] == 2 and counts["sentence verdicts"] == 4
     d = load(engine, run_id)
     assert d.rounds[0].rewrites == [] and d.rounds[0].evaluation.all_consistent
@@ -191,11 +192,13 @@ def test_set_rewrite_accepted_changes_the_final_text(engine):
     run_id = saved_run(engine, rounds=two_rounds())
     assert dcr.compose_final(load(engine, run_id).rounds) == FIXED
     with get_session(engine) as session:
-        assert crud.set_rewrite_accepted(session=session, run_id=run_id, round_idx=0, sentence_idx=1, accepted=False)
-        assert not crud.set_rewrite_accepted(
+        assert db_runs.set_rewrite_accepted(session=session, run_id=run_id, round_idx=0, sentence_idx=1, accepted=False)
+        assert not db_runs.set_rewrite_accepted(
             session=session, run_id=run_id, round_idx=0, sentence_idx=0, accepted=False
         )
-        assert not crud.set_rewrite_accepted(session=session, run_id=run_id, round_idx=5, sentence_idx=1, accepted=True)
+        assert not db_runs.set_rewrite_accepted(
+            session=session, run_id=run_id, round_idx=5, sentence_idx=1, accepted=True
+        )
     d = load(engine, run_id)
     assert d.rounds[0].rewrites[0].accepted is False
     assert dcr.compose_final(d.rounds) == SENTS
@@ -206,11 +209,11 @@ def test_delete_run_removes_its_rows_but_keeps_documents(engine):
     run_id = saved_run(engine, rounds=two_rounds(), records=records)
     keep_id = saved_run(engine, rounds=[make_round(0, SENTS, [1, 1])], records=records, candidate="Other text.")
     with get_session(engine) as session:
-        before = crud.counts(session=session)
-        assert crud.delete_run(session=session, run_id=run_id)
+        before = db_runs.counts(session=session)
+        assert db_runs.delete_run(session=session, run_id=run_id)
     with get_session(engine) as session:
-        after = crud.counts(session=session)
-        assert not crud.delete_run(session=session, run_id=run_id)
+        after = db_runs.counts(session=session)
+        assert not db_runs.delete_run(session=session, run_id=run_id)
         assert {r for r in session.exec(select(EvalRound.run_id)).all()} == {keep_id}
     assert load(engine, run_id) is None
     assert after["runs"] == before["runs"] - 1 == 1
@@ -233,8 +236,8 @@ def test_documents_are_stored_once(engine):
 def test_list_runs_newest_first(engine):
     ids = [saved_run(engine, rounds=[], candidate=f"Candidate number {i}. " + "x" * 300) for i in range(3)]
     with get_session(engine) as session:
-        rows = crud.list_runs(session=session)
-        limited = crud.list_runs(session=session, limit=2)
+        rows = db_runs.list_runs(session=session)
+        limited = db_runs.list_runs(session=session, limit=2)
     assert [r.id for r, _ in rows] == ids[::-1]
     assert rows[0][1].startswith("Candidate number 2.") and len(rows[0][1]) == 160
     assert [r.id for r, _ in limited] == ids[:0:-1]
@@ -248,7 +251,7 @@ def test_counts(engine):
     saved_run(engine, rounds=two_rounds(), records=records)
     SqlCache(engine).put("k1", model="m", prompt_version="p", payload={"raw": "{}"})
     with get_session(engine) as session:
-        assert crud.counts(session=session) == {
+        assert db_runs.counts(session=session) == {
             "runs": 1,
             "documents": 2,
             "rounds": 2,
@@ -260,7 +263,7 @@ def test_counts(engine):
 
 def test_empty_db_counts_are_zero(engine):
     with get_session(engine) as session:
-        assert set(crud.counts(session=session).values()) == {0}
+        assert set(db_runs.counts(session=session).values()) == {0}
 
 
 def test_sql_cache_put_twice_keeps_the_first(engine):
@@ -274,7 +277,7 @@ def test_sql_cache_put_twice_keeps_the_first(engine):
 
 def test_get_session_rolls_back_on_error(engine):
     with pytest.raises(RuntimeError), get_session(engine) as session:
-        crud.create_run(session=session, data=run_data())
+        db_runs.create_run(session=session, data=run_data())
         raise RuntimeError("boom")
     with get_session(engine) as session:
-        assert crud.counts(session=session)["runs"] == 0
+        assert db_runs.counts(session=session)["runs"] == 0

@@ -13,9 +13,10 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import text
 from sqlmodel import SQLModel
 
-from db import crud
+from db import runs as db_runs
 from db.cache import SqlCache
 from db.engine import alembic_config, get_session, make_engine, upgrade
+from db.models import RunCreate
 from services import dcr
 
 WHEN = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
@@ -117,8 +118,8 @@ def test_a_database_made_by_the_first_schema_upgrades_with_its_data(db_url):
     with engine.connect() as conn:
         assert set(conn.execute(text("SELECT version_num FROM alembic_version")).scalars()) == heads
     with get_session(engine) as session:
-        d = crud.load_run(session=session, run_id=7)
-        counts = crud.counts(session=session)
+        d = db_runs.load_run(session=session, run_id=7)
+        counts = db_runs.counts(session=session)
     assert d is not None and d.reference == REF and d.candidate == CAND
     assert d.run.params == {"temperature": 0.0, "seed": 3} and d.run.prompt_versions == {"dce": "dce@1"}
     assert d.run.created_at.replace(tzinfo=d.run.created_at.tzinfo or UTC) == WHEN
@@ -136,13 +137,13 @@ def test_a_database_made_by_the_first_schema_upgrades_with_its_data(db_url):
 
     # The upgraded database takes new work beside the old.
     with get_session(engine) as session:
-        run = crud.create_run(
-            session=session, data=crud.RunCreate(reference=REF, candidate="A new candidate.", model="m")
+        run = db_runs.create_run(
+            session=session, data=RunCreate(reference=REF, candidate="A new candidate.", model="m")
         )
         new_id = run.id
     with get_session(engine) as session:
-        assert crud.load_run(session=session, run_id=new_id).candidate == "A new candidate."
-        assert crud.counts(session=session)["runs"] == 2 and crud.counts(session=session)["documents"] == 3
+        assert db_runs.load_run(session=session, run_id=new_id).candidate == "A new candidate."
+        assert db_runs.counts(session=session)["runs"] == 2 and db_runs.counts(session=session)["documents"] == 3
     assert dcr.compose_final(d.rounds)  # old rounds still compose a final text
     engine.dispose()
 
@@ -153,5 +154,5 @@ def test_a_plain_postgresql_url_uses_the_installed_driver(pg_url):
         engine = make_engine(pg_url.replace("postgresql+psycopg://", scheme))
         assert engine.dialect.name == "postgresql" and engine.dialect.driver == "psycopg"
         with get_session(engine) as session:
-            assert crud.counts(session=session)["runs"] == 0
+            assert db_runs.counts(session=session)["runs"] == 0
         engine.dispose()

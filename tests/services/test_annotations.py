@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from sqlmodel import Session, select
 
-from db import crud
+from db import runs as db_runs
 from db.engine import get_session, make_engine
 from db.models import AnnotationAssignment, BatchItem, RunCreate, SentenceLabel
 from services import annotations as an
@@ -104,7 +104,7 @@ def test_run_labels_are_separate_and_never_touch_the_models_verdicts(engine):
     ds, items = make_dataset(engine, SENTS)
     bid = add_batch(engine, ds, [["consistent", "inconsistent"], ["consistent"] * 3, ["unknown"]])
     with get_session(engine) as s:
-        run_id = crud.create_run(session=s, data=RunCreate(reference="Ref.", candidate="A. B.")).id
+        run_id = db_runs.create_run(session=s, data=RunCreate(reference="Ref.", candidate="A. B.")).id
     with Session(engine) as s:
         before = [b.result for b in s.exec(select(BatchItem).where(BatchItem.batch_id == bid))]
     (ada,) = people(engine, "ada")

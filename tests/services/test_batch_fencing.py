@@ -17,6 +17,7 @@ import pytest
 from sqlalchemy import select, update
 from sqlmodel import Session
 
+from db import batches as db_batches
 from db.engine import make_engine
 from db.models import BatchItem, DatasetItem, WorkerHeartbeat, utcnow
 from services.config import Settings
@@ -143,9 +144,14 @@ def test_a_result_is_written_only_under_the_claim_it_was_made_for(file_engine):
     assert b == {item: attempt_a + 1}
     row = {"b_id": item, "status": "done", "score": 1.0}
     with file_engine.begin() as conn:
-        assert batches._write_results(conn, [row | {"attempt": attempt_a}], "a:1") == []
-        assert batches._write_results(conn, [row | {"attempt": attempt_a}], "b:1") == [], "an older claim"
-        assert len(batches._write_results(conn, [row | {"attempt": attempt_a + 1, "score": 0.5}], "b:1")) == 1
+        assert db_batches.write_results(conn=conn, rows=[row | {"attempt": attempt_a}], wid="a:1") == []
+        assert db_batches.write_results(conn=conn, rows=[row | {"attempt": attempt_a}], wid="b:1") == [], (
+            "an older claim"
+        )
+        assert (
+            len(db_batches.write_results(conn=conn, rows=[row | {"attempt": attempt_a + 1, "score": 0.5}], wid="b:1"))
+            == 1
+        )
     with Session(file_engine) as s:
         got = s.get(BatchItem, item)
         assert (got.status, got.score, got.worker) == ("done", 0.5, "b:1")

@@ -21,9 +21,10 @@ import pytest
 from sqlalchemy import func, select
 from sqlmodel import Session
 
-from db import crud
+from db import runs as db_runs
 from db.engine import get_session, make_engine
 from db.models import Document, Run, RunCreate, SentenceLabel, SurveyVote, UsageEvent
+from db.usage import save_usage
 from services import annotations
 from services.annotations import Target
 from services.dhp import survey
@@ -82,11 +83,11 @@ def _writer(
                 else:  # a run on the shared reference (its document is created once) with a usage row
                     tag = f"w{n}-{out.ops}"
                     with get_session(engine) as session:
-                        run = crud.create_run(
+                        run = db_runs.create_run(
                             session=session,
                             data=RunCreate(reference=REFERENCE, candidate=f"Candidate {tag}.", title=tag, model="m"),
                         )
-                        crud.save_usage(
+                        save_usage(
                             session=session, run_id=run.id,
                             records=[CallRecord(stage="dce", prompt_version=tag, cached=False, requests=1)],
                         )  # fmt: skip

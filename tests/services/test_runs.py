@@ -7,7 +7,7 @@ import socket
 import pytest
 
 import services.embedded
-from db import crud
+from db import runs as db_runs
 from db.engine import get_session
 from services import runs
 from services.config import BackendConfig
@@ -31,7 +31,7 @@ def judge(fake):
 
 def counts(engine) -> dict[str, int]:
     with get_session(engine) as session:
-        return crud.counts(session=session)
+        return db_runs.counts(session=session)
 
 
 @pytest.fixture

@@ -1,35 +1,31 @@
-"""Dataset import: QAGS, SummEval, PAWS/QQP and generic JSONL/CSV files with human judgments."""
+"""Reading dataset files: QAGS, SummEval, PAWS/QQP and generic JSONL/CSV/TSV, with rejected rows and why."""
 
 from __future__ import annotations
 
-import hashlib
 import json
-import logging
 import math
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any
 
-from sqlalchemy.engine import Engine
-from sqlalchemy.exc import IntegrityError
-
-from db import crud
-from db.engine import get_session
-from db.models import Dataset, DatasetPublic
 from services import tables
+from services.datasets.items import (
+    IMPORT_ADVICE,
+    LABEL_KINDS,
+    ColumnMapping,
+    ImportedItem,
+    ImportResult,
+    RejectedRow,
+    has_kind,
+    majority_vote,
+    parse_label,
+    parse_score,
+    parse_sentence_labels,
+)
 from services.errors import InputError
-from services.tables import TableFormat, check_size
+from services.tables import TableFormat
 from services.text import split_sentences
 
-if TYPE_CHECKING:
-    import pandas as pd
-
-log = logging.getLogger(__name__)
-
-LABEL_KINDS = ("score", "binary", "sentence")
-MAX_STORED_REJECTED = 1000
-IMPORT_ADVICE = "Split it into smaller files and import each."
 UPLOAD_TYPES = ("jsonl", "json", "csv", "tsv")
 GENERIC_FORMATS = ("jsonl", "csv", "tsv")
 FORMAT_LABELS = {
@@ -42,140 +38,9 @@ FORMAT_LABELS = {
 }
 SUMMEVAL_ASPECTS = ("coherence", "consistency", "fluency", "relevance")
 
-_TRUE = {"1", "true", "yes", "consistent"}
-_FALSE = {"0", "false", "no", "inconsistent"}
-
-
-@dataclass
-class ImportedItem:
-    """One reference/candidate pair read from a file, with whatever human judgments it carries."""
-
-    external_id: str
-    reference: str
-    candidate: str
-    sentences: list[str] | None = None
-    human_score: float | None = None
-    human_label: int | None = None  # 1 consistent / 0 inconsistent
-    sentence_labels: list[dict[str, int]] | None = None  # per sentence: {rater: 1 or 0}
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class RejectedRow:
-    """A row that was not imported: its 1-based row (line) number and why."""
-
-    row: int
-    reason: str
-
-
-@dataclass
-class ImportResult:
-    """What a reader made of a file: the valid items, the rejected rows and the judgments present."""
-
-    format: str
-    task: str
-    items: list[ImportedItem]
-    rejected: list[RejectedRow]
-    label_kinds: list[str]
-    meta: dict[str, Any] = field(default_factory=dict)  # provenance, e.g. the column mapping or the variant
-
-
-@dataclass(frozen=True)
-class ColumnMapping:
-    """Which columns (JSONL keys or CSV headers) hold what, for a generic file."""
-
-    reference: str
-    candidate: str
-    id: str | None = None
-    human_score: str | None = None
-    human_label: str | None = None
-    sentence_labels: str | None = None
-
-
-class SavedDataset(NamedTuple):
-    """The dataset's id, and whether this call created it (False: the same file was imported before)."""
-
-    id: int
-    created: bool
-
 
 class _Reject(Exception):
     """A row that cannot be imported; the message is the reason shown to the user."""
-
-
-# -- value parsing -------------------------------------------------------------------------------
-def parse_label(value: Any) -> int | None:
-    """1/0 from 0/1, true/false, yes/no or consistent/inconsistent (any case); None when empty."""
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        return int(value)
-    if isinstance(value, int | float) and value in (0, 1):
-        return int(value)
-    s = str(value).strip().lower()
-    if not s:
-        return None
-    if s in _TRUE:
-        return 1
-    if s in _FALSE:
-        return 0
-    if s in ("1.0", "0.0"):
-        return int(float(s))
-    raise ValueError(f"label {value!r} is not 0/1, true/false, yes/no or consistent/inconsistent")
-
-
-def parse_score(value: Any) -> float | None:
-    """A finite number, or None when empty."""
-    if value is None or (isinstance(value, str) and not value.strip()):
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise ValueError(f"score {value!r} is not a number")
-    try:
-        x = float(value)
-    except ValueError:
-        raise ValueError(f"score {value!r} is not a number") from None
-    if not math.isfinite(x):
-        raise ValueError(f"score {value!r} is not a finite number")
-    return x
-
-
-def majority_vote(votes: dict[str, int]) -> int:
-    """1 when more than half of the raters say consistent (a tie counts as not consistent)."""
-    return int(sum(votes.values()) * 2 > len(votes))
-
-
-def parse_sentence_labels(value: Any) -> list[dict[str, int]] | None:
-    """Per-sentence labels from a JSON list of 0/1, of vote lists, or of {rater: 0/1} dicts."""
-    if value is None or (isinstance(value, str) and not value.strip()):
-        return None
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError:
-            raise ValueError("sentence labels are not a JSON list") from None
-    if not isinstance(value, list):
-        raise ValueError("sentence labels must be a list with one entry per sentence")
-    out: list[dict[str, int]] = []
-    for k, entry in enumerate(value, 1):
-        if isinstance(entry, dict):
-            pairs = [(str(r), v) for r, v in entry.items()]
-        elif isinstance(entry, list):
-            pairs = [(str(i), v) for i, v in enumerate(entry)]
-        else:
-            pairs = [("0", entry)]
-        if not pairs:
-            raise ValueError(f"sentence {k} has no label")
-        votes: dict[str, int] = {}
-        for rater, v in pairs:
-            try:
-                label = parse_label(v)
-            except ValueError as exc:
-                raise ValueError(f"sentence {k}: {exc}") from None
-            if label is None:
-                raise ValueError(f"sentence {k}: an empty label")
-            votes[rater] = label
-        out.append(votes)
-    return out
 
 
 # -- reading files -------------------------------------------------------------------------------
@@ -238,16 +103,8 @@ def _collect(
             raise InputError("The file has no data row.")
         first = "; ".join(f"row {r.row}: {r.reason}" for r in rejected[:3])
         raise InputError(f"No valid row in this file ({len(rejected):,} rejected). First problems: {first}.")
-    kinds = [k for k in LABEL_KINDS if any(_has_kind(it, k) for it in items)]
+    kinds = [k for k in LABEL_KINDS if any(has_kind(it, k) for it in items)]
     return ImportResult(format=fmt, task=task, items=items, rejected=rejected, label_kinds=kinds, meta=meta or {})
-
-
-def _has_kind(item: ImportedItem, kind: str) -> bool:
-    if kind == "score":
-        return item.human_score is not None
-    if kind == "binary":
-        return item.human_label is not None
-    return item.sentence_labels is not None
 
 
 # -- QAGS --------------------------------------------------------------------------------------
@@ -579,179 +436,3 @@ def read_dataset(
             raise InputError("A generic file needs a column mapping: which column is the reference, the candidate, …")
         return read_table(data, fmt, mapping, task=task)  # type: ignore[arg-type]
     raise InputError(f"Unknown format {fmt!r}; use one of {', '.join(FORMAT_LABELS)}.")
-
-
-# -- storing and reading datasets --------------------------------------------------------------
-def file_sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def find_existing(engine: Engine, data: bytes, fmt: str) -> DatasetPublic | None:
-    """The dataset already imported from these bytes in this format, if any."""
-    with get_session(engine) as session:
-        return crud.find_dataset(session=session, sha256=file_sha256(data), format=fmt)
-
-
-def _label_counts(items: list[ImportedItem]) -> dict[str, int]:
-    return {k: sum(_has_kind(it, k) for it in items) for k in LABEL_KINDS}
-
-
-def save_dataset(engine: Engine, *, name: str, data: bytes, result: ImportResult) -> SavedDataset:
-    """Store a dataset and its items in one transaction; a file imported before in this format is not re-imported."""
-    digest = file_sha256(data)
-    for attempt in range(2):
-        try:
-            return _save(engine, name=name, digest=digest, result=result)
-        except IntegrityError:  # a document inserted meanwhile by another writer: the retry finds it
-            if attempt:
-                raise
-            log.info("retrying the import of %s after a concurrent document insert", name)
-    raise AssertionError("unreachable")
-
-
-def _save(engine: Engine, *, name: str, digest: str, result: ImportResult) -> SavedDataset:
-    items = result.items
-    sentences = [it.sentences if it.sentences is not None else split_sentences(it.candidate) for it in items]
-    with get_session(engine) as session:
-        existing = crud.find_dataset(session=session, sha256=digest, format=result.format)
-        if existing is not None:
-            return SavedDataset(existing.id, False)
-        ref_ids = crud.get_or_create_documents(session=session, texts=[it.reference for it in items])
-        meta = {
-            **result.meta,
-            "label_counts": _label_counts(items),
-            "n_sentences": sum(map(len, sentences)),
-            "n_references": len(set(ref_ids)),
-        }
-        ds = Dataset(
-            name=(name.strip() or "dataset")[:200],
-            format=result.format,
-            task=result.task,
-            sha256=digest,
-            label_kinds=list(result.label_kinds),
-            meta=meta,
-            n_items=len(items),
-            n_rejected=len(result.rejected),
-            rejected=[{"row": r.row, "reason": r.reason} for r in result.rejected[:MAX_STORED_REJECTED]],
-        )
-        session.add(ds)
-        session.flush()
-        dataset_id: int = ds.id  # type: ignore[assignment]
-        crud.add_dataset_items(
-            session=session,
-            rows=[
-                {
-                    "dataset_id": dataset_id,
-                    "idx": i,
-                    "external_id": it.external_id[:200],
-                    "reference_id": ref_id,
-                    "candidate": it.candidate,
-                    "sentences": sents,
-                    "human_score": it.human_score,
-                    "human_label": it.human_label,
-                    "sentence_labels": it.sentence_labels,
-                    "extra": it.extra,
-                }
-                for i, (it, ref_id, sents) in enumerate(zip(items, ref_ids, sentences, strict=True))
-            ],
-        )
-    log.info(
-        "imported dataset %s (%s): %d items, %d rejected", dataset_id, result.format, len(items), len(result.rejected)
-    )
-    return SavedDataset(dataset_id, True)
-
-
-def list_datasets(engine: Engine) -> list[DatasetPublic]:
-    """Every saved dataset, newest first."""
-    with get_session(engine) as session:
-        return crud.list_datasets(session=session)
-
-
-def get_dataset(engine: Engine, dataset_id: int) -> DatasetPublic | None:
-    with get_session(engine) as session:
-        ds = crud.get_dataset(session=session, dataset_id=dataset_id)
-        return DatasetPublic.model_validate(ds) if ds else None
-
-
-def rejected_rows(engine: Engine, dataset_id: int) -> list[RejectedRow]:
-    """The rejected rows stored with a dataset (the first MAX_STORED_REJECTED of them)."""
-    with get_session(engine) as session:
-        ds = crud.get_dataset(session=session, dataset_id=dataset_id)
-        return [RejectedRow(int(r["row"]), str(r["reason"])) for r in ds.rejected] if ds else []
-
-
-def dataset_items_frame(engine: Engine, dataset_id: int, limit: int | None = None) -> pd.DataFrame:
-    """A dataset's items in import order: id, external_id, candidate, n_sentences, human_score, human_label."""
-    import pandas as pd  # only here: a command-line import need not wait for pandas
-
-    with get_session(engine) as session:
-        rows = crud.dataset_item_rows(session=session, dataset_id=dataset_id, limit=limit)
-    df = pd.DataFrame(
-        {
-            "id": [r[0] for r in rows],
-            "external_id": [r[1] for r in rows],
-            "candidate": [r[2] for r in rows],
-            "n_sentences": [len(r[3] or []) for r in rows],
-            "human_score": pd.array([r[4] for r in rows], dtype="Float64"),
-            "human_label": pd.array([r[5] for r in rows], dtype="Int64"),
-        }
-    )
-    return df
-
-
-def delete_dataset(engine: Engine, dataset_id: int) -> bool:
-    """Delete a dataset and its items; refuses (InputError) while a batch uses it."""
-    with get_session(engine) as session:
-        n = crud.count_batches_for_dataset(session=session, dataset_id=dataset_id)
-        if n:
-            raise InputError(
-                f"Dataset #{dataset_id} is used by {n} batch run(s). Delete those batches first; "
-                "their results refer to the dataset's items."
-            )
-        return crud.delete_dataset(session=session, dataset_id=dataset_id)
-
-
-def dataset_stats(engine: Engine, dataset_id: int) -> dict[str, Any]:
-    """Items, sentences, label kinds, mean human score and the share labelled consistent."""
-    with get_session(engine) as session:
-        ds = crud.get_dataset(session=session, dataset_id=dataset_id)
-        if ds is None:
-            raise InputError(f"Dataset #{dataset_id} does not exist (it was deleted?).")
-        agg = crud.dataset_aggregates(session=session, dataset_id=dataset_id)
-        rows = crud.dataset_item_rows(session=session, dataset_id=dataset_id)
-        label_kinds, n_rejected = list(ds.label_kinds), ds.n_rejected
-    n_sentences = sum(len(r[3] or []) for r in rows)
-    majorities = [majority_vote(v) for r in rows if r[6] for v in r[6]]
-    return {
-        "items": int(agg["items"]),
-        "sentences": n_sentences,
-        "references": int(agg["references"]),
-        "rejected": n_rejected,
-        "label_kinds": label_kinds,
-        "scored": int(agg["scored"]),
-        "score_mean": float(agg["score_mean"]) if agg["score_mean"] is not None else None,
-        "score_min": agg["score_min"],
-        "score_max": agg["score_max"],
-        "labelled": int(agg["labelled"]),
-        "share_consistent": float(agg["share_consistent"]) if agg["share_consistent"] is not None else None,
-        "sentences_labelled": len(majorities),
-        "sentence_share_consistent": sum(majorities) / len(majorities) if majorities else None,
-    }
-
-
-def import_file(
-    engine: Engine,
-    *,
-    name: str,
-    data: bytes,
-    fmt: str,
-    mapping: ColumnMapping | None = None,
-    task: str = "summarization",
-) -> tuple[SavedDataset, ImportResult | None]:
-    """Read and save in one step; a file imported before is neither read nor saved again (result None)."""
-    check_size(data, name, IMPORT_ADVICE)
-    existing = find_existing(engine, data, fmt)
-    if existing is not None:
-        return SavedDataset(existing.id, False), None
-    result = read_dataset(data, fmt, mapping, task=task)
-    return save_dataset(engine, name=name, data=data, result=result), result

@@ -1,23 +1,21 @@
-"""Query functions: keyword-only, `*, session`, typed results."""
+"""Runs: a candidate's rounds with their verdicts and rewrites, loaded back as domain objects."""
 
 from __future__ import annotations
 
-import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import func, insert
+from sqlalchemy import func
 from sqlmodel import Session, col, delete, select
 
-from db.engine import dialect_insert
+from db.documents import get_or_create_document
 from db.models import (
-    Batch,
-    Dataset,
-    DatasetItem,
-    DatasetPublic,
     Document,
     EvalRound,
     LLMCacheEntry,
+    MethodResult,
+    MethodResultPublic,
     RewriteRow,
     Run,
     RunCreate,
@@ -28,22 +26,6 @@ from db.models import (
 )
 from services.dcr.results import Evaluation, ExtraReason, Rewrite, Round, Score, SentenceVerdict, score_evaluation
 from services.llm import CallRecord, summarize_records
-
-
-def get_or_create_document(*, session: Session, text: str) -> Document:
-    """The stored document with this exact text, created if new."""
-    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
-    doc = session.exec(select(Document).where(Document.sha256 == digest)).first()
-    if doc is None:
-        # ON CONFLICT DO NOTHING: a concurrent writer may create it meanwhile, and a failed INSERT would
-        # abort the whole transaction on PostgreSQL (and a rollback would drop this session's earlier work).
-        session.execute(
-            dialect_insert(session.connection())(Document.__table__)
-            .values(sha256=digest, text=text, n_chars=len(text), created_at=utcnow())
-            .on_conflict_do_nothing(index_elements=["sha256"])
-        )
-        doc = session.exec(select(Document).where(Document.sha256 == digest)).one()
-    return doc
 
 
 def create_run(*, session: Session, data: RunCreate) -> Run:
@@ -117,17 +99,6 @@ def finish_run(*, session: Session, run_id: int, status: str, error: str | None 
         run.error = error
         run.updated_at = utcnow()
         session.add(run)
-
-
-def save_usage(*, session: Session, run_id: int | None, records: list[CallRecord]) -> None:
-    for r in records:
-        session.add(
-            UsageEvent(
-                run_id=run_id, stage=r.stage, prompt_version=r.prompt_version, cached=r.cached,
-                requests=r.requests, prompt_tokens=r.prompt_tokens, completion_tokens=r.completion_tokens,
-                latency_ms=r.latency_ms, error=r.error,
-            )
-        )  # fmt: skip
 
 
 @dataclass
@@ -280,106 +251,49 @@ def counts(*, session: Session) -> dict[str, int]:
     }
 
 
-# -- datasets ----------------------------------------------------------------------------------
-def get_or_create_documents(*, session: Session, texts: list[str]) -> list[int]:
-    """Document ids for many texts at once (same hashing as get_or_create_document), in the order given."""
-    by_hash: dict[str, str] = {}
-    digests = []
-    for text in texts:
-        digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
-        by_hash.setdefault(digest, text)
-        digests.append(digest)
-    ids: dict[str, int] = {}
-    unique = list(by_hash)
-    for i in range(0, len(unique), 500):  # stay under every backend's bound-parameter limit
-        chunk = unique[i : i + 500]
-        rows = session.exec(select(Document.sha256, Document.id).where(col(Document.sha256).in_(chunk))).all()
-        ids.update({sha: doc_id for sha, doc_id in rows if doc_id is not None})
-    missing = [d for d in unique if d not in ids]
-    if missing:
-        now = utcnow()
-        session.execute(
-            dialect_insert(session.connection())(Document.__table__).on_conflict_do_nothing(index_elements=["sha256"]),
-            [{"sha256": d, "text": by_hash[d], "n_chars": len(by_hash[d]), "created_at": now} for d in missing],
+def set_max_rounds(*, session: Session, run_id: int, max_rounds: int) -> None:
+    """Record the m a run is improved up to now."""
+    row = session.get(Run, run_id)
+    if row is not None and row.max_rounds != max_rounds:
+        row.max_rounds = max_rounds
+        session.add(row)
+
+
+def set_single_score(*, session: Session, run_id: int, score: float | None) -> None:
+    """A one-step run (an NLI paradigm): its score is both the first and the final one."""
+    row = session.get(Run, run_id)
+    if row is not None:
+        row.initial_score = row.final_score = score
+        row.n_rounds = 1
+        session.add(row)
+
+
+# -- method records (the factual-inconsistency paradigms and comparisons) ---------------------------------
+def save_method_result(*, session: Session, run_id: int, record: dict[str, Any], group: str | None = None) -> None:
+    """Store a method's record (services.nli.paradigms.result_record shape) for a run."""
+    session.add(
+        MethodResult(
+            run_id=run_id, method=record["method"], window=record.get("window"), label=record.get("label"),
+            score=record.get("score"), n_units=record.get("n_units", 0), n_failed=record.get("n_failed", 0),
+            compare_group=group, detail=record,
         )
-        for i in range(0, len(missing), 500):
-            chunk = missing[i : i + 500]
-            rows = session.exec(select(Document.sha256, Document.id).where(col(Document.sha256).in_(chunk))).all()
-            ids.update({sha: doc_id for sha, doc_id in rows if doc_id is not None})
-    return [ids[d] for d in digests]
+    )  # fmt: skip
 
 
-def find_dataset(*, session: Session, sha256: str, format: str) -> DatasetPublic | None:
-    """The dataset imported from a file with this hash in this format, if any."""
-    row = session.exec(
-        select(Dataset).where(Dataset.sha256 == sha256, Dataset.format == format).order_by(col(Dataset.id))
-    ).first()
-    return DatasetPublic.model_validate(row) if row else None
+def get_method_result(*, session: Session, run_id: int) -> MethodResultPublic | None:
+    row = session.exec(select(MethodResult).where(MethodResult.run_id == run_id)).first()
+    return MethodResultPublic.model_validate(row) if row else None
 
 
-def add_dataset_items(*, session: Session, rows: list[dict[str, Any]]) -> None:
-    """Bulk insert of dataset items (dicts with every DatasetItem column but id)."""
-    for i in range(0, len(rows), 2000):
-        session.execute(insert(DatasetItem), rows[i : i + 2000])
+def group_results(*, session: Session, group: str) -> list[MethodResultPublic]:
+    rows = session.exec(
+        select(MethodResult).where(MethodResult.compare_group == group).order_by(col(MethodResult.run_id))
+    ).all()
+    return [MethodResultPublic.model_validate(r) for r in rows]
 
 
-def list_datasets(*, session: Session) -> list[DatasetPublic]:
-    """Every dataset, newest first."""
-    rows = session.exec(select(Dataset).order_by(col(Dataset.id).desc())).all()
-    return [DatasetPublic.model_validate(r) for r in rows]
-
-
-def get_dataset(*, session: Session, dataset_id: int) -> Dataset | None:
-    return session.get(Dataset, dataset_id)
-
-
-def dataset_item_rows(*, session: Session, dataset_id: int, limit: int | None = None) -> list[Any]:
-    """(id, external_id, candidate, sentences, human_score, human_label, sentence_labels) rows in import order."""
-    q = (
-        select(
-            DatasetItem.id,
-            DatasetItem.external_id,
-            DatasetItem.candidate,
-            DatasetItem.sentences,
-            DatasetItem.human_score,
-            DatasetItem.human_label,
-            DatasetItem.sentence_labels,
-        )
-        .where(DatasetItem.dataset_id == dataset_id)
-        .order_by(col(DatasetItem.idx))
-    )
-    if limit is not None:
-        q = q.limit(limit)
-    return list(session.exec(q).all())
-
-
-def dataset_aggregates(*, session: Session, dataset_id: int) -> dict[str, Any]:
-    """Counts and means over a dataset's items, computed by the database."""
-    row = session.exec(
-        select(
-            func.count(),
-            func.count(func.distinct(DatasetItem.reference_id)),
-            func.count(DatasetItem.human_score),
-            func.avg(DatasetItem.human_score),
-            func.min(DatasetItem.human_score),
-            func.max(DatasetItem.human_score),
-            func.count(DatasetItem.human_label),
-            func.avg(DatasetItem.human_label),
-        ).where(DatasetItem.dataset_id == dataset_id)
-    ).one()
-    keys = ("items", "references", "scored", "score_mean", "score_min", "score_max", "labelled", "share_consistent")
-    return dict(zip(keys, row, strict=True))
-
-
-def count_batches_for_dataset(*, session: Session, dataset_id: int) -> int:
-    return int(session.exec(select(func.count()).select_from(Batch).where(Batch.dataset_id == dataset_id)).one())
-
-
-def delete_dataset(*, session: Session, dataset_id: int) -> bool:
-    """Delete a dataset and its items (documents stay: they may be shared). The caller checks batches first."""
-    ds = session.get(Dataset, dataset_id)
-    if ds is None:
-        return False
-    session.exec(delete(DatasetItem).where(DatasetItem.dataset_id == dataset_id))  # type: ignore[call-overload]
-    session.delete(ds)
-    return True
+def method_results(*, session: Session, run_ids: Sequence[int]) -> dict[int, MethodResultPublic]:
+    if not run_ids:
+        return {}
+    rows = session.exec(select(MethodResult).where(col(MethodResult.run_id).in_(list(run_ids)))).all()
+    return {r.run_id: MethodResultPublic.model_validate(r) for r in rows}

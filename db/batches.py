@@ -1,0 +1,379 @@
+"""Batches: their items, claims by workers (with fencing), worker heartbeats, progress and results.
+
+Functions that take `conn` run in the caller's transaction on a Core connection (the claim and write
+paths, where one transaction must hold the check and the write); the rest take a session.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import and_, bindparam, func, or_, select, update
+from sqlalchemy.engine import Connection, Row
+from sqlmodel import Session
+
+from db.engine import insert_ignore
+from db.models import Batch, BatchItem, BatchOptions, BatchPublic, DatasetItem, Document, WorkerHeartbeat, utcnow
+
+RESULT_COLUMNS = (
+    "status", "error", "score", "final_score", "n_sentences", "n_unknown", "n_rounds", "calls",
+    "cache_hits", "prompt_tokens", "completion_tokens", "latency_ms", "result",
+)  # fmt: skip
+COUNT_COLUMNS = ("n_sentences", "n_unknown", "n_rounds", "calls", "cache_hits", "prompt_tokens", "completion_tokens")
+
+
+# -- batches and their options ----------------------------------------------------------------------
+def add_batch(
+    *, session: Session, data: Batch, item_ids: list[int], window: int, sample: int, repeat_group: str | None
+) -> int:
+    """Store a new batch with its options and every item pending; returns its id."""
+    session.add(data)
+    session.flush()
+    session.add(BatchOptions(batch_id=data.id, window=window, sample=sample, repeat_group=repeat_group))
+    now = utcnow()
+    session.execute(
+        BatchItem.__table__.insert(),
+        [{"batch_id": data.id, "item_id": i, "status": "pending", "attempts": 0, "updated_at": now,
+          "n_sentences": 0, "n_unknown": 0, "n_rounds": 0, "calls": 0, "cache_hits": 0,
+          "prompt_tokens": 0, "completion_tokens": 0, "latency_ms": 0.0} for i in item_ids],
+    )  # fmt: skip
+    return data.id  # type: ignore[return-value]
+
+
+def get_batch(*, session: Session, batch_id: int) -> Batch | None:
+    return session.get(Batch, batch_id)
+
+
+def list_batches(*, session: Session, limit: int = 200) -> list[BatchPublic]:
+    """Newest batches first."""
+    rows = session.execute(select(Batch).order_by(Batch.id.desc()).limit(limit)).scalars().all()
+    return [BatchPublic.model_validate(b) for b in rows]
+
+
+def get_options(*, session: Session, batch_id: int) -> BatchOptions | None:
+    row = session.get(BatchOptions, batch_id)
+    return None if row is None else BatchOptions.model_validate(row)
+
+
+def all_options(*, session: Session) -> dict[int, BatchOptions]:
+    return {o.batch_id: BatchOptions.model_validate(o) for o in session.execute(select(BatchOptions)).scalars()}
+
+
+def mark_running(*, session: Session, batch: Batch) -> None:
+    """A worker starts on the batch (the first one sets its start time)."""
+    batch.status = "running"
+    batch.started_at = batch.started_at or utcnow()
+    session.add(batch)
+
+
+def set_enqueued(*, conn: Connection, batch_ids: list[int]) -> None:
+    """Note that these batches were handed to the queue now."""
+    conn.execute(update(Batch).where(Batch.id.in_(batch_ids)).values(enqueued_at=utcnow()))
+
+
+def count_items(*, session: Session, batch_id: int, statuses: tuple[str, ...]) -> int:
+    """How many of a batch's items are in one of `statuses`."""
+    return int(
+        session.execute(
+            select(func.count()).where(BatchItem.batch_id == batch_id, BatchItem.status.in_(statuses))
+        ).scalar_one()
+    )
+
+
+def reopen(*, session: Session, batch_id: int, failed_too: bool) -> int:
+    """Queue a batch again (its failed items too if asked), or mark it done if nothing is pending."""
+    if failed_too:
+        session.execute(
+            update(BatchItem)
+            .where(BatchItem.batch_id == batch_id, BatchItem.status == "failed")
+            .values(status="pending", worker=None, error=None, updated_at=utcnow())
+        )
+    n = count_items(session=session, batch_id=batch_id, statuses=("pending",))
+    session.execute(
+        update(Batch)
+        .where(Batch.id == batch_id)
+        .values(cancel_requested=False, status="queued" if n else "done", finished_at=None if n else utcnow())
+    )
+    return n
+
+
+def delete_batch(*, session: Session, batch_id: int) -> bool:
+    """Delete a batch with its items and options."""
+    b = session.get(Batch, batch_id)
+    if b is None:
+        return False
+    session.execute(BatchItem.__table__.delete().where(BatchItem.batch_id == batch_id))
+    session.execute(BatchOptions.__table__.delete().where(BatchOptions.batch_id == batch_id))
+    session.delete(b)
+    return True
+
+
+def settle(*, session: Session, batch_id: int) -> None:
+    """Mark the batch done or cancelled once no item is pending or running."""
+    b = session.get(Batch, batch_id)
+    if b is None:
+        return
+    left = count_items(session=session, batch_id=batch_id, statuses=("pending", "running"))
+    running = count_items(session=session, batch_id=batch_id, statuses=("running",))
+    if left == 0:
+        b.status, b.finished_at = "done", utcnow()
+    elif b.cancel_requested and running == 0:
+        b.status, b.finished_at = "cancelled", utcnow()
+    session.add(b)
+
+
+def status_totals(*, session: Session, batch_id: int) -> list[Row]:
+    """Per item state: (status, items, calls, cache hits, tokens)."""
+    return list(
+        session.execute(
+            select(
+                BatchItem.status,
+                func.count(),
+                func.coalesce(func.sum(BatchItem.calls), 0),
+                func.coalesce(func.sum(BatchItem.cache_hits), 0),
+                func.coalesce(func.sum(BatchItem.prompt_tokens + BatchItem.completion_tokens), 0),
+            )
+            .where(BatchItem.batch_id == batch_id)
+            .group_by(BatchItem.status)
+        ).all()
+    )
+
+
+# -- workers --------------------------------------------------------------------------------------------
+def heartbeat(*, conn: Connection, wid: str) -> None:
+    """Record that worker `wid` is alive."""
+    now = utcnow()
+    n = conn.execute(update(WorkerHeartbeat).where(WorkerHeartbeat.id == wid).values(heartbeat_at=now)).rowcount
+    if not n:
+        conn.execute(
+            insert_ignore(conn, WorkerHeartbeat.__table__),
+            [{"id": wid, "host": wid.rsplit(":", 1)[0], "pid": int(wid.rsplit(":", 1)[-1] or 0)
+              if wid.rsplit(":", 1)[-1].isdigit() else 0, "started_at": now, "heartbeat_at": now}],
+        )  # fmt: skip
+
+
+def live_workers(*, session: Session, since: datetime) -> list[str]:
+    """Workers whose heartbeat is newer than `since`."""
+    return list(session.execute(select(WorkerHeartbeat.id).where(WorkerHeartbeat.heartbeat_at >= since)).scalars())
+
+
+def release_items_of_dead_workers(*, session: Session, since: datetime) -> int:
+    """Return to the queue the running items of workers with no heartbeat since `since`; how many."""
+    # One statement reads the heartbeats and frees the items: a worker that beats in between (back from
+    # a pause) keeps its items, so it never sends an item it just checked it holds to a second worker.
+    live = select(WorkerHeartbeat.id).where(WorkerHeartbeat.heartbeat_at >= since)
+    return session.execute(
+        update(BatchItem)
+        .where(BatchItem.status == "running", or_(BatchItem.worker.is_(None), BatchItem.worker.not_in(live)))
+        .values(status="pending", worker=None)
+    ).rowcount
+
+
+def unattended(*, session: Session, since: datetime, enqueued_before: datetime) -> list[int]:
+    """Batches with items pending and nobody on them: no item running, none touched since `since`, and not
+    handed to the queue since `enqueued_before` (a busy queue may simply not have reached them yet)."""
+    running = select(BatchItem.batch_id).where(BatchItem.status == "running").distinct()
+    recent = select(BatchItem.batch_id).where(BatchItem.updated_at >= since).distinct()
+    needy = (
+        session.execute(
+            select(Batch.id).where(
+                Batch.status.in_(("queued", "running")),
+                Batch.cancel_requested.is_(False),
+                Batch.id.not_in(running),
+                Batch.id.not_in(recent),
+                (Batch.enqueued_at.is_(None)) | (Batch.enqueued_at < enqueued_before),
+            )
+        )
+        .scalars()
+        .all()
+    )
+    return [b for b in needy if count_items(session=session, batch_id=b, statuses=("pending",))]
+
+
+def joinable(*, session: Session) -> list[int]:
+    """Batches handed to the workers with items waiting and no cancel request."""
+    pending = select(BatchItem.batch_id).where(BatchItem.status == "pending").distinct()
+    return list(
+        session.execute(
+            select(Batch.id)
+            .where(
+                Batch.status.in_(("queued", "running")),
+                Batch.cancel_requested.is_(False),
+                Batch.enqueued_at.is_not(None),
+                Batch.id.in_(pending),
+            )
+            .order_by(Batch.id)
+        ).scalars()
+    )
+
+
+def claim_items(*, conn: Connection, batch_id: int, wid: str, limit: int) -> dict[int, int] | None:
+    """Take up to `limit` pending items for worker `wid`, each with its new attempt number.
+
+    {} when no item is pending; None when the claim lost a race and should be tried again. On PostgreSQL
+    the candidates are locked with SKIP LOCKED, so racing workers pick different items.
+    """
+    q = (
+        select(BatchItem.id)
+        .where(BatchItem.batch_id == batch_id, BatchItem.status == "pending")
+        .order_by(BatchItem.id)
+        .limit(limit)
+    )
+    if conn.dialect.name == "postgresql":
+        q = q.with_for_update(skip_locked=True)
+    ids = list(conn.execute(q).scalars())
+    if not ids:
+        if conn.dialect.name != "postgresql":
+            return {}
+        # SKIP LOCKED hides items other workers are claiming right now: empty only if none is pending.
+        left = conn.execute(
+            select(func.count()).where(BatchItem.batch_id == batch_id, BatchItem.status == "pending")
+        ).scalar_one()
+        return {} if not left else None
+    res = conn.execute(
+        update(BatchItem)
+        .where(and_(BatchItem.id.in_(ids), BatchItem.status == "pending"))
+        .values(status="running", worker=wid, attempts=BatchItem.attempts + 1, updated_at=utcnow())
+        .returning(BatchItem.id, BatchItem.attempts)
+    )
+    return {int(i): int(a) for i, a in res.all()} or None
+
+
+def holds(*, conn: Connection, batch_item_id: int, wid: str, attempt: int | None) -> bool:
+    """Whether worker `wid` still holds the item under the claim with this attempt number."""
+    held = conn.execute(
+        select(BatchItem.id).where(
+            BatchItem.id == batch_item_id, BatchItem.worker == wid,
+            BatchItem.attempts == attempt, BatchItem.status == "running",
+        )
+    ).first()  # fmt: skip
+    return held is not None
+
+
+def write_results(*, conn: Connection, rows: list[dict[str, Any]], wid: str) -> list[dict[str, Any]]:
+    """Write results of items `wid` still holds under the claim each was done for; returns the rows written.
+
+    An item taken over by another worker (its claim has another worker or attempt number) is left alone.
+    """
+    now = utcnow()
+    t = BatchItem.__table__
+    held = {
+        i: a for i, a in conn.execute(
+            select(t.c.id, t.c.attempts).where(
+                t.c.id.in_([r["b_id"] for r in rows]), t.c.worker == wid, t.c.status == "running"
+            )
+        ).all()
+    }  # fmt: skip
+    mine = [r for r in rows if r["b_id"] in held and held[r["b_id"]] == r.get("attempt")]
+    if not mine:
+        return []
+    full = [
+        {c: r.get(c) for c in RESULT_COLUMNS}
+        | {"b_id": r["b_id"], "attempt": r["attempt"], "wid": wid, "updated_at": now}
+        for r in mine
+    ]
+    for r in full:
+        for c in COUNT_COLUMNS:
+            r[c] = r[c] or 0
+        r["latency_ms"] = r["latency_ms"] or 0.0
+    # The claim is in the WHERE clause as well: the check above and this write share one transaction, and
+    # the condition holds even where another writer slips in between.
+    stmt = (
+        update(t)
+        .where(
+            t.c.id == bindparam("b_id"), t.c.worker == bindparam("wid"), t.c.attempts == bindparam("attempt"),
+            t.c.status == "running",
+        )
+        .values({c: bindparam(c) for c in (*RESULT_COLUMNS, "updated_at")})
+    )  # fmt: skip
+    conn.execute(stmt, full)
+    return mine
+
+
+def fail_items(*, conn: Connection, errors: list[dict[str, Any]]) -> None:
+    """Mark items failed before they are sent: dicts of b_id (the batch item) and error."""
+    table = BatchItem.__table__
+    conn.execute(
+        update(table)
+        .where(table.c.id == bindparam("b_id"))
+        .values(status="failed", error=bindparam("error"), updated_at=utcnow()),
+        errors,
+    )
+
+
+# -- items with their texts ---------------------------------------------------------------------------
+def item_inputs(*, conn: Connection, batch_item_ids: list[int]) -> list[Row]:
+    """(batch item id, reference text, candidate, sentences) of these items."""
+    return list(
+        conn.execute(
+            select(BatchItem.id, Document.text, DatasetItem.candidate, DatasetItem.sentences)
+            .join(DatasetItem, DatasetItem.id == BatchItem.item_id)
+            .join(Document, Document.id == DatasetItem.reference_id)
+            .where(BatchItem.id.in_(batch_item_ids))
+        ).all()
+    )
+
+
+def item_texts(*, conn: Connection, batch_id: int) -> list[Row]:
+    """(batch item id, reference text, candidate) of every item of a batch."""
+    return list(
+        conn.execute(
+            select(BatchItem.id, Document.text, DatasetItem.candidate)
+            .join(DatasetItem, DatasetItem.id == BatchItem.item_id)
+            .join(Document, Document.id == DatasetItem.reference_id)
+            .where(BatchItem.batch_id == batch_id)
+        ).all()
+    )
+
+
+def item_table(*, conn: Connection, batch_id: int) -> list[Row]:
+    """One row per item in dataset order: the columns of the batch page's item table."""
+    return list(
+        conn.execute(
+            select(
+                BatchItem.item_id, DatasetItem.external_id, BatchItem.status, BatchItem.score,
+                BatchItem.final_score, DatasetItem.human_score, DatasetItem.human_label, BatchItem.n_sentences,
+                BatchItem.n_unknown, BatchItem.n_rounds, BatchItem.calls, BatchItem.attempts, BatchItem.error,
+            )
+            .join(DatasetItem, DatasetItem.id == BatchItem.item_id)
+            .where(BatchItem.batch_id == batch_id)
+            .order_by(DatasetItem.idx)
+        ).all()
+    )  # fmt: skip
+
+
+def output_rows(*, conn: Connection, batch_id: int, after_idx: int, limit: int) -> list[Row]:
+    """Up to `limit` items after dataset position `after_idx`: (idx, external id, reference, status, score,
+    error, calls, cache hits, prompt tokens, completion tokens, latency ms, result)."""
+    return list(
+        conn.execute(
+            select(
+                DatasetItem.idx, DatasetItem.external_id, Document.text, BatchItem.status, BatchItem.score,
+                BatchItem.error, BatchItem.calls, BatchItem.cache_hits, BatchItem.prompt_tokens,
+                BatchItem.completion_tokens, BatchItem.latency_ms, BatchItem.result,
+            )
+            .join(DatasetItem, DatasetItem.id == BatchItem.item_id)
+            .join(Document, Document.id == DatasetItem.reference_id)
+            .where(BatchItem.batch_id == batch_id, DatasetItem.idx > after_idx)
+            .order_by(DatasetItem.idx)
+            .limit(limit)
+        ).all()
+    )  # fmt: skip
+
+
+def same_configuration(*, conn: Connection, dataset_id: int, name_prefix: str, match: dict[str, Any]) -> list[Row]:
+    """Batches over a dataset named with `name_prefix`, queued, running or cancelled, whose columns equal
+    `match`, newest first: (id, window, sample, repeat group, params)."""
+    return list(
+        conn.execute(
+            select(Batch.id, BatchOptions.window, BatchOptions.sample, BatchOptions.repeat_group, Batch.params)
+            .outerjoin(BatchOptions, BatchOptions.batch_id == Batch.id)
+            .where(
+                Batch.dataset_id == dataset_id, Batch.name.startswith(name_prefix),
+                Batch.status.in_(("queued", "running", "cancelled")),
+                *(getattr(Batch, column) == value for column, value in match.items()),
+            )
+            .order_by(Batch.id.desc())
+        ).all()
+    )  # fmt: skip

@@ -1,0 +1,150 @@
+"""Workers and their claims: heartbeats, atomic claims with fencing, leases, and recovery from dead workers.
+
+Items are claimed atomically (a conditional UPDATE), so any number of workers, on any number of
+machines, can share a batch without doing an item twice. A worker that goes quiet has its claimed
+items returned to the queue by `recover`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from datetime import timedelta
+
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+
+from db import batches as db_batches
+from db.models import utcnow
+from services.jobs.runner import stale_limit
+
+log = logging.getLogger(__name__)
+
+
+def heartbeat(engine: Engine, wid: str) -> None:
+    """Record that worker `wid` is alive."""
+    with engine.begin() as conn:
+        db_batches.heartbeat(conn=conn, wid=wid)
+
+
+def live_workers(engine: Engine) -> list[str]:
+    cutoff = utcnow() - stale_limit()
+    with Session(engine) as session:
+        return db_batches.live_workers(session=session, since=cutoff)
+
+
+def recover(engine: Engine, *, stale_after: timedelta | None = None) -> list[int]:
+    """Return items claimed by dead workers to the queue; list batches that need a worker now."""
+    stale_after = stale_limit() if stale_after is None else stale_after
+    cutoff = utcnow() - stale_after
+    with Session(engine) as session:
+        n = db_batches.release_items_of_dead_workers(session=session, since=cutoff)
+        if n:
+            log.info("returned %d item(s) of dead workers to the queue", n)
+        with_pending = db_batches.unattended(session=session, since=cutoff, enqueued_before=utcnow() - 3 * stale_after)
+        if with_pending:
+            db_batches.set_enqueued(conn=session.connection(), batch_ids=with_pending)
+        session.commit()
+    return with_pending
+
+
+def joinable(engine: Engine) -> list[int]:
+    """Batches handed to the workers with items waiting and no cancel request: any worker, on any machine,
+    may join them (a batch that cli.py runs in its terminal is its own)."""
+    with Session(engine) as session:
+        return db_batches.joinable(session=session)
+
+
+def claim(engine: Engine, batch_id: int, wid: str, limit: int) -> list[int]:
+    """Atomically take up to `limit` pending items of a batch for worker `wid`; [] only when none is pending."""
+    return list(claim_leases(engine, batch_id, wid, limit))
+
+
+def claim_leases(engine: Engine, batch_id: int, wid: str, limit: int) -> dict[int, int]:
+    """Like `claim`, with each claimed item's attempt number: the fencing token of this claim.
+
+    Every claim raises an item's attempt count, so (worker, attempt) names one claim: a worker that lost the
+    item (it paused, another took the item over) can no longer write it. Workers racing for the same items:
+    the loser tries again (an empty answer would make it stop), and on PostgreSQL the candidates are locked
+    with SKIP LOCKED, so racing workers pick different items.
+    """
+    while True:
+        with engine.begin() as conn:
+            got = db_batches.claim_items(conn=conn, batch_id=batch_id, wid=wid, limit=limit)
+        if got is not None:
+            return got
+
+
+class LeaseLost(Exception):
+    """This worker no longer holds the item (it paused and another worker took the item over)."""
+
+
+class Leases:
+    """The items a worker holds, each with its claim's attempt number, and the worker's heartbeat.
+
+    While the heartbeat is fresh nobody can take an item over, so checking a claim costs nothing; after a
+    gap (the process was paused, a write waited on a lock) every item held is checked in the database once,
+    after a new heartbeat, before anything more is sent for it.
+    """
+
+    def __init__(self, engine: Engine, wid: str) -> None:
+        self.engine = engine
+        self.wid = wid
+        # Trust a claim for half the stale limit after a heartbeat: a wide margin for clocks that differ
+        # between machines (recover compares heartbeat times with its own clock).
+        self.trust_s = stale_limit().total_seconds() / 2
+        self._lock = threading.Lock()
+        self._held: dict[int, int] = {}
+        self._suspect: set[int] = set()
+        self._confirmed = float("-inf")  # when the last successful heartbeat began (monotonic clock)
+
+    def add(self, claimed: dict[int, int]) -> None:
+        with self._lock:
+            self._held.update(claimed)
+
+    def attempt(self, batch_item_id: int) -> int | None:
+        with self._lock:
+            return self._held.get(batch_item_id)
+
+    def release(self, batch_item_ids: list[int]) -> None:
+        with self._lock:
+            for i in batch_item_ids:
+                self._held.pop(i, None)
+                self._suspect.discard(i)
+
+    def _gap(self, now: float) -> bool:
+        """True (and every held item suspect) when the heartbeat is too old to vouch for the claims."""
+        if now - self._confirmed < self.trust_s:
+            return False
+        self._suspect.update(self._held)
+        return True
+
+    def beat(self) -> None:
+        """Write the heartbeat; a late one first makes every held item suspect."""
+        started = time.monotonic()
+        with self._lock:
+            self._gap(started)
+        heartbeat(self.engine, self.wid)
+        with self._lock:
+            self._confirmed = max(self._confirmed, started)
+
+    def check(self, batch_item_id: int) -> None:
+        """Raise LeaseLost unless this worker still holds the item; called before anything is sent for it."""
+        with self._lock:
+            attempt = self._held.get(batch_item_id)
+            if attempt is None:
+                raise LeaseLost(f"item {batch_item_id} is not held by {self.wid}")
+            gap = self._gap(time.monotonic())
+            verify = batch_item_id in self._suspect
+        if gap:
+            self.beat()  # first be alive again, so the answer below cannot go stale before the send
+        if not verify:
+            return
+        with self.engine.connect() as conn:
+            held = db_batches.holds(conn=conn, batch_item_id=batch_item_id, wid=self.wid, attempt=attempt)
+        if not held:
+            self.release([batch_item_id])
+            raise LeaseLost(f"item {batch_item_id} was taken over while {self.wid} was away")
+        with self._lock:
+            self._suspect.discard(batch_item_id)

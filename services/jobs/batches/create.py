@@ -1,0 +1,139 @@
+"""Creating and steering batches: items pending, options, cancel, resume, delete."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+
+from db import batches as db_batches
+from db import datasets as db_datasets
+from db.models import Batch, BatchOptions
+from services import dcr
+from services.config import BackendConfig
+from services.errors import InputError
+from services.jobs.runner import JobTable
+from services.nli import paradigms as nli
+from services.runs import method_config, recorded_config
+
+JOBS = JobTable(Batch)
+
+
+def create_batch(
+    engine: Engine,
+    *,
+    dataset_id: int,
+    backend: BackendConfig,
+    cfg: dcr.DCRConfig,
+    concurrency: int | None = None,
+    item_limit: int | None = None,
+    name: str = "",
+    window: int = 1,
+    sample: int = 0,
+    repeat_group: str | None = None,
+) -> int:
+    """A batch over the first `item_limit` items of a dataset, every item pending.
+
+    `window` is Sent-NLI's and QG-QA's window w; `sample` the cache's sample index, so a repeat of the same
+    configuration (Table 4's standard deviation) asks the model again instead of reading the cache.
+    """
+    if window < 1:
+        raise InputError("The window w must be 1 or more sentences.")
+    is_nli = nli.is_nli(cfg.method)
+    with Session(engine) as session:
+        ds = db_datasets.get_dataset(session=session, dataset_id=dataset_id)
+        if ds is None:
+            raise InputError(f"Dataset {dataset_id} does not exist.")
+        item_ids = db_datasets.item_ids(session=session, dataset_id=dataset_id, limit=item_limit or None)
+        if not item_ids:
+            raise InputError(f"Dataset {ds.name!r} has no items.")
+        if not name:
+            name = f"{ds.name} · {cfg.method}"
+            if is_nli:
+                name += f" · w={window}" if cfg.method in nli.WINDOWED else ""
+            elif cfg.uses_model:
+                name += f" · {cfg.amc}"
+            name += f" · repeat {sample + 1}" if repeat_group else ""
+        recorded = method_config(backend, cfg.method, window) if is_nli else recorded_config(backend, cfg)
+        if not is_nli:  # Eq. 3's alpha and beta as set, read back by process_batch
+            recorded = {**recorded, "params": {**recorded["params"], **eq3_params(cfg)}}
+        batch = Batch(
+            name=name,
+            dataset_id=dataset_id,
+            task=cfg.task,
+            criteria=cfg.criteria,
+            method=cfg.method,
+            amc=cfg.amc,
+            max_rounds=0 if is_nli else cfg.max_rounds,  # the paradigms give a verdict, no rewrite
+            concurrency=concurrency or backend.concurrency,
+            item_limit=item_limit,
+            **recorded,
+            n_items=len(item_ids),
+        )
+        batch_id = db_batches.add_batch(
+            session=session, data=batch, item_ids=item_ids, window=window, sample=sample, repeat_group=repeat_group
+        )
+        session.commit()
+        return batch_id
+
+
+def eq3_params(cfg: dcr.DCRConfig) -> dict[str, float]:
+    """The alpha and beta of Eq. 3 a batch records in its params (Appendix C.1's 0 unless set)."""
+    return {"alpha": float(cfg.alpha), "beta": float(cfg.beta)}
+
+
+def eq3_of(params: dict | None) -> dict[str, float]:
+    """Eq. 3's alpha and beta recorded in a batch's params (0, 0 for batches made before they were)."""
+    p = params or {}
+    return {"alpha": float(p.get("alpha", dcr.DEFAULT_ALPHA)), "beta": float(p.get("beta", dcr.DEFAULT_BETA))}
+
+
+def create_repeats(engine: Engine, *, repeats: int, **kwargs: Any) -> list[int]:
+    """`repeats` batches of one configuration, each with its own sample index, grouped (Table 4)."""
+    if repeats < 1:
+        raise InputError("Repeats must be 1 or more.")
+    if repeats == 1:
+        return [create_batch(engine, **kwargs)]
+    group = uuid.uuid4().hex[:12]
+    return [create_batch(engine, sample=k, repeat_group=group, **kwargs) for k in range(repeats)]
+
+
+def options(engine: Engine, batch_id: int) -> BatchOptions:
+    """A batch's window, sample index and repeat group (defaults for batches made before they existed)."""
+    with Session(engine) as session:
+        row = db_batches.get_options(session=session, batch_id=batch_id)
+        return BatchOptions(batch_id=batch_id) if row is None else row
+
+
+def all_options(engine: Engine) -> dict[int, BatchOptions]:
+    with Session(engine) as session:
+        return db_batches.all_options(session=session)
+
+
+def request_cancel(engine: Engine, batch_id: int) -> None:
+    """Ask the workers to stop; items in flight finish, the rest stay pending (services.jobs.runner)."""
+    with engine.begin() as conn:
+        JOBS.request_cancel(conn, batch_id)
+
+
+def mark_enqueued(engine: Engine, batch_id: int) -> None:
+    """Note that the batch was handed to the queue (`recover` leaves it alone for a while)."""
+    with engine.begin() as conn:
+        db_batches.set_enqueued(conn=conn, batch_ids=[batch_id])
+
+
+def reopen(engine: Engine, batch_id: int, *, failed_too: bool = False) -> int:
+    """Make a batch runnable again (resume, or re-run its failed items); returns items pending."""
+    with Session(engine) as session:
+        n = db_batches.reopen(session=session, batch_id=batch_id, failed_too=failed_too)
+        session.commit()
+        return n
+
+
+def delete_batch(engine: Engine, batch_id: int) -> bool:
+    with Session(engine) as session:
+        deleted = db_batches.delete_batch(session=session, batch_id=batch_id)
+        session.commit()
+        return deleted

@@ -1,0 +1,90 @@
+"""Where a batch stands: counts by state, usage, an ETA, and its items as a table."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+
+from db import batches as db_batches
+from db.models import BatchPublic, utcnow
+from services.errors import InputError
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Where a batch stands."""
+
+    batch: BatchPublic
+    total: int
+    done: int
+    failed: int
+    running: int
+    pending: int
+    calls: int
+    cache_hits: int
+    tokens: int
+    elapsed_s: float | None
+    eta_s: float | None
+
+    @property
+    def finished(self) -> int:
+        return self.done + self.failed
+
+
+def progress(engine: Engine, batch_id: int) -> Progress | None:
+    """Counts by state, usage totals and an ETA from the rate so far."""
+    with Session(engine) as session:
+        b = db_batches.get_batch(session=session, batch_id=batch_id)
+        if b is None:
+            return None
+        rows = db_batches.status_totals(session=session, batch_id=batch_id)
+        pub = BatchPublic.model_validate(b)
+    by = {r[0]: r for r in rows}
+    count = {s: int(by[s][1]) if s in by else 0 for s in ("done", "failed", "running", "pending")}
+    calls = sum(int(r[2]) for r in rows)
+    hits = sum(int(r[3]) for r in rows)
+    tokens = sum(int(r[4]) for r in rows)
+    elapsed = eta = None
+    if pub.started_at is not None:
+        end = pub.finished_at if pub.status in ("done", "cancelled") and pub.finished_at else utcnow()
+        started = pub.started_at if pub.started_at.tzinfo else pub.started_at.replace(tzinfo=end.tzinfo)
+        end = end if end.tzinfo else end.replace(tzinfo=started.tzinfo)
+        elapsed = max(0.0, (end - started).total_seconds())
+        finished = count["done"] + count["failed"]
+        left = count["pending"] + count["running"]
+        if finished and left and pub.status == "running":
+            eta = elapsed / finished * left
+    return Progress(
+        batch=pub, total=sum(count.values()), calls=calls, cache_hits=hits, tokens=tokens,
+        elapsed_s=elapsed, eta_s=eta, **count,
+    )  # fmt: skip
+
+
+def batch_public(engine: Engine, batch_id: int) -> BatchPublic:
+    """A batch's row; InputError if it does not exist."""
+    with Session(engine) as session:
+        b = db_batches.get_batch(session=session, batch_id=batch_id)
+        if b is None:
+            raise InputError(f"Batch {batch_id} does not exist.")
+        return BatchPublic.model_validate(b)
+
+
+def list_batches(engine: Engine, limit: int = 200) -> list[BatchPublic]:
+    with Session(engine) as session:
+        return db_batches.list_batches(session=session, limit=limit)
+
+
+def items_frame(engine: Engine, batch_id: int) -> Any:
+    """One row per item: state, scores, human judgments, usage and error."""
+    import pandas as pd
+
+    with engine.connect() as conn:
+        rows = db_batches.item_table(conn=conn, batch_id=batch_id)
+    cols = [
+        "item", "external_id", "status", "score", "final score", "human score", "human label", "sentences",
+        "unknown", "rounds", "calls", "attempts", "error",
+    ]  # fmt: skip
+    return pd.DataFrame(rows, columns=cols)

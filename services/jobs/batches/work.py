@@ -1,0 +1,208 @@
+"""Working on a batch: claim items, process them on threads, write results under the claim, settle.
+
+Finished items are never sent to the model again: their state is `done`, and every model answer is in
+the cache as well.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import itertools
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+
+from db import batches as db_batches
+from db.cache import BufferedSqlCache
+from db.models import Batch, BatchPublic
+from services import dcr
+from services.config import BackendConfig, backend_from_record, get_settings
+from services.errors import InputError
+from services.jobs.batches.claims import LeaseLost, Leases, claim_leases
+from services.jobs.batches.create import JOBS, eq3_of
+from services.jobs.batches.items import ItemInput, load_inputs, process_item
+from services.jobs.runner import heartbeat_period, worker_id
+from services.llm import get_client
+
+log = logging.getLogger(__name__)
+
+FLUSH_EVERY = 0.25
+
+
+def backend_for(batch: BatchPublic | Batch) -> BackendConfig:
+    """The batch's recorded backend; its key (never stored) comes from this worker's environment."""
+    params = {k: v for k, v in dict(batch.params).items() if k != "concurrency"}
+    return backend_from_record(
+        batch.backend_kind, base_url=batch.base_url, model=batch.model, params=params, concurrency=batch.concurrency
+    )
+
+
+def worker_endpoints(backend: BackendConfig) -> list[BackendConfig]:
+    """The endpoints this worker sends a batch to: LLM_WORKER_BASE_URLS (the batch's model on each of
+    this worker's servers, items spread over them), else the endpoint the batch recorded."""
+    urls = [u.strip().rstrip("/") for u in (get_settings().llm_worker_base_urls or "").split(",") if u.strip()]
+    if backend.is_embedded or not urls:
+        return [backend]
+    return [backend.with_changes(base_url=u) for u in urls]
+
+
+@dataclass
+class RunStats:
+    processed: int = 0
+    failed: int = 0
+    seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+
+_active: set[int] = set()
+_active_lock = threading.Lock()
+
+
+def active_batches() -> set[int]:
+    """The batches this process is working on."""
+    with _active_lock:
+        return set(_active)
+
+
+def process_batch(engine: Engine, batch_id: int, **kw: Any) -> RunStats:
+    """Work on a batch until nothing is left to claim (or it is cancelled); safe to run on many workers.
+
+    Within one process a batch is worked on once at a time (a queued task and a worker joining it
+    meet here); other processes and machines share it through atomic claims.
+    """
+    with _active_lock:
+        if batch_id in _active:
+            return RunStats(notes=["this process is working on the batch already"])
+        _active.add(batch_id)
+    try:
+        return _process_batch(engine, batch_id, **kw)
+    finally:
+        with _active_lock:
+            _active.discard(batch_id)
+
+
+def _process_batch(
+    engine: Engine,
+    batch_id: int,
+    *,
+    wid: str | None = None,
+    backend: BackendConfig | None = None,
+    on_progress: Callable[[int], None] | None = None,
+    stop: threading.Event | None = None,
+) -> RunStats:
+    """Work on a batch until nothing is left to claim (or it is cancelled); safe to run on many workers."""
+    wid = wid or worker_id()
+    stats = RunStats()
+    t0 = time.perf_counter()
+    with Session(engine) as session:
+        b = db_batches.get_batch(session=session, batch_id=batch_id)
+        if b is None:
+            raise InputError(f"Batch {batch_id} does not exist.")
+        if b.cancel_requested or b.status in ("done", "cancelled"):
+            return stats
+        cfg = dcr.DCRConfig(task=b.task, criteria=b.criteria, method=b.method, amc=b.amc, max_rounds=b.max_rounds,  # type: ignore[arg-type]
+                            **eq3_of(b.params))  # fmt: skip
+        opts = db_batches.get_options(session=session, batch_id=batch_id)
+        window, sample = (opts.window, opts.sample) if opts is not None else (1, 0)
+        backend = backend or backend_for(b)
+        concurrency = max(1, b.concurrency)
+        db_batches.mark_running(session=session, batch=b)
+        session.commit()
+    cache = BufferedSqlCache(engine, backend.model)
+    clients = [get_client(b, cache=cache, sample=sample) for b in worker_endpoints(backend)]
+    if cfg.uses_model:
+        for c in clients:
+            c.sdk()  # build the HTTP clients before the threads start
+        dcr.preload()
+    turn = itertools.count()
+    leases = Leases(engine, wid)
+    leases.beat()
+    beat_every = heartbeat_period()
+    results: queue.Queue[tuple[int, dict[str, Any]]] = queue.Queue()
+    last_flush = last_beat = last_cancel_check = time.monotonic()
+    cancelled = False
+    inflight: set[Future] = set()
+
+    def run(item: ItemInput) -> None:
+        bid = item.batch_item_id
+        attempt = leases.attempt(bid)
+        # Every request for the item first checks that this worker still holds it.
+        client = copy.copy(clients[next(turn) % len(clients)])
+        client.before_send = functools.partial(leases.check, bid)
+        try:
+            leases.check(bid)
+            out = process_item(client, item, cfg, window=window)
+        except LeaseLost as exc:
+            log.info("batch %s: %s; its result is dropped", batch_id, exc)
+            leases.release([bid])
+            return
+        except Exception as exc:  # a bug or a server fault on one item must not stop the batch
+            log.exception("batch %s item %s failed", batch_id, bid)
+            out = {"status": "failed", "error": f"{type(exc).__name__}: {exc}"}
+        results.put((bid, out | {"attempt": attempt}))
+
+    def flush() -> None:
+        rows = []
+        while True:
+            try:
+                bid, out = results.get_nowait()
+            except queue.Empty:
+                break
+            rows.append({"b_id": bid, **out})
+        with engine.begin() as conn:
+            cache.flush(conn)
+            written = db_batches.write_results(conn=conn, rows=rows, wid=wid) if rows else []
+        leases.release([r["b_id"] for r in rows])
+        if len(written) < len(rows):
+            log.info("batch %s: %d result(s) dropped, their items taken over", batch_id, len(rows) - len(written))
+        stats.processed += len(written)
+        stats.failed += sum(r["status"] == "failed" for r in written)
+        if written and on_progress:
+            on_progress(len(written))
+
+    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix=f"batch{batch_id}") as pool:
+        exhausted = False
+        while True:
+            # Keep between one and two rounds of work queued; claim in large chunks (few transactions).
+            if not cancelled and not exhausted and len(inflight) <= concurrency:
+                ids = claim_leases(engine, batch_id, wid, concurrency * 2 - len(inflight))
+                if not ids:
+                    exhausted = True
+                leases.add(ids)
+                for item in load_inputs(engine, list(ids)):
+                    inflight.add(pool.submit(run, item))
+            if not inflight:
+                break
+            done, inflight = wait(inflight, timeout=FLUSH_EVERY, return_when=FIRST_COMPLETED)
+            inflight = set(inflight)
+            now = time.monotonic()
+            if now - last_flush >= FLUSH_EVERY:
+                flush()
+                last_flush = now
+            if now - last_beat >= beat_every:
+                leases.beat()
+                last_beat = now
+            if now - last_cancel_check >= 1.0 or (stop is not None and stop.is_set()):
+                last_cancel_check = now
+                cancelled = JOBS.cancel_requested(engine, batch_id) or (stop is not None and stop.is_set())
+        flush()
+    _settle(engine, batch_id)
+    stats.seconds = time.perf_counter() - t0
+    log.info("batch %s: %s leaves it (%d item(s) written, %d failed)", batch_id, wid, stats.processed, stats.failed)
+    return stats
+
+
+def _settle(engine: Engine, batch_id: int) -> None:
+    """Mark the batch done or cancelled once no item is pending or running."""
+    with Session(engine) as session:
+        db_batches.settle(session=session, batch_id=batch_id)
+        session.commit()

@@ -1,0 +1,86 @@
+"""The batch queries on both backends: adding a batch, claims with attempt numbers, fenced writes, reopening."""
+
+from __future__ import annotations
+
+from sqlmodel import Session
+
+from db import batches as db_batches
+from db import datasets as db_datasets
+from db.models import Batch
+from tests.support.batches import make_dataset
+
+
+def _batch(engine, n: int = 3, *, dataset_id: int | None = None, **columns) -> int:
+    ds = dataset_id if dataset_id is not None else make_dataset(engine, n)
+    with Session(engine) as session:
+        ids = db_datasets.item_ids(session=session, dataset_id=ds)
+        bid = db_batches.add_batch(
+            session=session, data=Batch(**({"name": "b"} | columns), dataset_id=ds, n_items=len(ids)), item_ids=ids,
+            window=2, sample=1, repeat_group="g",
+        )  # fmt: skip
+        session.commit()
+    return bid
+
+
+def test_a_new_batch_has_every_item_pending_and_its_options(engine):
+    bid = _batch(engine, 4)
+    with Session(engine) as session:
+        assert db_batches.count_items(session=session, batch_id=bid, statuses=("pending",)) == 4
+        opts = db_batches.get_options(session=session, batch_id=bid)
+        assert (opts.window, opts.sample, opts.repeat_group) == (2, 1, "g")
+        assert db_batches.get_options(session=session, batch_id=bid + 1) is None
+        assert [b.id for b in db_batches.list_batches(session=session)] == [bid]
+
+
+def test_claims_raise_the_attempt_and_only_the_current_claim_writes(engine):
+    bid = _batch(engine, 3)
+    with engine.begin() as conn:
+        first = db_batches.claim_items(conn=conn, batch_id=bid, wid="a:1", limit=2)
+    assert len(first) == 2 and set(first.values()) == {1}
+    with engine.begin() as conn:
+        rest = db_batches.claim_items(conn=conn, batch_id=bid, wid="b:1", limit=5)
+        assert list(rest.values()) == [1] and not set(rest) & set(first)
+        assert db_batches.claim_items(conn=conn, batch_id=bid, wid="b:1", limit=5) == {}, "none pending"
+    item, attempt = next(iter(first.items()))
+    with engine.begin() as conn:
+        assert db_batches.holds(conn=conn, batch_item_id=item, wid="a:1", attempt=attempt)
+        assert not db_batches.holds(conn=conn, batch_item_id=item, wid="b:1", attempt=attempt)
+        row = {"b_id": item, "status": "done", "score": 1.0}
+        assert db_batches.write_results(conn=conn, rows=[row | {"attempt": attempt + 1}], wid="a:1") == []
+        assert db_batches.write_results(conn=conn, rows=[row | {"attempt": attempt}], wid="a:1") == [
+            row | {"attempt": attempt}
+        ]
+    with Session(engine) as session:
+        assert db_batches.count_items(session=session, batch_id=bid, statuses=("done",)) == 1
+
+
+def test_reopen_requeues_failed_items_and_settle_finishes_the_batch(engine):
+    bid = _batch(engine, 2)
+    with engine.begin() as conn:
+        claimed = db_batches.claim_items(conn=conn, batch_id=bid, wid="a:1", limit=2)
+        db_batches.fail_items(conn=conn, errors=[{"b_id": i, "error": "too long"} for i in claimed])
+    with Session(engine) as session:
+        assert db_batches.reopen(session=session, batch_id=bid, failed_too=False) == 0
+        session.commit()
+        assert db_batches.get_batch(session=session, batch_id=bid).status == "done"
+        assert db_batches.reopen(session=session, batch_id=bid, failed_too=True) == 2
+        session.commit()
+        assert db_batches.get_batch(session=session, batch_id=bid).status == "queued"
+        assert db_batches.delete_batch(session=session, batch_id=bid)
+        session.commit()
+        assert db_batches.get_batch(session=session, batch_id=bid) is None
+        assert not db_batches.delete_batch(session=session, batch_id=bid)
+
+
+def test_same_configuration_matches_the_given_columns_newest_first(engine):
+    older = _batch(engine, 1, name="cli: f", method="dce")
+    with Session(engine) as session:
+        ds = db_batches.get_batch(session=session, batch_id=older).dataset_id
+    newer = _batch(engine, dataset_id=ds, name="cli: f", method="dce")
+    other = _batch(engine, dataset_id=ds, name="cli: f", method="sent-nli")
+    unnamed = _batch(engine, dataset_id=ds, name="f", method="dce")
+    with engine.connect() as conn:
+        rows = db_batches.same_configuration(conn=conn, dataset_id=ds, name_prefix="cli: ", match={"method": "dce"})
+    assert [r[0] for r in rows] == [newer, older]
+    assert other not in [r[0] for r in rows] and unnamed not in [r[0] for r in rows]
+    assert [(r[1], r[2], r[3]) for r in rows] == [(2, 1, "g")] * 2
