@@ -1,18 +1,13 @@
-"""Browser tests: record each phase's report on the test item so fixtures can screenshot failures."""
+"""Browser tests: record each phase's report on the test item so fixtures can screenshot failures.
+
+The helpers the browser tests share (the running app, page helpers) live in tests/support/browser.py.
+"""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-CHROMIUM = Path("/usr/bin/chromium")
-ROOT = Path(__file__).resolve().parents[2]
-ARTIFACTS = ROOT / "test-artifacts"
-VIEWPORT = {"width": 1400, "height": 2400}  # Streamlit scrolls inside its own container: a tall window shows it all
-TIMEOUT_MS = 30_000
-
-PHASE_REPORTS = pytest.StashKey[dict]()
+from tests.support.browser import CHROMIUM, CHROMIUM_ARGS, PHASE_REPORTS
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -20,97 +15,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     report = yield
     item.stash.setdefault(PHASE_REPORTS, {})[report.when] = report
     return report
-
-
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-
-
-def page_with_failure_screenshot(browser, request: pytest.FixtureRequest, *, viewport, timeout_ms, artifacts):
-    """A fresh browser context (a new Streamlit session) and page; a screenshot if the test fails."""
-    import re
-
-    context = browser.new_context(viewport=viewport)
-    context.set_default_timeout(timeout_ms)
-    page = context.new_page()
-    yield page
-    report = request.node.stash.get(PHASE_REPORTS, {}).get("call")
-    if report is not None and report.failed:
-        artifacts.mkdir(exist_ok=True)
-        name = re.sub(r"[^\w.-]+", "_", request.node.name)
-        try:
-            page.screenshot(path=str(artifacts / f"FAILED-{name}.png"))
-        except Exception as exc:  # the page may be gone; the test's own error is what matters
-            print(f"could not save a failure screenshot: {exc}")
-    context.close()
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_healthy(url: str, proc, log, deadline_s: float = 60) -> None:  # noqa: ANN001
-    """Wait for Streamlit's health endpoint; fail with the log's tail if it exits or never answers."""
-    import time
-    import urllib.request
-
-    deadline = time.monotonic() + deadline_s
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"streamlit exited with {proc.returncode}:\n{log.read_text(errors='replace')[-3000:]}")
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(0.25)
-    raise RuntimeError(f"streamlit was not healthy within {deadline_s:g} s:\n{log.read_text(errors='replace')[-3000:]}")
-
-
-def running_app(root, tmp, **env_overrides: str):  # noqa: ANN001, ANN201
-    """Start the real app (`streamlit run app.py`) on a free port with a clean environment; yield its URL."""
-    import os
-    import subprocess
-    import sys
-
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.upper().startswith(("LLM_", "OPENAI_", "DATABASE_URL", "STREAMLIT_"))
-    }
-    env.update(DATA_DIR=str(tmp / "data"), CONSISTENCY_SECRETS_FILE=str(tmp / "no-secrets.toml"), **env_overrides)
-    port = free_port()
-    log = tmp / "streamlit.log"
-    cmd = [
-        sys.executable, "-m", "streamlit", "run", "app.py",
-        "--server.port", str(port), "--server.address", "127.0.0.1", "--server.headless", "true",
-        "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false",
-    ]  # fmt: skip
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_healthy(url, proc, log)
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
 
 
 @pytest.fixture(scope="session")
@@ -128,30 +32,3 @@ def browser():  # noqa: ANN201 - a playwright Browser
 def chromium(browser):  # noqa: ANN001, ANN201
     """The same shared browser, under the name some modules use."""
     return browser
-
-
-def in_browser(fn, name: str, *, viewport: dict | None = None):  # noqa: ANN001, ANN201
-    """Run fn(page) in a fresh Chromium on a thread of its own (outside the shared browser's thread);
-    a full-page screenshot if it fails."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    from playwright import sync_api
-
-    def work():  # noqa: ANN202
-        with sync_api.sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-            context = browser.new_context(viewport=viewport or VIEWPORT)
-            context.set_default_timeout(TIMEOUT_MS)
-            page = context.new_page()
-            try:
-                return fn(page)
-            except Exception:
-                ARTIFACTS.mkdir(exist_ok=True)
-                page.screenshot(path=str(ARTIFACTS / f"FAILED-{name}.png"), full_page=True)
-                raise
-            finally:
-                context.close()
-                browser.close()
-
-    with ThreadPoolExecutor(1) as pool:
-        return pool.submit(work).result()

@@ -24,25 +24,28 @@ from services.dcr import DCRConfig
 from services.dhp import survey as sv
 from services.dhp.perturb import TASKS
 from tests.annotation_seed import make_dataset
-from tests.e2e.conftest import page_with_failure_screenshot, running_app
-from tests.e2e.test_browser import (
+from tests.fakes import FakeOpenAIServer, toy_judge
+from tests.support.browser import (
     ARTIFACTS,
     CHROMIUM,
     ROOT,
     TIMEOUT_MS,
     VIEWPORT,
-    expect,
     main,
     no_exception,
+    page_with_failure_screenshot,
+    playwright_expect,
+    running_app,
     shot,
     wait_idle,
 )
-from tests.fakes import FakeOpenAIServer, toy_judge
 
 pytestmark = [
     pytest.mark.e2e,
     pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} not found (install Debian's chromium: make browser)"),
 ]
+
+expect = playwright_expect()
 
 PASSWORD = "open sesame, said the owner"
 REFERENCE = "The council met on Tuesday. It approved 40 million dollars for the bridge. Work starts in March."

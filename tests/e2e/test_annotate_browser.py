@@ -17,16 +17,17 @@ from db.engine import make_engine
 from services import annotations as an
 from services.annotations import Target
 from tests.annotation_seed import add_batch, make_dataset
-from tests.e2e.conftest import page_with_failure_screenshot, running_app
-from tests.e2e.test_browser import (
+from tests.support.browser import (
     ARTIFACTS,
     CHROMIUM,
     ROOT,
     TIMEOUT_MS,
     VIEWPORT,
-    expect,
     main,
     no_exception,
+    page_with_failure_screenshot,
+    playwright_expect,
+    running_app,
     shot,
     wait_idle,
 )
@@ -35,6 +36,8 @@ pytestmark = [
     pytest.mark.e2e,
     pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} not found (install Debian's chromium: make browser)"),
 ]
+
+expect = playwright_expect()
 
 SENTS = [
     ["The council met on Tuesday.", "It approved 47 million dollars for the bridge."],

@@ -8,7 +8,6 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import pytest
 
@@ -16,37 +15,33 @@ from db.engine import make_engine
 from services import runs
 from services.config import BackendConfig
 from services.dcr import DCRConfig
-from services.samples import load_samples
-from tests.e2e.conftest import (
+from tests.fakes import FakeOpenAIServer, answers_connection_check, toy_judge
+from tests.support.browser import (
     ARTIFACTS,
+    BAD,
     CHROMIUM,
+    FIX,
     ROOT,
+    SAMPLE,
     TIMEOUT_MS,
     VIEWPORT,
+    LiveApp,
+    main,
+    metric,
+    no_exception,
     page_with_failure_screenshot,
+    playwright_expect,
     running_app,
+    shot,
+    wait_idle,
 )
-from tests.fakes import FakeOpenAIServer, answers_connection_check, toy_judge
 
 pytestmark = [
     pytest.mark.e2e,
     pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} not found (install Debian's chromium: make browser)"),
 ]
 
-sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (requirements-dev.txt)")
-expect = sync_api.expect
-expect.set_options(timeout=TIMEOUT_MS)
-
-SAMPLE = load_samples()[0]  # "City council approves harbour bridge repairs": one error the toy judge knows
-BAD, FIX = "47 million", "40 million"
-assert BAD in SAMPLE.candidate and SAMPLE.task == "summarization"
-
-
-@dataclass
-class LiveApp:
-    url: str
-    fake: FakeOpenAIServer
-    database_url: str
+expect = playwright_expect()
 
 
 @pytest.fixture(scope="session")
@@ -74,31 +69,6 @@ def page(browser, request: pytest.FixtureRequest) -> Iterator:
     yield from page_with_failure_screenshot(
         browser, request, viewport=VIEWPORT, timeout_ms=TIMEOUT_MS, artifacts=ARTIFACTS
     )
-
-
-def main(pg):
-    """The main area (not the sidebar)."""
-    return pg.get_by_test_id("stMain")
-
-
-def shot(pg, name: str) -> None:
-    ARTIFACTS.mkdir(exist_ok=True)
-    pg.screenshot(path=str(ARTIFACTS / f"{name}.png"))
-
-
-def wait_idle(pg) -> None:
-    """Wait until the script run is over and every element has drawn (lazy-loaded elements show a skeleton)."""
-    expect(pg.get_by_test_id("stStatusWidget")).to_have_count(0)
-    expect(pg.locator('[data-testid^="stSkeleton"]')).to_have_count(0)
-
-
-def metric(pg, label: str):
-    """The value of the metric with this label."""
-    return main(pg).get_by_test_id("stMetric").filter(has_text=label).get_by_test_id("stMetricValue")
-
-
-def no_exception(pg) -> None:
-    expect(pg.get_by_test_id("stException")).to_have_count(0)
 
 
 def seed_run(app: LiveApp, candidate: str) -> int:

@@ -15,8 +15,8 @@ import pytest
 from db.engine import make_engine
 from services import conseval as ce
 from services.config import BackendConfig
-from tests.e2e.conftest import ARTIFACTS, CHROMIUM, ROOT, TIMEOUT_MS, in_browser, running_app
 from tests.fakes import FakeOpenAIServer
+from tests.support.browser import ARTIFACTS, CHROMIUM, ROOT, TIMEOUT_MS, in_browser, running_app
 from tests.support.conseval import scorer
 
 pytestmark = [

@@ -17,26 +17,29 @@ from db.engine import get_session, make_engine
 from services import dhp
 from services.dhp import survey as sv
 from services.dhp.perturb import TASKS, Item
-from tests.e2e.conftest import page_with_failure_screenshot, running_app
-from tests.e2e.test_browser import (
+from tests.fakes import FakeOpenAIServer, last_user
+from tests.support.browser import (
     ARTIFACTS,
     CHROMIUM,
     ROOT,
     TIMEOUT_MS,
     VIEWPORT,
-    expect,
     main,
     metric,
     no_exception,
+    page_with_failure_screenshot,
+    playwright_expect,
+    running_app,
     shot,
     wait_idle,
 )
-from tests.fakes import FakeOpenAIServer, last_user
 
 pytestmark = [
     pytest.mark.e2e,
     pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} not found (install Debian's chromium: make browser)"),
 ]
+
+expect = playwright_expect()
 
 ITEMS = [
     Item(f"n{i}", f"The council met on day {i}. It approved {40 + i} million pounds. Work starts in week {i}.", "a")

@@ -12,10 +12,23 @@ import pytest
 
 from db.engine import make_engine
 from services import runs
-from tests.e2e.conftest import ARTIFACTS, CHROMIUM, ROOT, TIMEOUT_MS, page_with_failure_screenshot, running_app
-from tests.e2e.test_browser import BAD, SAMPLE, LiveApp, main, no_exception, wait_idle
 from tests.fakes import FakeOpenAIServer
 from tests.nli_fakes import nli_judge
+from tests.support.browser import (
+    ARTIFACTS,
+    BAD,
+    CHROMIUM,
+    ROOT,
+    SAMPLE,
+    TIMEOUT_MS,
+    LiveApp,
+    main,
+    no_exception,
+    page_with_failure_screenshot,
+    playwright_expect,
+    running_app,
+    wait_idle,
+)
 
 VIEWPORT = {"width": 1400, "height": 2600}
 
@@ -24,9 +37,7 @@ pytestmark = [
     pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} not found (install Debian's chromium: make browser)"),
 ]
 
-sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (requirements-dev.txt)")
-expect = sync_api.expect
-expect.set_options(timeout=TIMEOUT_MS)
+expect = playwright_expect()
 
 
 @pytest.fixture(scope="module")

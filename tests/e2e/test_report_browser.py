@@ -16,8 +16,8 @@ import pytest
 from db.engine import make_engine
 from services import reports
 from services.reports import build
-from tests.e2e.conftest import ARTIFACTS, CHROMIUM, ROOT, TIMEOUT_MS, in_browser, running_app
 from tests.metaeval_seed import Item, seed
+from tests.support.browser import ARTIFACTS, CHROMIUM, ROOT, TIMEOUT_MS, in_browser, running_app
 
 VIEWPORT = {"width": 1300, "height": 2200}
 

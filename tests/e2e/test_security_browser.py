@@ -12,26 +12,25 @@ from db.engine import make_engine
 from services import runs
 from services.config import BackendConfig
 from services.dcr import DCRConfig
-from tests.e2e.conftest import (
+from tests.fakes import FakeOpenAIServer, toy_judge
+from tests.support.browser import (
     ARTIFACTS,
     CHROMIUM,
     ROOT,
     TIMEOUT_MS,
     VIEWPORT,
     page_with_failure_screenshot,
+    playwright_expect,
     running_app,
+    wait_idle,
 )
-from tests.e2e.test_browser import wait_idle
-from tests.fakes import FakeOpenAIServer, toy_judge
 
 pytestmark = [
     pytest.mark.e2e,
     pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} not found (install Debian's chromium: make browser)"),
 ]
 
-sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (requirements-dev.txt)")
-expect = sync_api.expect
-expect.set_options(timeout=TIMEOUT_MS)
+expect = playwright_expect()
 
 BAD, FIX = "47 million", "40 million"
 REFERENCE = "The council met on Tuesday. It approved 40 million dollars for the bridge. Work starts in March."

@@ -1,1 +1,1 @@
-"""Helpers shared by test modules: fakes, seeds, databases and reference figures (no tests here)."""
+"""Helpers shared by test modules: fakes, seeds, databases, browser helpers and reference figures (no tests here)."""
