@@ -21,7 +21,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from services import baselines, stats  # noqa: E402
+from services import baselines, stats
 
 DEFAULT_PATH = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "qags_cnndm_mturk.jsonl"
 VOTE = {"yes": 1, "no": 0}
@@ -63,14 +63,18 @@ def main(argv: list[str]) -> int:
         print(f"skipped: {path} not found (the QAGS-CNN/DM MTurk file from shared/data)")
         return 0
     items, ratings = load(path)
-    print(f"{path.name}: {len(items)} summaries, {ratings['unit'].nunique()} sentences, "
-          f"{ratings['rater'].nunique()} workers, {len(ratings)} ratings")  # fmt: skip
+    print(
+        f"{path.name}: {len(items)} summaries, {ratings['unit'].nunique()} sentences, "
+        f"{ratings['rater'].nunique()} workers, {len(ratings)} ratings"
+    )
 
     t = time.perf_counter()
     a = stats.alpha_from_long(ratings, "nominal", n_boot=1000, seed=0)
     print(f"\nKrippendorff's alpha (nominal, workers): {a.alpha!r}  (rounded {a.alpha:.4f})")
-    print(f"  units {a.n_units}, pairable {a.n_pairable}, raters {a.n_raters}, 95% bootstrap over sentences "
-          f"[{a.ci_low:.4f}, {a.ci_high:.4f}]  ({time.perf_counter() - t:.2f} s)")  # fmt: skip
+    print(
+        f"  units {a.n_units}, pairable {a.n_pairable}, raters {a.n_raters}, 95% bootstrap over sentences "
+        f"[{a.ci_low:.4f}, {a.ci_high:.4f}]  ({time.perf_counter() - t:.2f} s)"
+    )
 
     human = human_scores(items)
     refs = [item["article"] for item in items]
@@ -100,8 +104,10 @@ def main(argv: list[str]) -> int:
     for name, scores in columns.items():
         res = [stats.correlation(scores, human, m, n_boot=1000, seed=0) for m in stats.METHODS]
         print(f"{name:<18} " + " ".join(fmt(r) for r in res))
-    print(f"\n(n = {len(human)} summaries; the paper's Table 3, QAGS-CNN: ROUGE-2 0.459/0.418/0.333, "
-          "ROUGE-L 0.357/0.324/0.254, BERTScore 0.576/0.505/0.399)")  # fmt: skip
+    print(
+        f"\n(n = {len(human)} summaries; the paper's Table 3, QAGS-CNN: ROUGE-2 0.459/0.418/0.333, "
+        "ROUGE-L 0.357/0.324/0.254, BERTScore 0.576/0.505/0.399)"
+    )
     print("\ntimings (235 pairs, CPU):")
     for name, secs in timings.items():
         print(f"  {name:<22} {secs:6.2f} s")

@@ -58,7 +58,7 @@ def start_server(port: int, latency: float = LATENCY, first_request_file: str | 
     return server
 
 
-def make_dataset(engine, n: int) -> int:  # noqa: ANN001
+def make_dataset(engine, n: int) -> int:
     with Session(engine) as session:
         ds = Dataset(name=f"synthetic-{n}", format="jsonl", sha256=f"bench-{n}", n_items=n)
         session.add(ds)
@@ -70,10 +70,14 @@ def make_dataset(engine, n: int) -> int:  # noqa: ANN001
             sentences = summary_sentences(i)
             session.add(
                 DatasetItem(
-                    dataset_id=ds.id, idx=i, external_id=str(i), reference_id=doc.id,
-                    candidate=" ".join(sentences), sentences=sentences,
+                    dataset_id=ds.id,
+                    idx=i,
+                    external_id=str(i),
+                    reference_id=doc.id,
+                    candidate=" ".join(sentences),
+                    sentences=sentences,
                 )
-            )  # fmt: skip
+            )
         session.commit()
         return ds.id
 
@@ -84,9 +88,13 @@ def main() -> None:
     server = start_server(port)
     try:
         backend = BackendConfig(
-            kind="openai", base_url=f"http://127.0.0.1:{port}/v1", model="latency-model",
-            concurrency=IN_FLIGHT, max_retries=0, timeout=30,
-        )  # fmt: skip
+            kind="openai",
+            base_url=f"http://127.0.0.1:{port}/v1",
+            model="latency-model",
+            concurrency=IN_FLIGHT,
+            max_retries=0,
+            timeout=30,
+        )
         print(f"{n} documents, 4 sentences each; server latency {LATENCY * 1000:.0f} ms; {IN_FLIGHT} in flight")
         with tempfile.TemporaryDirectory() as tmp:
             for amc in ("rule", "llm"):

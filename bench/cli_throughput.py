@@ -42,18 +42,25 @@ def cli_run(tmp: Path, port: int, pairs: Path, amc: str, tag: str, *extra: str) 
     first = tmp / f"first-{tag}"
     server = start_server(port, first_request_file=str(first))
     env = os.environ | {
-        "LLM_BASE_URL": f"http://127.0.0.1:{port}/v1", "LLM_MODEL": "latency-model", "LLM_API_KEY": "x",
-        "LLM_MAX_RETRIES": "0", "LLM_TIMEOUT": "30", "DATABASE_URL": f"sqlite:///{tmp}/cli-{tag}.db",
+        "LLM_BASE_URL": f"http://127.0.0.1:{port}/v1",
+        "LLM_MODEL": "latency-model",
+        "LLM_API_KEY": "x",
+        "LLM_MAX_RETRIES": "0",
+        "LLM_TIMEOUT": "30",
+        "DATABASE_URL": f"sqlite:///{tmp}/cli-{tag}.db",
         "DATA_DIR": str(tmp / "data"),
-    }  # fmt: skip
+    }
     out = tmp / f"out-{tag}.jsonl"
     cmd = [sys.executable, str(ROOT / "cli.py"), "evaluate", "--input", str(pairs), "--output", str(out)]
     try:
         t0 = time.time()
         subprocess.run(
-            [*cmd, "--amc", amc, "--concurrency", str(IN_FLIGHT), *extra], env=env, check=True,
-            stderr=subprocess.DEVNULL, cwd=ROOT,
-        )  # fmt: skip
+            [*cmd, "--amc", amc, "--concurrency", str(IN_FLIGHT), *extra],
+            env=env,
+            check=True,
+            stderr=subprocess.DEVNULL,
+            cwd=ROOT,
+        )
         end = time.time()
     finally:
         server.terminate()
@@ -70,13 +77,20 @@ def batch_run(tmp: Path, port: int, n: int, amc: str, tag: str) -> tuple[float, 
     try:
         engine = make_engine(f"sqlite:///{tmp}/batch-{tag}.db", concurrency=IN_FLIGHT)
         backend = BackendConfig(
-            kind="openai", base_url=f"http://127.0.0.1:{port}/v1", model="latency-model",
-            concurrency=IN_FLIGHT, max_retries=0, timeout=30,
-        )  # fmt: skip
-        bid = batches.create_batch(
-            engine, dataset_id=make_dataset(engine, n), backend=backend, cfg=dcr.DCRConfig(amc=amc),
+            kind="openai",
+            base_url=f"http://127.0.0.1:{port}/v1",
+            model="latency-model",
             concurrency=IN_FLIGHT,
-        )  # fmt: skip
+            max_retries=0,
+            timeout=30,
+        )
+        bid = batches.create_batch(
+            engine,
+            dataset_id=make_dataset(engine, n),
+            backend=backend,
+            cfg=dcr.DCRConfig(amc=amc),
+            concurrency=IN_FLIGHT,
+        )
         t = time.perf_counter()
         batches.process_batch(engine, bid, backend=backend)
         wall = time.perf_counter() - t

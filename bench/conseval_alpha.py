@@ -21,12 +21,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from db.engine import make_engine  # noqa: E402
-from services import conseval as ce  # noqa: E402
-from services import stats  # noqa: E402
-from services.config import BackendConfig  # noqa: E402
+from db.engine import make_engine
+from services import conseval as ce
+from services import stats
+from services.config import BackendConfig
 
 
 def bench_alpha(repeats: int = 3) -> None:
@@ -45,8 +45,10 @@ def bench_alpha(repeats: int = 3) -> None:
                 best = min(best, time.perf_counter() - t)
             times[n_boot] = best
         ci = f"[{res.ci_low:.3f}, {res.ci_high:.3f}]"
-        print(f"  {level:8} alpha {res.alpha:.3f} {ci}: point {times[0] * 1000:.1f} ms, "
-              f"with 1,000 bootstrap resamples {times[1000] * 1000:.0f} ms")  # fmt: skip
+        print(
+            f"  {level:8} alpha {res.alpha:.3f} {ci}: point {times[0] * 1000:.1f} ms, "
+            f"with 1,000 bootstrap resamples {times[1000] * 1000:.0f} ms"
+        )
 
 
 def bench_study(samples: int, definitions: list[str], scales: list[str], per_criterion: int, greedy: bool) -> None:
@@ -57,14 +59,22 @@ def bench_study(samples: int, definitions: list[str], scales: list[str], per_cri
     get_embedded_server().ensure_started()
     print(f"embedded server start: {time.perf_counter() - t:.1f} s (not counted below)")
     cfg = ce.StudyConfig(
-        criteria=list(ce.CRITERIA), scales=scales, granularities=definitions, models=[ce.ModelSpec.of(backend)],
-        n_samples=samples, greedy=greedy, n_boot=1000, concurrency=2,
-    )  # fmt: skip
+        criteria=list(ce.CRITERIA),
+        scales=scales,
+        granularities=definitions,
+        models=[ce.ModelSpec.of(backend)],
+        n_samples=samples,
+        greedy=greedy,
+        n_boot=1000,
+        concurrency=2,
+    )
     items = ce.sample_items(cfg.criteria, per_criterion)
-    print(f"study: {len(items)} items ({per_criterion} per criterion) x {len(definitions)} definition(s) "
-          f"({', '.join(definitions)}) x {len(scales)} scales x ({samples} samples{' + greedy' if greedy else ''}), "
-          f"max_tokens "
-          f"{cfg.max_tokens}, 2 in flight")  # fmt: skip
+    print(
+        f"study: {len(items)} items ({per_criterion} per criterion) x {len(definitions)} definition(s) "
+        f"({', '.join(definitions)}) x {len(scales)} scales x ({samples} samples{' + greedy' if greedy else ''}), "
+        f"max_tokens "
+        f"{cfg.max_tokens}, 2 in flight"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         engine = make_engine(f"sqlite:///{tmp}/bench.db")
         for label in ("cold", "again (cached)"):
@@ -73,15 +83,20 @@ def bench_study(samples: int, definitions: list[str], scales: list[str], per_cri
             st = ce.run_study(engine, sid, backends={cfg.models[0].label: backend})
             wall = time.perf_counter() - t
             miss = st.results["missing"] if st.results else {}
-            print(f"  {label}: {st.status} in {wall:.1f} s · {st.n_done} answers · {st.calls} calls · "
-                  f"{st.cache_hits} cache hits · {miss.get('missing', '?')} unreadable/off-scale")  # fmt: skip
+            print(
+                f"  {label}: {st.status} in {wall:.1f} s · {st.n_done} answers · {st.calls} calls · "
+                f"{st.cache_hits} cache hits · {miss.get('missing', '?')} unreadable/off-scale"
+            )
         df = ce.results_frame(st.results)
         for kind in ("SC", "IC1", "IC2", "IC3", "IC4", "GS"):
             d = df[(df.kind == kind) & (df["mode"].isin(["greedy", "sampled"]))]
             defined = d.value.notna().sum()
             mean = d.value.mean()
-            print(f"  {kind}: {defined} of {len(d)} alphas defined; mean {mean:.3f}" if defined else
-                  f"  {kind}: 0 of {len(d)} alphas defined ({d.note.dropna().iloc[0] if len(d) else ''})")  # fmt: skip
+            print(
+                f"  {kind}: {defined} of {len(d)} alphas defined; mean {mean:.3f}"
+                if defined
+                else f"  {kind}: 0 of {len(d)} alphas defined ({d.note.dropna().iloc[0] if len(d) else ''})"
+            )
         reasons = df[df.value.isna()].note.dropna().str.slice(0, 60).value_counts().head(3)
         for note, n in reasons.items():
             print(f"    undefined x{n}: {note}...")

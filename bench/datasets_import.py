@@ -19,9 +19,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from db.engine import make_engine  # noqa: E402
-from services import datasets  # noqa: E402
-from services.config import PROJECT_ROOT  # noqa: E402
+from db.engine import make_engine
+from services import datasets
+from services.config import PROJECT_ROOT
 
 QAGS = PROJECT_ROOT.parent / "shared" / "data" / "qags_cnndm_mturk.jsonl"
 

@@ -17,12 +17,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from db.engine import make_engine  # noqa: E402
-from services import dcr, runs  # noqa: E402
-from services.config import BackendConfig  # noqa: E402
-from services.embedded import get_embedded_server  # noqa: E402
-from services.samples import load_samples  # noqa: E402
-from services.text import split_sentences  # noqa: E402
+from db.engine import make_engine
+from services import dcr, runs
+from services.config import BackendConfig
+from services.embedded import get_embedded_server
+from services.samples import load_samples
+from services.text import split_sentences
 
 
 def main() -> None:

@@ -53,8 +53,10 @@ def main() -> int:
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         tmpd = Path(tmp)
-        ew = {f"p{p}": dict(zip(METRICS, np.random.default_rng(p).dirichlet(np.ones(4)).round(3), strict=True))
-              for p in range(N_PERTURBATIONS)}  # fmt: skip
+        ew = {
+            f"p{p}": dict(zip(METRICS, np.random.default_rng(p).dirichlet(np.ones(4)).round(3), strict=True))
+            for p in range(N_PERTURBATIONS)
+        }
         (tmpd / "ew.json").write_text(json.dumps({k: {m: float(w) for m, w in v.items()} for k, v in ew.items()}))
         paths = []
         for d in range(N_DATASETS):
@@ -62,8 +64,10 @@ def main() -> int:
             make_scores(args.seed + d).to_csv(path, index=False)
             paths.append(path)
         rows = sum(1 for p in paths for _ in p.open()) - N_DATASETS
-        print(f"{N_DATASETS} datasets x {N_PERTURBATIONS} perturbations x {N_METRICS} metrics x {N_ITEMS} items "
-              f"= {rows} score pairs, {N_DATASETS * N_PERTURBATIONS * N_METRICS} Wilcoxon tests")  # fmt: skip
+        print(
+            f"{N_DATASETS} datasets x {N_PERTURBATIONS} perturbations x {N_METRICS} metrics x {N_ITEMS} items "
+            f"= {rows} score pairs, {N_DATASETS * N_PERTURBATIONS * N_METRICS} Wilcoxon tests"
+        )
         runs = []
         for _ in range(args.repeats):
             started = time.perf_counter()
@@ -75,22 +79,40 @@ def main() -> int:
                     print(f"dhp stats failed on dataset {d} (exit {code})")
                     return 1
             runs.append(time.perf_counter() - started)
-        print(f"in process, all 6 datasets: median {statistics.median(runs):.3f} s over {args.repeats} runs "
-              f"(min {min(runs):.3f} s, {statistics.median(runs) / N_DATASETS * 1000:.0f} ms a dataset)")  # fmt: skip
+        print(
+            f"in process, all 6 datasets: median {statistics.median(runs):.3f} s over {args.repeats} runs "
+            f"(min {min(runs):.3f} s, {statistics.median(runs) / N_DATASETS * 1000:.0f} ms a dataset)"
+        )
         cold = []
         for d, path in enumerate(paths):
             started = time.perf_counter()
             subprocess.run(
-                [sys.executable, str(ROOT / "cli.py"), "dhp", "stats", "--scores", str(path), "--weights",
-                 str(tmpd / "ew.json"), "--output", str(tmpd / f"cold_{d}.json")],
-                check=True, cwd=ROOT, capture_output=True,
-            )  # fmt: skip
+                [
+                    sys.executable,
+                    str(ROOT / "cli.py"),
+                    "dhp",
+                    "stats",
+                    "--scores",
+                    str(path),
+                    "--weights",
+                    str(tmpd / "ew.json"),
+                    "--output",
+                    str(tmpd / f"cold_{d}.json"),
+                ],
+                check=True,
+                cwd=ROOT,
+                capture_output=True,
+            )
             cold.append(time.perf_counter() - started)
-        print(f"fresh `python cli.py dhp stats` processes, all 6 datasets: {sum(cold):.2f} s "
-              f"(median {statistics.median(cold):.2f} s a dataset, imports included)")  # fmt: skip
+        print(
+            f"fresh `python cli.py dhp stats` processes, all 6 datasets: {sum(cold):.2f} s "
+            f"(median {statistics.median(cold):.2f} s a dataset, imports included)"
+        )
         res = json.loads((tmpd / "out_0.json").read_text())
-        print(f"dataset 0: D_avg {res['D_avg']:.2f}, D_min {res['D_min']:.2f}, D_EW_avg {res['D_EW_avg']:.2f}, "
-              f"D_EW_min {res['D_EW_min']:.2f}")  # fmt: skip
+        print(
+            f"dataset 0: D_avg {res['D_avg']:.2f}, D_min {res['D_min']:.2f}, D_EW_avg {res['D_EW_avg']:.2f}, "
+            f"D_EW_min {res['D_EW_min']:.2f}"
+        )
     return 0
 
 

@@ -46,8 +46,19 @@ from wordfreq import zipf_frequency
 from services.text import split_sentences
 
 POSITIVE = ("verbatim", "compressed", "reworded", "fused", "abstract", "headline")
-NEGATIVE = ("number", "number-in", "name", "name-in", "date", "negation", "pronoun", "invented", "unrelated",
-            "abstract-fact", "headline-fact")  # fmt: skip
+NEGATIVE = (
+    "number",
+    "number-in",
+    "name",
+    "name-in",
+    "date",
+    "negation",
+    "pronoun",
+    "invented",
+    "unrelated",
+    "abstract-fact",
+    "headline-fact",
+)
 HELD_OUT = ("headline", "headline-fact")  # kinds used only to test the fitted weights
 ABSTRACT_KEEP, ABSTRACT_SWAP = 0.5, 0.3  # of the other words: kept, replaced by a common word (the rest dropped)
 # Newswire paraphrase vocabulary (Zipf 2.7-5 in English): what a one-sentence abstractive summary rewords
@@ -65,29 +76,91 @@ GENERIC = tuple(
 )
 
 SYNONYMS = {
-    "children": "kids", "began": "started", "begin": "start", "begins": "starts", "after": "following",
-    "because": "as", "people": "individuals", "help": "assist", "helped": "assisted", "big": "large",
-    "buy": "purchase", "bought": "purchased", "tried": "attempted", "try": "attempt", "revealed": "said",
-    "announced": "said", "claimed": "said", "told": "informed", "died": "passed away", "killed": "slain",
-    "car": "vehicle", "home": "house", "house": "home", "shows": "reveals", "showed": "revealed",
-    "received": "got", "got": "received", "wanted": "sought", "want": "seek", "asked": "requested",
-    "says": "states", "huge": "enormous", "small": "little", "job": "post", "jobs": "posts", "woman": "female",
-    "man": "male", "started": "began", "near": "close to", "before": "prior to", "whether": "if", "while": "as",
-    "many": "numerous", "also": "", "however": "", "very": "", "just": "", "still": "", "currently": "now",
-}  # fmt: skip
+    "children": "kids",
+    "began": "started",
+    "begin": "start",
+    "begins": "starts",
+    "after": "following",
+    "because": "as",
+    "people": "individuals",
+    "help": "assist",
+    "helped": "assisted",
+    "big": "large",
+    "buy": "purchase",
+    "bought": "purchased",
+    "tried": "attempted",
+    "try": "attempt",
+    "revealed": "said",
+    "announced": "said",
+    "claimed": "said",
+    "told": "informed",
+    "died": "passed away",
+    "killed": "slain",
+    "car": "vehicle",
+    "home": "house",
+    "house": "home",
+    "shows": "reveals",
+    "showed": "revealed",
+    "received": "got",
+    "got": "received",
+    "wanted": "sought",
+    "want": "seek",
+    "asked": "requested",
+    "says": "states",
+    "huge": "enormous",
+    "small": "little",
+    "job": "post",
+    "jobs": "posts",
+    "woman": "female",
+    "man": "male",
+    "started": "began",
+    "near": "close to",
+    "before": "prior to",
+    "whether": "if",
+    "while": "as",
+    "many": "numerous",
+    "also": "",
+    "however": "",
+    "very": "",
+    "just": "",
+    "still": "",
+    "currently": "now",
+}
 _DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
-_MONTHS = ["January", "February", "March", "April", "June", "July", "August", "September", "October",
-           "November", "December"]  # fmt: skip
+_MONTHS = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+]
 _AUX = re.compile(r"\b(is|was|were|are|has|have|had|will|would|can|could|should)\b(?! not\b)")
 _NUMBER = re.compile(r"(?<![\w.,])\d+(?:[.,]\d+)*(?![\w.,]\d)")
 _NAME = re.compile(r"(?<=[a-z,;] )([A-Z][a-z]+(?: [A-Z][a-z]+)*)")
 _WORD = re.compile(r"[A-Za-z]+")
 _LOWER_DATES = {w.lower() for w in _DAYS + _MONTHS}
-_ATTRIBUTION = re.compile(r",? (?:police|officials|he|she|they|it|the \w+|[A-Z][a-z]+(?: [A-Z][a-z]+)*) "
-                          r"(?:said|says|told \w+|added|reported)\s*\.?$")  # fmt: skip
+_ATTRIBUTION = re.compile(
+    r",? (?:police|officials|he|she|they|it|the \w+|[A-Z][a-z]+(?: [A-Z][a-z]+)*) "
+    r"(?:said|says|told \w+|added|reported)\s*\.?$"
+)
 _LEAD = re.compile(r"^(?:On|In|At|By|Last|This|Earlier|Later|After|Before) [^,]{2,40}, ")
-_PRONOUNS = {"he": "she", "his": "her", "him": "her", "she": "he", "her": "his", "He": "She", "His": "Her",
-             "She": "He", "Her": "His"}  # fmt: skip
+_PRONOUNS = {
+    "he": "she",
+    "his": "her",
+    "him": "her",
+    "she": "he",
+    "her": "his",
+    "He": "She",
+    "His": "Her",
+    "She": "He",
+    "Her": "His",
+}
 
 
 @dataclass(frozen=True)
@@ -244,8 +317,9 @@ def _is_name(word: str) -> bool:
 
 
 def _names_of(sentences: list[str]) -> list[str]:
-    return sorted({m.group(0).lower() for s in sentences for m in _WORD.finditer(s) if m.start() > 0
-                   and _is_name(m.group(0))})  # fmt: skip
+    return sorted(
+        {m.group(0).lower() for s in sentences for m in _WORD.finditer(s) if m.start() > 0 and _is_name(m.group(0))}
+    )
 
 
 def build(articles: list[str], seed: int = 0, per_doc: int = 2) -> list[Case]:

@@ -39,9 +39,9 @@ from scipy.optimize import minimize
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import evidence_cases  # noqa: E402
+import evidence_cases
 
-from services import baselines, dcr, stats  # noqa: E402
+from services import baselines, dcr, stats
 from services.dcr import evidence
 
 DEFAULT_PATH = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "qags_cnndm_mturk.jsonl"
@@ -57,10 +57,20 @@ SIMILARITY_BASELINE = "--similarity" in sys.argv
 # costs at least 1 (in log-odds): on CNN/DM most are caught as contradictions too, so the fit alone would
 # leave them nearly free, but in an abstractive summary with no close reference sentence they are the signal.
 UP, DOWN, AT_LEAST_ONE = (0.0, None), (None, 0.0), (None, -1.0)
-SIGNS = {"align": UP, "fused": UP, "ngrams": UP, "style": (None, None), "ngrams_in_style": UP, "novel": DOWN,
-         "rare": DOWN, "reworded": UP, "numbers": AT_LEAST_ONE, "names": AT_LEAST_ONE,
-         "displaced": DOWN,
-         "contradiction": DOWN}  # fmt: skip
+SIGNS = {
+    "align": UP,
+    "fused": UP,
+    "ngrams": UP,
+    "style": (None, None),
+    "ngrams_in_style": UP,
+    "novel": DOWN,
+    "rare": DOWN,
+    "reworded": UP,
+    "numbers": AT_LEAST_ONE,
+    "names": AT_LEAST_ONE,
+    "displaced": DOWN,
+    "contradiction": DOWN,
+}
 
 
 def load(path: Path) -> tuple[list[str], list[list[str]], list[list[float]]]:
@@ -138,8 +148,9 @@ def analyse_cases(refs: list[str], cases: list[evidence_cases.Case], embedder: e
     for i, c in enumerate(cases):
         groups.setdefault(c.group if c.group >= 0 else -1 - i, []).append(i)
     order = list(groups.values())
-    found = evidence.analyse_many([(refs[cases[g[0]].doc], [cases[i].sentence for i in g]) for g in order],
-                                  embedder=embedder)  # fmt: skip
+    found = evidence.analyse_many(
+        [(refs[cases[g[0]].doc], [cases[i].sentence for i in g]) for g in order], embedder=embedder
+    )
     out: list = [None] * len(cases)
     for g, f in zip(order, found, strict=True):
         for i, se in zip(g, f, strict=True):
@@ -157,7 +168,7 @@ def rules(score: np.ndarray, x: np.ndarray, verbatim: np.ndarray, stitched: np.n
     return score
 
 
-def out_of_fold(x: np.ndarray, doc: np.ndarray, folds: np.ndarray, weights: list) -> np.ndarray:  # noqa: ANN001
+def out_of_fold(x: np.ndarray, doc: np.ndarray, folds: np.ndarray, weights: list) -> np.ndarray:
     """Each row scored with the weights fitted without its article's fold."""
     out = np.zeros(len(x))
     for k, (b, wts) in enumerate(weights):
@@ -166,28 +177,38 @@ def out_of_fold(x: np.ndarray, doc: np.ndarray, folds: np.ndarray, weights: list
     return out
 
 
-def report_qags(sq: np.ndarray, yq: np.ndarray, owner: np.ndarray, vq, tq, refs, sents, labels) -> None:  # noqa: ANN001
+def report_qags(sq: np.ndarray, yq: np.ndarray, owner: np.ndarray, vq, tq, refs, sents, labels) -> None:
     lab = ~np.isnan(yq)
     print("\ncross-validated (5 folds by article), QAGS-CNN sentences:")
     auc = stats.auroc(sq[lab], yq[lab], n_boot=N_BOOT, seed=0)
     pred = verdicts(sq[lab])
     decided = float(np.mean(~np.isnan(pred)))
-    print(f"  sentence AUROC {auc.auc:.3f} [{auc.ci_low:.3f}, {auc.ci_high:.3f}] (n = {int(lab.sum())}, "
-          f"{int((yq[lab] == 0).sum())} with a majority 'no')")  # fmt: skip
+    print(
+        f"  sentence AUROC {auc.auc:.3f} [{auc.ci_low:.3f}, {auc.ci_high:.3f}] (n = {int(lab.sum())}, "
+        f"{int((yq[lab] == 0).sum())} with a majority 'no')"
+    )
     as_no = balanced_accuracy(np.nan_to_num(pred, nan=0.0), yq[lab])
-    print(f"  balanced accuracy of the verdict {balanced_accuracy(pred, yq[lab]):.3f} on the {decided:.0%} decided; "
-          f"{as_no:.3f} with unknown counted as inconsistent")  # fmt: skip
+    print(
+        f"  balanced accuracy of the verdict {balanced_accuracy(pred, yq[lab]):.3f} on the {decided:.0%} decided; "
+        f"{as_no:.3f} with unknown counted as inconsistent"
+    )
     flagged = int((vq & (sq < evidence.THRESHOLD)).sum())
-    print(f"  verbatim summary sentences: {int(vq.sum())}, flagged {flagged}; stitched from passages of the "
-          f"article: {int(tq.sum())}, of which {int((tq & (yq == 0)).sum())} have a majority 'no'")  # fmt: skip
+    print(
+        f"  verbatim summary sentences: {int(vq.sum())}, flagged {flagged}; stitched from passages of the "
+        f"article: {int(tq.sum())}, of which {int((tq & (yq == 0)).sum())} have a majority 'no'"
+    )
 
     human = np.array([np.mean([v == 1 for v in row]) for row in labels])
     all_yes = (human == 1).astype(float)
-    rows = [(f"checker, {how}", np.array([evidence.aggregate(sq[owner == i], how) for i in range(len(refs))]))
-            for how in evidence.AGGREGATES]  # fmt: skip
+    rows = [
+        (f"checker, {how}", np.array([evidence.aggregate(sq[owner == i], how) for i in range(len(refs))]))
+        for how in evidence.AGGREGATES
+    ]
     marks = np.where(np.isnan(pred_all := verdicts(sq)), np.nan, 2 * pred_all - 1)
-    eq3 = [dcr.score_evaluation([None if np.isnan(m) else int(m) for m in marks[owner == i]], []).z_hat
-           for i in range(len(refs))]  # fmt: skip
+    eq3 = [
+        dcr.score_evaluation([None if np.isnan(m) else int(m) for m in marks[owner == i]], []).z_hat
+        for i in range(len(refs))
+    ]
     rows.append(("checker, Eq. 3 from verdicts", np.array([0.5 if z is None else z for z in eq3])))
     cands = [" ".join(s) for s in sents]
     rouge = np.array([r["rouge2_precision"] for r in baselines.rouge_scores(refs, cands)])
@@ -201,18 +222,20 @@ def report_qags(sq: np.ndarray, yq: np.ndarray, owner: np.ndarray, vq, tq, refs,
         print(f"    {name:<36} {r.r:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}]   {a.auc:.3f}")
 
 
-def analyse_qags(mode: str, embedder: evidence.Embedder, refs, sents) -> list:  # noqa: ANN001
+def analyse_qags(mode: str, embedder: evidence.Embedder, refs, sents) -> list:
     print(f"\n== {mode} ==")
     t = time.perf_counter()
     found = evidence.analyse_many(list(zip(refs, sents, strict=True)), embedder=embedder, noun="article")
     seconds = time.perf_counter() - t
     used = evidence.mode_of([se for f in found for se in f])
-    print(f"speed ({used}): {len(found) / seconds:.1f} documents/s ({seconds:.1f} s for {len(found)}; "
-          f"{1000 * seconds / len(found):.0f} s for 1,000 documents)")  # fmt: skip
+    print(
+        f"speed ({used}): {len(found) / seconds:.1f} documents/s ({seconds:.1f} s for {len(found)}; "
+        f"{1000 * seconds / len(found):.0f} s for 1,000 documents)"
+    )
     return found
 
 
-def run_lexical(refs, sents, labels, cases) -> tuple[np.ndarray, list]:  # noqa: ANN001
+def run_lexical(refs, sents, labels, cases) -> tuple[np.ndarray, list]:
     """Every figure in the lexical mode; returns the folds and each fold's weights."""
     found = analyse_qags("lexical", evidence.lexical_only, refs, sents)
     case_found = analyse_cases(refs, cases, evidence.lexical_only)
@@ -242,8 +265,10 @@ def run_lexical(refs, sents, labels, cases) -> tuple[np.ndarray, list]:  # noqa:
     print("\ncross-validated, constructed cases:")
     a = stats.auroc(sc, yc, n_boot=0)
     pc = verdicts(sc)
-    print(f"  {len(yc)} cases ({int(yc.sum())} supported): AUROC {a.auc:.3f}, balanced accuracy "
-          f"{balanced_accuracy(pc, yc):.3f} on the {float(np.mean(~np.isnan(pc))):.0%} decided")  # fmt: skip
+    print(
+        f"  {len(yc)} cases ({int(yc.sum())} supported): AUROC {a.auc:.3f}, balanced accuracy "
+        f"{balanced_accuracy(pc, yc):.3f} on the {float(np.mean(~np.isnan(pc))):.0%} decided"
+    )
     cells = []
     for kind in evidence_cases.POSITIVE + evidence_cases.NEGATIVE:
         m = kinds == kind
@@ -255,8 +280,10 @@ def run_lexical(refs, sents, labels, cases) -> tuple[np.ndarray, list]:  # noqa:
     held = np.isin(kinds, evidence_cases.HELD_OUT)
     if held.any():
         a = stats.auroc(sc[held], yc[held], n_boot=0)
-        print(f"  held-out kinds ({', '.join(evidence_cases.HELD_OUT)}; never fitted on): {int(held.sum())} cases, "
-              f"AUROC {a.auc:.3f}, balanced accuracy {balanced_accuracy(verdicts(sc[held]), yc[held]):.3f}")
+        print(
+            f"  held-out kinds ({', '.join(evidence_cases.HELD_OUT)}; never fitted on): {int(held.sum())} cases, "
+            f"AUROC {a.auc:.3f}, balanced accuracy {balanced_accuracy(verdicts(sc[held]), yc[held]):.3f}"
+        )
     for kind in ("verbatim", "fused"):
         m = kinds == kind
         print(f"  {kind}: {int((pc[m] == 0).sum())} of {int(m.sum())} flagged inconsistent")
@@ -271,7 +298,7 @@ def run_lexical(refs, sents, labels, cases) -> tuple[np.ndarray, list]:  # noqa:
     return folds, weights
 
 
-def run_embeddings(refs, sents, labels, folds: np.ndarray, weights: list) -> None:  # noqa: ANN001
+def run_embeddings(refs, sents, labels, folds: np.ndarray, weights: list) -> None:
     """QAGS-CNN with MiniLM choosing the alignments, scored with the lexical mode's fold weights (still out of fold)."""
     found = analyse_qags("embeddings", evidence.default_embedder(), refs, sents)
     xq, vq, tq = features(found)
@@ -290,8 +317,10 @@ def main(argv: list[str]) -> int:
         return 0
     refs, sents, labels = load(path)
     cases = evidence_cases.build(refs)
-    print(f"{path.name}: {len(refs)} summaries, {sum(len(s) for s in sents)} sentences; {len(cases)} constructed "
-          f"cases ({sum(c.label for c in cases)} supported)")  # fmt: skip
+    print(
+        f"{path.name}: {len(refs)} summaries, {sum(len(s) for s in sents)} sentences; {len(cases)} constructed "
+        f"cases ({sum(c.label for c in cases)} supported)"
+    )
     folds, weights = run_lexical(refs, sents, labels, cases)
     if "--lexical" in sys.argv:
         print("\nembeddings mode skipped (--lexical)")

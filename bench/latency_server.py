@@ -53,11 +53,15 @@ async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, lat
                 req = json.loads(body)
                 await asyncio.sleep(latency)
                 payload = {
-                    "id": "x", "object": "chat.completion", "created": 0, "model": req.get("model", ""),
-                    "choices": [{"index": 0, "message": {"role": "assistant", "content": answer(req)},
-                                 "finish_reason": "stop"}],
+                    "id": "x",
+                    "object": "chat.completion",
+                    "created": 0,
+                    "model": req.get("model", ""),
+                    "choices": [
+                        {"index": 0, "message": {"role": "assistant", "content": answer(req)}, "finish_reason": "stop"}
+                    ],
                     "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
-                }  # fmt: skip
+                }
             else:
                 payload = {"object": "list", "data": [{"id": "latency-model", "object": "model"}]}
             out = json.dumps(payload).encode()

@@ -22,12 +22,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from sqlalchemy import select  # noqa: E402
+from sqlalchemy import select
 
-from db.engine import make_engine  # noqa: E402
-from db.models import BatchItem  # noqa: E402
-from services import datasets, dcr, metaeval  # noqa: E402
-from services.config import BackendConfig  # noqa: E402
+from db.engine import make_engine
+from db.models import BatchItem
+from services import datasets, dcr, metaeval
+from services.config import BackendConfig
 from services.jobs import batches
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "qags_cnndm_mturk.jsonl"
@@ -44,16 +44,22 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         engine = make_engine(f"sqlite:///{tmp}/qags.db")
         ds = datasets.save_dataset(engine, name="qags-cnn", data=raw, result=datasets.read_dataset(raw, "qags")).id
-        bid = batches.create_batch(engine, dataset_id=ds, backend=BackendConfig(kind="embedded"),
-                                   cfg=dcr.DCRConfig(method=args.method, max_rounds=args.rounds),
-                                   item_limit=args.limit or None)  # fmt: skip
+        bid = batches.create_batch(
+            engine,
+            dataset_id=ds,
+            backend=BackendConfig(kind="embedded"),
+            cfg=dcr.DCRConfig(method=args.method, max_rounds=args.rounds),
+            item_limit=args.limit or None,
+        )
         t = time.perf_counter()
         batches.process_batch(engine, bid)
         print(f"{args.method} batch over QAGS-CNN: {time.perf_counter() - t:.1f} s")
         data = metaeval.load_batch(engine, bid)
         items = data.items
-        print(f"items: {len(items)}, done: {int((items['status'] == 'done').sum())}, "
-              f"failed: {int((items['status'] == 'failed').sum())}")  # fmt: skip
+        print(
+            f"items: {len(items)}, done: {int((items['status'] == 'done').sum())}, "
+            f"failed: {int((items['status'] == 'failed').sum())}"
+        )
         sentence_errors = Counter()
         with engine.connect() as conn:
             for (result,) in conn.execute(select(BatchItem.result).where(BatchItem.batch_id == bid)):
@@ -71,10 +77,14 @@ def main() -> None:
         sl = metaeval.sentence_level(data=data)
         c = sl.classification
         if c is not None:
-            f = {k: "n/a" if v is None else f"{v:.3f}" for k, v in
-                 {"P": c.precision, "R": c.recall, "F1": c.f1, "BA": c.balanced_accuracy}.items()}  # fmt: skip
-            print(f"Sentence level: n={c.n} tp={c.tp} fp={c.fp} fn={c.fn} tn={c.tn} "
-                  + " ".join(f"{k}={v}" for k, v in f.items()))  # fmt: skip
+            f = {
+                k: "n/a" if v is None else f"{v:.3f}"
+                for k, v in {"P": c.precision, "R": c.recall, "F1": c.f1, "BA": c.balanced_accuracy}.items()
+            }
+            print(
+                f"Sentence level: n={c.n} tp={c.tp} fp={c.fp} fn={c.fn} tn={c.tn} "
+                + " ".join(f"{k}={v}" for k, v in f.items())
+            )
             print(f"  (unknown verdicts left out: {sl.n_unknown})")
         print("Table 4:")
         print(metaeval.rai_table(items).to_string(index=False))

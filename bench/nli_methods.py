@@ -21,14 +21,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from services import dcr  # noqa: E402
-from services.config import BackendConfig  # noqa: E402
-from services.datasets import read_qags  # noqa: E402
-from services.embedded import get_embedded_server  # noqa: E402
-from services.llm import UsageLedger, get_client  # noqa: E402
+from services import dcr
+from services.config import BackendConfig
+from services.datasets import read_qags
+from services.embedded import get_embedded_server
+from services.llm import UsageLedger, get_client
 from services.nli import paradigms as nli
 from services.nli.retrieval import CONTEXT_BUDGET_TOKENS
-from services.text import estimate_tokens  # noqa: E402
+from services.text import estimate_tokens
 
 DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "qags_cnndm_mturk.jsonl"
 METHODS = ("dce-amc", "summ-nli", "sent-nli", "qg-qa")

@@ -62,15 +62,25 @@ def seed(n: int) -> tuple[int, dict[str, int]]:
     now = utcnow()
     article = " ".join(f"Sentence {k} of the article says the council met and approved a budget." for k in range(25))
     with engine.begin() as conn:
-        conn.execute(insert(Document), [
-            {"sha256": f"ref-{i:06d}", "text": f"Article {i}. {article}", "n_chars": 1800, "created_at": now}
-            for i in range(n)
-        ])  # fmt: skip
-        conn.execute(insert(Document), [
-            {"sha256": f"cand-{i:06d}", "text": f"Summary {i}. The council met. It approved a budget.",
-             "n_chars": 50, "created_at": now}
-            for i in range(n)
-        ])  # fmt: skip
+        conn.execute(
+            insert(Document),
+            [
+                {"sha256": f"ref-{i:06d}", "text": f"Article {i}. {article}", "n_chars": 1800, "created_at": now}
+                for i in range(n)
+            ],
+        )
+        conn.execute(
+            insert(Document),
+            [
+                {
+                    "sha256": f"cand-{i:06d}",
+                    "text": f"Summary {i}. The council met. It approved a budget.",
+                    "n_chars": 50,
+                    "created_at": now,
+                }
+                for i in range(n)
+            ],
+        )
         ds_id = conn.execute(
             insert(Dataset).values(
                 name="synthetic QAGS-like",
@@ -87,8 +97,9 @@ def seed(n: int) -> tuple[int, dict[str, int]]:
         ).inserted_primary_key[0]
         items, truth = [], []
         for i in range(n):
-            sentences = [f"Summary {i}, sentence {j}: the council approved {rng.randint(1, 99)} million." for j in
-                         range(N_SENT)]  # fmt: skip
+            sentences = [
+                f"Summary {i}, sentence {j}: the council approved {rng.randint(1, 99)} million." for j in range(N_SENT)
+            ]
             ok = [rng.random() < 0.8 for _ in range(N_SENT)]
             labels = []
             for j in range(N_SENT):
@@ -96,21 +107,44 @@ def seed(n: int) -> tuple[int, dict[str, int]]:
                 labels.append({w: int(ok[j] if rng.random() < 0.85 else not ok[j]) for w in voters})
             maj = [int(sum(v.values()) >= 2) for v in labels]
             truth.append(ok)
-            items.append({
-                "dataset_id": ds_id, "idx": i, "external_id": str(i), "reference_id": i + 1,
-                "candidate": " ".join(sentences), "sentences": sentences, "human_score": sum(maj) / N_SENT,
-                "human_label": int(all(maj)), "sentence_labels": labels, "extra": {},
-            })  # fmt: skip
+            items.append(
+                {
+                    "dataset_id": ds_id,
+                    "idx": i,
+                    "external_id": str(i),
+                    "reference_id": i + 1,
+                    "candidate": " ".join(sentences),
+                    "sentences": sentences,
+                    "human_score": sum(maj) / N_SENT,
+                    "human_label": int(all(maj)),
+                    "sentence_labels": labels,
+                    "extra": {},
+                }
+            )
         for c in chunks(items, 2000):
             conn.execute(insert(DatasetItem), c)
         batch_id = conn.execute(
-            insert(Batch).values(name="bench batch", dataset_id=ds_id, task="summarization", criteria="",
-                                 method="dce-amc", amc="rule", max_rounds=1, concurrency=8, backend_kind="openai",
-                                 model="gpt-bench", base_url="http://127.0.0.1:9/v1", params={"temperature": 0.0},
-                                 prompt_versions={"evaluator": "dce-summarization@1", "improver": "rai@1",
-                                                  "converter": "rule@1"},
-                                 status="done", n_items=n, created_at=now, started_at=now, finished_at=now)
-        ).inserted_primary_key[0]  # fmt: skip
+            insert(Batch).values(
+                name="bench batch",
+                dataset_id=ds_id,
+                task="summarization",
+                criteria="",
+                method="dce-amc",
+                amc="rule",
+                max_rounds=1,
+                concurrency=8,
+                backend_kind="openai",
+                model="gpt-bench",
+                base_url="http://127.0.0.1:9/v1",
+                params={"temperature": 0.0},
+                prompt_versions={"evaluator": "dce-summarization@1", "improver": "rai@1", "converter": "rule@1"},
+                status="done",
+                n_items=n,
+                created_at=now,
+                started_at=now,
+                finished_at=now,
+            )
+        ).inserted_primary_key[0]
         rows, verdicts = [], 0
         for i in range(n):
             said = [t if rng.random() < 0.8 else not t for t in truth[i]]
@@ -119,52 +153,121 @@ def seed(n: int) -> tuple[int, dict[str, int]]:
             def rnd(r: int, said: list[bool], i: int = i) -> dict:
                 marks = [1 if s else -1 for s in said]
                 return {
-                    "round": r, "candidate": items[i]["candidate"], "score": (sum(marks) / len(marks) + 1) / 2,
-                    "k": N_SENT, "alpha": 0.0, "beta": 0.0, "n_unknown": 0, "error": None,
+                    "round": r,
+                    "candidate": items[i]["candidate"],
+                    "score": (sum(marks) / len(marks) + 1) / 2,
+                    "k": N_SENT,
+                    "alpha": 0.0,
+                    "beta": 0.0,
+                    "n_unknown": 0,
+                    "error": None,
                     "model_is_consistent": all(said) if r == 0 else None,
-                    "sentences": [{"index": j, "text": items[i]["sentences"][j], "verdict":
-                                   "consistent" if s else "inconsistent", "reason": OK if s else BAD,
-                                   "mark": 1 if s else -1, "rule_mark": 1 if s else -1, "error": None}
-                                  for j, s in enumerate(said)],
-                    "extras": [], "rewrites": [], "improve_error": None,
-                }  # fmt: skip
+                    "sentences": [
+                        {
+                            "index": j,
+                            "text": items[i]["sentences"][j],
+                            "verdict": "consistent" if s else "inconsistent",
+                            "reason": OK if s else BAD,
+                            "mark": 1 if s else -1,
+                            "rule_mark": 1 if s else -1,
+                            "error": None,
+                        }
+                        for j, s in enumerate(said)
+                    ],
+                    "extras": [],
+                    "rewrites": [],
+                    "improve_error": None,
+                }
 
             rounds = [rnd(0, said)]
             if score < 1:
                 rounds.append(rnd(1, [s or rng.random() < 0.85 for s in said]))
             verdicts += N_SENT * len(rounds)
-            rows.append({
-                "batch_id": batch_id, "item_id": i + 1, "status": "done", "worker": "bench", "attempts": 1,
-                "score": rounds[0]["score"], "final_score": rounds[-1]["score"], "n_sentences": N_SENT,
-                "n_unknown": 0, "n_rounds": len(rounds), "calls": len(rounds) * 2, "cache_hits": 0,
-                "prompt_tokens": 900, "completion_tokens": 300, "latency_ms": 800.0,
-                "result": {"rounds": rounds, "final_candidate": rounds[-1]["candidate"]}, "updated_at": now,
-            })  # fmt: skip
+            rows.append(
+                {
+                    "batch_id": batch_id,
+                    "item_id": i + 1,
+                    "status": "done",
+                    "worker": "bench",
+                    "attempts": 1,
+                    "score": rounds[0]["score"],
+                    "final_score": rounds[-1]["score"],
+                    "n_sentences": N_SENT,
+                    "n_unknown": 0,
+                    "n_rounds": len(rounds),
+                    "calls": len(rounds) * 2,
+                    "cache_hits": 0,
+                    "prompt_tokens": 900,
+                    "completion_tokens": 300,
+                    "latency_ms": 800.0,
+                    "result": {"rounds": rounds, "final_candidate": rounds[-1]["candidate"]},
+                    "updated_at": now,
+                }
+            )
         for c in chunks(rows, 2000):
             conn.execute(insert(BatchItem), c)
         # History: runs with one round and five sentence rows each.
         run_rows = [
-            {"title": f"run {i}", "source": "cli", "task": "summarization", "criteria": "", "method": "dce-amc",
-             "amc": "rule", "max_rounds": 0, "backend_kind": "openai", "model": "gpt-bench", "base_url": None,
-             "params": {}, "prompt_versions": {}, "reference_id": i + 1, "candidate_id": n + i + 1, "status": "done",
-             "initial_score": 0.8, "final_score": 0.8, "n_rounds": 1, "created_at": now, "updated_at": now}
+            {
+                "title": f"run {i}",
+                "source": "cli",
+                "task": "summarization",
+                "criteria": "",
+                "method": "dce-amc",
+                "amc": "rule",
+                "max_rounds": 0,
+                "backend_kind": "openai",
+                "model": "gpt-bench",
+                "base_url": None,
+                "params": {},
+                "prompt_versions": {},
+                "reference_id": i + 1,
+                "candidate_id": n + i + 1,
+                "status": "done",
+                "initial_score": 0.8,
+                "final_score": 0.8,
+                "n_rounds": 1,
+                "created_at": now,
+                "updated_at": now,
+            }
             for i in range(n)
-        ]  # fmt: skip
+        ]
         for c in chunks(run_rows):
             conn.execute(insert(Run), c)
         round_rows = [
-            {"run_id": i + 1, "idx": 0, "text": "Summary.", "k": N_SENT, "alpha": 0.0, "beta": 0.0, "z": 0.6,
-             "z_hat": 0.8, "n_judged": N_SENT, "n_unknown": 0, "model_is_consistent": False, "notes": [],
-             "extras": [], "created_at": now}
+            {
+                "run_id": i + 1,
+                "idx": 0,
+                "text": "Summary.",
+                "k": N_SENT,
+                "alpha": 0.0,
+                "beta": 0.0,
+                "z": 0.6,
+                "z_hat": 0.8,
+                "n_judged": N_SENT,
+                "n_unknown": 0,
+                "model_is_consistent": False,
+                "notes": [],
+                "extras": [],
+                "created_at": now,
+            }
             for i in range(n)
-        ]  # fmt: skip
+        ]
         for c in chunks(round_rows):
             conn.execute(insert(EvalRound), c)
         sentence_rows = [
-            {"round_id": i + 1, "idx": j, "text": f"Sentence {j}.", "verdict": "consistent", "reason": OK, "mark": 1,
-             "rule_mark": 1}
-            for i in range(n) for j in range(N_SENT)
-        ]  # fmt: skip
+            {
+                "round_id": i + 1,
+                "idx": j,
+                "text": f"Sentence {j}.",
+                "verdict": "consistent",
+                "reason": OK,
+                "mark": 1,
+                "rule_mark": 1,
+            }
+            for i in range(n)
+            for j in range(N_SENT)
+        ]
         for c in chunks(sentence_rows):
             conn.execute(insert(SentenceRow), c)
     counts = {"items": n, "documents": 2 * n, "batch verdicts": verdicts, "runs": n, "history verdicts": n * N_SENT}
@@ -192,22 +295,73 @@ def warm_up() -> None:
     engine = get_engine()
     with engine.begin() as conn:
         ds = conn.execute(
-            insert(Dataset).values(name="warm-up", format="jsonl", task="summarization", sha256="warm", n_items=1,
-                                   n_rejected=0, label_kinds=[], meta={}, rejected=[], created_at=utcnow())
-        ).inserted_primary_key[0]  # fmt: skip
-        conn.execute(insert(DatasetItem), [{"dataset_id": ds, "idx": 0, "external_id": "w", "reference_id": 1,
-                                             "candidate": "A.", "sentences": ["A."], "human_score": 1.0,
-                                             "human_label": 1, "extra": {}}])  # fmt: skip
+            insert(Dataset).values(
+                name="warm-up",
+                format="jsonl",
+                task="summarization",
+                sha256="warm",
+                n_items=1,
+                n_rejected=0,
+                label_kinds=[],
+                meta={},
+                rejected=[],
+                created_at=utcnow(),
+            )
+        ).inserted_primary_key[0]
+        conn.execute(
+            insert(DatasetItem),
+            [
+                {
+                    "dataset_id": ds,
+                    "idx": 0,
+                    "external_id": "w",
+                    "reference_id": 1,
+                    "candidate": "A.",
+                    "sentences": ["A."],
+                    "human_score": 1.0,
+                    "human_label": 1,
+                    "extra": {},
+                }
+            ],
+        )
         item = conn.execute(select(DatasetItem.id).where(DatasetItem.dataset_id == ds)).scalar_one()
         bid = conn.execute(
-            insert(Batch).values(name="warm-up", dataset_id=ds, status="done", n_items=1, max_rounds=0, params={},
-                                 prompt_versions={}, created_at=utcnow())
-        ).inserted_primary_key[0]  # fmt: skip
-        result = {"rounds": [{"round": 0, "score": 1.0, "model_is_consistent": True, "sentences": [
-            {"index": 0, "text": "A.", "verdict": "consistent"}]}]}  # fmt: skip
-        conn.execute(insert(BatchItem), [{"batch_id": bid, "item_id": item, "status": "done", "score": 1.0,
-                                          "final_score": 1.0, "n_rounds": 1, "result": result,
-                                          "updated_at": utcnow()}])  # fmt: skip
+            insert(Batch).values(
+                name="warm-up",
+                dataset_id=ds,
+                status="done",
+                n_items=1,
+                max_rounds=0,
+                params={},
+                prompt_versions={},
+                created_at=utcnow(),
+            )
+        ).inserted_primary_key[0]
+        result = {
+            "rounds": [
+                {
+                    "round": 0,
+                    "score": 1.0,
+                    "model_is_consistent": True,
+                    "sentences": [{"index": 0, "text": "A.", "verdict": "consistent"}],
+                }
+            ]
+        }
+        conn.execute(
+            insert(BatchItem),
+            [
+                {
+                    "batch_id": bid,
+                    "item_id": item,
+                    "status": "done",
+                    "score": 1.0,
+                    "final_score": 1.0,
+                    "n_rounds": 1,
+                    "result": result,
+                    "updated_at": utcnow(),
+                }
+            ],
+        )
     t = time.perf_counter()
     render(None)
     render("pages/6_Meta-evaluation.py", {"batch": str(bid)})
@@ -224,8 +378,10 @@ def main() -> None:
     query = {"batch": str(batch_id)}
     first, _ = render("pages/6_Meta-evaluation.py", query)
     second, at = render("pages/6_Meta-evaluation.py", query)
-    print(f"Meta-evaluation (?batch={batch_id}): first render {first:.3f} s (nothing cached), "
-          f"second render {second:.3f} s (a new session)")  # fmt: skip
+    print(
+        f"Meta-evaluation (?batch={batch_id}): first render {first:.3f} s (nothing cached), "
+        f"second render {second:.3f} s (a new session)"
+    )
     from components import background
 
     pending = [t for t in background._registry().tasks.values() if not t.future.done()]
@@ -233,8 +389,10 @@ def main() -> None:
         t = time.perf_counter()
         for task in pending:
             background.wait(task, 600)
-        print(f"  bootstrap intervals (1,000 resamples) finished in the background after {time.perf_counter() - t:.1f}"
-              " s more")  # fmt: skip
+        print(
+            f"  bootstrap intervals (1,000 resamples) finished in the background after {time.perf_counter() - t:.1f}"
+            " s more"
+        )
         third, at = render("pages/6_Meta-evaluation.py", query)
         print(f"  render with the intervals in: {third:.3f} s")
     # Tabs render lazily: the sentence-level and agreement tabs are the ones that read the 50,000 verdicts.

@@ -19,10 +19,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from services import dcr  # noqa: E402
-from services.config import backend_from_settings  # noqa: E402
-from services.llm import LLMClient, get_client  # noqa: E402
-from services.prompts import dcr as P  # noqa: E402
+from services import dcr
+from services.config import backend_from_settings
+from services.llm import LLMClient, get_client
+from services.prompts import dcr as P
 
 CORPUS = Path(__file__).resolve().parent.parent / "tests" / "corpora" / "verdict_phrasings.jsonl"
 SIGN = {"consistent": 1, "inconsistent": -1, "unknown": None}
@@ -68,8 +68,10 @@ def main() -> None:
         f"LLM converter answered {sum(m is not None for m in llm)}/{len(rows)} in {time.perf_counter() - started:.0f} s"
     )
     print("rule vs LLM, where both give a mark:", share(sum(rule[i] == llm[i] for i in both), len(both)))
-    print("rule vs LLM over every reason (unknown counts as a disagreement):",
-          share(sum(rule[i] == llm[i] and rule[i] is not None for i in range(len(rows))), len(rows)))  # fmt: skip
+    print(
+        "rule vs LLM over every reason (unknown counts as a disagreement):",
+        share(sum(rule[i] == llm[i] and rule[i] is not None for i in range(len(rows))), len(rows)),
+    )
     for name, marks in (("rule", rule), ("LLM", llm)):
         right = sum(marks[i] == gold[i] for i in stated)
         flipped = sum(marks[i] is not None and marks[i] == -gold[i] for i in stated)  # type: ignore[operator]

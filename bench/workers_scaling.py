@@ -47,7 +47,7 @@ batches.process_batch(engine, int(sys.argv[2]), wid=sys.argv[3])
 """
 
 
-def make_dataset(engine, n: int, *, tag: str) -> int:  # noqa: ANN001
+def make_dataset(engine, n: int, *, tag: str) -> int:
     """n documents of four sentences; `tag` keeps the rows of each run apart in a shared database."""
     with Session(engine) as session:
         ds = Dataset(name=f"scaling-{tag}", format="jsonl", sha256=f"scaling-{tag}", n_items=n)
@@ -60,10 +60,14 @@ def make_dataset(engine, n: int, *, tag: str) -> int:  # noqa: ANN001
             sentences = [f"Summary {i} ({tag}) sentence {j} says the council met." for j in range(4)]
             session.add(
                 DatasetItem(
-                    dataset_id=ds.id, idx=i, external_id=str(i), reference_id=doc.id,
-                    candidate=" ".join(sentences), sentences=sentences,
+                    dataset_id=ds.id,
+                    idx=i,
+                    external_id=str(i),
+                    reference_id=doc.id,
+                    candidate=" ".join(sentences),
+                    sentences=sentences,
                 )
-            )  # fmt: skip
+            )
         session.commit()
         return ds.id
 
@@ -72,8 +76,9 @@ def run(url: str, n_workers: int, items: int, backend: BackendConfig, in_flight:
     """(wall time with process start-up, time from the first claim to the last result, items per worker)."""
     engine = make_engine(url)
     ds = make_dataset(engine, items, tag=f"w{n_workers}-{time.time_ns()}")
-    bid = batches.create_batch(engine, dataset_id=ds, backend=backend, cfg=dcr.DCRConfig(max_rounds=0),
-                               concurrency=in_flight)  # fmt: skip
+    bid = batches.create_batch(
+        engine, dataset_id=ds, backend=backend, cfg=dcr.DCRConfig(max_rounds=0), concurrency=in_flight
+    )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     go = Path(tempfile.mkdtemp()) / "go"
     t = time.perf_counter()
@@ -109,8 +114,14 @@ def main() -> None:
     port = free_port()
     server = start_server(port, args.latency)
     try:
-        backend = BackendConfig(kind="openai", base_url=f"http://127.0.0.1:{port}/v1", model="latency-model",
-                                concurrency=args.in_flight, max_retries=0, timeout=30)  # fmt: skip
+        backend = BackendConfig(
+            kind="openai",
+            base_url=f"http://127.0.0.1:{port}/v1",
+            model="latency-model",
+            concurrency=args.in_flight,
+            max_retries=0,
+            timeout=30,
+        )
         print(
             f"{args.items} documents (1 call each), server latency {args.latency * 1000:.0f} ms, "
             f"{args.in_flight} requests in flight per worker, {os.cpu_count()} CPU core(s)"

@@ -28,15 +28,19 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--task", choices=["summarization", "semantic", "custom"], help="default: the dataset's")
     p.add_argument("--criteria", default="", help="criteria text for --task custom")
     p.add_argument(
-        "--method", choices=[*METHOD_LABELS, *nli.METHOD_LABELS], default="dce-amc",
+        "--method",
+        choices=[*METHOD_LABELS, *nli.METHOD_LABELS],
+        default="dce-amc",
         help="evidence: the offline evidence checker (no model call); summ-nli, sent-nli, qg-qa: the "
         "factual-inconsistency paradigms",
-    )  # fmt: skip
+    )
     p.add_argument("--window", type=int, default=1, help="sent-nli / qg-qa: summary sentences per window")
     p.add_argument(
-        "--repeats", type=int, default=1,
+        "--repeats",
+        type=int,
+        default=1,
         help="run the configuration N times, each asking the model again (standard deviation over runs)",
-    )  # fmt: skip
+    )
     p.add_argument("--output", default=None, help="write each item's result (verdicts, windows or QA pairs) here")
     p.add_argument("--amc", choices=["llm", "rule"], default="rule")
     p.add_argument("--rounds", type=int, default=0, help="improvement rounds (default 0: evaluate only)")
@@ -73,14 +77,21 @@ def run(args: argparse.Namespace) -> int:
     mapping = None
     if args.format in ("jsonl", "csv"):
         mapping = datasets.ColumnMapping(
-            reference=args.reference_column, candidate=args.candidate_column, id="id",
-            human_score=args.score_column, human_label=args.label_column,
-        )  # fmt: skip
+            reference=args.reference_column,
+            candidate=args.candidate_column,
+            id="id",
+            human_score=args.score_column,
+            human_label=args.label_column,
+        )
     try:
         saved, result = datasets.import_file(
-            engine, name=args.name or path.name, data=path.read_bytes(), fmt=args.format, mapping=mapping,
+            engine,
+            name=args.name or path.name,
+            data=path.read_bytes(),
+            fmt=args.format,
+            mapping=mapping,
             task=args.task or "summarization",
-        )  # fmt: skip
+        )
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -95,14 +106,25 @@ def run(args: argparse.Namespace) -> int:
     backend = backend_from_settings()
     is_nli = nli.is_nli(args.method)
     cfg = DCRConfig(
-        task=args.task or ds.task, criteria=args.criteria, method=args.method, amc=args.amc,
-        max_rounds=0 if is_nli else args.rounds, alpha=args.alpha, beta=args.beta,
-    )  # fmt: skip
+        task=args.task or ds.task,
+        criteria=args.criteria,
+        method=args.method,
+        amc=args.amc,
+        max_rounds=0 if is_nli else args.rounds,
+        alpha=args.alpha,
+        beta=args.beta,
+    )
     try:
         ids = batches.create_repeats(
-            engine, repeats=args.repeats, dataset_id=ds.id, backend=backend, cfg=cfg, concurrency=args.concurrency,
-            item_limit=args.limit, window=args.window,
-        )  # fmt: skip
+            engine,
+            repeats=args.repeats,
+            dataset_id=ds.id,
+            backend=backend,
+            cfg=cfg,
+            concurrency=args.concurrency,
+            item_limit=args.limit,
+            window=args.window,
+        )
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -136,19 +158,26 @@ def run(args: argparse.Namespace) -> int:
     return code
 
 
-def item_lines(engine, batch_id: int) -> list[dict]:  # noqa: ANN001
+def item_lines(engine, batch_id: int) -> list[dict]:
     """One output line per item: id, status, score and the method's result (windows, QA pairs or rounds)."""
     from services.headless import item_rows
 
     return [
-        {"batch": batch_id, "id": r.external_id, "status": r.status, "score": r.score, "error": r.error,
-         "usage": r.usage, **r.result}
+        {
+            "batch": batch_id,
+            "id": r.external_id,
+            "status": r.status,
+            "score": r.score,
+            "error": r.error,
+            "usage": r.usage,
+            **r.result,
+        }
         for chunk in item_rows(engine, batch_id)
         for r in chunk
-    ]  # fmt: skip
+    ]
 
 
-def run_here(engine, bid: int, backend, *, resume: str) -> int:  # noqa: ANN001
+def run_here(engine, bid: int, backend, *, resume: str) -> int:
     """Run one batch in this process with progress lines on stderr; its exit code (130: interrupted).
 
     `resume` says how to pick the batch up again after an interruption.

@@ -23,9 +23,16 @@ from services.config import backend_from_settings
 from services.errors import InputError
 
 ALIASES = {
-    "5p": "5-P", "7p": "7-P", "10p": "10-P", "11p-pos": "11-P (POS)", "11p": "11-P (POS)", "11p-neg": "11-P (NEG)",
-    "likert": "5-P Likert", "5p-likert": "5-P Likert", "binary": "Binary",
-}  # fmt: skip
+    "5p": "5-P",
+    "7p": "7-P",
+    "10p": "10-P",
+    "11p-pos": "11-P (POS)",
+    "11p": "11-P (POS)",
+    "11p-neg": "11-P (NEG)",
+    "likert": "5-P Likert",
+    "5p-likert": "5-P Likert",
+    "binary": "Binary",
+}
 
 
 def scale_keys(text: str) -> list[str]:
@@ -61,12 +68,21 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--definitions", default="none,short,long", help="criterion definitions (default none,short,long)")
     p.add_argument("--methods", default="base", help="base, dicl_r, dicl_sm (dICL needs --oracle)")
     p.add_argument("--k", type=int, default=5, help="examples for dICL (default 5)")
-    p.add_argument("--oracle", choices=["none", "imported", "endpoint"], default="none",
-                   help="imported: the score column of --input is the oracle; endpoint: --oracle-endpoint models "
-                        "(for dICL and accuracy)")  # fmt: skip
-    p.add_argument("--oracle-endpoint", action="append", default=[], metavar="BASE_URL|MODEL",
-                   help="an oracle endpoint (repeat for several; their examples are pooled, accuracy is per oracle; "
-                        "the key comes from OPENAI_API_KEY)")  # fmt: skip
+    p.add_argument(
+        "--oracle",
+        choices=["none", "imported", "endpoint"],
+        default="none",
+        help="imported: the score column of --input is the oracle; endpoint: --oracle-endpoint models "
+        "(for dICL and accuracy)",
+    )
+    p.add_argument(
+        "--oracle-endpoint",
+        action="append",
+        default=[],
+        metavar="BASE_URL|MODEL",
+        help="an oracle endpoint (repeat for several; their examples are pooled, accuracy is per oracle; "
+        "the key comes from OPENAI_API_KEY)",
+    )
     p.add_argument(
         "--answer-format",
         choices=list(ce.ANSWER_FORMATS),
@@ -179,8 +195,11 @@ def run(args: argparse.Namespace) -> int:
         if r["kind"] == "SC" or r["kind"].startswith("IC"):
             v = "undefined" if r["value"] is None else f"{r['value']:.3f}"
             ci = f" [{r['ci_low']:.3f}, {r['ci_high']:.3f}]" if r.get("ci_low") is not None else ""
-            print(f"{r['kind']:4} {r['criterion']:13} {r['granularity']:5} {r['scale']:28} {r['mode']:6} alpha {v}{ci} "
-                  f"n={r['n']}" + (f" ({r['note']})" if r["value"] is None else ""), file=sys.stderr)  # fmt: skip
+            print(
+                f"{r['kind']:4} {r['criterion']:13} {r['granularity']:5} {r['scale']:28} {r['mode']:6} alpha {v}{ci} "
+                f"n={r['n']}" + (f" ({r['note']})" if r["value"] is None else ""),
+                file=sys.stderr,
+            )
     print(f"{st.status}: {st.n_done} answers, {st.calls} calls, {st.cache_hits} cache hits", file=sys.stderr)
     if st.status != "done":
         print(f"error: {st.error or st.status}", file=sys.stderr)

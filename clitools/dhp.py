@@ -108,8 +108,10 @@ def cmd_stats(args: argparse.Namespace) -> int:
     out = dhp.result_record(res)
     _write_json(Path(args.output), out)
     print(_summary_line(res), file=sys.stderr)
-    print(f"wrote {args.output} ({len(res.perturbations)} perturbation(s)) in {time.perf_counter() - started:.2f} s",
-          file=sys.stderr)  # fmt: skip
+    print(
+        f"wrote {args.output} ({len(res.perturbations)} perturbation(s)) in {time.perf_counter() - started:.2f} s",
+        file=sys.stderr,
+    )
     return 0
 
 
@@ -123,7 +125,7 @@ def _summary_line(res: dhp.DiscernmentResult) -> str:
         f"{who}D_avg {_fmt(res.d_avg)} · D_min {_fmt(res.d_min)} · D_paper_avg {_fmt(res.d_paper_avg)} · "
         f"D_paper_min {_fmt(res.d_paper_min)} · D_EW_avg {_fmt(res.d_ew_avg)} · D_EW_min {_fmt(res.d_ew_min)}"
     )
-    return line + (f"\n  D_avg: {res.avg_note}" if res.avg_note else "")  # fmt: skip
+    return line + (f"\n  D_avg: {res.avg_note}" if res.avg_note else "")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -154,16 +156,27 @@ def cmd_run(args: argparse.Namespace) -> int:
     if only:
         unknown = [k for k in only if k not in {p.key for p in task.perturbations}]
         if unknown:
-            print(f"error: task {task.key} has no perturbation {', '.join(unknown)}; it has "
-                  f"{', '.join(p.key for p in task.perturbations)}", file=sys.stderr)  # fmt: skip
+            print(
+                f"error: task {task.key} has no perturbation {', '.join(unknown)}; it has "
+                f"{', '.join(p.key for p in task.perturbations)}",
+                file=sys.stderr,
+            )
             return 2
     base = backend_from_settings()
     models = args.models or [base.model]
     perturber = None if args.rule_only else base.with_changes(model=args.perturber or models[0])
     started = time.perf_counter()
     with get_session(engine) as s:
-        sid = dhp.create_set(task, items, name=f"cli: {Path(args.input).name}", seed=args.seed, session=s,
-                             backend=perturber, only=only, answer_format=args.answer_format)  # fmt: skip
+        sid = dhp.create_set(
+            task,
+            items,
+            name=f"cli: {Path(args.input).name}",
+            seed=args.seed,
+            session=s,
+            backend=perturber,
+            only=only,
+            answer_format=args.answer_format,
+        )
     print(f"set {sid}: {len(items)} item(s) · task {task.key} · seed {args.seed}", file=sys.stderr)
     if perturber is not None:
         failed = dhp.process_set(engine, sid, backend=perturber)
@@ -172,8 +185,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         texts = dhp.texts_frame(sid, session=s)
     for r in texts[texts["error"].notna()].itertuples():
         print(f"note: item {r.item_id} · {r.perturbation}: {r.error}", file=sys.stderr)
-    out: dict[str, Any] = {"task": task.key, "set_id": sid, "seed": args.seed, "repeats": args.repeats,
-                           "n_items": len(items), "weights": weights, "models": []}  # fmt: skip
+    out: dict[str, Any] = {
+        "task": task.key,
+        "set_id": sid,
+        "seed": args.seed,
+        "repeats": args.repeats,
+        "n_items": len(items),
+        "weights": weights,
+        "models": [],
+    }
     all_scores = []
     n_failed = 0
     order = [p.key for p in task.perturbations]
@@ -181,14 +201,21 @@ def cmd_run(args: argparse.Namespace) -> int:
     for model in models:
         backend = base.with_changes(model=model)
         with get_session(engine) as s:
-            rid = dhp.create_run(sid, backend, repeats=args.repeats, seed=args.seed, session=s,
-                                 answer_format=args.answer_format)  # fmt: skip
+            rid = dhp.create_run(
+                sid, backend, repeats=args.repeats, seed=args.seed, session=s, answer_format=args.answer_format
+            )
         status = dhp.process_run(engine, rid, backend=backend)
         with get_session(engine) as s:
             run = dhp.get_run(rid, session=s)
             scores = dhp.scores_frame(rid, session=s)
-        entry: dict[str, Any] = {"model": model, "run_id": rid, "status": status, "error": run.error,
-                                 "scores": run.n_done - run.n_failed, "failed_scores": run.n_failed}  # fmt: skip
+        entry: dict[str, Any] = {
+            "model": model,
+            "run_id": rid,
+            "status": status,
+            "error": run.error,
+            "scores": run.n_done - run.n_failed,
+            "failed_scores": run.n_failed,
+        }
         if not scores.empty:
             res = dhp.analyse(scores, weights=weights, model=model, order=order, expected=expected)
             entry.update(dhp.result_record(res))
@@ -207,8 +234,12 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Register `dhp run` and `dhp stats` on cli.py's subparsers."""
-    p = subparsers.add_parser("dhp", help="DHP: discernment of LLM evaluators by hierarchical perturbation",
-                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    p = subparsers.add_parser(
+        "dhp",
+        help="DHP: discernment of LLM evaluators by hierarchical perturbation",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = p.add_subparsers(dest="dhp_command", required=True)
     run = sub.add_parser("run", help="perturb items, score them with each model, write discernment scores")
     run.add_argument(
@@ -237,9 +268,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     st.add_argument("--task", help="a built-in task: D_avg is left empty when a level of its Table 1 row is missing")
     st.add_argument("--output", required=True, help="JSON file to write")
     st.add_argument(
-        "--zero-method", choices=["wilcox", "pratt", "zsplit"], default="wilcox",
+        "--zero-method",
+        choices=["wilcox", "pratt", "zsplit"],
+        default="wilcox",
         help="zero differences: dropped (wilcox, default), ranked then dropped (pratt), split (zsplit)",
-    )  # fmt: skip
+    )
     st.set_defaults(func=cmd_stats)
     return p
 

@@ -30,19 +30,42 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         description="Prompts with reasoning where the judge matched the gold label, prompts without reasoning "
         "(gold label) for every labelled item; in-domain split by document or out-of-domain by dataset.",
     )
-    p.add_argument("--run", required=True, type=int, action="append", metavar="ID",
-                   help="a batch id; repeat to pool batches (first correct judgement gives the reasoning)")  # fmt: skip
+    p.add_argument(
+        "--run",
+        required=True,
+        type=int,
+        action="append",
+        metavar="ID",
+        help="a batch id; repeat to pool batches (first correct judgement gives the reasoning)",
+    )
     p.add_argument("--split", choices=["in-domain", "ood"], default="in-domain")
-    p.add_argument("--format", choices=["chat", "plain"], default="chat", dest="fmt",
-                   help="chat: {messages: [...]} lines; plain: {prompt, completion} lines")  # fmt: skip
+    p.add_argument(
+        "--format",
+        choices=["chat", "plain"],
+        default="chat",
+        dest="fmt",
+        help="chat: {messages: [...]} lines; plain: {prompt, completion} lines",
+    )
     p.add_argument("--output", required=True, type=Path, metavar="DIR", help="directory for the files")
     p.add_argument("--seed", type=int, default=distill.DEFAULT_SEED, help="split and shuffle seed (default 0)")
-    p.add_argument("--test-share", type=float, default=distill.DEFAULT_TEST_SHARE,
-                   help="in-domain: share of documents held out (default 0.2)")  # fmt: skip
-    p.add_argument("--test-dataset", type=int, metavar="ID",
-                   help="ood: the held-out dataset id (default: the dataset of the last --run)")  # fmt: skip
-    p.add_argument("--answer", choices=["json", "text"], default="json",
-                   help="json: the app's JSON answers (default); text: the paper's 'Judgement: ...' lines")  # fmt: skip
+    p.add_argument(
+        "--test-share",
+        type=float,
+        default=distill.DEFAULT_TEST_SHARE,
+        help="in-domain: share of documents held out (default 0.2)",
+    )
+    p.add_argument(
+        "--test-dataset",
+        type=int,
+        metavar="ID",
+        help="ood: the held-out dataset id (default: the dataset of the last --run)",
+    )
+    p.add_argument(
+        "--answer",
+        choices=["json", "text"],
+        default="json",
+        help="json: the app's JSON answers (default); text: the paper's 'Judgement: ...' lines",
+    )
     p.set_defaults(func=run)
     return p
 
@@ -51,9 +74,14 @@ def run(args: argparse.Namespace) -> int:
     """Build and write the set; 2 with a message for what the user must fix."""
     try:
         ds = distill.build(
-            get_engine(), args.run, split=args.split, seed=args.seed, test_share=args.test_share,
-            test_dataset_id=args.test_dataset, answer=args.answer,
-        )  # fmt: skip
+            get_engine(),
+            args.run,
+            split=args.split,
+            seed=args.seed,
+            test_share=args.test_share,
+            test_dataset_id=args.test_dataset,
+            answer=args.answer,
+        )
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -62,6 +90,9 @@ def run(args: argparse.Namespace) -> int:
     for note in ds.notes:
         print(f"note: {note}", file=sys.stderr)
     s = ds.stats
-    print(f"wrote {', '.join(str(p) for p in paths)}: {s.n_train:,} training examples ({s.n_with_reasoning:,} with "
-          f"reasoning), {s.n_test:,} test examples", file=sys.stderr)  # fmt: skip
+    print(
+        f"wrote {', '.join(str(p) for p in paths)}: {s.n_train:,} training examples ({s.n_with_reasoning:,} with "
+        f"reasoning), {s.n_test:,} test examples",
+        file=sys.stderr,
+    )
     return 0

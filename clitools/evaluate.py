@@ -30,10 +30,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     ev.add_argument("--task", choices=["summarization", "semantic", "custom"], default="summarization")
     ev.add_argument("--criteria", help="criteria text for --task custom")
     ev.add_argument(
-        "--method", choices=[*dcr.METHOD_LABELS, *nli.METHOD_LABELS], default="dce-amc",
+        "--method",
+        choices=[*dcr.METHOD_LABELS, *nli.METHOD_LABELS],
+        default="dce-amc",
         help="evidence: the offline evidence checker (no model call); summ-nli, sent-nli, qg-qa: the "
         "factual-inconsistency paradigms (verdict only)",
-    )  # fmt: skip
+    )
     ev.add_argument("--window", type=int, default=1, help="sent-nli / qg-qa: summary sentences per window (default 1)")
     ev.add_argument("--amc", choices=["llm", "rule"], default="rule", help="converter (default: rule)")
     ev.add_argument("--alpha", type=float, default=dcr.DEFAULT_ALPHA, help="Eq. 3 alpha (default 0, Appendix C.1)")
@@ -41,15 +43,17 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     ev.add_argument("--rounds", type=int, default=0, help="improvement rounds m (default 0: evaluate only)")
     ev.add_argument("--concurrency", type=int, default=None, help="items in flight at once")
     ev.add_argument(
-        "--evidence", action="store_true",
+        "--evidence",
+        action="store_true",
         help="add each sentence's evidence (top reference sentences, novel spans, support) to the output; "
         "computed after the model calls, once per distinct sentence (the evidence method always has it)",
-    )  # fmt: skip
+    )
     ev.add_argument(
-        "--embeddings", action="store_true",
+        "--embeddings",
+        action="store_true",
         help="the evidence checker (and the evidence with --evidence) aligns with MiniLM embeddings too; "
         "slower (default: lexical overlap, or EVIDENCE_EMBEDDINGS_IN_BULK=1)",
-    )  # fmt: skip
+    )
     ev.set_defaults(func=run)
     return ev
 
@@ -96,8 +100,10 @@ def run(args: argparse.Namespace) -> int:
         if args.rounds > 0:
             print(f"note: --rounds ignored: {args.method} gives a verdict, not a rewrite", file=sys.stderr)
     elif cfg.uses_model:
-        print(f"{n} item(s) · {backend.label} · {args.method} · converter {args.amc} · rounds {args.rounds}",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"{n} item(s) · {backend.label} · {args.method} · converter {args.amc} · rounds {args.rounds}",
+            file=sys.stderr,
+        )
     else:
         from services.dcr import evidence
 
@@ -126,6 +132,7 @@ def run(args: argparse.Namespace) -> int:
                     print(f"{line['id']}: {line['error']}", file=sys.stderr)
     if failed > 20:
         print(f"... and {failed - 20} more with errors", file=sys.stderr)
-    print(f"wrote {out_path} ({n} lines, {failed} with errors) in {time.perf_counter() - started:.1f} s",
-          file=sys.stderr)  # fmt: skip
+    print(
+        f"wrote {out_path} ({n} lines, {failed} with errors) in {time.perf_counter() - started:.1f} s", file=sys.stderr
+    )
     return 1 if failed == n else 0

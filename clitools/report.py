@@ -32,9 +32,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--run", required=True, type=int, metavar="ID", help="the batch id (as on the Batches page)")
     p.add_argument("--output", type=Path, metavar="FILE.json", help="write here (default: print to stdout)")
     p.add_argument(
-        "--threshold", type=float, default=metaeval.DEFAULT_THRESHOLD,
+        "--threshold",
+        type=float,
+        default=metaeval.DEFAULT_THRESHOLD,
         help="a score below it flags a summary as inconsistent (default 1.0: any inconsistent sentence)",
-    )  # fmt: skip
+    )
     p.add_argument("--seed", type=int, default=metaeval.DEFAULT_SEED, help="bootstrap seed (default 0)")
     p.add_argument("--boot", type=int, default=metaeval.DEFAULT_BOOT, help="bootstrap resamples (default 1000)")
     p.add_argument("--compare", type=int, metavar="ID", help="a second batch over the same dataset (Figure 3)")
@@ -42,10 +44,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--embeddings", action="store_true", help="with --baselines: the embedding similarity too")
     p.add_argument("--html", type=Path, metavar="FILE.html", help="write the report as one self-contained HTML file")
     p.add_argument(
-        "--kind", default="batch", choices=REPORT_KINDS,
+        "--kind",
+        default="batch",
+        choices=REPORT_KINDS,
         help="with --html: what --run designates: a batch (default), a run, a batch compared with every batch "
         "over its dataset (nli), a ConsEval study, a DHP run or a survey",
-    )  # fmt: skip
+    )
     p.set_defaults(func=run)
     return p
 
@@ -68,9 +72,15 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         rep = metaeval.report(
-            engine, args.run, threshold=args.threshold, seed=args.seed, n_boot=args.boot, other_batch_id=args.compare,
-            compute_baselines_first=args.baselines, with_embeddings=args.embeddings,
-        )  # fmt: skip
+            engine,
+            args.run,
+            threshold=args.threshold,
+            seed=args.seed,
+            n_boot=args.boot,
+            other_batch_id=args.compare,
+            compute_baselines_first=args.baselines,
+            with_embeddings=args.embeddings,
+        )
     except InputError as exc:
         print(f"error: {exc} List batches on the app's Batches page.", file=sys.stderr)
         return 2
@@ -82,12 +92,14 @@ def run(args: argparse.Namespace) -> int:
     args.output.write_text(text + "\n", encoding="utf-8")
     h = rep["human_agreement"]
     alpha = f"{h['alpha']:.4f} over {h['n_sentences']:,} sentences" if h["alpha"] is not None else "n/a"
-    print(f"wrote {args.output}: batch {args.run}, {rep['summary_level']['n_items']:,} items, human alpha {alpha}",
-          file=sys.stderr)  # fmt: skip
+    print(
+        f"wrote {args.output}: batch {args.run}, {rep['summary_level']['n_items']:,} items, human alpha {alpha}",
+        file=sys.stderr,
+    )
     return 0
 
 
-def write_html(engine, args: argparse.Namespace) -> int:  # noqa: ANN001
+def write_html(engine, args: argparse.Namespace) -> int:
     """The stakeholder report of `--kind` `--run` as one HTML file; 2 when it cannot be built."""
     from services.reports import build, to_html
 
@@ -102,6 +114,9 @@ def write_html(engine, args: argparse.Namespace) -> int:  # noqa: ANN001
     args.html.parent.mkdir(parents=True, exist_ok=True)
     args.html.write_text(to_html(report), encoding="utf-8")
     size = args.html.stat().st_size
-    print(f"wrote {args.html}: {report.title}, {len(report.figures)} chart(s), {len(report.tables)} table(s), "
-          f"{len(report.examples)} example(s), {size / 1e6:.1f} MB", file=sys.stderr)  # fmt: skip
+    print(
+        f"wrote {args.html}: {report.title}, {len(report.figures)} chart(s), {len(report.tables)} table(s), "
+        f"{len(report.examples)} example(s), {size / 1e6:.1f} MB",
+        file=sys.stderr,
+    )
     return 0

@@ -81,9 +81,12 @@ def gate(page_link: str | None) -> bool:
         owner = st.session_state.get(OWNER_KEY) == mode.value
     held = st.session_state.get(GRANT_KEY)
     decision = auth.decide(
-        page_link=page_link, query=st.query_params.to_dict(), owner=owner,
-        held=Grant(*held) if held else None, mode=mode,
-    )  # fmt: skip
+        page_link=page_link,
+        query=st.query_params.to_dict(),
+        owner=owner,
+        held=Grant(*held) if held else None,
+        mode=mode,
+    )
     if decision.grant is not None:
         st.session_state[GRANT_KEY] = (decision.grant.kind, decision.grant.token)
     if decision.show == "owner":
@@ -102,8 +105,12 @@ def gate(page_link: str | None) -> bool:
         link = decision.grant.link  # type: ignore[union-attr]
         st.title("Not part of your link")
         st.error(decision.message, icon=":material/lock:")
-        st.page_link(link.path, label=f"Back to {link.page}", icon=":material/arrow_back:",
-                     query_params={link.param: decision.grant.token})  # type: ignore[union-attr]  # fmt: skip
+        st.page_link(
+            link.path,
+            label=f"Back to {link.page}",
+            icon=":material/arrow_back:",
+            query_params={link.param: decision.grant.token},
+        )  # type: ignore[union-attr]
     elif decision.show == "closed":
         st.title("Consistency Studio")
         st.error(decision.message, icon=":material/lock:")
@@ -161,9 +168,13 @@ def _oidc_form(providers: list[str | None], owners: list[str]) -> None:
         return
     for name in providers:
         st.button(
-            f"Sign in with {name.capitalize()}" if name else "Sign in", type="primary", icon=":material/login:",
-            on_click=st.login, args=(name,) if name else (), key=f"auth_login_{name or 'default'}",
-        )  # fmt: skip
+            f"Sign in with {name.capitalize()}" if name else "Sign in",
+            type="primary",
+            icon=":material/login:",
+            on_click=st.login,
+            args=(name,) if name else (),
+            key=f"auth_login_{name or 'default'}",
+        )
 
 
 def render_owner_status() -> None:

@@ -54,13 +54,18 @@ def _flash_key(key_prefix: str, target: Target) -> str:
     return f"{key_prefix}_{target.key}_flash"
 
 
-def _set_label(engine: Engine, annotator_id: int, target: Target, idx: int, label: int, note_key: str,
-               key_prefix: str) -> None:  # fmt: skip
+def _set_label(
+    engine: Engine, annotator_id: int, target: Target, idx: int, label: int, note_key: str, key_prefix: str
+) -> None:
     try:
         annotations.label_sentence(
-            engine, annotator_id=annotator_id, target=target, sentence_idx=idx, label=label,
+            engine,
+            annotator_id=annotator_id,
+            target=target,
+            sentence_idx=idx,
+            label=label,
             note=st.session_state.get(note_key),
-        )  # fmt: skip
+        )
     except InputError as exc:
         st.session_state[_flash_key(key_prefix, target)] = str(exc)
 
@@ -169,7 +174,7 @@ def render_sentence_labeller(
 ANNOTATOR_KEY = "annotator_name"  # who is labelling, shared by the Evaluate, History and Annotate pages
 
 
-def render_run_annotation(engine: Engine, *, run_id: int, rnd, key_prefix: str) -> None:  # noqa: ANN001
+def render_run_annotation(engine: Engine, *, run_id: int, rnd, key_prefix: str) -> None:
     """Human labels for the sentences of one round of a run, beside the model's verdicts.
 
     Labels are stored per annotator; the model's verdicts are never changed.

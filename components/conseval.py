@@ -21,7 +21,7 @@ KIND_LABELS = {
 }
 
 
-def fmt_value(v, lo, hi) -> str:  # noqa: ANN001
+def fmt_value(v, lo, hi) -> str:
     """'0.82 [0.71, 0.90]', or '0.82' without an interval, or 'undefined'."""
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "undefined"
@@ -68,8 +68,13 @@ def show_table(df: pd.DataFrame) -> None:
 def render_progress(study: ce.ConsevalStudyPublic) -> None:
     """Status, answers done of planned, calls and cache hits."""
     done, planned = study.n_done, max(1, study.n_planned)
-    label = {"queued": "Waiting for the worker", "running": "Running", "done": "Finished", "failed": "Failed",
-             "cancelled": "Cancelled"}.get(study.status, study.status)  # fmt: skip
+    label = {
+        "queued": "Waiting for the worker",
+        "running": "Running",
+        "done": "Finished",
+        "failed": "Failed",
+        "cancelled": "Cancelled",
+    }.get(study.status, study.status)
     st.progress(min(1.0, done / planned), text=f"{label} · {done:,} of {study.n_planned:,} answers")
     m = st.columns(4)
     m[0].metric("Answers", f"{done:,}")
@@ -103,9 +108,11 @@ def render_results(study: ce.ConsevalStudyPublic, ratings: pd.DataFrame) -> None
         if sc.empty:
             st.info("Self-consistency needs n ≥ 2 samples per item.")
         else:
-            st.caption("Krippendorff's α across the n samples (temperature 1.0) of each item; interval level for "
-                       "numeric scales, ordinal for Likert, nominal for binary. Whiskers: bootstrap 95% intervals "
-                       "(resampling items). Hatched bars are undefined: the table says why.")  # fmt: skip
+            st.caption(
+                "Krippendorff's α across the n samples (temperature 1.0) of each item; interval level for "
+                "numeric scales, ordinal for Likert, nominal for binary. Whiskers: bootstrap 95% intervals "
+                "(resampling items). Hatched bars are undefined: the table says why."
+            )
             model, variant = _pick(sc, "ce_sc")
             d = sc[(sc["model"] == model) & (sc["variant"] == variant)]
             st.plotly_chart(make_sc_figure(d), key="ce_sc_fig")
@@ -115,14 +122,19 @@ def render_results(study: ce.ConsevalStudyPublic, ratings: pd.DataFrame) -> None
         if ic.empty:
             st.info("Inter-consistency needs the scales of a case of Table 4 (e.g. 5-P and 5-P Likert).")
         else:
-            st.caption("α between the scores the model gives on different scales, each mapped onto [0, 1] "
-                       "(interval level), apart for each decoding as in Figure 3: the method's own row is the "
-                       "greedy answers, '(sampled)' the answers at temperature 1.0 (units: item × sample), SCE "
-                       "their mean. GS (greedy against a sampled answer on one scale) is an extra, not in the "
-                       "paper.")  # fmt: skip
+            st.caption(
+                "α between the scores the model gives on different scales, each mapped onto [0, 1] "
+                "(interval level), apart for each decoding as in Figure 3: the method's own row is the "
+                "greedy answers, '(sampled)' the answers at temperature 1.0 (units: item × sample), SCE "
+                "their mean. GS (greedy against a sampled answer on one scale) is an extra, not in the "
+                "paper."
+            )
             with st.expander("Mappings onto [0, 1]"):
-                st.dataframe(pd.DataFrame([{"scale": k, "mapping": s.mapping} for k, s in ce.SCALES.items()]),
-                             hide_index=True, width="stretch")  # fmt: skip
+                st.dataframe(
+                    pd.DataFrame([{"scale": k, "mapping": s.mapping} for k, s in ce.SCALES.items()]),
+                    hide_index=True,
+                    width="stretch",
+                )
             model, variant = _pick(ic, "ce_ic")
             d = ic[(ic["model"] == model) & (ic["variant"] == variant)]
             st.plotly_chart(make_ic_figure(d), key="ce_ic_fig")
@@ -134,10 +146,12 @@ def render_results(study: ce.ConsevalStudyPublic, ratings: pd.DataFrame) -> None
         if matrix.empty:
             st.info("Nothing to show for this criterion.")
         else:
-            st.caption("Each cell: the mean over definitions and scales (SC) or definitions (IC); accuracy is "
-                       "Pearson r against each oracle on the 5-P scale, as Table 3. Columns marked Extra are not "
-                       "the paper's: accuracy averaged over every scale, and GS. SC is blank for SCE rows, as in "
-                       "Table 5. The intervals are in the other tabs.")  # fmt: skip
+            st.caption(
+                "Each cell: the mean over definitions and scales (SC) or definitions (IC); accuracy is "
+                "Pearson r against each oracle on the 5-P scale, as Table 3. Columns marked Extra are not "
+                "the paper's: accuracy averaged over every scale, and GS. SC is blank for SCE rows, as in "
+                "Table 5. The intervals are in the other tabs."
+            )
             st.plotly_chart(make_matrix_figure(matrix), key="ce_mx_fig")
             st.dataframe(matrix.round(3), width="stretch", placeholder="—")
     with tabs[3]:
@@ -155,11 +169,15 @@ def render_results(study: ce.ConsevalStudyPublic, ratings: pd.DataFrame) -> None
     with tabs[4]:
         hum = df[df["kind"].isin(["HUMAN", "HUMAN-MODEL"])]
         if hum.empty:
-            st.info("No human ratings yet. Add raters below; their personal links open the Rate page. Then press "
-                    "**Recompute results**.")  # fmt: skip
+            st.info(
+                "No human ratings yet. Add raters below; their personal links open the Rate page. Then press "
+                "**Recompute results**."
+            )
         else:
-            st.caption("α among the human raters, and between each model's greedy score (base prompt) and the "
-                       "humans' consensus (mean, median or majority by the scale's level).")  # fmt: skip
+            st.caption(
+                "α among the human raters, and between each model's greedy score (base prompt) and the "
+                "humans' consensus (mean, median or majority by the scale's level)."
+            )
             show_table(hum)
     with tabs[5]:
         if ratings.empty:
@@ -167,17 +185,25 @@ def render_results(study: ce.ConsevalStudyPublic, ratings: pd.DataFrame) -> None
         else:
             only_missing = st.toggle("Only unreadable or off-scale answers", key="ce_only_missing")
             r = ratings[ratings["value"].isna()] if only_missing else ratings
-            st.caption(f"{len(ratings):,} answers, {int(ratings['value'].isna().sum()):,} missing. Sample −1 is the "
-                       "greedy answer. A missing value keeps the raw answer and the reason.")  # fmt: skip
+            st.caption(
+                f"{len(ratings):,} answers, {int(ratings['value'].isna().sum()):,} missing. Sample −1 is the "
+                "greedy answer. A missing value keeps the raw answer and the reason."
+            )
             st.dataframe(r.head(2000), hide_index=True, width="stretch")
             st.download_button(
-                "Download answers (CSV)", frame_csv(ratings), file_name=f"conseval-{study.id}.csv",
-                mime="text/csv", icon=":material/download:",
-            )  # fmt: skip
+                "Download answers (CSV)",
+                frame_csv(ratings),
+                file_name=f"conseval-{study.id}.csv",
+                mime="text/csv",
+                icon=":material/download:",
+            )
     st.download_button(
-        "Download results (CSV)", frame_csv(table(df)), file_name=f"conseval-{study.id}-results.csv",
-        mime="text/csv", icon=":material/download:",
-    )  # fmt: skip
+        "Download results (CSV)",
+        frame_csv(table(df)),
+        file_name=f"conseval-{study.id}-results.csv",
+        mime="text/csv",
+        icon=":material/download:",
+    )
 
 
 def rater_link(token: str) -> str:
@@ -190,7 +216,7 @@ def rater_link(token: str) -> str:
     return f"{root}/Rate?token={token}"
 
 
-def render_raters(raters: list[ce.RaterInfo], n_items: int, n_scales: int, on_revoke) -> None:  # noqa: ANN001
+def render_raters(raters: list[ce.RaterInfo], n_items: int, n_scales: int, on_revoke) -> None:
     """Who rates, their link, and how much each has rated."""
     if not raters:
         st.caption("No rater yet.")

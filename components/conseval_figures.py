@@ -13,7 +13,7 @@ GRAN_COLORS = {"none": "#9aa5b1", "short": "#4c8bd6", "long": "#1f3f77"}
 MODEL_COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2"]
 
 
-def _num(v) -> float | None:  # noqa: ANN001
+def _num(v) -> float | None:
     try:
         f = float(v)
     except (TypeError, ValueError):
@@ -63,9 +63,13 @@ def _bars(df: pd.DataFrame, x: str, title: str, x_title: str, y_title: str = "Kr
     fig.update_yaxes(title_text=y_title, row=1, col=1)
     fig.update_yaxes(range=[min(-0.2, _min(df)), 1.15])
     fig.update_layout(
-        title=title, barmode="group", height=420, margin=dict(t=70, l=60, r=20, b=60),
-        legend=dict(orientation="h", y=-0.25), template="plotly_white",
-    )  # fmt: skip
+        title=title,
+        barmode="group",
+        height=420,
+        margin=dict(t=70, l=60, r=20, b=60),
+        legend=dict(orientation="h", y=-0.25),
+        template="plotly_white",
+    )
     return fig
 
 
@@ -88,8 +92,12 @@ def make_ic_figure(df: pd.DataFrame) -> go.Figure:
     gs = df[df["kind"] == "GS"]
     if len(gs):
         d = pd.concat([d, gs.assign(case="GS · " + gs["scale"].astype(str))], ignore_index=True)
-    return _bars(d, "case", "Inter-consistency: α between scales (IC, mapped onto [0, 1]) and greedy vs sampled "
-                 "on each scale (GS)", "case")  # fmt: skip
+    return _bars(
+        d,
+        "case",
+        "Inter-consistency: α between scales (IC, mapped onto [0, 1]) and greedy vs sampled on each scale (GS)",
+        "case",
+    )
 
 
 def make_matrix_figure(matrix: pd.DataFrame) -> go.Figure:
@@ -98,14 +106,24 @@ def make_matrix_figure(matrix: pd.DataFrame) -> go.Figure:
     text = [[("–" if not np.isfinite(v) else f"{v:.2f}") for v in row] for row in z]
     fig = go.Figure(
         go.Heatmap(
-            z=z, x=list(matrix.columns), y=list(matrix.index), text=text, texttemplate="%{text}",
-            colorscale="RdBu", zmin=-1, zmax=1, colorbar=dict(title="α / r"), hoverongaps=False,
+            z=z,
+            x=list(matrix.columns),
+            y=list(matrix.index),
+            text=text,
+            texttemplate="%{text}",
+            colorscale="RdBu",
+            zmin=-1,
+            zmax=1,
+            colorbar=dict(title="α / r"),
+            hoverongaps=False,
         )
-    )  # fmt: skip
+    )
     fig.update_layout(
         title="Model × method (Table 5): mean over definitions and scales",
-        height=max(260, 60 + 38 * len(matrix)), margin=dict(t=60, l=200, r=20, b=40), template="plotly_white",
-    )  # fmt: skip
+        height=max(260, 60 + 38 * len(matrix)),
+        margin=dict(t=60, l=200, r=20, b=40),
+        template="plotly_white",
+    )
     fig.update_yaxes(autorange="reversed")
     return fig
 
@@ -122,11 +140,18 @@ def make_radar_figure(radar: pd.DataFrame) -> go.Figure:
             r = [_num(v) for v in d[aspect]]  # an undefined value is a gap, not a zero
             fig.add_trace(
                 go.Scatterpolar(
-                    r=r + r[:1], theta=theta, name=model, legendgroup=model, showlegend=col == 1, fill="toself",
-                    opacity=0.55, line_color=MODEL_COLORS[i % len(MODEL_COLORS)],
+                    r=r + r[:1],
+                    theta=theta,
+                    name=model,
+                    legendgroup=model,
+                    showlegend=col == 1,
+                    fill="toself",
+                    opacity=0.55,
+                    line_color=MODEL_COLORS[i % len(MODEL_COLORS)],
                 ),
-                row=1, col=col,
-            )  # fmt: skip
+                row=1,
+                col=col,
+            )
     values = [_num(v) for a in aspects for v in radar[a]]
     low = min([v for v in values if v is not None] + [0.0])
     fig.update_polars(
@@ -135,8 +160,11 @@ def make_radar_figure(radar: pd.DataFrame) -> go.Figure:
     )
     fig.update_annotations(y=1.1, font=dict(size=14))  # the aspect names, clear of the top criterion's label
     fig.update_layout(
-        title=dict(text="ConsEval across criteria (Figure 4): IC and accuracy averaged, base prompt", y=0.98,
-                   yanchor="top"),
-        height=480, margin=dict(t=140, l=50, r=50, b=40), legend=dict(orientation="h", y=-0.1),
-    )  # fmt: skip
+        title=dict(
+            text="ConsEval across criteria (Figure 4): IC and accuracy averaged, base prompt", y=0.98, yanchor="top"
+        ),
+        height=480,
+        margin=dict(t=140, l=50, r=50, b=40),
+        legend=dict(orientation="h", y=-0.1),
+    )
     return fig

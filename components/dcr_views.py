@@ -134,11 +134,13 @@ def render_score(ev: Evaluation, usage: dict | None = None, *, compact: bool = F
         cols[0].metric("Score Ẑ", f"{s.z_hat:.3f}", help="Eq. 3: Z = (Σ z_i + α)/(k + β), Ẑ = (Z + 1)/2")
     elif s is not None and s.partial_z_hat is not None:
         cols[0].metric(
-            "Score Ẑ", "n/a", delta=f"partial {s.partial_z_hat:.3f} on {ev.n_judged} of {len(ev.sentences)}",
+            "Score Ẑ",
+            "n/a",
+            delta=f"partial {s.partial_z_hat:.3f} on {ev.n_judged} of {len(ev.sentences)}",
             delta_color="off",
             help="A sentence that was not judged is never counted as consistent, so the document has no score. "
             f"The partial score is Eq. 3 over the {ev.n_judged} sentence(s) that were judged.",
-        )  # fmt: skip
+        )
     else:
         cols[0].metric("Score Ẑ", "n/a", help="No sentence could be judged, so there is no score.")
     cols[1].metric("Judged", f"{ev.n_judged} / {len(ev.sentences)}", help="Sentences with a mark z_i")

@@ -34,10 +34,12 @@ def _layout(fig: go.Figure, title: str, x: str, y: str, height: int = 400) -> go
 
 def _threshold(fig: go.Figure) -> None:
     fig.add_hline(
-        y=1.0, line={"color": THRESHOLD_COLOR, "dash": "dash", "width": 2},
-        annotation_text="D = 1 (p = 0.05)", annotation_position="top left",
+        y=1.0,
+        line={"color": THRESHOLD_COLOR, "dash": "dash", "width": 2},
+        annotation_text="D = 1 (p = 0.05)",
+        annotation_position="top left",
         annotation_font={"color": THRESHOLD_COLOR, "size": 11},
-    )  # fmt: skip
+    )
 
 
 def make_discernment_figure(df: pd.DataFrame) -> go.Figure:
@@ -53,12 +55,19 @@ def make_discernment_figure(df: pd.DataFrame) -> go.Figure:
             continue
         values = [part["value"].get(m) for m in models]
         fig.add_bar(
-            x=models, y=[None if v is None or pd.isna(v) else float(v) for v in values], name=score.replace("_", " "),
-            marker_color=color, hovertemplate="%{x}<br>" + score + " = %{y:.2f}<extra></extra>",
-        )  # fmt: skip
+            x=models,
+            y=[None if v is None or pd.isna(v) else float(v) for v in values],
+            name=score.replace("_", " "),
+            marker_color=color,
+            hovertemplate="%{x}<br>" + score + " = %{y:.2f}<extra></extra>",
+        )
     _threshold(fig)
-    return _layout(fig, "Discernment of each evaluator (higher is better; above the line: significant)", "model",
-                   "discernment score D")  # fmt: skip
+    return _layout(
+        fig,
+        "Discernment of each evaluator (higher is better; above the line: significant)",
+        "model",
+        "discernment score D",
+    )
 
 
 def make_perturbation_figure(df: pd.DataFrame) -> go.Figure:
@@ -73,10 +82,12 @@ def make_perturbation_figure(df: pd.DataFrame) -> go.Figure:
         for i, (model, part) in enumerate(df.groupby("model", sort=False)):
             vals = part.set_index("perturbation")["value"]
             fig.add_bar(
-                x=x, y=[None if pd.isna(vals.get(p)) else float(vals.get(p)) for p in order], name=str(model),
+                x=x,
+                y=[None if pd.isna(vals.get(p)) else float(vals.get(p)) for p in order],
+                name=str(model),
                 marker_color=MODEL_COLORS[i % len(MODEL_COLORS)],
                 hovertemplate="%{x}<br>" + str(model) + ": D = %{y:.2f}<extra></extra>",
-            )  # fmt: skip
+            )
     _threshold(fig)
     fig = _layout(fig, "Discernment per perturbation", "", "D", height=470)
     # Long rotated labels below the axis: the legend goes above the plot, clear of them.
@@ -98,25 +109,39 @@ def make_weights_figure(df: pd.DataFrame) -> go.Figure:
         for i, (metric, part) in enumerate(df.groupby("metric", sort=False)):
             p = part.set_index("issue")
             fig.add_bar(
-                y=issues, x=[None if pd.isna(p["weight"].get(q)) else float(p["weight"].get(q)) for q in issues],
-                customdata=[int(p["votes"].get(q, 0)) for q in issues], name=str(metric), orientation="h",
+                y=issues,
+                x=[None if pd.isna(p["weight"].get(q)) else float(p["weight"].get(q)) for q in issues],
+                customdata=[int(p["votes"].get(q, 0)) for q in issues],
+                name=str(metric),
+                orientation="h",
                 marker_color=METRIC_COLORS[i % len(METRIC_COLORS)],
                 hovertemplate="%{y}<br>" + str(metric) + ": %{x:.0%} (%{customdata} votes)<extra></extra>",
-            )  # fmt: skip
-    fig = _layout(fig, "Expert weights: which metric each quality issue impacts most", "share of votes",
-                  "", height=max(300, 60 + 42 * df["issue"].nunique()) if len(df) else 300)  # fmt: skip
+            )
+    fig = _layout(
+        fig,
+        "Expert weights: which metric each quality issue impacts most",
+        "share of votes",
+        "",
+        height=max(300, 60 + 42 * df["issue"].nunique()) if len(df) else 300,
+    )
     fig.update_layout(barmode="stack", margin={"l": 200, "r": 20, "t": 50, "b": 90}, legend_traceorder="normal")
     fig.update_xaxes(range=[0, 1], tickformat=".0%")
     fig.update_yaxes(autorange="reversed")
     return fig
 
 
-def overall_frame(results) -> pd.DataFrame:  # noqa: ANN001 - a sequence of services.dhp.DiscernmentResult
+def overall_frame(results) -> pd.DataFrame:
     """Long rows model, score, value for `make_discernment_figure`."""
     rows = []
     for r in results:
-        scores = (("D_avg", r.d_avg), ("D_min", r.d_min), ("D_paper_avg", r.d_paper_avg),
-                  ("D_paper_min", r.d_paper_min), ("D_EW_avg", r.d_ew_avg), ("D_EW_min", r.d_ew_min))  # fmt: skip
+        scores = (
+            ("D_avg", r.d_avg),
+            ("D_min", r.d_min),
+            ("D_paper_avg", r.d_paper_avg),
+            ("D_paper_min", r.d_paper_min),
+            ("D_EW_avg", r.d_ew_avg),
+            ("D_EW_min", r.d_ew_min),
+        )
         for score, value in scores:
             rows.append({"model": r.model, "score": score, "value": value})
     return pd.DataFrame(rows, columns=["model", "score", "value"])

@@ -194,8 +194,7 @@ def baselines_display(table: pd.DataFrame) -> pd.DataFrame:
         ("auroc", "AUROC"),
     ):
         out[label] = [
-            fmt_ci(v, lo, hi)
-            for v, lo, hi in table[[m, f"{m}_ci_low", f"{m}_ci_high"]].itertuples(index=False)
-        ]  # fmt: skip
+            fmt_ci(v, lo, hi) for v, lo, hi in table[[m, f"{m}_ci_low", f"{m}_ci_high"]].itertuples(index=False)
+        ]
     out["note"] = table["note"].fillna("")
     return out

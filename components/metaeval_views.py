@@ -49,13 +49,25 @@ def metric_frame(rows: Iterable[dict[str, Any]]) -> pd.DataFrame:
 def csv_button(df: pd.DataFrame, file_name: str, key: str, label: str = "CSV") -> None:
     """A download button for a table as CSV (generated on click)."""
     st.download_button(
-        label, lambda: frame_csv(df), file_name=file_name, mime="text/csv", key=key,
-        icon=":material/download:", on_click="ignore", type="tertiary",
-    )  # fmt: skip
+        label,
+        lambda: frame_csv(df),
+        file_name=file_name,
+        mime="text/csv",
+        key=key,
+        icon=":material/download:",
+        on_click="ignore",
+        type="tertiary",
+    )
 
 
-def show_table(display: pd.DataFrame, file_name: str, key: str, *, raw: pd.DataFrame | None = None,
-               column_config: dict[str, Any] | None = None) -> None:  # fmt: skip
+def show_table(
+    display: pd.DataFrame,
+    file_name: str,
+    key: str,
+    *,
+    raw: pd.DataFrame | None = None,
+    column_config: dict[str, Any] | None = None,
+) -> None:
     """A table with its CSV export (the raw numbers when given, else what is shown)."""
     st.dataframe(display, hide_index=True, width="stretch", column_config=column_config, key=f"{key}_df")
     csv_button(raw if raw is not None else display, file_name, f"{key}_csv")
@@ -105,9 +117,15 @@ def baseline_values(batch_id: int, stamp: str, bstamp: str, _item_ids: tuple[int
 
 @st.cache_data(show_spinner=False, max_entries=16, ttl=3600)
 def estimates(
-    batch_id: int, stamp: str, bstamp: str, seed: int, n_boot: int, full: bool, _data: metaeval.BatchData,
+    batch_id: int,
+    stamp: str,
+    bstamp: str,
+    seed: int,
+    n_boot: int,
+    full: bool,
+    _data: metaeval.BatchData,
     _values: pd.DataFrame,
-) -> metaeval.Estimates:  # fmt: skip
+) -> metaeval.Estimates:
     """metaeval.estimates, computed in the page: points (n_boot=0) always, intervals for batches where that
     is quick."""
     return metaeval.estimates(_data, _values, seed=seed, n_boot=n_boot)

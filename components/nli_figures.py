@@ -22,9 +22,13 @@ COLORS = {"consistent": "#2e9d5b", "inconsistent": "#d13c3c", "unknown": "#8a94a
 def method_name(method: str, window: int | None = None) -> str:
     """A short column name: 'Sent-NLI (w=2)'."""
     short = {
-        "dce-amc": "DCE-AMC", "paragraph": "Paragraph", "evidence": "Evidence checker",
-        "summ-nli": "Summ-NLI", "sent-nli": "Sent-NLI", "qg-qa": "QG-QA",
-    }.get(method, method)  # fmt: skip
+        "dce-amc": "DCE-AMC",
+        "paragraph": "Paragraph",
+        "evidence": "Evidence checker",
+        "summ-nli": "Summ-NLI",
+        "sent-nli": "Sent-NLI",
+        "qg-qa": "QG-QA",
+    }.get(method, method)
     return f"{short} (w={window})" if window and method in nli.WINDOWED else short
 
 
@@ -109,8 +113,16 @@ def qa_frame(record: dict[str, Any]) -> pd.DataFrame:
         }
         for p in record.get("pairs", [])
     ]
-    cols = ["window", "question", "expected answer", "model's answer", "reasoning", "judgement", "parse failure",
-            "context"]  # fmt: skip
+    cols = [
+        "window",
+        "question",
+        "expected answer",
+        "model's answer",
+        "reasoning",
+        "judgement",
+        "parse failure",
+        "context",
+    ]
     return pd.DataFrame(rows, columns=cols)
 
 
@@ -167,11 +179,18 @@ def make_length_accuracy_figure(df: pd.DataFrame) -> go.Figure:
             if d.empty:
                 continue
             fig.add_scatter(
-                x=d["bucket"], y=d["accuracy"], mode="lines+markers", name=method, legendgroup=method,
-                showlegend=col == 1, line={"color": palette[k % len(palette)]}, customdata=d["n"],
+                x=d["bucket"],
+                y=d["accuracy"],
+                mode="lines+markers",
+                name=method,
+                legendgroup=method,
+                showlegend=col == 1,
+                line={"color": palette[k % len(palette)]},
+                customdata=d["n"],
                 hovertemplate="%{x}: accuracy %{y:.2f} (n = %{customdata})<extra>" + method + "</extra>",
-                row=1, col=col,
-            )  # fmt: skip
+                row=1,
+                col=col,
+            )
     fig.update_yaxes(range=[0, 1.02], title_text="accuracy", row=1, col=1)
     fig.update_layout(height=340, margin={"l": 10, "r": 10, "t": 40, "b": 10}, legend={"orientation": "h", "y": -0.25})
     return fig
@@ -182,18 +201,34 @@ def make_methods_figure(df: pd.DataFrame) -> go.Figure:
     fig = go.Figure()
     fig.add_bar(x=df["method"], y=df["balanced_accuracy"], name="balanced accuracy", marker_color="#4c78a8")
     fig.add_scatter(
-        x=df["method"], y=df["calls_per_doc"], name="calls per document", mode="markers",
-        marker={"size": 11, "color": "#f58518", "symbol": "diamond"}, yaxis="y2",
-    )  # fmt: skip
+        x=df["method"],
+        y=df["calls_per_doc"],
+        name="calls per document",
+        mode="markers",
+        marker={"size": 11, "color": "#f58518", "symbol": "diamond"},
+        yaxis="y2",
+    )
     fig.update_layout(
         height=340,
         # The page keeps the chart's toolbar visible at the top right: the title sits below it, not under it.
         margin={"l": 10, "r": 10, "t": 70, "b": 10},
-        title={"text": "Balanced accuracy and cost per method", "font": {"size": 14}, "x": 0.01, "xanchor": "left",
-               "yref": "container", "y": 1 - 40 / 340, "yanchor": "top"},
+        title={
+            "text": "Balanced accuracy and cost per method",
+            "font": {"size": 14},
+            "x": 0.01,
+            "xanchor": "left",
+            "yref": "container",
+            "y": 1 - 40 / 340,
+            "yanchor": "top",
+        },
         yaxis={"title": "balanced accuracy", "range": [0, 1.02]},
-        yaxis2={"title": "calls / document", "overlaying": "y", "side": "right", "rangemode": "tozero",
-                "showgrid": False},
+        yaxis2={
+            "title": "calls / document",
+            "overlaying": "y",
+            "side": "right",
+            "rangemode": "tozero",
+            "showgrid": False,
+        },
         legend={"orientation": "h", "y": -0.25},
-    )  # fmt: skip
+    )
     return fig

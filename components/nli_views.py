@@ -37,27 +37,39 @@ def render_method_detail(record: dict[str, Any], *, key: str) -> None:
     elif method == "sent-nli":
         df = nf.windows_frame(record)
         st.dataframe(
-            df.style.map(_verdict_color, subset=["judgement"]), hide_index=True, width="stretch", key=f"{key}_win",
-            column_config={"reasoning": st.column_config.TextColumn(width="large"),
-                           "sentences": st.column_config.TextColumn(width="medium"),
-                           "window": st.column_config.TextColumn(width="small")},
-        )  # fmt: skip
+            df.style.map(_verdict_color, subset=["judgement"]),
+            hide_index=True,
+            width="stretch",
+            key=f"{key}_win",
+            column_config={
+                "reasoning": st.column_config.TextColumn(width="large"),
+                "sentences": st.column_config.TextColumn(width="medium"),
+                "window": st.column_config.TextColumn(width="small"),
+            },
+        )
     elif method == "qg-qa":
         df = nf.qa_frame(record)
         if df.empty:
             st.info("No question was generated.")
         else:
             st.dataframe(
-                df.style.map(_verdict_color, subset=["judgement"]), hide_index=True, width="stretch", key=f"{key}_qa",
-                column_config={"question": st.column_config.TextColumn(width="medium"),
-                               "reasoning": st.column_config.TextColumn(width="medium"),
-                               "window": st.column_config.NumberColumn(width="small")},
-            )  # fmt: skip
+                df.style.map(_verdict_color, subset=["judgement"]),
+                hide_index=True,
+                width="stretch",
+                key=f"{key}_qa",
+                column_config={
+                    "question": st.column_config.TextColumn(width="medium"),
+                    "reasoning": st.column_config.TextColumn(width="medium"),
+                    "window": st.column_config.NumberColumn(width="small"),
+                },
+            )
     else:
         rows = record.get("sentences") or []
         for r in rows:
-            st.markdown(f"**#{int(r['index']) + 1}** {nf.VERDICT_MARK.get(r.get('verdict'), '? no verdict')} — "
-                        f"{r.get('reason') or r.get('error') or ''}")  # fmt: skip
+            st.markdown(
+                f"**#{int(r['index']) + 1}** {nf.VERDICT_MARK.get(r.get('verdict'), '? no verdict')} — "
+                f"{r.get('reason') or r.get('error') or ''}"
+            )
     if record.get("n_failed"):
         st.warning(
             f"{record['n_failed']} of {record.get('n_units', 0)} unit(s) could not be read (no Judgement line, no "
@@ -77,25 +89,40 @@ def render_method_detail(record: dict[str, Any], *, key: str) -> None:
                     st.caption(f"{i + 1}. {s}")
 
 
-def render_comparison(summary: str, records: Sequence[dict[str, Any]], usages: Sequence[dict[str, Any]],
-                      run_ids: Sequence[int], *, key: str = "cmp") -> None:  # fmt: skip
+def render_comparison(
+    summary: str,
+    records: Sequence[dict[str, Any]],
+    usages: Sequence[dict[str, Any]],
+    run_ids: Sequence[int],
+    *,
+    key: str = "cmp",
+) -> None:
     """The methods' verdicts side by side, sentence by sentence, then each method's details and cost."""
     over = nf.overview_frame(records, usages)
     over.insert(0, "run", list(run_ids))
     st.markdown("##### Verdicts on the whole summary")
     st.dataframe(
-        over.style.map(_verdict_color, subset=["verdict"]), hide_index=True, width="stretch", key=f"{key}_over",
-        column_config={"score": st.column_config.ProgressColumn(
-            min_value=0, max_value=1, format="%.2f", help="Share of sentences / windows / pairs judged consistent")},
-    )  # fmt: skip
+        over.style.map(_verdict_color, subset=["verdict"]),
+        hide_index=True,
+        width="stretch",
+        key=f"{key}_over",
+        column_config={
+            "score": st.column_config.ProgressColumn(
+                min_value=0, max_value=1, format="%.2f", help="Share of sentences / windows / pairs judged consistent"
+            )
+        },
+    )
     st.markdown("##### Sentence by sentence")
     sents = split_sentences(summary)
     table = nf.sentences_frame(sents, records)
     methods = [c for c in table.columns if c not in ("#", "sentence")]
     st.dataframe(
-        table.style.map(_verdict_color, subset=methods), hide_index=True, width="stretch", key=f"{key}_sent",
+        table.style.map(_verdict_color, subset=methods),
+        hide_index=True,
+        width="stretch",
+        key=f"{key}_sent",
         column_config={"sentence": st.column_config.TextColumn(width="large")},
-    )  # fmt: skip
+    )
     if len(records) == 1:  # one run: its details, no tabs and no cost chart of one bar
         st.markdown(f"##### What {nf.method_name(records[0]['method'], records[0].get('window'))} said")
         render_method_detail(records[0], key=f"{key}_{run_ids[0]}")

@@ -98,8 +98,13 @@ def render_report_download(kind: str, ref_id: int, *, key: str | None = None) ->
         )
     except InputError as exc:  # pragma: no cover - the callable runs on click
         row.error(str(exc))
-    if row.button("Create share link", icon=":material/link:", key=f"{key}_share", type="tertiary",
-                  help="A read-only link to this report for people with access to the app."):  # fmt: skip
+    if row.button(
+        "Create share link",
+        icon=":material/link:",
+        key=f"{key}_share",
+        type="tertiary",
+        help="A read-only link to this report for people with access to the app.",
+    ):
         share = reports.new_share(engine(), kind, ref_id, title=f"{KIND_LABELS.get(kind, kind)} #{ref_id}")
         st.session_state[f"{key}_token"] = share.token
     token = st.session_state.get(f"{key}_token")

@@ -17,9 +17,20 @@ from db.engine import insert_ignore
 from db.models import Batch, BatchItem, BatchOptions, BatchPublic, DatasetItem, Document, WorkerHeartbeat, utcnow
 
 RESULT_COLUMNS = (
-    "status", "error", "score", "final_score", "n_sentences", "n_unknown", "n_rounds", "calls",
-    "cache_hits", "prompt_tokens", "completion_tokens", "latency_ms", "result",
-)  # fmt: skip
+    "status",
+    "error",
+    "score",
+    "final_score",
+    "n_sentences",
+    "n_unknown",
+    "n_rounds",
+    "calls",
+    "cache_hits",
+    "prompt_tokens",
+    "completion_tokens",
+    "latency_ms",
+    "result",
+)
 COUNT_COLUMNS = ("n_sentences", "n_unknown", "n_rounds", "calls", "cache_hits", "prompt_tokens", "completion_tokens")
 
 
@@ -34,10 +45,25 @@ def add_batch(
     now = utcnow()
     session.execute(
         BatchItem.__table__.insert(),
-        [{"batch_id": data.id, "item_id": i, "status": "pending", "attempts": 0, "updated_at": now,
-          "n_sentences": 0, "n_unknown": 0, "n_rounds": 0, "calls": 0, "cache_hits": 0,
-          "prompt_tokens": 0, "completion_tokens": 0, "latency_ms": 0.0} for i in item_ids],
-    )  # fmt: skip
+        [
+            {
+                "batch_id": data.id,
+                "item_id": i,
+                "status": "pending",
+                "attempts": 0,
+                "updated_at": now,
+                "n_sentences": 0,
+                "n_unknown": 0,
+                "n_rounds": 0,
+                "calls": 0,
+                "cache_hits": 0,
+                "prompt_tokens": 0,
+                "completion_tokens": 0,
+                "latency_ms": 0.0,
+            }
+            for i in item_ids
+        ],
+    )
     return data.id  # type: ignore[return-value]
 
 
@@ -148,9 +174,16 @@ def heartbeat(*, conn: Connection, wid: str) -> None:
     if not n:
         conn.execute(
             insert_ignore(conn, WorkerHeartbeat.__table__),
-            [{"id": wid, "host": wid.rsplit(":", 1)[0], "pid": int(wid.rsplit(":", 1)[-1] or 0)
-              if wid.rsplit(":", 1)[-1].isdigit() else 0, "started_at": now, "heartbeat_at": now}],
-        )  # fmt: skip
+            [
+                {
+                    "id": wid,
+                    "host": wid.rsplit(":", 1)[0],
+                    "pid": int(wid.rsplit(":", 1)[-1] or 0) if wid.rsplit(":", 1)[-1].isdigit() else 0,
+                    "started_at": now,
+                    "heartbeat_at": now,
+                }
+            ],
+        )
 
 
 def live_workers(*, session: Session, since: datetime) -> list[str]:
@@ -244,10 +277,12 @@ def holds(*, conn: Connection, batch_item_id: int, wid: str, attempt: int | None
     """Whether worker `wid` still holds the item under the claim with this attempt number."""
     held = conn.execute(
         select(BatchItem.id).where(
-            BatchItem.id == batch_item_id, BatchItem.worker == wid,
-            BatchItem.attempts == attempt, BatchItem.status == "running",
+            BatchItem.id == batch_item_id,
+            BatchItem.worker == wid,
+            BatchItem.attempts == attempt,
+            BatchItem.status == "running",
         )
-    ).first()  # fmt: skip
+    ).first()
     return held is not None
 
 
@@ -259,12 +294,13 @@ def write_results(*, conn: Connection, rows: list[dict[str, Any]], wid: str) -> 
     now = utcnow()
     t = BatchItem.__table__
     held = {
-        i: a for i, a in conn.execute(
+        i: a
+        for i, a in conn.execute(
             select(t.c.id, t.c.attempts).where(
                 t.c.id.in_([r["b_id"] for r in rows]), t.c.worker == wid, t.c.status == "running"
             )
         ).all()
-    }  # fmt: skip
+    }
     mine = [r for r in rows if r["b_id"] in held and held[r["b_id"]] == r.get("attempt")]
     if not mine:
         return []
@@ -282,11 +318,13 @@ def write_results(*, conn: Connection, rows: list[dict[str, Any]], wid: str) -> 
     stmt = (
         update(t)
         .where(
-            t.c.id == bindparam("b_id"), t.c.worker == bindparam("wid"), t.c.attempts == bindparam("attempt"),
+            t.c.id == bindparam("b_id"),
+            t.c.worker == bindparam("wid"),
+            t.c.attempts == bindparam("attempt"),
             t.c.status == "running",
         )
         .values({c: bindparam(c) for c in (*RESULT_COLUMNS, "updated_at")})
-    )  # fmt: skip
+    )
     conn.execute(stmt, full)
     return mine
 
@@ -332,15 +370,25 @@ def item_table(*, conn: Connection, batch_id: int) -> list[Row]:
     return list(
         conn.execute(
             select(
-                BatchItem.item_id, DatasetItem.external_id, BatchItem.status, BatchItem.score,
-                BatchItem.final_score, DatasetItem.human_score, DatasetItem.human_label, BatchItem.n_sentences,
-                BatchItem.n_unknown, BatchItem.n_rounds, BatchItem.calls, BatchItem.attempts, BatchItem.error,
+                BatchItem.item_id,
+                DatasetItem.external_id,
+                BatchItem.status,
+                BatchItem.score,
+                BatchItem.final_score,
+                DatasetItem.human_score,
+                DatasetItem.human_label,
+                BatchItem.n_sentences,
+                BatchItem.n_unknown,
+                BatchItem.n_rounds,
+                BatchItem.calls,
+                BatchItem.attempts,
+                BatchItem.error,
             )
             .join(DatasetItem, DatasetItem.id == BatchItem.item_id)
             .where(BatchItem.batch_id == batch_id)
             .order_by(DatasetItem.idx)
         ).all()
-    )  # fmt: skip
+    )
 
 
 def output_rows(*, conn: Connection, batch_id: int, after_idx: int, limit: int) -> list[Row]:
@@ -349,9 +397,18 @@ def output_rows(*, conn: Connection, batch_id: int, after_idx: int, limit: int) 
     return list(
         conn.execute(
             select(
-                DatasetItem.idx, DatasetItem.external_id, Document.text, BatchItem.status, BatchItem.score,
-                BatchItem.error, BatchItem.calls, BatchItem.cache_hits, BatchItem.prompt_tokens,
-                BatchItem.completion_tokens, BatchItem.latency_ms, BatchItem.result,
+                DatasetItem.idx,
+                DatasetItem.external_id,
+                Document.text,
+                BatchItem.status,
+                BatchItem.score,
+                BatchItem.error,
+                BatchItem.calls,
+                BatchItem.cache_hits,
+                BatchItem.prompt_tokens,
+                BatchItem.completion_tokens,
+                BatchItem.latency_ms,
+                BatchItem.result,
             )
             .join(DatasetItem, DatasetItem.id == BatchItem.item_id)
             .join(Document, Document.id == DatasetItem.reference_id)
@@ -359,7 +416,7 @@ def output_rows(*, conn: Connection, batch_id: int, after_idx: int, limit: int) 
             .order_by(DatasetItem.idx)
             .limit(limit)
         ).all()
-    )  # fmt: skip
+    )
 
 
 def same_configuration(*, conn: Connection, dataset_id: int, name_prefix: str, match: dict[str, Any]) -> list[Row]:
@@ -370,10 +427,11 @@ def same_configuration(*, conn: Connection, dataset_id: int, name_prefix: str, m
             select(Batch.id, BatchOptions.window, BatchOptions.sample, BatchOptions.repeat_group, Batch.params)
             .outerjoin(BatchOptions, BatchOptions.batch_id == Batch.id)
             .where(
-                Batch.dataset_id == dataset_id, Batch.name.startswith(name_prefix),
+                Batch.dataset_id == dataset_id,
+                Batch.name.startswith(name_prefix),
                 Batch.status.in_(("queued", "running", "cancelled")),
                 *(getattr(Batch, column) == value for column, value in match.items()),
             )
             .order_by(Batch.id.desc())
         ).all()
-    )  # fmt: skip
+    )

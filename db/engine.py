@@ -47,7 +47,7 @@ def make_engine(url: str | None = None, *, migrate: bool = True, concurrency: in
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": busy}, **pool_args)
 
         @event.listens_for(engine, "connect")
-        def _sqlite_pragmas(dbapi_conn, _record):  # noqa: ANN001
+        def _sqlite_pragmas(dbapi_conn, _record):
             cur = dbapi_conn.cursor()
             if not memory:
                 cur.execute("PRAGMA journal_mode=WAL")
@@ -85,7 +85,7 @@ def upgrade(engine: Engine, revision: str = "heads") -> None:
         command.upgrade(cfg, revision)
 
 
-def dialect_insert(conn):  # noqa: ANN001, ANN201 - a Connection; returns the dialect's insert()
+def dialect_insert(conn):
     """The INSERT construct with ON CONFLICT of the connection's dialect (PostgreSQL or SQLite)."""
     if conn.dialect.name == "postgresql":
         from sqlalchemy.dialects.postgresql import insert

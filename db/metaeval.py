@@ -13,9 +13,17 @@ from db.models import BaselineScore, Batch, BatchItem, BatchPublic, Dataset, Dat
 # An item row, in dataset order: item_id, external_id, status, score, final_score, human_score, human_label,
 # n_rounds, n_sentences, n_unknown (and, from item_result_rows, the result and the sentence labels).
 ITEM_COLUMNS = (
-    BatchItem.item_id, DatasetItem.external_id, BatchItem.status, BatchItem.score, BatchItem.final_score,
-    DatasetItem.human_score, DatasetItem.human_label, BatchItem.n_rounds, BatchItem.n_sentences, BatchItem.n_unknown,
-)  # fmt: skip
+    BatchItem.item_id,
+    DatasetItem.external_id,
+    BatchItem.status,
+    BatchItem.score,
+    BatchItem.final_score,
+    DatasetItem.human_score,
+    DatasetItem.human_label,
+    BatchItem.n_rounds,
+    BatchItem.n_sentences,
+    BatchItem.n_unknown,
+)
 
 JsonQuery = Literal["flags", "rounds", "sentences", "votes", "workers"]
 
@@ -140,16 +148,25 @@ def method_item_rows(*, session: Session, batch_id: int) -> list[tuple[Any, ...]
     completion tokens, latency_ms and n_unknown of each item, in dataset order."""
     return session.exec(  # type: ignore[return-value]
         select(
-            BatchItem.item_id, BatchItem.status, BatchItem.score, DatasetItem.human_score,
-            DatasetItem.human_label, Document.n_chars, DatasetItem.candidate, DatasetItem.extra,
-            BatchItem.calls, BatchItem.prompt_tokens, BatchItem.completion_tokens, BatchItem.latency_ms,
+            BatchItem.item_id,
+            BatchItem.status,
+            BatchItem.score,
+            DatasetItem.human_score,
+            DatasetItem.human_label,
+            Document.n_chars,
+            DatasetItem.candidate,
+            DatasetItem.extra,
+            BatchItem.calls,
+            BatchItem.prompt_tokens,
+            BatchItem.completion_tokens,
+            BatchItem.latency_ms,
             BatchItem.n_unknown,
         )
         .join(DatasetItem, DatasetItem.id == BatchItem.item_id)
         .join(Document, Document.id == DatasetItem.reference_id)
         .where(BatchItem.batch_id == batch_id)
         .order_by(DatasetItem.idx)
-    ).all()  # fmt: skip
+    ).all()
 
 
 # -- baseline values ---------------------------------------------------------------------------------------

@@ -751,5 +751,5 @@ class BatchOptions(SQLModel, table=True):
 @event.listens_for(Batch, "before_update")
 @event.listens_for(DhpRun, "before_insert")
 @event.listens_for(DhpRun, "before_update")
-def _no_credentials_in_base_url(_mapper, _connection, target) -> None:  # noqa: ANN001
+def _no_credentials_in_base_url(_mapper, _connection, target) -> None:
     target.base_url = redact_url(target.base_url)

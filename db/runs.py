@@ -70,10 +70,16 @@ def save_round(*, session: Session, run_id: int, rnd: Round) -> int:
     for s in ev.sentences:
         session.add(
             SentenceRow(
-                round_id=row.id, idx=s.index, text=s.text, verdict=s.verdict, reason=s.reason,
-                mark=s.mark, rule_mark=s.rule_mark, error=s.error,
+                round_id=row.id,
+                idx=s.index,
+                text=s.text,
+                verdict=s.verdict,
+                reason=s.reason,
+                mark=s.mark,
+                rule_mark=s.rule_mark,
+                error=s.error,
             )
-        )  # fmt: skip
+        )
     for rw in rnd.rewrites:
         session.add(
             RewriteRow(
@@ -120,9 +126,11 @@ def _stored_score(r: EvalRound, sentences: list[SentenceRow]) -> Score:
         return Score(k=r.k, alpha=r.alpha, beta=r.beta, z=r.z, z_hat=r.z_hat)
     extra_marks = [x.get("mark") for x in r.extras if x.get("mark") is not None]
     return score_evaluation(
-        [s.mark for s in sorted(sentences, key=lambda s: s.idx)], extra_marks,
-        alpha=r.alpha + sum(extra_marks), beta=r.beta + len(extra_marks),
-    )  # fmt: skip
+        [s.mark for s in sorted(sentences, key=lambda s: s.idx)],
+        extra_marks,
+        alpha=r.alpha + sum(extra_marks),
+        beta=r.beta + len(extra_marks),
+    )
 
 
 def _round_from_rows(r: EvalRound, sentences: list[SentenceRow], rewrites: list[RewriteRow]) -> Round:
@@ -138,7 +146,7 @@ def _round_from_rows(r: EvalRound, sentences: list[SentenceRow], rewrites: list[
                 error=s.error,
             )
             for s in sorted(sentences, key=lambda s: s.idx)
-        ],  # fmt: skip
+        ],
         extras=[ExtraReason(text=x.get("text", ""), mark=x.get("mark")) for x in r.extras],
         score=_stored_score(r, sentences),
         model_is_consistent=r.model_is_consistent,
@@ -174,12 +182,17 @@ def load_run(*, session: Session, run_id: int) -> RunDetail | None:
     events = session.exec(select(UsageEvent).where(UsageEvent.run_id == run_id)).all()
     records = [
         CallRecord(
-            stage=e.stage, prompt_version=e.prompt_version, cached=e.cached, requests=e.requests,
-            prompt_tokens=e.prompt_tokens, completion_tokens=e.completion_tokens,
-            latency_ms=e.latency_ms, error=e.error,
+            stage=e.stage,
+            prompt_version=e.prompt_version,
+            cached=e.cached,
+            requests=e.requests,
+            prompt_tokens=e.prompt_tokens,
+            completion_tokens=e.completion_tokens,
+            latency_ms=e.latency_ms,
+            error=e.error,
         )
         for e in events
-    ]  # fmt: skip
+    ]
     stages = sorted({r.stage for r in records})
     by_stage = [{"stage": st, **summarize_records([r for r in records if r.stage == st])} for st in stages]
     ref = session.get(Document, run.reference_id)
@@ -273,11 +286,17 @@ def save_method_result(*, session: Session, run_id: int, record: dict[str, Any],
     """Store a method's record (services.nli.paradigms.result_record shape) for a run."""
     session.add(
         MethodResult(
-            run_id=run_id, method=record["method"], window=record.get("window"), label=record.get("label"),
-            score=record.get("score"), n_units=record.get("n_units", 0), n_failed=record.get("n_failed", 0),
-            compare_group=group, detail=record,
+            run_id=run_id,
+            method=record["method"],
+            window=record.get("window"),
+            label=record.get("label"),
+            score=record.get("score"),
+            n_units=record.get("n_units", 0),
+            n_failed=record.get("n_failed", 0),
+            compare_group=group,
+            detail=record,
         )
-    )  # fmt: skip
+    )
 
 
 def get_method_result(*, session: Session, run_id: int) -> MethodResultPublic | None:

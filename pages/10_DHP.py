@@ -49,24 +49,26 @@ if st.query_params.get("task") in task_by_key and "dhp_task" not in st.session_s
     st.session_state.dhp_task = st.query_params["task"]
 top = st.columns([2, 3])
 task_key = top[0].selectbox(
-    "Task", list(task_by_key), key="dhp_task", format_func=lambda k: task_by_key[k].name,
+    "Task",
+    list(task_by_key),
+    key="dhp_task",
+    format_func=lambda k: task_by_key[k].name,
     help="The NLG task: what is evaluated, against what, on which metrics. Add your own under Tasks.",
-)  # fmt: skip
+)
 st.query_params["task"] = task_key
 task = task_by_key[task_key]
 with top[1]:
     st.markdown(
-        f"**{task.text_label}** judged on " + ", ".join(f"**{m.name}**" for m in task.metrics)
+        f"**{task.text_label}** judged on "
+        + ", ".join(f"**{m.name}**" for m in task.metrics)
         + (f" · against the {task.source_label.lower()}" if task.source_label else "")
-    )  # fmt: skip
+    )
     with st.expander("Metric definitions and perturbations"):
         for m in task.metrics:
             st.markdown(f"- **{m.name}**: {m.definition}")
         st.markdown(
             "Perturbations: "
-            + "; ".join(
-                f"{p.label} ({'LLM' if p.spec.method == 'llm' else 'rule'})" for p in task.perturbations
-            )  # fmt: skip
+            + "; ".join(f"{p.label} ({'LLM' if p.spec.method == 'llm' else 'rule'})" for p in task.perturbations)
         )
 
 section = st.segmented_control("Section", VIEWS, key="dhp_view", label_visibility="collapsed") or "Texts"
@@ -84,10 +86,12 @@ def pick_set(label: str = "Perturbation set") -> int | None:
     if st.session_state.dhp_set not in set_ids:
         st.session_state.dhp_set = set_ids[0]
     return st.selectbox(
-        label, set_ids, key="dhp_set",
+        label,
+        set_ids,
+        key="dhp_set",
         # No status in the label: a selectbox keeps the label it was given, so a status in it would go stale.
         format_func=lambda i: f"#{i} · {set_by_id[i].name} · {len(set_by_id[i].items)} items",
-    )  # fmt: skip
+    )
 
 
 # -- Texts ---------------------------------------------------------------------------------------------
@@ -95,9 +99,12 @@ def texts_section() -> None:
     with st.expander("Make a perturbation set", expanded=not sets):
         samples = dhp.sample_items(task_key)
         origin = st.radio(
-            "Good texts", ["Sample texts", "Upload"] if samples else ["Upload"], horizontal=True, key="dhp_origin",
+            "Good texts",
+            ["Sample texts", "Upload"] if samples else ["Upload"],
+            horizontal=True,
+            key="dhp_origin",
             help="Upload JSONL, JSON or CSV with id, text, source (and wrong_ending for story endings).",
-        )  # fmt: skip
+        )
         items = samples
         if origin == "Upload":
             up = st.file_uploader("Items file", type=["jsonl", "json", "csv"], key="dhp_upload")
@@ -127,9 +134,12 @@ def texts_section() -> None:
         chosen = st.multiselect("Perturbations", keys, default=default, format_func=labels.get, key="dhp_perts")
         n_llm = sum(task.perturbation(k).spec.method == "llm" for k in chosen)
         use_llm = st.toggle(
-            f"Make the {n_llm} LLM-based perturbation(s) with {backend.model}", value=n_llm > 0, key="dhp_use_llm",
-            disabled=n_llm == 0, help="They run in the background worker; rule-based ones are made at once.",
-        )  # fmt: skip
+            f"Make the {n_llm} LLM-based perturbation(s) with {backend.model}",
+            value=n_llm > 0,
+            key="dhp_use_llm",
+            disabled=n_llm == 0,
+            help="They run in the background worker; rule-based ones are made at once.",
+        )
         if st.button("Make the set", type="primary", disabled=not items or not chosen, key="dhp_make"):
             chosen_backend = backend if use_llm else None
             sid = dhp.make_set(engine(), task, items, name=name, seed=int(seed), backend=chosen_backend, only=chosen)
@@ -140,7 +150,7 @@ def texts_section() -> None:
                 "success",
                 f"Set #{sid} made"
                 + (" — the LLM-based perturbations are being written." if use_llm and n_llm else "."),
-            )  # noqa: E501
+            )
             st.rerun()
     sid = pick_set()
     if sid is None:
@@ -184,11 +194,13 @@ def live_set(sid: int) -> None:
     )
     known = {p.key: p.label for p in task.perturbations}
     summary.insert(1, "name", [known.get(k, k) for k in summary["perturbation"]])
-    st.dataframe(summary.drop(columns="perturbation").rename(columns={"name": "perturbation"}), hide_index=True,
-                 width="stretch")  # fmt: skip
+    st.dataframe(
+        summary.drop(columns="perturbation").rename(columns={"name": "perturbation"}), hide_index=True, width="stretch"
+    )
     c = st.columns(2)
-    which = c[0].selectbox("Perturbation", list(summary["perturbation"]), key="dhp_view_pert",
-                           format_func=lambda k: known.get(k, k))  # fmt: skip  # noqa: E501
+    which = c[0].selectbox(
+        "Perturbation", list(summary["perturbation"]), key="dhp_view_pert", format_func=lambda k: known.get(k, k)
+    )
     rows = pert[pert["perturbation"] == which]
     item = c[1].selectbox("Item", list(rows["item_id"]), key="dhp_view_item")
     row = rows[rows["item_id"] == item].iloc[0]
@@ -197,9 +209,12 @@ def live_set(sid: int) -> None:
     with st.expander("Original"):
         view.render_text(row["original"])
     st.download_button(
-        "Download the texts (CSV)", frame_csv(texts).encode(), f"dhp_set_{sid}.csv", "text/csv",
+        "Download the texts (CSV)",
+        frame_csv(texts).encode(),
+        f"dhp_set_{sid}.csv",
+        "text/csv",
         icon=":material/download:",
-    )  # fmt: skip
+    )
 
 
 # -- Benchmark -----------------------------------------------------------------------------------------------
@@ -216,13 +231,19 @@ def benchmark_section() -> None:
         st.markdown("**Run the benchmark**: every text scored on every metric, r times, averaged.")
         c = st.columns([3, 1, 1])
         models = c[0].text_input(
-            "Evaluator models", value=backend.model, key="dhp_models",
+            "Evaluator models",
+            value=backend.model,
+            key="dhp_models",
             help=f"Comma-separated model names at {backend.public_url or 'the embedded server'}; one run each.",
-        )  # fmt: skip
+        )
         repeats = c[1].number_input(
-            "Repeats r", 1, 20, 1 if backend.is_embedded else 5, key="dhp_repeats",
+            "Repeats r",
+            1,
+            20,
+            1 if backend.is_embedded else 5,
+            key="dhp_repeats",
             help="The paper averages 5 scores per text; the demo model starts at 1 to keep a run short.",
-        )  # fmt: skip
+        )
         fmt = st.selectbox("Reply", list(dhp.ANSWER_FORMATS), format_func=dhp.ANSWER_FORMATS.get, key="dhp_fmt")
         seed = c[2].number_input(
             "Seed", 0, 2**31 - 1, 0, key="dhp_run_seed", help="Goes into each request's cache key."
@@ -257,10 +278,15 @@ def benchmark_section() -> None:
             if ids:
                 msg = f"{len(ids)} run(s) handed to the background worker: " + ", ".join(f"#{i}" for i in ids)
             if repeated:
-                msg += (" " if msg else "") + "Not started again: " + "; ".join(
-                    f"run #{r.id} ({r.model}, r = {r.repeats}, seed {r.seed}) is {r.status} with the same settings"
-                    for r in repeated
-                ) + "."  # fmt: skip
+                msg += (
+                    (" " if msg else "")
+                    + "Not started again: "
+                    + "; ".join(
+                        f"run #{r.id} ({r.model}, r = {r.repeats}, seed {r.seed}) is {r.status} with the same settings"
+                        for r in repeated
+                    )
+                    + "."
+                )
             flash("success" if ids else "warning", msg)
             st.rerun()
     runs_live(sid)
@@ -304,16 +330,23 @@ def results_section() -> None:
         return f"#{r.id} · {r.model} · {r.status}{partial}"
 
     chosen = st.multiselect(
-        "Evaluator runs (side by side)", [r.id for r in runs], default=complete[:4], key="dhp_res_runs",
-        format_func=run_label, help="Cancelled and failed runs are left out unless you pick them.",
-    )  # fmt: skip
+        "Evaluator runs (side by side)",
+        [r.id for r in runs],
+        default=complete[:4],
+        key="dhp_res_runs",
+        format_func=run_label,
+        help="Cancelled and failed runs are left out unless you pick them.",
+    )
     options = [None, *[x.id for x in surveys]]
     names = {x.id: f"closed survey #{x.id} · {x.title}" for x in surveys}
     survey_id = st.selectbox(
-        "Expert weights (for D_EW)", options, key="dhp_res_survey", index=1 if surveys else 0,
+        "Expert weights (for D_EW)",
+        options,
+        key="dhp_res_survey",
+        index=1 if surveys else 0,
         format_func=lambda i: "none (D_EW not computed)" if i is None else names[i],
         help="Only closed surveys feed D_EW. Run one under Expert survey.",
-    )  # fmt: skip
+    )
     weights = None
     if survey_id is not None:
         weights = sv.survey_weights(engine(), survey_id).weights
@@ -356,8 +389,9 @@ def results_section() -> None:
     cols = st.columns(len(results)) if len(results) <= 4 else None
     for i, res in enumerate(results):
         target = cols[i] if cols else st
-        target.metric(f"{res.model}: D_avg", view.fmt(res.d_avg),
-                      help="Mean D over perturbations, each level weighted equally")  # fmt: skip
+        target.metric(
+            f"{res.model}: D_avg", view.fmt(res.d_avg), help="Mean D over perturbations, each level weighted equally"
+        )
         target.caption(
             f"D_min {view.fmt(res.d_min)} · D_paper_avg {view.fmt(res.d_paper_avg)} · D_paper_min "
             f"{view.fmt(res.d_paper_min)} · D_EW_avg {view.fmt(res.d_ew_avg)} · D_EW_min {view.fmt(res.d_ew_min)}"
@@ -383,7 +417,7 @@ def results_section() -> None:
             }
             for res in results
             for r in res.perturbations
-        ]  # fmt: skip
+        ]
     )
     st.plotly_chart(figs.make_perturbation_figure(per), width="stretch", key="dhp_fig_per")
     st.markdown(
@@ -401,14 +435,30 @@ def results_section() -> None:
             shown["perturbation"] = shown["perturbation"].map(lambda k: labels.get(k, k))
             # D first after the row's names: a wide table must not push the result off the right edge.
             front = [c for c in ("perturbation", "level", "metric", "D", "D_EW") if c in shown.columns]
-            st.dataframe(shown, hide_index=True, width="stretch", placeholder="—",
-                         column_order=front + [c for c in shown.columns if c not in front])  # fmt: skip
+            st.dataframe(
+                shown,
+                hide_index=True,
+                width="stretch",
+                placeholder="—",
+                column_order=front + [c for c in shown.columns if c not in front],
+            )
             c = st.columns(2)
-            c[0].download_button("CSV", frame_csv(table).encode(), f"dhp_{res.model}.csv", "text/csv",
-                                 key=f"dhp_csv_{res.model}", icon=":material/download:")  # fmt: skip
-            c[1].download_button("JSON", json.dumps(dhp.result_record(res), indent=2).encode(),
-                                 f"dhp_{res.model}.json", "application/json", key=f"dhp_json_{res.model}",
-                                 icon=":material/download:")  # fmt: skip
+            c[0].download_button(
+                "CSV",
+                frame_csv(table).encode(),
+                f"dhp_{res.model}.csv",
+                "text/csv",
+                key=f"dhp_csv_{res.model}",
+                icon=":material/download:",
+            )
+            c[1].download_button(
+                "JSON",
+                json.dumps(dhp.result_record(res), indent=2).encode(),
+                f"dhp_{res.model}.json",
+                "application/json",
+                key=f"dhp_json_{res.model}",
+                icon=":material/download:",
+            )
 
 
 def _relabel(res: dhp.DiscernmentResult, label: str) -> dhp.DiscernmentResult:
@@ -454,7 +504,7 @@ def survey_live(sid: int) -> None:
     st.markdown(
         f"**Status: {cur.status}**"
         + ("" if is_open else f" · closed {cur.closed_at:%Y-%m-%d %H:%M} UTC · its weights feed D_EW")
-    )  # noqa: E501
+    )
     left, right = st.columns([1, 1])
     with left:
         st.markdown("**Experts**")
@@ -474,8 +524,10 @@ def survey_live(sid: int) -> None:
         for e in experts:
             row = st.container(border=True)
             answered = matrix.loc[e.name, "answered"] if e.name in matrix.index else "0"
-            row.markdown(f"**{e.name}** · answered {answered}"
-                         + (" · :red[link revoked: votes not counted]" if e.revoked_at else ""))  # fmt: skip
+            row.markdown(
+                f"**{e.name}** · answered {answered}"
+                + (" · :red[link revoked: votes not counted]" if e.revoked_at else "")
+            )
             if not e.revoked_at:
                 row.code(view.personal_link(tokens[e.id]), language=None)
                 if row.button(
@@ -494,8 +546,10 @@ def survey_live(sid: int) -> None:
         st.plotly_chart(figs.make_weights_figure(wf), width="stretch", key=f"dhp_fig_w_{sid}")
         if alpha.alpha is not None:
             ci = f" (95% CI {alpha.ci_low:.2f} to {alpha.ci_high:.2f})" if alpha.ci_low is not None else ""
-            st.markdown(f"Agreement among experts: Krippendorff's α (nominal) = **{alpha.alpha:.2f}**{ci} · "
-                        f"{alpha.n_raters} experts, {alpha.n_pairable} issues answered by two or more")  # fmt: skip
+            st.markdown(
+                f"Agreement among experts: Krippendorff's α (nominal) = **{alpha.alpha:.2f}**{ci} · "
+                f"{alpha.n_raters} experts, {alpha.n_pairable} issues answered by two or more"
+            )
         else:
             st.caption(f"Agreement among experts: not yet defined. {alpha.note or ''}")
     st.markdown("**Who answered what**")
@@ -505,15 +559,25 @@ def survey_live(sid: int) -> None:
         names = {q["key"]: q["name"] for q in cur.questions}
         st.dataframe(matrix.rename(columns=names), width="stretch")
     a = st.container(horizontal=True)
-    if is_open and a.button("Close the survey", type="primary", key=f"dhp_close_{sid}",
-                            help="Answers become final and the weights can feed D_EW."):  # fmt: skip
+    if is_open and a.button(
+        "Close the survey",
+        type="primary",
+        key=f"dhp_close_{sid}",
+        help="Answers become final and the weights can feed D_EW.",
+    ):
         sv.set_open(engine(), sid, is_open=False)
         st.rerun()
     if not is_open and a.button("Reopen", key=f"dhp_reopen_{sid}"):
         sv.set_open(engine(), sid, is_open=True)
         st.rerun()
-    a.download_button("Weights (EW.json)", json.dumps(w.weights, indent=2).encode(), f"ew_survey_{sid}.json",
-                      "application/json", key=f"dhp_ew_{sid}", icon=":material/download:")  # fmt: skip
+    a.download_button(
+        "Weights (EW.json)",
+        json.dumps(w.weights, indent=2).encode(),
+        f"ew_survey_{sid}.json",
+        "application/json",
+        key=f"dhp_ew_{sid}",
+        icon=":material/download:",
+    )
 
 
 # -- Tasks -----------------------------------------------------------------------------------------------
@@ -527,33 +591,51 @@ def tasks_section() -> None:
     definition = st.text_input("Task definition", key="dhp_t_def", placeholder="Reply to the last turn of a dialogue.")
     st.caption("Metrics (name and definition, one per row)")
     metrics = st.data_editor(
-        pd.DataFrame({"name": ["", ""], "definition": ["", ""]}), num_rows="dynamic", key="dhp_t_metrics",
-        width="stretch", hide_index=True,
-    )  # fmt: skip
+        pd.DataFrame({"name": ["", ""], "definition": ["", ""]}),
+        num_rows="dynamic",
+        key="dhp_t_metrics",
+        width="stretch",
+        hide_index=True,
+    )
     st.caption("Perturbations (k: characters, typos or words; for reordering 0 means all sentences)")
-    default = pd.DataFrame([
-        {"kind": "char_deletion", "degree": "minor", "k": 10}, {"kind": "typo", "degree": "minor", "k": 10},
-        {"kind": "grammar", "degree": "minor", "k": None},
-    ])  # fmt: skip
+    default = pd.DataFrame(
+        [
+            {"kind": "char_deletion", "degree": "minor", "k": 10},
+            {"kind": "typo", "degree": "minor", "k": 10},
+            {"kind": "grammar", "degree": "minor", "k": None},
+        ]
+    )
     perts = st.data_editor(
-        default, num_rows="dynamic", key="dhp_t_perts", width="stretch", hide_index=True,
+        default,
+        num_rows="dynamic",
+        key="dhp_t_perts",
+        width="stretch",
+        hide_index=True,
         column_config={
             "kind": st.column_config.SelectboxColumn("kind", options=list(perturb.KINDS), required=True),
             "degree": st.column_config.SelectboxColumn("degree", options=["single", "minor", "major"], required=True),
             "k": st.column_config.NumberColumn("k", min_value=0, step=1),
         },
-    )  # fmt: skip
+    )
     if st.button("Add task", type="primary", key="dhp_t_add"):
         try:
             spec = perturb.custom_task(
-                key.strip(), name, text_label=text_label, source_label=source_label, definition=definition,
+                key.strip(),
+                name,
+                text_label=text_label,
+                source_label=source_label,
+                definition=definition,
                 metrics=[(str(r["name"] or ""), str(r["definition"] or "")) for r in metrics.to_dict("records")],
                 perturbations=[
-                    {"kind": r["kind"], "degree": r["degree"] or "single",
-                     "k": None if pd.isna(r["k"]) else int(r["k"])}
-                    for r in perts.to_dict("records") if r.get("kind")
+                    {
+                        "kind": r["kind"],
+                        "degree": r["degree"] or "single",
+                        "k": None if pd.isna(r["k"]) else int(r["k"]),
+                    }
+                    for r in perts.to_dict("records")
+                    if r.get("kind")
                 ],
-            )  # fmt: skip
+            )
             dhp.new_task(engine(), spec)
         except ValueError as exc:
             st.error(str(exc))

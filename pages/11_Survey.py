@@ -54,8 +54,10 @@ with st.container(border=True):
 
 mine = sv.votes_of(engine(), expert.id)
 metrics = [m["name"] for m in survey.metrics]
-st.progress(len(mine) / len(survey.questions) if survey.questions else 0.0,
-            text=f"{len(mine)} of {len(survey.questions)} answered")  # fmt: skip
+st.progress(
+    len(mine) / len(survey.questions) if survey.questions else 0.0,
+    text=f"{len(mine)} of {len(survey.questions)} answered",
+)
 for n, q in enumerate(survey.questions, 1):
     key = f"sv_q_{q['key']}"
     if key not in st.session_state and q["key"] in mine:
@@ -63,8 +65,14 @@ for n, q in enumerate(survey.questions, 1):
     with st.container(border=True):
         st.markdown(f"**{n}. {q['name']}**: {q['issue']}")
         st.radio(
-            "Which metric does this issue impact most?", metrics, index=None, key=key, horizontal=True,
-            on_change=save, args=(q["key"],), disabled=not is_open,
-        )  # fmt: skip
+            "Which metric does this issue impact most?",
+            metrics,
+            index=None,
+            key=key,
+            horizontal=True,
+            on_change=save,
+            args=(q["key"],),
+            disabled=not is_open,
+        )
 if is_open and len(mine) == len(survey.questions):
     st.success("All questions answered. Thank you! You can still change an answer until the survey closes.")

@@ -70,29 +70,37 @@ with tab_make:
             st.info("No runs yet: evaluate something on the **Evaluate** page.")
         else:
             ref_id = st.selectbox(
-                "Run", [r.id for r, _ in rows], key="rp_run",
-                format_func=lambda i: next(f"#{r.id} · {r.created_at:%Y-%m-%d %H:%M} · {p[:70]}"
-                                           for r, p in rows if r.id == i),
-            )  # fmt: skip
+                "Run",
+                [r.id for r, _ in rows],
+                key="rp_run",
+                format_func=lambda i: next(
+                    f"#{r.id} · {r.created_at:%Y-%m-%d %H:%M} · {p[:70]}" for r, p in rows if r.id == i
+                ),
+            )
     elif kind in ("batch", "nli"):
         bl = batches.list_batches(eng)
         if not bl:
             st.info("No batches yet: start one on the **Batches** page.")
         else:
             ref_id = st.selectbox(
-                "Batch", [b.id for b in bl], key="rp_batch",
-                format_func=lambda i: next(f"#{b.id} · {b.name or b.method} · {b.model} · {b.status}"
-                                           for b in bl if b.id == i),
-            )  # fmt: skip
+                "Batch",
+                [b.id for b in bl],
+                key="rp_batch",
+                format_func=lambda i: next(
+                    f"#{b.id} · {b.name or b.method} · {b.model} · {b.status}" for b in bl if b.id == i
+                ),
+            )
     elif kind == "conseval":
         studies = conseval.list_studies(eng)
         if not studies:
             st.info("No ConsEval studies yet: start one on the **ConsEval** page.")
         else:
             ref_id = st.selectbox(
-                "Study", [x.id for x in studies], key="rp_study",
+                "Study",
+                [x.id for x in studies],
+                key="rp_study",
                 format_func=lambda i: next(f"#{x.id} · {x.name or 'study'} · {x.status}" for x in studies if x.id == i),
-            )  # fmt: skip
+            )
     elif kind == "survey":
         surveys = survey_choices()
         if not surveys:
@@ -140,9 +148,16 @@ with tab_shares:
                 for s in all_shares
             ]
         )
-        st.dataframe(df, hide_index=True, width="stretch", key="rp_shares",
-                     column_config={"id": st.column_config.NumberColumn(width="small"),
-                                    "link": st.column_config.LinkColumn(width="large")})  # fmt: skip
+        st.dataframe(
+            df,
+            hide_index=True,
+            width="stretch",
+            key="rp_shares",
+            column_config={
+                "id": st.column_config.NumberColumn(width="small"),
+                "link": st.column_config.LinkColumn(width="large"),
+            },
+        )
         open_ids = [s.id for s in all_shares if s.revoked_at is None]
         if open_ids:
             labels = {s.id: f"#{s.id} · {s.title or s.kind}" for s in all_shares}
@@ -169,27 +184,42 @@ with tab_distill:
     else:
         c = st.columns([3, 1, 1, 1, 1])
         picked = c[0].multiselect(
-            "Batches (in order of preference for the reasoning)", [b.id for b in done], default=[done[0].id],
+            "Batches (in order of preference for the reasoning)",
+            [b.id for b in done],
+            default=[done[0].id],
             format_func=lambda i: next(f"#{b.id} · {b.method} · {b.model}" for b in done if b.id == i),
             key="rp_ds_batches",
-        )  # fmt: skip
-        split = c[1].selectbox("Split", ["in-domain", "ood"], key="rp_ds_split",
-                               help="in-domain: 80/20 by document; ood: test on one dataset")  # fmt: skip
-        fmt = c[2].selectbox("Format", ["chat", "plain"], key="rp_ds_fmt",
-                             help="chat: {messages: [...]}; plain: {prompt, completion}")  # fmt: skip
-        answer = c[3].selectbox("Answers", ["json", "text"], key="rp_ds_answer",
-                                help="json: the app's JSON answers, so the trained model plugs into the app; "
-                                "text: the paper's 'Judgement: ...' lines")  # fmt: skip
+        )
+        split = c[1].selectbox(
+            "Split",
+            ["in-domain", "ood"],
+            key="rp_ds_split",
+            help="in-domain: 80/20 by document; ood: test on one dataset",
+        )
+        fmt = c[2].selectbox(
+            "Format", ["chat", "plain"], key="rp_ds_fmt", help="chat: {messages: [...]}; plain: {prompt, completion}"
+        )
+        answer = c[3].selectbox(
+            "Answers",
+            ["json", "text"],
+            key="rp_ds_answer",
+            help="json: the app's JSON answers, so the trained model plugs into the app; "
+            "text: the paper's 'Judgement: ...' lines",
+        )
         seed = c[4].number_input("Seed", 0, 2**31 - 1, distill.DEFAULT_SEED, key="rp_ds_seed")
         test_ds = None
         if split == "ood" and picked:
             ds_ids = list(dict.fromkeys(b.dataset_id for b in done if b.id in picked))
-            test_ds = st.selectbox("Test dataset (out of domain)", ds_ids, index=len(ds_ids) - 1, key="rp_ds_test",
-                                   format_func=lambda i: f"dataset #{i}")  # fmt: skip
+            test_ds = st.selectbox(
+                "Test dataset (out of domain)",
+                ds_ids,
+                index=len(ds_ids) - 1,
+                key="rp_ds_test",
+                format_func=lambda i: f"dataset #{i}",
+            )
         if picked:
             try:
-                dset = distill.build(eng, picked, split=split, seed=int(seed), test_dataset_id=test_ds,
-                                     answer=answer)  # fmt: skip
+                dset = distill.build(eng, picked, split=split, seed=int(seed), test_dataset_id=test_ds, answer=answer)
             except InputError as exc:
                 st.warning(str(exc), icon=":material/warning:")
             else:
@@ -204,10 +234,13 @@ with tab_distill:
                 for note in dset.notes:
                     st.caption(f":material/info: {note}")
                 st.download_button(
-                    "Download training set (zip)", distill.zip_bytes(dset, fmt),
-                    file_name=f"distill-{split}-{fmt}-{answer}-seed{int(seed)}.zip", mime="application/zip",
-                    icon=":material/download:", key="rp_ds_dl",
-                )  # fmt: skip
+                    "Download training set (zip)",
+                    distill.zip_bytes(dset, fmt),
+                    file_name=f"distill-{split}-{fmt}-{answer}-seed{int(seed)}.zip",
+                    mime="application/zip",
+                    icon=":material/download:",
+                    key="rp_ds_dl",
+                )
                 if dset.train:
                     with st.expander("First training example"):
                         st.json(dset.train[0].line(fmt))

@@ -166,15 +166,21 @@ with form_box:
     with left:
         st.text_area(labels[0], key="ev_reference", height=260, placeholder="Paste the reference text…")
         st.file_uploader(
-            "…or upload it", type=list(SUPPORTED_UPLOADS), key="ev_reference_file", on_change=_load_upload,
+            "…or upload it",
+            type=list(SUPPORTED_UPLOADS),
+            key="ev_reference_file",
+            on_change=_load_upload,
             args=("reference",),
-        )  # fmt: skip
+        )
     with right:
         st.text_area(labels[1], key="ev_candidate", height=260, placeholder="Paste the text to check…")
         st.file_uploader(
-            "…or upload it", type=list(SUPPORTED_UPLOADS), key="ev_candidate_file", on_change=_load_upload,
+            "…or upload it",
+            type=list(SUPPORTED_UPLOADS),
+            key="ev_candidate_file",
+            on_change=_load_upload,
             args=("candidate",),
-        )  # fmt: skip
+        )
     for kind, msg in st.session_state.ev_messages:
         (st.error if kind == "error" else st.success)(msg)
     st.session_state.ev_messages = []
@@ -182,20 +188,26 @@ with form_box:
         o = st.columns(3)
         o[0].radio("Evaluator", list(ALL_METHOD_LABELS), format_func=ALL_METHOD_LABELS.get, key="ev_method")
         o[1].radio(
-            "Converter (AMC)", list(CONVERTER_LABELS), format_func=CONVERTER_LABELS.get, key="ev_amc",
+            "Converter (AMC)",
+            list(CONVERTER_LABELS),
+            format_func=CONVERTER_LABELS.get,
+            key="ev_amc",
             help="Both converters keep the verdict a reason states: a mark against it leaves the sentence unjudged. "
             "The rule converter first reads a per-sentence verdict field the evaluator is asked for in its JSON "
             "output (beyond the paper), then the reason's own words; it is the default because it costs no call "
             "and never turns a stated verdict around.",
-        )  # fmt: skip
+        )
         ab = o[1].columns(2)
         ab[0].number_input("α (Eq. 3)", step=0.5, key="ev_alpha", help="Appendix C.1 sets α = 0.")
         ab[1].number_input("β (Eq. 3)", step=0.5, key="ev_beta", help="Appendix C.1 sets β = 0.")
         o[2].number_input("Maximum rounds m", min_value=1, max_value=10, key="ev_rounds")
         o[2].number_input(
-            "Window w (sentences)", min_value=1, max_value=10, key="ev_window",
+            "Window w (sentences)",
+            min_value=1,
+            max_value=10,
+            key="ev_window",
             help="Sent-NLI and QG-QA judge the summary w sentences at a time; the paper uses a few sentences.",
-        )  # fmt: skip
+        )
         if nli.is_nli(st.session_state.ev_method):
             st.caption(
                 "The factual-inconsistency paradigms of the Summ-NLI / Sent-NLI / QG-QA paper give a verdict, not a "
@@ -205,9 +217,12 @@ with form_box:
                 "verdict unknown unless another window is inconsistent."
             )
         st.multiselect(
-            "Methods to compare", list(runs.COMPARE_METHODS), format_func=ALL_METHOD_LABELS.get,
-            key="ev_compare_methods", help="Compare methods runs each of these on the same article and summary.",
-        )  # fmt: skip
+            "Methods to compare",
+            list(runs.COMPARE_METHODS),
+            format_func=ALL_METHOD_LABELS.get,
+            key="ev_compare_methods",
+            help="Compare methods runs each of these on the same article and summary.",
+        )
         if st.session_state.ev_method == "evidence":
             st.caption(
                 "The evidence checker aligns each sentence with the reference (MiniLM embeddings when installed, "
@@ -217,9 +232,10 @@ with form_box:
     b = st.container(horizontal=True)
     go = b.button("Evaluate", type="primary", icon=":material/play_arrow:") or st.session_state.pop("ev_autorun", False)
     go_compare = b.button(
-        "Compare methods", icon=":material/compare:",
+        "Compare methods",
+        icon=":material/compare:",
         help="DCE-AMC, Summ-NLI, Sent-NLI and QG-QA (as chosen in Options) on the same pair, side by side.",
-    )  # fmt: skip
+    )
 
 # Each status box sits in a slot, emptied when the input is refused: no "Evaluating…" box is left behind.
 if go and nli.is_nli(st.session_state.ev_method):
@@ -227,10 +243,14 @@ if go and nli.is_nli(st.session_state.ev_method):
     try:
         with slot.status("Evaluating…", expanded=False) as status:
             run_id = runs.start_method_run(
-                eng, backend, st.session_state.ev_reference, st.session_state.ev_candidate,
-                st.session_state.ev_method, window=int(st.session_state.ev_window),
+                eng,
+                backend,
+                st.session_state.ev_reference,
+                st.session_state.ev_candidate,
+                st.session_state.ev_method,
+                window=int(st.session_state.ev_window),
                 progress=lambda m: status.update(label=m),
-            )  # fmt: skip
+            )
             status.update(label="Evaluated", state="complete")
         _open_run(run_id)
         st.rerun()
@@ -243,10 +263,15 @@ if go_compare:
     try:
         with slot.status("Comparing methods…", expanded=True) as status:
             group = runs.compare_methods(
-                eng, backend, st.session_state.ev_reference, st.session_state.ev_candidate,
-                st.session_state.ev_compare_methods, window=int(st.session_state.ev_window),
-                amc=st.session_state.ev_amc, progress=status.write,
-            )  # fmt: skip
+                eng,
+                backend,
+                st.session_state.ev_reference,
+                st.session_state.ev_candidate,
+                st.session_state.ev_compare_methods,
+                window=int(st.session_state.ev_window),
+                amc=st.session_state.ev_amc,
+                progress=status.write,
+            )
             status.update(label="Compared", state="complete")
         _open_compare(group)
         st.rerun()
@@ -296,9 +321,13 @@ if go:
             if backend.is_embedded and cfg.uses_model:
                 status.update(label="Starting the embedded model and evaluating…")
             run_id = runs.start_run(
-                eng, backend, st.session_state.ev_reference, st.session_state.ev_candidate, cfg,
+                eng,
+                backend,
+                st.session_state.ev_reference,
+                st.session_state.ev_candidate,
+                cfg,
                 progress=lambda m: status.update(label=m),
-            )  # fmt: skip
+            )
             status.update(label="Evaluated", state="complete")
         _open_run(run_id)
         st.rerun()
@@ -324,8 +353,10 @@ if run_id is not None:
         head = st.columns([5, 1], vertical_alignment="center")
         m = runs.load_method(eng, r.id)
         head[0].subheader(f"Run #{r.id} · {method_name(r.method, m.window if m else None)}")
-        head[0].caption(f"{r.model} · {ALL_METHOD_LABELS.get(r.method, r.method)} · "
-                        f"{r.created_at:%Y-%m-%d %H:%M} UTC · source: {r.source}")  # fmt: skip
+        head[0].caption(
+            f"{r.model} · {ALL_METHOD_LABELS.get(r.method, r.method)} · "
+            f"{r.created_at:%Y-%m-%d %H:%M} UTC · source: {r.source}"
+        )
         if head[1].button("Close", icon=":material/close:"):
             _open_run(None)
             st.rerun()
@@ -415,8 +446,13 @@ if run_id is not None:
             st.info(stopped, icon=":material/info:")
         if r.method != "evidence" and chosen == n - 1 and can_improve:
             c = st.columns([1, 2])
-            m = c[0].number_input("Up to round", min_value=last.index + 1, max_value=10,
-                                  value=max(last.index + 1, r.max_rounds), key=f"ev_m_{r.id}_{n}")  # fmt: skip
+            m = c[0].number_input(
+                "Up to round",
+                min_value=last.index + 1,
+                max_value=10,
+                value=max(last.index + 1, r.max_rounds),
+                key=f"ev_m_{r.id}_{n}",
+            )
             if c[1].button("Improve", type="primary", icon=":material/auto_fix_high:", key=f"ev_improve_{r.id}"):
                 with st.status("Improving…", expanded=True) as status:
                     runs.improve_run(eng, backend, r.id, max_rounds=int(m), progress=status.write)
@@ -424,10 +460,13 @@ if run_id is not None:
                 st.rerun()
         if chosen == n - 1 and not ev_last.n_judged and not ev_last.fatal and r.method != "evidence":
             st.button(
-                "Check with the evidence checker", icon=":material/plagiarism:", key=f"ev_to_evidence_{r.id}",
-                on_click=_check_with_evidence, args=(detail.reference, detail.candidate, r.task),
+                "Check with the evidence checker",
+                icon=":material/plagiarism:",
+                key=f"ev_to_evidence_{r.id}",
+                on_click=_check_with_evidence,
+                args=(detail.reference, detail.candidate, r.task),
                 help="Evaluate the same pair with the offline evidence checker, which calls no model.",
-            )  # fmt: skip
+            )
 
         render_rewrite_review(
             detail.rounds,

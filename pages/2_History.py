@@ -110,9 +110,15 @@ if not selected:
 
 
 SETTING_LABELS = {
-    "model": "model", "task": "task", "method": "evaluator", "amc": "converter", "max_rounds": "maximum rounds m",
-    "n_rounds": "rounds", "initial_score": "initial Ẑ", "final_score": "final Ẑ",
-}  # fmt: skip
+    "model": "model",
+    "task": "task",
+    "method": "evaluator",
+    "amc": "converter",
+    "max_rounds": "maximum rounds m",
+    "n_rounds": "rounds",
+    "initial_score": "initial Ẑ",
+    "final_score": "final Ẑ",
+}
 
 
 def shown(v: object) -> str:
@@ -143,8 +149,12 @@ def _details(run_id: int, annotate: bool = False) -> None:
             st.metric("Verdict", nf_mark(m.label), help=f"Score {m.score:.2f}: share of units judged consistent")
         render_method_detail(m.detail, key=f"hi_m_{run_id}")
         if m.compare_group:
-            st.page_link("pages/1_Evaluate.py", label="Open the comparison this run belongs to",
-                         icon=":material/compare:", query_params={"compare": m.compare_group})  # fmt: skip
+            st.page_link(
+                "pages/1_Evaluate.py",
+                label="Open the comparison this run belongs to",
+                icon=":material/compare:",
+                query_params={"compare": m.compare_group},
+            )
     if d.rounds:
         last = d.rounds[-1]
         render_score(last.evaluation, d.usage, compact=not annotate)

@@ -49,12 +49,14 @@ with st.form("settings"):
         p_url, p_model = PRESETS[preset]
         c = st.columns(2)
         base_url = c[0].text_input(
-            "Base URL", value=(backend.base_url if not backend.is_embedded else None) or p_url or "",
+            "Base URL",
+            value=(backend.base_url if not backend.is_embedded else None) or p_url or "",
             help="The OpenAI-compatible root, ending in /v1.",
-        )  # fmt: skip
+        )
         model = c[1].text_input(
-            "Model", value=(backend.model if not backend.is_embedded else None) or p_model or "",
-        )  # fmt: skip
+            "Model",
+            value=(backend.model if not backend.is_embedded else None) or p_model or "",
+        )
         env_key = get_settings().llm_api_key is not None
         typed_key = st.text_input(
             "API key",

@@ -114,9 +114,13 @@ with st.container(border=True):
         guessed = datasets.guess_format(upload.name, data)
         top = st.columns([3, 2])
         fmt = top[0].selectbox(
-            "Format", formats, index=formats.index(guessed), format_func=datasets.FORMAT_LABELS.get,
-            key=f"ds_fmt_{fid}", help="Guessed from the file name and its first row.",
-        )  # fmt: skip
+            "Format",
+            formats,
+            index=formats.index(guessed),
+            format_func=datasets.FORMAT_LABELS.get,
+            key=f"ds_fmt_{fid}",
+            help="Guessed from the file name and its first row.",
+        )
         name = top[1].text_input("Name", value=Path(upload.name).stem, max_chars=200, key=f"ds_name_{fid}")
         mapping: datasets.ColumnMapping | None = None
         task = {"qags": "summarization", "summeval": "summarization", "paws": "semantic"}.get(fmt, "summarization")
@@ -141,9 +145,11 @@ with st.container(border=True):
                     options = columns if required else [NONE, *columns]
                     default = guess.get(role)
                     value = c[i % 3].selectbox(
-                        label, options, index=options.index(default) if default in options else 0,
+                        label,
+                        options,
+                        index=options.index(default) if default in options else 0,
                         key=f"ds_col_{role}_{fid}",
-                    )  # fmt: skip
+                    )
                     picked[role] = None if value == NONE else value
                 mapping = datasets.ColumnMapping(**picked)  # type: ignore[arg-type]
                 task = st.radio(
@@ -171,9 +177,12 @@ with st.container(border=True):
                 icon=":material/content_copy:",
             )
         if st.button(
-            "Import", type="primary", icon=":material/upload:", disabled=existing is not None or not ready,
+            "Import",
+            type="primary",
+            icon=":material/upload:",
+            disabled=existing is not None or not ready,
             key="ds_import",
-        ):  # fmt: skip
+        ):
             _import(name or Path(upload.name).stem, data, fmt, mapping, task)
             st.rerun()  # redraw the form for the file now imported (its Import button disabled)
 

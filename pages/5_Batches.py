@@ -48,38 +48,62 @@ with st.expander("Start a batch", expanded=st.session_state.ba_start_open, icon=
             c = st.columns(3)
             default_task = list(TASK_LABELS).index(ds.task) if ds and ds.task in TASK_LABELS else 0
             task = c[0].selectbox("Task", list(TASK_LABELS), format_func=TASK_LABELS.get, index=default_task)
-            method = c[1].selectbox("Evaluator", list(ALL_METHOD_LABELS), format_func=ALL_METHOD_LABELS.get,
-                                    key="ba_method")  # fmt: skip
-            amc = c[2].selectbox("Converter", list(CONVERTER_LABELS), format_func=CONVERTER_LABELS.get,
-                                 help="DCE-AMC and the paragraph evaluator only")  # fmt: skip
+            method = c[1].selectbox(
+                "Evaluator", list(ALL_METHOD_LABELS), format_func=ALL_METHOD_LABELS.get, key="ba_method"
+            )
+            amc = c[2].selectbox(
+                "Converter",
+                list(CONVERTER_LABELS),
+                format_func=CONVERTER_LABELS.get,
+                help="DCE-AMC and the paragraph evaluator only",
+            )
             c = st.columns(6)
             rounds = c[0].number_input("Improvement rounds", 0, 10, 0, help="0: evaluate only (DCE methods)")
             concurrency = c[1].number_input("Concurrency", 1, 256, int(backend.concurrency))
             limit = c[2].number_input("Item limit", 0, 1_000_000, 0, help="0: every item")
-            window = c[3].number_input("Window w", 1, 10, 1, key="ba_window",
-                                       help="Sent-NLI and QG-QA: summary sentences judged at a time")  # fmt: skip
+            window = c[3].number_input(
+                "Window w", 1, 10, 1, key="ba_window", help="Sent-NLI and QG-QA: summary sentences judged at a time"
+            )
             repeats = c[4].number_input(
-                "Repeats", 1, 10, 1, key="ba_repeats",
+                "Repeats",
+                1,
+                10,
+                1,
+                key="ba_repeats",
                 help="Run the same configuration n times, each asking the model again (not the cache), "
                 "for the standard deviation over runs (Table 4).",
-            )  # fmt: skip
+            )
             name = c[5].text_input("Name", placeholder="optional")
             c = st.columns([1, 1, 4])
-            alpha = c[0].number_input("α (Eq. 3)", value=0.0, step=0.5, key="ba_alpha",
-                                      help="DCE methods; Appendix C.1 sets α = 0.")  # fmt: skip
-            beta = c[1].number_input("β (Eq. 3)", value=0.0, step=0.5, key="ba_beta",
-                                     help="DCE methods; Appendix C.1 sets β = 0.")  # fmt: skip
+            alpha = c[0].number_input(
+                "α (Eq. 3)", value=0.0, step=0.5, key="ba_alpha", help="DCE methods; Appendix C.1 sets α = 0."
+            )
+            beta = c[1].number_input(
+                "β (Eq. 3)", value=0.0, step=0.5, key="ba_beta", help="DCE methods; Appendix C.1 sets β = 0."
+            )
             criteria = c[2].text_input("Criteria (custom task only)", "")
             start = st.form_submit_button("Start batch", type="primary", icon=":material/play_arrow:")
         if start:
             try:
                 ids = batches.create_repeats(
-                    eng, repeats=int(repeats), dataset_id=ds.id, backend=backend,
-                    cfg=DCRConfig(task=task, criteria=criteria, method=method, amc=amc,
-                                  max_rounds=0 if nli.is_nli(method) else int(rounds),
-                                  alpha=float(alpha), beta=float(beta)),
-                    concurrency=int(concurrency), item_limit=int(limit) or None, name=name, window=int(window),
-                )  # fmt: skip
+                    eng,
+                    repeats=int(repeats),
+                    dataset_id=ds.id,
+                    backend=backend,
+                    cfg=DCRConfig(
+                        task=task,
+                        criteria=criteria,
+                        method=method,
+                        amc=amc,
+                        max_rounds=0 if nli.is_nli(method) else int(rounds),
+                        alpha=float(alpha),
+                        beta=float(beta),
+                    ),
+                    concurrency=int(concurrency),
+                    item_limit=int(limit) or None,
+                    name=name,
+                    window=int(window),
+                )
                 for bid in ids:
                     jobs.enqueue(bid)
                 bid = ids[0]
@@ -181,8 +205,12 @@ def live(batch_id: int) -> None:
             jobs.enqueue(b.id)
             st.rerun()
     if b.status == "done":
-        a.page_link("pages/6_Meta-evaluation.py", label="Meta-evaluation", icon=":material/query_stats:",
-                    query_params={"batch": str(b.id)})  # fmt: skip
+        a.page_link(
+            "pages/6_Meta-evaluation.py",
+            label="Meta-evaluation",
+            icon=":material/query_stats:",
+            query_params={"batch": str(b.id)},
+        )
 
 
 shown_status = {b.id: b.status for b in all_batches}
@@ -205,8 +233,13 @@ if not items.empty:
             },
         )
     c = st.container(horizontal=True)
-    c.download_button("Download items (CSV)", frame_csv(items), file_name=f"batch-{bid}-items.csv",
-                      mime="text/csv", icon=":material/download:")  # fmt: skip
+    c.download_button(
+        "Download items (CSV)",
+        frame_csv(items),
+        file_name=f"batch-{bid}-items.csv",
+        mime="text/csv",
+        icon=":material/download:",
+    )
     render_report_download("batch", bid, key=f"ba_rep_{bid}")
     if st.button("Delete this batch", icon=":material/delete:", key="ba_delete"):
         st.session_state.ba_confirm = bid

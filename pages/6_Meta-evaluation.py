@@ -60,23 +60,35 @@ peers = [b.id for b in all_batches if b.dataset_id == batch.dataset_id and b.id 
 if st.session_state.get("me_other") not in (None, *peers):
     st.session_state.me_other = None
 other_id = top[1].selectbox(
-    "Compare with (Figure 3)", [None, *peers], key="me_other",
+    "Compare with (Figure 3)",
+    [None, *peers],
+    key="me_other",
     format_func=lambda i: "— none —" if i is None else f"{_label(i)} · {METHOD_LABELS.get(by_id[i].method, '')}",
     help="Another batch over the same dataset, e.g. the paragraph-level evaluator.",
-)  # fmt: skip
+)
 threshold = top[2].slider(
-    "Threshold", 0.0, 1.0, metaeval.DEFAULT_THRESHOLD, 0.05, key="me_threshold",
+    "Threshold",
+    0.0,
+    1.0,
+    metaeval.DEFAULT_THRESHOLD,
+    0.05,
+    key="me_threshold",
     help="A score at or above the threshold marks the summary consistent (the positive class); below, "
     "inconsistent. 1.0, the "
     "default, flags any summary with an inconsistent sentence, as the paper's Table 4 and Figure 3 do.",
-)  # fmt: skip
+)
 with st.expander("Statistics settings", icon=":material/tune:"):
     s = st.columns(3)
     seed = int(s[0].number_input("Bootstrap seed", 0, 2**31 - 1, metaeval.DEFAULT_SEED, key="me_seed"))
     n_boot = int(
-        s[1].selectbox("Bootstrap resamples", [0, 200, 1000, 2000], index=2, key="me_boot",
-                       help="Percentile bootstrap for the 95% intervals; 0: no intervals.")
-    )  # fmt: skip
+        s[1].selectbox(
+            "Bootstrap resamples",
+            [0, 200, 1000, 2000],
+            index=2,
+            key="me_boot",
+            help="Percentile bootstrap for the 95% intervals; 0: no intervals.",
+        )
+    )
     s[2].caption(
         "Intervals are percentile bootstraps: pairs of items for correlations, each class apart for AUROC, "
         "sentences for Krippendorff's alpha. Large batches get them from a background process."
@@ -112,8 +124,12 @@ if done.empty:
         )
     else:
         st.info("No item of this batch has a score yet. Come back when some items are done.")
-    st.page_link("pages/5_Batches.py", label="Follow it on Batches", icon=":material/dynamic_feed:",
-                 query_params={"batch": str(bid)})  # fmt: skip
+    st.page_link(
+        "pages/5_Batches.py",
+        label="Follow it on Batches",
+        icon=":material/dynamic_feed:",
+        query_params={"batch": str(bid)},
+    )
     st.stop()
 
 est, ci_key = mv.interval_estimates(data, values, stamp=stamp, bstamp=bstamp, seed=seed, n_boot=n_boot)
@@ -165,19 +181,26 @@ if tab["Methods"].open:
                 r = cmp.repeats
                 mv.show_table(
                     r.assign(
-                        balanced_accuracy=[mv.fmt(m) + " ± " + mv.fmt(sd) for m, sd in
-                                           zip(r["balanced_accuracy_mean"], r["balanced_accuracy_std"], strict=True)],
-                        pearson=[mv.fmt(m) + " ± " + mv.fmt(sd) for m, sd in
-                                 zip(r["pearson_mean"], r["pearson_std"], strict=True)],
+                        balanced_accuracy=[
+                            mv.fmt(m) + " ± " + mv.fmt(sd)
+                            for m, sd in zip(r["balanced_accuracy_mean"], r["balanced_accuracy_std"], strict=True)
+                        ],
+                        pearson=[
+                            mv.fmt(m) + " ± " + mv.fmt(sd)
+                            for m, sd in zip(r["pearson_mean"], r["pearson_std"], strict=True)
+                        ],
                     )[["method", "runs", "balanced_accuracy", "pearson", "calls_per_doc"]],
-                    f"dataset-{batch.dataset_id}-repeats.csv", "me_methods_rep", raw=r,
-                )  # fmt: skip
+                    f"dataset-{batch.dataset_id}-repeats.csv",
+                    "me_methods_rep",
+                    raw=r,
+                )
             st.markdown("###### Accuracy by document and summary length (Figure 2)")
             if cmp.lengths.empty:
                 st.caption("No item with a binary human label: accuracy needs one.")
             else:
-                mv.show_chart(nf.make_length_accuracy_figure(cmp.lengths), f"dataset-{batch.dataset_id}-lengths",
-                              "me_methods_len")  # fmt: skip
+                mv.show_chart(
+                    nf.make_length_accuracy_figure(cmp.lengths), f"dataset-{batch.dataset_id}-lengths", "me_methods_len"
+                )
             if not cmp.error_types.empty:
                 st.markdown("###### Recall per error type (Table 5)")
                 e = cmp.error_types
@@ -197,28 +220,47 @@ if tab["Summary level"].open:
         if done["human_score"].notna().any():
             mv.show_chart(mv.make_scatter_figure(done), f"batch-{bid}-scatter", "me_scatter")
             st.caption(mv.PNG_NOTE)
-            mv.csv_button(done[["item_id", "external_id", "score", "human_score", "human_label"]],
-                          f"batch-{bid}-scores.csv", "me_scores_csv", label="Scores per item (CSV)")  # fmt: skip
+            mv.csv_button(
+                done[["item_id", "external_id", "score", "human_score", "human_label"]],
+                f"batch-{bid}-scores.csv",
+                "me_scores_csv",
+                label="Scores per item (CSV)",
+            )
         st.subheader(f"Binary: consistent when the score is at least {threshold:g}")
         if cls.n == 0:
             st.caption(":material/info: No binary human labels for these items: AUROC and the confusion need them.")
         else:
             k = st.columns(5)
             a = corr.auroc
-            k[0].metric("AUROC", mv.fmt(a.auc), help=f"{mv.fmt_ci(a.auc, a.ci_low, a.ci_high)} · {a.n_neg:,} "
-                        f"inconsistent, {a.n_pos:,} consistent (Table 1)")  # fmt: skip
+            k[0].metric(
+                "AUROC",
+                mv.fmt(a.auc),
+                help=f"{mv.fmt_ci(a.auc, a.ci_low, a.ci_high)} · {a.n_neg:,} "
+                f"inconsistent, {a.n_pos:,} consistent (Table 1)",
+            )
             k[1].metric("Balanced accuracy", mv.fmt(cls.balanced_accuracy))
-            k[2].metric("Precision", mv.fmt(cls.precision), help="Of the summaries marked consistent, the share "
-                        "humans call consistent (consistent is the positive class, as in Figure 3)")  # fmt: skip
-            k[3].metric("Recall", mv.fmt(cls.recall), help="Of the summaries humans call consistent, the share "
-                        "marked consistent")  # fmt: skip
+            k[2].metric(
+                "Precision",
+                mv.fmt(cls.precision),
+                help="Of the summaries marked consistent, the share "
+                "humans call consistent (consistent is the positive class, as in Figure 3)",
+            )
+            k[3].metric(
+                "Recall",
+                mv.fmt(cls.recall),
+                help="Of the summaries humans call consistent, the share marked consistent",
+            )
             k[4].metric("F1", mv.fmt(cls.f1))
             if cls.note:
                 st.caption(f":material/info: {cls.note}")
             c = st.columns([3, 2])
             with c[0]:
-                mv.show_table(metaeval.confusion_frame(cls).reset_index(), f"batch-{bid}-classification.csv", "me_cls",
-                              raw=metaeval.classification_frame(cls))  # fmt: skip
+                mv.show_table(
+                    metaeval.confusion_frame(cls).reset_index(),
+                    f"batch-{bid}-classification.csv",
+                    "me_cls",
+                    raw=metaeval.classification_frame(cls),
+                )
             c[1].caption(mv.CONFUSION_NOTE)
 
 # -- Figure 3 ----------------------------------------------------------------------------------
@@ -234,8 +276,10 @@ if tab["Figure 3"].open:
         )
         mv.show_notes(f3.notes)
         if other is None:
-            st.caption(":material/lightbulb: Pick a paragraph-level batch over the same dataset under *Compare "
-                       "with* to add its bars.")  # fmt: skip
+            st.caption(
+                ":material/lightbulb: Pick a paragraph-level batch over the same dataset under *Compare "
+                "with* to add its bars."
+            )
         if f3.frame["n"].sum() == 0:
             st.info("Nothing to compare: these items have no binary human labels (or no result yet).")
         else:
@@ -255,20 +299,26 @@ if tab["Sentence level"].open:
         if sl.classification is not None:
             sc = sl.classification
             k = st.columns(5)
-            k[0].metric("Sentences compared", f"{sl.n_compared:,}", help=f"{sl.n_labelled:,} labelled; "
-                        f"{sl.n_unknown:,} unknown verdicts and {sl.n_ties:,} ties left out")  # fmt: skip
+            k[0].metric(
+                "Sentences compared",
+                f"{sl.n_compared:,}",
+                help=f"{sl.n_labelled:,} labelled; {sl.n_unknown:,} unknown verdicts and {sl.n_ties:,} ties left out",
+            )
             k[1].metric("Balanced accuracy", mv.fmt(sc.balanced_accuracy))
             k[2].metric("Precision", mv.fmt(sc.precision))
             k[3].metric("Recall", mv.fmt(sc.recall))
             k[4].metric("F1", mv.fmt(sc.f1))
             raw = metaeval.classification_frame(sc).assign(
-                sentences=sl.n_sentences, labelled=sl.n_labelled, unknown_left_out=sl.n_unknown,
+                sentences=sl.n_sentences,
+                labelled=sl.n_labelled,
+                unknown_left_out=sl.n_unknown,
                 ties_left_out=sl.n_ties,
-            )  # fmt: skip
+            )
             c = st.columns([3, 2])
             with c[0]:
-                mv.show_table(metaeval.confusion_frame(sc).reset_index(), f"batch-{bid}-sentence-level.csv", "me_sl",
-                              raw=raw)  # fmt: skip
+                mv.show_table(
+                    metaeval.confusion_frame(sc).reset_index(), f"batch-{bid}-sentence-level.csv", "me_sl", raw=raw
+                )
             c[1].caption(mv.CONFUSION_NOTE)
 
 # -- baselines ---------------------------------------------------------------------------------
@@ -291,9 +341,11 @@ if tab["Baselines"].open:
             if task is not None and task.error() is not None:
                 st.error(f"Computing the baselines failed: {task.error()}")
             with_emb = emb_ok and st.checkbox(
-                "Include the embedding similarity", value=emb_ok, key="me_with_emb",
+                "Include the embedding similarity",
+                value=emb_ok,
+                key="me_with_emb",
                 help="About 0.1 s per item on a CPU; ROUGE takes about 6 ms per item.",
-            )  # fmt: skip
+            )
             todo = ", ".join(f"{metaeval.BASELINE_METRICS[k]}: {n:,}" for k, n in missing.items() if n)
             st.caption(f"Missing values: {todo}. Computed values are stored and never computed again.")
             if st.button("Compute baselines", icon=":material/calculate:", type="primary", key="me_compute_bl"):
@@ -316,8 +368,9 @@ if tab["RAI"].open:
         level = {True: "Paragraph", False: "Sentence"}
         rai = metaeval.rai_table(data.items).assign(batch=bid, level=level[data.is_paragraph])
         if other is not None:
-            rai = pd.concat([rai, metaeval.rai_table(other.items).assign(batch=other.batch.id,
-                                                                         level=level[other.is_paragraph])])  # fmt: skip
+            rai = pd.concat(
+                [rai, metaeval.rai_table(other.items).assign(batch=other.batch.id, level=level[other.is_paragraph])]
+            )
         cols = [
             "batch",
             "level",
@@ -335,16 +388,22 @@ if tab["RAI"].open:
             improvement_rate=rai["improvement_rate"].map(mv.pct), rate_after_m=rai["rate_after_m"].map(mv.pct)
         )
         mv.show_table(shown, f"batch-{bid}-table4.csv", "me_rai", raw=rai)
-        st.caption("As Table 4: inconsistent = score below 1 at round 0; corrected = of those, the ones that score 1 "
-                   "after one RAI round; improvement rate = corrected / inconsistent. corrected_after_m and "
-                   "rate_after_m count the ones that score 1 after the last of the m rounds (Figure 4).")  # fmt: skip
+        st.caption(
+            "As Table 4: inconsistent = score below 1 at round 0; corrected = of those, the ones that score 1 "
+            "after one RAI round; improvement rate = corrected / inconsistent. corrected_after_m and "
+            "rate_after_m count the ones that score 1 after the last of the m rounds (Figure 4)."
+        )
         rounds = metaeval.rounds_of(data.items)
         if batch.method == "evidence" or nli.is_nli(batch.method):
-            st.caption(":material/info: This batch's evaluator gives verdicts, not rewrites: there are no "
-                       "improvement rounds to show. RAI follows DCE batches only.")  # fmt: skip
+            st.caption(
+                ":material/info: This batch's evaluator gives verdicts, not rewrites: there are no "
+                "improvement rounds to show. RAI follows DCE batches only."
+            )
         elif batch.max_rounds == 0:
-            st.caption(":material/info: This batch ran with 0 improvement rounds (evaluation only): start a batch "
-                       "with rounds ≥ 1 on the Batches page to see RAI at work.")  # fmt: skip
+            st.caption(
+                ":material/info: This batch ran with 0 improvement rounds (evaluation only): start a batch "
+                "with rounds ≥ 1 on the Batches page to see RAI at work."
+            )
         else:
             mv.show_notes(rounds.notes)
         share = rounds.share.assign(label=f"batch #{bid}")
@@ -357,9 +416,11 @@ if tab["RAI"].open:
         with c[1]:
             mv.show_chart(mv.make_histograms_figure(rounds.scores), f"batch-{bid}-scores-per-round", "me_hist")
             mv.csv_button(rounds.scores, f"batch-{bid}-scores-per-round.csv", "me_hist_csv")
-        st.caption(mv.PNG_NOTE + " Figure 4 (left): of the items inconsistent at round 0, the share that scores 1 "
-                   "after each round. The histograms cover every item; an item that stopped early (consistent, or "
-                   "nothing left to rewrite) keeps its last score in later rounds.")  # fmt: skip
+        st.caption(
+            mv.PNG_NOTE + " Figure 4 (left): of the items inconsistent at round 0, the share that scores 1 "
+            "after each round. The histograms cover every item; an item that stopped early (consistent, or "
+            "nothing left to rewrite) keeps its last score in later rounds."
+        )
 
 # -- human agreement ---------------------------------------------------------------------------
 if tab["Human agreement"].open:
@@ -376,15 +437,21 @@ if tab["Human agreement"].open:
             k[1].metric("Sentences", f"{a.n_pairable:,}", help=f"Rated by two or more raters, in {h.n_items:,} items")
             k[2].metric("Workers", f"{h.n_workers:,}")
             vs = h.model_vs_majority
-            k[3].metric("α model vs majority", mv.fmt(vs.alpha, 4) if vs else "—",
-                        help=mv.fmt_ci(vs.alpha, vs.ci_low, vs.ci_high, 4) if vs else None)  # fmt: skip
+            k[3].metric(
+                "α model vs majority",
+                mv.fmt(vs.alpha, 4) if vs else "—",
+                help=mv.fmt_ci(vs.alpha, vs.ci_low, vs.ci_high, 4) if vs else None,
+            )
             st.caption(
                 "Nominal alpha; units are summary sentences, raters are worker ids, values yes (1) / no (0). "
                 "The model is compared with the majority of the workers (ties and unknown verdicts left out)."
             )
             table = metaeval.alpha_frame(h)
-            show = table.assign(alpha=table["alpha"].map(lambda x: mv.fmt(x, 4)),
-                                ci_low=table["ci_low"].map(mv.fmt), ci_high=table["ci_high"].map(mv.fmt))  # fmt: skip
+            show = table.assign(
+                alpha=table["alpha"].map(lambda x: mv.fmt(x, 4)),
+                ci_low=table["ci_low"].map(mv.fmt),
+                ci_high=table["ci_high"].map(mv.fmt),
+            )
             mv.show_table(show, f"batch-{bid}-agreement.csv", "me_alpha", raw=table)
         st.subheader("Agreement of the app's annotators")
         # Every model or method run over this dataset, this batch first.
@@ -403,9 +470,11 @@ if tab["Human agreement"].open:
             atable = annotations.agreement_frame(ann)
             mv.show_table(atable, f"batch-{bid}-annotator-agreement.csv", "me_ann_alpha", raw=atable)
         st.page_link(
-            "pages/7_Annotate.py", label="Label sentences, or see where annotators and models disagree",
-            icon=":material/edit_note:", query_params={"dataset": str(batch.dataset_id)},
-        )  # fmt: skip
+            "pages/7_Annotate.py",
+            label="Label sentences, or see where annotators and models disagree",
+            icon=":material/edit_note:",
+            query_params={"dataset": str(batch.dataset_id)},
+        )
 
 # -- export ------------------------------------------------------------------------------------
 if tab["Export"].open:
@@ -423,20 +492,34 @@ if tab["Export"].open:
             """Every table as JSON, built when the button is clicked (on another thread: no Streamlit here)."""
             full = metaeval.load_batch(eng, bid)
             rep = metaeval.Report(
-                summary=metaeval.SummaryLevel(est.correlations, cls), sentence=metaeval.sentence_level(data=full),
-                figure3=metaeval.figure3(data=data, other=other), baselines=est.baselines,
-                rai=metaeval.rai_table(data.items), rounds=metaeval.rounds_of(data.items),
+                summary=metaeval.SummaryLevel(est.correlations, cls),
+                sentence=metaeval.sentence_level(data=full),
+                figure3=metaeval.figure3(data=data, other=other),
+                baselines=est.baselines,
+                rai=metaeval.rai_table(data.items),
+                rounds=metaeval.rounds_of(data.items),
                 agreement=est.agreement or metaeval.human_agreement(data=full, seed=seed, n_boot=est.n_boot),
                 notes=data.notes,
-            )  # fmt: skip
+            )
             return metaeval.report_json(metaeval.report_dict(rep, batch_id=bid, settings=settings, bundle=bundle))
 
         c = st.container(horizontal=True)
         json_kw = {"mime": "application/json", "icon": ":material/download:", "on_click": "ignore"}
-        c.download_button("Download reproducibility bundle (JSON)", json.dumps(bundle, indent=2),
-                          file_name=f"batch-{bid}-bundle.json", type="primary", key="me_bundle", **json_kw)  # fmt: skip
-        c.download_button("Download every table (JSON)", _report, file_name=f"batch-{bid}-meta-evaluation.json",
-                          key="me_report", **json_kw)  # fmt: skip
+        c.download_button(
+            "Download reproducibility bundle (JSON)",
+            json.dumps(bundle, indent=2),
+            file_name=f"batch-{bid}-bundle.json",
+            type="primary",
+            key="me_bundle",
+            **json_kw,
+        )
+        c.download_button(
+            "Download every table (JSON)",
+            _report,
+            file_name=f"batch-{bid}-meta-evaluation.json",
+            key="me_report",
+            **json_kw,
+        )
         st.caption("The same tables from a terminal:")
         st.code(f"python cli.py report --run {bid} --output batch-{bid}-meta-evaluation.json", language="bash")
         with st.expander("Bundle preview", icon=":material/data_object:"):

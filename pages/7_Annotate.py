@@ -16,8 +16,13 @@ from services.errors import InputError
 page_setup("Annotate", ":material/edit_note:", link="annotator")
 eng = engine()
 owner = is_owner()  # else an annotator's link: their own queue only, and the lead's settings
-for key, default in {"an_annotator": None, "an_item": None, "an_ctx": None, "an_flash": None,
-                     "an_import": None}.items():  # fmt: skip
+for key, default in {
+    "an_annotator": None,
+    "an_item": None,
+    "an_ctx": None,
+    "an_flash": None,
+    "an_import": None,
+}.items():
     st.session_state.setdefault(key, default)
 
 VIEWS = ["Annotate", "Agreement", "Export / import"]
@@ -114,9 +119,13 @@ elif owner:
     with st.container(border=True):
         c = st.columns([3, 3, 1], vertical_alignment="bottom")
         c[0].selectbox(
-            "Who are you?", list(names), format_func=names.get, key="an_pick", on_change=_pick_annotator,
+            "Who are you?",
+            list(names),
+            format_func=names.get,
+            key="an_pick",
+            on_change=_pick_annotator,
             placeholder="Pick your name" if names else "No annotator yet: create one",
-        )  # fmt: skip
+        )
         c[1].text_input("New annotator", key="an_new_name", placeholder="Your name", max_chars=annotations.MAX_NAME)
         c[2].button("Create", icon=":material/person_add:", on_click=_create_annotator, width="stretch")
 
@@ -125,8 +134,9 @@ if not owner:  # a link opens only the datasets with items assigned to its annot
     mine = set(annotations.datasets_of(eng, me.id))
     datasets = [d for d in datasets if d.id in mine]
     if not datasets:
-        st.info("No item is assigned to you yet. The lead of the annotation assigns items; come back to this link "
-                "later.")  # fmt: skip
+        st.info(
+            "No item is assigned to you yet. The lead of the annotation assigns items; come back to this link later."
+        )
         st.stop()
 if not datasets:
     st.info("No dataset yet. Import one on the **Datasets** page; its items are what you label here.")
@@ -140,8 +150,9 @@ if param and param.isdigit() and int(param) in ds_names and "an_dataset" not in 
 if st.session_state.get("an_dataset") not in ds_names:
     st.session_state.an_dataset = datasets[0].id
 c = st.columns([3, 3, 2], vertical_alignment="bottom")
-dataset_id = c[0].selectbox("Dataset", list(ds_names), format_func=ds_names.get, key="an_dataset",
-                            on_change=_dataset_changed)  # fmt: skip
+dataset_id = c[0].selectbox(
+    "Dataset", list(ds_names), format_func=ds_names.get, key="an_dataset", on_change=_dataset_changed
+)
 batches = annotations.batches_for_dataset(eng, dataset_id)
 batch_names = {None: "(none: no model verdicts)"} | {b.id: f"#{b.id} {b.name} · {b.status}" for b in batches}
 settings = annotations.queue_settings(eng, dataset_id)  # the lead's choice, for every annotator of the dataset
@@ -151,20 +162,28 @@ if owner:
     st.session_state.setdefault("an_batch", settings.batch_id)
     st.session_state.setdefault("an_blind", settings.blind)
     batch_id = c[1].selectbox(
-        "Model verdicts from", list(batch_names), format_func=batch_names.get, key="an_batch",
+        "Model verdicts from",
+        list(batch_names),
+        format_func=batch_names.get,
+        key="an_batch",
         on_change=_save_settings,
         help="The batch whose round-0 verdicts every annotator of this dataset sees beside each sentence.",
-    )  # fmt: skip
+    )
     blind = c[2].toggle(
-        "Blind mode", key="an_blind", on_change=_save_settings,
+        "Blind mode",
+        key="an_blind",
+        on_change=_save_settings,
         help="For every annotator of this dataset: hide the model's verdict on a sentence until it is labelled, "
         "so it cannot sway them.",
-    )  # fmt: skip
+    )
 else:
     batch_id, blind = settings.batch_id, settings.blind
     if batch_id is not None:
-        c[1].caption("Model verdicts are shown " + ("once you have labelled a sentence." if blind else "beside each "
-                     "sentence.") + " The lead chose this.")  # fmt: skip
+        c[1].caption(
+            "Model verdicts are shown "
+            + ("once you have labelled a sentence." if blind else "beside each sentence.")
+            + " The lead chose this."
+        )
 
 if me is not None:
     title = "Your personal link" if not owner else f"Personal link of {me.name}"
@@ -172,11 +191,16 @@ if me is not None:
         st.code(_personal_link(annotations.annotator_token(eng, me.id) or "", dataset_id), language=None)
         st.caption(
             "It opens this page as you, with no name to pick. Anyone with it labels as you: keep it to yourself."
-            if not owner else f"Send it to {me.name}: it opens only their queue on this page, with the settings "
+            if not owner
+            else f"Send it to {me.name}: it opens only their queue on this page, with the settings "
             "above, and labels as them. Replacing it closes the old link at once."
-        )  # fmt: skip
-        if st.button("Replace this link", icon=":material/link_off:", key="an_rotate",
-                     help="The current link stops working at once; your labels are kept."):  # fmt: skip
+        )
+        if st.button(
+            "Replace this link",
+            icon=":material/link_off:",
+            key="an_rotate",
+            help="The current link stops working at once; your labels are kept.",
+        ):
             new = annotations.replace_token(eng, me.id)
             if token:
                 st.query_params["token"] = new
@@ -185,8 +209,9 @@ if me is not None:
 
 view = VIEWS[0]
 if owner:  # agreement and the export hold everyone's labels: the lead's views
-    view = st.segmented_control("View", VIEWS, default=VIEWS[0], key="an_view", required=True,
-                                label_visibility="collapsed")  # fmt: skip
+    view = st.segmented_control(
+        "View", VIEWS, default=VIEWS[0], key="an_view", required=True, label_visibility="collapsed"
+    )
 
 
 # -- the queue ----------------------------------------------------------------------------------
@@ -214,8 +239,9 @@ def assign_panel(open_it: bool) -> None:
                 st.error(str(exc))
             else:
                 loads = ", ".join(f"{k} {v}" for k, v in res.loads.items())
-                st.success(f"{res.created} new assignment(s); {res.covered} of {res.items} items covered. Items each: "
-                           f"{loads}.")  # fmt: skip
+                st.success(
+                    f"{res.created} new assignment(s); {res.covered} of {res.items} items covered. Items each: {loads}."
+                )
         table = annotations.progress_frame(eng, dataset_id)
         if not table.empty:
             st.dataframe(table, hide_index=True, width="content")
@@ -231,9 +257,12 @@ def queue_view() -> None:
     if not entries:
         st.info(
             "No item of this dataset is assigned to you yet. "
-            + ("Assign items under **Assign items** (working alone: choose just yourself, one annotator per item)."
-               if owner else "The lead of the annotation assigns items.")
-        )  # fmt: skip
+            + (
+                "Assign items under **Assign items** (working alone: choose just yourself, one annotator per item)."
+                if owner
+                else "The lead of the annotation assigns items."
+            )
+        )
         return
     ids = [e.item_id for e in entries]
     if st.session_state.an_ctx != (me.id, dataset_id) or st.session_state.an_item not in ids:
@@ -246,13 +275,33 @@ def queue_view() -> None:
     st.progress(p.fraction, text=f"{p.done} of {p.assigned} items done · {p.labels} sentence label(s)")
 
     nav = st.container(horizontal=True, vertical_alignment="center")
-    nav.button("Previous", icon=":material/arrow_back:", key="an_prev", disabled=pos == 0, shortcut=KEY_PREVIOUS,
-               on_click=_go, args=(ids[pos - 1] if pos else None,))  # fmt: skip
-    nav.button("Next", icon=":material/arrow_forward:", key="an_next", disabled=pos == len(ids) - 1,
-               shortcut=KEY_NEXT, on_click=_go, args=(ids[pos + 1] if pos < len(ids) - 1 else None,))  # fmt: skip
+    nav.button(
+        "Previous",
+        icon=":material/arrow_back:",
+        key="an_prev",
+        disabled=pos == 0,
+        shortcut=KEY_PREVIOUS,
+        on_click=_go,
+        args=(ids[pos - 1] if pos else None,),
+    )
+    nav.button(
+        "Next",
+        icon=":material/arrow_forward:",
+        key="an_next",
+        disabled=pos == len(ids) - 1,
+        shortcut=KEY_NEXT,
+        on_click=_go,
+        args=(ids[pos + 1] if pos < len(ids) - 1 else None,),
+    )
     pending_after = annotations.next_item(eng, dataset_id, me.id, after=item_id, pending_only=True)
-    nav.button("Next unfinished", icon=":material/skip_next:", key="an_next_todo", disabled=pending_after is None,
-               on_click=_go, args=(pending_after,))  # fmt: skip
+    nav.button(
+        "Next unfinished",
+        icon=":material/skip_next:",
+        key="an_next_todo",
+        disabled=pending_after is None,
+        on_click=_go,
+        args=(pending_after,),
+    )
     status = ":green[done]" if entry.status == "done" else ":orange[to do]"
     nav.markdown(f"**Item {pos + 1} of {len(ids)}** · `{html.escape(entry.external_id)}` · {status}")
 
@@ -273,18 +322,28 @@ def queue_view() -> None:
     st.markdown("**Candidate, sentence by sentence**")
     st.caption(KEYS_HELP)
     render_sentence_labeller(
-        eng, annotator_id=me.id, target=Target.item(item.id), sentences=item.sentences, verdicts=verdicts,
-        show_verdicts=batch_id is not None, blind=blind, key_prefix="an", shortcuts=True,
-    )  # fmt: skip
+        eng,
+        annotator_id=me.id,
+        target=Target.item(item.id),
+        sentences=item.sentences,
+        verdicts=verdicts,
+        show_verdicts=batch_id is not None,
+        blind=blind,
+        key_prefix="an",
+        shortcuts=True,
+    )
 
 
 # -- agreement ------------------------------------------------------------------------------------
 def agreement_view() -> None:
     done = [b.id for b in batches if b.status == "done"]
     chosen = st.multiselect(
-        "Compare with batches", [b for b in batch_names if b is not None], format_func=batch_names.get,
-        default=[batch_id] if batch_id is not None else done[:3], key=f"an_agree_batches_{dataset_id}",
-    )  # fmt: skip
+        "Compare with batches",
+        [b for b in batch_names if b is not None],
+        format_func=batch_names.get,
+        default=[batch_id] if batch_id is not None else done[:3],
+        key=f"an_agree_batches_{dataset_id}",
+    )
     with st.spinner("Computing agreement…"):
         res = annotations.agreement(eng, dataset_id, batch_ids=chosen)
     st.caption(
@@ -294,21 +353,26 @@ def agreement_view() -> None:
     )
     table = annotations.agreement_frame(res)
     st.dataframe(
-        table.drop(columns=["note"]), hide_index=True, width="stretch",
+        table.drop(columns=["note"]),
+        hide_index=True,
+        width="stretch",
         column_config={
             "comparison": st.column_config.TextColumn(width="large"),
             "alpha": st.column_config.NumberColumn(format="%.3f"),
             "ci_low": st.column_config.NumberColumn("95% CI low", format="%.3f"),
             "ci_high": st.column_config.NumberColumn("95% CI high", format="%.3f"),
         },
-    )  # fmt: skip
+    )
     for what, note in zip(table["comparison"], table["note"], strict=True):
         if note:
             st.caption(f"**{what}**: {note}")
     st.markdown("##### Where they disagree")
     if blind:
-        st.info("Blind mode is on: this table shows the models' verdicts, so it is hidden. Turn blind mode off "
-                "(for the dataset's annotators too) to see it.", icon=":material/visibility_off:")  # fmt: skip
+        st.info(
+            "Blind mode is on: this table shows the models' verdicts, so it is hidden. Turn blind mode off "
+            "(for the dataset's annotators too) to see it.",
+            icon=":material/visibility_off:",
+        )
         return
     df = annotations.disagreements(eng, dataset_id, batch_ids=chosen)
     if df.empty:
@@ -319,9 +383,11 @@ def agreement_view() -> None:
     shown = df.assign(**{"item #": df["item"] + 1, "sentence #": df["sentence_idx"] + 1})
     rest = [c for c in df.columns if c not in ("item", "external_id", "sentence_idx")]
     st.dataframe(
-        shown[["item #", "external_id", "sentence #", *rest]], hide_index=True, width="stretch",
+        shown[["item #", "external_id", "sentence #", *rest]],
+        hide_index=True,
+        width="stretch",
         column_config={"sentence": st.column_config.TextColumn(width="large")},
-    )  # fmt: skip
+    )
 
 
 # -- export / import ------------------------------------------------------------------------------
@@ -336,9 +402,13 @@ def export_view() -> None:
     row = st.container(horizontal=True)
     for fmt, mime in (("jsonl", "application/jsonl"), ("csv", "text/csv")):
         row.download_button(
-            f"Download labels ({fmt.upper()})", annotations.export_labels(eng, dataset_id, fmt),
-            file_name=f"{name}-labels.{fmt}", mime=mime, icon=":material/download:", key=f"an_export_{fmt}",
-        )  # fmt: skip
+            f"Download labels ({fmt.upper()})",
+            annotations.export_labels(eng, dataset_id, fmt),
+            file_name=f"{name}-labels.{fmt}",
+            mime=mime,
+            icon=":material/download:",
+            key=f"an_export_{fmt}",
+        )
     st.markdown("##### Import")
     st.caption(
         "The same columns; rows are matched to items by external_id and to sentences by index (a row whose "

@@ -41,8 +41,10 @@ with st.expander("New study", expanded=not studies, icon=":material/add_circle:"
     demo_notice(backend)
     small = backend.is_embedded  # the demo model takes a second or more per answer: start with a small study
     if small:
-        st.caption("Defaults are cut down for the embedded demo model (short definitions only, n = 3, 4 items per "
-                   "criterion); the paper's defaults are all three definitions and n = 5.")  # fmt: skip
+        st.caption(
+            "Defaults are cut down for the embedded demo model (short definitions only, n = 3, 4 items per "
+            "criterion); the paper's defaults are all three definitions and n = 5."
+        )
     c = st.columns([3, 2])
     criteria = c[0].multiselect("Criteria", list(ce.CRITERIA), default=["Harmlessness", "Conciseness"], key="ce_crit")
     grans = c[1].multiselect(
@@ -60,46 +62,68 @@ with st.expander("New study", expanded=not studies, icon=":material/add_circle:"
     if own_name:
         criteria = [*criteria, own_name] if own_name not in criteria else criteria
         st.caption(f"Own criterion **{html.escape(own_name)}** is part of the study (it needs uploaded items).")
-    scales = st.multiselect("Scales (Table 2)", list(ce.SCALES), default=list(ce.SCALES), key="ce_scales",
-                            help="Inter-consistency cases need their scales: 5-P/7-P/11-P (POS), 5-P/Likert, "
-                                 "11-P POS/NEG, Binary/10-P.")  # fmt: skip
+    scales = st.multiselect(
+        "Scales (Table 2)",
+        list(ce.SCALES),
+        default=list(ce.SCALES),
+        key="ce_scales",
+        help="Inter-consistency cases need their scales: 5-P/7-P/11-P (POS), 5-P/Likert, 11-P POS/NEG, Binary/10-P.",
+    )
     c = st.columns(4)
-    n_samples = c[0].number_input("Samples n", 0, 50, 3 if small else 5, key="ce_n",
-                                  help="At temperature 1.0; 0 skips sampling.")  # fmt: skip
+    n_samples = c[0].number_input(
+        "Samples n", 0, 50, 3 if small else 5, key="ce_n", help="At temperature 1.0; 0 skips sampling."
+    )
     greedy = c[1].toggle("Greedy answer too", value=True, key="ce_greedy", help="One answer at temperature 0.")
-    methods = c[2].multiselect("Methods", list(ce.METHODS), default=["base"], format_func=ce.METHODS.get,
-                               key="ce_methods")  # fmt: skip
+    methods = c[2].multiselect(
+        "Methods", list(ce.METHODS), default=["base"], format_func=ce.METHODS.get, key="ce_methods"
+    )
     k = c[3].number_input("k examples (dICL)", 1, 20, 5, key="ce_k")
     st.markdown("**Models**")
     c = st.columns([2, 3])
     use_current = c[0].checkbox(f"The backend in use: {backend.model}", value=True, key="ce_use_current")
     extra = c[1].text_area(
-        "More OpenAI-compatible endpoints, one per line: `name | base URL | model`", key="ce_extra", height=68,
+        "More OpenAI-compatible endpoints, one per line: `name | base URL | model`",
+        key="ce_extra",
+        height=68,
         placeholder="llama | http://localhost:8000/v1 | meta-llama/Llama-2-7b-chat-hf",
         help="Keys come from LLM_API_KEY / OPENAI_API_KEY in the worker's environment, never from this page.",
-    )  # fmt: skip
+    )
     c = st.columns([2, 3])
     oracle = c[0].selectbox(
         "Oracle (for dICL and accuracy)", list(ce.ORACLES), format_func=ce.ORACLES.get, key="ce_oracle"
     )
     oracle_lines = c[1].text_area(
-        "Oracle endpoints, one per line: `name | base URL | model`", key="ce_oracle_ep", height=68,
-        disabled=oracle != "endpoint", placeholder="gpt-4-turbo | https://api.openai.com/v1 | gpt-4-turbo",
+        "Oracle endpoints, one per line: `name | base URL | model`",
+        key="ce_oracle_ep",
+        height=68,
+        disabled=oracle != "endpoint",
+        placeholder="gpt-4-turbo | https://api.openai.com/v1 | gpt-4-turbo",
         help="The paper pools GPT-4-Turbo and Gemini-Pro: dICL draws from every oracle's evaluations, and accuracy "
-             "is reported against each.",
-    )  # fmt: skip
+        "is reported against each.",
+    )
     c = st.columns(2)
-    answer_format = c[0].selectbox("Reply", list(ce.ANSWER_FORMATS), format_func=ce.ANSWER_FORMATS.get,
-                                   key="ce_answer_format")  # fmt: skip
-    split = c[1].selectbox("Items for dICL", list(ce.SPLITS), format_func=ce.SPLITS.get, key="ce_split",
-                           disabled=not any(m.startswith("dicl") for m in methods))  # fmt: skip
+    answer_format = c[0].selectbox(
+        "Reply", list(ce.ANSWER_FORMATS), format_func=ce.ANSWER_FORMATS.get, key="ce_answer_format"
+    )
+    split = c[1].selectbox(
+        "Items for dICL",
+        list(ce.SPLITS),
+        format_func=ce.SPLITS.get,
+        key="ce_split",
+        disabled=not any(m.startswith("dicl") for m in methods),
+    )
     st.markdown("**Items**")
     c = st.columns([2, 3, 2])
     source = c[0].radio("Source", ["Bundled sample set", "Upload JSONL or CSV"], key="ce_source")
-    upload = c[1].file_uploader("query, response, optional criterion and score", type=["jsonl", "csv", "json"],
-                                key="ce_upload", disabled=source.startswith("Bundled"))  # fmt: skip
-    score_scale = c[2].selectbox("Scale of the uploaded scores", list(ce.SCALES), key="ce_score_scale",
-                                 disabled=source.startswith("Bundled"))  # fmt: skip
+    upload = c[1].file_uploader(
+        "query, response, optional criterion and score",
+        type=["jsonl", "csv", "json"],
+        key="ce_upload",
+        disabled=source.startswith("Bundled"),
+    )
+    score_scale = c[2].selectbox(
+        "Scale of the uploaded scores", list(ce.SCALES), key="ce_score_scale", disabled=source.startswith("Bundled")
+    )
     c = st.columns(4)
     limit = c[0].number_input(
         "Items per criterion (0: all)",
@@ -118,14 +142,28 @@ with st.expander("New study", expanded=not studies, icon=":material/add_circle:"
         oracles = ce.endpoint_lines(oracle_lines, what="Oracle") if oracle == "endpoint" else []
         own = {}
         if own_name:
-            own[own_name] = {"short": st.session_state.get("ce_own_short") or "",
-                             "long": st.session_state.get("ce_own_long") or ""}  # fmt: skip
+            own[own_name] = {
+                "short": st.session_state.get("ce_own_short") or "",
+                "long": st.session_state.get("ce_own_long") or "",
+            }
         cfg = ce.StudyConfig(
-            criteria=criteria, scales=scales, granularities=grans, models=models, definitions=own,
-            n_samples=int(n_samples), greedy=greedy, methods=methods, k=int(k), oracle=oracle,
-            oracle_models=oracles, answer_format=answer_format, split=split, seed=int(seed), n_boot=int(n_boot),
+            criteria=criteria,
+            scales=scales,
+            granularities=grans,
+            models=models,
+            definitions=own,
+            n_samples=int(n_samples),
+            greedy=greedy,
+            methods=methods,
+            k=int(k),
+            oracle=oracle,
+            oracle_models=oracles,
+            answer_format=answer_format,
+            split=split,
+            seed=int(seed),
+            n_boot=int(n_boot),
             concurrency=int(backend.concurrency),
-        )  # fmt: skip
+        )
         cfg.validate()
         if source.startswith("Bundled"):
             items = ce.sample_items([c for c in criteria if c in ce.CRITERIA], int(limit) or None)
@@ -150,8 +188,9 @@ with st.expander("New study", expanded=not studies, icon=":material/add_circle:"
     except InputError as exc:
         problem = str(exc)
         st.warning(problem, icon=":material/warning:")
-    if st.button("Start study", type="primary", icon=":material/play_arrow:", disabled=problem is not None,
-                 key="ce_start"):  # fmt: skip
+    if st.button(
+        "Start study", type="primary", icon=":material/play_arrow:", disabled=problem is not None, key="ce_start"
+    ):
         try:
             sid = ce.create_study(eng, cfg, items, name=name)
         except InputError as exc:
@@ -189,8 +228,9 @@ def progress() -> None:
         if c[0].button("Cancel", icon=":material/stop:", key="ce_cancel"):
             ce.request_cancel(eng, sid)
     elif s.status in ("cancelled", "failed") or s.cancel_requested:
-        if c[0].button("Resume", icon=":material/replay:", key="ce_resume",
-                       help="Answers already saved are never asked again."):  # fmt: skip
+        if c[0].button(
+            "Resume", icon=":material/replay:", key="ce_resume", help="Answers already saved are never asked again."
+        ):
             ce.reopen(eng, sid)
             jobs.enqueue_conseval(sid)
     prev = st.session_state.get("ce_seen")
@@ -214,8 +254,9 @@ if study.status == "done":
     if n_wait:
         st.warning(
             f"{n_wait:,} dICL answers were not asked: the oracle had no example for them yet (with human raters as "
-            "the oracle, people rate first). Ask them again once there are ratings.", icon=":material/info:",
-        )  # fmt: skip
+            "the oracle, people rate first). Ask them again once there are ratings.",
+            icon=":material/info:",
+        )
         if st.button("Ask them again", icon=":material/replay:", key="ce_reask"):
             ce.forget_without_examples(eng, sid)
             jobs.enqueue_conseval(sid)
@@ -223,8 +264,10 @@ if study.status == "done":
     view.render_results(study, ce.ratings_frame(eng, sid))
 
 st.subheader("Human raters")
-st.caption("People rate the same items on the same scales through a personal link (the Rate page). Links are "
-           "unguessable and can be revoked; ratings stay.")  # fmt: skip
+st.caption(
+    "People rate the same items on the same scales through a personal link (the Rate page). Links are "
+    "unguessable and can be revoked; ratings stay."
+)
 
 
 def _add_rater() -> None:
@@ -244,8 +287,9 @@ def _revoke(rater_id: int) -> None:
 c = st.columns([3, 1, 2], vertical_alignment="bottom")
 c[0].text_input("New rater", key="ce_rater_name", placeholder="Their name")
 c[1].button("Add rater", on_click=_add_rater, icon=":material/person_add:", key="ce_add_rater")
-if study.status == "done" and c[2].button("Recompute results", icon=":material/refresh:", key="ce_refresh",
-                                         help="Include the newest human ratings."):  # fmt: skip
+if study.status == "done" and c[2].button(
+    "Recompute results", icon=":material/refresh:", key="ce_refresh", help="Include the newest human ratings."
+):
     ce.refresh_results(eng, sid)
     st.session_state.ce_flash = ("success", "Results recomputed with the newest human ratings.")
     st.rerun()

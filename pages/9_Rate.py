@@ -78,9 +78,13 @@ with st.form(f"rt_form_{item_id}"):
         values = sc.choices()
         current = given.get((item_id, key))
         chosen[key] = st.radio(
-            f"{key} ({sc.options})", values, index=values.index(current) if current in values else None,
-            format_func=sc.format, horizontal=True, key=f"rt_{item_id}_{key}",
-        )  # fmt: skip
+            f"{key} ({sc.options})",
+            values,
+            index=values.index(current) if current in values else None,
+            format_func=sc.format,
+            horizontal=True,
+            key=f"rt_{item_id}_{key}",
+        )
     c = st.columns(2)
     save_next = c[0].form_submit_button("Save and next", type="primary", icon=":material/arrow_forward:")
     save = c[1].form_submit_button("Save", icon=":material/save:")

@@ -142,15 +142,22 @@ class EmbeddedServer:
             path = model_path()
             self._port = _free_port()
             self._log_path.parent.mkdir(parents=True, exist_ok=True)
-            logf = open(self._log_path, "ab")  # noqa: SIM115 - owned by the child process
+            logf = open(self._log_path, "ab")
             cmd = [
-                sys.executable, "-m", "llama_cpp.server",
-                "--model", str(path),
-                "--model_alias", EMBEDDED_MODEL_NAME,
-                "--host", "127.0.0.1",
-                "--port", str(self._port),
-                "--n_ctx", str(self._n_ctx),
-            ]  # fmt: skip
+                sys.executable,
+                "-m",
+                "llama_cpp.server",
+                "--model",
+                str(path),
+                "--model_alias",
+                EMBEDDED_MODEL_NAME,
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self._port),
+                "--n_ctx",
+                str(self._n_ctx),
+            ]
             log.info("starting embedded model server on port %s", self._port)
             self._proc = spawn_child(cmd, stdout=logf, stderr=subprocess.STDOUT, env=_child_env())
             logf.close()
@@ -162,7 +169,7 @@ class EmbeddedServer:
                     self._proc = None
                     raise EmbeddedModelError(f"The embedded model server exited at start:\n{tail}")
                 try:
-                    with urllib.request.urlopen(url, timeout=2) as r:  # noqa: S310 - loopback
+                    with urllib.request.urlopen(url, timeout=2) as r:
                         if r.status == 200:
                             return
                 except OSError:

@@ -63,9 +63,13 @@ def prepare(
     data = path.read_bytes()
     try:
         saved, result = datasets.import_file(
-            engine, name=f"{NAME_PREFIX}{path.name}", data=data, fmt=table_format(path), mapping=COLUMNS,
+            engine,
+            name=f"{NAME_PREFIX}{path.name}",
+            data=data,
+            fmt=table_format(path),
+            mapping=COLUMNS,
             task=cfg.task,
-        )  # fmt: skip
+        )
     except InputError as exc:
         raise InputError(f"{path}: {exc} Each row needs id, reference and candidate.") from None
     rejected = result.rejected if result is not None else datasets.rejected_rows(engine, saved.id)
@@ -75,9 +79,14 @@ def prepare(
         batches.recover(engine)  # items claimed by a run that was killed go back to the queue
     else:
         bid = batches.create_batch(
-            engine, dataset_id=saved.id, backend=backend, cfg=cfg, concurrency=concurrency, window=window,
+            engine,
+            dataset_id=saved.id,
+            backend=backend,
+            cfg=cfg,
+            concurrency=concurrency,
+            window=window,
             name=f"{NAME_PREFIX}{path.name} · {cfg.method}"[:200],
-        )  # fmt: skip
+        )
         if backend.is_embedded and cfg.uses_model and not nli.is_nli(cfg.method):
             _refuse_what_the_embedded_model_cannot_read(engine, bid, backend)
     pending = batches.reopen(engine, bid)  # a batch with nothing left to send is done here
@@ -105,10 +114,14 @@ def _unfinished(engine: Engine, dataset_id: int, backend: BackendConfig, cfg: dc
     is_nli = nli.is_nli(cfg.method)
     recorded = method_config(backend, cfg.method, window) if is_nli else recorded_config(backend, cfg)
     match = {
-        "task": cfg.task, "criteria": cfg.criteria, "method": cfg.method, "amc": cfg.amc,
-        "max_rounds": 0 if is_nli else cfg.max_rounds, "backend_kind": recorded["backend_kind"],
+        "task": cfg.task,
+        "criteria": cfg.criteria,
+        "method": cfg.method,
+        "amc": cfg.amc,
+        "max_rounds": 0 if is_nli else cfg.max_rounds,
+        "backend_kind": recorded["backend_kind"],
         "model": recorded["model"],
-    }  # fmt: skip
+    }
     with engine.connect() as conn:
         rows = db_batches.same_configuration(conn=conn, dataset_id=dataset_id, name_prefix=NAME_PREFIX, match=match)
     for bid, w, sample, group, params in rows:
@@ -143,13 +156,22 @@ def item_rows(engine: Engine, batch_id: int, *, chunk: int = 500) -> Iterator[li
         last = rows[-1][0]
         yield [
             ItemRow(
-                external_id=r[1], reference=r[2], status=r[3], score=r[4], error=r[5],
-                usage={"calls": r[6], "cache_hits": r[7], "prompt_tokens": r[8], "completion_tokens": r[9],
-                       "latency_s": round((r[10] or 0.0) / 1000, 2)},
+                external_id=r[1],
+                reference=r[2],
+                status=r[3],
+                score=r[4],
+                error=r[5],
+                usage={
+                    "calls": r[6],
+                    "cache_hits": r[7],
+                    "prompt_tokens": r[8],
+                    "completion_tokens": r[9],
+                    "latency_s": round((r[10] or 0.0) / 1000, 2),
+                },
                 result=dict(r[11] or {}),
             )
             for r in rows
-        ]  # fmt: skip
+        ]
 
 
 def dcr_line(row: ItemRow) -> dict[str, Any]:

@@ -130,11 +130,14 @@ def improve_run(
         raise InputError("This run has no evaluated round to improve; evaluate it again.")
     first_score = rounds[0].evaluation.score
     cfg = dcr.DCRConfig(
-        task=r.task, criteria=r.criteria, method=r.method, amc=r.amc,  # type: ignore[arg-type]
+        task=r.task,
+        criteria=r.criteria,
+        method=r.method,
+        amc=r.amc,  # type: ignore[arg-type]
         max_rounds=max_rounds if max_rounds is not None else r.max_rounds,
         alpha=first_score.set_alpha if first_score else dcr.DEFAULT_ALPHA,
         beta=first_score.set_beta if first_score else dcr.DEFAULT_BETA,
-    )  # fmt: skip
+    )
     # Rounds after the last are recomputed from it, so earlier choices stay as the user left them.
     ledger = UsageLedger()
     client = get_client(backend, cache=SqlCache(engine), ledger=ledger)
@@ -297,11 +300,17 @@ def start_method_run(
         run = db_runs.create_run(
             session=session,
             data=RunCreate(
-                reference=reference, candidate=candidate, title=title or candidate[:80], source=source,
-                task="summarization", method=method, amc="none", max_rounds=0,
+                reference=reference,
+                candidate=candidate,
+                title=title or candidate[:80],
+                source=source,
+                task="summarization",
+                method=method,
+                amc="none",
+                max_rounds=0,
                 **method_config(backend, method, window),
             ),
-        )  # fmt: skip
+        )
         run_id: int = run.id  # type: ignore[assignment]
     ledger = UsageLedger()
     client = get_client(backend, cache=SqlCache(engine), ledger=ledger)
@@ -323,9 +332,11 @@ def start_method_run(
         db_runs.set_single_score(session=session, run_id=run_id, score=record["score"])
         failed = record["label"] is None
         db_runs.finish_run(
-            session=session, run_id=run_id, status="failed" if failed else "done",
+            session=session,
+            run_id=run_id,
+            status="failed" if failed else "done",
             error=(f"{len(errors)} of {record['n_units']} unit(s) unreadable: {errors[0]}" if errors else None),
-        )  # fmt: skip
+        )
     return run_id
 
 
@@ -345,11 +356,15 @@ def dce_record(detail: db_runs.RunDetail) -> dict[str, Any]:
         for s in (ev.sentences if ev else [])
     ]
     return {
-        "method": detail.run.method, "window": None, "label": label,
+        "method": detail.run.method,
+        "window": None,
+        "label": label,
         "score": ev.score.z_hat if ev is not None and ev.score else None,
-        "n_units": len(sentences), "n_failed": ev.n_unknown if ev else 0, "sentences": sentences,
+        "n_units": len(sentences),
+        "n_failed": ev.n_unknown if ev else 0,
+        "sentences": sentences,
         "usage": detail.usage,
-    }  # fmt: skip
+    }
 
 
 def compare_methods(
@@ -374,9 +389,17 @@ def compare_methods(
     for method in methods:
         if nli.is_nli(method):
             start_method_run(
-                engine, backend, reference, candidate, method, window=window, group=group, source="app",
-                title=f"compare: {candidate[:70]}", progress=progress,
-            )  # fmt: skip
+                engine,
+                backend,
+                reference,
+                candidate,
+                method,
+                window=window,
+                group=group,
+                source="app",
+                title=f"compare: {candidate[:70]}",
+                progress=progress,
+            )
             continue
         cfg = dcr.DCRConfig(method=method, amc=amc, max_rounds=0)  # type: ignore[arg-type]
         run_id = start_run(

@@ -25,42 +25,209 @@ from dataclasses import dataclass
 _POS_PRIMARY = {"consistent"}
 _NEG_PRIMARY = {"inconsistent", "inconsistency", "inconsistencies"}
 _POS = {
-    "accurate", "accurately", "correct", "correctly", "supported", "supports", "faithful", "faithfully",
-    "entailed", "entails", "true", "confirmed", "confirms", "verified", "corroborated", "matches", "match",
-    "matched", "matching", "aligns", "align", "aligned", "agrees", "agree", "reflects", "reflected", "backed",
-    "substantiated", "valid", "agreement",
-}  # fmt: skip
+    "accurate",
+    "accurately",
+    "correct",
+    "correctly",
+    "supported",
+    "supports",
+    "faithful",
+    "faithfully",
+    "entailed",
+    "entails",
+    "true",
+    "confirmed",
+    "confirms",
+    "verified",
+    "corroborated",
+    "matches",
+    "match",
+    "matched",
+    "matching",
+    "aligns",
+    "align",
+    "aligned",
+    "agrees",
+    "agree",
+    "reflects",
+    "reflected",
+    "backed",
+    "substantiated",
+    "valid",
+    "agreement",
+}
 _NEG_STRONG = {
-    "inaccurate", "inaccurately", "incorrect", "incorrectly", "unsupported", "unfaithful", "contradicts",
-    "contradict", "contradicted", "contradiction", "contradictory", "contradicting", "wrong", "wrongly", "false",
-    "falsely", "erroneous", "erroneously", "mistaken", "mistakenly", "misrepresents", "misrepresented",
-    "misrepresentation", "fabricated", "fabricates", "fabrication", "hallucinated", "hallucination",
-    "hallucinates", "discrepancy", "discrepancies", "conflicts", "conflict", "conflicting", "mismatch",
-    "invented", "untrue", "unverified", "unverifiable", "error", "errors", "misstates", "misattributes",
-    "nonfactual", "non-factual", "differs", "differ", "differed", "deviates", "deviate", "inaccuracy",
-    "inaccuracies", "mistake", "mistakes", "misleading", "exaggerates", "exaggerated", "exaggeration", "overstates",
-    "understates", "misquotes", "distort", "distorts", "distorted", "unsubstantiated", "unfounded", "baseless",
+    "inaccurate",
+    "inaccurately",
+    "incorrect",
+    "incorrectly",
+    "unsupported",
+    "unfaithful",
+    "contradicts",
+    "contradict",
+    "contradicted",
+    "contradiction",
+    "contradictory",
+    "contradicting",
+    "wrong",
+    "wrongly",
+    "false",
+    "falsely",
+    "erroneous",
+    "erroneously",
+    "mistaken",
+    "mistakenly",
+    "misrepresents",
+    "misrepresented",
+    "misrepresentation",
+    "fabricated",
+    "fabricates",
+    "fabrication",
+    "hallucinated",
+    "hallucination",
+    "hallucinates",
+    "discrepancy",
+    "discrepancies",
+    "conflicts",
+    "conflict",
+    "conflicting",
+    "mismatch",
+    "invented",
+    "untrue",
+    "unverified",
+    "unverifiable",
+    "error",
+    "errors",
+    "misstates",
+    "misattributes",
+    "nonfactual",
+    "non-factual",
+    "differs",
+    "differ",
+    "differed",
+    "deviates",
+    "deviate",
+    "inaccuracy",
+    "inaccuracies",
+    "mistake",
+    "mistakes",
+    "misleading",
+    "exaggerates",
+    "exaggerated",
+    "exaggeration",
+    "overstates",
+    "understates",
+    "misquotes",
+    "distort",
+    "distorts",
+    "distorted",
+    "unsubstantiated",
+    "unfounded",
+    "baseless",
     "speculative",
-}  # fmt: skip
+}
 # Evidence words with no polarity of their own: negated, they say the sentence lacks support.
 _NEG_WHEN_NEGATED = {
-    "mention", "mentions", "mentioned", "mentioning", "state", "states", "stated", "say", "says", "said",
-    "found", "present", "included", "include", "includes", "indicate", "indicates", "indicated", "specify",
-    "specifies", "specified", "inferred", "infer", "derived", "appear", "appears", "exist", "exists",
-    "evidence", "reported", "report", "reports", "support", "basis", "information", "reference",
-    "referenced", "discuss", "discussed", "discusses", "provide", "provided", "provides",
-}  # fmt: skip
+    "mention",
+    "mentions",
+    "mentioned",
+    "mentioning",
+    "state",
+    "states",
+    "stated",
+    "say",
+    "says",
+    "said",
+    "found",
+    "present",
+    "included",
+    "include",
+    "includes",
+    "indicate",
+    "indicates",
+    "indicated",
+    "specify",
+    "specifies",
+    "specified",
+    "inferred",
+    "infer",
+    "derived",
+    "appear",
+    "appears",
+    "exist",
+    "exists",
+    "evidence",
+    "reported",
+    "report",
+    "reports",
+    "support",
+    "basis",
+    "information",
+    "reference",
+    "referenced",
+    "discuss",
+    "discussed",
+    "discusses",
+    "provide",
+    "provided",
+    "provides",
+}
 _MISSING = {"missing", "absent", "nowhere"}  # negative by themselves (the claim is not in the reference)
 
-_NEGATORS = {"not", "no", "never", "cannot", "none", "nor", "neither", "without", "hardly", "nothing", "lacks",
-             "lack", "lacking"}  # fmt: skip
-_BOUNDARIES = {"but", "however", "although", "though", "while", "whereas", "yet", "because", "since", "which",
-               "and", "except", "so", "therefore", "thus", "hence", "that", "whereby", "where", "when"}  # fmt: skip
+_NEGATORS = {
+    "not",
+    "no",
+    "never",
+    "cannot",
+    "none",
+    "nor",
+    "neither",
+    "without",
+    "hardly",
+    "nothing",
+    "lacks",
+    "lack",
+    "lacking",
+}
+_BOUNDARIES = {
+    "but",
+    "however",
+    "although",
+    "though",
+    "while",
+    "whereas",
+    "yet",
+    "because",
+    "since",
+    "which",
+    "and",
+    "except",
+    "so",
+    "therefore",
+    "thus",
+    "hence",
+    "that",
+    "whereby",
+    "where",
+    "when",
+}
 # A comma followed by one of these starts a new clause ("..., it is consistent"); other commas do not
 # ("is not, as far as I can tell, consistent").
 _CLAUSE_STARTERS = {"it", "this", "the", "that", "which", "and", "but", "so", "there", "he", "she", "they", "we"}
-_QUALIFIERS = {"mostly", "largely", "generally", "broadly", "somewhat", "mainly", "almost", "nearly", "roughly",
-               "overall-ish", "reasonably", "fairly"}  # fmt: skip
+_QUALIFIERS = {
+    "mostly",
+    "largely",
+    "generally",
+    "broadly",
+    "somewhat",
+    "mainly",
+    "almost",
+    "nearly",
+    "roughly",
+    "overall-ish",
+    "reasonably",
+    "fairly",
+}
 _SUBORDINATORS = {"although", "though", "while", "whereas", "despite", "even"}
 _CONTRAST = {"but", "however", "yet", "nevertheless", "nonetheless", "though", "although", "except"}
 _CONCLUSION = re.compile(
@@ -76,8 +243,11 @@ _HEDGE = re.compile(
 _NEGATION_WINDOW = 12  # words between a negator and the verdict word it governs
 
 _CONTRACTIONS = [
-    (r"\bcan't\b", "cannot"), (r"\bwon't\b", "will not"), (r"\bshan't\b", "shall not"), (r"n't\b", " not"),
-]  # fmt: skip
+    (r"\bcan't\b", "cannot"),
+    (r"\bwon't\b", "will not"),
+    (r"\bshan't\b", "shall not"),
+    (r"n't\b", " not"),
+]
 
 
 def normalize(text: str) -> str:
@@ -154,8 +324,18 @@ def read_cues(text: str) -> list[Cue]:
                 head, _, tail = tok.rpartition("-")
                 tok = {"non": "unsupported", "un": "unsupported"}.get(head, tail)
             if tok == "except":  # "consistent except the date": the exception is an error of the sentence
-                cues.append(Cue(polarity=-1, primary=False, strong=False, sentence=si, clause=clause + 1,
-                                hedged=hedged, concluding=False, after_contrast=True))  # fmt: skip
+                cues.append(
+                    Cue(
+                        polarity=-1,
+                        primary=False,
+                        strong=False,
+                        sentence=si,
+                        clause=clause + 1,
+                        hedged=hedged,
+                        concluding=False,
+                        after_contrast=True,
+                    )
+                )
             if tok in _BOUNDARIES or tok in ".;:!?":
                 clause += 1
                 pending = []
@@ -209,11 +389,17 @@ def read_cues(text: str) -> list[Cue]:
             qualified = False
             cues.append(
                 Cue(
-                    polarity=polarity, primary=primary, strong=strong, sentence=si, clause=clause, hedged=cue_hedged,
-                    concluding=concluding and in_conclusion_clause, after_contrast=seen_contrast,
+                    polarity=polarity,
+                    primary=primary,
+                    strong=strong,
+                    sentence=si,
+                    clause=clause,
+                    hedged=cue_hedged,
+                    concluding=concluding and in_conclusion_clause,
+                    after_contrast=seen_contrast,
                     subordinate=subordinate,
                 )
-            )  # fmt: skip
+            )
     return cues
 
 

@@ -30,7 +30,7 @@ class Joiner:
         self.threads = threads
         self._running: dict[int, threading.Thread] = {}
 
-    def __call__(self, engine) -> None:  # noqa: ANN001
+    def __call__(self, engine) -> None:
         self._running = {b: t for b, t in self._running.items() if t.is_alive()}
         busy = batches.active_batches() | set(self._running)
         for batch_id in batches.joinable(engine):
@@ -45,7 +45,7 @@ class Joiner:
             t.start()
 
     @staticmethod
-    def _work(engine, batch_id: int) -> None:  # noqa: ANN001
+    def _work(engine, batch_id: int) -> None:
         try:
             batches.process_batch(engine, batch_id)
         except Exception:  # one batch's trouble must not stop the worker
@@ -85,9 +85,10 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m services.worker", description=__doc__)
     p.add_argument("--threads", type=int, default=2, help="jobs worked on at once (default 2)")
     p.add_argument(
-        "--no-join", action="store_true",
+        "--no-join",
+        action="store_true",
         help="only take batches from the queue (default: also join any batch in the database with items waiting)",
-    )  # fmt: skip
+    )
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     redact_logs()  # the HTTP client logs each URL it calls, credentials and all

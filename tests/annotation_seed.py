@@ -24,35 +24,65 @@ def make_dataset(engine, items: list[list[str]], *, name: str = "annotate me", e
             s.flush()
             s.add(
                 DatasetItem(
-                    dataset_id=ds.id, idx=i, external_id=external_ids[i] if external_ids else f"x{i}",
-                    reference_id=ref.id, candidate=" ".join(sentences), sentences=list(sentences),
+                    dataset_id=ds.id,
+                    idx=i,
+                    external_id=external_ids[i] if external_ids else f"x{i}",
+                    reference_id=ref.id,
+                    candidate=" ".join(sentences),
+                    sentences=list(sentences),
                 )
-            )  # fmt: skip
+            )
         s.commit()
         ids = list(s.exec(select(DatasetItem.id).where(DatasetItem.dataset_id == ds.id).order_by(DatasetItem.idx)))
         return ds.id, ids
 
 
-def add_batch(engine, dataset_id: int, verdicts: list[list[str]], *, reasons: list[list[str]] | None = None,
-              name: str = "hand batch", method: str = "dce-amc") -> int:  # fmt: skip
+def add_batch(
+    engine,
+    dataset_id: int,
+    verdicts: list[list[str]],
+    *,
+    reasons: list[list[str]] | None = None,
+    name: str = "hand batch",
+    method: str = "dce-amc",
+) -> int:
     """A finished batch whose round 0 gives item i's sentence j the verdict verdicts[i][j] (and its reason)."""
     with Session(engine) as s:
         items = list(s.exec(select(DatasetItem).where(DatasetItem.dataset_id == dataset_id).order_by(DatasetItem.idx)))
         now = utcnow()
-        b = Batch(name=name, dataset_id=dataset_id, method=method, status="done", n_items=len(items),
-                  created_at=now, started_at=now, finished_at=now)  # fmt: skip
+        b = Batch(
+            name=name,
+            dataset_id=dataset_id,
+            method=method,
+            status="done",
+            n_items=len(items),
+            created_at=now,
+            started_at=now,
+            finished_at=now,
+        )
         s.add(b)
         s.flush()
         for i, (item, vs) in enumerate(zip(items, verdicts, strict=True)):
             sentences = [
-                {"index": j, "text": item.sentences[j] if j < len(item.sentences) else "", "verdict": v,
-                 "reason": reasons[i][j] if reasons else f"model reason {i}.{j}: {v}", "mark": MARK.get(v),
-                 "rule_mark": MARK.get(v), "error": None}
+                {
+                    "index": j,
+                    "text": item.sentences[j] if j < len(item.sentences) else "",
+                    "verdict": v,
+                    "reason": reasons[i][j] if reasons else f"model reason {i}.{j}: {v}",
+                    "mark": MARK.get(v),
+                    "rule_mark": MARK.get(v),
+                    "error": None,
+                }
                 for j, v in enumerate(vs)
-            ]  # fmt: skip
+            ]
             s.add(
-                BatchItem(batch_id=b.id, item_id=item.id, status="done", n_sentences=len(vs),
-                          result={"rounds": [{"round": 0, "sentences": sentences}], "final_candidate": ""})
-            )  # fmt: skip
+                BatchItem(
+                    batch_id=b.id,
+                    item_id=item.id,
+                    status="done",
+                    n_sentences=len(vs),
+                    result={"rounds": [{"round": 0, "sentences": sentences}], "final_candidate": ""},
+                )
+            )
         s.commit()
         return b.id

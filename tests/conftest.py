@@ -125,7 +125,7 @@ def shared_start_up(nodeid: str, root: Path) -> str | None:
 _scoped_modules: dict[str, bool] = {}
 
 
-def pytest_xdist_make_scheduler(config: pytest.Config, log):  # noqa: ANN001, ANN201
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
     """`--dist loadgroup`: independent tests are spread one by one, each shared start-up's tests go together.
 
     (pytest-xdist's own loadgroup reads `xdist_group` marks through a node id that pytest 9 no longer lets it

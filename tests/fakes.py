@@ -50,7 +50,7 @@ def _words(text: str) -> int:
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - keep test output quiet
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
     def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
@@ -66,7 +66,7 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout test)
             pass
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         fake = self.server.fake
         if self.path.rstrip("/") == "/v1/models":
             self._send(
@@ -79,7 +79,7 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         fake = self.server.fake
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""

@@ -34,8 +34,13 @@ def eq3(verdicts: list[str]) -> float | None:
 def make_dataset(engine, items: list[Item], *, name: str = "hand", fmt: str = "jsonl") -> int:
     """A dataset whose item i has one sentence per verdict of items[i]'s round 0."""
     with Session(engine) as s:
-        ds = Dataset(name=name, format=fmt, sha256=hashlib.sha256(name.encode()).hexdigest(), n_items=len(items),
-                     label_kinds=["score", "binary"])  # fmt: skip
+        ds = Dataset(
+            name=name,
+            format=fmt,
+            sha256=hashlib.sha256(name.encode()).hexdigest(),
+            n_items=len(items),
+            label_kinds=["score", "binary"],
+        )
         s.add(ds)
         s.flush()
         for i, it in enumerate(items):
@@ -45,11 +50,17 @@ def make_dataset(engine, items: list[Item], *, name: str = "hand", fmt: str = "j
             sentences = [f"Item {i} sentence {j}." for j in range(len(it.rounds[0]))]
             s.add(
                 DatasetItem(
-                    dataset_id=ds.id, idx=i, external_id=f"x{i}", reference_id=ref.id, candidate=" ".join(sentences),
-                    sentences=sentences, human_score=it.human_score, human_label=it.human_label,
+                    dataset_id=ds.id,
+                    idx=i,
+                    external_id=f"x{i}",
+                    reference_id=ref.id,
+                    candidate=" ".join(sentences),
+                    sentences=sentences,
+                    human_score=it.human_score,
+                    human_label=it.human_label,
                     sentence_labels=it.sentence_labels,
                 )
-            )  # fmt: skip
+            )
         s.commit()
         return ds.id
 
@@ -78,39 +89,68 @@ def add_batch(
             "converter": "rule@1" if amc == "rule" else "amc@1",
         }
         b = Batch(
-            name="hand batch", dataset_id=dataset_id, method=method, amc=amc, status=status, backend_kind="openai",
-            model="fake-model", base_url="http://127.0.0.1:9/v1", params=params or {"temperature": 0.0},
+            name="hand batch",
+            dataset_id=dataset_id,
+            method=method,
+            amc=amc,
+            status=status,
+            backend_kind="openai",
+            model="fake-model",
+            base_url="http://127.0.0.1:9/v1",
+            params=params or {"temperature": 0.0},
             prompt_versions=versions,
             max_rounds=max_rounds if max_rounds is not None else max(len(it.rounds) for it in items) - 1,
-            n_items=len(items), created_at=now, started_at=now, finished_at=now if status == "done" else None,
-        )  # fmt: skip
+            n_items=len(items),
+            created_at=now,
+            started_at=now,
+            finished_at=now if status == "done" else None,
+        )
         s.add(b)
         s.flush()
         for item_id, it in zip(ids, items, strict=True):
             rounds = [
                 {
-                    "round": r, "candidate": "", "score": eq3(verdicts), "k": len(verdicts), "alpha": 0.0,
-                    "beta": 0.0, "n_unknown": verdicts.count("unknown"), "error": None,
+                    "round": r,
+                    "candidate": "",
+                    "score": eq3(verdicts),
+                    "k": len(verdicts),
+                    "alpha": 0.0,
+                    "beta": 0.0,
+                    "n_unknown": verdicts.count("unknown"),
+                    "error": None,
                     "model_is_consistent": it.flag if r == 0 else None,
                     "sentences": [
-                        {"index": j, "text": f"s{j}", "verdict": v, "reason": v, "mark": MARK.get(v),
-                         "rule_mark": MARK.get(v), "error": None}
+                        {
+                            "index": j,
+                            "text": f"s{j}",
+                            "verdict": v,
+                            "reason": v,
+                            "mark": MARK.get(v),
+                            "rule_mark": MARK.get(v),
+                            "error": None,
+                        }
                         for j, v in enumerate(verdicts)
                     ],
-                    "extras": [], "rewrites": [], "improve_error": None,
+                    "extras": [],
+                    "rewrites": [],
+                    "improve_error": None,
                 }
                 for r, verdicts in enumerate(it.rounds)
-            ]  # fmt: skip
+            ]
             done = it.status == "done"
             s.add(
                 BatchItem(
-                    batch_id=b.id, item_id=item_id, status=it.status,
-                    score=eq3(it.rounds[0]) if done else None, final_score=eq3(it.rounds[-1]) if done else None,
-                    n_sentences=len(it.rounds[0]), n_unknown=it.rounds[0].count("unknown"),
-                    n_rounds=len(it.rounds) if done else 0, result={"rounds": rounds, "final_candidate": ""}
-                    if done else None,
+                    batch_id=b.id,
+                    item_id=item_id,
+                    status=it.status,
+                    score=eq3(it.rounds[0]) if done else None,
+                    final_score=eq3(it.rounds[-1]) if done else None,
+                    n_sentences=len(it.rounds[0]),
+                    n_unknown=it.rounds[0].count("unknown"),
+                    n_rounds=len(it.rounds) if done else 0,
+                    result={"rounds": rounds, "final_candidate": ""} if done else None,
                 )
-            )  # fmt: skip
+            )
         s.commit()
         return b.id
 

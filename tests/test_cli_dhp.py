@@ -102,17 +102,39 @@ def test_run_perturbs_scores_each_model_and_writes_discernment(tmp_path, fake, m
     monkeypatch.setenv("LLM_MODEL", "m-good")
     out = tmp_path / "run.json"
     scores_out = tmp_path / "scores.csv"
-    code = cli.main([
-        "dhp", "run", "--task", "qa", "--input", str(inp), "--models", "m-good", "m-blind", "--repeats", "2",
-        "--seed", "4", "--output", str(out), "--rule-only", "--scores-out", str(scores_out),
-    ])  # fmt: skip
+    code = cli.main(
+        [
+            "dhp",
+            "run",
+            "--task",
+            "qa",
+            "--input",
+            str(inp),
+            "--models",
+            "m-good",
+            "m-blind",
+            "--repeats",
+            "2",
+            "--seed",
+            "4",
+            "--output",
+            str(out),
+            "--rule-only",
+            "--scores-out",
+            str(scores_out),
+        ]
+    )
     assert code == 0, capsys.readouterr().err
     rep = json.loads(out.read_text())
     good, blind = rep["models"]
     assert good["model"] == "m-good" and good["status"] == "done"
     assert [p["perturbation"] for p in good["perturbations"]] == [
-        "char_deletion:minor", "char_deletion:major", "typo:minor", "typo:major", "random_answer",
-    ]  # fmt: skip
+        "char_deletion:minor",
+        "char_deletion:major",
+        "typo:minor",
+        "typo:major",
+        "random_answer",
+    ]
     assert all(p["D"] > 1 for p in good["perturbations"]) and good["D_min"] > 1
     assert all(p["D"] == 0 for p in blind["perturbations"]) and blind["D_min"] == 0
     # --rule-only leaves out the word level of Table 1: D_avg is not comparable, so it is left empty
@@ -138,8 +160,23 @@ def test_run_refuses_unknown_tasks_and_perturbations(tmp_path, capsys):
     inp.write_text(json.dumps({"id": "a", "text": "Hello there."}))
     assert cli.main(["dhp", "run", "--task", "poetry", "--input", str(inp), "--output", "o.json"]) == 2
     assert "unknown task 'poetry'" in capsys.readouterr().err
-    assert cli.main(["dhp", "run", "--task", "qa", "--input", str(inp), "--output", "o.json",
-                     "--perturbations", "reorder:minor"]) == 2  # fmt: skip
+    assert (
+        cli.main(
+            [
+                "dhp",
+                "run",
+                "--task",
+                "qa",
+                "--input",
+                str(inp),
+                "--output",
+                "o.json",
+                "--perturbations",
+                "reorder:minor",
+            ]
+        )
+        == 2
+    )
     assert "has no perturbation reorder:minor" in capsys.readouterr().err
     inp.write_text('{"id": "a"}\n')
     assert cli.main(["dhp", "run", "--task", "qa", "--input", str(inp), "--output", "o.json"]) == 2

@@ -21,8 +21,24 @@ C, X = "consistent", "inconsistent"
 def test_distill_writes_train_test_and_manifest_and_prints_table7(tmp_path, capsys):
     _, bid, _ = many(get_engine(), n_docs=10)
     out = tmp_path / "set"
-    assert cli.main(["distill", "--run", str(bid), "--split", "in-domain", "--format", "plain", "--output",
-                     str(out), "--seed", "5"]) == 0  # fmt: skip
+    assert (
+        cli.main(
+            [
+                "distill",
+                "--run",
+                str(bid),
+                "--split",
+                "in-domain",
+                "--format",
+                "plain",
+                "--output",
+                str(out),
+                "--seed",
+                "5",
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr()
     assert "R-Ratio" in printed.out and "50%" in printed.out
     train = [json.loads(x) for x in (out / "train.jsonl").read_text(encoding="utf-8").splitlines()]
@@ -45,8 +61,9 @@ def test_distill_errors_exit_2_with_a_message(tmp_path, capsys):
 
 
 def test_report_html_for_a_batch_and_a_run(tmp_path, capsys, fake):
-    _, bid = seed(get_engine(), [Item([[C, X]], human_score=0.5, human_label=0), Item([[C]], human_score=1.0,
-                                                                                        human_label=1)])  # fmt: skip
+    _, bid = seed(
+        get_engine(), [Item([[C, X]], human_score=0.5, human_label=0), Item([[C]], human_score=1.0, human_label=1)]
+    )
     out = tmp_path / "r" / "batch.html"
     assert cli.main(["report", "--run", str(bid), "--html", str(out), "--boot", "50"]) == 0
     captured = capsys.readouterr()

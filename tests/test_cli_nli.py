@@ -49,8 +49,10 @@ def test_evaluate_qg_qa_lines_carry_the_question_answer_pairs(env, pairs, tmp_pa
     assert cli.main(["evaluate", "--input", str(pairs), "--output", str(out), "--method", "qg-qa"]) == 0
     a = json.loads(out.read_text(encoding="utf-8").splitlines()[0])
     assert [(p["question"], p["expected_answer"], p["judgement"]) for p in a["pairs"]][1] == (
-        "What is said in: It was completed in 1999.", "1999", "inconsistent",
-    )  # fmt: skip
+        "What is said in: It was completed in 1999.",
+        "1999",
+        "inconsistent",
+    )
     assert {"answer", "reasoning", "error", "context"} <= set(a["pairs"][0])
 
 
@@ -70,9 +72,11 @@ def test_batch_with_repeats_and_output(env, pairs, tmp_path, capsys):
     assert [batches.progress(get_engine(), b).calls for b in ids] == [2, 2]  # the repeat is not read from the cache
     lines = [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()]
     assert [(x["batch"], x["id"], x["label"]) for x in lines] == [
-        (ids[0], "a", "inconsistent"), (ids[0], "b", "consistent"),
-        (ids[1], "a", "inconsistent"), (ids[1], "b", "consistent"),
-    ]  # fmt: skip
+        (ids[0], "a", "inconsistent"),
+        (ids[0], "b", "consistent"),
+        (ids[1], "a", "inconsistent"),
+        (ids[1], "b", "consistent"),
+    ]
     assert lines[0]["summary"]["reasoning"]
 
 

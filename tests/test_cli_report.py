@@ -27,8 +27,13 @@ def test_report_writes_every_table_with_the_human_alpha_and_its_n(tmp_path, caps
     h = rep["human_agreement"]
     assert h["alpha"] is not None and h["n_sentences"] == 8 and h["n_workers"] == 4
     assert h["ci_low"] <= h["alpha"] <= h["ci_high"]
-    assert rep["settings"] == {"threshold": 1.0, "seed": 3, "bootstrap_resamples": 50, "other_batch_id": None,
-                               "positive_class": "consistent"}  # fmt: skip
+    assert rep["settings"] == {
+        "threshold": 1.0,
+        "seed": 3,
+        "bootstrap_resamples": 50,
+        "other_batch_id": None,
+        "positive_class": "consistent",
+    }
     assert {r["statistic"] for r in rep["summary_level"]["correlations"]} == {"pearson", "spearman", "kendall", "auroc"}
     assert rep["sentence_level"]["n_compared"] == 6
     assert rep["bundle"]["batch"]["id"] == bid and rep["bundle"]["prompts"]

@@ -41,15 +41,29 @@ def test_a_restarted_app_resumes_its_batches_without_a_page_being_opened(tmp_pat
             conn.execute(update(WorkerHeartbeat).values(heartbeat_at=utcnow() - timedelta(hours=1)))
         env = {
             **{k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "OPENAI_", "STREAMLIT_"))},
-            "DATABASE_URL": db_url, "DATA_DIR": str(tmp_path / "data"), "CONSISTENCY_SPAWN_WORKER": "1",
-            "WORKER_STALE_AFTER": "4", "WORKER_HEARTBEAT": "0.5", "DB_BUSY_TIMEOUT": "2",
-        }  # fmt: skip
+            "DATABASE_URL": db_url,
+            "DATA_DIR": str(tmp_path / "data"),
+            "CONSISTENCY_SPAWN_WORKER": "1",
+            "WORKER_STALE_AFTER": "4",
+            "WORKER_HEARTBEAT": "0.5",
+            "DB_BUSY_TIMEOUT": "2",
+        }
         port = _free_port()
         log = tmp_path / "app.log"
         cmd = [
-            sys.executable, "serve.py", "--server.port", str(port), "--server.address", "127.0.0.1",
-            "--server.headless", "true", "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false",
-        ]  # fmt: skip
+            sys.executable,
+            "serve.py",
+            "--server.port",
+            str(port),
+            "--server.address",
+            "127.0.0.1",
+            "--server.headless",
+            "true",
+            "--server.fileWatcherType",
+            "none",
+            "--browser.gatherUsageStats",
+            "false",
+        ]
         with open(log, "wb") as out:
             app = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
         try:

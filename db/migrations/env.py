@@ -9,7 +9,7 @@ target_metadata = SQLModel.metadata
 config = context.config
 
 
-def _run(connection) -> None:  # noqa: ANN001
+def _run(connection) -> None:
     context.configure(
         connection=connection,
         target_metadata=target_metadata,

@@ -124,8 +124,10 @@ def agreement(
         if unknown:
             extra.append(f"{unknown} sentence(s) the model left unknown left out.")
         if absent:
-            extra.append(f"{absent} labelled sentence(s) have no per-sentence verdict in this batch (not done, or "
-                         "judged as one paragraph).")  # fmt: skip
+            extra.append(
+                f"{absent} labelled sentence(s) have no per-sentence verdict in this batch (not done, or "
+                "judged as one paragraph)."
+            )
         if rows:
             res = alpha_from_long(pd.DataFrame(rows), "nominal", n_boot=n_boot, seed=seed)
         else:
@@ -146,8 +148,15 @@ def agreement_frame(result: dict[str, Any]) -> pd.DataFrame:
     """The agreement results as a table: comparison, alpha, interval, units, raters, note."""
 
     def row(what: str, r: AlphaResult) -> dict[str, Any]:
-        return {"comparison": what, "alpha": r.alpha, "ci_low": r.ci_low, "ci_high": r.ci_high,
-                "pairable units": r.n_pairable, "raters": r.n_raters, "note": r.note or ""}  # fmt: skip
+        return {
+            "comparison": what,
+            "alpha": r.alpha,
+            "ci_low": r.ci_low,
+            "ci_high": r.ci_high,
+            "pairable units": r.n_pairable,
+            "raters": r.n_raters,
+            "note": r.note or "",
+        }
 
     rows = [row(f"among annotators ({result['n_annotators']})", result["among_annotators"])]
     rows += [row(f"annotators' majority vs batch #{m['batch_id']} {m['name']}", m["alpha"]) for m in result["models"]]
@@ -178,13 +187,25 @@ def disagreements(engine: Engine, dataset_id: int, *, batch_ids: Iterable[int] =
             why.append("model differs: " + ", ".join(f"#{b}" for b in differing))
         if not why:
             continue
-        row = {"item": u.order[unit[0]][0], "external_id": u.order[unit[0]][1], "sentence_idx": unit[1],
-               "sentence": u.text[unit]}  # fmt: skip
+        row = {
+            "item": u.order[unit[0]][0],
+            "external_id": u.order[unit[0]][1],
+            "sentence_idx": unit[1],
+            "sentence": u.text[unit],
+        }
         row |= {f"@{a}": LABELS[votes[a]] if a in votes else "" for a in annotators}
         row["majority"] = LABELS[m] if m is not None else "tie"
         row |= {f"batch #{b}": verdicts[b].get(unit, "") for b in codes}
         row["differs"] = "; ".join(why)
         rows.append(row)
-    cols = ["item", "external_id", "sentence_idx", "sentence", *[f"@{a}" for a in annotators], "majority",
-            *[f"batch #{b}" for b in codes], "differs"]  # fmt: skip
+    cols = [
+        "item",
+        "external_id",
+        "sentence_idx",
+        "sentence",
+        *[f"@{a}" for a in annotators],
+        "majority",
+        *[f"batch #{b}" for b in codes],
+        "differs",
+    ]
     return pd.DataFrame(rows, columns=cols)

@@ -73,10 +73,17 @@ def assign(engine: Engine, dataset_id: int, *, annotators: list[int], per_item: 
                 load[a] += 1
         _rebalance(new, holders, load)
         rows = [
-            {"dataset_id": dataset_id, "dataset_item_id": item_id, "annotator_id": a, "status": "pending",
-             "assigned_at": now, "done_at": None}
-            for item_id in items for a in new.get(item_id, [])
-        ]  # fmt: skip
+            {
+                "dataset_id": dataset_id,
+                "dataset_item_id": item_id,
+                "annotator_id": a,
+                "status": "pending",
+                "assigned_at": now,
+                "done_at": None,
+            }
+            for item_id in items
+            for a in new.get(item_id, [])
+        ]
         before = queries.count_assignments(session=session, dataset_id=dataset_id)
         if rows:
             # A concurrent call may have assigned some of these pairs meanwhile: the unique key skips them.

@@ -85,9 +85,14 @@ def label_sentence(
             raise InputError(f"The item has {n} sentence(s); there is no sentence {sentence_idx + 1}.")
     now = utcnow()
     row = {
-        **target.columns(), "annotator_id": annotator_id, "sentence_idx": sentence_idx, "label": label,
-        "note": (note or "").strip(), "created_at": now, "updated_at": now,
-    }  # fmt: skip
+        **target.columns(),
+        "annotator_id": annotator_id,
+        "sentence_idx": sentence_idx,
+        "label": label,
+        "note": (note or "").strip(),
+        "created_at": now,
+        "updated_at": now,
+    }
     try:
         with get_session(engine) as session:
             return queries.write_label(session=session, row=row, keep_note=note is None)

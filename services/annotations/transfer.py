@@ -24,9 +24,17 @@ log = logging.getLogger(__name__)
 
 ExportFormat = Literal["jsonl", "csv"]
 EXPORT_COLUMNS = (
-    "dataset", "external_id", "item", "sentence_idx", "sentence", "annotator", "label", "note", "created_at",
+    "dataset",
+    "external_id",
+    "item",
+    "sentence_idx",
+    "sentence",
+    "annotator",
+    "label",
+    "note",
+    "created_at",
     "updated_at",
-)  # fmt: skip
+)
 
 
 def _iso(t: datetime | None) -> str:
@@ -42,12 +50,19 @@ def export_labels(engine: Engine, dataset_id: int, fmt: ExportFormat = "jsonl") 
         rows = queries.label_rows(session=session, dataset_id=dataset_id)
     records = [
         {
-            "dataset": name, "external_id": r.external_id, "item": r.idx, "sentence_idx": r.sentence_idx,
-            "sentence": r.sentence, "annotator": r.annotator, "label": r.label,
-            "note": r.note or "", "created_at": _iso(r.created_at), "updated_at": _iso(r.updated_at),
+            "dataset": name,
+            "external_id": r.external_id,
+            "item": r.idx,
+            "sentence_idx": r.sentence_idx,
+            "sentence": r.sentence,
+            "annotator": r.annotator,
+            "label": r.label,
+            "note": r.note or "",
+            "created_at": _iso(r.created_at),
+            "updated_at": _iso(r.updated_at),
         }
         for r in rows
-    ]  # fmt: skip
+    ]
     if fmt == "jsonl":
         return "".join(json.dumps(rec, ensure_ascii=False) + "\n" for rec in records).encode()
     if fmt == "csv":
@@ -107,8 +122,9 @@ def import_labels(
     elif fmt == "csv":
         _, rows = tables.records(text, "csv")
         # our own CSV export quoted formula-like cells: take the quote off again
-        records = ((n, {k: restore(v) for k, v in obj.items()} if isinstance(obj, dict) else obj, err)
-                   for n, obj, err in rows)  # fmt: skip
+        records = (
+            (n, {k: restore(v) for k, v in obj.items()} if isinstance(obj, dict) else obj, err) for n, obj, err in rows
+        )
     else:
         raise InputError(f"Unknown import format {fmt!r}; use jsonl or csv.")
     with get_session(engine) as session:
@@ -157,10 +173,14 @@ def import_labels(
                 )
             note = rec.get("note")
             good[(item_id, name, sentence_idx)] = {
-                "item_id": item_id, "name": name, "sentence_idx": sentence_idx, "label": label,
+                "item_id": item_id,
+                "name": name,
+                "sentence_idx": sentence_idx,
+                "label": label,
                 "note": str(note).strip() if note is not None else "",
-                "created_at": _when(rec.get("created_at")), "updated_at": _when(rec.get("updated_at")),
-            }  # fmt: skip
+                "created_at": _when(rec.get("created_at")),
+                "updated_at": _when(rec.get("updated_at")),
+            }
         except _Reject as exc:
             rejected.append(RejectedRow(row_no, str(exc)))
     if not good:
@@ -169,12 +189,18 @@ def import_labels(
     now = utcnow()
     rows = [
         {
-            "run_id": None, "round_idx": None, "dataset_item_id": g["item_id"], "annotator_id": ids[g["name"]],
-            "sentence_idx": g["sentence_idx"], "label": g["label"], "note": g["note"],
-            "created_at": g["created_at"] or now, "updated_at": g["updated_at"] or g["created_at"] or now,
+            "run_id": None,
+            "round_idx": None,
+            "dataset_item_id": g["item_id"],
+            "annotator_id": ids[g["name"]],
+            "sentence_idx": g["sentence_idx"],
+            "label": g["label"],
+            "note": g["note"],
+            "created_at": g["created_at"] or now,
+            "updated_at": g["updated_at"] or g["created_at"] or now,
         }
         for g in good.values()
-    ]  # fmt: skip
+    ]
     with get_session(engine) as session:
         queries.upsert_labels(session=session, rows=rows, by_item=True, keep_note=False)
         queries.refresh_assignments(session=session, pairs={(r["dataset_item_id"], r["annotator_id"]) for r in rows})

@@ -19,13 +19,33 @@ from services.conseval.study import GREEDY, IMPORTED, StudyConfig, test_instance
 
 def _alpha_row(kind: str, matrix: np.ndarray, level: str, cfg: StudyConfig, **keys: Any) -> dict[str, Any]:
     res = stats.krippendorff_alpha(matrix, level, n_boot=cfg.n_boot, seed=cfg.seed)  # type: ignore[arg-type]
-    return {"kind": kind, "stat": "alpha", "value": res.alpha, "ci_low": res.ci_low, "ci_high": res.ci_high,
-            "n": res.n_pairable, "n_raters": res.n_raters, "level": level, "note": res.note, **keys}  # fmt: skip
+    return {
+        "kind": kind,
+        "stat": "alpha",
+        "value": res.alpha,
+        "ci_low": res.ci_low,
+        "ci_high": res.ci_high,
+        "n": res.n_pairable,
+        "n_raters": res.n_raters,
+        "level": level,
+        "note": res.note,
+        **keys,
+    }
 
 
 def _empty_row(kind: str, note: str, **keys: Any) -> dict[str, Any]:
-    return {"kind": kind, "stat": "alpha", "value": None, "ci_low": None, "ci_high": None, "n": 0, "n_raters": 0,
-            "level": None, "note": note, **keys}  # fmt: skip
+    return {
+        "kind": kind,
+        "stat": "alpha",
+        "value": None,
+        "ci_low": None,
+        "ci_high": None,
+        "n": 0,
+        "n_raters": 0,
+        "level": None,
+        "note": note,
+        **keys,
+    }
 
 
 def score_table(r: pd.DataFrame, mode: str) -> pd.Series:
@@ -85,8 +105,13 @@ def compute_rows(
             for crit in cfg.criteria:
                 for gran in cfg.granularities:
                     ids = [i for i in items.id[items.criterion == crit] if test is None or (i, gran) in test]
-                    r = ratings[(ratings.rater == model) & (ratings.method == method) & (ratings.criterion == crit)
-                                & (ratings.granularity == gran) & ratings.item_id.isin(ids)]  # fmt: skip
+                    r = ratings[
+                        (ratings.rater == model)
+                        & (ratings.method == method)
+                        & (ratings.criterion == crit)
+                        & (ratings.granularity == gran)
+                        & ratings.item_id.isin(ids)
+                    ]
                     keys = dict(model=model, method=method, criterion=crit, granularity=gran)
                     rows += _scale_rows(cfg, r, ids, keys)
                     for mode in _modes(cfg):
@@ -150,34 +175,50 @@ def _oracle_scores(cfg: StudyConfig, items: pd.DataFrame, ratings: pd.DataFrame,
     if cfg.oracle == "endpoint":
         for spec in cfg.oracles():
             o = ratings[(ratings.rater == cfg.oracle_rater(spec)) & ratings.value.notna()]
-            out[spec.label] = {(r.item_id, r.scale, r.granularity): SCALES[r.scale].to_unit(r.value)
-                               for r in o.itertuples()}  # fmt: skip
+            out[spec.label] = {
+                (r.item_id, r.scale, r.granularity): SCALES[r.scale].to_unit(r.value) for r in o.itertuples()
+            }
     elif cfg.oracle == "humans" and len(humans):
         means = humans.groupby(["item_id", "scale"])["value"].mean()
         out["humans"] = {(item, sk, None): SCALES[sk].to_unit(v) for (item, sk), v in means.items() if sk in SCALES}
     elif cfg.oracle == "imported":
         # a score on one scale is compared, mapped onto [0, 1], with every scale
-        got = {(r.id, sk, None): SCALES[r.oracle_scale].to_unit(r.oracle_score)
-               for r in items[items.oracle_score.notna()].itertuples() for sk in cfg.scales}  # fmt: skip
+        got = {
+            (r.id, sk, None): SCALES[r.oracle_scale].to_unit(r.oracle_score)
+            for r in items[items.oracle_score.notna()].itertuples()
+            for sk in cfg.scales
+        }
         if got:
             out["imported"] = got
         more = ratings[(ratings.method == IMPORTED) & ratings.value.notna()]
         for rater, g in more.groupby("rater", sort=True):
-            out[str(rater).split(":", 1)[1]] = {(r.item_id, sk, None): SCALES[r.scale].to_unit(r.value)
-                                                for r in g.itertuples() for sk in cfg.scales}  # fmt: skip
+            out[str(rater).split(":", 1)[1]] = {
+                (r.item_id, sk, None): SCALES[r.scale].to_unit(r.value) for r in g.itertuples() for sk in cfg.scales
+            }
     return out
 
 
-def _accuracy_row(scores, oracle, ids, sk, gran, cfg, name, **keys) -> dict[str, Any] | None:  # noqa: ANN001
+def _accuracy_row(scores, oracle, ids, sk, gran, cfg, name, **keys) -> dict[str, Any] | None:
     x, y = [], []
     for i in ids:
         o = oracle.get((i, sk, gran), oracle.get((i, sk, None)))
         x.append(scores.get((i, sk), np.nan))
         y.append(np.nan if o is None else o)
     res = stats.correlation(x, y, "pearson", n_boot=cfg.n_boot, seed=cfg.seed)
-    return {"kind": "ACC", "stat": "pearson", "value": res.r, "ci_low": res.ci_low, "ci_high": res.ci_high,
-            "n": res.n, "n_raters": 2, "level": None, "note": res.note, "scale": sk, "oracle": name,
-            **keys}  # fmt: skip
+    return {
+        "kind": "ACC",
+        "stat": "pearson",
+        "value": res.r,
+        "ci_low": res.ci_low,
+        "ci_high": res.ci_high,
+        "n": res.n,
+        "n_raters": 2,
+        "level": None,
+        "note": res.note,
+        "scale": sk,
+        "oracle": name,
+        **keys,
+    }
 
 
 def _consensus(values: pd.Series, level: str) -> float:
@@ -207,18 +248,47 @@ def _human_rows(cfg: StudyConfig, items: pd.DataFrame, ratings: pd.DataFrame, hu
                 continue
             level = SCALES[sk].level
             mat = h.pivot_table(index="rater", columns="item_id", values="value", aggfunc="first").reindex(columns=ids)
-            rows.append(_alpha_row("HUMAN", mat.to_numpy(dtype=float), level, cfg, model="humans", method="-",
-                                   criterion=crit, granularity="-", scale=sk, mode="-"))  # fmt: skip
+            rows.append(
+                _alpha_row(
+                    "HUMAN",
+                    mat.to_numpy(dtype=float),
+                    level,
+                    cfg,
+                    model="humans",
+                    method="-",
+                    criterion=crit,
+                    granularity="-",
+                    scale=sk,
+                    mode="-",
+                )
+            )
             cons = h.groupby("item_id")["value"].apply(lambda v, lv=level: _consensus(v, lv))
             for model in [m.label for m in cfg.models]:
-                r = ratings[(ratings.rater == model) & (ratings.method == "base") & (ratings.criterion == crit)
-                            & (ratings.granularity == gran) & (ratings.scale == sk)]  # fmt: skip
+                r = ratings[
+                    (ratings.rater == model)
+                    & (ratings.method == "base")
+                    & (ratings.criterion == crit)
+                    & (ratings.granularity == gran)
+                    & (ratings.scale == sk)
+                ]
                 single = score_table(r, "single") if len(r) else pd.Series(dtype=float)
                 mat = np.array(
                     [[single.get((i, sk), np.nan) for i in ids], [cons.get(i, np.nan) for i in ids]], dtype=float
                 )
-                rows.append(_alpha_row("HUMAN-MODEL", mat, level, cfg, model=model, method="base", criterion=crit,
-                                       granularity=gran, scale=sk, mode="single"))  # fmt: skip
+                rows.append(
+                    _alpha_row(
+                        "HUMAN-MODEL",
+                        mat,
+                        level,
+                        cfg,
+                        model=model,
+                        method="base",
+                        criterion=crit,
+                        granularity=gran,
+                        scale=sk,
+                        mode="single",
+                    )
+                )
     return rows
 
 

@@ -100,13 +100,23 @@ def _prompt(ctx: _Ctx, call: Call) -> tuple[str | None, str]:
 
 def _ask(client: LLMClient, ctx: _Ctx, call: Call) -> dict[str, Any]:
     prompt, version = _prompt(ctx, call)
-    row = {"item_id": call.item_id, "rater": call.rater, "method": call.method, "granularity": call.granularity,
-           "scale": call.scale, "sample": call.sample}  # fmt: skip
+    row = {
+        "item_id": call.item_id,
+        "rater": call.rater,
+        "method": call.method,
+        "granularity": call.granularity,
+        "scale": call.scale,
+        "sample": call.sample,
+    }
     if prompt is None:
         return {**row, "value": None, "raw": "", "problem": version}
     greedy = call.sample == GREEDY
-    common = dict(prompt_version=version, stage="conseval", sample_index=max(0, call.sample),
-                  temperature=0.0 if greedy else SAMPLE_TEMPERATURE)  # fmt: skip
+    common = dict(
+        prompt_version=version,
+        stage="conseval",
+        sample_index=max(0, call.sample),
+        temperature=0.0 if greedy else SAMPLE_TEMPERATURE,
+    )
     messages = [{"role": "user", "content": prompt}]
     if ctx.cfg.answer_format == "structured":
         res = client.chat_json(messages, parse=answer_of, schema=SCORE_SCHEMA, **common)
@@ -120,7 +130,7 @@ def _ask(client: LLMClient, ctx: _Ctx, call: Call) -> dict[str, Any]:
     return {**row, "value": parsed.value, "raw": parsed.raw, "problem": parsed.problem}
 
 
-def _write(engine: Engine, study_id: int, rows: list[dict[str, Any]], usage: dict[str, int], caches=()) -> bool:  # noqa: ANN001
+def _write(engine: Engine, study_id: int, rows: list[dict[str, Any]], usage: dict[str, int], caches=()) -> bool:
     """Save answers (an answer saved meanwhile by another worker is kept), usage and new cache entries at once;
     True if the study's cancel was asked for."""
     with get_session(engine) as session:
@@ -159,7 +169,7 @@ def run_study(
     return study
 
 
-def _work(engine, study_id, cfg, items, backends, on_progress) -> dict[str, Any]:  # noqa: ANN001
+def _work(engine, study_id, cfg, items, backends, on_progress) -> dict[str, Any]:
     """Ask a claimed study's answers not yet saved (oracle first); its results to save with it."""
     in_order = sorted(items.values(), key=lambda it: it.idx)
     ctx = _Ctx(cfg, items, test=test_instances(cfg, [(it.id, it.criterion) for it in in_order]))
@@ -191,7 +201,7 @@ def _work(engine, study_id, cfg, items, backends, on_progress) -> dict[str, Any]
     return {"results": analyse(engine, study_id)}
 
 
-def _run_calls(engine, study_id, todo, ctx, client_for, concurrency, on_progress) -> None:  # noqa: ANN001, C901
+def _run_calls(engine, study_id, todo, ctx, client_for, concurrency, on_progress) -> None:
     """Ask the calls in chunks; each chunk's answers and usage are saved before the next (resume loses little)."""
     if not todo:
         return
@@ -244,21 +254,41 @@ def _oracle_pool(engine: Engine, study_id: int, cfg: StudyConfig) -> list[dict[s
     if cfg.oracle == "endpoint":
         df = ratings_frame(engine, study_id)
         df = df[df.rater.isin([cfg.oracle_rater(o) for o in cfg.oracles()]) & df.value.notna()]
-        return [{"item_id": int(r.item_id), "scale": r.scale, "value": float(r.value), "granularity": r.granularity,
-                 "oracle": r.rater} for r in df.itertuples()]  # fmt: skip
+        return [
+            {
+                "item_id": int(r.item_id),
+                "scale": r.scale,
+                "value": float(r.value),
+                "granularity": r.granularity,
+                "oracle": r.rater,
+            }
+            for r in df.itertuples()
+        ]
     if cfg.oracle == "humans":
         h = human_ratings_frame(engine, study_id)
-        return [{"item_id": int(r.item_id), "scale": r.scale, "value": float(r.value), "granularity": None}
-                for r in h.itertuples() if r.scale in SCALES]  # fmt: skip
+        return [
+            {"item_id": int(r.item_id), "scale": r.scale, "value": float(r.value), "granularity": None}
+            for r in h.itertuples()
+            if r.scale in SCALES
+        ]
     if cfg.oracle == "imported":
         items = items_frame(engine, study_id)
         items = items[items.oracle_score.notna()]
         more = ratings_frame(engine, study_id)
         more = more[(more.method == IMPORTED) & more.value.notna()]
-        return [{"item_id": int(r.id), "scale": r.oracle_scale, "value": float(r.oracle_score), "granularity": None}
-                for r in items.itertuples()] + [
-                {"item_id": int(r.item_id), "scale": r.scale, "value": float(r.value), "granularity": None,
-                 "oracle": r.rater} for r in more.itertuples()]  # fmt: skip
+        return [
+            {"item_id": int(r.id), "scale": r.oracle_scale, "value": float(r.oracle_score), "granularity": None}
+            for r in items.itertuples()
+        ] + [
+            {
+                "item_id": int(r.item_id),
+                "scale": r.scale,
+                "value": float(r.value),
+                "granularity": None,
+                "oracle": r.rater,
+            }
+            for r in more.itertuples()
+        ]
     return []
 
 

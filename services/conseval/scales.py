@@ -101,9 +101,19 @@ class ParsedScore:
 
 
 NUMBER_WORDS = {
-    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
-    "eight": 8, "nine": 9, "ten": 10, "eleven": 11,
-}  # fmt: skip
+    "zero": 0,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+}
 NO_ANSWER = re.compile(r"^\W*(n/?a|none|null|unknown|nan|not applicable|no score|-)?\W*$", re.I)
 NUM = r"[-+−]?\d+(?:\.\d+)?"
 # A first line that names the answer ("Answer: 4", "**Score:** 4/5", "Final rating = Agree").

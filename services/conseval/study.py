@@ -62,9 +62,13 @@ class ModelSpec:
     def backend(self, *, concurrency: int = 4, timeout: float | None = None) -> BackendConfig:
         s = get_settings()
         return backend_from_record(
-            self.kind, base_url=self.base_url, model=self.model, concurrency=concurrency,
-            timeout=timeout or s.llm_timeout, max_retries=s.llm_max_retries,
-        )  # fmt: skip
+            self.kind,
+            base_url=self.base_url,
+            model=self.model,
+            concurrency=concurrency,
+            timeout=timeout or s.llm_timeout,
+            max_retries=s.llm_max_retries,
+        )
 
 
 @dataclass

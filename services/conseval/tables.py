@@ -12,8 +12,24 @@ from services.conseval.study import METHODS, PAPER_ACCURACY_SCALE
 
 def results_frame(results: dict[str, Any] | None) -> pd.DataFrame:
     """The saved result rows as a DataFrame, with the row label of Table 5 (e.g. 'dICL (random) & SCE')."""
-    cols = ["kind", "stat", "value", "ci_low", "ci_high", "n", "n_raters", "level", "note", "model", "method",
-            "criterion", "granularity", "scale", "mode", "oracle"]  # fmt: skip
+    cols = [
+        "kind",
+        "stat",
+        "value",
+        "ci_low",
+        "ci_high",
+        "n",
+        "n_raters",
+        "level",
+        "note",
+        "model",
+        "method",
+        "criterion",
+        "granularity",
+        "scale",
+        "mode",
+        "oracle",
+    ]
     df = pd.DataFrame((results or {}).get("rows", []))
     for c in cols:
         if c not in df.columns:
@@ -85,6 +101,13 @@ def radar_frame(df: pd.DataFrame) -> pd.DataFrame:
         acc = g[(g.kind == "ACC") & g["mode"].isin(["greedy", "single"])]
         if on is not None:
             acc = acc[acc.scale == on]
-        out.append({"model": model, "criterion": crit, "SC": g[g.kind == "SC"].value.mean(), "IC": ic.value.mean(),
-                    "Accuracy": acc.value.mean()})  # fmt: skip
+        out.append(
+            {
+                "model": model,
+                "criterion": crit,
+                "SC": g[g.kind == "SC"].value.mean(),
+                "IC": ic.value.mean(),
+                "Accuracy": acc.value.mean(),
+            }
+        )
     return pd.DataFrame(out, columns=["model", "criterion", "SC", "IC", "Accuracy"])

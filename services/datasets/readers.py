@@ -286,15 +286,39 @@ def sniff_columns(data: bytes, fmt: TableFormat) -> list[str]:
 
 
 _DEFAULTS = {
-    "reference": ("reference", "article", "source", "document", "src", "text", "context", "premise", "sentence1",
-                  "question1", "true_answer"),
-    "candidate": ("candidate", "summary", "claim", "hypothesis", "decoded", "output", "prediction", "generated",
-                  "response", "answer", "sentence2", "question2", "attempt"),
+    "reference": (
+        "reference",
+        "article",
+        "source",
+        "document",
+        "src",
+        "text",
+        "context",
+        "premise",
+        "sentence1",
+        "question1",
+        "true_answer",
+    ),
+    "candidate": (
+        "candidate",
+        "summary",
+        "claim",
+        "hypothesis",
+        "decoded",
+        "output",
+        "prediction",
+        "generated",
+        "response",
+        "answer",
+        "sentence2",
+        "question2",
+        "attempt",
+    ),
     "id": ("id", "external_id", "uid", "key", "example_id", "doc_id"),
     "human_score": ("human_score", "score", "consistency", "faithfulness", "rating"),
     "human_label": ("human_label", "label", "is_consistent", "consistent", "factual", "is_duplicate"),
     "sentence_labels": ("sentence_labels", "sentence_label", "labels_per_sentence"),
-}  # fmt: skip
+}
 
 
 def default_mapping(columns: list[str]) -> dict[str, str | None]:
@@ -325,8 +349,18 @@ def read_table(data: bytes, fmt: TableFormat, mapping: ColumnMapping, *, task: s
     text = _decode(data)
     header, records = tables.records(text, fmt)
     if header is not None:
-        wanted = [c for c in (mapping.reference, mapping.candidate, mapping.id, mapping.human_score,
-                              mapping.human_label, mapping.sentence_labels) if c]  # fmt: skip
+        wanted = [
+            c
+            for c in (
+                mapping.reference,
+                mapping.candidate,
+                mapping.id,
+                mapping.human_score,
+                mapping.human_label,
+                mapping.sentence_labels,
+            )
+            if c
+        ]
         absent = [c for c in wanted if c not in header]
         if absent:
             raise InputError(f"Column(s) {', '.join(absent)} are not in the header ({', '.join(header)[:200]}).")

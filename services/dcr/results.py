@@ -112,8 +112,15 @@ class Evaluation:
         not judged, `alpha`/`beta` the values used (the user's, plus Appendix E.4's offsets).
         """
         if self.score is None:
-            return {"score": None, "partial_score": None, "n_unknown": self.n_unknown, "n_judged": self.n_judged,
-                    "k": 0, "alpha": 0.0, "beta": 0.0}  # fmt: skip
+            return {
+                "score": None,
+                "partial_score": None,
+                "n_unknown": self.n_unknown,
+                "n_judged": self.n_judged,
+                "k": 0,
+                "alpha": 0.0,
+                "beta": 0.0,
+            }
         return self.score.record() | {"n_unknown": self.n_unknown, "n_judged": self.n_judged}
 
     @property
@@ -189,7 +196,15 @@ def score_evaluation(
     a, b = alpha - float(sum(extras)), beta - float(len(extras))
     partial = eq3(judged + extras, alpha=a, beta=b)
     return Score(
-        k=partial.k, alpha=a, beta=b, z=partial.z if n_unknown == 0 else None,
-        z_hat=partial.z_hat if n_unknown == 0 else None, n_unknown=n_unknown, partial_z=partial.z,
-        partial_z_hat=partial.z_hat, n_sentences=len(sentence_marks), set_alpha=alpha, set_beta=beta,
-    )  # fmt: skip
+        k=partial.k,
+        alpha=a,
+        beta=b,
+        z=partial.z if n_unknown == 0 else None,
+        z_hat=partial.z_hat if n_unknown == 0 else None,
+        n_unknown=n_unknown,
+        partial_z=partial.z,
+        partial_z_hat=partial.z_hat,
+        n_sentences=len(sentence_marks),
+        set_alpha=alpha,
+        set_beta=beta,
+    )

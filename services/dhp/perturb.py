@@ -44,26 +44,67 @@ class Kind:
 KINDS: dict[str, Kind] = {
     k.key: k
     for k in (
-        Kind("char_deletion", "Random Deletions", "character", "rule",
-             "Characters are missing at random places in the text (dropped letters and digits)."),
-        Kind("typo", "Random Typos", "character", "rule",
-             "The text has typographical errors: swapped, doubled, neighbouring-key or missing characters."),
-        Kind("word_deletion", "Random Deletions (words)", "word", "rule",
-             "A run of consecutive words is missing from the text."),
-        Kind("fictional_entities", "Fictional Named Entities", "word", "llm",
-             "Named entities (names, places, numbers, technical terms) are replaced with fictional ones."),
-        Kind("grammar", "Grammatical Errors", "word", "llm",
-             "The text has grammatical errors: agreement, tense, prepositions, sentence fragments."),
+        Kind(
+            "char_deletion",
+            "Random Deletions",
+            "character",
+            "rule",
+            "Characters are missing at random places in the text (dropped letters and digits).",
+        ),
+        Kind(
+            "typo",
+            "Random Typos",
+            "character",
+            "rule",
+            "The text has typographical errors: swapped, doubled, neighbouring-key or missing characters.",
+        ),
+        Kind(
+            "word_deletion",
+            "Random Deletions (words)",
+            "word",
+            "rule",
+            "A run of consecutive words is missing from the text.",
+        ),
+        Kind(
+            "fictional_entities",
+            "Fictional Named Entities",
+            "word",
+            "llm",
+            "Named entities (names, places, numbers, technical terms) are replaced with fictional ones.",
+        ),
+        Kind(
+            "grammar",
+            "Grammatical Errors",
+            "word",
+            "llm",
+            "The text has grammatical errors: agreement, tense, prepositions, sentence fragments.",
+        ),
         Kind("reorder", "Reordering", "sentence", "rule", "The sentences of the text are in a shuffled order."),
-        Kind("rewrite_insert", "Rewriting and Insertion", "sentence", "llm",
-             "Some sentences are repeated right after themselves in other words (redundant rephrasings)."),
-        Kind("random_ending", "Random Ending Sentence", "sentence", "rule",
-             "The ending belongs to another story altogether."),
-        Kind("wrong_ending", "Wrong Ending Sentence", "sentence", "rule",
-             "The ending contradicts the story (the dataset's wrong ending).", needs="wrong_ending"),
+        Kind(
+            "rewrite_insert",
+            "Rewriting and Insertion",
+            "sentence",
+            "llm",
+            "Some sentences are repeated right after themselves in other words (redundant rephrasings).",
+        ),
+        Kind(
+            "random_ending",
+            "Random Ending Sentence",
+            "sentence",
+            "rule",
+            "The ending belongs to another story altogether.",
+        ),
+        Kind(
+            "wrong_ending",
+            "Wrong Ending Sentence",
+            "sentence",
+            "rule",
+            "The ending contradicts the story (the dataset's wrong ending).",
+            needs="wrong_ending",
+        ),
         Kind("random_answer", "Random Answer", "sentence", "rule", "The answer belongs to another question."),
     )
-}  # fmt: skip
+}
 
 
 @dataclass(frozen=True)
@@ -148,74 +189,131 @@ def _mm(kind: str, minor: int | None, major: int | None) -> tuple[Perturbation, 
 # sumpubmed (the same metrics, filled in below).
 TASKS: dict[str, TaskSpec] = {
     "summarization": TaskSpec(
-        "summarization", "Summarization", "Summary", "Article",
+        "summarization",
+        "Summarization",
+        "Summary",
+        "Article",
         (
-            Metric("Coherence", "The collective quality of all sentences: the summary should be well-structured "
-                   "and well-organized, building from sentence to sentence to a coherent body of information."),
-            Metric("Consistency", "The factual alignment between the summary and the article: the summary should "
-                   "contain only statements entailed by the article, with no hallucinated facts."),
-            Metric("Fluency", "The quality of the individual sentences: free of spelling, grammar, punctuation and "
-                   "formatting problems that make the text hard to read."),
-            Metric("Relevance", "The selection of important content from the article: the summary should include only "
-                   "important information, without redundancies or excess information."),
+            Metric(
+                "Coherence",
+                "The collective quality of all sentences: the summary should be well-structured "
+                "and well-organized, building from sentence to sentence to a coherent body of information.",
+            ),
+            Metric(
+                "Consistency",
+                "The factual alignment between the summary and the article: the summary should "
+                "contain only statements entailed by the article, with no hallucinated facts.",
+            ),
+            Metric(
+                "Fluency",
+                "The quality of the individual sentences: free of spelling, grammar, punctuation and "
+                "formatting problems that make the text hard to read.",
+            ),
+            Metric(
+                "Relevance",
+                "The selection of important content from the article: the summary should include only "
+                "important information, without redundancies or excess information.",
+            ),
         ),
         (
-            *_mm("char_deletion", 10, 50), *_mm("typo", 10, 50), *_mm("fictional_entities", None, None),
-            *_mm("grammar", None, None), *_mm("reorder", 2, 0), *_mm("rewrite_insert", None, None),
+            *_mm("char_deletion", 10, 50),
+            *_mm("typo", 10, 50),
+            *_mm("fictional_entities", None, None),
+            *_mm("grammar", None, None),
+            *_mm("reorder", 2, 0),
+            *_mm("rewrite_insert", None, None),
         ),
         definition="Write a short summary that conveys the main points of a news article.",
     ),
     # Table 2's SumPubMed: the summarization task on scientific articles, with its own k for the character level.
     "sumpubmed": TaskSpec(
-        "sumpubmed", "Summarization (SumPubMed k)", "Summary", "Article",
+        "sumpubmed",
+        "Summarization (SumPubMed k)",
+        "Summary",
+        "Article",
         (),
         (
-            *_mm("char_deletion", 20, 100), *_mm("typo", 20, 100), *_mm("fictional_entities", None, None),
-            *_mm("grammar", None, None), *_mm("reorder", 2, 0), *_mm("rewrite_insert", None, None),
+            *_mm("char_deletion", 20, 100),
+            *_mm("typo", 20, 100),
+            *_mm("fictional_entities", None, None),
+            *_mm("grammar", None, None),
+            *_mm("reorder", 2, 0),
+            *_mm("rewrite_insert", None, None),
         ),
         definition="Write a short summary that conveys the main points of a scientific article (its background).",
     ),
     "story": TaskSpec(
-        "story", "Story completion", "Ending", "Story",
+        "story",
+        "Story completion",
+        "Ending",
+        "Story",
         (
             Metric("Coherence", "The story's overall structure and narrative flow."),
-            Metric("Consistency", "How well the ending maintains the established tone, setting, character "
-                   "development, and narrative style of the story."),
+            Metric(
+                "Consistency",
+                "How well the ending maintains the established tone, setting, character "
+                "development, and narrative style of the story.",
+            ),
             Metric("Fluency", "The linguistic and stylistic quality of the story's conclusion."),
         ),
         (
-            Perturbation("char_deletion", k=5), Perturbation("typo", k=5), Perturbation("fictional_entities"),
-            Perturbation("grammar"), Perturbation("random_ending"), Perturbation("wrong_ending"),
+            Perturbation("char_deletion", k=5),
+            Perturbation("typo", k=5),
+            Perturbation("fictional_entities"),
+            Perturbation("grammar"),
+            Perturbation("random_ending"),
+            Perturbation("wrong_ending"),
         ),
         definition="Write the fifth, ending sentence of a four-sentence story.",
     ),
     "qa": TaskSpec(
-        "qa", "Question answering", "Answer", "Question",
+        "qa",
+        "Question answering",
+        "Answer",
+        "Question",
         (
-            Metric("Answer Quality", "Whether the answer provides a comprehensive and accurate response to the "
-                   "question, effectively capturing the essence of the content discussed in the paragraph."),
+            Metric(
+                "Answer Quality",
+                "Whether the answer provides a comprehensive and accurate response to the "
+                "question, effectively capturing the essence of the content discussed in the paragraph.",
+            ),
         ),
         (
-            *_mm("char_deletion", 5, 25), *_mm("typo", 5, 25), *_mm("fictional_entities", None, None),
-            *_mm("grammar", None, None), Perturbation("random_answer"),
+            *_mm("char_deletion", 5, 25),
+            *_mm("typo", 5, 25),
+            *_mm("fictional_entities", None, None),
+            *_mm("grammar", None, None),
+            Perturbation("random_answer"),
         ),
         definition="Answer a question about a paragraph in one or two sentences.",
     ),
     "translation": TaskSpec(
-        "translation", "Translation", "Translation", "Source text",
+        "translation",
+        "Translation",
+        "Translation",
+        "Source text",
         (
-            Metric("Accuracy", "How closely the translation mirrors the source text, focusing on the absence of "
-                   "additions, omissions, or mistranslations."),
-            Metric("Fluency", "The translation's compliance with the linguistic norms of the target language, "
-                   "specifically examining spelling, grammar, and consistency."),
+            Metric(
+                "Accuracy",
+                "How closely the translation mirrors the source text, focusing on the absence of "
+                "additions, omissions, or mistranslations.",
+            ),
+            Metric(
+                "Fluency",
+                "The translation's compliance with the linguistic norms of the target language, "
+                "specifically examining spelling, grammar, and consistency.",
+            ),
         ),
         (
-            *_mm("char_deletion", 10, 50), *_mm("typo", 10, 50), *_mm("word_deletion", 5, 25),
-            *_mm("fictional_entities", None, None), *_mm("grammar", None, None),
+            *_mm("char_deletion", 10, 50),
+            *_mm("typo", 10, 50),
+            *_mm("word_deletion", 5, 25),
+            *_mm("fictional_entities", None, None),
+            *_mm("grammar", None, None),
         ),
         definition="Translate a news text into English.",
     ),
-}  # fmt: skip
+}
 
 
 TASKS["sumpubmed"] = replace(TASKS["sumpubmed"], metrics=TASKS["summarization"].metrics)
@@ -252,9 +350,15 @@ def custom_task(
     if len({p.key for p in perts}) != len(perts):
         raise ValueError("Each perturbation (kind and degree) may appear once.")
     return TaskSpec(
-        key, name.strip() or key, text_label.strip() or "Text", (source_label or "").strip() or None, mets,
-        tuple(perts), builtin=False, definition=definition.strip(),
-    )  # fmt: skip
+        key,
+        name.strip() or key,
+        text_label.strip() or "Text",
+        (source_label or "").strip() or None,
+        mets,
+        tuple(perts),
+        builtin=False,
+        definition=definition.strip(),
+    )
 
 
 # -- the items ------------------------------------------------------------------------------------
@@ -296,9 +400,15 @@ def delete_characters(text: str, k: int, rng: random.Random) -> tuple[str, int]:
 
 
 TYPO_OPERATIONS = (
-    "char_swap", "missing_char", "extra_char", "nearby_char", "similar_char", "skipped_space", "random_space",
+    "char_swap",
+    "missing_char",
+    "extra_char",
+    "nearby_char",
+    "similar_char",
+    "skipped_space",
+    "random_space",
     "repeated_char",
-)  # fmt: skip
+)
 _typo_lock = threading.Lock()  # the typo package draws from the global `random` state
 
 
@@ -410,9 +520,12 @@ def llm_perturb(
     prompt = prompts.perturbation_prompt(p.kind, p.degree, task.key, structured=structured)
     a_source = prompts.article_of(task.key, task.source_label)
     content = prompt.render(
-        text_noun=task.text_label.lower(), text_label=task.text_label, a_source=a_source,
-        source_noun=(task.source_label or "source").lower(), text=item.text,
-    )  # fmt: skip
+        text_noun=task.text_label.lower(),
+        text_label=task.text_label,
+        a_source=a_source,
+        source_noun=(task.source_label or "source").lower(),
+        text=item.text,
+    )
     common = dict(prompt_version=prompt.id, stage=f"dhp-perturb-{p.kind}", temperature=0.0)
     messages = [{"role": "user", "content": content}]
     if structured:

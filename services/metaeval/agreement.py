@@ -115,8 +115,18 @@ def alpha_frame(h: HumanAgreement) -> pd.DataFrame:
         if a is None:
             continue
         rows.append(
-            {"agreement": who, "alpha": a.alpha, "ci_low": a.ci_low, "ci_high": a.ci_high, "units": a.n_pairable,
-             "raters": a.n_raters, "rater ids": raters, "level": a.level, "note": a.note or ""}
-        )  # fmt: skip
-    return pd.DataFrame(rows, columns=["agreement", "alpha", "ci_low", "ci_high", "units", "raters", "rater ids",
-                                       "level", "note"])  # fmt: skip
+            {
+                "agreement": who,
+                "alpha": a.alpha,
+                "ci_low": a.ci_low,
+                "ci_high": a.ci_high,
+                "units": a.n_pairable,
+                "raters": a.n_raters,
+                "rater ids": raters,
+                "level": a.level,
+                "note": a.note or "",
+            }
+        )
+    return pd.DataFrame(
+        rows, columns=["agreement", "alpha", "ci_low", "ci_high", "units", "raters", "rater ids", "level", "note"]
+    )

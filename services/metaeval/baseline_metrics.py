@@ -127,8 +127,12 @@ def compute_baselines(
         ids = emb_ids[k : k + embedding_chunk]
         refs, cands = texts(ids)
         sims = bl.embedding_similarity(refs, cands) or [math.nan] * len(ids)
-        store([{"item_id": i, "metric": EMBEDDING_METRIC, "value": None if math.isnan(v) else v}
-               for i, v in zip(ids, sims, strict=True)])  # fmt: skip
+        store(
+            [
+                {"item_id": i, "metric": EMBEDDING_METRIC, "value": None if math.isnan(v) else v}
+                for i, v in zip(ids, sims, strict=True)
+            ]
+        )
         added[EMBEDDING_METRIC] += len(ids)
         done += len(ids)
         if on_progress:
@@ -153,15 +157,32 @@ def _metric_row(name: str, x: np.ndarray, hs: np.ndarray, hl: np.ndarray, *, see
 
 
 TABLE_COLUMNS = [
-    "metric", "n", "pearson", "pearson_ci_low", "pearson_ci_high", "spearman", "spearman_ci_low", "spearman_ci_high",
-    "kendall", "kendall_ci_low", "kendall_ci_high", "auroc", "auroc_ci_low", "auroc_ci_high", "note",
-]  # fmt: skip
+    "metric",
+    "n",
+    "pearson",
+    "pearson_ci_low",
+    "pearson_ci_high",
+    "spearman",
+    "spearman_ci_low",
+    "spearman_ci_high",
+    "kendall",
+    "kendall_ci_low",
+    "kendall_ci_high",
+    "auroc",
+    "auroc_ci_low",
+    "auroc_ci_high",
+    "note",
+]
 
 
 def baseline_table(
-    df: pd.DataFrame, values: pd.DataFrame, *, model_label: str | None = "Model", seed: int = DEFAULT_SEED,
+    df: pd.DataFrame,
+    values: pd.DataFrame,
+    *,
+    model_label: str | None = "Model",
+    seed: int = DEFAULT_SEED,
     n_boot: int = DEFAULT_BOOT,
-) -> pd.DataFrame:  # fmt: skip
+) -> pd.DataFrame:
     """Tables 1-3 side by side: the model's score and each baseline against the same humans, same items.
 
     `df` is a batch_frame (its done items define the items; model_label=None leaves the model row out);
@@ -213,8 +234,13 @@ def baselines(
     values = cached_baselines(engine, ids)
     if df is None:
         df = pd.DataFrame(
-            {"item_id": [r[0] for r in rows], "status": "done", "score": 0.0,
-             "human_score": [r[1] for r in rows], "human_label": [r[2] for r in rows]}
-        )  # fmt: skip
+            {
+                "item_id": [r[0] for r in rows],
+                "status": "done",
+                "score": 0.0,
+                "human_score": [r[1] for r in rows],
+                "human_label": [r[2] for r in rows],
+            }
+        )
         return baseline_table(df, values, model_label=None, seed=seed, n_boot=n_boot)
     return baseline_table(df, values, model_label=model_label, seed=seed, n_boot=n_boot)

@@ -27,10 +27,22 @@ def at_threshold(
 def classification_frame(c: stats.ClassificationResult) -> pd.DataFrame:
     """A classification result as one table row (consistent = positive)."""
     return pd.DataFrame(
-        [{"threshold": c.threshold, "n": c.n, "tp": c.tp, "fp": c.fp, "fn": c.fn, "tn": c.tn,
-          "balanced_accuracy": c.balanced_accuracy, "precision": c.precision, "recall": c.recall, "f1": c.f1,
-          "note": c.note or ""}]
-    )  # fmt: skip
+        [
+            {
+                "threshold": c.threshold,
+                "n": c.n,
+                "tp": c.tp,
+                "fp": c.fp,
+                "fn": c.fn,
+                "tn": c.tn,
+                "balanced_accuracy": c.balanced_accuracy,
+                "precision": c.precision,
+                "recall": c.recall,
+                "f1": c.f1,
+                "note": c.note or "",
+            }
+        ]
+    )
 
 
 def confusion_frame(c: stats.ClassificationResult) -> pd.DataFrame:
@@ -98,9 +110,13 @@ def sentence_level(
 
 # -- Figure 3 --------------------------------------------------------------------------------------
 _LEVEL = {
-    "dce-amc": "Sentence level (DCE)", "paragraph": "Paragraph level", "evidence": "Evidence checker",
-    "summ-nli": "Summ-NLI", "sent-nli": "Sent-NLI", "qg-qa": "QG-QA",
-}  # fmt: skip
+    "dce-amc": "Sentence level (DCE)",
+    "paragraph": "Paragraph level",
+    "evidence": "Evidence checker",
+    "summ-nli": "Summ-NLI",
+    "sent-nli": "Sent-NLI",
+    "qg-qa": "QG-QA",
+}
 
 
 def _method_name(batch: BatchPublic) -> str:
@@ -128,10 +144,19 @@ def _binary_row(name: str, batch_id: int, pred_consistent: pd.Series, labels: pd
         pred_consistent[keep].astype(float).to_numpy(), labels[keep].astype(float).to_numpy(), 0.5, positive=POSITIVE
     )
     return {
-        "evaluator": name, "batch": batch_id, "n": c.n, "tp": c.tp, "fp": c.fp, "fn": c.fn, "tn": c.tn,
-        "precision": c.precision, "recall": c.recall, "f1": c.f1, "balanced_accuracy": c.balanced_accuracy,
+        "evaluator": name,
+        "batch": batch_id,
+        "n": c.n,
+        "tp": c.tp,
+        "fp": c.fp,
+        "fn": c.fn,
+        "tn": c.tn,
+        "precision": c.precision,
+        "recall": c.recall,
+        "f1": c.f1,
+        "balanced_accuracy": c.balanced_accuracy,
         "note": c.note or "",
-    }  # fmt: skip
+    }
 
 
 def figure3(
@@ -169,26 +194,30 @@ def figure3(
     if d["human_label"].isna().all():
         notes.append("This dataset has no binary human labels: Figure 3 needs them.")
     rows = [
-        _binary_row(_scored_name(data.batch), data.batch.id, (d["score"] >= CONSISTENT_AT).astype(float),
-                    d["human_label"])
-    ]  # fmt: skip
+        _binary_row(
+            _scored_name(data.batch), data.batch.id, (d["score"] >= CONSISTENT_AT).astype(float), d["human_label"]
+        )
+    ]
     n_flag = int(d["model_is_consistent"].isna().sum())
     # The model's own is_consistent: DCE without AMC. Only the DCE methods have one (the evidence checker's and
     # the NLI methods' flag is their own verdict, not a model's answer without AMC).
     if n_flag < len(d) and data.batch.method in ("dce-amc", "paragraph"):
         rows.append(
             _binary_row(
-                f"{_method_name(data.batch)} without AMC (model's is_consistent)", data.batch.id,
-                d["model_is_consistent"].astype("Float64").astype(float), d["human_label"],
+                f"{_method_name(data.batch)} without AMC (model's is_consistent)",
+                data.batch.id,
+                d["model_is_consistent"].astype("Float64").astype(float),
+                d["human_label"],
             )
-        )  # fmt: skip
+        )
         if n_flag:
             notes.append(
                 f"{n_flag:,} item(s) have no is_consistent from the model and are left out of the row without AMC."
             )
     if other is not None and o is not None:
         rows.append(
-            _binary_row(_scored_name(other.batch), other.batch.id, (o["score"] >= CONSISTENT_AT).astype(float),
-                        o["human_label"])
-        )  # fmt: skip
+            _binary_row(
+                _scored_name(other.batch), other.batch.id, (o["score"] >= CONSISTENT_AT).astype(float), o["human_label"]
+            )
+        )
     return Figure3(pd.DataFrame(rows), tuple(notes))

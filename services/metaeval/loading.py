@@ -173,9 +173,19 @@ def _frame(rows: list[tuple], columns: list[str], dtype: str | None) -> pd.DataF
 
 def _assemble_items(batch: BatchPublic, dataset: DatasetPublic | None, raw: _Raw) -> BatchData:
     cols = [
-        "item_id", "external_id", "status", "score", "final_score", "human_score", "human_label", "n_rounds",
-        "n_sentences", "n_unknown", "model_is_consistent", "n_labels",
-    ]  # fmt: skip
+        "item_id",
+        "external_id",
+        "status",
+        "score",
+        "final_score",
+        "human_score",
+        "human_label",
+        "n_rounds",
+        "n_sentences",
+        "n_unknown",
+        "model_is_consistent",
+        "n_labels",
+    ]
     base = pd.DataFrame(raw.base, columns=cols)
     n = len(base)
     items = pd.DataFrame(
@@ -183,12 +193,14 @@ def _assemble_items(batch: BatchPublic, dataset: DatasetPublic | None, raw: _Raw
             "item_id": base["item_id"].astype("int64"),
             "external_id": base["external_id"].astype(str),
             "status": base["status"].astype(str),
-            **{c: pd.to_numeric(base[c], errors="coerce").astype(float)
-               for c in ("score", "final_score", "human_score", "human_label")},
+            **{
+                c: pd.to_numeric(base[c], errors="coerce").astype(float)
+                for c in ("score", "final_score", "human_score", "human_label")
+            },
             "model_is_consistent": pd.array(base["model_is_consistent"].tolist(), dtype="boolean"),
             **{c: base[c].fillna(0).astype("int64") for c in ("n_rounds", "n_sentences", "n_unknown")},
         }
-    )  # fmt: skip
+    )
     # Round scores: round 0 is `score`, the last round is `final_score`, the ones between come from the results.
     n_rounds = items["n_rounds"].to_numpy()
     max_rounds = int(n_rounds.max()) if n else 0
@@ -217,16 +229,29 @@ def _assemble_items(batch: BatchPublic, dataset: DatasetPublic | None, raw: _Raw
     if n_failed:
         notes.append(f"{n_failed:,} item(s) failed and are left out (re-run them on the Batches page).")
     return BatchData(
-        batch=batch, dataset=dataset, items=items, sentences=_EMPTY_SENTENCES, votes=np.zeros((0, 0)), n_workers=0,
-        n_vote_items=0, n_misaligned=0, notes=tuple(notes), has_sentences=False,
+        batch=batch,
+        dataset=dataset,
+        items=items,
+        sentences=_EMPTY_SENTENCES,
+        votes=np.zeros((0, 0)),
+        n_workers=0,
+        n_vote_items=0,
+        n_misaligned=0,
+        notes=tuple(notes),
+        has_sentences=False,
         label_counts=base["n_labels"].fillna(0).astype("int64").to_numpy(),
-    )  # fmt: skip
+    )
 
 
 _EMPTY_SENTENCES = pd.DataFrame(
-    {"item_id": np.zeros(0, np.int64), "idx": np.zeros(0, np.int64), "verdict": np.zeros(0, object),
-     "human": np.zeros(0), "n_votes": np.zeros(0, np.int64)}
-)  # fmt: skip
+    {
+        "item_id": np.zeros(0, np.int64),
+        "idx": np.zeros(0, np.int64),
+        "verdict": np.zeros(0, object),
+        "human": np.zeros(0),
+        "n_votes": np.zeros(0, np.int64),
+    }
+)
 
 
 def _assemble_sentences(data: BatchData, raw: _Raw) -> BatchData:
@@ -253,10 +278,14 @@ def _assemble_sentences(data: BatchData, raw: _Raw) -> BatchData:
     # Alpha among humans needs only how many raters said yes and no in each sentence (see _alpha_among).
     vote_matrix = stats.binary_slot_matrix(votes["yes"].to_numpy(), votes["total"].to_numpy())
     return replace(
-        data, sentences=sent[["item_id", "idx", "verdict", "human", "n_votes"]].reset_index(drop=True),
-        votes=vote_matrix, n_workers=raw.n_workers, n_vote_items=int(votes["item_id"].nunique()),
-        n_misaligned=misaligned, has_sentences=True,
-    )  # fmt: skip
+        data,
+        sentences=sent[["item_id", "idx", "verdict", "human", "n_votes"]].reset_index(drop=True),
+        votes=vote_matrix,
+        n_workers=raw.n_workers,
+        n_vote_items=int(votes["item_id"].nunique()),
+        n_misaligned=misaligned,
+        has_sentences=True,
+    )
 
 
 def with_sentences(data: BatchData) -> BatchData:

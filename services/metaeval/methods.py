@@ -56,24 +56,49 @@ def _method_items(engine: Engine, batch_id: int) -> pd.DataFrame:
     return pd.DataFrame(
         [
             {
-                "item_id": r[0], "status": r[1], "score": r[2], "human_score": r[3], "human_label": r[4],
+                "item_id": r[0],
+                "status": r[1],
+                "score": r[2],
+                "human_score": r[3],
+                "human_label": r[4],
                 "doc_words": round((r[5] or 0) / 5.5),  # characters to words, as English text averages
-                "summary_words": len((r[6] or "").split()), "error_types": _error_types(r[7]),
-                "calls": r[8] or 0, "tokens": (r[9] or 0) + (r[10] or 0), "seconds": (r[11] or 0.0) / 1000,
+                "summary_words": len((r[6] or "").split()),
+                "error_types": _error_types(r[7]),
+                "calls": r[8] or 0,
+                "tokens": (r[9] or 0) + (r[10] or 0),
+                "seconds": (r[11] or 0.0) / 1000,
                 "failed_units": r[12] or 0,
             }
             for r in rows
         ],
-        columns=["item_id", "status", "score", "human_score", "human_label", "doc_words", "summary_words",
-                 "error_types", "calls", "tokens", "seconds", "failed_units"],
-    )  # fmt: skip
+        columns=[
+            "item_id",
+            "status",
+            "score",
+            "human_score",
+            "human_label",
+            "doc_words",
+            "summary_words",
+            "error_types",
+            "calls",
+            "tokens",
+            "seconds",
+            "failed_units",
+        ],
+    )
 
 
 def _batch_label(b: BatchPublic, window: int, sample: int, grouped: bool) -> str:
     from services.nli import paradigms as nli
 
-    name = {"dce-amc": "DCE-AMC", "paragraph": "Paragraph", "evidence": "Evidence checker", "summ-nli": "Summ-NLI",
-            "sent-nli": "Sent-NLI", "qg-qa": "QG-QA"}.get(b.method, b.method)  # fmt: skip
+    name = {
+        "dce-amc": "DCE-AMC",
+        "paragraph": "Paragraph",
+        "evidence": "Evidence checker",
+        "summ-nli": "Summ-NLI",
+        "sent-nli": "Sent-NLI",
+        "qg-qa": "QG-QA",
+    }.get(b.method, b.method)
     if b.method in nli.WINDOWED:
         name += f" (w={window})"
     return name + (f" · run {sample + 1}" if grouped else "")
@@ -125,15 +150,21 @@ def compare_method_batches(
         n_docs = max(1, len(items[items["status"].isin(("done", "failed"))]))
         rows.append(
             {
-                "batch": bid, "method": label, "configuration": f"{b.method}|{window}|{b.amc}|{b.model}",
-                "repeat_group": group, "n": len(done),
-                "balanced_accuracy": cls.balanced_accuracy if cls else None, "recall": cls.recall if cls else None,
-                "pearson": pear.r, "calls_per_doc": items["calls"].sum() / n_docs,
-                "tokens_per_doc": items["tokens"].sum() / n_docs, "seconds_per_doc": items["seconds"].sum() / n_docs,
+                "batch": bid,
+                "method": label,
+                "configuration": f"{b.method}|{window}|{b.amc}|{b.model}",
+                "repeat_group": group,
+                "n": len(done),
+                "balanced_accuracy": cls.balanced_accuracy if cls else None,
+                "recall": cls.recall if cls else None,
+                "pearson": pear.r,
+                "calls_per_doc": items["calls"].sum() / n_docs,
+                "tokens_per_doc": items["tokens"].sum() / n_docs,
+                "seconds_per_doc": items["seconds"].sum() / n_docs,
                 "failed_units": int(items["failed_units"].sum()),
                 "failed_items": int((items["status"] == "failed").sum()),
             }
-        )  # fmt: skip
+        )
         labelled = done[done["human_label"].notna()].copy()
         if len(labelled):
             labelled["correct"] = (labelled["score"] >= threshold).astype(int) == labelled["human_label"].astype(int)
@@ -142,17 +173,46 @@ def compare_method_batches(
                 labelled["order"] = labelled.groupby("bucket")[col].transform("min")
                 for (bucket, order), g in labelled.groupby(["bucket", "order"], sort=False):
                     length_rows.append(
-                        {"batch": bid, "method": label, "kind": kind, "bucket": bucket, "order": order,
-                         "n": len(g), "accuracy": float(g["correct"].mean())}
-                    )  # fmt: skip
+                        {
+                            "batch": bid,
+                            "method": label,
+                            "kind": kind,
+                            "bucket": bucket,
+                            "order": order,
+                            "n": len(g),
+                            "accuracy": float(g["correct"].mean()),
+                        }
+                    )
             bad = labelled[labelled["human_label"] == 0]
             for etype in sorted({t for ts in bad["error_types"] for t in ts}):
                 g = bad[bad["error_types"].map(lambda ts, e=etype: e in ts)]
-                type_rows.append({"batch": bid, "method": label, "error_type": etype, "n": len(g),
-                                  "recall": float((g["score"] < threshold).mean())})  # fmt: skip
-    table = pd.DataFrame(rows, columns=[
-        "batch", "method", "configuration", "repeat_group", "n", "balanced_accuracy", "recall", "pearson",
-        "calls_per_doc", "tokens_per_doc", "seconds_per_doc", "failed_units", "failed_items"])  # fmt: skip
+                type_rows.append(
+                    {
+                        "batch": bid,
+                        "method": label,
+                        "error_type": etype,
+                        "n": len(g),
+                        "recall": float((g["score"] < threshold).mean()),
+                    }
+                )
+    table = pd.DataFrame(
+        rows,
+        columns=[
+            "batch",
+            "method",
+            "configuration",
+            "repeat_group",
+            "n",
+            "balanced_accuracy",
+            "recall",
+            "pearson",
+            "calls_per_doc",
+            "tokens_per_doc",
+            "seconds_per_doc",
+            "failed_units",
+            "failed_items",
+        ],
+    )
     repeats = _repeat_spread(table)
     lengths = pd.DataFrame(length_rows, columns=["batch", "method", "kind", "bucket", "order", "n", "accuracy"])
     if len(lengths):
@@ -167,17 +227,30 @@ def compare_method_batches(
 
 def _repeat_spread(table: pd.DataFrame) -> pd.DataFrame:
     """Mean and sample standard deviation over the repeats of each configuration (Table 4's ±)."""
-    cols = ["method", "runs", "balanced_accuracy_mean", "balanced_accuracy_std", "pearson_mean", "pearson_std",
-            "calls_per_doc"]  # fmt: skip
+    cols = [
+        "method",
+        "runs",
+        "balanced_accuracy_mean",
+        "balanced_accuracy_std",
+        "pearson_mean",
+        "pearson_std",
+        "calls_per_doc",
+    ]
     reps = table[table["repeat_group"].notna()]
     out = []
     for _group, g in reps.groupby("repeat_group", sort=False):
         if len(g) < 2:
             continue
         ba, pe = g["balanced_accuracy"].astype(float), g["pearson"].astype(float)
-        out.append({
-            "method": g["method"].iloc[0].rsplit(" · run ", 1)[0], "runs": len(g),
-            "balanced_accuracy_mean": ba.mean(), "balanced_accuracy_std": ba.std(ddof=1),
-            "pearson_mean": pe.mean(), "pearson_std": pe.std(ddof=1), "calls_per_doc": g["calls_per_doc"].mean(),
-        })  # fmt: skip
+        out.append(
+            {
+                "method": g["method"].iloc[0].rsplit(" · run ", 1)[0],
+                "runs": len(g),
+                "balanced_accuracy_mean": ba.mean(),
+                "balanced_accuracy_std": ba.std(ddof=1),
+                "pearson_mean": pe.mean(),
+                "pearson_std": pe.std(ddof=1),
+                "calls_per_doc": g["calls_per_doc"].mean(),
+            }
+        )
     return pd.DataFrame(out, columns=cols)

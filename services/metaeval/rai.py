@@ -24,17 +24,19 @@ def rai_table(df: pd.DataFrame) -> pd.DataFrame:
     corrected = int((after_one >= CONSISTENT_AT).sum())
     corrected_m = int((bad["final_score"] >= CONSISTENT_AT).sum())
     return pd.DataFrame(
-        [{
-            "evaluated": len(done),
-            "inconsistent": len(bad),
-            "improved": len(improved),
-            "corrected": corrected,
-            "improvement_rate": corrected / len(bad) if len(bad) else None,
-            "rounds_run": int(done["n_rounds"].max() - 1) if len(done) else 0,
-            "corrected_after_m": corrected_m,
-            "rate_after_m": corrected_m / len(bad) if len(bad) else None,
-        }]
-    )  # fmt: skip
+        [
+            {
+                "evaluated": len(done),
+                "inconsistent": len(bad),
+                "improved": len(improved),
+                "corrected": corrected,
+                "improvement_rate": corrected / len(bad) if len(bad) else None,
+                "rounds_run": int(done["n_rounds"].max() - 1) if len(done) else 0,
+                "corrected_after_m": corrected_m,
+                "rate_after_m": corrected_m / len(bad) if len(bad) else None,
+            }
+        ]
+    )
 
 
 @dataclass(frozen=True)

@@ -35,9 +35,12 @@ class Estimates:
 
 
 def estimates(
-    data: BatchData, baseline_values: pd.DataFrame | None = None, *, seed: int = DEFAULT_SEED,
+    data: BatchData,
+    baseline_values: pd.DataFrame | None = None,
+    *,
+    seed: int = DEFAULT_SEED,
     n_boot: int = DEFAULT_BOOT,
-) -> Estimates:  # fmt: skip
+) -> Estimates:
     """Correlations, AUROC, both alphas (when the data has its sentences) and the baselines table, with
     `n_boot` resamples (0: points only)."""
     values = baseline_values if baseline_values is not None else pd.DataFrame(columns=list(BASELINE_METRICS))
@@ -50,8 +53,9 @@ def estimates(
     )
 
 
-def estimates_from_db(database_url: str, batch_id: int, *, seed: int = DEFAULT_SEED, n_boot: int = DEFAULT_BOOT
-                      ) -> Estimates:  # fmt: skip
+def estimates_from_db(
+    database_url: str, batch_id: int, *, seed: int = DEFAULT_SEED, n_boot: int = DEFAULT_BOOT
+) -> Estimates:
     """estimates() for a batch read from the database at this URL (for a child process: nothing to pickle
     but the URL and the numbers)."""
     from db.engine import make_engine
@@ -166,8 +170,12 @@ def report(
         data, threshold=threshold, seed=seed, n_boot=n_boot, baseline_values=cached_baselines(engine, ids), other=other
     )
     settings = {"threshold": threshold, "seed": seed, "bootstrap_resamples": n_boot, "other_batch_id": other_batch_id}
-    return report_dict(rep, batch_id=batch_id, settings=settings, bundle=bundle(engine, batch_id, seed=seed,
-                       n_boot=n_boot, threshold=threshold))  # fmt: skip
+    return report_dict(
+        rep,
+        batch_id=batch_id,
+        settings=settings,
+        bundle=bundle(engine, batch_id, seed=seed, n_boot=n_boot, threshold=threshold),
+    )
 
 
 def report_dict(rep: Report, *, batch_id: int, settings: dict[str, Any], bundle: dict[str, Any]) -> dict[str, Any]:

@@ -44,11 +44,19 @@ def prompt_record(role: str, prompt_id: str) -> dict[str, Any]:
     if p is not None:
         return {"role": role, "id": prompt_id, "sha256": _sha256(p.template), "source": p.source}
     if prompt_id.startswith("evidence@"):
-        return {"role": role, "id": prompt_id, "sha256": None,
-                "source": "offline evidence checker (services.dcr.evidence): no prompt, no model call"}  # fmt: skip
+        return {
+            "role": role,
+            "id": prompt_id,
+            "sha256": None,
+            "source": "offline evidence checker (services.dcr.evidence): no prompt, no model call",
+        }
     if prompt_id.startswith("rule@"):
-        return {"role": role, "id": prompt_id, "sha256": None,
-                "source": "deterministic rule converter (services.dcr.rule_mark): no prompt"}  # fmt: skip
+        return {
+            "role": role,
+            "id": prompt_id,
+            "sha256": None,
+            "source": "deterministic rule converter (services.dcr.rule_mark): no prompt",
+        }
     return {"role": role, "id": prompt_id, "sha256": None, "source": "unknown to this version of the app"}
 
 
@@ -85,13 +93,25 @@ def bundle(
         "kind": "consistency-studio/reproducibility-bundle",
         "app": {"name": "Consistency Studio", "version": app_version()},
         "batch": {
-            "id": b.id, "name": b.name, "status": b.status, "task": b.task, "criteria": b.criteria,
-            "method": b.method, "method_label": METHOD_LABELS.get(b.method, b.method), "converter": b.amc,
-            "max_rounds": b.max_rounds, "concurrency": b.concurrency, "item_limit": b.item_limit,
-            "created_at": _iso(b.created_at), "started_at": _iso(b.started_at), "finished_at": _iso(b.finished_at),
+            "id": b.id,
+            "name": b.name,
+            "status": b.status,
+            "task": b.task,
+            "criteria": b.criteria,
+            "method": b.method,
+            "method_label": METHOD_LABELS.get(b.method, b.method),
+            "converter": b.amc,
+            "max_rounds": b.max_rounds,
+            "concurrency": b.concurrency,
+            "item_limit": b.item_limit,
+            "created_at": _iso(b.created_at),
+            "started_at": _iso(b.started_at),
+            "finished_at": _iso(b.finished_at),
         },
         "model": {
-            "backend": b.backend_kind, "model": b.model, "base_url": _public_url(b.base_url),
+            "backend": b.backend_kind,
+            "model": b.model,
+            "base_url": _public_url(b.base_url),
             "params": _public_params(dict(b.params)),
         },
         "prompts": [prompt_record(role, pid) for role, pid in sorted(b.prompt_versions.items())],
@@ -102,18 +122,34 @@ def bundle(
             "cached by (model, prompt version, messages, parameters), so a re-run of the same batch "
             "reproduces the same verdicts from the cache",
         },
-        "meta_evaluation": {"threshold": threshold, "positive_class": "consistent",
-                            "consistent_when": "score == 1 (Table 4, Figure 3)"},  # fmt: skip
-        "dataset": None if dataset is None else {
-            "id": dataset.id, "name": dataset.name, "format": dataset.format, "task": dataset.task,
-            "sha256": dataset.sha256, "n_items": dataset.n_items, "n_rejected": dataset.n_rejected,
+        "meta_evaluation": {
+            "threshold": threshold,
+            "positive_class": "consistent",
+            "consistent_when": "score == 1 (Table 4, Figure 3)",
+        },
+        "dataset": None
+        if dataset is None
+        else {
+            "id": dataset.id,
+            "name": dataset.name,
+            "format": dataset.format,
+            "task": dataset.task,
+            "sha256": dataset.sha256,
+            "n_items": dataset.n_items,
+            "n_rejected": dataset.n_rejected,
             "label_kinds": list(dataset.label_kinds),
         },
         "counts": {
-            "items": p.total, "done": p.done, "failed": p.failed, "pending": p.pending, "running": p.running,
-            "calls": p.calls, "cache_hits": p.cache_hits, "tokens": p.tokens,
+            "items": p.total,
+            "done": p.done,
+            "failed": p.failed,
+            "pending": p.pending,
+            "running": p.running,
+            "calls": p.calls,
+            "cache_hits": p.cache_hits,
+            "tokens": p.tokens,
         },
-    }  # fmt: skip
+    }
 
 
 def public_params(params: dict[str, Any]) -> dict[str, Any]:

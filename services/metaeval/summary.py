@@ -29,21 +29,41 @@ class Correlations:
         """One row per statistic: name, n, value, 95% interval, p, note. Pooled rows are over all items; rows
         named "... (per document)" average each document's correlation (DCR Table 2, as G-Eval computes it)."""
         rows = [
-            {"statistic": c.method, "n": c.n, "value": c.r, "ci_low": c.ci_low, "ci_high": c.ci_high, "p": c.p,
-             "note": ((c.note or "") + (" Pooled over all items." if self.per_document else "")).strip()}
+            {
+                "statistic": c.method,
+                "n": c.n,
+                "value": c.r,
+                "ci_low": c.ci_low,
+                "ci_high": c.ci_high,
+                "p": c.p,
+                "note": ((c.note or "") + (" Pooled over all items." if self.per_document else "")).strip(),
+            }
             for c in self.correlations
-        ]  # fmt: skip
+        ]
         rows += [
-            {"statistic": f"{g.method} (per document)", "n": g.n_items, "value": g.r, "ci_low": None,
-             "ci_high": None, "p": None,
-             "note": (g.note or f"Mean over {g.n_groups} documents; {g.n_skipped} skipped (one side constant).")}
+            {
+                "statistic": f"{g.method} (per document)",
+                "n": g.n_items,
+                "value": g.r,
+                "ci_low": None,
+                "ci_high": None,
+                "p": None,
+                "note": (g.note or f"Mean over {g.n_groups} documents; {g.n_skipped} skipped (one side constant)."),
+            }
             for g in self.per_document
-        ]  # fmt: skip
+        ]
         a = self.auroc
         rows.append(
-            {"statistic": "auroc", "n": a.n_pos + a.n_neg, "value": a.auc, "ci_low": a.ci_low, "ci_high": a.ci_high,
-             "p": None, "note": a.note or ""}
-        )  # fmt: skip
+            {
+                "statistic": "auroc",
+                "n": a.n_pos + a.n_neg,
+                "value": a.auc,
+                "ci_low": a.ci_low,
+                "ci_high": a.ci_high,
+                "p": None,
+                "note": a.note or "",
+            }
+        )
         return pd.DataFrame(rows)
 
 

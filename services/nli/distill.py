@@ -101,8 +101,12 @@ class TrainingExample:
     def line(self, fmt: Format) -> dict[str, Any]:
         """One JSONL record: chat fine-tuning `messages`, or plain `prompt`/`completion`."""
         if fmt == "chat":
-            return {"messages": [{"role": "user", "content": self.prompt},
-                                 {"role": "assistant", "content": self.completion}]}  # fmt: skip
+            return {
+                "messages": [
+                    {"role": "user", "content": self.prompt},
+                    {"role": "assistant", "content": self.completion},
+                ]
+            }
         return {"prompt": self.prompt, "completion": self.completion}
 
 
@@ -137,11 +141,17 @@ class DistillSet:
         """The split as a row of the paper's Table 7."""
         s = self.stats
         return pd.DataFrame(
-            [{"split": "ID" if self.split == "in-domain" else "OOD", "# Train": s.n_train,
-              "Length": None if s.train_length is None else round(s.train_length, 1),
-              "R-Ratio": None if s.r_ratio is None else f"{s.r_ratio:.0%}", "# Test": s.n_test,
-              "Length (test)": None if s.test_length is None else round(s.test_length, 1)}]
-        )  # fmt: skip
+            [
+                {
+                    "split": "ID" if self.split == "in-domain" else "OOD",
+                    "# Train": s.n_train,
+                    "Length": None if s.train_length is None else round(s.train_length, 1),
+                    "R-Ratio": None if s.r_ratio is None else f"{s.r_ratio:.0%}",
+                    "# Test": s.n_test,
+                    "Length (test)": None if s.test_length is None else round(s.test_length, 1),
+                }
+            ]
+        )
 
     def jsonl(self, part: Literal["train", "test"], fmt: Format) -> str:
         rows = self.train if part == "train" else self.test
@@ -217,8 +227,10 @@ def load_items(engine: Engine, batch_ids: Sequence[int]) -> tuple[list[LabelledI
                 by_item[di.id] = {"di": di, "doc": doc, "dataset": ds_name, "judgements": []}
                 n_unjudged += 1
         if n_unjudged:
-            notes.append(f"{n_unjudged:,} labelled item(s) of these datasets were in no batch: they give prompts "
-                         "without reasoning only.")  # fmt: skip
+            notes.append(
+                f"{n_unjudged:,} labelled item(s) of these datasets were in no batch: they give prompts "
+                "without reasoning only."
+            )
     items = [
         LabelledItem(
             item_id=di.id,
@@ -230,7 +242,7 @@ def load_items(engine: Engine, batch_ids: Sequence[int]) -> tuple[list[LabelledI
             summary=di.candidate,
             gold=GOLD[di.human_label],
             judgements=tuple(e["judgements"]),
-        )  # fmt: skip
+        )
         for e in by_item.values()
         for di in [e["di"]]
     ]
@@ -298,8 +310,15 @@ def examples_of(item: LabelledItem, *, train: bool, answer: Answer = "json") -> 
         out.append(TrainingExample(item.item_id, "with-reasoning", prompt, completion, version))
     elif not train:
         prompt, version = P.prompt_with_reasoning(item.document, item.summary, as_json=as_json)
-        out.append(TrainingExample(item.item_id, "with-reasoning", prompt, P.completion_without_reasoning(
-            item.gold, as_json=as_json), version))  # fmt: skip
+        out.append(
+            TrainingExample(
+                item.item_id,
+                "with-reasoning",
+                prompt,
+                P.completion_without_reasoning(item.gold, as_json=as_json),
+                version,
+            )
+        )
     prompt, version = P.prompt_without_reasoning(item.document, item.summary, as_json=as_json)
     completion = P.completion_without_reasoning(item.gold, as_json=as_json)
     out.append(TrainingExample(item.item_id, "without-reasoning", prompt, completion, version))
@@ -338,8 +357,10 @@ def build(
     if split == "in-domain":
         n_extra = sum(1 for x in train_items if not x.judgements)
         if n_extra:
-            notes.append(f"{n_extra:,} labelled item(s) no batch judged were added to training as prompts without "
-                         "reasoning (section 4.2); the test set holds judged documents only.")  # fmt: skip
+            notes.append(
+                f"{n_extra:,} labelled item(s) no batch judged were added to training as prompts without "
+                "reasoning (section 4.2); the test set holds judged documents only."
+            )
     n_with = sum(e.form == "with-reasoning" for e in train)
     judged_right = sum(1 for x in train_items if any(j.label == x.gold for j in x.judgements))
     if judged_right > n_with:
@@ -351,12 +372,16 @@ def build(
     if not n_with:
         notes.append("No training item was judged correctly with a reasoning: every example is without reasoning.")
     stats = SplitStats(
-        n_train=len(train), train_length=_length(train_items), r_ratio=n_with / len(train) if train else None,
-        n_test=len(test_items), test_length=_length(test_items), n_with_reasoning=n_with,
+        n_train=len(train),
+        train_length=_length(train_items),
+        r_ratio=n_with / len(train) if train else None,
+        n_test=len(test_items),
+        test_length=_length(test_items),
+        n_with_reasoning=n_with,
         n_train_items=len(train_items),
         n_train_documents=len({x.document_id for x in train_items}),
         n_test_documents=len({x.document_id for x in test_items}),
-    )  # fmt: skip
+    )
     with Session(engine) as s:
         batches = [db.get_batch(session=s, batch_id=b) for b in batch_ids]
         dsets = {x.dataset_id: db.get_dataset(session=s, dataset_id=x.dataset_id) for x in items}
@@ -377,7 +402,7 @@ def build(
             }
             for b in batches
             if b is not None
-        ],  # fmt: skip
+        ],
         "datasets": [{"id": d.id, "name": d.name, "sha256": d.sha256, "format": d.format} for d in dsets.values() if d],
         "answer": answer,
         "prompts": sorted({e.prompt_version for e in [*train, *test]}),

@@ -53,9 +53,13 @@ def build(
     other = metaeval.load_batch(engine, other_batch_id) if other_batch_id is not None else None
     ids = data.done["item_id"].astype(int).tolist()
     rep = metaeval.build_report(
-        data, threshold=threshold, seed=seed, n_boot=n_boot, baseline_values=metaeval.cached_baselines(engine, ids),
+        data,
+        threshold=threshold,
+        seed=seed,
+        n_boot=n_boot,
+        baseline_values=metaeval.cached_baselines(engine, ids),
         other=other,
-    )  # fmt: skip
+    )
     b = data.batch
     corr = rep.summary.correlations.frame().set_index("statistic")
     row = lambda name: corr.loc[name] if name in corr.index else None  # noqa: E731
@@ -69,26 +73,51 @@ def build(
         ci_headline("Spearman ρ", row("spearman")),
         ci_headline("Kendall τ (b)", row("kendall")),
         ci_headline("AUROC against the human label", row("auroc")),
-        Headline(label=f"Balanced accuracy at score < {threshold:g}", value=c.balanced_accuracy, n=c.n,
-                 note=f"{positive} = positive class"),
+        Headline(
+            label=f"Balanced accuracy at score < {threshold:g}",
+            value=c.balanced_accuracy,
+            n=c.n,
+            note=f"{positive} = positive class",
+        ),
         Headline(label=f"F1 ({positive} = positive)", value=c.f1, n=c.n),
-        Headline(label="Krippendorff's α among the human raters", value=h.alpha if h else None,
-                 ci_low=h.ci_low if h else None, ci_high=h.ci_high if h else None,
-                 n=h.n_pairable if h else None, note="sentences with two or more votes"),
-        Headline(label="α between the model and the human majority", value=mv.alpha if mv else None,
-                 ci_low=mv.ci_low if mv else None, ci_high=mv.ci_high if mv else None,
-                 n=mv.n_pairable if mv else None),
-    ]  # fmt: skip
+        Headline(
+            label="Krippendorff's α among the human raters",
+            value=h.alpha if h else None,
+            ci_low=h.ci_low if h else None,
+            ci_high=h.ci_high if h else None,
+            n=h.n_pairable if h else None,
+            note="sentences with two or more votes",
+        ),
+        Headline(
+            label="α between the model and the human majority",
+            value=mv.alpha if mv else None,
+            ci_low=mv.ci_low if mv else None,
+            ci_high=mv.ci_high if mv else None,
+            n=mv.n_pairable if mv else None,
+        ),
+    ]
     if rai is not None and int(rai["rounds_run"]) > 0:
-        heads.append(Headline(label="RAI improvement rate (Table 4)", value=as_float(rai["improvement_rate"]),
-                              percent=True, n=int(rai["inconsistent"])))  # fmt: skip
+        heads.append(
+            Headline(
+                label="RAI improvement rate (Table 4)",
+                value=as_float(rai["improvement_rate"]),
+                percent=True,
+                n=int(rai["inconsistent"]),
+            )
+        )
     done = data.done
     figures = [
-        FigureSpec.of("Score vs human score", make_scatter_figure(done),
-                      "One bubble per distinct (human, model) pair, sized by how many items share it."),
-        FigureSpec.of("Figure 3", make_figure3_figure(rep.figure3.frame),
-                      f"Precision, recall and F1 at summary level; {positive} is the positive class (Fig. 3)."),
-    ]  # fmt: skip
+        FigureSpec.of(
+            "Score vs human score",
+            make_scatter_figure(done),
+            "One bubble per distinct (human, model) pair, sized by how many items share it.",
+        ),
+        FigureSpec.of(
+            "Figure 3",
+            make_figure3_figure(rep.figure3.frame),
+            f"Precision, recall and F1 at summary level; {positive} is the positive class (Fig. 3).",
+        ),
+    ]
     if len(rep.rounds.share) > 1:
         figures.append(FigureSpec.of("Fully consistent after each round", make_share_figure(rep.rounds.share)))
     if len(rep.rounds.scores):

@@ -33,8 +33,13 @@ def ci_headline(label: str, row: pd.Series | None, n: int | None = None) -> Head
     """A headline from a row with value, ci_low, ci_high and n."""
     if row is None:
         return Headline(label=label, value=None)
-    return Headline(label=label, value=as_float(row.get("value")), ci_low=as_float(row.get("ci_low")),
-                    ci_high=as_float(row.get("ci_high")), n=int(row.get("n") or 0) if n is None else n)  # fmt: skip
+    return Headline(
+        label=label,
+        value=as_float(row.get("value")),
+        ci_low=as_float(row.get("ci_low")),
+        ci_high=as_float(row.get("ci_high")),
+        n=int(row.get("n") or 0) if n is None else n,
+    )
 
 
 def rounds_example(title: str, rounds: list[Round], fields: list[tuple[str, str]]) -> Example:
@@ -52,7 +57,7 @@ def rounds_example(title: str, rounds: list[Round], fields: list[tuple[str, str]
                 ],
                 rewrites=[
                     ExampleRewrite(index=w.index, before=w.before, after=w.after, reason=w.reason) for w in r.rewrites
-                ],  # fmt: skip
+                ],
             )
             for r in rounds
         ],
@@ -69,19 +74,26 @@ def stored_rounds_example(title: str, rounds: list[dict[str, Any]], fields: list
                 label=f"Round {rd.get('round', i)}" + (" (before any rewrite)" if i == 0 else ""),
                 score=rd.get("score"),
                 sentences=[
-                    ExampleSentence(text=x.get("text", ""), verdict=x.get("verdict") or "unknown",
-                                    reason=x.get("reason") or x.get("error") or "")
+                    ExampleSentence(
+                        text=x.get("text", ""),
+                        verdict=x.get("verdict") or "unknown",
+                        reason=x.get("reason") or x.get("error") or "",
+                    )
                     for x in rd.get("sentences") or []
                 ],
                 rewrites=[
-                    ExampleRewrite(index=w.get("index", 0), before=w.get("before", ""), after=w.get("after", ""),
-                                   reason=w.get("reason") or "")
+                    ExampleRewrite(
+                        index=w.get("index", 0),
+                        before=w.get("before", ""),
+                        after=w.get("after", ""),
+                        reason=w.get("reason") or "",
+                    )
                     for w in rd.get("rewrites") or []
                 ],
             )
             for i, rd in enumerate(rounds)
         ],
-    )  # fmt: skip
+    )
 
 
 def verdict_text(result: dict[str, Any] | None) -> str:
@@ -89,8 +101,10 @@ def verdict_text(result: dict[str, Any] | None) -> str:
     r = result or {}
     if "label" not in r and r.get("rounds"):
         rd = r["rounds"][0]
-        lines = [f"#{s.get('index', i) + 1} {s.get('verdict')}: {s.get('reason') or s.get('error') or ''}"
-                 for i, s in enumerate(rd.get("sentences") or [])]  # fmt: skip
+        lines = [
+            f"#{s.get('index', i) + 1} {s.get('verdict')}: {s.get('reason') or s.get('error') or ''}"
+            for i, s in enumerate(rd.get("sentences") or [])
+        ]
         score = rd.get("score")
         head = "consistent" if score is not None and score >= metaeval.CONSISTENT_AT else "inconsistent"
         shown = "no verdict" if score is None else f"{head} (Ẑ = {score:.3f})"
@@ -102,12 +116,18 @@ def verdict_text(result: dict[str, Any] | None) -> str:
     for w in r.get("windows") or []:
         parts.append(f"[{w.get('label') or '?'}] {w.get('text', '')} — {w.get('reasoning') or w.get('error') or ''}")
     for p in r.get("pairs") or []:
-        parts.append(f"[{p.get('judgement') or '?'}] Q: {p.get('question')} A: {p.get('expected_answer')} — "
-                     f"{p.get('reasoning') or p.get('error') or ''}")  # fmt: skip
+        parts.append(
+            f"[{p.get('judgement') or '?'}] Q: {p.get('question')} A: {p.get('expected_answer')} — "
+            f"{p.get('reasoning') or p.get('error') or ''}"
+        )
     return label + ("\n" + "\n".join(x for x in parts if x) if parts else "")
 
 
 def model_config(backend: str, model: str, base_url: str | None, params: dict[str, Any]) -> dict[str, Any]:
     """The model block of a report's configuration: no credential in the URL or the parameters."""
-    return {"backend": backend, "model": model, "base_url": redact_url(base_url),
-            "params": metaeval.public_params(dict(params))}  # fmt: skip
+    return {
+        "backend": backend,
+        "model": model,
+        "base_url": redact_url(base_url),
+        "params": metaeval.public_params(dict(params)),
+    }

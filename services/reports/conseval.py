@@ -37,10 +37,21 @@ def build(engine: Engine, study_id: int, **_: Any) -> Report:
         d = df[(df["kind"] == kind) & df["value"].notna()] if len(df) else df
         if len(d):
             best = d.sort_values("value", ascending=False).iloc[0]
-            where = " · ".join(str(best[c]) for c in ("model", "variant", "criterion", "granularity", "scale")
-                               if best.get(c) not in (None, ""))  # fmt: skip
-            heads.append(Headline(label=f"Best {label}", value=as_float(best["value"]), ci_low=as_float(best["ci_low"]),
-                                  ci_high=as_float(best["ci_high"]), n=int(best["n"] or 0), note=where))  # fmt: skip
+            where = " · ".join(
+                str(best[c])
+                for c in ("model", "variant", "criterion", "granularity", "scale")
+                if best.get(c) not in (None, "")
+            )
+            heads.append(
+                Headline(
+                    label=f"Best {label}",
+                    value=as_float(best["value"]),
+                    ci_low=as_float(best["ci_low"]),
+                    ci_high=as_float(best["ci_high"]),
+                    n=int(best["n"] or 0),
+                    note=where,
+                )
+            )
     figures, tables = [], []
     if len(df):
         base = df[(df["method"] == "base")] if "method" in df else df
@@ -56,8 +67,19 @@ def build(engine: Engine, study_id: int, **_: Any) -> Report:
         radar = conseval.radar_frame(df)
         if len(radar):
             figures.append(FigureSpec.of("Figure 4", make_radar_figure(radar)))
-        cols = ["kind", "model", "variant", "criterion", "granularity", "scale", "value", "ci_low", "ci_high", "n",
-                "note"]  # fmt: skip
+        cols = [
+            "kind",
+            "model",
+            "variant",
+            "criterion",
+            "granularity",
+            "scale",
+            "value",
+            "ci_low",
+            "ci_high",
+            "n",
+            "note",
+        ]
         tables.append(Table.from_frame("Every α and accuracy", df[[c for c in cols if c in df.columns]]))
     else:
         notes.append("No results yet: the study has not finished any analysis.")
@@ -71,9 +93,16 @@ def build(engine: Engine, study_id: int, **_: Any) -> Report:
             + (f"{x.value:g}" if pd.notna(x.value) else f"missing ({x.problem or x.raw})")
             for x in r.itertuples()
         )
-        examples.append(Example(title=f"Item {int(it['idx']) + 1} ({it['criterion']})",
-                                fields=[("Query", str(it["query"])), ("Response", str(it["response"])),
-                                        ("Ratings (first 12)", answers or "none yet")]))  # fmt: skip
+        examples.append(
+            Example(
+                title=f"Item {int(it['idx']) + 1} ({it['criterion']})",
+                fields=[
+                    ("Query", str(it["query"])),
+                    ("Response", str(it["response"])),
+                    ("Ratings (first 12)", answers or "none yet"),
+                ],
+            )
+        )
     config = {
         "study": {"id": st_.id, "name": st_.name, "status": st_.status, "created_at": st_.created_at.isoformat()},
         **{k: v for k, v in cfg.items() if k not in ("models", "oracle_model")},

@@ -57,44 +57,79 @@ def build(engine: Engine, run_id: int, **_: Any) -> Report:
             notes.append(f"D_avg: {res.avg_note}.")
         summary = dhp.summary_frame([res])
         per = summary[summary["level"] != "overall"]
-        figures.append(FigureSpec.of("Discernment per perturbation",
-                                     make_perturbation_figure(per.assign(value=per["D"])),
-                                     "D = log_0.05(p) of the one-sided Wilcoxon tests combined by the harmonic "
-                                     "mean p; D > 1 means p < 0.05."))  # fmt: skip
+        figures.append(
+            FigureSpec.of(
+                "Discernment per perturbation",
+                make_perturbation_figure(per.assign(value=per["D"])),
+                "D = log_0.05(p) of the one-sided Wilcoxon tests combined by the harmonic "
+                "mean p; D > 1 means p < 0.05.",
+            )
+        )
         if per["D_EW"].notna().any():
-            figures.append(FigureSpec.of("Discernment per perturbation with expert weights (D_EW)",
-                                         make_perturbation_figure(per.assign(value=per["D_EW"]))))  # fmt: skip
-        figures.append(FigureSpec.of("D_avg, D_min, D_paper, D_EW", make_discernment_figure(overall_frame([res])),
-                                     f"{dhp.D_FORMULA}; {dhp.D_PAPER_FORMULA}"))  # fmt: skip
-        tables = [Table.from_frame("D, D_paper and D_EW per perturbation", summary),
-                  Table.from_frame("Wilcoxon tests per perturbation and metric", dhp.results_frame(res),
-                                   note=res.zero_method_note)]  # fmt: skip
+            figures.append(
+                FigureSpec.of(
+                    "Discernment per perturbation with expert weights (D_EW)",
+                    make_perturbation_figure(per.assign(value=per["D_EW"])),
+                )
+            )
+        figures.append(
+            FigureSpec.of(
+                "D_avg, D_min, D_paper, D_EW",
+                make_discernment_figure(overall_frame([res])),
+                f"{dhp.D_FORMULA}; {dhp.D_PAPER_FORMULA}",
+            )
+        )
+        tables = [
+            Table.from_frame("D, D_paper and D_EW per perturbation", summary),
+            Table.from_frame(
+                "Wilcoxon tests per perturbation and metric", dhp.results_frame(res), note=res.zero_method_note
+            ),
+        ]
     examples = []
     if len(texts):
         pert = texts[(texts["perturbation"] != "original") & texts["error"].isna()]
         for _, t in pert.drop_duplicates("perturbation").head(N_EXAMPLES).iterrows():
             sc = scores[(scores["item_id"] == t["item_id"]) & (scores["perturbation"] == t["perturbation"])]
-            lines = "\n".join(f"{r.metric}: original {r.original:.2f} → perturbed {r.perturbed:.2f}"
-                              for r in sc.itertuples())  # fmt: skip
-            examples.append(Example(
-                title=f"{t['perturbation']} ({t['level']}) on item {t['item_id']}",
-                fields=[("Mean scores", lines or "not scored yet"), ("Detail", str(t["detail"] or ""))],
-                rounds=[ExampleRound(label="The perturbation, changes highlighted",
-                                     rewrites=[ExampleRewrite(index=0, before=str(t["original"]),
-                                                              after=str(t["text"]))])],
-            ))  # fmt: skip
+            lines = "\n".join(
+                f"{r.metric}: original {r.original:.2f} → perturbed {r.perturbed:.2f}" for r in sc.itertuples()
+            )
+            examples.append(
+                Example(
+                    title=f"{t['perturbation']} ({t['level']}) on item {t['item_id']}",
+                    fields=[("Mean scores", lines or "not scored yet"), ("Detail", str(t["detail"] or ""))],
+                    rounds=[
+                        ExampleRound(
+                            label="The perturbation, changes highlighted",
+                            rewrites=[ExampleRewrite(index=0, before=str(t["original"]), after=str(t["text"]))],
+                        )
+                    ],
+                )
+            )
     items_hash = sha256(json.dumps(dset.items, sort_keys=True, ensure_ascii=False)) if dset else None
     config = {
-        "run": {"id": run.id, "status": run.status, "repeats": run.repeats, "seed": run.seed,
-                "created_at": run.created_at.isoformat()},
+        "run": {
+            "id": run.id,
+            "status": run.status,
+            "repeats": run.repeats,
+            "seed": run.seed,
+            "created_at": run.created_at.isoformat(),
+        },
         "model": model_config(run.backend_kind, run.model, run.base_url, run.params),
         "prompts": [{"role": k, "id": v} for k, v in sorted(run.prompt_versions.items())],
-        "set": None if dset is None else {"id": dset.id, "name": dset.name, "task": dset.task, "seed": dset.seed,
-                                           "items": len(dset.items), "items sha256": items_hash,
-                                           "perturbed by": dset.model or "rules only"},
+        "set": None
+        if dset is None
+        else {
+            "id": dset.id,
+            "name": dset.name,
+            "task": dset.task,
+            "seed": dset.seed,
+            "items": len(dset.items),
+            "items sha256": items_hash,
+            "perturbed by": dset.model or "rules only",
+        },
         "expert weights": None if closed is None else {"survey": closed[0].id, "title": closed[0].title},
         "app": {"version": metaeval.app_version()},
-    }  # fmt: skip
+    }
     return Report(
         title=f"DHP benchmark run #{run.id}: {run.model}",
         kind="dhp",

@@ -19,8 +19,18 @@ from services.redact import redact_url
 from services.reports.common import GOLD, N_EXAMPLES, verdict_text
 from services.reports.model import Example, FigureSpec, Headline, Report, Table
 
-COLUMNS = ["method", "model", "n", "balanced accuracy [95% CI]", "precision", "recall", "f1", "pearson", "calls",
-           "tokens"]  # fmt: skip
+COLUMNS = [
+    "method",
+    "model",
+    "n",
+    "balanced accuracy [95% CI]",
+    "precision",
+    "recall",
+    "f1",
+    "pearson",
+    "calls",
+    "tokens",
+]
 
 
 def build(
@@ -38,8 +48,11 @@ def build(
     if first is None:
         raise InputError(f"Batch {batch_id} does not exist.")
     ds_id = first.batch.dataset_id
-    peers = [b for b in bsvc.list_batches(engine, limit=1000)
-             if b.dataset_id == ds_id and b.status in ("done", "cancelled") and b.id != batch_id]  # fmt: skip
+    peers = [
+        b
+        for b in bsvc.list_batches(engine, limit=1000)
+        if b.dataset_id == ds_id and b.status in ("done", "cancelled") and b.id != batch_id
+    ]
     chosen = [first.batch, *sorted(peers, key=lambda b: b.id)]
     comparison = metaeval.compare_method_batches(engine, [b.id for b in chosen], threshold=threshold)
     compared = {int(r.batch): r for r in comparison.table.itertuples(index=False)}
@@ -49,18 +62,31 @@ def build(
     for b in chosen:
         cmp = compared[b.id]
         done = data[b.id].done
-        low, high = stats.balanced_accuracy_interval(done["score"].to_numpy(float), done["human_label"].to_numpy(float),
-                                                     threshold, seed=seed, n_boot=n_boot)  # fmt: skip
+        low, high = stats.balanced_accuracy_interval(
+            done["score"].to_numpy(float), done["human_label"].to_numpy(float), threshold, seed=seed, n_boot=n_boot
+        )
         # Paper 003 finds errors: precision and F1 of the inconsistent class, beside the comparison's recall.
-        c = stats.classification(done["score"].to_numpy(float), done["human_label"].to_numpy(float), threshold,
-                                 positive=0)  # fmt: skip
+        c = stats.classification(
+            done["score"].to_numpy(float), done["human_label"].to_numpy(float), threshold, positive=0
+        )
         p = bsvc.progress(engine, b.id)
-        rows.append({
-            "method": f"{cmp.method} #{b.id}", "model": b.model, "batch": b.id, "n": int(cmp.n),
-            "value": cmp.balanced_accuracy, "ci_low": low, "ci_high": high, "precision": c.precision,
-            "recall": cmp.recall, "f1": c.f1, "pearson": cmp.pearson, "calls": p.calls if p else 0,
-            "tokens": p.tokens if p else 0,
-        })  # fmt: skip
+        rows.append(
+            {
+                "method": f"{cmp.method} #{b.id}",
+                "model": b.model,
+                "batch": b.id,
+                "n": int(cmp.n),
+                "value": cmp.balanced_accuracy,
+                "ci_low": low,
+                "ci_high": high,
+                "precision": c.precision,
+                "recall": cmp.recall,
+                "f1": c.f1,
+                "pearson": cmp.pearson,
+                "calls": p.calls if p else 0,
+                "tokens": p.tokens if p else 0,
+            }
+        )
     df = pd.DataFrame(rows)
     ds = data[batch_id].dataset
     notes = list(comparison.notes)
@@ -71,17 +97,29 @@ def build(
     else:
         notes.append("Each method over the labelled items it finished, as the Meta-evaluation page compares them.")
     heads = [
-        Headline(label=f"Balanced accuracy · {r['method']}", value=r["value"], ci_low=r["ci_low"],
-                 ci_high=r["ci_high"], n=r["n"], note=f"{r['model']} · {r['calls']:,} calls")
+        Headline(
+            label=f"Balanced accuracy · {r['method']}",
+            value=r["value"],
+            ci_low=r["ci_low"],
+            ci_high=r["ci_high"],
+            n=r["n"],
+            note=f"{r['model']} · {r['calls']:,} calls",
+        )
         for r in rows
-    ]  # fmt: skip
+    ]
     cells = [Headline(label="", value=r["value"], ci_low=r["ci_low"], ci_high=r["ci_high"]).text() for r in rows]
     table = df.assign(**{"balanced accuracy [95% CI]": cells})[COLUMNS] if rows else pd.DataFrame(columns=COLUMNS)
     config = {
         "dataset": None if ds is None else {"id": ds.id, "name": ds.name, "sha256": ds.sha256, "format": ds.format},
         "batches": [
-            {"id": b.id, "method": b.method, "model": b.model, "base_url": redact_url(b.base_url),
-             "params": metaeval.public_params(dict(b.params)), "prompt_versions": dict(b.prompt_versions)}
+            {
+                "id": b.id,
+                "method": b.method,
+                "model": b.model,
+                "base_url": redact_url(b.base_url),
+                "params": metaeval.public_params(dict(b.params)),
+                "prompt_versions": dict(b.prompt_versions),
+            }
             for b in chosen
         ],
         "statistics": {
@@ -92,11 +130,13 @@ def build(
             "positive_class": "inconsistent (precision, recall, F1), as paper 003 reports recall",
         },
         "app": {"version": metaeval.app_version()},
-    }  # fmt: skip
+    }
     figures = []
     if len(df):
-        figures = [FigureSpec.of("Balanced accuracy per method", make_method_accuracy_figure(df)),
-                   FigureSpec.of("Cost per method", make_method_cost_figure(df))]  # fmt: skip
+        figures = [
+            FigureSpec.of("Balanced accuracy per method", make_method_accuracy_figure(df)),
+            FigureSpec.of("Cost per method", make_method_cost_figure(df)),
+        ]
     return Report(
         title=f"NLI comparison on {ds.name if ds else 'a deleted dataset'} (batch #{batch_id})",
         kind="nli",

@@ -106,9 +106,13 @@ def _figure_div(spec: FigureSpec, i: int) -> dict[str, Any]:
     fig = spec.to_figure()
     height = fig.layout.height or 420
     div = pio.to_html(
-        fig, full_html=False, include_plotlyjs=False, div_id=f"fig-{i}", default_height=f"{int(height)}px",
+        fig,
+        full_html=False,
+        include_plotlyjs=False,
+        div_id=f"fig-{i}",
+        default_height=f"{int(height)}px",
         config={"displaylogo": False, "responsive": True},
-    )  # fmt: skip
+    )
     return {"title": spec.title, "caption": spec.caption, "div": Markup(div)}  # plotly's own markup and JSON
 
 

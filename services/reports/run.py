@@ -26,23 +26,44 @@ def build(engine: Engine, run_id: int, **_: Any) -> Report:
     last = d.rounds[-1].evaluation if d.rounds else None
     noun = REFERENCE_NOUN.get(r.task, "reference")
     heads = [
-        Headline(label="Score Ẑ before any rewrite", value=first.score.z_hat if first and first.score else None,
-                 n=len(first.sentences) if first else None, note="Eq. 3 over the judged sentences"),
-        Headline(label="Score Ẑ after the last round", value=last.score.z_hat if last and last.score else None,
-                 n=len(last.sentences) if last else None),
+        Headline(
+            label="Score Ẑ before any rewrite",
+            value=first.score.z_hat if first and first.score else None,
+            n=len(first.sentences) if first else None,
+            note="Eq. 3 over the judged sentences",
+        ),
+        Headline(
+            label="Score Ẑ after the last round",
+            value=last.score.z_hat if last and last.score else None,
+            n=len(last.sentences) if last else None,
+        ),
         Headline(label="Rounds", value=float(len(d.rounds)), digits=0),
-        Headline(label="Model calls", value=float(d.usage.get("calls", 0)), digits=0,
-                 note=f"{d.usage.get('prompt_tokens', 0) + d.usage.get('completion_tokens', 0):,} tokens"),
-    ]  # fmt: skip
+        Headline(
+            label="Model calls",
+            value=float(d.usage.get("calls", 0)),
+            digits=0,
+            note=f"{d.usage.get('prompt_tokens', 0) + d.usage.get('completion_tokens', 0):,} tokens",
+        ),
+    ]
     figures, tables = [], []
     if d.rounds:
         rf = rounds_frame(d.rounds)
-        figures.append(FigureSpec.of("Verdicts and score per round", make_rounds_figure(rf),
-                                     "Stacked: sentences by verdict; line: the score Ẑ (right axis)."))  # fmt: skip
+        figures.append(
+            FigureSpec.of(
+                "Verdicts and score per round",
+                make_rounds_figure(rf),
+                "Stacked: sentences by verdict; line: the score Ẑ (right axis).",
+            )
+        )
         tables.append(Table.from_frame("Rounds", rf))
     config = {
-        "run": {"id": r.id, "title": r.title, "source": r.source, "status": r.status,
-                "created_at": r.created_at.isoformat()},
+        "run": {
+            "id": r.id,
+            "title": r.title,
+            "source": r.source,
+            "status": r.status,
+            "created_at": r.created_at.isoformat(),
+        },
         "task": TASK_LABELS.get(r.task, r.task),
         "criteria": r.criteria or None,
         "method": METHOD_LABELS.get(r.method, r.method),
@@ -52,16 +73,23 @@ def build(engine: Engine, run_id: int, **_: Any) -> Report:
         "prompts": [metaeval.prompt_record(role, pid) for role, pid in sorted(r.prompt_versions.items())],
         "documents": {f"{noun} sha256": sha256(d.reference), "candidate sha256": sha256(d.candidate)},
         "app": {"version": metaeval.app_version()},
-    }  # fmt: skip
+    }
     fields = [(noun.capitalize(), d.reference), ("Candidate", d.candidate)]
     method = runs.load_method(engine, run_id) if nli.is_nli(r.method) else None
     if method is not None:  # Summ-NLI, Sent-NLI, QG-QA: the verdict with the reasoning of each window or pair
-        heads[0] = Headline(label="Share of units judged consistent", value=method.score, n=method.n_units,
-                            note=f"verdict: {method.label or 'none'}; {method.n_failed} unreadable")  # fmt: skip
-        heads[1] = Headline(label="Units judged", value=float(method.n_units - method.n_failed), digits=0,
-                            note=f"of {method.n_units} windows or question-answer pairs")  # fmt: skip
-        fields.append((f"{method_name(r.method, method.window)} verdict and reasoning",
-                       verdict_text(method.detail)))  # fmt: skip
+        heads[0] = Headline(
+            label="Share of units judged consistent",
+            value=method.score,
+            n=method.n_units,
+            note=f"verdict: {method.label or 'none'}; {method.n_failed} unreadable",
+        )
+        heads[1] = Headline(
+            label="Units judged",
+            value=float(method.n_units - method.n_failed),
+            digits=0,
+            note=f"of {method.n_units} windows or question-answer pairs",
+        )
+        fields.append((f"{method_name(r.method, method.window)} verdict and reasoning", verdict_text(method.detail)))
     else:
         fields.append(("Final text", runs.final_text(d)))
     example = rounds_example("The document, its sentence verdicts and the rewrite rounds", d.rounds, fields)

@@ -28,28 +28,47 @@ def build(engine: Engine, survey_id: int, *, seed: int = 0, n_boot: int = 1000, 
         n_invited = len(sv.experts(survey_id, session=s))
     answered = len(w.weights)
     heads = [
-        Headline(label="Krippendorff's α among experts", value=alpha.alpha, ci_low=alpha.ci_low,
-                 ci_high=alpha.ci_high, n=alpha.n_pairable, note=alpha.note or "nominal; questions are the units"),
+        Headline(
+            label="Krippendorff's α among experts",
+            value=alpha.alpha,
+            ci_low=alpha.ci_low,
+            ci_high=alpha.ci_high,
+            n=alpha.n_pairable,
+            note=alpha.note or "nominal; questions are the units",
+        ),
         Headline(label="Experts who voted", value=float(w.n_experts_voted), digits=0, note=f"of {n_invited} invited"),
-        Headline(label="Questions with a vote", value=float(answered), digits=0,
-                 note=f"of {len(survey.questions)} quality issues"),
-    ]  # fmt: skip
+        Headline(
+            label="Questions with a vote",
+            value=float(answered),
+            digits=0,
+            note=f"of {len(survey.questions)} quality issues",
+        ),
+    ]
     figures = [FigureSpec.of("Expert weights", make_weights_figure(wf))] if len(wf) else []
     examples = []
     for q in survey.questions[:N_EXAMPLES]:
         counts = w.counts.get(q["key"], {})
         votes = "\n".join(f"{m}: {n}" for m, n in counts.items()) or "none"
-        examples.append(Example(title=f"Question: {q.get('name', q['key'])}",
-                                fields=[("Quality issue", str(q.get("issue", ""))), ("Votes", votes)]))  # fmt: skip
+        examples.append(
+            Example(
+                title=f"Question: {q.get('name', q['key'])}",
+                fields=[("Quality issue", str(q.get("issue", ""))), ("Votes", votes)],
+            )
+        )
     config = {
-        "survey": {"id": survey.id, "title": survey.title, "status": survey.status, "task": survey.task,
-                   "created_at": survey.created_at.isoformat(),
-                   "closed_at": survey.closed_at.isoformat() if survey.closed_at else None},
+        "survey": {
+            "id": survey.id,
+            "title": survey.title,
+            "status": survey.status,
+            "task": survey.task,
+            "created_at": survey.created_at.isoformat(),
+            "closed_at": survey.closed_at.isoformat() if survey.closed_at else None,
+        },
         "task_definition": survey.task_definition,
         "metrics": survey.metrics,
         "statistics": {"bootstrap_seed": seed, "bootstrap_resamples": n_boot, "weights": "vote shares per question"},
         "app": {"version": metaeval.app_version()},
-    }  # fmt: skip
+    }
     notes = [] if survey.status == "closed" else ["The survey is still open: weights can change as experts vote."]
     return Report(
         title=f"Expert survey #{survey.id}: {survey.title}",
@@ -63,7 +82,7 @@ def build(engine: Engine, survey_id: int, *, seed: int = 0, n_boot: int = 1000, 
         tables=[
             Table.from_frame("Weights per question", wf),
             Table.from_frame("Answers per expert", answers, index=True),
-        ],  # fmt: skip
+        ],
         examples=examples,
         notes=notes,
     )

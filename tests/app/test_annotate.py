@@ -20,9 +20,11 @@ def seeded() -> tuple[int, list[int], int, int]:
     eng = db.engine.get_engine()
     ds, items = make_dataset(eng, SENTS)
     bid = add_batch(
-        eng, ds, [["consistent", "inconsistent"], ["consistent"]],
+        eng,
+        ds,
+        [["consistent", "inconsistent"], ["consistent"]],
         reasons=[["The article says the council met on Tuesday", REASON], ["Work starts in March, as stated"]],
-    )  # fmt: skip
+    )
     ada = an.create_annotator(eng, "ada").id
     an.assign(eng, ds, annotators=[ada], per_item=1)
     return ds, items, bid, ada
@@ -227,9 +229,14 @@ def _two_rounds(run_id: int, annotator_id: int) -> None:
     verdicts = [ModelVerdict(0, "consistent", "Round-zero reason"), ModelVerdict(1, "inconsistent", "Wrong year")]
     for r in (0, 1):
         render_sentence_labeller(
-            eng, annotator_id=annotator_id, target=Target.run(run_id, r), sentences=["A.", "B."],
-            verdicts=verdicts if r == 0 else None, blind=False, key_prefix="ev",
-        )  # fmt: skip
+            eng,
+            annotator_id=annotator_id,
+            target=Target.run(run_id, r),
+            sentences=["A.", "B."],
+            verdicts=verdicts if r == 0 else None,
+            blind=False,
+            key_prefix="ev",
+        )
 
 
 def test_the_labeller_works_for_run_rounds_with_unique_keys():

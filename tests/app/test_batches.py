@@ -23,8 +23,17 @@ def seed_dataset(n: int = 4) -> int:
         s.flush()
         for i in range(n):
             cand = f"Item {i}. " + (CAND if i % 2 == 0 else FIXED)  # distinct prompts: no cache hit between items
-            s.add(DatasetItem(dataset_id=ds.id, idx=i, external_id=str(i), reference_id=ref.id, candidate=cand,
-                              sentences=split_sentences(cand), human_label=int(i % 2)))  # fmt: skip
+            s.add(
+                DatasetItem(
+                    dataset_id=ds.id,
+                    idx=i,
+                    external_id=str(i),
+                    reference_id=ref.id,
+                    candidate=cand,
+                    sentences=split_sentences(cand),
+                    human_label=int(i % 2),
+                )
+            )
         s.commit()
         return ds.id
 

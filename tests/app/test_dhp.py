@@ -137,8 +137,12 @@ def test_a_closed_survey_feeds_d_ew_in_the_results(open_page, judge):
     sid = make_set(["typo:minor"])
     eng = db.engine.get_engine()
     with get_session(eng) as s:
-        rid = dhp.create_run(sid, dhp.backend_from_params({"kind": "openai", "base_url": judge.base_url,
-                                                           "model": "judge-a"}), repeats=1, session=s)  # fmt: skip
+        rid = dhp.create_run(
+            sid,
+            dhp.backend_from_params({"kind": "openai", "base_url": judge.base_url, "model": "judge-a"}),
+            repeats=1,
+            session=s,
+        )
     dhp.process_run(eng, rid)
     with get_session(eng) as s:
         survey = sv.create_survey(TASKS["summarization"], title="weights", session=s)

@@ -154,17 +154,24 @@ def test_too_few_items_get_the_notes_of_the_statistics(open_page, no_embeddings)
 def test_rounds_and_a_second_batch_for_figure3(open_page, no_embeddings):
     from tests.metaeval_seed import add_batch
 
-    ds, bid = seed(db.engine.get_engine(), [Item(r.rounds, human_score=1.0, human_label=i % 2) for i, r in
-                                            enumerate(ROUNDS)])  # fmt: skip
-    para = add_batch(db.engine.get_engine(), ds, [Item([[X]]), Item([[C]]), Item([[X]]), Item([[C]]), Item([[X]])],
-                     method="paragraph")  # fmt: skip
+    ds, bid = seed(
+        db.engine.get_engine(), [Item(r.rounds, human_score=1.0, human_label=i % 2) for i, r in enumerate(ROUNDS)]
+    )
+    para = add_batch(
+        db.engine.get_engine(),
+        ds,
+        [Item([[X]]), Item([[C]]), Item([[X]]), Item([[C]]), Item([[X]])],
+        method="paragraph",
+    )
     at = open_tab(open_page, bid, "RAI")
     # Table 4 is one RAI round (1 corrected); after m = 2 rounds, 2 are
     assert at.dataframe[0].value[["inconsistent", "corrected", "corrected_after_m"]].iloc[0].tolist() == [4, 1, 2]
     assert len(at.get("plotly_chart")) == 2
     at = open_tab(open_page, bid, "Figure 3")
-    assert at.selectbox[1].options == ["— none —", f"#{para} · hand batch · done · 5 items · Paragraph-level baseline "
-                                       "(Tables 11, 12)"]  # fmt: skip
+    assert at.selectbox[1].options == [
+        "— none —",
+        f"#{para} · hand batch · done · 5 items · Paragraph-level baseline (Tables 11, 12)",
+    ]
     at = at.selectbox[1].set_value(para).run()
     assert not at.exception
     rows = at.dataframe[0].value
@@ -245,8 +252,9 @@ def test_an_evidence_checker_batch_offers_no_rounds_and_no_row_without_amc(open_
     from tests.metaeval_seed import add_batch
 
     ds, _ = seed(db.engine.get_engine(), HAND)
-    eid = add_batch(db.engine.get_engine(), ds, [Item([[X if i % 2 else C]], flag=not i % 2) for i in range(8)],
-                    method="evidence")  # fmt: skip
+    eid = add_batch(
+        db.engine.get_engine(), ds, [Item([[X if i % 2 else C]], flag=not i % 2) for i in range(8)], method="evidence"
+    )
     at = open_tab(open_page, eid, "RAI")
     notes = texts(at.caption)
     assert any("gives verdicts, not rewrites" in c for c in notes), notes

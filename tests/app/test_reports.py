@@ -84,8 +84,13 @@ def test_every_kind_of_report_says_what_to_do_when_there_is_nothing_yet(open_pag
 
     from tests.app.helpers import ROOT
 
-    expected = {"run": "No runs yet", "nli": "No batches yet", "conseval": "No ConsEval studies yet",
-                "dhp": "No DHP benchmark runs yet", "survey": "No expert surveys yet"}  # fmt: skip
+    expected = {
+        "run": "No runs yet",
+        "nli": "No batches yet",
+        "conseval": "No ConsEval studies yet",
+        "dhp": "No DHP benchmark runs yet",
+        "survey": "No expert surveys yet",
+    }
     for kind, message in expected.items():
         at = AppTest.from_file(ROOT / "app.py", default_timeout=30)
         at.session_state["rp_kind"] = kind

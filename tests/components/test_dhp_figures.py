@@ -27,12 +27,14 @@ def test_discernment_figure_has_six_scores_per_model_and_the_threshold():
 
 
 def test_perturbation_figure_puts_models_side_by_side():
-    df = pd.DataFrame([
-        {"model": "a", "perturbation": "typo:minor", "label": "C: Minor Random Typos", "value": 2.0},
-        {"model": "a", "perturbation": "reorder", "label": "S: Reordering", "value": 0.5},
-        {"model": "b", "perturbation": "typo:minor", "label": "C: Minor Random Typos", "value": None},
-        {"model": "b", "perturbation": "reorder", "label": "S: Reordering", "value": 1.5},
-    ])  # fmt: skip
+    df = pd.DataFrame(
+        [
+            {"model": "a", "perturbation": "typo:minor", "label": "C: Minor Random Typos", "value": 2.0},
+            {"model": "a", "perturbation": "reorder", "label": "S: Reordering", "value": 0.5},
+            {"model": "b", "perturbation": "typo:minor", "label": "C: Minor Random Typos", "value": None},
+            {"model": "b", "perturbation": "reorder", "label": "S: Reordering", "value": 1.5},
+        ]
+    )
     fig = figs.make_perturbation_figure(df)
     assert [t.name for t in fig.data] == ["a", "b"]
     assert list(fig.data[0].x) == ["C: Minor Random Typos", "S: Reordering"]
@@ -40,14 +42,16 @@ def test_perturbation_figure_puts_models_side_by_side():
 
 
 def test_weights_figure_stacks_vote_shares_per_issue():
-    df = pd.DataFrame([
-        {"issue": "Grammatical Errors", "metric": "Coherence", "votes": 4, "weight": 0.4},
-        {"issue": "Grammatical Errors", "metric": "Consistency", "votes": 1, "weight": 0.1},
-        {"issue": "Grammatical Errors", "metric": "Fluency", "votes": 5, "weight": 0.5},
-        {"issue": "Random Typos", "metric": "Coherence", "votes": 0, "weight": None},
-        {"issue": "Random Typos", "metric": "Consistency", "votes": 0, "weight": None},
-        {"issue": "Random Typos", "metric": "Fluency", "votes": 0, "weight": None},
-    ])  # fmt: skip
+    df = pd.DataFrame(
+        [
+            {"issue": "Grammatical Errors", "metric": "Coherence", "votes": 4, "weight": 0.4},
+            {"issue": "Grammatical Errors", "metric": "Consistency", "votes": 1, "weight": 0.1},
+            {"issue": "Grammatical Errors", "metric": "Fluency", "votes": 5, "weight": 0.5},
+            {"issue": "Random Typos", "metric": "Coherence", "votes": 0, "weight": None},
+            {"issue": "Random Typos", "metric": "Consistency", "votes": 0, "weight": None},
+            {"issue": "Random Typos", "metric": "Fluency", "votes": 0, "weight": None},
+        ]
+    )
     fig = figs.make_weights_figure(df)
     assert fig.layout.barmode == "stack" and [t.name for t in fig.data] == ["Coherence", "Consistency", "Fluency"]
     assert sum(t.x[0] for t in fig.data) == pytest.approx(1.0)

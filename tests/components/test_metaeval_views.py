@@ -44,9 +44,14 @@ def test_figure3_groups_f1_precision_recall_by_evaluator():
 
 def test_share_figure_has_one_line_per_batch_in_percent():
     share = pd.DataFrame(
-        {"round": [0, 1, 0, 1], "n": [5, 5, 4, 4], "consistent": [1, 3, 2, 4], "share": [0.2, 0.6, 0.5, 1.0],
-         "label": ["batch #1", "batch #1", "batch #2", "batch #2"]}
-    )  # fmt: skip
+        {
+            "round": [0, 1, 0, 1],
+            "n": [5, 5, 4, 4],
+            "consistent": [1, 3, 2, 4],
+            "share": [0.2, 0.6, 0.5, 1.0],
+            "label": ["batch #1", "batch #1", "batch #2", "batch #2"],
+        }
+    )
     fig = mv.make_share_figure(share)
     assert [t.name for t in fig.data] == ["batch #1", "batch #2"]
     assert list(fig.data[0].y) == pytest.approx([20.0, 60.0])
@@ -78,9 +83,16 @@ def test_formatting():
     assert mv.fmt(math.nan) == "—" and mv.fmt(12345) == "12,345"
     assert mv.pct(0.8829) == "88.3%" and mv.pct(None) == "—"
     table = pd.DataFrame(
-        {"statistic": ["pearson", "auroc"], "n": [8, 8], "value": [0.9, 0.8], "ci_low": [0.2, None],
-         "ci_high": [1.0, None], "p": [0.0001, None], "note": ["", ""]}
-    )  # fmt: skip
+        {
+            "statistic": ["pearson", "auroc"],
+            "n": [8, 8],
+            "value": [0.9, 0.8],
+            "ci_low": [0.2, None],
+            "ci_high": [1.0, None],
+            "p": [0.0001, None],
+            "note": ["", ""],
+        }
+    )
     shown = mv.correlations_display(table)
     assert shown["statistic"].tolist() == ["Pearson r", "AUROC"]
     assert shown["value [95% CI]"].tolist() == ["0.900 [0.200, 1.000]", "0.800"]

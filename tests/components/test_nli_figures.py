@@ -7,27 +7,66 @@ import pandas as pd
 from components import nli_figures as nf
 
 SENT = {
-    "method": "sent-nli", "window": 1, "label": "inconsistent", "score": 0.5, "n_units": 2, "n_failed": 0,
+    "method": "sent-nli",
+    "window": 1,
+    "label": "inconsistent",
+    "score": 0.5,
+    "n_units": 2,
+    "n_failed": 0,
     "sentences": [{"index": 0, "verdict": "consistent"}, {"index": 1, "verdict": "inconsistent"}],
     "windows": [
         {"start": 0, "end": 1, "text": "A.", "label": "consistent", "reasoning": "ok", "error": None, "context": None},
-        {"start": 1, "end": 2, "text": "B.", "label": "inconsistent", "reasoning": "no", "error": None,
-         "context": {"indices": [0, 4], "sentences": ["d1", "d5"]}},
+        {
+            "start": 1,
+            "end": 2,
+            "text": "B.",
+            "label": "inconsistent",
+            "reasoning": "no",
+            "error": None,
+            "context": {"indices": [0, 4], "sentences": ["d1", "d5"]},
+        },
     ],
-}  # fmt: skip
+}
 SUMM = {
-    "method": "summ-nli", "window": None, "label": None, "score": None, "n_units": 1, "n_failed": 1, "sentences": [],
+    "method": "summ-nli",
+    "window": None,
+    "label": None,
+    "score": None,
+    "n_units": 1,
+    "n_failed": 1,
+    "sentences": [],
     "summary": {"label": None, "reasoning": None, "error": "no Judgement given", "context": None},
-}  # fmt: skip
+}
 QA = {
-    "method": "qg-qa", "window": 2, "label": "consistent", "n_units": 2, "n_failed": 1, "sentences": [],
+    "method": "qg-qa",
+    "window": 2,
+    "label": "consistent",
+    "n_units": 2,
+    "n_failed": 1,
+    "sentences": [],
     "pairs": [
-        {"window": 0, "question": "Who?", "expected_answer": "Ann", "answer": "Ann", "reasoning": "r",
-         "judgement": "consistent", "error": None, "context": None},
-        {"window": 1, "question": None, "expected_answer": None, "answer": None, "reasoning": None,
-         "judgement": None, "error": "no questions generated", "context": None},
+        {
+            "window": 0,
+            "question": "Who?",
+            "expected_answer": "Ann",
+            "answer": "Ann",
+            "reasoning": "r",
+            "judgement": "consistent",
+            "error": None,
+            "context": None,
+        },
+        {
+            "window": 1,
+            "question": None,
+            "expected_answer": None,
+            "answer": None,
+            "reasoning": None,
+            "judgement": None,
+            "error": "no questions generated",
+            "context": None,
+        },
     ],
-}  # fmt: skip
+}
 
 
 def test_sentences_frame_puts_methods_side_by_side():
@@ -56,12 +95,15 @@ def test_cost_figure_has_calls_and_tokens_on_two_axes():
 
 
 def test_length_figure_has_one_line_per_method_in_each_panel():
-    df = pd.DataFrame({
-        "method": ["M1", "M1", "M1", "M2"], "kind": ["document length", "document length", "summary length",
-                                                 "document length"],
-        "bucket": ["1–10 words", "11–20 words", "1–5 words", "1–10 words"], "n": [3, 2, 5, 3],
-        "accuracy": [0.5, 1.0, 0.8, 0.2],
-    })  # fmt: skip
+    df = pd.DataFrame(
+        {
+            "method": ["M1", "M1", "M1", "M2"],
+            "kind": ["document length", "document length", "summary length", "document length"],
+            "bucket": ["1–10 words", "11–20 words", "1–5 words", "1–10 words"],
+            "n": [3, 2, 5, 3],
+            "accuracy": [0.5, 1.0, 0.8, 0.2],
+        }
+    )
     fig = nf.make_length_accuracy_figure(df)
     assert [(t.name, t.xaxis) for t in fig.data] == [("M1", "x"), ("M1", "x2"), ("M2", "x")]
     assert list(fig.data[0].y) == [0.5, 1.0] and list(fig.data[0].customdata) == [3, 2]

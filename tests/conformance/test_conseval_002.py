@@ -19,8 +19,15 @@ def _items(n: int, criterion: str = "Harmlessness") -> list[ce.ItemIn]:
 
 
 def _config(backend, **kw) -> StudyConfig:
-    base = dict(criteria=["Harmlessness"], scales=["5-P"], granularities=["short"],
-                models=[ModelSpec.of(backend, "judge")], n_samples=0, n_boot=20, concurrency=2)  # fmt: skip
+    base = dict(
+        criteria=["Harmlessness"],
+        scales=["5-P"],
+        granularities=["short"],
+        models=[ModelSpec.of(backend, "judge")],
+        n_samples=0,
+        n_boot=20,
+        concurrency=2,
+    )
     return StudyConfig(**{**base, **kw})
 
 
@@ -86,8 +93,14 @@ def test_section_8_1_2_several_oracles_are_pooled_and_accuracy_is_per_oracle(eng
         return str(1 + i % 5)
 
     fake.responder = respond
-    cfg = _config(backend, methods=["base", "dicl_r"], oracle="endpoint", k=8, split="leave-one-out",
-                  oracle_models=[ModelSpec.of(a, "A"), ModelSpec.of(b, "B")])  # fmt: skip
+    cfg = _config(
+        backend,
+        methods=["base", "dicl_r"],
+        oracle="endpoint",
+        k=8,
+        split="leave-one-out",
+        oracle_models=[ModelSpec.of(a, "A"), ModelSpec.of(b, "B")],
+    )
     sid = ce.create_study(engine, cfg, _items(10))
     st = ce.run_study(engine, sid, backends={"oracle:A": a, "oracle:B": b, "judge": backend})
     assert st.status == "done", st.error
@@ -102,16 +115,36 @@ def test_section_8_1_2_several_oracles_are_pooled_and_accuracy_is_per_oracle(eng
 
 
 def _row(kind, value, scale, oracle="GPT-4", mode="greedy", **kw):
-    return {"kind": kind, "stat": "pearson", "value": value, "ci_low": None, "ci_high": None, "n": 5,
-            "n_raters": 2, "level": None, "note": None, "model": "m", "method": "base", "mode": mode,
-            "criterion": "C", "granularity": "short", "scale": scale, "oracle": oracle, **kw}  # fmt: skip
+    return {
+        "kind": kind,
+        "stat": "pearson",
+        "value": value,
+        "ci_low": None,
+        "ci_high": None,
+        "n": 5,
+        "n_raters": 2,
+        "level": None,
+        "note": None,
+        "model": "m",
+        "method": "base",
+        "mode": mode,
+        "criterion": "C",
+        "granularity": "short",
+        "scale": scale,
+        "oracle": oracle,
+        **kw,
+    }
 
 
 def test_table_3_accuracy_is_on_the_5_point_scale_and_the_all_scales_mean_is_an_extra():
     """Table 3: accuracy is Pearson r 'with Interval Scale 1 to 5', per oracle; the mean over every scale is
     shown only as a labelled extra."""
-    rows = [_row("ACC", 0.8, "5-P"), _row("ACC", 0.0, "10-P"), _row("ACC", 0.2, "5-P", oracle="Gemini"),
-            _row("ACC", 0.6, "10-P", oracle="Gemini")]  # fmt: skip
+    rows = [
+        _row("ACC", 0.8, "5-P"),
+        _row("ACC", 0.0, "10-P"),
+        _row("ACC", 0.2, "5-P", oracle="Gemini"),
+        _row("ACC", 0.6, "10-P", oracle="Gemini"),
+    ]
     df = ce.results_frame({"rows": rows})
     m = ce.model_method_matrix(df, "C")
     assert m.loc["m · Base", "Accuracy r vs GPT-4 (5-P)"] == pytest.approx(0.8)
@@ -124,10 +157,17 @@ def test_table_3_accuracy_is_on_the_5_point_scale_and_the_all_scales_mean_is_an_
 def test_figure_3_ic_of_greedy_and_of_sampled_answers_apart_and_gs_is_an_extra():
     """Figure 3 shows IC per decoding strategy: the greedy answers' IC and the sampled answers' IC are computed
     apart. Greedy-vs-sampled on one scale (GS) is not in the paper: it is marked as an extra."""
-    cfg = StudyConfig(criteria=["C"], scales=["5-P", "5-P Likert"], granularities=["short"],
-                      models=[ModelSpec("m")], n_samples=2, n_boot=0)  # fmt: skip
-    items = pd.DataFrame({"id": range(6), "idx": range(6), "criterion": "C", "oracle_score": np.nan,
-                          "oracle_scale": None})  # fmt: skip
+    cfg = StudyConfig(
+        criteria=["C"],
+        scales=["5-P", "5-P Likert"],
+        granularities=["short"],
+        models=[ModelSpec("m")],
+        n_samples=2,
+        n_boot=0,
+    )
+    items = pd.DataFrame(
+        {"id": range(6), "idx": range(6), "criterion": "C", "oracle_score": np.nan, "oracle_scale": None}
+    )
     rng = np.random.default_rng(0)
     rows = []
     for i in range(6):
@@ -154,16 +194,18 @@ def test_table_1_and_6_item_text_is_inserted_in_one_pass(literal):
     p = prompts.render_rate(criterion="Helpfulness", detail="d", options="1-5", query=query, response="R")
     assert f"Query: {query}\n" in p and "Response: R\n" in p
     ex = [{"query": query, "response": "{answer}", "options": "1-5", "answer": "4"}]
-    f = prompts.render_few_shot(criterion="Helpfulness", detail="d", options="1-5", query=query, response="R",
-                                examples=ex)  # fmt: skip
+    f = prompts.render_few_shot(
+        criterion="Helpfulness", detail="d", options="1-5", query=query, response="R", examples=ex
+    )
     assert f.count(f"Query: {query}\n") == 2 and "Response: {answer}\n" in f
 
 
 def test_section_8_1_2_several_imported_oracles_feed_examples_and_accuracy_each(engine, fake, backend):
     """Sections 3.3 and 8.1.2 with the oracles' scores imported: one `score:NAME` column per oracle; their
     evaluations are pooled for dICL and accuracy is reported against each."""
-    lines = ["query,response,score:gpt-4,score:gemini"] + [f"query {i},response {i},{1 + i % 5},{5 - i % 5}"
-                                                             for i in range(10)]  # fmt: skip
+    lines = ["query,response,score:gpt-4,score:gemini"] + [
+        f"query {i},response {i},{1 + i % 5},{5 - i % 5}" for i in range(10)
+    ]
     its = ce.read_items("\n".join(lines), "o.csv", criteria=["Harmlessness"], score_scale="5-P")
     assert its[3].more_scores == (("gpt-4", 4.0), ("gemini", 2.0))
     fake.responder = lambda body: str(1 + _target_index(last_user(body)) % 5)

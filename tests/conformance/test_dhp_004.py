@@ -36,10 +36,12 @@ def _flat(text: str) -> str:
 def test_section_4_3_2_d_paper_uses_the_printed_unweighted_hmp_beside_d():
     """Section 4.3.2 prints the unweighted combination p = 1 / sum_j (1/p_j) and 4.3.3 D = log_0.05(p): D_paper,
     its D_avg and D_min are reported beside D (Wilson's HMP with weights 1/M), with both formulas, in the JSON."""
-    df = _frame({
-        "typo:minor": ("character", {"Fluency": (GOOD, BAD), "Relevance": (GOOD, SAME)}),
-        "reorder:major": ("sentence", {"Fluency": (GOOD, BAD), "Relevance": (GOOD, BAD)}),
-    })  # fmt: skip
+    df = _frame(
+        {
+            "typo:minor": ("character", {"Fluency": (GOOD, BAD), "Relevance": (GOOD, SAME)}),
+            "reorder:major": ("sentence", {"Fluency": (GOOD, BAD), "Relevance": (GOOD, BAD)}),
+        }
+    )
     res = dhp.analyse(df)
     for r in res.perturbations:
         ps = r.p_by_metric().values()
@@ -83,8 +85,9 @@ def test_appendix_b_and_e_prompts_are_the_papers_and_table_2_wording_per_task():
     Answer Quality definition."""
     task = TASKS["summarization"]
     p = perturb.prompts.perturbation_prompt("fictional_entities", "minor", "summarization")
-    rendered = p.render(text_noun="summary", text_label="Summary", a_source="an article", source_noun="article",
-                        text="SUMMARY_HERE")  # fmt: skip
+    rendered = p.render(
+        text_noun="summary", text_label="Summary", a_source="an article", source_noun="article", text="SUMMARY_HERE"
+    )
     assert _flat(rendered) == _flat(PAPER_FNE)
     coh = dhp.eval_prompts(task)["Coherence"].render(source="ARTICLE_HERE", text="SUMMARY_HERE")
     assert _flat(coh).startswith("You will be given a summary written for an article. Your task is to rate")
@@ -120,10 +123,12 @@ def test_section_4_3_3_d_avg_is_empty_when_a_table_1_level_is_missing():
     rather than an average renormalised over the levels left; D_min and each D still stand."""
     task = TASKS["summarization"]
     expected = {p.key: p.level for p in task.perturbations}
-    df = _frame({
-        "typo:minor": ("character", {"Fluency": (GOOD, BAD)}),
-        "reorder:major": ("sentence", {"Fluency": (GOOD, BAD)}),
-    })  # fmt: skip
+    df = _frame(
+        {
+            "typo:minor": ("character", {"Fluency": (GOOD, BAD)}),
+            "reorder:major": ("sentence", {"Fluency": (GOOD, BAD)}),
+        }
+    )
     res = dhp.analyse(df, expected=expected)
     assert res.d_avg is None and res.d_ew_avg is None and res.d_paper_avg is None
     assert "not comparable" in res.avg_note and "word" in res.avg_note

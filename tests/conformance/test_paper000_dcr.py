@@ -103,8 +103,9 @@ def test_e2_figure2_worked_example_scores_two_thirds(fake, client):
         "received outstanding evaluations for patient satisfaction on healthgrades.com, including a perfect five out "
         "of five stars.",
     ]
-    fake.enqueue_json({"reason": [{"sentence": s, "reason": r} for s, r in zip(S, reasons, strict=True)],
-                       "is_consistent": False})  # fmt: skip
+    fake.enqueue_json(
+        {"reason": [{"sentence": s, "reason": r} for s, r in zip(S, reasons, strict=True)], "is_consistent": False}
+    )
     ev = dcr.evaluate(client, REF, S, DCRConfig())
     assert [v.mark for v in ev.sentences] == [1, -1, 1]
     assert ev.score.z == pytest.approx(1 / 3) and ev.score.z_hat == pytest.approx(2 / 3)
@@ -115,9 +116,15 @@ def test_e4_example_alpha_one_beta_minus_one(fake, client):
     """Appendix E.4: reasons ["The two paragraphs are not consistent.", "This sentence is consistent.",
     "This sentence is not consistent."] -> the paragraph-level -1 is removed by alpha = 1, beta = -1 (Eq. 5)."""
     fake.enqueue_json(
-        {"is_consistent": False, "reasons": ["The two paragraphs are not consistent.", "This sentence is consistent.",
-                                             "This sentence is not consistent."]}
-    )  # fmt: skip
+        {
+            "is_consistent": False,
+            "reasons": [
+                "The two paragraphs are not consistent.",
+                "This sentence is consistent.",
+                "This sentence is not consistent.",
+            ],
+        }
+    )
     ev = dcr.evaluate(client, REF, S[:2], DCRConfig())
     assert [v.mark for v in ev.sentences] == [1, -1] and [x.mark for x in ev.extras] == [-1]
     s = ev.score

@@ -30,19 +30,33 @@ def first_user(body: dict) -> str:
 def judge(body: dict) -> dict:
     """Judges a text inconsistent when it holds "accepted"; QG asks one question per window; QA checks it."""
     prompt = first_user(body)
-    m = re.search(r"### (?:One of the specified sentence in summary|Generated Summary):\n(.*)\n\n### Reasoning", prompt,
-                  re.S)  # fmt: skip
+    m = re.search(
+        r"### (?:One of the specified sentence in summary|Generated Summary):\n(.*)\n\n### Reasoning", prompt, re.S
+    )
     if m:
         return {"reasoning": "r", "judgement": "Inconsistent" if "accepted" in m.group(1) else "Consistent"}
     if prompt.startswith("### Instruction:\n\nSuppose you are"):
         sent = re.search(r'"Specified sentences" : (.*)\n', prompt).group(1)
         parts = [p for p in re.split(r"(?<=\.) ", sent) if p]
-        return {"pairs": [{"question": f"What about: {p}", "answer": "accepted" if "accepted" in p else "Jane"}
-                          for p in parts]}  # fmt: skip
-    pairs = re.findall(r"A\d+: (\S+)", re.search(r"### Question-answer pairs:\n\n(.*)\n\nPlease refer", prompt,
-                                                 re.S).group(1))  # fmt: skip
-    return {"results": [{"question": "q", "answer": a, "reasoning": "r",
-                         "judgement": "Inconsistent" if a == "accepted" else "Consistent"} for a in pairs]}  # fmt: skip
+        return {
+            "pairs": [
+                {"question": f"What about: {p}", "answer": "accepted" if "accepted" in p else "Jane"} for p in parts
+            ]
+        }
+    pairs = re.findall(
+        r"A\d+: (\S+)", re.search(r"### Question-answer pairs:\n\n(.*)\n\nPlease refer", prompt, re.S).group(1)
+    )
+    return {
+        "results": [
+            {
+                "question": "q",
+                "answer": a,
+                "reasoning": "r",
+                "judgement": "Inconsistent" if a == "accepted" else "Consistent",
+            }
+            for a in pairs
+        ]
+    }
 
 
 def test_eq1_summ_nli_judges_the_whole_summary_in_one_call(fake, client):
@@ -92,8 +106,12 @@ def test_eq4_qg_qa_is_any_over_the_answers_verified_on_the_document(fake, client
 def test_appendix_b_retrieval_maximises_rouge1_plus_rouge2_recall_within_the_budget():
     """Appendix B: for long documents, sentences that maximise ROUGE-1 + ROUGE-2 recall toward the summary are
     retrieved, up to 1k tokens (Summ-NLI) or n sentences per window (Sent-NLI, QG-QA)."""
-    sentences = ["The committee met on Tuesday.", "Revenue grew by ten percent in the third quarter.",
-                 "The weather was mild.", "A new factory opened in Ohio in March."]  # fmt: skip
+    sentences = [
+        "The committee met on Tuesday.",
+        "Revenue grew by ten percent in the third quarter.",
+        "The weather was mild.",
+        "A new factory opened in Ohio in March.",
+    ]
     target = "The new Ohio factory opened in March, and revenue grew by ten percent."
     assert retrieval.select_context(sentences, target, n_sentences=2).indices == (1, 3)
     ctx = retrieval.select_context(sentences, target, budget_tokens=12)

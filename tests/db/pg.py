@@ -80,15 +80,23 @@ class Cluster:
         env = {k: v for k, v in os.environ.items() if not k.startswith("PG")} | {"LC_ALL": "C"}
         subprocess.run(
             [str(bindir / "initdb"), "-D", str(datadir), "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync"],
-            check=True, capture_output=True, env=env, cwd=root, **run_as,
-        )  # fmt: skip
+            check=True,
+            capture_output=True,
+            env=env,
+            cwd=root,
+            **run_as,
+        )
         port = _free_port()
         opts = f"-h 127.0.0.1 -p {port} -k {root} -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
         opts += " -c max_connections=200"
         proc = subprocess.run(
             [str(bindir / "pg_ctl"), "-D", str(datadir), "-o", opts, "-l", str(root / "server.log"), "-w", "start"],
-            capture_output=True, text=True, env=env, cwd=root, **run_as,
-        )  # fmt: skip
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=root,
+            **run_as,
+        )
         if proc.returncode != 0:
             log = (root / "server.log").read_text(errors="replace") if (root / "server.log").exists() else ""
             shutil.rmtree(root, ignore_errors=True)
@@ -140,8 +148,10 @@ class Cluster:
         run_as = {"user": self._user.pw_uid, "group": self._user.pw_gid} if self._user else {}
         subprocess.run(
             [str(self.bindir / "pg_ctl"), "-D", str(self.datadir), "-m", "immediate", "-w", "stop"],
-            capture_output=True, cwd=self.datadir.parent, **run_as,
-        )  # fmt: skip
+            capture_output=True,
+            cwd=self.datadir.parent,
+            **run_as,
+        )
         shutil.rmtree(self.datadir.parent, ignore_errors=True)
 
 
@@ -162,7 +172,7 @@ def cluster() -> Cluster:
                 else:
                     _cluster = Cluster.start()
                     atexit.register(stop_cluster)
-            except Exception as exc:  # noqa: BLE001 - any reason is reported as the skip reason
+            except Exception as exc:
                 _failure = f"PostgreSQL unavailable: {exc}"
     if _cluster is None:
         if required():

@@ -15,9 +15,13 @@ def _batch(engine, n: int = 3, *, dataset_id: int | None = None, **columns) -> i
     with Session(engine) as session:
         ids = db_datasets.item_ids(session=session, dataset_id=ds)
         bid = db_batches.add_batch(
-            session=session, data=Batch(**({"name": "b"} | columns), dataset_id=ds, n_items=len(ids)), item_ids=ids,
-            window=2, sample=1, repeat_group="g",
-        )  # fmt: skip
+            session=session,
+            data=Batch(**({"name": "b"} | columns), dataset_id=ds, n_items=len(ids)),
+            item_ids=ids,
+            window=2,
+            sample=1,
+            repeat_group="g",
+        )
         session.commit()
     return bid
 

@@ -127,12 +127,27 @@ def test_reopening_a_file_db_keeps_its_runs(tmp_path):
 def test_save_and_load_round_trip(engine):
     rounds = two_rounds()
     records = [
-        CallRecord(stage="dce", prompt_version="dce@1", cached=False, requests=2, prompt_tokens=100,
-                   completion_tokens=20, latency_ms=1500.0),
+        CallRecord(
+            stage="dce",
+            prompt_version="dce@1",
+            cached=False,
+            requests=2,
+            prompt_tokens=100,
+            completion_tokens=20,
+            latency_ms=1500.0,
+        ),
         CallRecord(stage="dce", prompt_version="dce@1", cached=True),
-        CallRecord(stage="rai", prompt_version="rai@1", cached=False, requests=1, prompt_tokens=50,
-                   completion_tokens=10, latency_ms=500.0, error="boom"),
-    ]  # fmt: skip
+        CallRecord(
+            stage="rai",
+            prompt_version="rai@1",
+            cached=False,
+            requests=1,
+            prompt_tokens=50,
+            completion_tokens=10,
+            latency_ms=500.0,
+            error="boom",
+        ),
+    ]
     run_id = saved_run(engine, rounds=rounds, records=records, task="semantic", criteria="be strict")
     d = load(engine, run_id)
     assert d.reference == REF and d.candidate == CAND

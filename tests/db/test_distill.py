@@ -21,8 +21,11 @@ def test_batch_item_rows_follow_the_dataset_order(engine):
         assert db.get_batch(session=session, batch_id=bid).dataset_id == ds
         assert db.get_batch(session=session, batch_id=bid + 99) is None
         assert db.get_dataset(session=session, dataset_id=ds).name == "hand"
-        assert [(di.external_id, name) for _bi, di, _doc, name in rows] == [("x0", "hand"), ("x1", "hand"),
-                                                                             ("x2", "hand")]  # fmt: skip
+        assert [(di.external_id, name) for _bi, di, _doc, name in rows] == [
+            ("x0", "hand"),
+            ("x1", "hand"),
+            ("x2", "hand"),
+        ]
         assert all(bi.item_id == di.id and doc.id == di.reference_id for bi, di, doc, _ in rows)
 
 

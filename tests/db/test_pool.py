@@ -22,7 +22,7 @@ def test_every_thread_holds_a_connection_at_once(db_url) -> None:
             with engine.connect() as conn:
                 conn.execute(text("SELECT 1"))
                 all_in.wait()
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException as exc:
             errors.append(exc)
 
     threads = [threading.Thread(target=hold) for _ in range(THREADS)]

@@ -24,7 +24,7 @@ REF = "The bridge opened in 1932. It is 503 metres long."
 CAND = "The bridge opened in 1923. It is 503 metres long."
 
 
-def _insert_0001_data(conn) -> None:  # noqa: ANN001
+def _insert_0001_data(conn) -> None:
     """Rows as version 0001 of the app wrote them (plain SQL: today's models may have moved on)."""
     docs = [(1, hashlib.sha256(REF.encode()).hexdigest(), REF), (2, hashlib.sha256(CAND.encode()).hexdigest(), CAND)]
     for i, sha, body in docs:
@@ -50,10 +50,17 @@ def _insert_0001_data(conn) -> None:  # noqa: ANN001
                 " VALUES (:id, 7, :idx, :t, 2, 0, 0, :z, :zh, 2, 0, :mic, NULL, NULL, :notes, :extras, 2, 2, :c)"
             ),
             {
-                "id": rid, "idx": idx, "t": body, "z": 2 * z_hat - 1, "zh": z_hat, "mic": idx == 1,
-                "notes": json.dumps(["kept note ü"]), "extras": json.dumps([]), "c": WHEN,
+                "id": rid,
+                "idx": idx,
+                "t": body,
+                "z": 2 * z_hat - 1,
+                "zh": z_hat,
+                "mic": idx == 1,
+                "notes": json.dumps(["kept note ü"]),
+                "extras": json.dumps([]),
+                "c": WHEN,
             },
-        )  # fmt: skip
+        )
     sentences = [
         (11, 0, "The bridge opened in 1923.", "inconsistent", "The article says 1932.", -1),
         (11, 1, "It is 503 metres long.", "consistent", "Stated in the article.", 1),

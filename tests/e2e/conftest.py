@@ -18,7 +18,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
 
 
 @pytest.fixture(scope="session")
-def browser():  # noqa: ANN201 - a playwright Browser
+def browser():
     """One Chromium for the whole browser suite: Playwright's sync API runs one instance per thread."""
     from playwright import sync_api
 
@@ -29,6 +29,6 @@ def browser():  # noqa: ANN201 - a playwright Browser
 
 
 @pytest.fixture(scope="session")
-def chromium(browser):  # noqa: ANN001, ANN201
+def chromium(browser):
     """The same shared browser, under the name some modules use."""
     return browser

@@ -69,8 +69,14 @@ def seed(database_url: str, fake_url: str) -> dict:
     try:
         backend = BackendConfig(kind="openai", base_url=fake_url, model="fake-model", max_retries=1)
         run_id = runs.start_run(engine, backend, REFERENCE, CANDIDATE, DCRConfig(max_rounds=1), source="cli")
-        cfg = ce.StudyConfig(criteria=["Conciseness"], scales=["5-P"], granularities=["none"],
-                             models=[ce.ModelSpec.of(backend)], n_samples=2, n_boot=10)  # fmt: skip
+        cfg = ce.StudyConfig(
+            criteria=["Conciseness"],
+            scales=["5-P"],
+            granularities=["none"],
+            models=[ce.ModelSpec.of(backend)],
+            n_samples=2,
+            n_boot=10,
+        )
         study_id = ce.create_study(engine, cfg, ce.sample_items(["Conciseness"], 2), name="rita's study")
         other_study_id = ce.create_study(engine, cfg, ce.sample_items(["Conciseness"], 2), name="another study")
         rater = ce.add_rater(engine, study_id, "Rita Rater")
@@ -85,7 +91,10 @@ def seed(database_url: str, fake_url: str) -> dict:
             share = reports.create_share(session=s, data=ReportShareCreate(kind="run", ref_id=run_id, title="Run"))
             s.commit()
         return {
-            "run_id": run_id, "study_id": study_id, "other_study_id": other_study_id, "dataset_id": ds,
+            "run_id": run_id,
+            "study_id": study_id,
+            "other_study_id": other_study_id,
+            "dataset_id": ds,
             "other_dataset_id": other_ds,
             "links": {
                 "share": f"/Reports?share={share.token}",
@@ -93,7 +102,7 @@ def seed(database_url: str, fake_url: str) -> dict:
                 "rater": f"/Rate?token={rater.token}",
                 "annotator": f"/Annotate?token={an.annotator_token(engine, ada.id)}",
             },
-        }  # fmt: skip
+        }
     finally:
         engine.dispose()
 
@@ -105,9 +114,14 @@ def access_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AccessApp]:
     with FakeOpenAIServer(toy_judge(bad="47 million", fix="40 million")) as fake:
         seeded = seed(database_url, fake.base_url)
         for url in running_app(
-            ROOT, tmp, DATABASE_URL=database_url, STUDIO_PASSWORD=PASSWORD, CONSISTENCY_SPAWN_WORKER="0",
-            LLM_BASE_URL=fake.base_url, LLM_MODEL="fake-model",
-        ):  # fmt: skip
+            ROOT,
+            tmp,
+            DATABASE_URL=database_url,
+            STUDIO_PASSWORD=PASSWORD,
+            CONSISTENCY_SPAWN_WORKER="0",
+            LLM_BASE_URL=fake.base_url,
+            LLM_MODEL="fake-model",
+        ):
             yield AccessApp(url=url, database_url=database_url, **seeded)
     log = (tmp / "streamlit.log").read_text(errors="replace")
     assert "Traceback" not in log, log[-3000:]
@@ -167,8 +181,15 @@ def test_a_link_shows_its_page_only(access_app: AccessApp, pg, kind: str):
         assert "Nobody is assigned this sentence." not in pg.content()
         no_sidebar(pg)
     # Edited URLs: History, Settings, Datasets and another study open nothing for the link holder.
-    for path in ("/History", "/Settings", "/Datasets", f"/ConsEval?study={app.other_study_id}",
-                 f"/ConsEval?study={app.study_id}", f"/Evaluate?run={app.run_id}", "/"):  # fmt: skip
+    for path in (
+        "/History",
+        "/Settings",
+        "/Datasets",
+        f"/ConsEval?study={app.other_study_id}",
+        f"/ConsEval?study={app.study_id}",
+        f"/Evaluate?run={app.run_id}",
+        "/",
+    ):
         pg.goto(app.url + path)
         refused(pg)
         assert CANDIDATE not in pg.content() and "another study" not in pg.content()

@@ -52,9 +52,14 @@ def live_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveApp]:
     database_url = f"sqlite:///{tmp / 'e2e.db'}"
     try:
         for url in running_app(
-            ROOT, tmp, LLM_BASE_URL=fake.base_url, LLM_MODEL="fake-model", LLM_MAX_RETRIES="1",
-            LLM_TIMEOUT="20", DATABASE_URL=database_url,
-        ):  # fmt: skip
+            ROOT,
+            tmp,
+            LLM_BASE_URL=fake.base_url,
+            LLM_MODEL="fake-model",
+            LLM_MAX_RETRIES="1",
+            LLM_TIMEOUT="20",
+            DATABASE_URL=database_url,
+        ):
             yield LiveApp(url=url, fake=fake, database_url=database_url)
     finally:
         fake.stop()

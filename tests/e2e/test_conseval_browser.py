@@ -43,17 +43,27 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[App]:
     try:
         backend = BackendConfig(kind="openai", base_url=fake.base_url, model="fake-model", max_retries=1)
         cfg = ce.StudyConfig(
-            criteria=["Harmlessness", "Conciseness"], scales=["5-P", "7-P", "11-P (POS)", "5-P Likert"],
-            granularities=["none", "long"], models=[ce.ModelSpec.of(backend)], n_samples=3, n_boot=200,
-        )  # fmt: skip
+            criteria=["Harmlessness", "Conciseness"],
+            scales=["5-P", "7-P", "11-P (POS)", "5-P Likert"],
+            granularities=["none", "long"],
+            models=[ce.ModelSpec.of(backend)],
+            n_samples=3,
+            n_boot=200,
+        )
         sid = ce.create_study(engine, cfg, ce.sample_items(cfg.criteria, 4), name="Harm and brevity")
         assert ce.run_study(engine, sid, backends={backend.model: backend}).status == "done"
         token = ce.add_rater(engine, sid, "Ada").token
     finally:
         engine.dispose()
     try:
-        for url in running_app(ROOT, tmp, LLM_BASE_URL=fake.base_url, LLM_MODEL="fake-model",
-                               DATABASE_URL=database_url, CONSISTENCY_SPAWN_WORKER="0"):  # fmt: skip
+        for url in running_app(
+            ROOT,
+            tmp,
+            LLM_BASE_URL=fake.base_url,
+            LLM_MODEL="fake-model",
+            DATABASE_URL=database_url,
+            CONSISTENCY_SPAWN_WORKER="0",
+        ):
             yield App(url, database_url, sid, token)
     finally:
         fake.stop()

@@ -71,16 +71,23 @@ def dhp_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DhpApp]:
     engine = make_engine(database_url)
     try:
         with get_session(engine) as s:
-            sid = dhp.create_set(TASKS["summarization"], ITEMS, name="e2e set", seed=0, session=s,
-                                 only=["typo:minor", "reorder:major"])  # fmt: skip
+            sid = dhp.create_set(
+                TASKS["summarization"], ITEMS, name="e2e set", seed=0, session=s, only=["typo:minor", "reorder:major"]
+            )
     finally:
         engine.dispose()
     fake = FakeOpenAIServer(judge).start()
     try:
         for url in running_app(
-            ROOT, tmp, LLM_BASE_URL=fake.base_url, LLM_MODEL="judge-a", LLM_MAX_RETRIES="1", LLM_TIMEOUT="20",
-            DATABASE_URL=database_url, CONSISTENCY_SPAWN_WORKER="1",
-        ):  # fmt: skip
+            ROOT,
+            tmp,
+            LLM_BASE_URL=fake.base_url,
+            LLM_MODEL="judge-a",
+            LLM_MAX_RETRIES="1",
+            LLM_TIMEOUT="20",
+            DATABASE_URL=database_url,
+            CONSISTENCY_SPAWN_WORKER="1",
+        ):
             yield DhpApp(url=url, database_url=database_url, set_id=sid)
     finally:
         fake.stop()

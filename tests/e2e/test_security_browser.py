@@ -73,7 +73,7 @@ def watch_dialogs(pg) -> list[str]:
     """Every alert/confirm the page opens (none may open), dismissed at once."""
     seen: list[str] = []
 
-    def on_dialog(d) -> None:  # noqa: ANN001
+    def on_dialog(d) -> None:
         seen.append(d.message)
         d.dismiss()
 

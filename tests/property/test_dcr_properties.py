@@ -22,8 +22,17 @@ from tests.fakes import BAD, OK, FakeOpenAIServer
 FIXTURES_OK = [HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
 WORD = st.text(alphabet="abcdefghijklmnopqrstuvwxyz", min_size=2, max_size=8)
 SENTENCE = st.lists(WORD, min_size=2, max_size=8).map(lambda ws: " ".join(ws).capitalize() + ".")
-NEGATIVE_WORDS = ("consistent", "contradict", "not supported", "not entailed", "not mentioned", "not stated",
-                  "not found", "incorrect", "unsupported")  # fmt: skip
+NEGATIVE_WORDS = (
+    "consistent",
+    "contradict",
+    "not supported",
+    "not entailed",
+    "not mentioned",
+    "not stated",
+    "not found",
+    "incorrect",
+    "unsupported",
+)
 
 
 class Answers:

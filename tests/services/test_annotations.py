@@ -133,7 +133,7 @@ def test_two_annotators_labelling_the_same_sentence_at_once_are_both_stored(file
             for j in range(25):
                 barrier.wait(timeout=20)
                 an.label_sentence(file_engine, annotator_id=annotator_id, target=target, sentence_idx=j, label=label)
-        except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
+        except BaseException as exc:
             errors.append(exc)
             barrier.abort()
 
@@ -158,7 +158,7 @@ def test_the_same_annotator_racing_with_itself_keeps_one_label(file_engine):
         try:
             barrier.wait(timeout=20)
             an.label_sentence(file_engine, annotator_id=ada, target=Target.item(items[0]), sentence_idx=0, label=label)
-        except BaseException as exc:  # noqa: BLE001
+        except BaseException as exc:
             errors.append(exc)
 
     threads = [threading.Thread(target=worker, args=(k % 2,)) for k in range(4)]
@@ -277,16 +277,27 @@ def test_labelling_before_assignment_counts_once_assigned(engine):
 def label_some(engine, items: list[int]) -> None:
     ada, bob = people(engine, "ada", "bob")
     an.label_sentence(engine, annotator_id=ada, target=Target.item(items[0]), sentence_idx=0, label=1, note="ok")
-    an.label_sentence(engine, annotator_id=ada, target=Target.item(items[0]), sentence_idx=1, label=0,
-                      note='says "47", the article 40; see, also: line 2\nsecond line')  # fmt: skip
+    an.label_sentence(
+        engine,
+        annotator_id=ada,
+        target=Target.item(items[0]),
+        sentence_idx=1,
+        label=0,
+        note='says "47", the article 40; see, also: line 2\nsecond line',
+    )
     an.label_sentence(engine, annotator_id=bob, target=Target.item(items[0]), sentence_idx=1, label=1)
     an.label_sentence(engine, annotator_id=bob, target=Target.item(items[1]), sentence_idx=2, label=0, note="ünïcode")
 
 
 def snapshot(engine, ds: int) -> list[dict]:
     rows = [json.loads(line) for line in an.export_labels(engine, ds, "jsonl").decode().splitlines()]
-    return [{k: r[k] for k in ("external_id", "item", "sentence_idx", "sentence", "annotator", "label", "note",
-                               "created_at")} for r in rows]  # fmt: skip
+    return [
+        {
+            k: r[k]
+            for k in ("external_id", "item", "sentence_idx", "sentence", "annotator", "label", "note", "created_at")
+        }
+        for r in rows
+    ]
 
 
 @pytest.mark.parametrize("fmt", ["jsonl", "csv"])
@@ -316,13 +327,18 @@ def test_import_rejects_unknown_items_and_mismatched_sentences(engine):
     rows = [
         {"external_id": "x0", "sentence_idx": 0, "sentence": SENTS[0][0], "annotator": "ada", "label": 1},
         {"external_id": "nope", "sentence_idx": 0, "annotator": "ada", "label": 1},
-        {"external_id": "x0", "sentence_idx": 1, "sentence": "It approved 40 million dollars.", "annotator": "ada",
-         "label": 0},
+        {
+            "external_id": "x0",
+            "sentence_idx": 1,
+            "sentence": "It approved 40 million dollars.",
+            "annotator": "ada",
+            "label": 0,
+        },
         {"external_id": "x2", "sentence_idx": 5, "annotator": "ada", "label": 0},
         {"external_id": "x1", "sentence_idx": 0, "annotator": "ada", "label": "maybe"},
         {"external_id": "x1", "sentence_idx": 1, "annotator": "", "label": "inconsistent"},
         {"external_id": "x1", "sentence_idx": 2, "annotator": "carol", "label": "inconsistent"},
-    ]  # fmt: skip
+    ]
     data = ("\n".join(json.dumps(r) for r in rows) + "\n{broken\n").encode()
     n, rejected = an.import_labels(engine, ds, data, "jsonl")
     assert n == 2
@@ -340,8 +356,10 @@ def test_import_rejects_unknown_items_and_mismatched_sentences(engine):
 
 def test_import_uses_the_position_when_external_ids_repeat(engine):
     ds, items = make_dataset(engine, [["A."], ["B."]], external_ids=["same", "same"])
-    data = b'{"external_id": "same", "item": 1, "sentence_idx": 0, "annotator": "ada", "label": 0}\n' \
-           b'{"external_id": "same", "sentence_idx": 0, "annotator": "ada", "label": 0}\n'  # fmt: skip
+    data = (
+        b'{"external_id": "same", "item": 1, "sentence_idx": 0, "annotator": "ada", "label": 0}\n'
+        b'{"external_id": "same", "sentence_idx": 0, "annotator": "ada", "label": 0}\n'
+    )
     n, rejected = an.import_labels(engine, ds, data, "jsonl")
     assert n == 1 and len(rejected) == 1 and "give 'item'" in rejected[0].reason
     assert [x.label for x in an.labels_for_item(engine, items[1])] == [0]
@@ -375,8 +393,13 @@ def hand_made(engine):
     for r, annotator in enumerate(ids):
         for u, (i, j) in enumerate(UNITS):
             if not np.isnan(MATRIX[r, u]):
-                an.label_sentence(engine, annotator_id=annotator, target=Target.item(items[i]), sentence_idx=j,
-                                  label=int(MATRIX[r, u]))  # fmt: skip
+                an.label_sentence(
+                    engine,
+                    annotator_id=annotator,
+                    target=Target.item(items[i]),
+                    sentence_idx=j,
+                    label=int(MATRIX[r, u]),
+                )
     bid = add_batch(engine, ds, MODEL)
     return ds, items, bid
 
@@ -422,18 +445,35 @@ def test_disagreements_lists_exactly_the_differing_sentences(engine):
     # (0,1): ada 0, bob 1, carol 0 -> annotators disagree; (1,1): ada 1 vs carol 0 (tie);
     # (1,2): bob 0, carol 0, model unknown -> agree; (2,0): ada 0, bob 0, carol 1 -> disagree, model 0 agrees.
     assert list(zip(df["item"], df["sentence_idx"], strict=True)) == [(0, 1), (1, 1), (2, 0)]
-    assert list(df.columns) == ["item", "external_id", "sentence_idx", "sentence", "@ada", "@bob", "@carol",
-                                "majority", f"batch #{bid}", "differs"]  # fmt: skip
+    assert list(df.columns) == [
+        "item",
+        "external_id",
+        "sentence_idx",
+        "sentence",
+        "@ada",
+        "@bob",
+        "@carol",
+        "majority",
+        f"batch #{bid}",
+        "differs",
+    ]
     first = df.iloc[0]
     assert (first["@ada"], first["@bob"], first["majority"], first[f"batch #{bid}"]) == (
-        "inconsistent", "consistent", "inconsistent", "inconsistent",
-    )  # fmt: skip
+        "inconsistent",
+        "consistent",
+        "inconsistent",
+        "inconsistent",
+    )
     assert df.iloc[1]["majority"] == "tie" and df.iloc[1]["@bob"] == ""
     assert all(d == "annotators disagree" for d in df["differs"])
 
     # A model that says the opposite on (0,0), where the annotators agree, is listed for that alone.
-    flip = add_batch(engine, ds, [["inconsistent", "inconsistent"], ["consistent", "inconsistent", "unknown"],
-                                  ["inconsistent"]], name="flip")  # fmt: skip
+    flip = add_batch(
+        engine,
+        ds,
+        [["inconsistent", "inconsistent"], ["consistent", "inconsistent", "unknown"], ["inconsistent"]],
+        name="flip",
+    )
     df = an.disagreements(engine, ds, batch_ids=[bid, flip])
     row = df[(df["item"] == 0) & (df["sentence_idx"] == 0)].iloc[0]
     assert row["differs"] == f"model differs: #{flip}"

@@ -43,7 +43,7 @@ def _status_by_item(engine, batch_id: int) -> dict[str, tuple[str, str | None, i
     return {r[0]: (r[1], r[2], r[3]) for r in rows}
 
 
-def _wait(cond, what: str, limit: float = 90.0, about=lambda: "") -> None:  # noqa: ANN001
+def _wait(cond, what: str, limit: float = 90.0, about=lambda: "") -> None:
     deadline = time.monotonic() + limit
     while not cond():
         assert time.monotonic() < deadline, f"gave up waiting: {what} {about()}"
@@ -75,12 +75,14 @@ def test_a_paused_worker_sends_and_writes_nothing_another_worker_finished(tmp_pa
         bid = batches.create_batch(engine, dataset_id=ds, backend=judge_backend(fake), cfg=EVAL, concurrency=2)
         base = {
             **{k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "OPENAI_"))},
-            "PYTHONPATH": os.getcwd(), "DATABASE_URL": db_url, **TIMINGS,
-        }  # fmt: skip
+            "PYTHONPATH": os.getcwd(),
+            "DATABASE_URL": db_url,
+            **TIMINGS,
+        }
         machines = [base | {"DATA_DIR": str(tmp_path / f"machine-{m}")} for m in "ab"]
         logs = [tmp_path / f"worker-{m}.log" for m in "ab"]
         workers = [
-            subprocess.Popen([sys.executable, "-m", "services.worker"], env=env, stderr=open(log, "wb"))  # noqa: SIM115
+            subprocess.Popen([sys.executable, "-m", "services.worker"], env=env, stderr=open(log, "wb"))
             for env, log in zip(machines, logs, strict=True)
         ]
         paused = workers[0]
@@ -94,9 +96,10 @@ def test_a_paused_worker_sends_and_writes_nothing_another_worker_finished(tmp_pa
                 return [i for i, (s, w, _) in _status_by_item(engine, bid).items() if s == "running" and w == wid]
 
             _wait(
-                lambda: len(held_by_paused()) >= 3, "the first worker holds items",
+                lambda: len(held_by_paused()) >= 3,
+                "the first worker holds items",
                 about=lambda: (Counter(_status_by_item(engine, bid).values()), logs[0].read_text(errors="replace")),
-            )  # fmt: skip
+            )
             paused.send_signal(signal.SIGSTOP)
             taken = held_by_paused()
             assert taken, "the paused worker held items"

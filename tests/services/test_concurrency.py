@@ -51,9 +51,15 @@ class Writes:
 
 
 def _writer(
-    url: str, n: int, annotator_id: int, shared_id: int, items: list[int], expert: tuple[int, list, list],
-    until: float, out: Writes,
-) -> None:  # fmt: skip
+    url: str,
+    n: int,
+    annotator_id: int,
+    shared_id: int,
+    items: list[int],
+    expert: tuple[int, list, list],
+    until: float,
+    out: Writes,
+) -> None:
     engine = make_engine(url, migrate=False)
     rng = random.Random(n)
     expert_id, questions, metrics = expert
@@ -65,9 +71,13 @@ def _writer(
                     item = rng.randrange(len(items))
                     sent, label = rng.randrange(2), rng.randrange(2)
                     annotations.label_sentence(
-                        engine, annotator_id=annotator_id, target=Target.item(items[item]), sentence_idx=sent,
-                        label=label, note=f"w{n} op{out.ops}",
-                    )  # fmt: skip
+                        engine,
+                        annotator_id=annotator_id,
+                        target=Target.item(items[item]),
+                        sentence_idx=sent,
+                        label=label,
+                        note=f"w{n} op{out.ops}",
+                    )
                     out.labels[(items[item], sent)] = label
                 elif op == 2:  # everyone as one annotator, on the same sentence: one row, never two
                     label = rng.randrange(2)
@@ -88,13 +98,14 @@ def _writer(
                             data=RunCreate(reference=REFERENCE, candidate=f"Candidate {tag}.", title=tag, model="m"),
                         )
                         save_usage(
-                            session=session, run_id=run.id,
+                            session=session,
+                            run_id=run.id,
                             records=[CallRecord(stage="dce", prompt_version=tag, cached=False, requests=1)],
-                        )  # fmt: skip
+                        )
                         run_id = run.id
                     out.runs.append(run_id)
                     out.usage.append(tag)
-            except Exception as exc:  # noqa: BLE001 - every failed write is reported, none may happen
+            except Exception as exc:
                 out.errors.append(f"writer {n} op {op}: {type(exc).__name__}: {exc}")
             out.ops += 1
     finally:

@@ -133,9 +133,14 @@ ORDINAL = [
 ]
 
 
-@pytest.mark.parametrize(("data", "level", "expected", "tol"), [
-    (DOC, "nominal", 0.691358, 1e-6), (DOC, "interval", 0.810845, 1e-6), (ORDINAL, "ordinal", 0.815, 5e-4),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("data", "level", "expected", "tol"),
+    [
+        (DOC, "nominal", 0.691358, 1e-6),
+        (DOC, "interval", 0.810845, 1e-6),
+        (ORDINAL, "ordinal", 0.815, 5e-4),
+    ],
+)
 def test_alpha_matches_the_documented_examples_with_missing_values(data, level, expected, tol):
     res = stats.krippendorff_alpha(data, level, n_boot=200, seed=1)
     assert res.alpha == pytest.approx(expected, abs=tol)
@@ -240,8 +245,16 @@ def closed_backend(backend):
 @pytest.mark.parametrize("method", ["dicl_r", "dicl_sm"])
 def test_dicl_draws_k_oracle_examples_from_other_items(engine, fake, backend, method):
     fake.responder = scorer()
-    cfg = config(backend, scales=["5-P", "Binary"], granularities=["short"], n_samples=0, methods=["base", method],
-                 oracle="imported", k=2, split="leave-one-out")  # fmt: skip
+    cfg = config(
+        backend,
+        scales=["5-P", "Binary"],
+        granularities=["short"],
+        n_samples=0,
+        methods=["base", method],
+        oracle="imported",
+        k=2,
+        split="leave-one-out",
+    )
     sid = ce.create_study(engine, cfg, items(6, scored=True))
     st = ce.run_study(engine, sid, backends={"judge": backend})
     assert st.status == "done", st.error
@@ -266,9 +279,17 @@ def test_dicl_draws_k_oracle_examples_from_other_items(engine, fake, backend, me
 
 def test_an_endpoint_oracle_is_asked_first_and_gives_accuracy(engine, fake, backend):
     fake.responder = scorer()
-    cfg = config(backend, scales=["5-P"], granularities=["none"], n_samples=2, methods=["base", "dicl_sm"],
-                 oracle="endpoint", oracle_model=ModelSpec.of(backend, "oracle-model"), k=3,
-                 split="leave-one-out")  # fmt: skip
+    cfg = config(
+        backend,
+        scales=["5-P"],
+        granularities=["none"],
+        n_samples=2,
+        methods=["base", "dicl_sm"],
+        oracle="endpoint",
+        oracle_model=ModelSpec.of(backend, "oracle-model"),
+        k=3,
+        split="leave-one-out",
+    )
     sid = ce.create_study(engine, cfg, items(6))
     st = ce.run_study(engine, sid, backends={"judge": backend, "oracle": backend})
     assert st.status == "done", st.error
@@ -287,8 +308,9 @@ def test_cancel_stops_between_chunks(engine, fake, backend, monkeypatch):
     monkeypatch.setattr(ce_run, "CHUNK", 5)
     cfg = config(backend, scales=["5-P"], granularities=["none"], n_samples=4)
     sid = ce.create_study(engine, cfg, items(6))
-    st = ce.run_study(engine, sid, backends={"judge": backend},
-                      on_progress=lambda done, total: ce.request_cancel(engine, sid))  # fmt: skip
+    st = ce.run_study(
+        engine, sid, backends={"judge": backend}, on_progress=lambda done, total: ce.request_cancel(engine, sid)
+    )
     assert st.status == "cancelled" and 0 < st.n_done < st.n_planned
     ce.reopen(engine, sid)
     st = ce.run_study(engine, sid, backends={"judge": backend})
@@ -315,8 +337,10 @@ def test_reading_items_from_jsonl_and_csv():
     )
     got = ce.read_items(jsonl, "x.jsonl", criteria=["Helpfulness", "Factuality"], score_scale="5-P")
     assert [(i.criterion, i.query, i.oracle_score) for i in got] == [
-        ("Helpfulness", "q1", 4.0), ("Factuality", "q1", 4.0), ("Factuality", "q2", None),
-    ]  # fmt: skip
+        ("Helpfulness", "q1", 4.0),
+        ("Factuality", "q1", 4.0),
+        ("Factuality", "q2", None),
+    ]
     array = '[{"query": "q", "response": "r"}, {"query": "q2", "response": "r2"}]'
     assert len(ce.read_items(array, "x.json", criteria=["Helpfulness"])) == 2
     csv_text = "query,response,human_score\nq,r,Yes\n"
@@ -442,14 +466,36 @@ def test_cli_conseval_writes_every_alpha_with_interval_and_n(fake, monkeypatch, 
     monkeypatch.setenv("DATABASE_URL", f"sqlite:///{tmp_path / 'cli.db'}")
     data = tmp_path / "items.jsonl"
     data.write_text(
-        "\n".join(json.dumps({"query": f"q{i}", "response": f"{GOOD if i % 2 else 'bad'} {i}",
-                               "score": 5 if i % 2 else 1}) for i in range(6)),
+        "\n".join(
+            json.dumps({"query": f"q{i}", "response": f"{GOOD if i % 2 else 'bad'} {i}", "score": 5 if i % 2 else 1})
+            for i in range(6)
+        ),
         encoding="utf-8",
-    )  # fmt: skip
+    )
     out = tmp_path / "out.json"
-    code = cli.main(["conseval", "--input", str(data), "--criteria", "helpfulness", "--scales", "5p,7-P,likert",
-                     "--samples", "3", "--definitions", "none,short", "--oracle", "imported", "--score-scale", "5p",
-                     "--boot", "30", "--output", str(out)])  # fmt: skip
+    code = cli.main(
+        [
+            "conseval",
+            "--input",
+            str(data),
+            "--criteria",
+            "helpfulness",
+            "--scales",
+            "5p,7-P,likert",
+            "--samples",
+            "3",
+            "--definitions",
+            "none,short",
+            "--oracle",
+            "imported",
+            "--score-scale",
+            "5p",
+            "--boot",
+            "30",
+            "--output",
+            str(out),
+        ]
+    )
     assert code == 0, capsys.readouterr().err
     report = json.loads(out.read_text(encoding="utf-8"))
     assert report["status"] == "done" and report["calls"] == 6 * 3 * 2 * 4
@@ -504,12 +550,40 @@ def test_figures_show_alphas_with_intervals_by_scale_definition_and_criterion(en
 def test_an_undefined_alpha_is_drawn_hatched_with_its_reason():
     from components.conseval_figures import make_sc_figure
 
-    df = ce.results_frame({"rows": [
-        {"kind": "SC", "value": None, "ci_low": None, "ci_high": None, "n": 3, "note": "Every rating is the same",
-         "model": "m", "method": "base", "mode": "single", "criterion": "C", "granularity": "short", "scale": "5-P"},
-        {"kind": "SC", "value": 0.5, "ci_low": 0.2, "ci_high": 0.7, "n": 3, "note": None,
-         "model": "m", "method": "base", "mode": "single", "criterion": "C", "granularity": "short", "scale": "7-P"},
-    ]})  # fmt: skip
+    df = ce.results_frame(
+        {
+            "rows": [
+                {
+                    "kind": "SC",
+                    "value": None,
+                    "ci_low": None,
+                    "ci_high": None,
+                    "n": 3,
+                    "note": "Every rating is the same",
+                    "model": "m",
+                    "method": "base",
+                    "mode": "single",
+                    "criterion": "C",
+                    "granularity": "short",
+                    "scale": "5-P",
+                },
+                {
+                    "kind": "SC",
+                    "value": 0.5,
+                    "ci_low": 0.2,
+                    "ci_high": 0.7,
+                    "n": 3,
+                    "note": None,
+                    "model": "m",
+                    "method": "base",
+                    "mode": "single",
+                    "criterion": "C",
+                    "granularity": "short",
+                    "scale": "7-P",
+                },
+            ]
+        }
+    )
     bar = make_sc_figure(df).data[0]
     assert list(bar.text) == ["n/a", "0.50"] and bar.marker.pattern.shape[0] == "x"
     assert "Every rating is the same" in bar.hovertext[0]
@@ -518,8 +592,13 @@ def test_an_undefined_alpha_is_drawn_hatched_with_its_reason():
 def test_two_models_are_compared_side_by_side(engine, fake, backend):
     fake.responder = scorer(noisy=True)
     b1, b2 = backend.with_changes(model="model-a"), backend.with_changes(model="model-b")
-    cfg = config(backend, scales=["5-P", "5-P Likert"], granularities=["none"], n_samples=2,
-                 models=[ModelSpec.of(b1, "A"), ModelSpec.of(b2, "B")])  # fmt: skip
+    cfg = config(
+        backend,
+        scales=["5-P", "5-P Likert"],
+        granularities=["none"],
+        n_samples=2,
+        models=[ModelSpec.of(b1, "A"), ModelSpec.of(b2, "B")],
+    )
     sid = ce.create_study(engine, cfg, items(4))
     st = ce.run_study(engine, sid, backends={"A": b1, "B": b2})
     assert st.status == "done" and st.calls == 2 * 4 * 2 * 3

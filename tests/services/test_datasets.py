@@ -37,10 +37,23 @@ def reasons(result: ImportResult) -> dict[int, str]:
 @pytest.mark.parametrize(
     ("value", "expected"),
     [
-        (1, 1), (0, 0), (True, 1), (False, 0), (1.0, 1), ("1", 1), ("0", 0), ("TRUE", 1), ("false", 0),
-        ("Yes", 1), ("no", 0), (" Consistent ", 1), ("INCONSISTENT", 0), ("", None), (None, None),
+        (1, 1),
+        (0, 0),
+        (True, 1),
+        (False, 0),
+        (1.0, 1),
+        ("1", 1),
+        ("0", 0),
+        ("TRUE", 1),
+        ("false", 0),
+        ("Yes", 1),
+        ("no", 0),
+        (" Consistent ", 1),
+        ("INCONSISTENT", 0),
+        ("", None),
+        (None, None),
     ],
-)  # fmt: skip
+)
 def test_parse_label_accepts_the_usual_spellings(value, expected):
     assert ds.parse_label(value) == expected
 
@@ -124,7 +137,7 @@ def test_read_qags_scores_by_majority_and_keeps_rows_going_after_bad_ones():
         qags_row(("Fine.", votes("yes", "maybe", "no"))),
         qags_row(("No votes here.", [])),
         qags_row(("Done.", votes("yes")), article="   "),
-    )  # fmt: skip
+    )
     r = ds.read_qags(data)
     assert (r.format, r.task, r.label_kinds) == ("qags", "summarization", ["score", "binary", "sentence"])
     assert [it.external_id for it in r.items] == ["1", "5"]
@@ -266,14 +279,24 @@ def test_paws_with_another_header_is_refused():
 
 # -- generic JSONL / CSV ------------------------------------------------------------------------
 MAPPING = ColumnMapping(
-    reference="article", candidate="summary", id="key", human_score="score", human_label="label",
+    reference="article",
+    candidate="summary",
+    id="key",
+    human_score="score",
+    human_label="label",
     sentence_labels="sent_labels",
-)  # fmt: skip
+)
 
 
 def test_read_table_jsonl_with_every_kind_of_bad_row():
-    good = {"key": "a", "article": ARTICLE, "summary": "The tower is in Paris. It is iron.", "score": "0.5",
-            "label": "inconsistent", "sent_labels": [1, [0, 0, 1]]}  # fmt: skip
+    good = {
+        "key": "a",
+        "article": ARTICLE,
+        "summary": "The tower is in Paris. It is iron.",
+        "score": "0.5",
+        "label": "inconsistent",
+        "sent_labels": [1, [0, 0, 1]],
+    }
     data = jsonl(
         good,
         "{bad json",
@@ -357,9 +380,13 @@ def test_sniff_columns_and_default_mapping():
     cols = ds.sniff_columns(jsonl({"doc": "a", "claim": "b"}, "bad", {"doc": "c", "claim": "d", "label": 1}), "jsonl")
     assert cols == ["doc", "claim", "label"]
     assert ds.default_mapping(["id", "Article", "Summary", "Label"]) == {
-        "reference": "Article", "candidate": "Summary", "id": "id", "human_score": None, "human_label": "Label",
+        "reference": "Article",
+        "candidate": "Summary",
+        "id": "id",
+        "human_score": None,
+        "human_label": "Label",
         "sentence_labels": None,
-    }  # fmt: skip
+    }
     guessed = ds.default_mapping(cols)
     assert (guessed["reference"], guessed["candidate"], guessed["human_label"]) == ("doc", "claim", "label")
     with pytest.raises(InputError, match="No JSON object"):

@@ -425,19 +425,29 @@ def test_equal_counts_with_a_paragraph_level_reason_do_not_shift_by_position():
 def test_e4_bare_strings_are_scored():
     """Appendix E.4's output: bare strings under "reasons", the first about the two paragraphs."""
     out = dcr.DCEOutput.model_validate(
-        {"is_consistent": False, "reasons": ["The two paragraphs are not consistent.", "This sentence is consistent.",
-                                             "This sentence is not consistent."]}
-    )  # fmt: skip
+        {
+            "is_consistent": False,
+            "reasons": [
+                "The two paragraphs are not consistent.",
+                "This sentence is consistent.",
+                "This sentence is not consistent.",
+            ],
+        }
+    )
     by, left = align([r.sentence for r in out.reason], S[:2], [r.reason for r in out.reason])
     assert by == [1, 2] and left == [0]
 
 
 def test_explicit_verdict_field_and_reason_disagree_is_unknown(fake, client):
     fake.enqueue_json(
-        {"reason": [{"sentence": S[0], "reason": OK, "verdict": "inconsistent"},
-                    {"sentence": S[1], "reason": "The year differs from the article's.", "verdict": "inconsistent"}],
-         "is_consistent": False}
-    )  # fmt: skip
+        {
+            "reason": [
+                {"sentence": S[0], "reason": OK, "verdict": "inconsistent"},
+                {"sentence": S[1], "reason": "The year differs from the article's.", "verdict": "inconsistent"},
+            ],
+            "is_consistent": False,
+        }
+    )
     ev = dcr.evaluate(client, REF, S[:2], CFG)
     assert [v.verdict for v in ev.sentences] == ["unknown", "inconsistent"]
     assert "verdict field" in ev.sentences[0].error
@@ -447,8 +457,12 @@ def test_explicit_verdict_field_and_reason_disagree_is_unknown(fake, client):
 
 def test_other_names_for_the_verdict_and_the_reason_are_read():
     out = dcr.DCEOutput.model_validate(
-        {"reason": [{"sentence": S[0], "explanation": "Matches.", "is_consistent": True},
-                    {"sentence": S[1], "rationale": "The year.", "label": "inconsistent"}]}
-    )  # fmt: skip
+        {
+            "reason": [
+                {"sentence": S[0], "explanation": "Matches.", "is_consistent": True},
+                {"sentence": S[1], "rationale": "The year.", "label": "inconsistent"},
+            ]
+        }
+    )
     assert [(r.reason, r.verdict) for r in out.reason] == [("Matches.", True), ("The year.", "inconsistent")]
     assert [dcr.stated_mark(r.reason, r.verdict)[0] for r in out.reason] == [1, -1]

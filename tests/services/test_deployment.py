@@ -59,20 +59,28 @@ def test_the_api_key_reaches_the_server_and_nothing_else(tmp_path):
     pairs = tmp_path / "pairs.jsonl"
     pairs.write_text(
         "\n".join(
-            json.dumps({"id": f"d{i}", "reference": "The council approved 40 million dollars.",
-                        "candidate": f"Item {i}: the council approved {BAD if i % 2 else '40 million'} dollars.",
-                        "score": i % 2})
+            json.dumps(
+                {
+                    "id": f"d{i}",
+                    "reference": "The council approved 40 million dollars.",
+                    "candidate": f"Item {i}: the council approved {BAD if i % 2 else '40 million'} dollars.",
+                    "score": i % 2,
+                }
+            )
             for i in range(6)
         )
-    )  # fmt: skip
+    )
     log_file = tmp_path / "worker.log"
     with FakeOpenAIServer(responder=toy_judge(BAD, FIX)) as fake:
         env |= {"LLM_BASE_URL": fake.base_url, "LLM_MODEL": "fake-model"}
         cli = [sys.executable, "cli.py"]
         out = subprocess.run(
             [*cli, "batch", "--dataset", str(pairs), "--format", "jsonl", "--score-column", "score", "--enqueue"],
-            env=env, capture_output=True, text=True, timeout=120,
-        )  # fmt: skip
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert out.returncode == 0, out.stderr
         engine = make_engine(env["DATABASE_URL"])
         bid = max(b.id for b in batches.list_batches(engine))
@@ -93,8 +101,11 @@ def test_the_api_key_reaches_the_server_and_nothing_else(tmp_path):
         html = tmp_path / "report.html"
         rep = subprocess.run(
             [*cli, "report", "--run", str(bid), "--output", str(report), "--html", str(html), "--boot", "50"],
-            env=env, capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert rep.returncode == 0, rep.stderr
         engine.dispose()
 
@@ -154,12 +165,14 @@ def test_a_worker_on_another_machine_joins_a_batch_queued_elsewhere(tmp_path, sh
     with FakeOpenAIServer(responder=slow) as fake:
         ds = make_dataset(engine, 40)
         backend = BackendConfig(kind="openai", base_url=fake.base_url, model="fake-model", max_retries=0)
-        bid = batches.create_batch(engine, dataset_id=ds, backend=backend, cfg=dcr.DCRConfig(max_rounds=0),
-                                   concurrency=2)  # fmt: skip
+        bid = batches.create_batch(
+            engine, dataset_id=ds, backend=backend, cfg=dcr.DCRConfig(max_rounds=0), concurrency=2
+        )
         base = {
             **{k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "OPENAI_"))},
-            "PYTHONPATH": os.getcwd(), "DATABASE_URL": shared_db,
-        }  # fmt: skip
+            "PYTHONPATH": os.getcwd(),
+            "DATABASE_URL": shared_db,
+        }
         machines = [base | {"DATA_DIR": str(tmp_path / f"machine-{m}")} for m in "ab"]
         workers = [
             subprocess.Popen([sys.executable, "-m", "services.worker"], env=env, stderr=subprocess.DEVNULL)

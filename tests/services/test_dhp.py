@@ -75,8 +75,16 @@ def frame(spec: dict[str, tuple[str, dict[str, tuple[list[float], list[float]]]]
     for pert, (level, metrics) in spec.items():
         for metric, (orig, pz) in metrics.items():
             for i, (o, p) in enumerate(zip(orig, pz, strict=True)):
-                rows.append({"item_id": f"i{i}", "perturbation": pert, "level": level, "metric": metric,
-                             "original": o, "perturbed": p})  # fmt: skip
+                rows.append(
+                    {
+                        "item_id": f"i{i}",
+                        "perturbation": pert,
+                        "level": level,
+                        "metric": metric,
+                        "original": o,
+                        "perturbed": p,
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -85,11 +93,13 @@ BAD = [2, 3, 2, 1, 3, 2, 2, 3, 1, 2]
 
 
 def test_analyse_levels_weigh_equally_and_expert_weights_feed_d_ew():
-    df = frame({
-        "typo:minor": ("character", {"fluency": (GOOD, BAD), "relevance": (GOOD, GOOD)}),
-        "typo:major": ("character", {"fluency": (GOOD, BAD), "relevance": (GOOD, BAD)}),
-        "reorder": ("sentence", {"fluency": (GOOD, GOOD), "relevance": (GOOD, GOOD)}),
-    })  # fmt: skip
+    df = frame(
+        {
+            "typo:minor": ("character", {"fluency": (GOOD, BAD), "relevance": (GOOD, GOOD)}),
+            "typo:major": ("character", {"fluency": (GOOD, BAD), "relevance": (GOOD, BAD)}),
+            "reorder": ("sentence", {"fluency": (GOOD, GOOD), "relevance": (GOOD, GOOD)}),
+        }
+    )
     ew = {"typo": {"fluency": 1.0}, "reorder": {"fluency": 0.5, "relevance": 0.5}}
     res = dhp.analyse(df, weights=ew, model="m")
     by = {r.perturbation: r for r in res.perturbations}
@@ -195,9 +205,14 @@ def test_llm_perturbations_are_made_by_the_set_job(file_engine, fake, backend, m
     items = [Item("a", "Alpha went to Rome. It rained."), Item("b", "Beta went to Oslo. It snowed.")]
     with get_session(file_engine) as s:
         sid = dhp.create_set(
-            TASKS["summarization"], items, name="t", seed=0, session=s, backend=backend,
+            TASKS["summarization"],
+            items,
+            name="t",
+            seed=0,
+            session=s,
+            backend=backend,
             only=["fictional_entities:minor", "typo:minor"],
-        )  # fmt: skip
+        )
         assert dhp.get_set(sid, session=s).status == "generating"
     jobs.enqueue_dhp("perturb", sid)
     with get_session(file_engine) as s:
@@ -209,9 +224,13 @@ def test_llm_perturbations_are_made_by_the_set_job(file_engine, fake, backend, m
 
 def test_user_tasks_are_stored_and_listed(engine):
     t = perturb.custom_task(
-        "dialogue", "Dialogue", text_label="Reply", source_label="Context",
-        metrics=[("Engagingness", "Is it engaging?")], perturbations=[{"kind": "typo", "k": 2}],
-    )  # fmt: skip
+        "dialogue",
+        "Dialogue",
+        text_label="Reply",
+        source_label="Context",
+        metrics=[("Engagingness", "Is it engaging?")],
+        perturbations=[{"kind": "typo", "k": 2}],
+    )
     with get_session(engine) as s:
         dhp.add_task(t, session=s)
     with get_session(engine) as s:

@@ -14,8 +14,10 @@ from tests.support.distill import C, Row, X, add_batch, make_dataset, many, summ
 
 
 def sent_nli(labels: list[str | None], reasonings: list[str | None]) -> dict:
-    windows = [{"start": i, "end": i + 1, "label": lab, "reasoning": r} for i, (lab, r) in enumerate(zip(labels,
-               reasonings, strict=True))]  # fmt: skip
+    windows = [
+        {"start": i, "end": i + 1, "label": lab, "reasoning": r}
+        for i, (lab, r) in enumerate(zip(labels, reasonings, strict=True))
+    ]
     label = None if None in labels else (X if X in labels else C)
     return {"method": "sent-nli", "label": label, "windows": windows}
 
@@ -23,8 +25,10 @@ def sent_nli(labels: list[str | None], reasonings: list[str | None]) -> dict:
 def dce(verdicts: list[str], reasons: list[str]) -> dict:
     marks = [1 if v == C else -1 for v in verdicts]
     score = (sum(marks) / len(marks) + 1) / 2
-    sentences = [{"index": i, "text": f"s{i}", "verdict": v, "reason": r} for i, (v, r) in
-                 enumerate(zip(verdicts, reasons, strict=True))]  # fmt: skip
+    sentences = [
+        {"index": i, "text": f"s{i}", "verdict": v, "reason": r}
+        for i, (v, r) in enumerate(zip(verdicts, reasons, strict=True))
+    ]
     return {"rounds": [{"round": 0, "score": score, "sentences": sentences}]}
 
 
@@ -44,13 +48,19 @@ def by_item_of(examples) -> dict[int, list]:
 
 def test_reasoning_only_from_correct_judgements_and_gold_labels_for_every_item(engine):
     _, ids = make_dataset(engine, [Row(0, 1), Row(1, 0), Row(2, 1), Row(3, 0), Row(4, None)])
-    bid = add_batch(engine, 1, ids, [
-        summ_nli(C, "Every fact is in the source."),      # right
-        summ_nli(C, "WRONG-1 looks fine to me."),          # wrong: gold inconsistent
-        summ_nli(X, "WRONG-2 the date differs."),          # wrong: gold consistent
-        summ_nli(X, "The summary invents a second vote."),  # right
-        summ_nli(C, "unlabelled item"),
-    ], method="summ-nli")  # fmt: skip
+    bid = add_batch(
+        engine,
+        1,
+        ids,
+        [
+            summ_nli(C, "Every fact is in the source."),  # right
+            summ_nli(C, "WRONG-1 looks fine to me."),  # wrong: gold inconsistent
+            summ_nli(X, "WRONG-2 the date differs."),  # wrong: gold consistent
+            summ_nli(X, "The summary invents a second vote."),  # right
+            summ_nli(C, "unlabelled item"),
+        ],
+        method="summ-nli",
+    )
     ds = distill.build(engine, [bid], split="in-domain", seed=0, test_share=0.2, answer="text")
     everything = [*ds.train, *ds.test]
     assert all("WRONG" not in e.completion for e in everything)
@@ -82,11 +92,17 @@ def test_reasoning_only_from_correct_judgements_and_gold_labels_for_every_item(e
 
 def test_sent_nli_reasoning_is_the_windows_concatenated_and_a_failed_window_gives_none(engine):
     _, ids = make_dataset(engine, [Row(0, 0), Row(1, 0), Row(2, 1)])
-    bid = add_batch(engine, 1, ids, [
-        sent_nli([C, X], ["Window one is supported.", "Window two names the wrong mayor."]),
-        sent_nli([X, None], ["The amount is wrong.", None]),  # a failed window: label unknown, no reasoning
-        sent_nli([C], ["Supported."]),
-    ], method="sent-nli")  # fmt: skip
+    bid = add_batch(
+        engine,
+        1,
+        ids,
+        [
+            sent_nli([C, X], ["Window one is supported.", "Window two names the wrong mayor."]),
+            sent_nli([X, None], ["The amount is wrong.", None]),  # a failed window: label unknown, no reasoning
+            sent_nli([C], ["Supported."]),
+        ],
+        method="sent-nli",
+    )
     items, _ = distill.load_items(engine, [bid])
     j = {x.item_id: x.judgements[0] for x in items}
     assert j[ids[0]].reasoning == "Window one is supported.\nWindow two names the wrong mayor."
@@ -122,8 +138,9 @@ def test_unjudged_items_train_without_reasoning_and_never_reach_the_test_set(eng
 def test_the_first_batch_that_judged_correctly_gives_the_reasoning(engine):
     _, ids = make_dataset(engine, [Row(0, 0), Row(1, 1)])
     summ = add_batch(engine, 1, ids, [summ_nli(C, "Summ says fine."), summ_nli(C, "Summ right.")], method="summ-nli")
-    sent = add_batch(engine, 1, ids, [sent_nli([X], ["Sent finds the error."]), sent_nli([C], ["Sent right."])],
-                     method="sent-nli")  # fmt: skip
+    sent = add_batch(
+        engine, 1, ids, [sent_nli([X], ["Sent finds the error."]), sent_nli([C], ["Sent right."])], method="sent-nli"
+    )
     items, _ = distill.load_items(engine, [summ, sent])
     teacher = {x.item_id: x.teacher() for x in items}
     assert teacher[ids[0]].reasoning == "Sent finds the error." and teacher[ids[0]].batch_id == sent
@@ -229,8 +246,9 @@ def test_json_answers_are_the_apps_summ_nli_exchange_so_a_student_plugs_into_the
 
 def test_labelled_items_no_batch_judged_still_give_prompts_without_reasoning(engine):
     _, ids = make_dataset(engine, [Row(d, d % 2) for d in range(10)])
-    bid = add_batch(engine, 1, ids[:4], [summ_nli(X if d % 2 == 0 else C, f"r{d}") for d in range(4)],
-                    method="summ-nli")  # fmt: skip
+    bid = add_batch(
+        engine, 1, ids[:4], [summ_nli(X if d % 2 == 0 else C, f"r{d}") for d in range(4)], method="summ-nli"
+    )
     items, notes = distill.load_items(engine, [bid])
     assert sorted(x.item_id for x in items) == sorted(ids)
     assert {x.item_id for x in items if x.judgements} == set(ids[:4])

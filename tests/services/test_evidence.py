@@ -186,9 +186,12 @@ def test_a_reworded_sentence_without_new_facts_is_supported(mode) -> None:
 def test_general_vocabulary_marks_a_paraphrase_and_a_rare_word_a_new_fact(lexical) -> None:
     """The same sentence with a novel common word and with a novel rare one: only the rare one costs support."""
     common, rare = evidence.analyse(
-        REF, ["Building work on the schools starts in March, backed by 1,200 workers.",
-              "Building work on the schools starts in March, with 1,200 unionised workers."],
-    )  # fmt: skip
+        REF,
+        [
+            "Building work on the schools starts in March, backed by 1,200 workers.",
+            "Building work on the schools starts in March, with 1,200 unionised workers.",
+        ],
+    )
     assert common.features.reworded >= 1 and common.features.rare == 0
     assert rare.features.rare > 0 and rare.features.reworded < common.features.reworded
     assert common.support > rare.support

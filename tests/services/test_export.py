@@ -32,8 +32,9 @@ def test_plain_text_numbers_and_missing_values_are_left_alone():
 
 
 def test_a_table_keeps_negative_numbers_numeric_and_quotes_text_cells():
-    df = pd.DataFrame({"score": [-0.5, 1.0], "delta": [-3, 4], "error": ["=cmd|' /C calc'!A0", "fine"],
-                       "=header": ["-x", None]})  # fmt: skip
+    df = pd.DataFrame(
+        {"score": [-0.5, 1.0], "delta": [-3, 4], "error": ["=cmd|' /C calc'!A0", "fine"], "=header": ["-x", None]}
+    )
     out = frame_csv(df)
     rows = cells(out)
     assert rows[0] == ["score", "delta", "error", "'=header"]
@@ -72,8 +73,14 @@ def test_the_labels_csv_quotes_a_formula_note_and_imports_it_back_unchanged():
     engine = make_engine("sqlite://")
     ds, items = make_dataset(engine, [["=1+1 is two.", "Fine."]])
     ada = an.create_annotator(engine, "@ada").id
-    an.label_sentence(engine, annotator_id=ada, target=Target.item(items[0]), sentence_idx=0, label=0,
-                      note='=HYPERLINK("http://evil","x")')  # fmt: skip
+    an.label_sentence(
+        engine,
+        annotator_id=ada,
+        target=Target.item(items[0]),
+        sentence_idx=0,
+        label=0,
+        note='=HYPERLINK("http://evil","x")',
+    )
     data = an.export_labels(engine, ds, "csv").decode()
     row = dict(zip(*cells(data)[:2], strict=True))
     assert row["note"] == '\'=HYPERLINK("http://evil","x")' and row["annotator"] == "'@ada"

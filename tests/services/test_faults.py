@@ -28,7 +28,7 @@ FAILS_WHILE_FLAKY = {"drop", "500", "stall"}  # every attempt fails: the item is
 
 
 class _FaultyHandler(_Handler):
-    def _send(self, status, payload, headers=None):  # noqa: ANN001
+    def _send(self, status, payload, headers=None):
         if (headers or {}).get(DROP):  # close the connection without a word
             self.close_connection = True
             try:

@@ -394,13 +394,13 @@ def stored_key(backend: BackendConfig, messages=MSGS, prompt_version="test@1", s
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
-def make_cache(kind: str, engine) -> ResponseCache:  # noqa: ANN001
+def make_cache(kind: str, engine) -> ResponseCache:
     if kind == "memory":
         return MemoryCache()
     return SqlCache(engine) if kind == "sql" else BufferedSqlCache(engine)
 
 
-def flush(cache: ResponseCache, engine) -> None:  # noqa: ANN001
+def flush(cache: ResponseCache, engine) -> None:
     """What the batch's one writer does; the other caches have nothing buffered."""
     if isinstance(cache, BufferedSqlCache):
         with engine.begin() as conn:
@@ -412,10 +412,16 @@ def test_an_answer_cached_by_an_earlier_version_is_still_a_hit(fake, backend, en
     with engine.begin() as conn:  # the row as earlier versions stored it
         conn.execute(
             LLMCacheEntry.__table__.insert(),
-            [{"key": stored_key(backend), "model": "fake-model", "prompt_version": "test@1",
-              "payload": {"raw": '{"answer": 42}', "prompt_tokens": 12, "completion_tokens": 3},
-              "created_at": datetime(2025, 1, 1, tzinfo=UTC)}],
-        )  # fmt: skip
+            [
+                {
+                    "key": stored_key(backend),
+                    "model": "fake-model",
+                    "prompt_version": "test@1",
+                    "payload": {"raw": '{"answer": 42}', "prompt_tokens": 12, "completion_tokens": 3},
+                    "created_at": datetime(2025, 1, 1, tzinfo=UTC),
+                }
+            ],
+        )
     ledger = UsageLedger()
     res = ask(get_client(backend, cache=make_cache(kind, engine), ledger=ledger))
     assert res.ok and res.cached and res.value == Answer(answer=42)

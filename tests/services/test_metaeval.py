@@ -216,8 +216,9 @@ def test_figure3_compares_amc_the_models_flag_and_a_paragraph_batch(engine):
 def test_figure3_has_no_row_without_amc_for_the_evidence_checker(engine):
     ds, _ = seed(engine, HAND)
     # The evidence checker records its own all-consistent verdict as the flag; it is no model's answer.
-    eid = add_batch(engine, ds, [Item([[X if i in (1, 2) else C]], flag=i not in (1, 2)) for i in range(8)],
-                    method="evidence")  # fmt: skip
+    eid = add_batch(
+        engine, ds, [Item([[X if i in (1, 2) else C]], flag=i not in (1, 2)) for i in range(8)], method="evidence"
+    )
     f = metaeval.figure3(engine, eid)
     assert len(f.frame) == 1
     assert not f.frame["evaluator"].str.contains("without AMC").any()
@@ -244,8 +245,11 @@ def test_baselines_are_computed_once_cached_and_tabled_next_to_the_model(engine,
     monkeypatch.setattr(bl, "embedding_similarity", fake_embeddings)
     monkeypatch.setattr(bl, "embeddings_available", lambda: (True, "fake"))
     assert metaeval.missing_baselines(engine, ids, with_embeddings=True) == {
-        "rouge2_precision": 8, "rougeL_precision": 8, "evidence_lexical": 8, "embedding_minilm": 8,
-    }  # fmt: skip
+        "rouge2_precision": 8,
+        "rougeL_precision": 8,
+        "evidence_lexical": 8,
+        "embedding_minilm": 8,
+    }
     added = metaeval.compute_baselines(engine, ids[:3], with_embeddings=False)
     assert added == {"rouge2_precision": 3, "rougeL_precision": 3, "evidence_lexical": 3}
     table = metaeval.baselines(engine, ds, ids, with_embeddings=True, df=df, model_label="DCE", n_boot=50)
@@ -285,9 +289,12 @@ def test_bundle_has_prompt_hashes_the_dataset_sha_and_never_the_key(engine):
     ds = make_dataset(engine, HAND)
     secret = "sk-very-secret-key-123"
     backend = BackendConfig(
-        kind="openai", base_url="https://user:pw@api.example.com/v1?token=abc", model="gpt-x",
-        api_key=SecretStr(secret), temperature=0.2,
-    )  # fmt: skip
+        kind="openai",
+        base_url="https://user:pw@api.example.com/v1?token=abc",
+        model="gpt-x",
+        api_key=SecretStr(secret),
+        temperature=0.2,
+    )
     bid = batches.create_batch(engine, dataset_id=ds, backend=backend, cfg=dcr.DCRConfig(amc="llm", max_rounds=1))
     b = metaeval.bundle(engine, bid, seed=7)
     text = json.dumps(b)
@@ -353,15 +360,20 @@ def test_a_real_batch_against_the_fake_judge_feeds_every_table(tmp_path):
 def test_summeval_correlation_is_averaged_per_document_with_the_pooled_one_beside_it():
     """DCR Table 2 (after Zhong et al., as G-Eval computes it): correlate each document's summaries, average."""
     df = pd.DataFrame(
-        {"status": "done", "score": [0.1, 0.2, 0.3, 0.9, 0.8, 0.7, 0.5, 0.5],
-         "human_score": [1, 2, 3, 1, 2, 3, 1, 2], "human_label": np.nan,
-         "document_id": [1, 1, 1, 2, 2, 2, 3, 3]}
-    )  # fmt: skip
+        {
+            "status": "done",
+            "score": [0.1, 0.2, 0.3, 0.9, 0.8, 0.7, 0.5, 0.5],
+            "human_score": [1, 2, 3, 1, 2, 3, 1, 2],
+            "human_label": np.nan,
+            "document_id": [1, 1, 1, 2, 2, 2, 3, 3],
+        }
+    )
     c = metaeval.correlations(df, n_boot=0)
     rows = c.frame().set_index("statistic")
     # document 1: rho = 1, document 2: rho = -1, document 3: the model's scores are constant (skipped)
     assert rows.loc["spearman (per document)", "value"] == pytest.approx(0.0)
     assert "2 documents; 1 skipped" in rows.loc["spearman (per document)", "note"]
-    assert rows.loc["spearman", "value"] == pytest.approx(stats.correlation(df["score"], df["human_score"],
-                                                                           "spearman", n_boot=0).r)  # fmt: skip
+    assert rows.loc["spearman", "value"] == pytest.approx(
+        stats.correlation(df["score"], df["human_score"], "spearman", n_boot=0).r
+    )
     assert "Pooled" in rows.loc["spearman", "note"]

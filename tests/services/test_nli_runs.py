@@ -23,8 +23,10 @@ def test_compare_runs_each_method_as_its_own_grouped_run(fake, backend, engine):
     assert sent.score == pytest.approx(2 / 3) and sent.window == 1
     qa, qa_run = by["qg-qa"]
     assert [(p["expected_answer"], p["judgement"]) for p in qa.detail["pairs"]] == [
-        ("Paris", "consistent"), ("1999", "inconsistent"), ("iron", "consistent"),
-    ]  # fmt: skip
+        ("Paris", "consistent"),
+        ("1999", "inconsistent"),
+        ("iron", "consistent"),
+    ]
     assert qa_run.usage["calls"] == 6  # one QG and one QA per sentence
     assert by["summ-nli"][1].usage["calls"] == 1 and by["sent-nli"][1].usage["calls"] == 3
     dce, dce_run = by["dce-amc"]
@@ -39,8 +41,9 @@ def test_window_groups_sentences_and_each_window_is_judged_once(fake, backend, e
     run_id = runs.start_method_run(engine, backend, REF, CAND, "sent-nli", window=2)
     m = runs.load_method(engine, run_id)
     assert [(w["start"], w["end"], w["label"]) for w in m.detail["windows"]] == [
-        (0, 2, "inconsistent"), (2, 3, "consistent"),
-    ]  # fmt: skip
+        (0, 2, "inconsistent"),
+        (2, 3, "consistent"),
+    ]
     assert [s["verdict"] for s in m.detail["sentences"]] == ["inconsistent", "inconsistent", "consistent"]
     assert len(fake.requests) == 2 and m.label == "inconsistent"
     assert runs.load(engine, run_id).run.prompt_versions["window"] == "2"

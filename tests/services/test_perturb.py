@@ -31,9 +31,13 @@ def test_table_2_k_per_task():
     assert len(TASKS["summarization"].perturbations) == 12
     story = {p.key: p.k for p in TASKS["story"].perturbations}
     assert story == {
-        "char_deletion": 5, "typo": 5, "fictional_entities": None, "grammar": None, "random_ending": None,
+        "char_deletion": 5,
+        "typo": 5,
+        "fictional_entities": None,
+        "grammar": None,
+        "random_ending": None,
         "wrong_ending": None,
-    }  # fmt: skip
+    }
     qa = {p.key: p.k for p in TASKS["qa"].perturbations}
     assert qa["char_deletion:minor"] == 5 and qa["char_deletion:major"] == 25 and "random_answer" in qa
     tr = {p.key: p.k for p in TASKS["translation"].perturbations}
@@ -147,15 +151,20 @@ def last_prompt(fake) -> str:
 
 def test_custom_tasks_are_checked():
     t = perturb.custom_task(
-        "dialogue", "Dialogue", text_label="Reply", source_label="Context",
-        metrics=[("Engagingness", "Is it engaging?")], perturbations=[{"kind": "typo", "k": 3}],
-    )  # fmt: skip
+        "dialogue",
+        "Dialogue",
+        text_label="Reply",
+        source_label="Context",
+        metrics=[("Engagingness", "Is it engaging?")],
+        perturbations=[{"kind": "typo", "k": 3}],
+    )
     assert t.metric_names == ["Engagingness"] and t.perturbations[0].k == 3
     with pytest.raises(ValueError, match="built-in"):
         perturb.custom_task("qa", "x", text_label="a", source_label=None, metrics=[("m", "")], perturbations=[])
     with pytest.raises(ValueError, match="Unknown perturbation"):
-        perturb.custom_task("zz", "x", text_label="a", source_label=None, metrics=[("m", "")],
-                            perturbations=[{"kind": "nope"}])  # fmt: skip
+        perturb.custom_task(
+            "zz", "x", text_label="a", source_label=None, metrics=[("m", "")], perturbations=[{"kind": "nope"}]
+        )
 
 
 def test_the_sample_set_has_items_for_every_task_and_they_perturb():

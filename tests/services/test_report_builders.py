@@ -45,15 +45,31 @@ def nli_batch(engine, ds_id: int, item_ids: list[int], labels: list[str | None],
     from db.models import Batch, BatchItem
 
     with Session(engine) as s:
-        b = Batch(dataset_id=ds_id, method=method, status="done", model="teacher", n_items=len(item_ids),
-                  params={"window": 1, "api_key": "sk-never-shown"})  # fmt: skip
+        b = Batch(
+            dataset_id=ds_id,
+            method=method,
+            status="done",
+            model="teacher",
+            n_items=len(item_ids),
+            params={"window": 1, "api_key": "sk-never-shown"},
+        )
         s.add(b)
         s.flush()
         for item_id, lab in zip(item_ids, labels, strict=True):
             score = None if lab is None else float(lab == "consistent")
             rec = {"method": method, "label": lab, "summary": {"label": lab, "reasoning": f"why {lab} {item_id}"}}
-            s.add(BatchItem(batch_id=b.id, item_id=item_id, status="done" if lab else "failed", score=score,
-                            final_score=score, n_rounds=1, calls=2, result=rec))  # fmt: skip
+            s.add(
+                BatchItem(
+                    batch_id=b.id,
+                    item_id=item_id,
+                    status="done" if lab else "failed",
+                    score=score,
+                    final_score=score,
+                    n_rounds=1,
+                    calls=2,
+                    result=rec,
+                )
+            )
         s.commit()
         return b.id
 
@@ -138,8 +154,14 @@ def test_dhp_report_has_discernment_tests_and_the_perturbed_pairs(tmp_path, fake
     from services.dhp.perturb import TASKS, Item
     from tests.support.dhp import judge_fluency_only
 
-    items = [Item(f"s{i}", f"The council met on day {i} in Leeds. It approved {40 + i} million pounds. Work starts "
-                  "soon.", f"a {i}") for i in range(6)]  # fmt: skip
+    items = [
+        Item(
+            f"s{i}",
+            f"The council met on day {i} in Leeds. It approved {40 + i} million pounds. Work starts soon.",
+            f"a {i}",
+        )
+        for i in range(6)
+    ]
     engine = make_engine(f"sqlite:///{tmp_path / 'dhp.db'}")  # the run scores in threads: a file database
     fake.responder = judge_fluency_only({it.text for it in items})
     with get_session(engine) as s:

@@ -16,8 +16,13 @@ def test_a_survey_asks_one_question_per_quality_issue(engine):
     with get_session(engine) as s:
         got = sv.get_survey(sid, session=s)
     assert [q["key"] for q in got.questions] == [
-        "char_deletion", "typo", "fictional_entities", "grammar", "reorder", "rewrite_insert",
-    ]  # fmt: skip
+        "char_deletion",
+        "typo",
+        "fictional_entities",
+        "grammar",
+        "reorder",
+        "rewrite_insert",
+    ]
     assert [m["name"] for m in got.metrics] == ["Coherence", "Consistency", "Fluency", "Relevance"]
     assert all(q["issue"] for q in got.questions) and got.status == "open"
 
@@ -86,9 +91,13 @@ def test_agreement_is_krippendorff_alpha_nominal(engine):
     answers = {
         a: {"char_deletion": "Fluency", "typo": "Fluency", "reorder": "Coherence", "grammar": "Fluency"},
         b: {"char_deletion": "Fluency", "typo": "Fluency", "reorder": "Coherence", "grammar": "Coherence"},
-        c: {"char_deletion": "Fluency", "typo": "Relevance", "reorder": "Coherence",
-            "fictional_entities": "Consistency"},
-    }  # fmt: skip
+        c: {
+            "char_deletion": "Fluency",
+            "typo": "Relevance",
+            "reorder": "Coherence",
+            "fictional_entities": "Consistency",
+        },
+    }
     for e, qs in answers.items():
         for q, m in qs.items():
             cast(engine, e, q, m)
@@ -106,9 +115,14 @@ def test_agreement_is_krippendorff_alpha_nominal(engine):
         sv.close(sid, session=s)
     with get_session(engine) as s:
         found, w = sv.closed_weights("summarization", session=s)
-    assert found.id == sid and w.weights["typo"] == pytest.approx({
-        "Coherence": 0, "Consistency": 0, "Fluency": 2 / 3, "Relevance": 1 / 3,
-    })  # fmt: skip
+    assert found.id == sid and w.weights["typo"] == pytest.approx(
+        {
+            "Coherence": 0,
+            "Consistency": 0,
+            "Fluency": 2 / 3,
+            "Relevance": 1 / 3,
+        }
+    )
 
 
 def test_experts_voting_at_the_same_moment_lose_nothing(file_engine):
@@ -126,7 +140,7 @@ def test_experts_voting_at_the_same_moment_lose_nothing(file_engine):
                 cast(file_engine, e, q, "Coherence")
             for q in questions:  # and each changes their mind once, at the same time as the others
                 cast(file_engine, e, q, "Fluency" if e % 2 else "Relevance")
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException as exc:
             errors.append(exc)
 
     threads = [threading.Thread(target=expert, args=(e,)) for e in ids]

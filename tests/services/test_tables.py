@@ -95,8 +95,11 @@ def test_the_size_limit_holds_where_the_caller_asks_for_it():
 def test_lenient_records_keep_reading_after_a_bad_row():
     header, found = tables.records("a,b\n1,2\n3\n\n5,6\n", "csv")
     assert header == ["a", "b"]
-    assert list(found) == [(2, {"a": "1", "b": "2"}, None), (3, None, "has 1 fields but the header has 2"),
-                           (5, {"a": "5", "b": "6"}, None)]  # fmt: skip
+    assert list(found) == [
+        (2, {"a": "1", "b": "2"}, None),
+        (3, None, "has 1 fields but the header has 2"),
+        (5, {"a": "5", "b": "6"}, None),
+    ]
     _, found = tables.records('{"a": 1}\nnot json\n{"a": 2}\n', "jsonl")
     rows = list(found)
     assert [r[0] for r in rows] == [1, 2, 3] and rows[1][2].startswith("not valid JSON")

@@ -17,7 +17,7 @@ SHORT = "x-fault-short"  # announce the whole body, send this many bytes, close
 
 
 class _CuttingHandler(_Handler):
-    def _send(self, status, payload, headers=None):  # noqa: ANN001
+    def _send(self, status, payload, headers=None):
         headers = dict(headers or {})
         cut, short = headers.pop(CUT, None), headers.pop(SHORT, None)
         if cut is None and short is None:
@@ -52,16 +52,19 @@ def fake():
         yield server
 
 
-def client_for(fake, cache=None, **kw) -> LLMClient:  # noqa: ANN001
+def client_for(fake, cache=None, **kw) -> LLMClient:
     backend = BackendConfig(kind="openai", base_url=fake.base_url, model="fake-model", max_retries=0, timeout=5, **kw)
     return get_client(backend, cache=cache)
 
 
-def ask(client: LLMClient):  # noqa: ANN201
+def ask(client: LLMClient):
     return client.chat_json(
-        [{"role": "user", "content": "Judge."}], parse=Verdicts.model_validate, schema=Verdicts.model_json_schema(),
-        prompt_version="t1", stage="dce",
-    )  # fmt: skip
+        [{"role": "user", "content": "Judge."}],
+        parse=Verdicts.model_validate,
+        schema=Verdicts.model_json_schema(),
+        prompt_version="t1",
+        stage="dce",
+    )
 
 
 def test_an_answer_stopped_at_max_tokens_is_a_failure_and_is_never_cached(fake):
@@ -146,7 +149,7 @@ def test_a_batch_item_whose_answers_were_cut_off_fails_with_the_reason_and_a_rer
     judge = toy_judge(BAD, FIX)
     cutting = {"on": True}
 
-    def responder(body: dict):  # noqa: ANN202
+    def responder(body: dict):
         if body["messages"][-1]["content"].startswith("Your previous answer"):
             body = {**body, "messages": body["messages"][:-2]}
         answer = json.dumps(judge(body))

@@ -17,8 +17,10 @@ def test_the_corpus_is_broad():
     verdicts = [r["verdict"] for r in CORPUS]
     assert len(CORPUS) >= 150
     assert {v: verdicts.count(v) >= 20 for v in ("consistent", "inconsistent", "unknown")} == {
-        "consistent": True, "inconsistent": True, "unknown": True,
-    }  # fmt: skip
+        "consistent": True,
+        "inconsistent": True,
+        "unknown": True,
+    }
 
 
 @pytest.mark.parametrize("row", CORPUS, ids=[r["reason"][:60] for r in CORPUS])
@@ -36,9 +38,18 @@ def test_a_stated_verdict_is_never_flipped_by_decoration(row):
 
 @pytest.mark.parametrize(
     ("value", "mark"),
-    [("consistent", 1), ("Inconsistent", -1), ("not consistent", -1), (True, 1), (False, -1), (-1, -1), ("", None),
-     ("maybe", None), (None, None)],
-)  # fmt: skip
+    [
+        ("consistent", 1),
+        ("Inconsistent", -1),
+        ("not consistent", -1),
+        (True, 1),
+        (False, -1),
+        (-1, -1),
+        ("", None),
+        ("maybe", None),
+        (None, None),
+    ],
+)
 def test_verdict_field_values(value, mark):
     assert verdict_word(value) == mark
 

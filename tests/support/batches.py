@@ -30,10 +30,14 @@ def make_dataset(engine, n: int, *, bad_every: int = 2) -> int:
             cand = f"Item {i}: the council approved {amount} dollars. Work starts in March."
             session.add(
                 DatasetItem(
-                    dataset_id=ds.id, idx=i, external_id=f"x{i}", reference_id=ref.id, candidate=cand,
+                    dataset_id=ds.id,
+                    idx=i,
+                    external_id=f"x{i}",
+                    reference_id=ref.id,
+                    candidate=cand,
                     sentences=split_sentences(cand),
                 )
-            )  # fmt: skip
+            )
         session.commit()
         return ds.id
 

@@ -79,7 +79,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def wait_healthy(url: str, proc, log, deadline_s: float = 60) -> None:  # noqa: ANN001
+def wait_healthy(url: str, proc, log, deadline_s: float = 60) -> None:
     """Wait for Streamlit's health endpoint; fail with the log's tail if it exits or never answers."""
     import time
     import urllib.request
@@ -98,7 +98,7 @@ def wait_healthy(url: str, proc, log, deadline_s: float = 60) -> None:  # noqa: 
     raise RuntimeError(f"streamlit was not healthy within {deadline_s:g} s:\n{log.read_text(errors='replace')[-3000:]}")
 
 
-def running_app(root, tmp, **env_overrides: str):  # noqa: ANN001, ANN201
+def running_app(root, tmp, **env_overrides: str):
     """Start the real app (`streamlit run app.py`) on a free port with a clean environment; yield its URL."""
     import os
     import subprocess
@@ -113,10 +113,22 @@ def running_app(root, tmp, **env_overrides: str):  # noqa: ANN001, ANN201
     port = free_port()
     log = tmp / "streamlit.log"
     cmd = [
-        sys.executable, "-m", "streamlit", "run", "app.py",
-        "--server.port", str(port), "--server.address", "127.0.0.1", "--server.headless", "true",
-        "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false",
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        "app.py",
+        "--server.port",
+        str(port),
+        "--server.address",
+        "127.0.0.1",
+        "--server.headless",
+        "true",
+        "--server.fileWatcherType",
+        "none",
+        "--browser.gatherUsageStats",
+        "false",
+    ]
     with open(log, "wb") as out:
         proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
@@ -132,14 +144,14 @@ def running_app(root, tmp, **env_overrides: str):  # noqa: ANN001, ANN201
             proc.wait(timeout=10)
 
 
-def in_browser(fn, name: str, *, viewport: dict | None = None):  # noqa: ANN001, ANN201
+def in_browser(fn, name: str, *, viewport: dict | None = None):
     """Run fn(page) in a fresh Chromium on a thread of its own (outside the shared browser's thread);
     a full-page screenshot if it fails."""
     from concurrent.futures import ThreadPoolExecutor
 
     from playwright import sync_api
 
-    def work():  # noqa: ANN202
+    def work():
         with sync_api.sync_playwright() as p:
             browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
             context = browser.new_context(viewport=viewport or VIEWPORT)

@@ -78,8 +78,14 @@ def seeded_study(judge, *, n_items: int = 4) -> int:
     judge.responder = scorer()
     eng = db.engine.get_engine()
     backend = BackendConfig(kind="openai", base_url=judge.base_url, model="fake-model", max_retries=0)
-    cfg = ce.StudyConfig(criteria=["Conciseness"], scales=["5-P", "Binary", "10-P"], granularities=["none"],
-                         models=[ce.ModelSpec.of(backend)], n_samples=2, n_boot=30)  # fmt: skip
+    cfg = ce.StudyConfig(
+        criteria=["Conciseness"],
+        scales=["5-P", "Binary", "10-P"],
+        granularities=["none"],
+        models=[ce.ModelSpec.of(backend)],
+        n_samples=2,
+        n_boot=30,
+    )
     sid = ce.create_study(eng, cfg, ce.sample_items(["Conciseness"], n_items))
     ce.run_study(eng, sid, backends={backend.model: backend})
     return sid

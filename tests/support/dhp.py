@@ -25,7 +25,10 @@ def judge_fluency_only(originals: set[str]):
 def council_items(n: int) -> list[Item]:
     """n short summaries of council meetings, each with its own numbers and article."""
     return [
-        Item(f"s{i}", f"The council met on day {i} in Leeds. It approved {40 + i} million pounds. Work starts soon.",
-             f"article {i}")
+        Item(
+            f"s{i}",
+            f"The council met on day {i} in Leeds. It approved {40 + i} million pounds. Work starts soon.",
+            f"article {i}",
+        )
         for i in range(n)
-    ]  # fmt: skip
+    ]

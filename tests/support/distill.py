@@ -33,8 +33,15 @@ def make_dataset(engine, rows: list[Row], *, name: str = "ds") -> tuple[int, lis
                 s.flush()
                 docs[r.doc] = d.id
             summary = r.summary or f"{name} summary {i} of document {r.doc}."
-            di = DatasetItem(dataset_id=ds.id, idx=i, external_id=f"{name}-{i}", reference_id=docs[r.doc],
-                             candidate=summary, sentences=[summary], human_label=r.gold)  # fmt: skip
+            di = DatasetItem(
+                dataset_id=ds.id,
+                idx=i,
+                external_id=f"{name}-{i}",
+                reference_id=docs[r.doc],
+                candidate=summary,
+                sentences=[summary],
+                human_label=r.gold,
+            )
             s.add(di)
             s.flush()
             ids.append(di.id)
@@ -55,16 +62,23 @@ C, X = "consistent", "inconsistent"
 def add_batch(engine, dataset_id: int, item_ids: list[int], results: list[dict | None], *, method: str) -> int:
     """A finished batch with these stored results (None: the item failed)."""
     with Session(engine) as s:
-        b = Batch(dataset_id=dataset_id, method=method, status="done", model="teacher", n_items=len(item_ids),
-                  prompt_versions={"evaluator": f"{method}@1"})  # fmt: skip
+        b = Batch(
+            dataset_id=dataset_id,
+            method=method,
+            status="done",
+            model="teacher",
+            n_items=len(item_ids),
+            prompt_versions={"evaluator": f"{method}@1"},
+        )
         s.add(b)
         s.flush()
         for item_id, res in zip(item_ids, results, strict=True):
             score = None
             if res is not None and "rounds" in res:
                 score = res["rounds"][0]["score"]
-            s.add(BatchItem(batch_id=b.id, item_id=item_id, status="done" if res else "failed", score=score,
-                            result=res))  # fmt: skip
+            s.add(
+                BatchItem(batch_id=b.id, item_id=item_id, status="done" if res else "failed", score=score, result=res)
+            )
         s.commit()
         return b.id
 

@@ -25,10 +25,16 @@ def seed(engine, n: int = 8) -> int:
             cand = f"Item {i}: the council approved {BAD if wrong else '40 million'} dollars." + " Work starts." * i
             session.add(
                 DatasetItem(
-                    dataset_id=ds.id, idx=i, external_id=str(i), reference_id=ref.id, candidate=cand,
-                    sentences=split_sentences(cand), human_label=0 if wrong else 1, human_score=0.0 if wrong else 1.0,
+                    dataset_id=ds.id,
+                    idx=i,
+                    external_id=str(i),
+                    reference_id=ref.id,
+                    candidate=cand,
+                    sentences=split_sentences(cand),
+                    human_label=0 if wrong else 1,
+                    human_score=0.0 if wrong else 1.0,
                     extra={"error_type": "number" if i % 4 == 0 else "entity"} if wrong else {},
                 )
-            )  # fmt: skip
+            )
         session.commit()
         return ds.id

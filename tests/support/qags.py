@@ -20,8 +20,12 @@ def qags_alpha() -> float:
     worker did not label a sentence) is built here from the JSON lines, with no app code, and handed to
     `krippendorff.alpha` (Castro 2017, the package in requirements.txt). It gives 0.5135443929556389.
     """
-    sentences = [s for line in QAGS_FILE.read_text(encoding="utf-8").splitlines() if line.strip()
-                 for s in json.loads(line)["summary_sentences"]]  # fmt: skip
+    sentences = [
+        s
+        for line in QAGS_FILE.read_text(encoding="utf-8").splitlines()
+        if line.strip()
+        for s in json.loads(line)["summary_sentences"]
+    ]
     workers = sorted({r["worker_id"] for s in sentences for r in s["responses"]})
     row = {w: i for i, w in enumerate(workers)}
     matrix = np.full((len(workers), len(sentences)), np.nan)

@@ -42,7 +42,7 @@ from services.dcr.evidence.minilm import (
     lexical_only,
     model_name,
     torch_threads,
-)  # fmt: skip
+)
 from services.dcr.evidence.text import (
     Span,
     SpanKind,
@@ -54,20 +54,54 @@ from services.dcr.evidence.text import (
     _unit_key,
     novel_ratio,
     novel_spans,
-)  # fmt: skip
+)
 from services.dcr.results import Evaluation, SentenceVerdict, score_evaluation
 from services.text import split_sentences
 
 log = logging.getLogger(__name__)
 
 __all__ = [  # the checker's API, with what it re-exports from its parts (text, alignment, minilm)
-    "ABSTAIN_BAND", "AGGREGATES", "BATCH_SIZE", "FEATURES", "SCORE_BIAS", "SCORE_WEIGHTS", "THRESHOLD", "TOP_K",
-    "VERSION", "Embedder", "Evidence", "Features", "MiniLM", "Role", "SentenceEvidence", "Span", "SpanKind",
-    "_reference_sentences", "aggregate", "align", "analyse", "analyse_many", "bulk", "check", "check_many",
-    "default_embedder", "embedder_label", "embeddings", "embeddings_available", "free_cores", "lexical_only",
-    "mode_of", "model_name", "novel_ratio", "novel_spans", "score_of", "scores", "summary_score", "to_evaluation",
+    "ABSTAIN_BAND",
+    "AGGREGATES",
+    "BATCH_SIZE",
+    "FEATURES",
+    "SCORE_BIAS",
+    "SCORE_WEIGHTS",
+    "THRESHOLD",
+    "TOP_K",
+    "VERSION",
+    "Embedder",
+    "Evidence",
+    "Features",
+    "MiniLM",
+    "Role",
+    "SentenceEvidence",
+    "Span",
+    "SpanKind",
+    "_reference_sentences",
+    "aggregate",
+    "align",
+    "analyse",
+    "analyse_many",
+    "bulk",
+    "check",
+    "check_many",
+    "default_embedder",
+    "embedder_label",
+    "embeddings",
+    "embeddings_available",
+    "free_cores",
+    "lexical_only",
+    "mode_of",
+    "model_name",
+    "novel_ratio",
+    "novel_spans",
+    "score_of",
+    "scores",
+    "summary_score",
+    "to_evaluation",
     "torch_threads",
-]  # fmt: skip
+]
 
 VERSION = "evidence@1"
 
@@ -113,18 +147,38 @@ MAX_NOVEL = 0.6
 UNSUPPORTED_SCORE = 0.3
 SCORE_BIAS = -3.29
 SCORE_WEIGHTS = {
-    "align": 3.85, "fused": 0.28, "ngrams": 0.06, "style": -2.28, "ngrams_in_style": 3.19, "novel": -2.36,
-    "rare": -4.97, "reworded": 1.15, "numbers": -1.8, "names": -2.09, "displaced": -2.25, "contradiction": -2.64,
-}  # fmt: skip
+    "align": 3.85,
+    "fused": 0.28,
+    "ngrams": 0.06,
+    "style": -2.28,
+    "ngrams_in_style": 3.19,
+    "novel": -2.36,
+    "rare": -4.97,
+    "reworded": 1.15,
+    "numbers": -1.8,
+    "names": -2.09,
+    "displaced": -2.25,
+    "contradiction": -2.64,
+}
 
 
 # -- the checker ------------------------------------------------------------------------------------
 Verdict = Literal["consistent", "inconsistent", "unknown"]
 Rule = Literal["verbatim", "novel", "contradiction", "support"]
 FEATURES = (
-    "align", "fused", "ngrams", "style", "ngrams_in_style", "novel", "rare", "reworded", "numbers", "names",
-    "displaced", "contradiction",
-)  # fmt: skip
+    "align",
+    "fused",
+    "ngrams",
+    "style",
+    "ngrams_in_style",
+    "novel",
+    "rare",
+    "reworded",
+    "numbers",
+    "names",
+    "displaced",
+    "contradiction",
+)
 
 
 @dataclass(frozen=True)
@@ -199,14 +253,21 @@ class SentenceEvidence:
             "support": round(self.support, 4),
             "threshold": self.threshold,
             "top": [
-                {"ref_index": e.ref_index, "ref_text": e.ref_text, "similarity": e.similarity, "lexical": e.lexical,
-                 "combined": e.combined, "role": e.role, "conflict": e.conflict}
+                {
+                    "ref_index": e.ref_index,
+                    "ref_text": e.ref_text,
+                    "similarity": e.similarity,
+                    "lexical": e.lexical,
+                    "combined": e.combined,
+                    "role": e.role,
+                    "conflict": e.conflict,
+                }
                 for e in self.alignments
             ],
             "novel": [{"start": s.start, "end": s.end, "text": s.text, "kind": s.kind} for s in self.novel],
             "checker_verdict": self.verdict,
             "checker_reason": self.reason,
-        }  # fmt: skip
+        }
 
 
 def _quote(text: str, limit: int = 160) -> str:
@@ -233,9 +294,9 @@ def _rarity(word: str) -> float:
     return float(np.clip((high - zipf_frequency(word, "en")) / (high - low), 0.0, 1.0))
 
 
-def _features(sent: _Text, ref: _Reference, lex: np.ndarray, combined: np.ndarray, top: list[Evidence]) -> tuple[
-    Features, tuple[int, ...], tuple[str, ...]
-]:  # fmt: skip
+def _features(
+    sent: _Text, ref: _Reference, lex: np.ndarray, combined: np.ndarray, top: list[Evidence]
+) -> tuple[Features, tuple[int, ...], tuple[str, ...]]:
     """The features of one sentence (style left at 0: it needs the summary), the reference sentences that
     support it, and its numbers, names and rare words that the reference has only elsewhere."""
     order = [int(j) for j in np.argsort(-combined, kind="stable")[:FUSE_K]] if len(combined) else []
@@ -329,9 +390,14 @@ def _refs_phrase(noun: str, idx: Sequence[int]) -> str:
 
 
 def _judge(
-    verbatim: bool, score: float, novel: Sequence[Span], moved: Sequence[str], top: Sequence[Evidence],
-    supporting: Sequence[int], noun: str,
-) -> tuple[Verdict, Rule, str, str]:  # fmt: skip
+    verbatim: bool,
+    score: float,
+    novel: Sequence[Span],
+    moved: Sequence[str],
+    top: Sequence[Evidence],
+    supporting: Sequence[int],
+    noun: str,
+) -> tuple[Verdict, Rule, str, str]:
     """The verdict, the rule that explains it, what was found, and the reference sentence it is about."""
     best = top[0] if top else None
     closest = f"closest: {_quote(best.ref_text)}" if best else f"the {noun} has no sentence to compare with"
@@ -422,10 +488,21 @@ def _analyse_doc(doc: _Doc, k: int, noun: str, plain_reference: str) -> list[Sen
         verdict, rule, finding, where = _judge(verbatim, score, novel, moved, top, supporting, noun)
         out.append(
             SentenceEvidence(
-                i, sent.text, tuple(top), tuple(novel), score, THRESHOLD, verdict, f"{finding}; {where}", finding,
-                rule, feats, supporting, stitched,
+                i,
+                sent.text,
+                tuple(top),
+                tuple(novel),
+                score,
+                THRESHOLD,
+                verdict,
+                f"{finding}; {where}",
+                finding,
+                rule,
+                feats,
+                supporting,
+                stitched,
             )
-        )  # fmt: skip
+        )
     return out
 
 
@@ -514,9 +591,16 @@ def to_evaluation(found: Sequence[SentenceEvidence], *, mode: str = "") -> Evalu
     for se in found:
         mark = {"consistent": 1, "inconsistent": -1}.get(se.verdict)
         verdicts.append(
-            SentenceVerdict(index=se.index, text=se.text, verdict=se.verdict, reason=se.reason, mark=mark,
-                            rule_mark=mark, evidence=se.record())
-        )  # fmt: skip
+            SentenceVerdict(
+                index=se.index,
+                text=se.text,
+                verdict=se.verdict,
+                reason=se.reason,
+                mark=mark,
+                rule_mark=mark,
+                evidence=se.record(),
+            )
+        )
     ev = Evaluation(sentences=verdicts, model_is_consistent=all(se.verdict == "consistent" for se in found))
     if mode:
         ev.notes.append(f"Offline evidence checker ({mode}); no model was called.")

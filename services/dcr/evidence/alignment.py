@@ -19,7 +19,7 @@ from services.dcr.evidence.text import (
     _reference_sentences,
     _Text,
     _unit_key,
-)  # fmt: skip
+)
 
 log = logging.getLogger(__name__)
 

@@ -30,10 +30,26 @@ _STOPWORDS = frozenset(
 _NEGATIONS = frozenset("not no never nor without none nobody nothing neither n't cannot".split())
 
 _UNITS = {
-    "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,
-    "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16, "seventeen": 17,
-    "eighteen": 18, "nineteen": 19, "dozen": 12,
-}  # fmt: skip
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+    "thirteen": 13,
+    "fourteen": 14,
+    "fifteen": 15,
+    "sixteen": 16,
+    "seventeen": 17,
+    "eighteen": 18,
+    "nineteen": 19,
+    "dozen": 12,
+}
 _TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
 _SCALE_WORDS = {"hundred": 1e2, "thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12}
 _SCALE_SUFFIXES = {"k": 1e3, "m": 1e6, "mn": 1e6, "bn": 1e9, "b": 1e9, "tn": 1e12}
@@ -41,14 +57,42 @@ _ORDINAL_SUFFIXES = {"st", "nd", "rd", "th"}
 _MONTHS = {
     m: i
     for i, names in enumerate(
-        [("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",), ("june", "jun"),
-         ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"), ("october", "oct"), ("november", "nov"),
-         ("december", "dec")], 1)
+        [
+            ("january", "jan"),
+            ("february", "feb"),
+            ("march", "mar"),
+            ("april", "apr"),
+            ("may",),
+            ("june", "jun"),
+            ("july", "jul"),
+            ("august", "aug"),
+            ("september", "sep", "sept"),
+            ("october", "oct"),
+            ("november", "nov"),
+            ("december", "dec"),
+        ],
+        1,
+    )
     for m in names
-}  # fmt: skip
+}
 # Month names that are also ordinary words count as dates only when capitalised or next to a number.
-_AMBIGUOUS_MONTHS = {"may", "march", "august", "jan", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov",
-                     "dec", "feb"}  # fmt: skip
+_AMBIGUOUS_MONTHS = {
+    "may",
+    "march",
+    "august",
+    "jan",
+    "mar",
+    "apr",
+    "jun",
+    "jul",
+    "aug",
+    "sep",
+    "sept",
+    "oct",
+    "nov",
+    "dec",
+    "feb",
+}
 _WEEKDAYS = {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"}
 
 _TOKEN = re.compile(
@@ -315,8 +359,12 @@ def _reference_sentences(reference: str) -> list[str]:
         for m in _STOP.finditer(para):
             before = para[start : m.start()].rsplit(" ", 1)[-1].lower().strip("(\"'“‘")
             nxt = para[m.end() : m.end() + 1]
-            if m.group(0)[0] == "." and (before in _ABBREVIATIONS or "." in before or len(before) <= 1 or (
-                before[-1:].isdigit() and nxt.isdigit())):  # fmt: skip
+            if m.group(0)[0] == "." and (
+                before in _ABBREVIATIONS
+                or "." in before
+                or len(before) <= 1
+                or (before[-1:].isdigit() and nxt.isdigit())
+            ):
                 continue
             out.append(para[start : m.end()].strip())
             start = m.end()

@@ -53,7 +53,7 @@ def round_record(rnd: dcr.Round) -> dict[str, Any]:
             }
             | ({"evidence": v.evidence} if v.evidence is not None else {})
             for v in rnd.evaluation.sentences
-        ],  # fmt: skip
+        ],
         "extras": [{"text": x.text, "mark": x.mark} for x in rnd.evaluation.extras],
         "rewrites": [
             {"index": w.index, "before": w.before, "after": w.after, "reason": w.reason} for w in rnd.rewrites
@@ -77,11 +77,20 @@ def process_nli_item(client: LLMClient, item: ItemInput, method: str, window: in
     label = record["label"]
     n_unknown = sum(s["verdict"] == "unknown" for s in record["sentences"])
     round0 = {
-        "round": 0, "candidate": summary, "score": record["score"], "k": len(record["sentences"]),
-        "alpha": 0.0, "beta": 0.0, "n_unknown": n_unknown, "error": errors[0] if errors else None,
+        "round": 0,
+        "candidate": summary,
+        "score": record["score"],
+        "k": len(record["sentences"]),
+        "alpha": 0.0,
+        "beta": 0.0,
+        "n_unknown": n_unknown,
+        "error": errors[0] if errors else None,
         "model_is_consistent": None if label is None else label == "consistent",
-        "sentences": record["sentences"], "extras": [], "rewrites": [], "improve_error": None,
-    }  # fmt: skip
+        "sentences": record["sentences"],
+        "extras": [],
+        "rewrites": [],
+        "improve_error": None,
+    }
     return {
         "status": "failed" if label is None else "done",
         "error": (f"{len(errors)} of {record['n_units']} unit(s) unreadable: {errors[0]}" if errors else None),

@@ -58,9 +58,15 @@ def progress(engine: Engine, batch_id: int) -> Progress | None:
         if finished and left and pub.status == "running":
             eta = elapsed / finished * left
     return Progress(
-        batch=pub, total=sum(count.values()), calls=calls, cache_hits=hits, tokens=tokens,
-        elapsed_s=elapsed, eta_s=eta, **count,
-    )  # fmt: skip
+        batch=pub,
+        total=sum(count.values()),
+        calls=calls,
+        cache_hits=hits,
+        tokens=tokens,
+        elapsed_s=elapsed,
+        eta_s=eta,
+        **count,
+    )
 
 
 def batch_public(engine: Engine, batch_id: int) -> BatchPublic:
@@ -84,7 +90,18 @@ def items_frame(engine: Engine, batch_id: int) -> Any:
     with engine.connect() as conn:
         rows = db_batches.item_table(conn=conn, batch_id=batch_id)
     cols = [
-        "item", "external_id", "status", "score", "final score", "human score", "human label", "sentences",
-        "unknown", "rounds", "calls", "attempts", "error",
-    ]  # fmt: skip
+        "item",
+        "external_id",
+        "status",
+        "score",
+        "final score",
+        "human score",
+        "human label",
+        "sentences",
+        "unknown",
+        "rounds",
+        "calls",
+        "attempts",
+        "error",
+    ]
     return pd.DataFrame(rows, columns=cols)

@@ -109,8 +109,14 @@ def _process_batch(
             raise InputError(f"Batch {batch_id} does not exist.")
         if b.cancel_requested or b.status in ("done", "cancelled"):
             return stats
-        cfg = dcr.DCRConfig(task=b.task, criteria=b.criteria, method=b.method, amc=b.amc, max_rounds=b.max_rounds,  # type: ignore[arg-type]
-                            **eq3_of(b.params))  # fmt: skip
+        cfg = dcr.DCRConfig(
+            task=b.task,
+            criteria=b.criteria,
+            method=b.method,
+            amc=b.amc,
+            max_rounds=b.max_rounds,  # type: ignore[arg-type]
+            **eq3_of(b.params),
+        )
         opts = db_batches.get_options(session=session, batch_id=batch_id)
         window, sample = (opts.window, opts.sample) if opts is not None else (1, 0)
         backend = backend or backend_for(b)
