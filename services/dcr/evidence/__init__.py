@@ -22,12 +22,11 @@ import functools
 import logging
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
 
 import numpy as np
 
 from services.dcr.evidence.alignment import TOP_K, Evidence, Role, _align, _combine, _Doc, _embed, _read, align
+from services.dcr.evidence.findings import FEATURES, Features, Rule, SentenceEvidence, Verdict
 from services.dcr.evidence.minilm import (
     BATCH_SIZE,
     Embedder,
@@ -43,6 +42,7 @@ from services.dcr.evidence.minilm import (
     model_name,
     torch_threads,
 )
+from services.dcr.evidence.reasons import judge
 from services.dcr.evidence.text import (
     Span,
     SpanKind,
@@ -75,6 +75,7 @@ __all__ = [  # the checker's API, with what it re-exports from its parts (text, 
     "Features",
     "MiniLM",
     "Role",
+    "Rule",
     "SentenceEvidence",
     "Span",
     "SpanKind",
@@ -163,118 +164,6 @@ SCORE_WEIGHTS = {
 
 
 # -- the checker ------------------------------------------------------------------------------------
-Verdict = Literal["consistent", "inconsistent", "unknown"]
-Rule = Literal["verbatim", "novel", "contradiction", "support"]
-FEATURES = (
-    "align",
-    "fused",
-    "ngrams",
-    "style",
-    "ngrams_in_style",
-    "novel",
-    "rare",
-    "reworded",
-    "numbers",
-    "names",
-    "displaced",
-    "contradiction",
-)
-
-
-@dataclass(frozen=True)
-class Features:
-    """What the score of a sentence is computed from (see SCORE_WEIGHTS).
-
-    align: lexical overlap with the best reference sentence; fused: the share of the sentence's content words and
-    bigrams found in its FUSE_K best reference sentences together (a sentence that merges two reference
-    sentences is covered); ngrams: the share of its word pairs found anywhere in the reference (ROUGE-2
-    precision of the sentence); style: the mean ngrams of the summary's sentences, how closely the summary
-    as a whole keeps to the reference's wording; ngrams_in_style: ngrams times style, so that low overlap
-    counts against a sentence in an extractive summary and little in an abstractive one; novel: the
-    share of its content words, names and numbers found nowhere in the reference; rare: the novel content
-    words weighted by how rare they are in English (a new specific word is more likely a new fact than a
-    new common one); reworded: how many novel words are general vocabulary (rarity 0: "backed", "row"), the
-    mark of a paraphrase, which tells that low overlap is the summary's style rather than missing support (at
-    most REWORD_CAP); numbers, names: how many numbers/dates and names are found nowhere in the reference
-    (at most 2 each); displaced: how many of its numbers, names and rare words are in the reference but not
-    in the sentences that support it, the best one and those that add to it (a value or name moved from
-    elsewhere: "47" from another paragraph; at most 2); contradiction: 1 when a closely aligned reference
-    sentence states another number, date, name, pronoun gender or polarity.
-    """
-
-    align: float
-    fused: float
-    ngrams: float
-    style: float
-    ngrams_in_style: float
-    novel: float
-    rare: float
-    reworded: float
-    numbers: float
-    names: float
-    displaced: float
-    contradiction: float
-
-    def vector(self) -> np.ndarray:
-        return np.array([getattr(self, f) for f in FEATURES], dtype=float)
-
-
-@dataclass(frozen=True)
-class SentenceEvidence:
-    """Everything found for one candidate sentence: alignments, novel spans, score, verdict and reason."""
-
-    index: int
-    text: str
-    alignments: tuple[Evidence, ...]
-    novel: tuple[Span, ...]
-    support: float  # the checker's score: how likely the reference supports the sentence, in [0, 1]
-    threshold: float
-    verdict: Verdict
-    reason: str
-    finding: str  # the reason without the closest reference sentence (shown beside it in the app)
-    rule: Rule  # what decided the verdict
-    features: Features | None = None
-    supporting: tuple[int, ...] = ()  # the reference sentences that together support it
-    stitched: bool = False  # made of passages of the reference, word for word (see MIN_PASSAGE)
-
-    @property
-    def top(self) -> Evidence | None:
-        return self.alignments[0] if self.alignments else None
-
-    def verdict_at(self, threshold: float) -> Literal["consistent", "inconsistent"]:
-        """The verdict this sentence would get at another threshold, without the abstain band."""
-        if self.rule == "verbatim":
-            return "consistent"
-        return "consistent" if self.support >= threshold else "inconsistent"
-
-    def record(self) -> dict[str, Any]:
-        """As plain data (the CLI's and batches' output)."""
-        return {
-            "support": round(self.support, 4),
-            "threshold": self.threshold,
-            "top": [
-                {
-                    "ref_index": e.ref_index,
-                    "ref_text": e.ref_text,
-                    "similarity": e.similarity,
-                    "lexical": e.lexical,
-                    "combined": e.combined,
-                    "role": e.role,
-                    "conflict": e.conflict,
-                }
-                for e in self.alignments
-            ],
-            "novel": [{"start": s.start, "end": s.end, "text": s.text, "kind": s.kind} for s in self.novel],
-            "checker_verdict": self.verdict,
-            "checker_reason": self.reason,
-        }
-
-
-def _quote(text: str, limit: int = 160) -> str:
-    t = " ".join(text.split())
-    return f"'{t if len(t) <= limit else t[: limit - 1].rstrip() + '…'}'"
-
-
 _WORDS = re.compile(r"[^\W_]+")
 
 
@@ -380,64 +269,6 @@ def _verdict(score: float) -> Verdict:
     return "unknown"
 
 
-def _refs_phrase(noun: str, idx: Sequence[int]) -> str:
-    nums = [f"#{j + 1}" for j in sorted(idx)]
-    if not nums:
-        return f"the {noun}"
-    if len(nums) == 1:
-        return f"{noun} sentence {nums[0]}"
-    return f"{noun} sentences {', '.join(nums[:-1])} and {nums[-1]} together"
-
-
-def _judge(
-    verbatim: bool,
-    score: float,
-    novel: Sequence[Span],
-    moved: Sequence[str],
-    top: Sequence[Evidence],
-    supporting: Sequence[int],
-    noun: str,
-) -> tuple[Verdict, Rule, str, str]:
-    """The verdict, the rule that explains it, what was found, and the reference sentence it is about."""
-    best = top[0] if top else None
-    closest = f"closest: {_quote(best.ref_text)}" if best else f"the {noun} has no sentence to compare with"
-    if verbatim:
-        return "consistent", "verbatim", f"Appears word for word in the {noun}", closest
-    verdict = _verdict(score)
-    critical = [s for s in novel if s.kind in ("number", "name")]
-    words = [s.text for s in novel if s.kind == "word"]
-    unseen = f"{', '.join(repr(w) for w in words[:4])} {'is' if len(words) == 1 else 'are'} not in the {noun}"
-    contradiction = next((e for e in top if e.role == "contradict"), None)
-    band = f"score {score:.2f}"
-    if verdict == "consistent":
-        extra = ""
-        if critical:
-            verb = "is" if len(critical) == 1 else "are"
-            extra = f"; but {' and '.join(repr(s.text) for s in critical[:3])} {verb} not in the {noun}"
-        elif words:
-            extra = f"; {unseen}"
-        return "consistent", "support", f"Supported by {_refs_phrase(noun, supporting)} ({band}){extra}", closest
-    lead = "Unsure" if verdict == "unknown" else ""
-    if critical:
-        what = " and ".join(f"'{s.text}'" for s in critical[:3])
-        verb = "does" if len(critical) == 1 else "do"
-        finding = f"{what} {verb} not appear in the {noun}"
-        return verdict, "novel", (f"{lead}: {finding} ({band})" if lead else finding), closest
-    if contradiction is not None:
-        finding = f"The {noun} says otherwise: the sentence has {contradiction.conflict}"
-        where = f"{noun} sentence: {_quote(contradiction.ref_text)}"
-        return verdict, "contradiction", (f"{lead}: {finding} ({band})" if lead else finding), where
-    if moved:
-        what = " and ".join(f"'{m}'" for m in moved[:3])
-        finding = f"{what} {'is' if len(moved) == 1 else 'are'} in the {noun}, but not where it says this"
-        return verdict, "contradiction", (f"{lead}: {finding} ({band})" if lead else finding), closest
-    if verdict == "unknown":
-        finding = f"Unsure: only partly supported by {_refs_phrase(noun, supporting)} ({band})"
-    else:
-        finding = f"No {noun} sentence says this ({band})"
-    return verdict, "support", finding + (f"; {unseen}" if words else ""), closest
-
-
 _CONNECTORS = frozenset("and but while who which whose that as with after when where so or while , the a an".split())
 
 
@@ -485,7 +316,7 @@ def _analyse_doc(doc: _Doc, k: int, noun: str, plain_reference: str) -> list[Sen
         elif not verbatim and feats.novel > MAX_NOVEL:
             score = min(score, UNSUPPORTED_SCORE)
         novel = _novel(sent, doc.ref)
-        verdict, rule, finding, where = _judge(verbatim, score, novel, moved, top, supporting, noun)
+        verdict, rule, finding, where = judge(verbatim, _verdict(score), score, novel, moved, top, supporting, noun)
         out.append(
             SentenceEvidence(
                 i,
