@@ -27,7 +27,7 @@ from tests.annotation_seed import make_dataset
 from tests.fakes import FakeOpenAIServer, toy_judge
 from tests.support.browser import (
     ARTIFACTS,
-    CHROMIUM,
+    BROWSER_MARKS,
     ROOT,
     TIMEOUT_MS,
     VIEWPORT,
@@ -40,10 +40,7 @@ from tests.support.browser import (
     wait_idle,
 )
 
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} not found (install Debian's chromium: make browser)"),
-]
+pytestmark = BROWSER_MARKS
 
 expect = playwright_expect()
 

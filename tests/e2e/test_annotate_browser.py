@@ -19,7 +19,7 @@ from services.annotations import Target
 from tests.annotation_seed import add_batch, make_dataset
 from tests.support.browser import (
     ARTIFACTS,
-    CHROMIUM,
+    BROWSER_MARKS,
     ROOT,
     TIMEOUT_MS,
     VIEWPORT,
@@ -32,10 +32,7 @@ from tests.support.browser import (
     wait_idle,
 )
 
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} not found (install Debian's chromium: make browser)"),
-]
+pytestmark = BROWSER_MARKS
 
 expect = playwright_expect()
 

@@ -19,7 +19,7 @@ from tests.fakes import FakeOpenAIServer, answers_connection_check, toy_judge
 from tests.support.browser import (
     ARTIFACTS,
     BAD,
-    CHROMIUM,
+    BROWSER_MARKS,
     FIX,
     ROOT,
     SAMPLE,
@@ -36,10 +36,7 @@ from tests.support.browser import (
     wait_idle,
 )
 
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} not found (install Debian's chromium: make browser)"),
-]
+pytestmark = BROWSER_MARKS
 
 expect = playwright_expect()
 

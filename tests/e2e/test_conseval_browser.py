@@ -16,13 +16,10 @@ from db.engine import make_engine
 from services import conseval as ce
 from services.config import BackendConfig
 from tests.fakes import FakeOpenAIServer
-from tests.support.browser import ARTIFACTS, CHROMIUM, ROOT, TIMEOUT_MS, in_browser, running_app
+from tests.support.browser import ARTIFACTS, BROWSER_MARKS, ROOT, TIMEOUT_MS, in_browser, running_app
 from tests.support.conseval import scorer
 
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} not found (install Debian's chromium: make browser)"),
-]
+pytestmark = BROWSER_MARKS
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (requirements-dev.txt)")
 
 

@@ -20,7 +20,7 @@ from services.dhp.perturb import TASKS, Item
 from tests.fakes import FakeOpenAIServer, last_user
 from tests.support.browser import (
     ARTIFACTS,
-    CHROMIUM,
+    BROWSER_MARKS,
     ROOT,
     TIMEOUT_MS,
     VIEWPORT,
@@ -34,10 +34,7 @@ from tests.support.browser import (
     wait_idle,
 )
 
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} not found (install Debian's chromium: make browser)"),
-]
+pytestmark = BROWSER_MARKS
 
 expect = playwright_expect()
 

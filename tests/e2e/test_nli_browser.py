@@ -17,7 +17,7 @@ from tests.nli_fakes import nli_judge
 from tests.support.browser import (
     ARTIFACTS,
     BAD,
-    CHROMIUM,
+    BROWSER_MARKS,
     ROOT,
     SAMPLE,
     TIMEOUT_MS,
@@ -32,10 +32,7 @@ from tests.support.browser import (
 
 VIEWPORT = {"width": 1400, "height": 2600}
 
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} not found (install Debian's chromium: make browser)"),
-]
+pytestmark = BROWSER_MARKS
 
 expect = playwright_expect()
 

@@ -17,14 +17,11 @@ from db.engine import make_engine
 from services import reports
 from services.reports import build
 from tests.metaeval_seed import Item, seed
-from tests.support.browser import ARTIFACTS, CHROMIUM, ROOT, TIMEOUT_MS, in_browser, running_app
+from tests.support.browser import ARTIFACTS, BROWSER_MARKS, ROOT, TIMEOUT_MS, in_browser, running_app
 
 VIEWPORT = {"width": 1300, "height": 2200}
 
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} not found (install Debian's chromium: make browser)"),
-]
+pytestmark = BROWSER_MARKS
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (requirements-dev.txt)")
 sync_api.expect.set_options(timeout=TIMEOUT_MS)
 

@@ -15,7 +15,7 @@ from services.dcr import DCRConfig
 from tests.fakes import FakeOpenAIServer, toy_judge
 from tests.support.browser import (
     ARTIFACTS,
-    CHROMIUM,
+    BROWSER_MARKS,
     ROOT,
     TIMEOUT_MS,
     VIEWPORT,
@@ -25,10 +25,7 @@ from tests.support.browser import (
     wait_idle,
 )
 
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} not found (install Debian's chromium: make browser)"),
-]
+pytestmark = BROWSER_MARKS
 
 expect = playwright_expect()
 

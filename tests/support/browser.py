@@ -15,6 +15,11 @@ from services.samples import load_samples
 from tests.fakes import FakeOpenAIServer
 
 CHROMIUM = Path("/usr/bin/chromium")
+# Every browser test module: `pytestmark = BROWSER_MARKS`.
+BROWSER_MARKS = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} not found (install Debian's chromium: make browser)"),
+]
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
 VIEWPORT = {"width": 1400, "height": 2400}  # Streamlit scrolls inside its own container: a tall window shows it all
