@@ -9,8 +9,8 @@ from components import dhp as view
 from components import dhp_figures as figs
 from components.ui import batch_worker, demo_notice, engine, page_setup
 from services import dhp
-from services.dhp import perturb
 from services.dhp import survey as sv
+from services.dhp.tasks import KINDS, custom_task
 from services.export import frame_csv
 from services.jobs import queue as jobs
 
@@ -612,14 +612,14 @@ def tasks_section() -> None:
         width="stretch",
         hide_index=True,
         column_config={
-            "kind": st.column_config.SelectboxColumn("kind", options=list(perturb.KINDS), required=True),
+            "kind": st.column_config.SelectboxColumn("kind", options=list(KINDS), required=True),
             "degree": st.column_config.SelectboxColumn("degree", options=["single", "minor", "major"], required=True),
             "k": st.column_config.NumberColumn("k", min_value=0, step=1),
         },
     )
     if st.button("Add task", type="primary", key="dhp_t_add"):
         try:
-            spec = perturb.custom_task(
+            spec = custom_task(
                 key.strip(),
                 name,
                 text_label=text_label,
