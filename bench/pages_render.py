@@ -20,6 +20,7 @@ import random
 import sys
 import tempfile
 import time
+from datetime import datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -30,7 +31,7 @@ os.environ["DATABASE_URL"] = f"sqlite:///{TMP}/bench.db"
 os.environ["CONSISTENCY_SPAWN_WORKER"] = "0"
 os.environ["DATA_DIR"] = TMP
 
-from sqlalchemy import insert, select  # noqa: E402
+from sqlalchemy import Connection, insert, select  # noqa: E402
 
 from db.engine import get_engine  # noqa: E402
 from db.models import (  # noqa: E402
@@ -56,220 +57,248 @@ def chunks(rows: list[dict], size: int = 5000):
         yield rows[i : i + size]
 
 
-def seed(n: int) -> tuple[int, dict[str, int]]:
-    rng = random.Random(0)
-    engine = get_engine()
-    now = utcnow()
+def seed_documents(conn: Connection, n: int, now: datetime) -> None:
+    """n reference articles (ids 1..n) and n candidate summaries (ids n+1..2n)."""
     article = " ".join(f"Sentence {k} of the article says the council met and approved a budget." for k in range(25))
-    with engine.begin() as conn:
-        conn.execute(
-            insert(Document),
-            [
-                {"sha256": f"ref-{i:06d}", "text": f"Article {i}. {article}", "n_chars": 1800, "created_at": now}
-                for i in range(n)
-            ],
-        )
-        conn.execute(
-            insert(Document),
-            [
-                {
-                    "sha256": f"cand-{i:06d}",
-                    "text": f"Summary {i}. The council met. It approved a budget.",
-                    "n_chars": 50,
-                    "created_at": now,
-                }
-                for i in range(n)
-            ],
-        )
-        ds_id = conn.execute(
-            insert(Dataset).values(
-                name="synthetic QAGS-like",
-                format="qags",
-                task="summarization",
-                sha256="bench",
-                label_kinds=["score", "binary", "sentence"],
-                meta={},
-                n_items=n,
-                n_rejected=0,
-                rejected=[],
-                created_at=now,
-            )
-        ).inserted_primary_key[0]
-        items, truth = [], []
-        for i in range(n):
-            sentences = [
-                f"Summary {i}, sentence {j}: the council approved {rng.randint(1, 99)} million." for j in range(N_SENT)
-            ]
-            ok = [rng.random() < 0.8 for _ in range(N_SENT)]
-            labels = []
-            for j in range(N_SENT):
-                voters = rng.sample(WORKERS, 3)
-                labels.append({w: int(ok[j] if rng.random() < 0.85 else not ok[j]) for w in voters})
-            maj = [int(sum(v.values()) >= 2) for v in labels]
-            truth.append(ok)
-            items.append(
-                {
-                    "dataset_id": ds_id,
-                    "idx": i,
-                    "external_id": str(i),
-                    "reference_id": i + 1,
-                    "candidate": " ".join(sentences),
-                    "sentences": sentences,
-                    "human_score": sum(maj) / N_SENT,
-                    "human_label": int(all(maj)),
-                    "sentence_labels": labels,
-                    "extra": {},
-                }
-            )
-        for c in chunks(items, 2000):
-            conn.execute(insert(DatasetItem), c)
-        batch_id = conn.execute(
-            insert(Batch).values(
-                name="bench batch",
-                dataset_id=ds_id,
-                task="summarization",
-                criteria="",
-                method="dce-amc",
-                amc="rule",
-                max_rounds=1,
-                concurrency=8,
-                backend_kind="openai",
-                model="gpt-bench",
-                base_url="http://127.0.0.1:9/v1",
-                params={"temperature": 0.0},
-                prompt_versions={"evaluator": "dce-summarization@1", "improver": "rai@1", "converter": "rule@1"},
-                status="done",
-                n_items=n,
-                created_at=now,
-                started_at=now,
-                finished_at=now,
-            )
-        ).inserted_primary_key[0]
-        rows, verdicts = [], 0
-        for i in range(n):
-            said = [t if rng.random() < 0.8 else not t for t in truth[i]]
-            score = sum(said) / N_SENT
-
-            def rnd(r: int, said: list[bool], i: int = i) -> dict:
-                marks = [1 if s else -1 for s in said]
-                return {
-                    "round": r,
-                    "candidate": items[i]["candidate"],
-                    "score": (sum(marks) / len(marks) + 1) / 2,
-                    "k": N_SENT,
-                    "alpha": 0.0,
-                    "beta": 0.0,
-                    "n_unknown": 0,
-                    "error": None,
-                    "model_is_consistent": all(said) if r == 0 else None,
-                    "sentences": [
-                        {
-                            "index": j,
-                            "text": items[i]["sentences"][j],
-                            "verdict": "consistent" if s else "inconsistent",
-                            "reason": OK if s else BAD,
-                            "mark": 1 if s else -1,
-                            "rule_mark": 1 if s else -1,
-                            "error": None,
-                        }
-                        for j, s in enumerate(said)
-                    ],
-                    "extras": [],
-                    "rewrites": [],
-                    "improve_error": None,
-                }
-
-            rounds = [rnd(0, said)]
-            if score < 1:
-                rounds.append(rnd(1, [s or rng.random() < 0.85 for s in said]))
-            verdicts += N_SENT * len(rounds)
-            rows.append(
-                {
-                    "batch_id": batch_id,
-                    "item_id": i + 1,
-                    "status": "done",
-                    "worker": "bench",
-                    "attempts": 1,
-                    "score": rounds[0]["score"],
-                    "final_score": rounds[-1]["score"],
-                    "n_sentences": N_SENT,
-                    "n_unknown": 0,
-                    "n_rounds": len(rounds),
-                    "calls": len(rounds) * 2,
-                    "cache_hits": 0,
-                    "prompt_tokens": 900,
-                    "completion_tokens": 300,
-                    "latency_ms": 800.0,
-                    "result": {"rounds": rounds, "final_candidate": rounds[-1]["candidate"]},
-                    "updated_at": now,
-                }
-            )
-        for c in chunks(rows, 2000):
-            conn.execute(insert(BatchItem), c)
-        # History: runs with one round and five sentence rows each.
-        run_rows = [
+    conn.execute(
+        insert(Document),
+        [
+            {"sha256": f"ref-{i:06d}", "text": f"Article {i}. {article}", "n_chars": 1800, "created_at": now}
+            for i in range(n)
+        ],
+    )
+    conn.execute(
+        insert(Document),
+        [
             {
-                "title": f"run {i}",
-                "source": "cli",
-                "task": "summarization",
-                "criteria": "",
-                "method": "dce-amc",
-                "amc": "rule",
-                "max_rounds": 0,
-                "backend_kind": "openai",
-                "model": "gpt-bench",
-                "base_url": None,
-                "params": {},
-                "prompt_versions": {},
-                "reference_id": i + 1,
-                "candidate_id": n + i + 1,
-                "status": "done",
-                "initial_score": 0.8,
-                "final_score": 0.8,
-                "n_rounds": 1,
+                "sha256": f"cand-{i:06d}",
+                "text": f"Summary {i}. The council met. It approved a budget.",
+                "n_chars": 50,
                 "created_at": now,
+            }
+            for i in range(n)
+        ],
+    )
+
+
+def seed_dataset(
+    conn: Connection, n: int, now: datetime, rng: random.Random
+) -> tuple[int, list[dict], list[list[bool]]]:
+    """A QAGS-like dataset of n items with worker votes per sentence; returns its id, item rows and true labels."""
+    ds_id = conn.execute(
+        insert(Dataset).values(
+            name="synthetic QAGS-like",
+            format="qags",
+            task="summarization",
+            sha256="bench",
+            label_kinds=["score", "binary", "sentence"],
+            meta={},
+            n_items=n,
+            n_rejected=0,
+            rejected=[],
+            created_at=now,
+        )
+    ).inserted_primary_key[0]
+    items, truth = [], []
+    for i in range(n):
+        sentences = [
+            f"Summary {i}, sentence {j}: the council approved {rng.randint(1, 99)} million." for j in range(N_SENT)
+        ]
+        ok = [rng.random() < 0.8 for _ in range(N_SENT)]
+        labels = []
+        for j in range(N_SENT):
+            voters = rng.sample(WORKERS, 3)
+            labels.append({w: int(ok[j] if rng.random() < 0.85 else not ok[j]) for w in voters})
+        maj = [int(sum(v.values()) >= 2) for v in labels]
+        truth.append(ok)
+        items.append(
+            {
+                "dataset_id": ds_id,
+                "idx": i,
+                "external_id": str(i),
+                "reference_id": i + 1,
+                "candidate": " ".join(sentences),
+                "sentences": sentences,
+                "human_score": sum(maj) / N_SENT,
+                "human_label": int(all(maj)),
+                "sentence_labels": labels,
+                "extra": {},
+            }
+        )
+    for c in chunks(items, 2000):
+        conn.execute(insert(DatasetItem), c)
+    return ds_id, items, truth
+
+
+def batch_round(r: int, said: list[bool], item: dict) -> dict:
+    """One round of a batch item's result: the sentence verdicts the evaluator gave."""
+    marks = [1 if s else -1 for s in said]
+    return {
+        "round": r,
+        "candidate": item["candidate"],
+        "score": (sum(marks) / len(marks) + 1) / 2,
+        "k": N_SENT,
+        "alpha": 0.0,
+        "beta": 0.0,
+        "n_unknown": 0,
+        "error": None,
+        "model_is_consistent": all(said) if r == 0 else None,
+        "sentences": [
+            {
+                "index": j,
+                "text": item["sentences"][j],
+                "verdict": "consistent" if s else "inconsistent",
+                "reason": OK if s else BAD,
+                "mark": 1 if s else -1,
+                "rule_mark": 1 if s else -1,
+                "error": None,
+            }
+            for j, s in enumerate(said)
+        ],
+        "extras": [],
+        "rewrites": [],
+        "improve_error": None,
+    }
+
+
+def seed_batch(
+    conn: Connection, ds_id: int, items: list[dict], truth: list[list[bool]], now: datetime, rng: random.Random
+) -> tuple[int, int]:
+    """A finished batch over the dataset (round 0, and an RAI round for inconsistent items); returns its id and
+    the number of sentence verdicts."""
+    n = len(items)
+    batch_id = conn.execute(
+        insert(Batch).values(
+            name="bench batch",
+            dataset_id=ds_id,
+            task="summarization",
+            criteria="",
+            method="dce-amc",
+            amc="rule",
+            max_rounds=1,
+            concurrency=8,
+            backend_kind="openai",
+            model="gpt-bench",
+            base_url="http://127.0.0.1:9/v1",
+            params={"temperature": 0.0},
+            prompt_versions={"evaluator": "dce-summarization@1", "improver": "rai@1", "converter": "rule@1"},
+            status="done",
+            n_items=n,
+            created_at=now,
+            started_at=now,
+            finished_at=now,
+        )
+    ).inserted_primary_key[0]
+    rows, verdicts = [], 0
+    for i in range(n):
+        said = [t if rng.random() < 0.8 else not t for t in truth[i]]
+        score = sum(said) / N_SENT
+        rounds = [batch_round(0, said, items[i])]
+        if score < 1:
+            rounds.append(batch_round(1, [s or rng.random() < 0.85 for s in said], items[i]))
+        verdicts += N_SENT * len(rounds)
+        rows.append(
+            {
+                "batch_id": batch_id,
+                "item_id": i + 1,
+                "status": "done",
+                "worker": "bench",
+                "attempts": 1,
+                "score": rounds[0]["score"],
+                "final_score": rounds[-1]["score"],
+                "n_sentences": N_SENT,
+                "n_unknown": 0,
+                "n_rounds": len(rounds),
+                "calls": len(rounds) * 2,
+                "cache_hits": 0,
+                "prompt_tokens": 900,
+                "completion_tokens": 300,
+                "latency_ms": 800.0,
+                "result": {"rounds": rounds, "final_candidate": rounds[-1]["candidate"]},
                 "updated_at": now,
             }
-            for i in range(n)
-        ]
-        for c in chunks(run_rows):
-            conn.execute(insert(Run), c)
-        round_rows = [
-            {
-                "run_id": i + 1,
-                "idx": 0,
-                "text": "Summary.",
-                "k": N_SENT,
-                "alpha": 0.0,
-                "beta": 0.0,
-                "z": 0.6,
-                "z_hat": 0.8,
-                "n_judged": N_SENT,
-                "n_unknown": 0,
-                "model_is_consistent": False,
-                "notes": [],
-                "extras": [],
-                "created_at": now,
-            }
-            for i in range(n)
-        ]
-        for c in chunks(round_rows):
-            conn.execute(insert(EvalRound), c)
-        sentence_rows = [
-            {
-                "round_id": i + 1,
-                "idx": j,
-                "text": f"Sentence {j}.",
-                "verdict": "consistent",
-                "reason": OK,
-                "mark": 1,
-                "rule_mark": 1,
-            }
-            for i in range(n)
-            for j in range(N_SENT)
-        ]
-        for c in chunks(sentence_rows):
-            conn.execute(insert(SentenceRow), c)
+        )
+    for c in chunks(rows, 2000):
+        conn.execute(insert(BatchItem), c)
+    return batch_id, verdicts
+
+
+def seed_history(conn: Connection, n: int, now: datetime) -> None:
+    """The History page's runs: n runs with one round and five sentence rows each."""
+    run_rows = [
+        {
+            "title": f"run {i}",
+            "source": "cli",
+            "task": "summarization",
+            "criteria": "",
+            "method": "dce-amc",
+            "amc": "rule",
+            "max_rounds": 0,
+            "backend_kind": "openai",
+            "model": "gpt-bench",
+            "base_url": None,
+            "params": {},
+            "prompt_versions": {},
+            "reference_id": i + 1,
+            "candidate_id": n + i + 1,
+            "status": "done",
+            "initial_score": 0.8,
+            "final_score": 0.8,
+            "n_rounds": 1,
+            "created_at": now,
+            "updated_at": now,
+        }
+        for i in range(n)
+    ]
+    for c in chunks(run_rows):
+        conn.execute(insert(Run), c)
+    round_rows = [
+        {
+            "run_id": i + 1,
+            "idx": 0,
+            "text": "Summary.",
+            "k": N_SENT,
+            "alpha": 0.0,
+            "beta": 0.0,
+            "z": 0.6,
+            "z_hat": 0.8,
+            "n_judged": N_SENT,
+            "n_unknown": 0,
+            "model_is_consistent": False,
+            "notes": [],
+            "extras": [],
+            "created_at": now,
+        }
+        for i in range(n)
+    ]
+    for c in chunks(round_rows):
+        conn.execute(insert(EvalRound), c)
+    sentence_rows = [
+        {
+            "round_id": i + 1,
+            "idx": j,
+            "text": f"Sentence {j}.",
+            "verdict": "consistent",
+            "reason": OK,
+            "mark": 1,
+            "rule_mark": 1,
+        }
+        for i in range(n)
+        for j in range(N_SENT)
+    ]
+    for c in chunks(sentence_rows):
+        conn.execute(insert(SentenceRow), c)
+
+
+def seed(n: int) -> tuple[int, dict[str, int]]:
+    """Seed documents, a dataset, a batch over it and the History runs; returns the batch id and the counts."""
+    rng = random.Random(0)
+    now = utcnow()
+    with get_engine().begin() as conn:
+        seed_documents(conn, n, now)
+        ds_id, items, truth = seed_dataset(conn, n, now, rng)
+        batch_id, verdicts = seed_batch(conn, ds_id, items, truth, now, rng)
+        seed_history(conn, n, now)
     counts = {"items": n, "documents": 2 * n, "batch verdicts": verdicts, "runs": n, "history verdicts": n * N_SENT}
     return batch_id, counts
 

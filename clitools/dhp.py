@@ -30,6 +30,7 @@ import pandas as pd
 from services import dhp, tables
 from services.dhp import perturb
 from services.dhp import survey as survey_service
+from services.dhp.tasks import TASKS
 from services.errors import InputError
 from services.export import frame_csv
 
@@ -97,9 +98,9 @@ def cmd_stats(args: argparse.Namespace) -> int:
     try:
         scores = read_scores(Path(args.scores))
         weights = read_weights(Path(args.weights) if args.weights else None)
-        task = perturb.TASKS.get(args.task) if args.task else None
+        task = TASKS.get(args.task) if args.task else None
         if args.task and task is None:
-            raise InputError(f"--task {args.task!r} is not a built-in task ({', '.join(perturb.TASKS)})")
+            raise InputError(f"--task {args.task!r} is not a built-in task ({', '.join(TASKS)})")
         expected = {p.key: p.level for p in task.perturbations} if task else None
         res = dhp.analyse(scores, weights=weights, zero_method=args.zero_method, expected=expected)
     except ValueError as exc:  # InputError or data the statistics cannot use

@@ -6,11 +6,10 @@ import pandas as pd
 import streamlit as st
 
 from components import dhp as view
-from components import dhp_figures as figs
 from components.ui import batch_worker, demo_notice, engine, page_setup
 from services import dhp
-from services.dhp import perturb
 from services.dhp import survey as sv
+from services.dhp.tasks import KINDS, custom_task
 from services.export import frame_csv
 from services.jobs import queue as jobs
 
@@ -58,18 +57,7 @@ task_key = top[0].selectbox(
 st.query_params["task"] = task_key
 task = task_by_key[task_key]
 with top[1]:
-    st.markdown(
-        f"**{task.text_label}** judged on "
-        + ", ".join(f"**{m.name}**" for m in task.metrics)
-        + (f" · against the {task.source_label.lower()}" if task.source_label else "")
-    )
-    with st.expander("Metric definitions and perturbations"):
-        for m in task.metrics:
-            st.markdown(f"- **{m.name}**: {m.definition}")
-        st.markdown(
-            "Perturbations: "
-            + "; ".join(f"{p.label} ({'LLM' if p.spec.method == 'llm' else 'rule'})" for p in task.perturbations)
-        )
+    view.render_task_summary(task)
 
 section = st.segmented_control("Section", VIEWS, key="dhp_view", label_visibility="collapsed") or "Texts"
 st.query_params["view"] = section
@@ -186,17 +174,8 @@ def live_set(sid: int) -> None:
     if pert.empty:
         st.info("This set holds only originals.")
         return
-    summary = (
-        pert.assign(ok=pert["text"].notna() & pert["error"].isna())
-        .groupby("perturbation", sort=False)
-        .agg(level=("level", "first"), made=("ok", "sum"), missing=("ok", lambda s: int((~s).sum())))
-        .reset_index()
-    )
     known = {p.key: p.label for p in task.perturbations}
-    summary.insert(1, "name", [known.get(k, k) for k in summary["perturbation"]])
-    st.dataframe(
-        summary.drop(columns="perturbation").rename(columns={"name": "perturbation"}), hide_index=True, width="stretch"
-    )
+    summary = view.render_set_summary(pert, known)
     c = st.columns(2)
     which = c[0].selectbox(
         "Perturbation", list(summary["perturbation"]), key="dhp_view_pert", format_func=lambda k: known.get(k, k)
@@ -366,99 +345,14 @@ def results_section() -> None:
     if not results:
         st.info("Pick at least one run with scores.")
         return
-    n_items = len(set_by_id[sid].items)
-    if n_items < 5:
-        st.warning(
-            f"This set has {n_items} items: the smallest one-sided Wilcoxon p with n pairs is 1/2ⁿ "
-            f"= {0.5**n_items:.3f}, so D cannot reach 1 whatever the evaluator does. Use at least 5 items "
-            "(the paper uses 100) for a verdict; the sample texts are for trying the workflow.",
-            icon=":material/info:",
-        )
-    else:
-        untied = [t.n_pairs - t.n_ties for res in results for r in res.perturbations for t in r.tests]
-        all_tied = sum(u == 0 for u in untied)
-        if all_tied:
-            st.caption(
-                f"In {all_tied} of {len(untied)} tests the evaluator gave every original and its perturbed text the "
-                "same score: no untied pair, so no evidence either way (p = 1, D = 0 there). More repeats r give "
-                "finer averaged scores."
-            )
-        few = min((u for u in untied if u > 0), default=None)
-        if few is not None and few < 5:
-            st.caption(f"Some tests rest on only {few} untied pairs: their p cannot go below {0.5**few:.3f}.")
-    cols = st.columns(len(results)) if len(results) <= 4 else None
-    for i, res in enumerate(results):
-        target = cols[i] if cols else st
-        target.metric(
-            f"{res.model}: D_avg", view.fmt(res.d_avg), help="Mean D over perturbations, each level weighted equally"
-        )
-        target.caption(
-            f"D_min {view.fmt(res.d_min)} · D_paper_avg {view.fmt(res.d_paper_avg)} · D_paper_min "
-            f"{view.fmt(res.d_paper_min)} · D_EW_avg {view.fmt(res.d_ew_avg)} · D_EW_min {view.fmt(res.d_ew_min)}"
-        )
-        if res.avg_note:
-            target.caption(f"D_avg: {res.avg_note}.")
-    overall = figs.overall_frame(results)
-    if weights is None:  # no expert weights: no D_EW bars, rather than empty ones in the legend
-        overall = overall[~overall["score"].str.startswith("D_EW")]
-    st.plotly_chart(figs.make_discernment_figure(overall), width="stretch", key="dhp_fig_overall")
-    if weights is None:
-        st.caption("D_EW needs the expert weights of a closed survey (pick one above, or run one under Expert survey).")
+    view.render_result_notes(results, len(set_by_id[sid].items))
+    view.render_result_metrics(results)
+    view.render_overall_figure(results, has_weights=weights is not None)
     measures = ["D", "D_paper"] if weights is None else ["D", "D_paper", "D_EW"]
     measure = st.radio("Per perturbation", measures, horizontal=True, key="dhp_res_measure")
     labels = {p.key: p.label for p in task.perturbations}
-    per = pd.DataFrame(
-        [
-            {
-                "model": res.model,
-                "perturbation": r.perturbation,
-                "label": labels.get(r.perturbation, r.perturbation),
-                "value": {"D": r.d, "D_paper": r.d_paper, "D_EW": r.d_ew}[measure],
-            }
-            for res in results
-            for r in res.perturbations
-        ]
-    )
-    st.plotly_chart(figs.make_perturbation_figure(per), width="stretch", key="dhp_fig_per")
-    st.markdown(
-        "**D** = log₀.₀₅ p with p = M / Σⱼ 1/pⱼ (Wilson's harmonic mean p-value, weights 1/M summing to 1) · "
-        "**D_paper** = log₀.₀₅ p with p = 1 / Σⱼ 1/pⱼ (section 4.3.2 as printed: weights summing to M, so p is "
-        "M times smaller and D_paper = D + ln M / ln 20): compare D_paper with the paper's Figure 4 · **D_EW** = "
-        "log₀.₀₅ p with p = 1 / Σⱼ wⱼ/pⱼ, the expert weights normalised to 1 (the paper's weighted form). "
-        "D = 1 is p = 0.05 on every one of them."
-    )
-    st.caption(dhp.ZERO_METHOD_NOTE)
-    for res in results:
-        with st.expander(f"Per-perturbation table · {res.model}", expanded=len(results) == 1):
-            table = dhp.results_frame(res)
-            shown = view.result_table(table)
-            shown["perturbation"] = shown["perturbation"].map(lambda k: labels.get(k, k))
-            # D first after the row's names: a wide table must not push the result off the right edge.
-            front = [c for c in ("perturbation", "level", "metric", "D", "D_EW") if c in shown.columns]
-            st.dataframe(
-                shown,
-                hide_index=True,
-                width="stretch",
-                placeholder="—",
-                column_order=front + [c for c in shown.columns if c not in front],
-            )
-            c = st.columns(2)
-            c[0].download_button(
-                "CSV",
-                frame_csv(table).encode(),
-                f"dhp_{res.model}.csv",
-                "text/csv",
-                key=f"dhp_csv_{res.model}",
-                icon=":material/download:",
-            )
-            c[1].download_button(
-                "JSON",
-                json.dumps(dhp.result_record(res), indent=2).encode(),
-                f"dhp_{res.model}.json",
-                "application/json",
-                key=f"dhp_json_{res.model}",
-                icon=":material/download:",
-            )
+    view.render_perturbation_figure(results, labels, measure)
+    view.render_result_tables(results, labels)
 
 
 def _relabel(res: dhp.DiscernmentResult, label: str) -> dhp.DiscernmentResult:
@@ -541,23 +435,8 @@ def survey_live(sid: int) -> None:
                 sv.set_link(engine(), e.id, revoked=False)
                 st.rerun()
     with right:
-        st.markdown("**Weights (vote shares)**")
-        wf = sv.weights_frame(w, cur)
-        st.plotly_chart(figs.make_weights_figure(wf), width="stretch", key=f"dhp_fig_w_{sid}")
-        if alpha.alpha is not None:
-            ci = f" (95% CI {alpha.ci_low:.2f} to {alpha.ci_high:.2f})" if alpha.ci_low is not None else ""
-            st.markdown(
-                f"Agreement among experts: Krippendorff's α (nominal) = **{alpha.alpha:.2f}**{ci} · "
-                f"{alpha.n_raters} experts, {alpha.n_pairable} issues answered by two or more"
-            )
-        else:
-            st.caption(f"Agreement among experts: not yet defined. {alpha.note or ''}")
-    st.markdown("**Who answered what**")
-    if matrix.empty:
-        st.caption("No answers yet.")
-    else:
-        names = {q["key"]: q["name"] for q in cur.questions}
-        st.dataframe(matrix.rename(columns=names), width="stretch")
+        view.render_survey_weights(sv.weights_frame(w, cur), alpha, sid)
+    view.render_answer_matrix(matrix, cur.questions)
     a = st.container(horizontal=True)
     if is_open and a.button(
         "Close the survey",
@@ -612,14 +491,14 @@ def tasks_section() -> None:
         width="stretch",
         hide_index=True,
         column_config={
-            "kind": st.column_config.SelectboxColumn("kind", options=list(perturb.KINDS), required=True),
+            "kind": st.column_config.SelectboxColumn("kind", options=list(KINDS), required=True),
             "degree": st.column_config.SelectboxColumn("degree", options=["single", "minor", "major"], required=True),
             "k": st.column_config.NumberColumn("k", min_value=0, step=1),
         },
     )
     if st.button("Add task", type="primary", key="dhp_t_add"):
         try:
-            spec = perturb.custom_task(
+            spec = custom_task(
                 key.strip(),
                 name,
                 text_label=text_label,

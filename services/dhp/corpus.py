@@ -18,9 +18,10 @@ from db.engine import get_session
 from db.models import DhpSet, DhpSetPublic, DhpTask, utcnow
 from services.config import BackendConfig, backend_from_record
 from services.dhp import perturb
-from services.dhp.perturb import Item, TaskSpec
+from services.dhp.perturb import Item
 from services.dhp.scoring import answer_format_of
 from services.dhp.statistics import ORIGINAL
+from services.dhp.tasks import TASKS, TaskSpec, custom_task
 from services.llm import get_client
 
 TEXT_COLUMNS = ["text_id", "item_id", "perturbation", "level", "original", "text", "detail", "error"]
@@ -28,7 +29,7 @@ TEXT_COLUMNS = ["text_id", "item_id", "perturbation", "level", "original", "text
 
 # -- tasks ---------------------------------------------------------------------------------------------
 def _task_from_row(row: DhpTask) -> TaskSpec:
-    return perturb.custom_task(
+    return custom_task(
         row.key,
         row.name,
         text_label=row.text_label,
@@ -41,12 +42,12 @@ def _task_from_row(row: DhpTask) -> TaskSpec:
 
 def list_tasks(*, session: Session) -> list[TaskSpec]:
     """The built-in tasks, then the ones users added."""
-    return [*perturb.TASKS.values(), *(_task_from_row(r) for r in db.task_rows(session=session))]
+    return [*TASKS.values(), *(_task_from_row(r) for r in db.task_rows(session=session))]
 
 
 def get_task(key: str, *, session: Session) -> TaskSpec | None:
-    if key in perturb.TASKS:
-        return perturb.TASKS[key]
+    if key in TASKS:
+        return TASKS[key]
     row = db.task_row(session=session, key=key)
     return _task_from_row(row) if row else None
 

@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from services.dhp import perturb
+from services.dhp.tasks import kind_of
 
 ALPHA = 0.05
 D_FORMULA = "D = log_0.05(p), p = M / sum_j (1/p_j) (Wilson's HMP, weights 1/M summing to 1)"
@@ -193,7 +193,7 @@ def lookup_weights(ew: Mapping[str, Mapping[str, float]] | None, perturbation: s
     """The expert weights of a perturbation: by its full key ("typo:minor"), else by its kind ("typo")."""
     if not ew:
         return None
-    return ew.get(perturbation) or ew.get(perturb.kind_of(perturbation))
+    return ew.get(perturbation) or ew.get(kind_of(perturbation))
 
 
 def analyse(

@@ -11,8 +11,8 @@ from scipy import stats as sps
 
 from db.engine import get_session
 from services import dhp
-from services.dhp import perturb
-from services.dhp.perturb import TASKS, Item
+from services.dhp.perturb import Item
+from services.dhp.tasks import TASKS, custom_task
 from services.jobs import queue as jobs
 from tests.fakes import last_user
 from tests.support.dhp import council_items, judge_fluency_only
@@ -223,7 +223,7 @@ def test_llm_perturbations_are_made_by_the_set_job(file_engine, fake, backend, m
 
 
 def test_user_tasks_are_stored_and_listed(engine):
-    t = perturb.custom_task(
+    t = custom_task(
         "dialogue",
         "Dialogue",
         text_label="Reply",

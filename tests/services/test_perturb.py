@@ -8,7 +8,8 @@ from collections import Counter
 import pytest
 
 from services.dhp import perturb
-from services.dhp.perturb import TASKS, Item, Perturbation
+from services.dhp.perturb import Item
+from services.dhp.tasks import TASKS, Perturbation, custom_task
 from services.text import split_sentences
 
 SUMMARY = (
@@ -150,7 +151,7 @@ def last_prompt(fake) -> str:
 
 
 def test_custom_tasks_are_checked():
-    t = perturb.custom_task(
+    t = custom_task(
         "dialogue",
         "Dialogue",
         text_label="Reply",
@@ -160,11 +161,9 @@ def test_custom_tasks_are_checked():
     )
     assert t.metric_names == ["Engagingness"] and t.perturbations[0].k == 3
     with pytest.raises(ValueError, match="built-in"):
-        perturb.custom_task("qa", "x", text_label="a", source_label=None, metrics=[("m", "")], perturbations=[])
+        custom_task("qa", "x", text_label="a", source_label=None, metrics=[("m", "")], perturbations=[])
     with pytest.raises(ValueError, match="Unknown perturbation"):
-        perturb.custom_task(
-            "zz", "x", text_label="a", source_label=None, metrics=[("m", "")], perturbations=[{"kind": "nope"}]
-        )
+        custom_task("zz", "x", text_label="a", source_label=None, metrics=[("m", "")], perturbations=[{"kind": "nope"}])
 
 
 def test_the_sample_set_has_items_for_every_task_and_they_perturb():
