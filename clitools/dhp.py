@@ -30,7 +30,7 @@ import pandas as pd
 from services import dhp, tables
 from services.dhp import perturb
 from services.dhp import survey as survey_service
-from services.dhp.tasks import TASKS
+from services.dhp.catalogue import TASKS
 from services.errors import InputError
 from services.export import frame_csv
 

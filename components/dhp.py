@@ -13,7 +13,7 @@ import streamlit as st
 
 from components import dhp_figures as figs
 from services import dhp
-from services.dhp.tasks import TaskSpec
+from services.dhp.catalogue import TaskSpec
 from services.export import frame_csv
 from services.stats import AlphaResult
 from services.text import diff_html

@@ -521,7 +521,7 @@ class ConsevalHumanRating(SQLModel, table=True):
 
 # -- DHP: discernment of LLM evaluators, and the expert-weight survey --------------------------------
 class DhpTask(SQLModel, table=True):
-    """A task added by a user, with its metrics and perturbations; the built-in ones live in services.dhp.tasks."""
+    """A task added by a user, with its metrics and perturbations; the built-in ones live in services.dhp.catalogue."""
 
     __tablename__ = "dhp_task"
 

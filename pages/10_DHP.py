@@ -9,7 +9,7 @@ from components import dhp as view
 from components.ui import batch_worker, demo_notice, engine, page_setup
 from services import dhp
 from services.dhp import survey as sv
-from services.dhp.tasks import KINDS, custom_task
+from services.dhp.catalogue import KINDS, custom_task
 from services.export import frame_csv
 from services.jobs import queue as jobs
 

@@ -1,6 +1,6 @@
 """DHP (paper 004): discernment of LLM evaluators by hierarchical perturbation.
 
-tasks: the task catalogue (Tables 1 and 2); perturb: the perturbations; corpus: the tasks and the sets of
+catalogue: the task catalogue (Tables 1 and 2); perturb: the perturbations; corpus: the tasks and the sets of
 perturbed texts; scoring: an evaluator's ratings; benchmark: the runs in the worker; statistics: the statistics
 (section 4.3); survey: the expert-weight survey (Figure 5). The package exports what pages, the CLI and reports
 use: `from services import dhp; dhp.analyse(...)`.

@@ -18,10 +18,10 @@ from db.engine import get_session
 from db.models import DhpSet, DhpSetPublic, DhpTask, utcnow
 from services.config import BackendConfig, backend_from_record
 from services.dhp import perturb
+from services.dhp.catalogue import TASKS, TaskSpec, custom_task
 from services.dhp.perturb import Item
 from services.dhp.scoring import answer_format_of
 from services.dhp.statistics import ORIGINAL
-from services.dhp.tasks import TASKS, TaskSpec, custom_task
 from services.llm import get_client
 
 TEXT_COLUMNS = ["text_id", "item_id", "perturbation", "level", "original", "text", "detail", "error"]

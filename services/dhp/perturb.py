@@ -1,6 +1,6 @@
 """Hierarchical perturbations of the DHP paper (Tables 1 and 2): degrade good texts on purpose.
 
-The perturbations of a task (their level, method, degree and k) are in its catalogue, services/dhp/tasks.py.
+The perturbations of a task (their level, method, degree and k) are in its catalogue, services/dhp/catalogue.py.
 Rule-based perturbations are pure functions of the text and a `random.Random` seeded from (seed, item id,
 perturbation), so the same seed gives the same texts in any process. LLM-based ones send the paper's Auto-CoT
 "adjustment" prompt (services/prompts/dhp.py) through the one LLM client at temperature 0; their answers are
@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, field_validator
 
-from services.dhp.tasks import Level, Perturbation, TaskSpec
+from services.dhp.catalogue import Level, Perturbation, TaskSpec
 from services.llm import LLMClient
 from services.prompts import dhp as prompts
 from services.text import join_sentences, split_sentences

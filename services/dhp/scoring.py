@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, field_validator
 
-from services.dhp.tasks import TaskSpec
+from services.dhp.catalogue import TaskSpec
 from services.llm import LLMClient
 from services.prompts import dhp as prompts
 

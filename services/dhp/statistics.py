@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from services.dhp.tasks import kind_of
+from services.dhp.catalogue import kind_of
 
 ALPHA = 0.05
 D_FORMULA = "D = log_0.05(p), p = M / sum_j (1/p_j) (Wilson's HMP, weights 1/M summing to 1)"

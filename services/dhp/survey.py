@@ -23,7 +23,7 @@ from sqlmodel import Session
 from db import surveys as db
 from db.engine import get_session
 from db.models import Survey, SurveyExpertPublic, SurveyPublic, utcnow
-from services.dhp.tasks import KINDS, TaskSpec
+from services.dhp.catalogue import KINDS, TaskSpec
 from services.errors import SurveyError
 from services.stats import AlphaResult, alpha_from_long
 

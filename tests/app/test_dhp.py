@@ -8,8 +8,8 @@ import db.engine
 from db.engine import get_session
 from services import dhp
 from services.dhp import survey as sv
+from services.dhp.catalogue import TASKS
 from services.dhp.perturb import Item
-from services.dhp.tasks import TASKS
 from tests.app.helpers import click
 from tests.fakes import last_user
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import db.engine
 from db.engine import get_session
 from services.dhp import survey as sv
-from services.dhp.tasks import TASKS
+from services.dhp.catalogue import TASKS
 
 SURVEY = "pages/11_Survey.py"
 

@@ -12,7 +12,7 @@ from db.engine import get_session
 from services import dhp
 from services.dhp import perturb
 from services.dhp import survey as sv
-from services.dhp.tasks import TASKS
+from services.dhp.catalogue import TASKS
 
 GOOD = [5, 5, 4, 5, 4, 5, 5, 4, 5, 5]
 BAD = [2, 3, 2, 1, 3, 2, 2, 3, 1, 2]

@@ -22,7 +22,7 @@ from services import reports, runs
 from services.config import BackendConfig
 from services.dcr import DCRConfig
 from services.dhp import survey as sv
-from services.dhp.tasks import TASKS
+from services.dhp.catalogue import TASKS
 from tests.annotation_seed import make_dataset
 from tests.fakes import FakeOpenAIServer, toy_judge
 from tests.support.browser import (

@@ -16,8 +16,8 @@ import pytest
 from db.engine import get_session, make_engine
 from services import dhp
 from services.dhp import survey as sv
+from services.dhp.catalogue import TASKS
 from services.dhp.perturb import Item
-from services.dhp.tasks import TASKS
 from tests.fakes import FakeOpenAIServer, last_user
 from tests.support.browser import (
     ARTIFACTS,

@@ -28,7 +28,7 @@ from db.usage import save_usage
 from services import annotations
 from services.annotations import Target
 from services.dhp import survey
-from services.dhp.tasks import TASKS
+from services.dhp.catalogue import TASKS
 from services.llm import CallRecord
 from tests.annotation_seed import make_dataset
 from tests.db import pg

@@ -11,8 +11,8 @@ from scipy import stats as sps
 
 from db.engine import get_session
 from services import dhp
+from services.dhp.catalogue import TASKS, custom_task
 from services.dhp.perturb import Item
-from services.dhp.tasks import TASKS, custom_task
 from services.jobs import queue as jobs
 from tests.fakes import last_user
 from tests.support.dhp import council_items, judge_fluency_only

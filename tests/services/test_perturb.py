@@ -8,8 +8,8 @@ from collections import Counter
 import pytest
 
 from services.dhp import perturb
+from services.dhp.catalogue import TASKS, Perturbation, custom_task
 from services.dhp.perturb import Item
-from services.dhp.tasks import TASKS, Perturbation, custom_task
 from services.text import split_sentences
 
 SUMMARY = (

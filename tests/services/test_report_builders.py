@@ -151,8 +151,8 @@ def test_survey_report_has_expert_agreement_weights_and_the_votes(engine):
 def test_dhp_report_has_discernment_tests_and_the_perturbed_pairs(tmp_path, fake, backend):
     from db.engine import get_session, make_engine
     from services import dhp
+    from services.dhp.catalogue import TASKS
     from services.dhp.perturb import Item
-    from services.dhp.tasks import TASKS
     from tests.support.dhp import judge_fluency_only
 
     items = [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from db.engine import get_session
 from services.dhp import survey as sv
-from services.dhp.tasks import TASKS
+from services.dhp.catalogue import TASKS
 
 
 def new_survey(engine, task: str = "summarization", experts: int = 0) -> tuple[int, list[int]]:
