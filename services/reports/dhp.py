@@ -40,73 +40,106 @@ def build(engine: Engine, run_id: int, **_: Any) -> Report:
     if res is None:
         notes.append("No paired scores yet: nothing to test.")
     else:
-        heads = [
-            Headline(
-                label="D_avg (level-weighted)",
-                value=res.d_avg,
-                digits=2,
-                note="D = log_0.05 of the combined p; 1 at p = 0.05",
-            ),
-            Headline(label="D_min", value=res.d_min, digits=2),
-            Headline(label="D_paper avg", value=res.d_paper_avg, digits=2, note=dhp.D_PAPER_FORMULA),
-            Headline(label="D_paper min", value=res.d_paper_min, digits=2),
-            Headline(label="D_EW avg (expert weights)", value=res.d_ew_avg, digits=2),
-            Headline(label="D_EW min", value=res.d_ew_min, digits=2),
-        ]
         if res.avg_note:
             notes.append(f"D_avg: {res.avg_note}.")
-        summary = dhp.summary_frame([res])
-        per = summary[summary["level"] != "overall"]
+        heads, figures, tables = _headlines(res), _figures(res), _tables(res)
+    return Report(
+        title=f"DHP benchmark run #{run.id}: {run.model}",
+        kind="dhp",
+        ref_id=run.id,
+        summary="Discernment of Hierarchical Perturbation (DHP): does the evaluator score texts lower once they "
+        "are damaged? One-sided Wilcoxon tests per metric, combined by the harmonic mean p, D = log_0.05(p).",
+        configuration=_configuration(run, dset, closed),
+        headlines=heads,
+        figures=figures,
+        tables=tables,
+        examples=_examples(texts, scores),
+        notes=notes,
+    )
+
+
+def _headlines(res: dhp.DiscernmentResult) -> list[Headline]:
+    return [
+        Headline(
+            label="D_avg (level-weighted)",
+            value=res.d_avg,
+            digits=2,
+            note="D = log_0.05 of the combined p; 1 at p = 0.05",
+        ),
+        Headline(label="D_min", value=res.d_min, digits=2),
+        Headline(label="D_paper avg", value=res.d_paper_avg, digits=2, note=dhp.D_PAPER_FORMULA),
+        Headline(label="D_paper min", value=res.d_paper_min, digits=2),
+        Headline(label="D_EW avg (expert weights)", value=res.d_ew_avg, digits=2),
+        Headline(label="D_EW min", value=res.d_ew_min, digits=2),
+    ]
+
+
+def _figures(res: dhp.DiscernmentResult) -> list[FigureSpec]:
+    summary = dhp.summary_frame([res])
+    per = summary[summary["level"] != "overall"]
+    figures = [
+        FigureSpec.of(
+            "Discernment per perturbation",
+            make_perturbation_figure(per.assign(value=per["D"])),
+            "D = log_0.05(p) of the one-sided Wilcoxon tests combined by the harmonic mean p; D > 1 means p < 0.05.",
+        )
+    ]
+    if per["D_EW"].notna().any():
         figures.append(
             FigureSpec.of(
-                "Discernment per perturbation",
-                make_perturbation_figure(per.assign(value=per["D"])),
-                "D = log_0.05(p) of the one-sided Wilcoxon tests combined by the harmonic "
-                "mean p; D > 1 means p < 0.05.",
+                "Discernment per perturbation with expert weights (D_EW)",
+                make_perturbation_figure(per.assign(value=per["D_EW"])),
             )
         )
-        if per["D_EW"].notna().any():
-            figures.append(
-                FigureSpec.of(
-                    "Discernment per perturbation with expert weights (D_EW)",
-                    make_perturbation_figure(per.assign(value=per["D_EW"])),
-                )
-            )
-        figures.append(
-            FigureSpec.of(
-                "D_avg, D_min, D_paper, D_EW",
-                make_discernment_figure(overall_frame([res])),
-                f"{dhp.D_FORMULA}; {dhp.D_PAPER_FORMULA}",
-            )
+    figures.append(
+        FigureSpec.of(
+            "D_avg, D_min, D_paper, D_EW",
+            make_discernment_figure(overall_frame([res])),
+            f"{dhp.D_FORMULA}; {dhp.D_PAPER_FORMULA}",
         )
-        tables = [
-            Table.from_frame("D, D_paper and D_EW per perturbation", summary),
-            Table.from_frame(
-                "Wilcoxon tests per perturbation and metric", dhp.results_frame(res), note=res.zero_method_note
-            ),
-        ]
+    )
+    return figures
+
+
+def _tables(res: dhp.DiscernmentResult) -> list[Table]:
+    return [
+        Table.from_frame("D, D_paper and D_EW per perturbation", dhp.summary_frame([res])),
+        Table.from_frame(
+            "Wilcoxon tests per perturbation and metric", dhp.results_frame(res), note=res.zero_method_note
+        ),
+    ]
+
+
+def _examples(texts: pd.DataFrame, scores: pd.DataFrame) -> list[Example]:
+    """One perturbed text of each of the first N_EXAMPLES perturbations, with its mean scores."""
     examples = []
-    if len(texts):
-        pert = texts[(texts["perturbation"] != "original") & texts["error"].isna()]
-        for _, t in pert.drop_duplicates("perturbation").head(N_EXAMPLES).iterrows():
-            sc = scores[(scores["item_id"] == t["item_id"]) & (scores["perturbation"] == t["perturbation"])]
-            lines = "\n".join(
-                f"{r.metric}: original {r.original:.2f} → perturbed {r.perturbed:.2f}" for r in sc.itertuples()
+    if not len(texts):
+        return examples
+    pert = texts[(texts["perturbation"] != "original") & texts["error"].isna()]
+    for _, t in pert.drop_duplicates("perturbation").head(N_EXAMPLES).iterrows():
+        sc = scores[(scores["item_id"] == t["item_id"]) & (scores["perturbation"] == t["perturbation"])]
+        lines = "\n".join(
+            f"{r.metric}: original {r.original:.2f} → perturbed {r.perturbed:.2f}" for r in sc.itertuples()
+        )
+        examples.append(
+            Example(
+                title=f"{t['perturbation']} ({t['level']}) on item {t['item_id']}",
+                fields=[("Mean scores", lines or "not scored yet"), ("Detail", str(t["detail"] or ""))],
+                rounds=[
+                    ExampleRound(
+                        label="The perturbation, changes highlighted",
+                        rewrites=[ExampleRewrite(index=0, before=str(t["original"]), after=str(t["text"]))],
+                    )
+                ],
             )
-            examples.append(
-                Example(
-                    title=f"{t['perturbation']} ({t['level']}) on item {t['item_id']}",
-                    fields=[("Mean scores", lines or "not scored yet"), ("Detail", str(t["detail"] or ""))],
-                    rounds=[
-                        ExampleRound(
-                            label="The perturbation, changes highlighted",
-                            rewrites=[ExampleRewrite(index=0, before=str(t["original"]), after=str(t["text"]))],
-                        )
-                    ],
-                )
-            )
+        )
+    return examples
+
+
+def _configuration(run: Any, dset: Any, closed: Any) -> dict[str, Any]:
+    """What the run was: its model, prompts, perturbation set (with a hash of its items) and expert weights."""
     items_hash = sha256(json.dumps(dset.items, sort_keys=True, ensure_ascii=False)) if dset else None
-    config = {
+    return {
         "run": {
             "id": run.id,
             "status": run.status,
@@ -130,16 +163,3 @@ def build(engine: Engine, run_id: int, **_: Any) -> Report:
         "expert weights": None if closed is None else {"survey": closed[0].id, "title": closed[0].title},
         "app": {"version": metaeval.app_version()},
     }
-    return Report(
-        title=f"DHP benchmark run #{run.id}: {run.model}",
-        kind="dhp",
-        ref_id=run.id,
-        summary="Discernment of Hierarchical Perturbation (DHP): does the evaluator score texts lower once they "
-        "are damaged? One-sided Wilcoxon tests per metric, combined by the harmonic mean p, D = log_0.05(p).",
-        configuration=config,
-        headlines=heads,
-        figures=figures,
-        tables=tables,
-        examples=examples,
-        notes=notes,
-    )

@@ -58,35 +58,7 @@ def build(
     compared = {int(r.batch): r for r in comparison.table.itertuples(index=False)}
     chosen = [b for b in chosen if b.id in compared]  # a batch deleted meanwhile is left out (with a note)
     data = {b.id: metaeval.load_batch(engine, b.id, sentences=False) for b in chosen}
-    rows = []
-    for b in chosen:
-        cmp = compared[b.id]
-        done = data[b.id].done
-        low, high = stats.balanced_accuracy_interval(
-            done["score"].to_numpy(float), done["human_label"].to_numpy(float), threshold, seed=seed, n_boot=n_boot
-        )
-        # Paper 003 finds errors: precision and F1 of the inconsistent class, beside the comparison's recall.
-        c = stats.classification(
-            done["score"].to_numpy(float), done["human_label"].to_numpy(float), threshold, positive=0
-        )
-        p = bsvc.progress(engine, b.id)
-        rows.append(
-            {
-                "method": f"{cmp.method} #{b.id}",
-                "model": b.model,
-                "batch": b.id,
-                "n": int(cmp.n),
-                "value": cmp.balanced_accuracy,
-                "ci_low": low,
-                "ci_high": high,
-                "precision": c.precision,
-                "recall": cmp.recall,
-                "f1": c.f1,
-                "pearson": cmp.pearson,
-                "calls": p.calls if p else 0,
-                "tokens": p.tokens if p else 0,
-            }
-        )
+    rows = [_row(engine, b, compared[b.id], data[b.id], threshold, seed, n_boot) for b in chosen]
     df = pd.DataFrame(rows)
     ds = data[batch_id].dataset
     notes = list(comparison.notes)
@@ -109,7 +81,58 @@ def build(
     ]
     cells = [Headline(label="", value=r["value"], ci_low=r["ci_low"], ci_high=r["ci_high"]).text() for r in rows]
     table = df.assign(**{"balanced accuracy [95% CI]": cells})[COLUMNS] if rows else pd.DataFrame(columns=COLUMNS)
-    config = {
+    figures = []
+    if len(df):
+        figures = [
+            FigureSpec.of("Balanced accuracy per method", make_method_accuracy_figure(df)),
+            FigureSpec.of("Cost per method", make_method_cost_figure(df)),
+        ]
+    return Report(
+        title=f"NLI comparison on {ds.name if ds else 'a deleted dataset'} (batch #{batch_id})",
+        kind="nli",
+        ref_id=batch_id,
+        summary="Zero-shot factual-inconsistency paradigms (Summ-NLI, Sent-NLI, QG-QA; paper 003) beside the other "
+        "methods run over the same dataset, judged by balanced accuracy against the gold labels.",
+        configuration=_configuration(ds, chosen, seed, n_boot, threshold),
+        headlines=heads,
+        figures=figures,
+        tables=[Table.from_frame("Methods side by side", table)],
+        examples=examples(engine, chosen, [r["method"] for r in rows], data),
+        notes=notes,
+    )
+
+
+def _row(
+    engine: Engine, b: Any, cmp: Any, data: metaeval.BatchData, threshold: float, seed: int, n_boot: int
+) -> dict[str, Any]:
+    """One method's row: the comparison's figures, a bootstrap interval on balanced accuracy, and its cost."""
+    done = data.done
+    low, high = stats.balanced_accuracy_interval(
+        done["score"].to_numpy(float), done["human_label"].to_numpy(float), threshold, seed=seed, n_boot=n_boot
+    )
+    # Paper 003 finds errors: precision and F1 of the inconsistent class, beside the comparison's recall.
+    c = stats.classification(done["score"].to_numpy(float), done["human_label"].to_numpy(float), threshold, positive=0)
+    p = bsvc.progress(engine, b.id)
+    return {
+        "method": f"{cmp.method} #{b.id}",
+        "model": b.model,
+        "batch": b.id,
+        "n": int(cmp.n),
+        "value": cmp.balanced_accuracy,
+        "ci_low": low,
+        "ci_high": high,
+        "precision": c.precision,
+        "recall": cmp.recall,
+        "f1": c.f1,
+        "pearson": cmp.pearson,
+        "calls": p.calls if p else 0,
+        "tokens": p.tokens if p else 0,
+    }
+
+
+def _configuration(ds: Any, chosen: list, seed: int, n_boot: int, threshold: float) -> dict[str, Any]:
+    """The dataset, each batch's method, model and prompts, and how the statistics were computed."""
+    return {
         "dataset": None if ds is None else {"id": ds.id, "name": ds.name, "sha256": ds.sha256, "format": ds.format},
         "batches": [
             {
@@ -131,25 +154,6 @@ def build(
         },
         "app": {"version": metaeval.app_version()},
     }
-    figures = []
-    if len(df):
-        figures = [
-            FigureSpec.of("Balanced accuracy per method", make_method_accuracy_figure(df)),
-            FigureSpec.of("Cost per method", make_method_cost_figure(df)),
-        ]
-    return Report(
-        title=f"NLI comparison on {ds.name if ds else 'a deleted dataset'} (batch #{batch_id})",
-        kind="nli",
-        ref_id=batch_id,
-        summary="Zero-shot factual-inconsistency paradigms (Summ-NLI, Sent-NLI, QG-QA; paper 003) beside the other "
-        "methods run over the same dataset, judged by balanced accuracy against the gold labels.",
-        configuration=config,
-        headlines=heads,
-        figures=figures,
-        tables=[Table.from_frame("Methods side by side", table)],
-        examples=examples(engine, chosen, [r["method"] for r in rows], data),
-        notes=notes,
-    )
 
 
 def examples(engine: Engine, chosen: list, labels: list[str], data: dict[int, metaeval.BatchData]) -> list[Example]:
