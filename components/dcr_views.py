@@ -265,8 +265,9 @@ def render_rewrite_review(
         render_rewrites(rnd, toggle, key_prefix, nxt=by_index.get(rnd.index + 1))
 
 
-def render_no_verdict(ev: Evaluation, *, embedded: bool) -> None:
-    """Why a run has no score and no Improve when the model judged no sentence, and what to do instead."""
+def render_no_verdict(ev: Evaluation, *, embedded: bool, checker_shown: bool = False) -> None:
+    """Why a run has no score and no Improve when the model judged no sentence, and what to do instead
+    (`checker_shown`: the offline checker's verdicts are already on the page)."""
     if ev.fatal or not ev.sentences or ev.n_judged:
         return
     why = (
@@ -277,8 +278,13 @@ def render_no_verdict(ev: Evaluation, *, embedded: bool) -> None:
     )
     st.warning(
         f"**No sentence was judged** ({len(ev.sentences)} of {len(ev.sentences)} without a verdict), so there is no "
-        f"score and nothing for Improve to rewrite. {why}To get verdicts: run the offline **evidence checker**, "
-        "which calls no model (the button below, or Options → Evaluator), or connect a stronger model in "
-        "**Settings** and evaluate again.",
+        f"score and nothing for Improve to rewrite. {why}"
+        + (
+            "The offline **evidence checker**'s verdicts are above; for a model's verdicts and Improve, connect a "
+            "stronger model in **Settings** and evaluate again."
+            if checker_shown
+            else "To get verdicts: run the offline **evidence checker**, which calls no model (the button below, "
+            "or Options → Evaluator), or connect a stronger model in **Settings** and evaluate again."
+        ),
         icon=":material/help:",
     )

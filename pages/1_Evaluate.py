@@ -127,7 +127,8 @@ st.caption(
     "into a mark z = ±1 (Auto-Metric Converter) and the marks into a score Ẑ in [0, 1] (Eq. 3). "
     "**Improve** rewrites the inconsistent sentences from their reasons (Reason-Assisted Improver) and judges again."
 )
-demo_notice(backend)
+if st.session_state.get("ev_method") != "evidence":  # the evidence checker calls no model, demo or not
+    demo_notice(backend)
 
 open_run = st.session_state.ev_run_id if st.session_state.ev_compare is None else -1
 if open_run is not None and open_run >= 0 and not st.session_state.ev_reference and not st.session_state.ev_candidate:
@@ -368,11 +369,9 @@ if run_id is not None:
         st.stop()
     head = st.columns([5, 1], vertical_alignment="center")
     head[0].subheader(f"Run #{r.id} · {TASK_LABELS.get(r.task, r.task).split(' (')[0]}")
-    converter = "" if r.method == "evidence" else f" · converter: {r.amc}"
-    head[0].caption(
-        f"{r.model} · {METHOD_LABELS.get(r.method, r.method)}{converter} · "
-        f"{r.created_at:%Y-%m-%d %H:%M} UTC · source: {r.source}"
-    )
+    # The evidence checker's model name already says what it is; a model's run names its method and converter.
+    how = "" if r.method == "evidence" else f" · {METHOD_LABELS.get(r.method, r.method)} · converter: {r.amc}"
+    head[0].caption(f"{r.model}{how} · {r.created_at:%Y-%m-%d %H:%M} UTC · source: {r.source}")
     if head[1].button("Close", icon=":material/close:"):
         _open_run(None)
         st.rerun()
@@ -394,11 +393,13 @@ if run_id is not None:
     else:
         chosen = 0
     rnd = detail.rounds[chosen]
-    if r.method != "evidence" and r.backend_kind == "embedded":  # the demo model judges near chance
+    lead = r.method != "evidence" and r.backend_kind == "embedded"  # the demo model judges near chance
+    if lead:
         found = evidence_for(detail.reference, rnd.evaluation, r.task)
         render_checker_lead(rnd.evaluation, found, noun=REFERENCE_NOUN.get(r.task, "reference"))
+        st.caption("The demo model's run in detail:")
     render_score(rnd.evaluation, detail.usage)
-    render_no_verdict(rnd.evaluation, embedded=r.backend_kind == "embedded")
+    render_no_verdict(rnd.evaluation, embedded=r.backend_kind == "embedded", checker_shown=lead)
     noun = REFERENCE_NOUN.get(r.task, "reference")
     show_checker = False
     if r.method != "evidence":
@@ -474,32 +475,33 @@ if run_id is not None:
             key_prefix=f"ev_rw_{r.id}",
         )
 
-    st.markdown("#### Final text")
-    final = runs.final_text(detail)
-    n_rejected = sum(not rw.accepted for rd in detail.rounds for rw in rd.rewrites if rw.changed)
-    st.caption(
-        "The candidate with every accepted rewrite applied"
-        + (
-            f" ({n_rejected} rejected rewrite(s) left out: the scores above are for the text with every rewrite "
-            "applied, so evaluate this text to score it)."
-            if n_rejected
-            else "."
+    if r.method != "evidence":  # the checker rewrites nothing: its final text is the candidate
+        st.markdown("#### Final text")
+        final = runs.final_text(detail)
+        n_rejected = sum(not rw.accepted for rd in detail.rounds for rw in rd.rewrites if rw.changed)
+        st.caption(
+            "The candidate with every accepted rewrite applied"
+            + (
+                f" ({n_rejected} rejected rewrite(s) left out: the scores above are for the text with every rewrite "
+                "applied, so evaluate this text to score it)."
+                if n_rejected
+                else "."
+            )
+            + " Copy it with the button in the box's corner."
         )
-        + " Copy it with the button in the box's corner."
-    )
-    st.code(final, language=None, wrap_lines=True)
-    fc = st.container(horizontal=True)
-    fc.download_button(
-        "Download .txt", final, file_name=f"run-{r.id}-final.txt", mime="text/plain", icon=":material/download:"
-    )
-    # A callback: the text areas' state can only be set before they are drawn, i.e. before the script reruns.
-    fc.button(
-        "Evaluate final text",
-        icon=":material/replay:",
-        help="Start a new run with this text",
-        on_click=_start_from_final,
-        args=(detail.reference, final),
-    )
+        st.code(final, language=None, wrap_lines=True)
+        fc = st.container(horizontal=True)
+        fc.download_button(
+            "Download .txt", final, file_name=f"run-{r.id}-final.txt", mime="text/plain", icon=":material/download:"
+        )
+        # A callback: the text areas' state can only be set before they are drawn, i.e. before the script reruns.
+        fc.button(
+            "Evaluate final text",
+            icon=":material/replay:",
+            help="Start a new run with this text",
+            on_click=_start_from_final,
+            args=(detail.reference, final),
+        )
 
     with st.expander("Configuration, prompts and usage", icon=":material/receipt_long:"):
         st.json(

@@ -96,7 +96,7 @@ with st.container(border=True):
     st.markdown("#### Import a file")
     if QAGS_SAMPLE.is_file():
         row = st.container(horizontal=True, vertical_alignment="center")
-        if row.button("Import the QAGS-CNN sample from ../shared", icon=":material/download:"):
+        if row.button("Import the QAGS-CNN/DM sample", icon=":material/download:"):
             _import("QAGS-CNN/DM (MTurk)", QAGS_SAMPLE.read_bytes(), "qags")
             st.rerun()
         row.caption("CNN/DailyMail summaries, each sentence judged yes/no by three MTurk workers (Wang et al., 2020).")

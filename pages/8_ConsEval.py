@@ -178,7 +178,7 @@ with st.expander("New study", expanded=not studies, icon=":material/add_circle:"
         cfg, items = build()
         oracle_calls, calls = ce.plan_for_items(cfg, items)
         st.info(
-            f"{len(items)} items × {len(cfg.granularities)} definitions × {len(cfg.scales)} scales × "
+            f"{len(items)} items × {len(cfg.granularities)} definition(s) × {len(cfg.scales)} scales × "
             f"{cfg.n_samples + int(cfg.greedy)} answers × {len(cfg.models)} model(s) × {len(cfg.methods)} method(s)"
             + (" on the 20% test share (section 7.1)" if cfg.uses_split() else "")
             + f" = **{len(calls) + len(oracle_calls):,} answers** to ask (cached answers cost no call).",

@@ -91,8 +91,10 @@ def start_run(
     ledger = UsageLedger()
     client = get_client(backend, cache=SqlCache(engine), ledger=ledger)
     if progress:
-        how = "" if cfg.uses_model else " with the offline evidence checker"
-        progress(f"Round 0: judging {len(units)} sentence(s){how}…")
+        if cfg.uses_model:
+            progress(f"Round 0: judging {len(units)} sentence(s)…")
+        else:
+            progress(f"Checking {len(units)} sentence(s) with the offline evidence checker…")
     try:
         rnd = dcr.first_round(client, reference, units, cfg)
     except Exception as exc:  # the embedded server failed to start, or a bug: keep the run, say why

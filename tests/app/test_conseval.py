@@ -34,7 +34,7 @@ def test_a_study_starts_runs_in_the_worker_and_shows_its_results(open_page, judg
     judge.responder = scorer(noisy=True)
     at = small_setup(open_page(CONSEVAL))
     assert not at.exception
-    assert any("4 items × 2 definitions × 2 scales × 3 answers" in i for i in texts(at.info))
+    assert any("4 items × 2 definition(s) × 2 scales × 3 answers" in i for i in texts(at.info))
     at = click(at, "Start study")  # the worker's task runs inline in tests
     assert not at.exception, at.exception
     st = ce.list_studies(db.engine.get_engine())[0]

@@ -107,7 +107,7 @@ def test_delete_is_refused_while_a_batch_uses_the_dataset(open_page):
 
 @pytest.mark.skipif(not QAGS_FILE.is_file(), reason="the QAGS file in ../shared/data is absent")
 def test_import_the_qags_sample(open_page):
-    label = "Import the QAGS-CNN sample from ../shared"
+    label = "Import the QAGS-CNN/DM sample"
     at = click(open_page(DATASETS), label)
     assert not at.exception
     assert any("Imported **235** item(s)" in s for s in texts(at.success)), texts(at.success)

@@ -216,7 +216,10 @@ def test_evidence_checker_run_calls_no_model_and_offers_no_improve(open_page):
     assert "article #2 · " in cards and "“It was completed in 1889 for the World&#x27;s Fair.”" in cards
     assert score(at) == "0.667"
     assert next(m.value for m in at.metric if m.label == "Model calls (run)") == "0"
-    assert any("Evidence checker (offline, no model call)" in c for c in texts(at.caption))
+    subtitle = next(c for c in texts(at.caption) if c.startswith("offline evidence checker ("))
+    assert "Evidence checker (offline" not in subtitle and "converter" not in subtitle, subtitle
+    assert not any("Demo judge" in w for w in texts(at.warning)), "no model is used: no demo-model banner"
+    assert not any(m.value == "#### Final text" for m in at.markdown), "the checker rewrites nothing"
     assert any("Offline evidence checker" in n for n in texts(at.info))  # the evaluation's note
     assert not any(b.label == "Improve" for b in at.button)
     assert any("improving needs a model" in i for i in texts(at.info)), texts(at.info)
@@ -242,6 +245,7 @@ def test_demo_model_runs_show_the_offline_checker_beside_the_verdicts(open_page,
     labels = [m.label for m in at.metric]
     assert labels[:2] == ["Score Ẑ · Offline evidence checker (no model)", "Score Ẑ · Demo model"]
     assert at.metric[0].value == "0.667"  # the checker: 1999 is not in the article
+    assert "The demo model's run in detail:" in texts(at.caption), "the tiles below the lead say whose they are"
     toggle = at.toggle(key=f"ev_checker_{run_id}")
     assert toggle.value is True, "on by default for the demo model"
     cards = verdict_html(at)
