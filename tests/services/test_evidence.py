@@ -183,6 +183,19 @@ def test_a_reworded_sentence_without_new_facts_is_supported(mode) -> None:
     assert se.verdict == "consistent" and se.novel and all(s.kind == "word" for s in se.novel)
 
 
+def test_a_negation_the_reference_states_elsewhere_is_merged_not_contradicted(mode) -> None:
+    """ "Did not approve" from the reference's second sentence, beside its first, where "approved" is said plainly."""
+    ref = "The council approved the new budget for schools on Tuesday. The mayor did not approve of it."
+    (merged,) = evidence.analyse(
+        ref, ["The council approved the new budget for schools on Tuesday, which the mayor did not approve."]
+    )
+    assert merged.verdict == "consistent" and not any(e.conflict for e in merged.alignments)
+    (negated,) = evidence.analyse(
+        ref.split(". ")[0] + ".", ["The council did not approve the new budget for schools on Tuesday."]
+    )
+    assert negated.rule == "contradiction" and negated.verdict == "inconsistent"
+
+
 def test_general_vocabulary_marks_a_paraphrase_and_a_rare_word_a_new_fact(lexical) -> None:
     """The same sentence with a novel common word and with a novel rare one: only the rare one costs support."""
     common, rare = evidence.analyse(

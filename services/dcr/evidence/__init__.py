@@ -148,18 +148,18 @@ MAX_NOVEL = 0.6
 UNSUPPORTED_SCORE = 0.3
 SCORE_BIAS = -3.29
 SCORE_WEIGHTS = {
-    "align": 3.85,
-    "fused": 0.28,
+    "align": 3.88,
+    "fused": 0.27,
     "ngrams": 0.06,
-    "style": -2.28,
-    "ngrams_in_style": 3.19,
-    "novel": -2.36,
+    "style": -2.27,
+    "ngrams_in_style": 3.18,
+    "novel": -2.37,
     "rare": -4.97,
     "reworded": 1.15,
-    "numbers": -1.8,
+    "numbers": -1.78,
     "names": -2.09,
     "displaced": -2.25,
-    "contradiction": -2.64,
+    "contradiction": -2.73,
 }
 
 

@@ -150,7 +150,9 @@ def _conflict(sent: _Text, ref: _Text, lexical: float, ref_all: _Reference) -> s
         ours = next(t.text for t in sent.toks if t.lower in _GENDERED[next(iter(mine_g))])
         other = next(t.text for t in ref.toks if t.lower in _GENDERED[next(iter(theirs_g))])
         return f"'{ours}' where it says '{other}'"
-    clash = (sent.negated_words & ref.content) - ref.negated_words
+    # A negation the reference states in another sentence is merged from there, not contradicted ("was jailed
+    # without parole" beside a sentence that only says "was jailed").
+    clash = (sent.negated_words & ref.content) - ref.negated_words - ref_all.negated_words
     if clash:
         return f"'{_negation_phrase(sent, clash)}' where it has no negation"
     clash = (ref.negated_words & sent.content) - sent.negated_words

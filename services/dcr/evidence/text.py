@@ -321,6 +321,7 @@ class _Reference:
     words: frozenset[str]  # every token's base form and stem (any case): what "appears in the reference" means
     numbers: frozenset[str]
     bigrams: frozenset[tuple[str, str]]
+    negated_words: frozenset[str] = frozenset()  # content keys any of its sentences negates
 
     @classmethod
     def of(cls, sentences: Sequence[str]) -> _Reference:
@@ -334,7 +335,13 @@ class _Reference:
         if _SPACED_DECIMAL.search(joined):
             glued = _SPACED_DECIMAL.sub(".", joined)
             numbers |= {k for u in _units(glued) if u.kind == "number" for k in u.keys}
-        return cls(texts, frozenset(words), frozenset(numbers), frozenset().union(*(x.bigrams for x in texts)))
+        return cls(
+            texts,
+            frozenset(words),
+            frozenset(numbers),
+            frozenset().union(*(x.bigrams for x in texts)),
+            frozenset().union(*(x.negated_words for x in texts)),
+        )
 
 
 # Words a full stop follows without ending the sentence ("Mr. Smith", "U.S. troops"); single letters too.
