@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -17,14 +16,9 @@ from db.models import Batch, WorkerHeartbeat, utcnow
 from services.jobs import batches
 from tests.fakes import FakeOpenAIServer, toy_judge
 from tests.support.batches import BAD, EVAL, FIX, judge_backend, make_dataset
+from tests.support.browser import free_port, server_flags
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_a_restarted_app_resumes_its_batches_without_a_page_being_opened(tmp_path):
@@ -48,22 +42,9 @@ def test_a_restarted_app_resumes_its_batches_without_a_page_being_opened(tmp_pat
             "WORKER_HEARTBEAT": "0.5",
             "DB_BUSY_TIMEOUT": "2",
         }
-        port = _free_port()
+        port = free_port()
         log = tmp_path / "app.log"
-        cmd = [
-            sys.executable,
-            "serve.py",
-            "--server.port",
-            str(port),
-            "--server.address",
-            "127.0.0.1",
-            "--server.headless",
-            "true",
-            "--server.fileWatcherType",
-            "none",
-            "--browser.gatherUsageStats",
-            "false",
-        ]
+        cmd = [sys.executable, "serve.py", *server_flags(port)]
         with open(log, "wb") as out:
             app = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
         try:

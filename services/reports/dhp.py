@@ -42,7 +42,8 @@ def build(engine: Engine, run_id: int, **_: Any) -> Report:
     else:
         if res.avg_note:
             notes.append(f"D_avg: {res.avg_note}.")
-        heads, figures, tables = _headlines(res), _figures(res), _tables(res)
+        summary = dhp.summary_frame([res])
+        heads, figures, tables = _headlines(res), _figures(res, summary), _tables(res, summary)
     return Report(
         title=f"DHP benchmark run #{run.id}: {run.model}",
         kind="dhp",
@@ -74,8 +75,7 @@ def _headlines(res: dhp.DiscernmentResult) -> list[Headline]:
     ]
 
 
-def _figures(res: dhp.DiscernmentResult) -> list[FigureSpec]:
-    summary = dhp.summary_frame([res])
+def _figures(res: dhp.DiscernmentResult, summary: pd.DataFrame) -> list[FigureSpec]:
     per = summary[summary["level"] != "overall"]
     figures = [
         FigureSpec.of(
@@ -101,9 +101,9 @@ def _figures(res: dhp.DiscernmentResult) -> list[FigureSpec]:
     return figures
 
 
-def _tables(res: dhp.DiscernmentResult) -> list[Table]:
+def _tables(res: dhp.DiscernmentResult, summary: pd.DataFrame) -> list[Table]:
     return [
-        Table.from_frame("D, D_paper and D_EW per perturbation", dhp.summary_frame([res])),
+        Table.from_frame("D, D_paper and D_EW per perturbation", summary),
         Table.from_frame(
             "Wilcoxon tests per perturbation and metric", dhp.results_frame(res), note=res.zero_method_note
         ),

@@ -84,6 +84,22 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def server_flags(port: int) -> list[str]:
+    """Streamlit's flags for a test server: the port on loopback, headless, no file watcher, no usage stats."""
+    return [
+        "--server.port",
+        str(port),
+        "--server.address",
+        "127.0.0.1",
+        "--server.headless",
+        "true",
+        "--server.fileWatcherType",
+        "none",
+        "--browser.gatherUsageStats",
+        "false",
+    ]
+
+
 def wait_healthy(url: str, proc, log, deadline_s: float = 60) -> None:
     """Wait for Streamlit's health endpoint; fail with the log's tail if it exits or never answers."""
     import time
@@ -117,23 +133,7 @@ def running_app(root, tmp, **env_overrides: str):
     env.update(DATA_DIR=str(tmp / "data"), CONSISTENCY_SECRETS_FILE=str(tmp / "no-secrets.toml"), **env_overrides)
     port = free_port()
     log = tmp / "streamlit.log"
-    cmd = [
-        sys.executable,
-        "-m",
-        "streamlit",
-        "run",
-        "app.py",
-        "--server.port",
-        str(port),
-        "--server.address",
-        "127.0.0.1",
-        "--server.headless",
-        "true",
-        "--server.fileWatcherType",
-        "none",
-        "--browser.gatherUsageStats",
-        "false",
-    ]
+    cmd = [sys.executable, "-m", "streamlit", "run", "app.py", *server_flags(port)]
     with open(log, "wb") as out:
         proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
