@@ -56,7 +56,9 @@ st.caption(
     "(opens offline, holds no API key), or a read-only link inside the app. Turn correct judgements into "
     "training data for a smaller judge."
 )
-st.session_state.setdefault("rp_kind", "batch")
+if "rp_kind" not in st.session_state:  # start on what there is: batches, else single runs
+    has_runs_only = not batches.list_batches(eng, limit=1) and bool(runs.list_all(eng, limit=1))
+    st.session_state.rp_kind = "run" if has_runs_only else "batch"
 tab_make, tab_shares, tab_distill = st.tabs(["Make a report", "Share links", "Distillation dataset"])
 
 # -- make a report ---------------------------------------------------------------------------------------

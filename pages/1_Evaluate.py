@@ -127,15 +127,16 @@ st.caption(
     "into a mark z = ±1 (Auto-Metric Converter) and the marks into a score Ẑ in [0, 1] (Eq. 3). "
     "**Improve** rewrites the inconsistent sentences from their reasons (Reason-Assisted Improver) and judges again."
 )
-if st.session_state.get("ev_method") != "evidence":  # the evidence checker calls no model, demo or not
+open_run = st.session_state.ev_run_id if st.session_state.ev_compare is None else -1
+viewed = runs.load(eng, open_run) if open_run is not None and open_run >= 0 else None
+# The evidence checker calls no model, demo or not: no demo banner while it is chosen or its run is open.
+if st.session_state.get("ev_method") != "evidence" and not (viewed and viewed.run.method == "evidence"):
     demo_notice(backend)
 
-open_run = st.session_state.ev_run_id if st.session_state.ev_compare is None else -1
 if open_run is not None and open_run >= 0 and not st.session_state.ev_reference and not st.session_state.ev_candidate:
-    opened = runs.load(eng, open_run)
-    if opened is not None:  # a deep link: show what was evaluated, ready to run again with changes
-        st.session_state.ev_reference, st.session_state.ev_candidate = opened.reference, opened.candidate
-        st.session_state.ev_task = opened.run.task
+    if viewed is not None:  # a deep link: show what was evaluated, ready to run again with changes
+        st.session_state.ev_reference, st.session_state.ev_candidate = viewed.reference, viewed.candidate
+        st.session_state.ev_task = viewed.run.task
 form_box = (
     st.expander("New evaluation", icon=":material/edit_note:") if open_run is not None else st.container(border=True)
 )
@@ -338,7 +339,7 @@ if go:
 
 run_id = st.session_state.ev_run_id
 if run_id is not None:
-    detail = runs.load(eng, run_id)
+    detail = viewed if viewed is not None and viewed.run.id == run_id else runs.load(eng, run_id)
     if detail is None:
         if st.session_state.pop("ev_from_link", False):
             st.warning(f"There is no run #{run_id}: check the link, or find the run in **History**.")
@@ -394,8 +395,8 @@ if run_id is not None:
         chosen = 0
     rnd = detail.rounds[chosen]
     lead = r.method != "evidence" and r.backend_kind == "embedded"  # the demo model judges near chance
+    found = evidence_for(detail.reference, rnd.evaluation, r.task)
     if lead:
-        found = evidence_for(detail.reference, rnd.evaluation, r.task)
         render_checker_lead(rnd.evaluation, found, noun=REFERENCE_NOUN.get(r.task, "reference"))
         st.caption("The demo model's run in detail:")
     render_score(rnd.evaluation, detail.usage)
@@ -411,7 +412,6 @@ if run_id is not None:
             help="A second opinion that calls no model: each sentence is aligned with the reference, and numbers, "
             "names or weakly supported statements are flagged. Labelled 'Offline evidence checker' on each card.",
         )
-    found = evidence_for(detail.reference, rnd.evaluation, r.task)
     body, side = st.columns([3, 2])
     with body:
         render_evaluation(rnd.evaluation, found, checker=show_checker, noun=noun)

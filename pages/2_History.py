@@ -48,13 +48,13 @@ df = pd.DataFrame(
         {
             "run": r.id,
             "created (UTC)": r.created_at.strftime("%Y-%m-%d %H:%M"),
+            "candidate": preview,
             "initial Ẑ": r.initial_score,
             "final Ẑ": r.final_score,
             "rounds": r.n_rounds,
             "status": r.status,
             "method": method_name(r.method),
             "window": methods[r.id].window if r.id in methods else None,
-            "candidate": preview,
             "task": r.task,
             "converter": "—" if nli.is_nli(r.method) else r.amc,
             "model": r.model,
@@ -86,9 +86,9 @@ event = st.dataframe(
     selection_mode="multi-row",
     key="hi_table",
     column_config={
-        "initial Ẑ": st.column_config.ProgressColumn(min_value=0, max_value=1, format="%.2f"),
-        "final Ẑ": st.column_config.ProgressColumn(min_value=0, max_value=1, format="%.2f"),
-        "candidate": st.column_config.TextColumn(width="medium"),
+        "initial Ẑ": st.column_config.ProgressColumn(min_value=0, max_value=1, format="%.2f", width="small"),
+        "final Ẑ": st.column_config.ProgressColumn(min_value=0, max_value=1, format="%.2f", width="small"),
+        "candidate": st.column_config.TextColumn(width="large"),
         "run": st.column_config.NumberColumn(width="small"),
     },
 )

@@ -102,10 +102,11 @@ with st.expander("New study", expanded=not studies, icon=":material/add_circle:"
         "is reported against each.",
     )
     c = st.columns(2)
-    answer_format = c[0].selectbox(
+    # Radios, not select boxes: the options are sentences, which a select box cuts short.
+    answer_format = c[0].radio(
         "Reply", list(ce.ANSWER_FORMATS), format_func=ce.ANSWER_FORMATS.get, key="ce_answer_format"
     )
-    split = c[1].selectbox(
+    split = c[1].radio(
         "Items for dICL",
         list(ce.SPLITS),
         format_func=ce.SPLITS.get,

@@ -226,6 +226,9 @@ def test_evidence_checker_run_calls_no_model_and_offers_no_improve(open_page):
     assert not at.toggle, "the checker is the evaluator here: no second opinion to toggle"
     detail = runs.load(db.engine.get_engine(), 1)
     assert detail.run.method == "evidence" and detail.run.model.startswith("offline evidence checker")
+    linked = open_page(EVALUATE, query={"run": "1"})  # a fresh session, by its link
+    assert not linked.exception
+    assert not any("Demo judge" in w for w in texts(linked.warning)), "its run is open: no demo-model banner"
 
 
 def test_demo_model_runs_show_the_offline_checker_beside_the_verdicts(open_page, judge):

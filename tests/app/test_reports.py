@@ -25,6 +25,20 @@ def test_an_empty_app_says_where_reports_come_from(open_page):
     assert "No batches yet" in info and "No share links yet" in info and "No finished batch yet" in info
 
 
+def test_with_runs_and_no_batch_the_page_starts_on_evaluation_runs(open_page):
+    from services import runs
+    from services.config import BackendConfig
+    from services.dcr import DCRConfig
+    from tests.app.helpers import CAND, REF
+
+    at = open_page(REPORTS)
+    assert at.session_state["rp_kind"] == "batch", "an empty app starts on batches"
+    runs.start_run(db.engine.get_engine(), BackendConfig(), REF, CAND, DCRConfig(method="evidence"))
+    at = open_page(REPORTS)
+    assert not at.exception, at.exception
+    assert at.session_state["rp_kind"] == "run"
+
+
 def test_create_a_share_link_then_view_it_read_only_then_revoke_it(open_page):
     eng = db.engine.get_engine()
     _, bid = seed(eng, ITEMS)
