@@ -19,10 +19,7 @@ from db.models import (
     AnnotationAssignment,
     Annotator,
     AnnotatorPublic,
-    Batch,
     BatchItem,
-    BatchPublic,
-    Dataset,
     DatasetItem,
     Document,
     SentenceLabel,
@@ -336,29 +333,6 @@ def datasets_of(*, session: Session, annotator_id: int) -> list[int]:
 
 
 # -- datasets and their items --------------------------------------------------------------------
-def dataset_exists(*, session: Session, dataset_id: int) -> bool:
-    return session.exec(select(Dataset.id).where(Dataset.id == dataset_id)).first() is not None
-
-
-def dataset_name(*, session: Session, dataset_id: int) -> str | None:
-    return session.exec(select(Dataset.name).where(Dataset.id == dataset_id)).first()
-
-
-def dataset_meta(*, session: Session, dataset_id: int) -> dict[str, Any] | None:
-    """The dataset's meta, or None when there is no such dataset."""
-    return session.exec(select(Dataset.meta).where(Dataset.id == dataset_id)).first()
-
-
-def set_dataset_meta(*, session: Session, dataset_id: int, meta: dict[str, Any]) -> None:
-    session.exec(update(Dataset.__table__).where(Dataset.id == dataset_id).values(meta=meta))  # type: ignore[call-overload]
-
-
-def item_ids(*, session: Session, dataset_id: int) -> list[int]:
-    """The dataset's item ids, in dataset order."""
-    q = select(DatasetItem.id).where(DatasetItem.dataset_id == dataset_id).order_by(col(DatasetItem.idx))
-    return [i for i in session.exec(q).all() if i is not None]
-
-
 def items_with_sentences(*, session: Session, dataset_id: int) -> list[ItemSentences]:
     """The dataset's items with their sentences."""
     rows = session.exec(
@@ -401,21 +375,6 @@ def get_item(*, session: Session, item_id: int) -> AnnotationItem | None:
         .where(DatasetItem.id == item_id)
     ).first()
     return AnnotationItem(r[0], r[1], r[2], r[3], r[4], r[5], list(r[6] or [])) if r else None  # type: ignore[arg-type]
-
-
-# -- batches -------------------------------------------------------------------------------------
-def batches_for_dataset(*, session: Session, dataset_id: int) -> list[BatchPublic]:
-    """The dataset's batches, newest first."""
-    rows = session.exec(select(Batch).where(Batch.dataset_id == dataset_id).order_by(col(Batch.id).desc())).all()
-    return [BatchPublic.model_validate(b) for b in rows]
-
-
-def batch_names(*, session: Session, batch_ids: list[int]) -> dict[int, str]:
-    """The names of those of these batches that exist."""
-    if not batch_ids:
-        return {}
-    rows = session.exec(select(Batch.id, Batch.name).where(col(Batch.id).in_(batch_ids))).all()
-    return {r[0]: r[1] for r in rows if r[0] is not None}
 
 
 def done_results(*, session: Session, batch_id: int) -> list[tuple[int, dict[str, Any] | None]]:

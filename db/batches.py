@@ -77,6 +77,20 @@ def list_batches(*, session: Session, limit: int = 200) -> list[BatchPublic]:
     return [BatchPublic.model_validate(b) for b in rows]
 
 
+def batches_for_dataset(*, session: Session, dataset_id: int) -> list[BatchPublic]:
+    """The dataset's batches, newest first."""
+    rows = session.execute(select(Batch).where(Batch.dataset_id == dataset_id).order_by(Batch.id.desc())).scalars()
+    return [BatchPublic.model_validate(b) for b in rows]
+
+
+def batch_names(*, session: Session, batch_ids: list[int]) -> dict[int, str]:
+    """The names of those of these batches that exist."""
+    if not batch_ids:
+        return {}
+    rows = session.execute(select(Batch.id, Batch.name).where(Batch.id.in_(batch_ids))).all()
+    return {r[0]: r[1] for r in rows if r[0] is not None}
+
+
 def get_options(*, session: Session, batch_id: int) -> BatchOptions | None:
     row = session.get(BatchOptions, batch_id)
     return None if row is None else BatchOptions.model_validate(row)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import func, insert
+from sqlalchemy import func, insert, update
 from sqlmodel import Session, col, delete, select
 
 from db.models import Batch, Dataset, DatasetItem, DatasetPublic
@@ -39,6 +39,10 @@ def list_datasets(*, session: Session) -> list[DatasetPublic]:
 
 def get_dataset(*, session: Session, dataset_id: int) -> Dataset | None:
     return session.get(Dataset, dataset_id)
+
+
+def set_meta(*, session: Session, dataset_id: int, meta: dict[str, Any]) -> None:
+    session.exec(update(Dataset.__table__).where(Dataset.id == dataset_id).values(meta=meta))  # type: ignore[call-overload]
 
 
 def item_ids(*, session: Session, dataset_id: int, limit: int | None = None) -> list[int]:

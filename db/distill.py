@@ -6,15 +6,7 @@ from collections.abc import Iterable, Sequence
 
 from sqlmodel import Session, col, select
 
-from db.models import Batch, BatchItem, Dataset, DatasetItem, Document
-
-
-def get_batch(*, session: Session, batch_id: int) -> Batch | None:
-    return session.get(Batch, batch_id)
-
-
-def get_dataset(*, session: Session, dataset_id: int) -> Dataset | None:
-    return session.get(Dataset, dataset_id)
+from db.models import BatchItem, Dataset, DatasetItem, Document
 
 
 def batch_item_rows(*, session: Session, batch_id: int) -> list[tuple[BatchItem, DatasetItem, Document, str]]:

@@ -11,6 +11,7 @@ import pandas as pd
 from sqlalchemy.engine import Engine
 
 from db import annotations as queries
+from db import batches as db_batches
 from db.engine import get_session
 from services.annotations.labels import LABELS
 from services.annotations.verdicts import round0_records
@@ -65,7 +66,7 @@ def _units(engine: Engine, dataset_id: int, batch_ids: list[int]) -> tuple[_Unit
             text[unit] = r.sentence
             order[r.item_id] = (r.idx, r.external_id)
         sizes = queries.sentence_counts(session=session, dataset_id=dataset_id)
-        names = queries.batch_names(session=session, batch_ids=batch_ids)
+        names = db_batches.batch_names(session=session, batch_ids=batch_ids)
         results = {b: queries.done_results(session=session, batch_id=b) for b in batch_ids if b in names}
     return _Units(dict(labels), text, order, sizes), names, results
 

@@ -11,6 +11,7 @@ import pandas as pd
 from sqlalchemy.engine import Engine
 
 from db import annotations as queries
+from db import datasets as db_datasets
 from db.annotations import AnnotationItem, QueueEntry
 from db.engine import get_session
 from db.models import utcnow
@@ -50,9 +51,9 @@ def assign(engine: Engine, dataset_id: int, *, annotators: list[int], per_item: 
         missing = [a for a in ids if a not in names]
         if missing:
             raise InputError(f"Annotator(s) {missing} do not exist.")
-        if not queries.dataset_exists(session=session, dataset_id=dataset_id):
+        if db_datasets.get_dataset(session=session, dataset_id=dataset_id) is None:
             raise InputError(f"Dataset {dataset_id} does not exist.")
-        items = queries.item_ids(session=session, dataset_id=dataset_id)
+        items = db_datasets.item_ids(session=session, dataset_id=dataset_id)
         holders: dict[int, set[int]] = defaultdict(set)
         for item_id, annotator_id in queries.assignment_pairs(session=session, dataset_id=dataset_id):
             holders[item_id].add(annotator_id)

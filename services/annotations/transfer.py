@@ -11,6 +11,7 @@ from typing import Any, Literal
 from sqlalchemy.engine import Engine
 
 from db import annotations as queries
+from db import datasets as db_datasets
 from db.annotations import ItemSentences
 from db.engine import get_session
 from db.models import utcnow
@@ -44,9 +45,10 @@ def _iso(t: datetime | None) -> str:
 def export_labels(engine: Engine, dataset_id: int, fmt: ExportFormat = "jsonl") -> bytes:
     """The dataset's labels, one row per item, sentence and annotator (label 1 consistent / 0 inconsistent)."""
     with get_session(engine) as session:
-        name = queries.dataset_name(session=session, dataset_id=dataset_id)
-        if name is None:
+        dataset = db_datasets.get_dataset(session=session, dataset_id=dataset_id)
+        if dataset is None:
             raise InputError(f"Dataset {dataset_id} does not exist.")
+        name = dataset.name
         rows = queries.label_rows(session=session, dataset_id=dataset_id)
     records = [
         {
@@ -128,7 +130,7 @@ def import_labels(
     else:
         raise InputError(f"Unknown import format {fmt!r}; use jsonl or csv.")
     with get_session(engine) as session:
-        if not queries.dataset_exists(session=session, dataset_id=dataset_id):
+        if db_datasets.get_dataset(session=session, dataset_id=dataset_id) is None:
             raise InputError(f"Dataset {dataset_id} does not exist.")
         item_rows = queries.items_with_sentences(session=session, dataset_id=dataset_id)
     by_external: dict[str, list[ItemSentences]] = defaultdict(list)

@@ -12,6 +12,8 @@ from typing import Any
 from sqlalchemy.engine import Engine
 
 from db import annotations as queries
+from db import batches as db_batches
+from db import datasets as db_datasets
 from db.engine import get_session
 from db.models import BatchPublic
 from services.errors import InputError
@@ -41,7 +43,8 @@ class QueueSettings:
 def queue_settings(engine: Engine, dataset_id: int) -> QueueSettings:
     """The lead's settings; until set, the newest finished batch and blind mode on."""
     with get_session(engine) as session:
-        meta = queries.dataset_meta(session=session, dataset_id=dataset_id) or {}
+        dataset = db_datasets.get_dataset(session=session, dataset_id=dataset_id)
+        meta = (dataset.meta if dataset else None) or {}
     saved = meta.get(QUEUE_SETTINGS_KEY) or {}
     batches = batches_for_dataset(engine, dataset_id)
     if "batch_id" in saved:
@@ -56,18 +59,18 @@ def set_queue_settings(engine: Engine, dataset_id: int, *, batch_id: int | None,
     if batch_id is not None and batch_id not in {b.id for b in batches_for_dataset(engine, dataset_id)}:
         raise InputError(f"Batch #{batch_id} is not a batch of this dataset.")
     with get_session(engine) as session:
-        meta = queries.dataset_meta(session=session, dataset_id=dataset_id)
-        if meta is None:
+        dataset = db_datasets.get_dataset(session=session, dataset_id=dataset_id)
+        if dataset is None:
             raise InputError(f"Dataset #{dataset_id} does not exist.")
-        meta = {**meta, QUEUE_SETTINGS_KEY: {"batch_id": batch_id, "blind": bool(blind)}}
-        queries.set_dataset_meta(session=session, dataset_id=dataset_id, meta=meta)
+        meta = {**(dataset.meta or {}), QUEUE_SETTINGS_KEY: {"batch_id": batch_id, "blind": bool(blind)}}
+        db_datasets.set_meta(session=session, dataset_id=dataset_id, meta=meta)
     return QueueSettings(batch_id=batch_id, blind=bool(blind))
 
 
 def batches_for_dataset(engine: Engine, dataset_id: int) -> list[BatchPublic]:
     """The dataset's batches, newest first."""
     with get_session(engine) as session:
-        return queries.batches_for_dataset(session=session, dataset_id=dataset_id)
+        return db_batches.batches_for_dataset(session=session, dataset_id=dataset_id)
 
 
 def round0_records(result: dict[str, Any] | None, n_sentences: int) -> list[dict[str, Any]] | None:

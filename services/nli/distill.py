@@ -39,6 +39,8 @@ import pandas as pd
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
+from db import batches as db_batches
+from db import datasets as db_datasets
 from db import distill as db
 from services.metaeval import CONSISTENT_AT
 from services.prompts import distill as P
@@ -197,7 +199,7 @@ def load_items(engine: Engine, batch_ids: Sequence[int]) -> tuple[list[LabelledI
     by_item: dict[int, dict[str, Any]] = {}
     with Session(engine) as s:
         for bid in batch_ids:
-            b = db.get_batch(session=s, batch_id=bid)
+            b = db_batches.get_batch(session=s, batch_id=bid)
             if b is None:
                 raise InputError(f"Batch {bid} does not exist.")
             rows = db.batch_item_rows(session=s, batch_id=bid)
@@ -383,8 +385,8 @@ def build(
         n_test_documents=len({x.document_id for x in test_items}),
     )
     with Session(engine) as s:
-        batches = [db.get_batch(session=s, batch_id=b) for b in batch_ids]
-        dsets = {x.dataset_id: db.get_dataset(session=s, dataset_id=x.dataset_id) for x in items}
+        batches = [db_batches.get_batch(session=s, batch_id=b) for b in batch_ids]
+        dsets = {x.dataset_id: db_datasets.get_dataset(session=s, dataset_id=x.dataset_id) for x in items}
     manifest = {
         "kind": "consistency-studio/distillation-set",
         "paper": "Identifying Factual Inconsistency in Summaries (paper 003), section 4",

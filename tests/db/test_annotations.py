@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from db import annotations as queries
+from db import batches as db_batches
+from db import datasets as db_datasets
 from db.engine import get_session
 from db.models import SentenceLabelPublic, utcnow
 from tests.annotation_seed import add_batch, make_dataset
@@ -62,11 +64,9 @@ def test_missing_rows_read_as_none(engine):
     with get_session(engine) as s:
         assert queries.item_sentence_count(session=s, item_id=items[0]) == 1
         assert queries.item_sentence_count(session=s, item_id=items[0] + 999) is None
-        assert queries.dataset_meta(session=s, dataset_id=dataset_id + 999) is None
-        assert queries.dataset_name(session=s, dataset_id=dataset_id + 999) is None
-        assert not queries.dataset_exists(session=s, dataset_id=dataset_id + 999)
+        assert db_datasets.get_dataset(session=s, dataset_id=dataset_id + 999) is None
         assert queries.get_item(session=s, item_id=items[0] + 999) is None
         assert queries.done_item_result(session=s, batch_id=batch_id, item_id=items[0] + 999) is None
         assert queries.done_item_result(session=s, batch_id=batch_id, item_id=items[0])[1] == ["One."]
-        assert queries.batch_names(session=s, batch_ids=[]) == {}
+        assert db_batches.batch_names(session=s, batch_ids=[]) == {}
         assert queries.annotator_by_token(session=s, token="no such token") is None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from db import batches as db_batches
+from db import datasets as db_datasets
 from db import distill as db
 from db.engine import get_session
 from tests.metaeval_seed import Item, seed
@@ -18,9 +20,9 @@ def test_batch_item_rows_follow_the_dataset_order(engine):
     ds, bid = seed(engine, ITEMS)
     with get_session(engine) as session:
         rows = db.batch_item_rows(session=session, batch_id=bid)
-        assert db.get_batch(session=session, batch_id=bid).dataset_id == ds
-        assert db.get_batch(session=session, batch_id=bid + 99) is None
-        assert db.get_dataset(session=session, dataset_id=ds).name == "hand"
+        assert db_batches.get_batch(session=session, batch_id=bid).dataset_id == ds
+        assert db_batches.get_batch(session=session, batch_id=bid + 99) is None
+        assert db_datasets.get_dataset(session=session, dataset_id=ds).name == "hand"
         assert [(di.external_id, name) for _bi, di, _doc, name in rows] == [
             ("x0", "hand"),
             ("x1", "hand"),
