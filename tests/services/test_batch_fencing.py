@@ -59,13 +59,23 @@ def test_a_paused_worker_sends_and_writes_nothing_another_worker_finished(tmp_pa
     sent: Counter[str] = Counter()
     after_done: list[str] = []
     lock = threading.Lock()
+    # The pause comes while each of the first worker's threads waits on an answer: a thread stopped between its
+    # last check and its request reaching the model would send that request late, which no fence can stop.
+    hold, release = threading.Event(), threading.Event()
+    waiting: set[str] = set()
+    paused_id: list[str] = []
 
     def responder(body: dict):
         item = _item_of(body)
         with lock:
             sent[item] += 1
-        if _status_by_item(engine, bid)[item][0] == "done":
+        status, worker, _ = _status_by_item(engine, bid)[item]
+        if status == "done":
             after_done.append(item)  # sent for an item some worker had already finished
+        if hold.is_set() and paused_id and worker == paused_id[0]:
+            with lock:
+                waiting.add(item)
+            release.wait(60)
         time.sleep(0.5)
         return judge(body)
 
@@ -87,6 +97,7 @@ def test_a_paused_worker_sends_and_writes_nothing_another_worker_finished(tmp_pa
         ]
         paused = workers[0]
         wid = f"{socket.gethostname()}:{paused.pid}"
+        paused_id.append(wid)
         try:
             _wait(lambda: len(batches.live_workers(engine)) == 2, "both workers started")
             enqueue = f"from services.jobs.queue import enqueue; enqueue({bid})"
@@ -100,7 +111,10 @@ def test_a_paused_worker_sends_and_writes_nothing_another_worker_finished(tmp_pa
                 "the first worker holds items",
                 about=lambda: (Counter(_status_by_item(engine, bid).values()), logs[0].read_text(errors="replace")),
             )
+            hold.set()
+            _wait(lambda: len(waiting) >= 2, "both threads of the first worker wait on the model")
             paused.send_signal(signal.SIGSTOP)
+            release.set()
             taken = held_by_paused()
             assert taken, "the paused worker held items"
             # The other worker sees the silence, takes the items over and finishes them.
@@ -110,6 +124,7 @@ def test_a_paused_worker_sends_and_writes_nothing_another_worker_finished(tmp_pa
             # The resumed worker finds out it lost its items and leaves the batch.
             _wait(lambda: f"batch {bid}: {wid} leaves it" in logs[0].read_text(errors="replace"), "the resumed worker")
         finally:
+            release.set()
             for w in workers:
                 w.send_signal(signal.SIGCONT)
                 w.send_signal(signal.SIGINT)
