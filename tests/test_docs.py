@@ -15,7 +15,11 @@ TOP = {p.name for p in ROOT.iterdir()} - {".git", ".venv", "data"}
 LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)|!\[[^\]]*\]\(([^)\s]+)\)")
 CODE = re.compile(r"`([^`\n]+)`")
 PATH = re.compile(r"^[\w.\-/]+$")
-SYMBOL_DEF = r"^\s*(?:async\s+def|def|class)\s+{name}\b|^\s*{name}\s*(?::[^=]+)?=|^\s*from\s+\S+\s+import\s+.*\b{name}\b"
+SYMBOL_DEF = (
+    r"^\s*(?:async\s+def|def|class)\s+{name}\b"  # a function or class
+    r"|^\s*{name}\s*(?::[^=]+)?="  # an assignment
+    r"|^\s*from\s+\S+\s+import\s+.*\b{name}\b"  # a name a package re-exports
+)
 DOTTED = re.compile(r"^((?:services|db|components|clitools)(?:\.\w+)+)(?:\(\))?$")
 MAKE = re.compile(r"^make ([\w-]+)")
 
