@@ -53,8 +53,8 @@ def test_table_1_the_reply_is_the_plain_answer_after_answer_colon(engine, fake, 
 
 
 def test_section_7_1_dicl_examples_come_from_the_80_and_results_from_the_20(engine, fake, backend):
-    """Section 7.1: instances (item x definition) are split 8:2 per criterion; dICL examples are drawn only from
-    the 80%, and every method is scored and reported on the 20%."""
+    """Section 7.1: the items are split 8:2 per criterion; dICL examples are drawn only from the 80%, and every
+    method is scored and reported on the 20%."""
     n = 10
     its = [ce.ItemIn("Harmlessness", f"query {i}", f"response {i}", str(i), 1.0 + i % 5, "5-P") for i in range(n)]
     fake.responder = lambda body: "3"
@@ -63,7 +63,7 @@ def test_section_7_1_dicl_examples_come_from_the_80_and_results_from_the_20(engi
     st = ce.run_study(engine, sid, backends={"judge": backend})
     items = ce.items_frame(engine, sid)
     test = ce.test_instances(StudyConfig.from_dict(st.config), zip(items.id, items.criterion, strict=True))
-    assert len(test) == 2  # 20% of 10 instances
+    assert len(test) == 2  # 20% of 10 items (one definition each)
     test_idx = {int(items.set_index("id").idx[i]) for i, _ in test}
     asked = [_target_index(last_user(r)) for r in fake.requests]
     assert set(asked) == test_idx  # only the 20% is scored, by each method
@@ -77,6 +77,31 @@ def test_section_7_1_dicl_examples_come_from_the_80_and_results_from_the_20(engi
     assert (rows[rows.kind == "ACC"].n <= 2).all()
     # leave-one-out stays available, labelled as not the paper's
     assert "8:2" in ce.SPLITS and "leave-one-out" in ce.SPLITS
+
+
+def test_section_7_1_the_split_is_by_item_so_no_pair_is_on_both_sides(engine, fake, backend):
+    """Section 7.1 splits the dataset 8:2 per criterion, then separates instances per definition: every definition
+    of a query/response pair is on the same side, so a pair rated in the 20% is never a dICL example (with its
+    oracle score) under another definition."""
+    n, grans = 10, ["none", "short", "long"]
+    its = [ce.ItemIn("Harmlessness", f"query {i}", f"response {i}", str(i), 1.0 + i % 5, "5-P") for i in range(n)]
+    fake.responder = lambda body: "3"
+    cfg = _config(backend, granularities=grans, methods=["base", "dicl_r"], oracle="imported", k=3, n_samples=0)
+    sid = ce.create_study(engine, cfg, its)
+    ce.run_study(engine, sid, backends={"judge": backend})
+    items = ce.items_frame(engine, sid)
+    test = ce.test_instances(cfg, zip(items.id, items.criterion, strict=True))
+    test_items = {i for i, _ in test}
+    assert len(test_items) == 2 and test == {(i, g) for i in test_items for g in grans}  # 20% of 10 items
+    test_idx = {int(items.set_index("id").idx[i]) for i in test_items}
+    n_dicl = 0
+    for r in fake.requests:
+        prompt = last_user(r)
+        if "### Example" in prompt:
+            n_dicl += 1
+            shown = {int(x) for x in re.findall(r"Query: query (\d+)", prompt.split("### Target")[0])}
+            assert shown and not shown & test_idx  # no pair of the 20%, under any definition
+    assert n_dicl == 2 * len(grans)
 
 
 def test_section_8_1_2_several_oracles_are_pooled_and_accuracy_is_per_oracle(engine, fake, backend):
