@@ -55,19 +55,20 @@ def create_batch(
         item_ids = db_datasets.item_ids(session=session, dataset_id=dataset_id, limit=item_limit or None)
         if not item_ids:
             raise InputError(f"Dataset {ds.name!r} has no items.")
-        if not name:
-            name = f"{ds.name} · {cfg.method}"
-            if is_nli:
-                name += f" · w={window}" if cfg.method in nli.WINDOWED else ""
-            elif cfg.uses_model:
-                name += f" · {cfg.amc}"
-            name += f" · repeat {sample + 1}" if repeat_group else ""
         score_range = None
         if cfg.method == "summ-nli" and summ_nli_mode != "label":
             agg = db_datasets.dataset_aggregates(session=session, dataset_id=dataset_id)
             score_range = score_range_of(ds.meta, agg)
             if score_range is None and summ_nli_mode == "score":
                 raise InputError(f"Dataset {ds.name!r} has no human scores, so Summ-NLI has no range to score in.")
+        if not name:
+            name = f"{ds.name} · {cfg.method}"
+            if is_nli:
+                name += f" · w={window}" if cfg.method in nli.WINDOWED else ""
+                name += " · score {:g}-{:g}".format(*score_range) if score_range else ""
+            elif cfg.uses_model:
+                name += f" · {cfg.amc}"
+            name += f" · repeat {sample + 1}" if repeat_group else ""
         recorded = method_config(backend, cfg.method, window) if is_nli else recorded_config(backend, cfg)
         if score_range is not None:
             recorded = {
