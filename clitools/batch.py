@@ -36,6 +36,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     )
     p.add_argument("--window", type=int, default=1, help="sent-nli / qg-qa: summary sentences per window")
     p.add_argument(
+        "--summ-nli-mode",
+        choices=["auto", "score", "label"],
+        default="auto",
+        help="summ-nli: ask for a score in the dataset's range (score) or Consistent/Inconsistent (label); "
+        "auto scores when the dataset has human scores (paper 003, section 3.1)",
+    )
+    p.add_argument(
         "--repeats",
         type=int,
         default=1,
@@ -124,6 +131,7 @@ def run(args: argparse.Namespace) -> int:
             concurrency=args.concurrency,
             item_limit=args.limit,
             window=args.window,
+            summ_nli_mode=args.summ_nli_mode,
         )
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)

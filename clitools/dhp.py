@@ -7,7 +7,8 @@
 
 `run` perturbs the items of FILE (JSONL, JSON list or CSV with id, text, source and, for story endings,
 wrong_ending), scores the originals and every perturbed text with each model (r times per metric, averaged)
-and writes p per metric, both combined p-values, D, D_paper and D_EW per perturbation, D_avg and D_min per model
+and writes p per metric, the combined p-values, D (the paper's), D_EW and D_wilson (an extra) per
+perturbation, D_avg and D_min per model
 (D_avg empty, with the reason, when the set lacks a level of the task's Table 1 row). The
 endpoint comes from LLM_BASE_URL / LLM_API_KEY (each --models name is asked there); without --weights the
 newest closed expert survey of the task gives the weights. `stats` does the statistics alone on a CSV with
@@ -123,8 +124,8 @@ def _fmt(x: float | None) -> str:
 def _summary_line(res: dhp.DiscernmentResult) -> str:
     who = f"{res.model}: " if res.model else ""
     line = (
-        f"{who}D_avg {_fmt(res.d_avg)} · D_min {_fmt(res.d_min)} · D_paper_avg {_fmt(res.d_paper_avg)} · "
-        f"D_paper_min {_fmt(res.d_paper_min)} · D_EW_avg {_fmt(res.d_ew_avg)} · D_EW_min {_fmt(res.d_ew_min)}"
+        f"{who}D_avg {_fmt(res.d_avg)} · D_min {_fmt(res.d_min)} · D_EW_avg {_fmt(res.d_ew_avg)} · "
+        f"D_EW_min {_fmt(res.d_ew_min)} · D_wilson_avg {_fmt(res.d_wilson_avg)} · D_wilson_min {_fmt(res.d_wilson_min)}"
     )
     return line + (f"\n  D_avg: {res.avg_note}" if res.avg_note else "")
 

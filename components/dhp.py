@@ -60,10 +60,10 @@ def fmt_p(p: float | None) -> str:
 def result_table(frame: pd.DataFrame) -> pd.DataFrame:
     """The per-perturbation table, rounded for reading."""
     out = frame.copy()
-    for c in ("mean original", "mean perturbed", "D", "D_paper", "D_EW", "weight"):
+    for c in ("mean original", "mean perturbed", "D", "D_wilson", "D_EW", "weight"):
         if c in out:
             out[c] = out[c].map(lambda v: None if v is None or pd.isna(v) else round(float(v), 2))
-    for c in ("p", "p (HMP)", "p (HMP, EW)", "p (paper)"):
+    for c in ("p", "p (HMP)", "p (HMP, EW)", "p (Wilson)"):
         if c in out:
             out[c] = out[c].map(fmt_p)
     return out
@@ -148,8 +148,8 @@ def render_result_metrics(results: Sequence[dhp.DiscernmentResult]) -> None:
             f"{res.model}: D_avg", fmt(res.d_avg), help="Mean D over perturbations, each level weighted equally"
         )
         target.caption(
-            f"D_min {fmt(res.d_min)} · D_paper_avg {fmt(res.d_paper_avg)} · D_paper_min "
-            f"{fmt(res.d_paper_min)} · D_EW_avg {fmt(res.d_ew_avg)} · D_EW_min {fmt(res.d_ew_min)}"
+            f"D_min {fmt(res.d_min)} · D_EW_avg {fmt(res.d_ew_avg)} · D_EW_min {fmt(res.d_ew_min)} · "
+            f"extra, Wilson's HMP: D_wilson_avg {fmt(res.d_wilson_avg)} · D_wilson_min {fmt(res.d_wilson_min)}"
         )
         if res.avg_note:
             target.caption(f"D_avg: {res.avg_note}.")
@@ -166,14 +166,14 @@ def render_overall_figure(results: Sequence[dhp.DiscernmentResult], *, has_weigh
 
 
 def render_perturbation_figure(results: Sequence[dhp.DiscernmentResult], labels: dict[str, str], measure: str) -> None:
-    """One measure (D, D_paper or D_EW) per perturbation and evaluator, then what the measures are."""
+    """One measure (D, D_wilson or D_EW) per perturbation and evaluator, then what the measures are."""
     per = pd.DataFrame(
         [
             {
                 "model": res.model,
                 "perturbation": r.perturbation,
                 "label": labels.get(r.perturbation, r.perturbation),
-                "value": {"D": r.d, "D_paper": r.d_paper, "D_EW": r.d_ew}[measure],
+                "value": {"D": r.d, "D_wilson": r.d_wilson, "D_EW": r.d_ew}[measure],
             }
             for res in results
             for r in res.perturbations
@@ -181,10 +181,10 @@ def render_perturbation_figure(results: Sequence[dhp.DiscernmentResult], labels:
     )
     st.plotly_chart(figs.make_perturbation_figure(per), width="stretch", key="dhp_fig_per")
     st.markdown(
-        "**D** = log₀.₀₅ p with p = M / Σⱼ 1/pⱼ (Wilson's harmonic mean p-value, weights 1/M summing to 1) · "
-        "**D_paper** = log₀.₀₅ p with p = 1 / Σⱼ 1/pⱼ (section 4.3.2 as printed: weights summing to M, so p is "
-        "M times smaller and D_paper = D + ln M / ln 20): compare D_paper with the paper's Figure 4 · **D_EW** = "
-        "log₀.₀₅ p with p = 1 / Σⱼ wⱼ/pⱼ, the expert weights normalised to 1 (the paper's weighted form). "
+        "**D** = log₀.₀₅ p with p = 1 / Σⱼ 1/pⱼ (the paper's, sections 4.3.2-4.3.3; compare with its Figure 4) · "
+        "**D_EW** = log₀.₀₅ p with p = 1 / Σⱼ wⱼ/pⱼ, the expert weights normalised to 1 (the paper's weighted "
+        "form) · **D_wilson**, an extra that is not the paper's: log₀.₀₅ p with Wilson's harmonic mean p-value "
+        "p = M / Σⱼ 1/pⱼ (weights 1/M summing to 1, as in D_EW), so D_wilson = D − ln M / ln 20. "
         "D = 1 is p = 0.05 on every one of them."
     )
     st.caption(dhp.ZERO_METHOD_NOTE)

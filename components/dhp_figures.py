@@ -11,10 +11,10 @@ MODEL_COLORS = ["#5b8def", "#f0ad4e", "#2e9d5b", "#8e6bbf", "#d9534f", "#8a94a6"
 SCORE_COLORS = {
     "D_avg": "#5b8def",
     "D_min": "#a9c1f5",
-    "D_paper_avg": "#8e6bbf",
-    "D_paper_min": "#cbb8e6",
     "D_EW_avg": "#2e9d5b",
     "D_EW_min": "#9fd6b5",
+    "D_wilson_avg": "#8e6bbf",
+    "D_wilson_min": "#cbb8e6",
 }
 METRIC_COLORS = ["#5b8def", "#f0ad4e", "#2e9d5b", "#8e6bbf", "#d9534f", "#8a94a6"]
 
@@ -43,7 +43,8 @@ def _threshold(fig: go.Figure) -> None:
 
 
 def make_discernment_figure(df: pd.DataFrame) -> go.Figure:
-    """Figure 4: per model, bars for D_avg, D_min, D_paper_avg, D_paper_min, D_EW_avg, D_EW_min; the red dashed
+    """Figure 4: per model, bars for D_avg, D_min, D_EW_avg, D_EW_min (the paper's) and D_wilson_avg,
+    D_wilson_min (an extra); the red dashed
     line at D = 1, the threshold of every one of them (p = 0.05).
 
     `df` has columns model, score (a key of SCORE_COLORS) and value (None: not available)."""
@@ -137,10 +138,10 @@ def overall_frame(results) -> pd.DataFrame:
         scores = (
             ("D_avg", r.d_avg),
             ("D_min", r.d_min),
-            ("D_paper_avg", r.d_paper_avg),
-            ("D_paper_min", r.d_paper_min),
             ("D_EW_avg", r.d_ew_avg),
             ("D_EW_min", r.d_ew_min),
+            ("D_wilson_avg", r.d_wilson_avg),
+            ("D_wilson_min", r.d_wilson_min),
         )
         for score, value in scores:
             rows.append({"model": r.model, "score": score, "value": value})

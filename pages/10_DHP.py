@@ -348,7 +348,7 @@ def results_section() -> None:
     view.render_result_notes(results, len(set_by_id[sid].items))
     view.render_result_metrics(results)
     view.render_overall_figure(results, has_weights=weights is not None)
-    measures = ["D", "D_paper"] if weights is None else ["D", "D_paper", "D_EW"]
+    measures = ["D", "D_wilson"] if weights is None else ["D", "D_EW", "D_wilson"]
     measure = st.radio("Per perturbation", measures, horizontal=True, key="dhp_res_measure")
     labels = {p.key: p.label for p in task.perturbations}
     view.render_perturbation_figure(results, labels, measure)

@@ -203,6 +203,10 @@ if tab["Methods"].open:
                 )
             if not cmp.error_types.empty:
                 st.markdown("###### Recall per error type (Table 5)")
+                st.caption(
+                    "None: the consistent summaries, recalled when judged consistent (Table 5's first column); "
+                    "each error type: its inconsistent summaries, recalled when judged inconsistent."
+                )
                 e = cmp.error_types
                 wide = e.pivot_table(index="error_type", columns="method", values="recall", sort=False)
                 wide = wide.map(mv.fmt).reset_index()

@@ -24,6 +24,9 @@ def nli_judge(bad: str = "1999", fix: str = "1889", skip_judgement: str | None =
         )
         if m:
             text = m.group(1)
+            scale = re.search(r"give a consistency score from (\S+) to (\S+) as", prompt)
+            if scale:  # Summ-NLI's score mode: the bottom of the range when wrong, else the top
+                return {"reasoning": f"The text says {text!r}.", "score": float(scale.group(1 if bad in text else 2))}
             if skip_judgement and skip_judgement in text:
                 return {"reasoning": f"Thinking about {text}"}
             label = "Inconsistent" if bad in text else "Consistent"

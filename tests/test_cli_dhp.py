@@ -12,6 +12,7 @@ from scipy import stats as sps
 
 import cli
 from tests.fakes import last_user
+from tests.support.dhp import rated_text
 
 ROWS = [  # item, perturbation, level, metric, original, perturbed
     *[(f"i{i}", "typo:minor", "character", "Fluency", 5, 5 - (i % 3)) for i in range(12)],
@@ -41,7 +42,8 @@ def test_stats_writes_p_per_metric_combined_p_and_d(tmp_path, capsys):
     p_ref = float(sps.wilcoxon([r[4] for r in fl], [r[5] for r in fl], alternative="greater").pvalue)
     assert typo["p"]["Fluency"] == pytest.approx(p_ref) and typo["p"]["Coherence"] == 1.0
     assert typo["tests"][1]["n_ties"] == 12
-    assert typo["p_hmp"] == pytest.approx(1 / (0.5 / p_ref + 0.5 / 1.0))
+    assert typo["p_hmp"] == pytest.approx(1 / (1 / p_ref + 1 / 1.0))  # the paper's 1 / sum_j (1/p_j)
+    assert typo["p_wilson"] == pytest.approx(1 / (0.5 / p_ref + 0.5 / 1.0))
     assert typo["p_hmp_ew"] == pytest.approx(1 / (0.8 / p_ref + 0.2 / 1.0))
     assert typo["weights"] == pytest.approx({"Fluency": 0.8, "Coherence": 0.2})
     reorder = rep["perturbations"][1]
@@ -86,7 +88,7 @@ def two_evaluators(originals: dict[str, str]):
             return "3"
         content = last_user(body)
         question = re.search(r"Question:\n\n(.*?)\n\n", content, re.S).group(1)
-        text = content.rsplit("Answer:\n\n", 1)[1]
+        text = rated_text(content, "Answer")
         return "5" if originals.get(question) == text else "2"
 
     return respond
@@ -149,7 +151,9 @@ def test_run_perturbs_scores_each_model_and_writes_discernment(tmp_path, fake, m
     pd.read_csv(scores_out).query("model == 'm-good'").drop(columns="model").to_csv(tmp_path / "g.csv", index=False)
     assert cli.main(["dhp", "stats", "--scores", str(tmp_path / "g.csv"), "--output", str(stats_out)]) == 0
     stats = json.loads(stats_out.read_text())
-    assert stats["D_min"] == pytest.approx(good["D_min"]) and stats["D_paper_min"] == pytest.approx(good["D_paper_min"])
+    assert stats["D_min"] == pytest.approx(good["D_min"]) and stats["D_wilson_min"] == pytest.approx(
+        good["D_wilson_min"]
+    )
     assert stats["D_avg"] is not None  # no task named: nothing to compare the levels with
     args = ["dhp", "stats", "--scores", str(tmp_path / "g.csv"), "--task", "qa", "--output", str(stats_out)]
     assert cli.main(args) == 0 and json.loads(stats_out.read_text())["D_avg"] == good["D_avg"] is None

@@ -198,8 +198,11 @@ class Call:
 def test_instances(cfg: StudyConfig, items: Iterable[tuple[int, str]]) -> set[tuple[int, str]] | None:
     """The (item, definition) instances results are reported on under the 8:2 split (None: no split).
 
-    Section 7.1: instances are separated per criterion granularity, then split 8:2 per criterion; the 20%
-    is drawn with the study's seed from each criterion's items in their order, so it does not depend on ids."""
+    Section 7.1: the dataset is split 8:2 per criterion, then its instances are separated per criterion
+    granularity. The split is by item, so every definition of a query/response pair falls on the same side: a
+    pair never serves as a dICL example (with its oracle score) while being rated in the 20% under another
+    definition. The 20% is drawn with the study's seed from each criterion's items in their order, so it does
+    not depend on ids."""
     if not cfg.uses_split():
         return None
     by_crit: dict[str, list[int]] = {}
@@ -207,10 +210,10 @@ def test_instances(cfg: StudyConfig, items: Iterable[tuple[int, str]]) -> set[tu
         by_crit.setdefault(crit, []).append(item_id)
     test: set[tuple[int, str]] = set()
     for crit, ids in by_crit.items():
-        instances = [(pos, g) for pos in range(len(ids)) for g in cfg.granularities]
-        random.Random(f"{cfg.seed}|{crit}").shuffle(instances)
-        n_test = max(1, round(TEST_SHARE * len(instances)))
-        test |= {(ids[pos], g) for pos, g in instances[:n_test]}
+        order = list(range(len(ids)))
+        random.Random(f"{cfg.seed}|{crit}").shuffle(order)
+        n_test = max(1, round(TEST_SHARE * len(ids)))
+        test |= {(ids[pos], g) for pos in order[:n_test] for g in cfg.granularities}
     return test
 
 

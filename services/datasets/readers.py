@@ -225,6 +225,7 @@ def read_summeval(data: bytes) -> ImportResult:
     text = _decode(data)
     result = _collect(tables.json_records(text), _summeval_item, fmt="summeval", task="summarization")
     result.meta["human_score"] = "(mean expert consistency - 1) / 4; human_label = all experts gave 5"
+    result.meta["score_range"] = [1, 5]  # the experts' scale: Summ-NLI's score mode asks on it (paper 003, 3.1)
     return result
 
 

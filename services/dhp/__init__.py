@@ -57,7 +57,7 @@ from services.dhp.scoring import (
 from services.dhp.statistics import (
     ALPHA,
     D_FORMULA,
-    D_PAPER_FORMULA,
+    D_WILSON_FORMULA,
     NOT_COMPARABLE,
     ORIGINAL,
     P_FLOOR,
@@ -84,7 +84,7 @@ __all__ = [
     "ALPHA",
     "ANSWER_FORMATS",
     "D_FORMULA",
-    "D_PAPER_FORMULA",
+    "D_WILSON_FORMULA",
     "JOBS",
     "LEGACY_FORMAT",
     "NOT_COMPARABLE",

@@ -7,15 +7,13 @@ Statistics (section 4.3 of the paper):
   differences (the evaluator gave both texts the same mean score) are dropped before ranking
   (zero_method="wilcox", scipy's default and what the paper's scipy call did); their number is reported as
   `n_ties`. When every pair is tied there is no evidence of a difference and p = 1.
-* The combined p-value is Wilson's (2019) weighted harmonic mean p-value, p = 1 / sum_j (w_j / p_j) with
-  weights that sum to 1. Without expert weights w_j = 1/M, so p = M / sum_j (1 / p_j); with expert weights
-  w_j = EW_j / sum EW. The paper writes the unweighted form as 1 / sum_j (1 / p_j), which is Wilson's
-  HMP with every weight 1 (summing to M, not 1): it is M times smaller than the HMP, and inconsistent with
-  its own weighted form, where EW sums to 1. Using weights that sum to 1 in both keeps p valid (Wilson's
-  result needs sum w = 1), makes D and D_EW comparable (equal p_j give p = p_j in both), and matches the
-  paper's weighted formula exactly. The paper's literal unweighted value is kept as `p_paper` and reported
-  as D_paper = log_0.05(p_paper) (= D + ln M / ln 20 while p < 1), with its D_avg and D_min, so a figure
-  can be set beside Figure 4. With expert weights both readings agree (EW sums to 1).
+* The combined p-value is the paper's (section 4.3.2), p = 1 / sum_j (1 / p_j): the headline D, D_avg and
+  D_min are computed from it. With expert weights, p_EW = 1 / sum_j (EW_j / p_j) with the weights normalised
+  to sum to 1 (the vote shares of Appendix C), as printed. The unweighted formula is Wilson's (2019) HMP with
+  every weight 1, summing to M rather than 1: it is M times smaller than Wilson's HMP with weights 1/M,
+  p_wilson = M / sum_j (1 / p_j), which is the one with Wilson's validity guarantee and on the same scale as
+  p_EW (equal p_j give p_wilson = p_EW = p_j). p_wilson and D_wilson = log_0.05(p_wilson) (= D - ln M / ln 20
+  while p_wilson < 1), with its D_avg and D_min, are reported beside the paper's as a labelled extra.
 * D = log_0.05(p) = ln p / ln 0.05, so D = 1 at p = 0.05 and D > 1 is significant. D_avg is the mean of D
   over perturbations with each level (character, word, sentence) weighted equally and perturbations
   equally within a level; D_min is the minimum. The same for D_EW. When the set lacks a level the task's
@@ -37,8 +35,11 @@ from scipy import stats as sps
 from services.dhp.catalogue import kind_of
 
 ALPHA = 0.05
-D_FORMULA = "D = log_0.05(p), p = M / sum_j (1/p_j) (Wilson's HMP, weights 1/M summing to 1)"
-D_PAPER_FORMULA = "D_paper = log_0.05(p_paper), p_paper = 1 / sum_j (1/p_j) (section 4.3.2 as printed; M times smaller)"
+D_FORMULA = "D = log_0.05(p), p = 1 / sum_j (1/p_j) (sections 4.3.2 and 4.3.3)"
+D_WILSON_FORMULA = (
+    "D_wilson = log_0.05(p_wilson), p_wilson = M / sum_j (1/p_j) (Wilson's HMP, weights 1/M summing to 1; "
+    "M times larger than the paper's p; an extra, not the paper's)"
+)
 ORIGINAL = "original"
 ZERO_METHOD = "wilcox"
 ZERO_METHOD_NOTE = (
@@ -123,7 +124,7 @@ def harmonic_mean_p(p_values: Mapping[str, float], weights: Mapping[str, float] 
 
 
 def paper_literal_p(p_values: Mapping[str, float]) -> float | None:
-    """The paper's unweighted formula as printed, 1 / sum_j (1 / p_j) (shown for comparison only)."""
+    """The paper's unweighted combination (section 4.3.2), 1 / sum_j (1 / p_j): the headline p."""
     if not p_values:
         return None
     return 1.0 / sum(1.0 / max(float(p), P_FLOOR) for p in p_values.values())
@@ -141,13 +142,13 @@ class PerturbationResult:
     perturbation: str
     level: str
     tests: tuple[WilcoxonResult, ...]
-    p: float | None
+    p: float | None  # the paper's 1 / sum_j (1/p_j)
     p_ew: float | None
-    p_paper: float | None
-    d: float | None
+    p_wilson: float | None  # Wilson's M / sum_j (1/p_j), an extra
+    d: float | None  # log_0.05(p): the paper's D (Figure 4)
     d_ew: float | None
     weights: dict[str, float] | None = None  # the normalised expert weights used (None: none given)
-    d_paper: float | None = None  # log_0.05(p_paper): the paper's unweighted scale (Figure 4)
+    d_wilson: float | None = None  # log_0.05(p_wilson)
 
     def p_by_metric(self) -> dict[str, float]:
         return {t.metric: t.p_value for t in self.tests}
@@ -165,8 +166,8 @@ class DiscernmentResult:
     d_ew_min: float | None
     level_weights: dict[str, float] = field(default_factory=dict)  # weight of each perturbation in D_avg
     zero_method_note: str = ZERO_METHOD_NOTE
-    d_paper_avg: float | None = None
-    d_paper_min: float | None = None
+    d_wilson_avg: float | None = None
+    d_wilson_min: float | None = None
     avg_note: str | None = None  # why D_avg is empty, or how it differs from the paper's
 
 
@@ -241,12 +242,12 @@ def analyse(
         ps = {t.metric: t.p_value for t in tests}
         ew = lookup_weights(weights, pert)
         w_norm = normalise_weights(ew, list(ps)) if ew is not None else None
-        p = harmonic_mean_p(ps)
+        p = paper_literal_p(ps)
         p_ew = harmonic_mean_p(ps, ew) if ew is not None else None
-        p_paper = paper_literal_p(ps)
+        p_wilson = harmonic_mean_p(ps)
         results.append(
             PerturbationResult(
-                pert, lv[0], tests, p, p_ew, p_paper, discernment(p), discernment(p_ew), w_norm, discernment(p_paper)
+                pert, lv[0], tests, p, p_ew, p_wilson, discernment(p), discernment(p_ew), w_norm, discernment(p_wilson)
             )
         )
     lw = level_weights(levels)
@@ -268,8 +269,8 @@ def analyse(
         d_ew_avg=avg("d_ew"),
         d_ew_min=low("d_ew"),
         level_weights=lw,
-        d_paper_avg=avg("d_paper"),
-        d_paper_min=low("d_paper"),
+        d_wilson_avg=avg("d_wilson"),
+        d_wilson_min=low("d_wilson"),
         avg_note=avg_note,
     )
 
@@ -298,11 +299,11 @@ def result_record(res: DiscernmentResult) -> dict[str, Any]:
     return {
         "model": res.model,
         "formula": {
-            "p": "Wilson's harmonic mean p-value with equal weights 1/M: p = M / sum_j (1/p_j)",
+            "p": "the paper's harmonic mean p-value (section 4.3.2): p = 1 / sum_j (1/p_j)",
             "p_ew": "weighted harmonic mean p-value, weights normalised to sum 1: p = 1 / sum_j (w_j/p_j)",
-            "p_paper": "the paper's unweighted formula as printed: 1 / sum_j (1/p_j) (for comparison)",
+            "p_wilson": "Wilson's HMP with equal weights 1/M: M / sum_j (1/p_j) (an extra, M times the paper's p)",
             "D": D_FORMULA,
-            "D_paper": D_PAPER_FORMULA,
+            "D_wilson": D_WILSON_FORMULA,
             "D_avg": "weighted mean of D over perturbations, each level weighted equally",
             "zero_differences": res.zero_method_note,
         },
@@ -326,18 +327,18 @@ def result_record(res: DiscernmentResult) -> dict[str, Any]:
                 ],
                 "p_hmp": r.p,
                 "p_hmp_ew": r.p_ew,
-                "p_paper": r.p_paper,
+                "p_wilson": r.p_wilson,
                 "weights": r.weights,
                 "D": r.d,
-                "D_paper": r.d_paper,
+                "D_wilson": r.d_wilson,
                 "D_EW": r.d_ew,
             }
             for r in res.perturbations
         ],
         "D_avg": res.d_avg,
         "D_min": res.d_min,
-        "D_paper_avg": res.d_paper_avg,
-        "D_paper_min": res.d_paper_min,
+        "D_wilson_avg": res.d_wilson_avg,
+        "D_wilson_min": res.d_wilson_min,
         "D_EW_avg": res.d_ew_avg,
         "D_EW_min": res.d_ew_min,
         "D_avg_note": res.avg_note,
@@ -364,9 +365,9 @@ def results_frame(res: DiscernmentResult) -> pd.DataFrame:
                     "weight": (r.weights or {}).get(t.metric),
                     "p (HMP)": r.p,
                     "p (HMP, EW)": r.p_ew,
-                    "p (paper)": r.p_paper,
+                    "p (Wilson)": r.p_wilson,
                     "D": r.d,
-                    "D_paper": r.d_paper,
+                    "D_wilson": r.d_wilson,
                     "D_EW": r.d_ew,
                 }
             )
@@ -384,7 +385,7 @@ def summary_frame(results: Sequence[DiscernmentResult]) -> pd.DataFrame:
                     "perturbation": r.perturbation,
                     "level": r.level,
                     "D": r.d,
-                    "D_paper": r.d_paper,
+                    "D_wilson": r.d_wilson,
                     "D_EW": r.d_ew,
                 }
             )
@@ -394,7 +395,7 @@ def summary_frame(results: Sequence[DiscernmentResult]) -> pd.DataFrame:
                 "perturbation": "D_avg",
                 "level": "overall",
                 "D": res.d_avg,
-                "D_paper": res.d_paper_avg,
+                "D_wilson": res.d_wilson_avg,
                 "D_EW": res.d_ew_avg,
             }
         )
@@ -404,8 +405,8 @@ def summary_frame(results: Sequence[DiscernmentResult]) -> pd.DataFrame:
                 "perturbation": "D_min",
                 "level": "overall",
                 "D": res.d_min,
-                "D_paper": res.d_paper_min,
+                "D_wilson": res.d_wilson_min,
                 "D_EW": res.d_ew_min,
             }
         )
-    return pd.DataFrame(rows, columns=["model", "perturbation", "level", "D", "D_paper", "D_EW"])
+    return pd.DataFrame(rows, columns=["model", "perturbation", "level", "D", "D_wilson", "D_EW"])

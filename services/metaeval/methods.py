@@ -20,6 +20,7 @@ from services.metaeval.common import DEFAULT_THRESHOLD
 # -- methods compared over one dataset (paper 003: Tables 4-5, Figure 2, cost) -------------------------
 LENGTH_BUCKETS = 4
 ERROR_TYPE_KEYS = ("error_type", "error_types", "category", "categories")
+NO_ERROR = "None"  # Table 5's first column: the consistent summaries, recalled when judged consistent
 
 
 @dataclass(frozen=True)
@@ -29,7 +30,8 @@ class MethodComparison:
     `table`: one row per batch (balanced accuracy at the threshold, Pearson with the human score, cost per
     document); `repeats`: mean and standard deviation over repeated runs of one configuration (Table 4);
     `lengths`: accuracy by document- and summary-length bucket (Figure 2); `error_types`: recall of the
-    inconsistent summaries of each error type, when the dataset's items carry types (Table 5).
+    inconsistent summaries of each error type, when the dataset's items carry types, and first, as Table 5's
+    "None" column, the recall of the consistent summaries (judged consistent).
     """
 
     table: pd.DataFrame
@@ -184,7 +186,19 @@ def compare_method_batches(
                         }
                     )
             bad = labelled[labelled["human_label"] == 0]
-            for etype in sorted({t for ts in bad["error_types"] for t in ts}):
+            etypes = sorted({t for ts in bad["error_types"] for t in ts})
+            good = labelled[labelled["human_label"] == 1]
+            if etypes and len(good):  # Table 5's "None": recall of the consistent summaries (no error)
+                type_rows.append(
+                    {
+                        "batch": bid,
+                        "method": label,
+                        "error_type": NO_ERROR,
+                        "n": len(good),
+                        "recall": float((good["score"] >= threshold).mean()),
+                    }
+                )
+            for etype in etypes:
                 g = bad[bad["error_types"].map(lambda ts, e=etype: e in ts)]
                 type_rows.append(
                     {

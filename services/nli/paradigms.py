@@ -16,8 +16,10 @@ from services.nli.replies import (
     JUDGEMENT_SCHEMA,
     QA_SCHEMA,
     QG_SCHEMA,
+    SCORE_SCHEMA,
     Label,
     parse_nli,
+    parse_nli_score,
     parse_qa,
     parse_qa_window,
     parse_qg,
@@ -40,13 +42,15 @@ from services.text import split_sentences
 # -- results ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class NliResult:
-    """Summ-NLI (Eq. 1): one judgement of the whole summary."""
+    """Summ-NLI (Eq. 1): one judgement of the whole summary, a label or (score mode) a score in a range."""
 
     label: Label | None
     reasoning: str | None
     parse_error: str | None
     context: ContextSelection | None = None  # None: the whole document was the context
     usage: dict[str, Any] = field(default_factory=dict)
+    score: float | None = None  # score mode: the model's score on `score_range`
+    score_range: tuple[float, float] | None = None  # None: the binary mode of Figure 4
 
 
 @dataclass(frozen=True)
@@ -148,12 +152,35 @@ def summ_nli(
     sample: int = 0,
     retrieval: Retrieval = "auto",
     fit_tokens: int = FIT_TOKENS,
+    score_range: tuple[float, float] | None = None,
 ) -> NliResult:
-    """Summ-NLI (Eq. 1): the whole summary judged at once (Figure 4)."""
+    """Summ-NLI (Eq. 1): the whole summary judged at once (Figure 4). With `score_range` (low, high) it asks for a
+    consistency score in that range instead (section 3.1's score mode; the prompt is Figure 4 reworded, see
+    services.prompts.nli); the label is then "consistent" only at the top of the range."""
     doc_client, ledger = _per_document(client)
     use = needs_retrieval(document, retrieval=retrieval, fit_tokens=fit_tokens)
     ctx = context_for(document, summary, budget_tokens, None, use)
-    prompt = P.SUMM_NLI.render(**{"source text": ctx.text if ctx else document, "summary": summary})
+    values = {"source text": ctx.text if ctx else document, "summary": summary}
+    if score_range is not None:
+        low, high = (float(v) for v in score_range)
+        if not low < high:
+            raise ValueError(f"the score range must go from low to high, not {low:g}-{high:g}")
+        bounds = {"low": f"{low:g}", "high": f"{high:g}"}
+        res = _ask(
+            doc_client,
+            P.SUMM_NLI_SCORE.render(**values, **bounds) + P.SCORE_FORMAT.render(**bounds),
+            parse=functools.partial(parse_nli_score, low=low, high=high),
+            schema=SCORE_SCHEMA,
+            version=f"{P.SUMM_NLI_SCORE.id}+{P.SCORE_FORMAT.id}|{low:g}-{high:g}",
+            stage="summ-nli",
+            sample=sample,
+        )
+        score, reasoning = res.value if res.ok else (None, None)
+        label: Label | None = None if score is None else ("consistent" if score >= high else "inconsistent")
+        return NliResult(
+            label, reasoning, res.error, context=ctx, usage=_close(client, ledger), score=score, score_range=(low, high)
+        )
+    prompt = P.SUMM_NLI.render(**values)
     res = _ask(
         doc_client,
         prompt + P.JUDGEMENT_FORMAT.template,
@@ -288,9 +315,15 @@ def is_nli(method: str) -> bool:
     return method in NLI_METHODS
 
 
-def prompt_versions(method: str) -> dict[str, str]:
+def prompt_versions(method: str, score_range: tuple[float, float] | None = None) -> dict[str, str]:
     """The prompt ids a method uses (recorded with runs and batches)."""
     fmt = P.JUDGEMENT_FORMAT.id
+    if method == "summ-nli" and score_range is not None:
+        return {
+            "evaluator": P.SUMM_NLI_SCORE.id,
+            "format": P.SCORE_FORMAT.id,
+            "score_range": "{:g}-{:g}".format(*score_range),
+        }
     return {
         "summ-nli": {"evaluator": P.SUMM_NLI.id, "format": fmt},
         "sent-nli": {"evaluator": P.SENT_NLI.id, "format": fmt},
@@ -309,9 +342,10 @@ def run_method(
     retrieval: Retrieval | None = None,
     fit_tokens: int | None = None,
     qa_per_pair: bool = False,
+    score_range: tuple[float, float] | None = None,
 ) -> MethodResult:
-    """Run one paradigm by name; `window` applies to Sent-NLI and QG-QA. Retrieval and the budget a document
-    must fit default to the settings (NLI_RETRIEVAL, NLI_FIT_TOKENS)."""
+    """Run one paradigm by name; `window` applies to Sent-NLI and QG-QA, `score_range` to Summ-NLI (its score
+    mode). Retrieval and the budget a document must fit default to the settings (NLI_RETRIEVAL, NLI_FIT_TOKENS)."""
     from services.config import get_settings
 
     settings = get_settings()
@@ -321,7 +355,7 @@ def run_method(
         "fit_tokens": fit_tokens if fit_tokens is not None else settings.nli_fit_tokens,
     }
     if method == "summ-nli":
-        return summ_nli(client, document, summary, **ctx)  # type: ignore[arg-type]
+        return summ_nli(client, document, summary, score_range=score_range, **ctx)  # type: ignore[arg-type]
     if method == "sent-nli":
         return sent_nli(client, document, summary, window=window, **ctx)  # type: ignore[arg-type]
     if method == "qg-qa":
@@ -367,6 +401,8 @@ def result_record(result: MethodResult, method: str, summary: str, *, window: in
             "error": result.parse_error,
             "context": _ctx_record(result.context),
         }
+        if result.score_range is not None:
+            rec["summary"] |= {"score": result.score, "score_range": list(result.score_range)}
         rec["sentences"] = []
         n_units, n_failed = 1, int(result.parse_error is not None or result.label is None)
     elif isinstance(result, SentNliResult):
@@ -418,6 +454,11 @@ def result_record(result: MethodResult, method: str, summary: str, *, window: in
     partial = sum(lab == "consistent" for lab in read) / len(read) if read else None
     rec["score"] = partial if len(read) == len(labels) else None
     rec["partial_score"] = partial
+    if isinstance(result, NliResult) and result.score_range is not None:
+        # Score mode: the model's score mapped onto 0-1 (an affine map, so Pearson with the human score is the
+        # same as on the dataset's range); the raw score stays under "summary".
+        low, high = result.score_range
+        rec["score"] = rec["partial_score"] = None if result.score is None else (result.score - low) / (high - low)
     rec["n_units"] = n_units
     rec["n_failed"] = n_failed
     rec["usage"] = dict(result.usage)

@@ -77,6 +77,30 @@ def parse_nli(data: Any) -> tuple[Label, str]:
     return parse_judgement(data.get("judgement", data.get("Judgement"))), _reasoning(data)
 
 
+SCORE_SCHEMA = {
+    "type": "object",
+    "properties": {"reasoning": {"type": "string"}, "score": {"type": "number"}},
+    "required": ["reasoning", "score"],
+}
+
+
+def parse_nli_score(data: Any, low: float, high: float) -> tuple[float, str]:
+    """A score-mode Summ-NLI answer as (score, reasoning); raises when the score is missing or outside [low, high]."""
+    if not isinstance(data, dict):
+        raise ValueError("expected a JSON object with reasoning and score")
+    value = data.get("score", data.get("Score"))
+    if isinstance(value, str):
+        try:
+            value = float(value.strip())
+        except ValueError:
+            raise ValueError(f"Score is not a number: {value!r}") from None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError("no Score given" if value is None else f"Score is not a number: {value!r}")
+    if not low <= float(value) <= high:
+        raise ValueError(f"Score {value} is outside {low:g}-{high:g}")
+    return float(value), _reasoning(data)
+
+
 def parse_qg(data: Any) -> list[tuple[str, str]]:
     """Figure 6 (question, answer) pairs; raises when there are none or one is incomplete."""
     if not isinstance(data, dict) or not isinstance(data.get("pairs"), list):

@@ -5,8 +5,10 @@ The paper quotes two prompts in full: the Minor Fictional Named Entities perturb
 Coherence rating of summaries. Those are reproduced word for word (for summaries; other tasks put their own
 nouns in the same places); the others follow the same structure (task, criterion or adjustment, numbered
 steps, the text) with the descriptions of Table 2 and Appendix A. As in the paper, a perturbation prompt ends
-with "Revised Summary:" and a rating prompt with the text, and the reply is read as written; asking for JSON
-instead (`STRUCTURED`) is an option of this app, labelled so, which appends one line asking for it.
+with "Revised Summary:" and a rating prompt with Appendix E's last line, "Evaluation Score (please don't give any
+feedback, just give a score ONLY) - Coherence:" (the metric's name in place of Coherence), and the reply is read
+as written; asking for JSON instead (`STRUCTURED`) is an option of this app, labelled so, which appends one line
+asking for it after the paper's prompt.
 """
 
 from __future__ import annotations
@@ -183,7 +185,11 @@ Evaluation Steps:
 
 {source_block}{text_label}:
 
-{text}"""
+{text}
+
+{score_line}"""
+# Appendix E's last line, with the metric's name after the dash.
+SCORE_LINE = "Evaluation Score (please don't give any feedback, just give a score ONLY) - {metric}:"
 EVAL_JSON_LINE = """
 
 Reply with JSON only, in the form {"score": N}, where N is your rating, an integer from 1 to 5."""
@@ -234,7 +240,7 @@ _A = {
     "qa": ("an answer", "a question"),
     "translation": ("a translation", "a source text"),
 }
-EVAL_VERSION = "2"
+EVAL_VERSION = "3"
 SUMMARY_TASKS = ("summarization", "sumpubmed")
 
 
@@ -249,8 +255,8 @@ def article_of(task_key: str, source_label: str | None) -> str:
 def evaluation_prompt(
     task_key: str, text_label: str, source_label: str | None, metric: str, definition: str, *, structured: bool = False
 ) -> Prompt:
-    """The G-Eval style rating prompt of one metric of a task (placeholders: {source}, {text}); it ends with the
-    text, as Appendix E's, unless `structured` appends a line asking for {"score": N}."""
+    """The G-Eval style rating prompt of one metric of a task (placeholders: {source}, {text}); it ends with
+    Appendix E's "Evaluation Score (...) - <metric>:" line, and `structured` appends a line asking for {"score": N}."""
     noun = text_label.lower()
     a_text, a_source = _A.get(task_key, (f"a {noun}", f"a {(source_label or 'task').lower()}"))
     if task_key in SUMMARY_TASKS and metric == "Coherence":
@@ -268,6 +274,7 @@ def evaluation_prompt(
         .replace("{a_source}", a_source)
         .replace("{text_noun}", noun)
         .replace("{text_label}", text_label)
+        .replace("{score_line}", SCORE_LINE.replace("{metric}", metric))
     )
     if structured:
         template += EVAL_JSON_LINE

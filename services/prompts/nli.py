@@ -227,4 +227,48 @@ Give your answer as JSON only, one entry per question-answer pair:
 {"results": [{"question": "<Qn>", "answer": "<An>", "reasoning": "<Reasoning process>", "judgement": "<Consistent or Inconsistent>"}]}""",
 )
 
-ALL = [SUMM_NLI, SENT_NLI, QG, QA, JUDGEMENT_FORMAT, QG_FORMAT, QA_FORMAT]
+# -- Summ-NLI's score mode (section 3.1) -----------------------------------------------------------------
+# Section 3.1: Summ-NLI yields "a binary label ... or ... a consistency score within a range, according to the
+# specific dataset", and GovReport and SQuALITY are scored so (Pearson, Table 1). The paper prints only the
+# binary prompt (Figure 4), so the score prompt is Figure 4 with three parts reworded by this app (not the
+# paper's wording): the Evaluation Criteria, the last Evaluation Step and the answer lines ask for a score from
+# {low} to {high} (the dataset's range) instead of Consistent or Inconsistent. Everything else is Figure 4's.
+_SUMM_CRITERIA = """### Evaluation Criteria:
+Inconsistent: If the summary contains one of the errors listed above, please reply Inconsistent.
+Consistent: If every information point in the sentence can be found in the source text and there are no factual errors, please reply Consistent."""
+_SUMM_LAST_STEP = (
+    "- Based on your step-by-step reasoning process, reply Consistent or Inconsistent as your final judgement."
+)
+_SUMM_ANSWER = """Reasoning process: < Reasoning process >
+Judgement: < Consistent or Inconsistent >"""
+SCORE_CRITERIA = """### Evaluation Criteria:
+Score the factual consistency of the summary with the source text on a scale from {low} to {high}: {low} if the summary contains many of the errors listed above, {high} if every information point in the summary can be found in the source text and there are no factual errors, and a score in between the fewer or the less serious its errors are."""
+SCORE_LAST_STEP = "- Based on your step-by-step reasoning process, give a consistency score from {low} to {high} as your final judgement."
+SCORE_ANSWER = """Reasoning process: < Reasoning process >
+Score: < a number from {low} to {high} >"""
+for _part in (_SUMM_CRITERIA, _SUMM_LAST_STEP, _SUMM_ANSWER):
+    assert _part in SUMM_NLI.template, _part  # the score prompt rewords exactly these parts of Figure 4
+
+SUMM_NLI_SCORE = Prompt(
+    name="summ-nli-score",
+    version="1",
+    source=(
+        "Paper 003, Figure 4 (Summ-NLI), with its criteria, last step and answer lines asking for a score in the "
+        "dataset's range (section 3.1 describes this mode; the paper prints no prompt for it)"
+    ),
+    template=SUMM_NLI.template.replace(_SUMM_CRITERIA, SCORE_CRITERIA)
+    .replace(_SUMM_LAST_STEP, SCORE_LAST_STEP)
+    .replace(_SUMM_ANSWER, SCORE_ANSWER),
+)
+
+SCORE_FORMAT = Prompt(
+    name="nli-score-json-format",
+    version="1",
+    source="Not in the paper: the score mode's answer lines as JSON, for the JSON-only LLM seam",
+    template="""
+
+Give your answer as JSON only, with the two lines above as fields:
+{"reasoning": "<Reasoning process>", "score": <a number from {low} to {high}>}""",
+)
+
+ALL = [SUMM_NLI, SENT_NLI, QG, QA, JUDGEMENT_FORMAT, QG_FORMAT, QA_FORMAT, SUMM_NLI_SCORE, SCORE_FORMAT]

@@ -65,13 +65,15 @@ def _headlines(res: dhp.DiscernmentResult) -> list[Headline]:
             label="D_avg (level-weighted)",
             value=res.d_avg,
             digits=2,
-            note="D = log_0.05 of the combined p; 1 at p = 0.05",
+            note="D = log_0.05(p), p = 1 / sum_j (1/p_j) (the paper's); 1 at p = 0.05",
         ),
         Headline(label="D_min", value=res.d_min, digits=2),
-        Headline(label="D_paper avg", value=res.d_paper_avg, digits=2, note=dhp.D_PAPER_FORMULA),
-        Headline(label="D_paper min", value=res.d_paper_min, digits=2),
         Headline(label="D_EW avg (expert weights)", value=res.d_ew_avg, digits=2),
         Headline(label="D_EW min", value=res.d_ew_min, digits=2),
+        Headline(
+            label="D_wilson avg (extra, not the paper's)", value=res.d_wilson_avg, digits=2, note=dhp.D_WILSON_FORMULA
+        ),
+        Headline(label="D_wilson min (extra)", value=res.d_wilson_min, digits=2),
     ]
 
 
@@ -93,9 +95,9 @@ def _figures(res: dhp.DiscernmentResult, summary: pd.DataFrame) -> list[FigureSp
         )
     figures.append(
         FigureSpec.of(
-            "D_avg, D_min, D_paper, D_EW",
+            "D_avg, D_min, D_EW, D_wilson",
             make_discernment_figure(overall_frame([res])),
-            f"{dhp.D_FORMULA}; {dhp.D_PAPER_FORMULA}",
+            f"{dhp.D_FORMULA}; {dhp.D_WILSON_FORMULA}",
         )
     )
     return figures
@@ -103,7 +105,7 @@ def _figures(res: dhp.DiscernmentResult, summary: pd.DataFrame) -> list[FigureSp
 
 def _tables(res: dhp.DiscernmentResult, summary: pd.DataFrame) -> list[Table]:
     return [
-        Table.from_frame("D, D_paper and D_EW per perturbation", summary),
+        Table.from_frame("D, D_EW and D_wilson per perturbation", summary),
         Table.from_frame(
             "Wilcoxon tests per perturbation and metric", dhp.results_frame(res), note=res.zero_method_note
         ),

@@ -12,6 +12,7 @@ from services.dhp.catalogue import TASKS
 from services.dhp.perturb import Item
 from tests.app.helpers import click
 from tests.fakes import last_user
+from tests.support.dhp import rated_text
 
 DHP = "pages/10_DHP.py"
 EXTRA = [
@@ -29,7 +30,7 @@ def dhp_judge(body: dict) -> dict:
         return text + " Zorblax of Quenthia agreed."
     if content.startswith("Reply with the word OK"):
         return {"ok": True}
-    text = content.rsplit("Summary:\n\n", 1)[1]  # Appendix E's prompt ends with the text
+    text = rated_text(content)  # Appendix E's prompt: the text, then the "Evaluation Score" line
     return "5" if text in ORIGINALS else "2"
 
 
@@ -90,12 +91,13 @@ def test_a_benchmark_run_on_two_models_gives_results_side_by_side(open_page, jud
     at = open_page(DHP, query={"view": "Results"})
     assert not at.exception
     assert [m.label for m in at.metric] == ["judge-b: D_avg", "judge-a: D_avg"]
-    # no word-level perturbation in the set: D_avg is left empty, with the reason; D_min and D_paper stand
+    # no word-level perturbation in the set: D_avg is left empty, with the reason; D_min and D_wilson stand
     assert all(m.value == "—" for m in at.metric) and "not comparable" in page_text(at)
     lows = [float(x) for x in re.findall(r"D_min ([\d.]+)", page_text(at))]
-    papers = [float(x) for x in re.findall(r"D_paper_min ([\d.]+)", page_text(at))]
-    assert len(lows) == len(papers) == 2 and all(p > d > 1 for p, d in zip(papers, lows, strict=True))
-    assert "Wilson's harmonic mean" in page_text(at) and "D_paper" in page_text(at)
+    wilsons = [float(x) for x in re.findall(r"D_wilson_min ([\d.]+)", page_text(at))]
+    # D is the paper's 1 / sum_j (1/p_j); Wilson's HMP (M times larger p, so a smaller D) is the labelled extra
+    assert len(lows) == len(wilsons) == 2 and all(d > w > 1 for w, d in zip(wilsons, lows, strict=True))
+    assert "p = 1 / Σⱼ 1/pⱼ (the paper's" in page_text(at) and "an extra that is not the paper's" in page_text(at)
 
 
 def test_the_organiser_creates_a_survey_invites_sees_answers_and_closes_it(open_page):
@@ -210,7 +212,7 @@ def test_results_leave_out_cancelled_runs_and_explain_tied_tests(open_page, judg
     assert "In 4 of 4 tests the evaluator gave every original and its perturbed text the same score" in text
     assert "only 0 untied pairs" not in text
     # No closed survey: no D_EW choice (its chart would be empty), and no D_EW bars in the overall chart.
-    assert at.radio(key="dhp_res_measure").options == ["D", "D_paper"]
+    assert at.radio(key="dhp_res_measure").options == ["D", "D_wilson"]
     assert "D_EW needs the expert weights of a closed survey" in text
     overall = at.get("plotly_chart")[0].proto.spec
     assert "D_EW" not in overall and "D EW" not in overall

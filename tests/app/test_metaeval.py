@@ -244,7 +244,8 @@ def test_methods_tab_compares_batches_over_the_dataset_with_repeats_lengths_and_
     repeats = at.dataframe[1].value
     assert repeats.iloc[0].tolist()[:3] == ["Summ-NLI", 2, "1.000 ± 0.000"]
     types = at.dataframe[2].value
-    assert list(types["error_type"]) == ["entity", "number"]
+    assert list(types["error_type"]) == ["None", "entity", "number"]  # Table 5's None: the consistent summaries
+    assert "None: the consistent summaries" in " ".join(c.value for c in at.caption)
     assert len(at.get("plotly_chart")) == 2  # methods and Figure 2
 
 

@@ -15,14 +15,14 @@ def _line_at_one(fig) -> bool:
 
 def test_discernment_figure_has_six_scores_per_model_and_the_threshold():
     res = [
-        dhp.DiscernmentResult("gpt", (), 3.2, 1.4, 3.0, 0.8, d_paper_avg=3.6, d_paper_min=1.8),
-        dhp.DiscernmentResult("llama", (), 0.7, 0.1, None, None, d_paper_avg=1.1, d_paper_min=0.5),
+        dhp.DiscernmentResult("gpt", (), 3.2, 1.4, 3.0, 0.8, d_wilson_avg=3.6, d_wilson_min=1.8),
+        dhp.DiscernmentResult("llama", (), 0.7, 0.1, None, None, d_wilson_avg=1.1, d_wilson_min=0.5),
     ]
     fig = figs.make_discernment_figure(figs.overall_frame(res))
-    assert [t.name for t in fig.data] == ["D avg", "D min", "D paper avg", "D paper min", "D EW avg", "D EW min"]
+    assert [t.name for t in fig.data] == ["D avg", "D min", "D EW avg", "D EW min", "D wilson avg", "D wilson min"]
     assert list(fig.data[0].x) == ["gpt", "llama"] and list(fig.data[0].y) == [3.2, 0.7]
-    assert list(fig.data[2].y) == [3.6, 1.1]  # D_paper beside D, on the same threshold
-    assert list(fig.data[4].y) == [3.0, None]  # no expert weights for llama: no bar, not a zero
+    assert list(fig.data[4].y) == [3.6, 1.1]  # Wilson's D, the extra, after the paper's, on the same threshold
+    assert list(fig.data[2].y) == [3.0, None]  # no expert weights for llama: no bar, not a zero
     assert _line_at_one(fig) and fig.layout.barmode == "group"
 
 

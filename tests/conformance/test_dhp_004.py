@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import random
 import re
 
 import pandas as pd
@@ -13,6 +14,7 @@ from services import dhp
 from services.dhp import perturb
 from services.dhp import survey as sv
 from services.dhp.catalogue import TASKS
+from tests.conformance.paper import between, flat, paper
 
 GOOD = [5, 5, 4, 5, 4, 5, 5, 4, 5, 5]
 BAD = [2, 3, 2, 1, 3, 2, 2, 3, 1, 2]
@@ -29,13 +31,14 @@ def _frame(spec: dict[str, tuple[str, dict[str, tuple[list[float], list[float]]]
     return pd.DataFrame(rows)
 
 
-def _flat(text: str) -> str:
-    return " ".join(text.replace("’", "'").split())
+def _d(p: float) -> float:
+    return math.log(p) / math.log(0.05)
 
 
-def test_section_4_3_2_d_paper_uses_the_printed_unweighted_hmp_beside_d():
-    """Section 4.3.2 prints the unweighted combination p = 1 / sum_j (1/p_j) and 4.3.3 D = log_0.05(p): D_paper,
-    its D_avg and D_min are reported beside D (Wilson's HMP with weights 1/M), with both formulas, in the JSON."""
+def test_section_4_3_2_and_4_3_3_d_is_log_0_05_of_the_printed_hmp():
+    """Section 4.3.2 combines the metrics' p-values as p = 1 / sum_j (1/p_j) and 4.3.3 sets D = log_0.05(p): that is
+    the headline D, D_avg and D_min (and the JSON's "D"). Wilson's HMP with weights 1/M, M / sum_j (1/p_j), is a
+    labelled extra, D_wilson = D - ln M / ln 20."""
     df = _frame(
         {
             "typo:minor": ("character", {"Fluency": (GOOD, BAD), "Relevance": (GOOD, SAME)}),
@@ -44,54 +47,112 @@ def test_section_4_3_2_d_paper_uses_the_printed_unweighted_hmp_beside_d():
     )
     res = dhp.analyse(df)
     for r in res.perturbations:
-        ps = r.p_by_metric().values()
-        printed = 1 / sum(1 / p for p in ps)
-        assert r.d_paper == pytest.approx(math.log(printed) / math.log(0.05))
-        assert r.d_paper == pytest.approx(r.d + math.log(len(ps)) / math.log(20))  # M times smaller p
+        ps = list(r.p_by_metric().values())
+        assert r.p == pytest.approx(1 / sum(1 / p for p in ps))
+        assert r.d == pytest.approx(_d(1 / sum(1 / p for p in ps)))
+        assert r.d_wilson == pytest.approx(_d(len(ps) / sum(1 / p for p in ps)))
+        assert r.d_wilson == pytest.approx(r.d - math.log(len(ps)) / math.log(20))
     by = {r.perturbation: r for r in res.perturbations}
-    assert res.d_paper_avg == pytest.approx((by["typo:minor"].d_paper + by["reorder:major"].d_paper) / 2)
-    assert res.d_paper_min == pytest.approx(min(r.d_paper for r in res.perturbations))
+    assert res.d_avg == pytest.approx((by["typo:minor"].d + by["reorder:major"].d) / 2)
+    assert res.d_min == pytest.approx(min(r.d for r in res.perturbations))
+    assert res.d_wilson_min == pytest.approx(min(r.d_wilson for r in res.perturbations))
     rec = dhp.result_record(res)
-    assert {"D_paper_avg", "D_paper_min", "D_avg", "D_min"} <= set(rec)
-    assert "1 / sum_j (1/p_j)" in rec["formula"]["D_paper"] and "log_0.05" in rec["formula"]["D"]
-    assert {"D", "D_paper"} <= set(dhp.summary_frame([res]).columns)
+    assert (
+        rec["D_avg"] == res.d_avg and rec["D_min"] == res.d_min and rec["perturbations"][0]["D"] == by["typo:minor"].d
+    )
+    assert {"D_wilson_avg", "D_wilson_min"} <= set(rec)
+    assert "p = 1 / sum_j (1/p_j)" in rec["formula"]["D"] and "not the paper's" in rec["formula"]["D_wilson"]
+    frame = dhp.summary_frame([res]).set_index("perturbation")
+    assert frame.loc["D_avg", "D"] == res.d_avg and frame.loc["D_avg", "D_wilson"] == res.d_wilson_avg
+    # every pair tied on both metrics: p_j = 1, so p = 1/2 and D = log_0.05(1/2) (the paper's formula as printed)
+    tied = dhp.analyse(_frame({"typo:minor": ("character", {"Fluency": (GOOD, SAME), "Relevance": (GOOD, SAME)})}))
+    assert tied.perturbations[0].d == pytest.approx(_d(0.5)) and tied.perturbations[0].d_wilson == 0.0
 
 
-PAPER_FNE = """You will be given one summary written for an article. Your task is to adjust the summary by
-implementing a specific change. Please make sure you read and understand these instructions carefully.
-Adjustment: Please substitute only one critical named entity within the summary (e.g., a name, a location, a
-specific number, a technical term, etc.) with a fictional counterpart. Adjustment Steps: 1. Identify the critical
-named entity within the summary. This could be a person’s name, a location, a specific number, or any other
-specific detail that is crucial to the summary. 2. Create a fictional counterpart for the identified entity. This
-could be a fictional name, a fictional location, a fictional number, a fictional technical term etc. Make sure
-that the fictional counterpart is appropriate and fits within the context of the summary. 3. Replace the
-identified entity with its fictional counterpart in the summary. Ensure that the replacement is grammatically
-correct and maintains the overall meaning and flow of the summary. 4. Review the adjusted summary to ensure that
-it still makes sense and conveys the main points of the article, despite the change in one critical named
-entity. Summary: SUMMARY_HERE Revised Summary:"""
+def test_section_4_3_1_the_wilcoxon_test_is_one_sided_original_greater():
+    """Section 4.3.1: a one-sided test whose alternative is that the original scores are greater than the
+    perturbed (scipy.stats.wilcoxon, Appendix D). Five pairs, every difference positive and distinct: the exact
+    one-sided p is 1/2^5 (two-sided: 2/2^5); the other way round it is 1. Zero differences are dropped."""
+    original, perturbed = [5, 5, 5, 5, 5, 3], [4, 3, 2, 1, 0, 3]
+    assert dhp.wilcoxon_greater(original, perturbed).p_value == pytest.approx(1 / 32)
+    assert dhp.wilcoxon_greater(perturbed, original).p_value == pytest.approx(1.0)
+    t = dhp.wilcoxon_greater(original, perturbed)
+    assert (t.n_pairs, t.n_ties, t.statistic) == (6, 1, 15.0)
+    res = dhp.analyse(_frame({"typo:minor": ("character", {"Fluency": (original, perturbed)})}))
+    assert res.perturbations[0].p_by_metric()["Fluency"] == pytest.approx(1 / 32)
+    assert res.perturbations[0].d == pytest.approx(_d(1 / 32))  # one metric: p is its own p
 
-PAPER_COHERENCE_END = """9. Rate the Summary: Based on the above steps, assign a score between 1-5 for coherence.
-- 1: Very incoherent. The summary lacks structure, has sudden jumps, and is difficult to follow. - 2: Somewhat
-incoherent. The summary has some semblance of structure, but has significant flaws in flow and organization. - 3:
-Neutral. The summary is decently organized, with minor issues in flow and structure. - 4: Mostly coherent. The
-summary is well-structured with very few minor coherence issues. - 5: Highly coherent. The summary is excellently
-organized, flows seamlessly, and builds information logically from start to end. Source Article: ARTICLE_HERE
-Summary: SUMMARY_HERE"""
+
+def test_section_4_3_2_worked_example_votes_4_1_5_give_ew_0_4_0_1_0_5_and_p_ew(engine):
+    """Section 4.3.2: votes 4, 1 and 5 for coherence, consistency and fluency give EW = [0.4, 0.1, 0.5], and
+    p_EW = 1 / sum_j (EW_j / p_j), D_EW = log_0.05(p_EW)."""
+    task = TASKS["story"]
+    assert [m.name for m in task.metrics] == ["Coherence", "Consistency", "Fluency"]
+    with get_session(engine) as s:
+        sid = sv.create_survey(task, title="", session=s)
+        for k, metric in enumerate(["Coherence"] * 4 + ["Consistency"] + ["Fluency"] * 5):
+            sv.vote(sv.invite(sid, f"expert {k}", session=s).id, "typo", metric, session=s)
+        ew = sv.weights(sid, session=s).weights
+    assert ew["typo"] == pytest.approx({"Coherence": 0.4, "Consistency": 0.1, "Fluency": 0.5})
+    df = _frame(
+        {
+            "typo": (
+                "character",
+                {
+                    "Coherence": (GOOD, BAD),
+                    "Consistency": (GOOD, SAME),
+                    "Fluency": ([5, 4, 5, 4, 5, 4, 5, 4, 5, 4], BAD),
+                },
+            )
+        }
+    )
+    r = dhp.analyse(df, weights=ew).perturbations[0]
+    p = r.p_by_metric()
+    want = 1 / (0.4 / p["Coherence"] + 0.1 / p["Consistency"] + 0.5 / p["Fluency"])
+    assert r.p_ew == pytest.approx(want) and r.d_ew == pytest.approx(_d(want))
+
+
+def test_section_4_3_3_d_avg_weighs_levels_equally_with_several_perturbations_a_level():
+    """Section 4.3.3: equal weights within a level, the same total weight for each level: with two character-,
+    three word- and one sentence-level perturbation, D_avg = (mean_char + mean_word + D_sentence) / 3."""
+    weak = [5, 5, 4, 5, 4, 5, 5, 4, 5, 4]
+    spec = {
+        "char_deletion:minor": ("character", {"Fluency": (GOOD, BAD)}),
+        "typo:minor": ("character", {"Fluency": (GOOD, SAME)}),
+        "word_deletion:minor": ("word", {"Fluency": (GOOD, weak)}),
+        "grammar:minor": ("word", {"Fluency": (GOOD, BAD)}),
+        "fictional_entities:minor": ("word", {"Fluency": (GOOD, SAME)}),
+        "reorder:major": ("sentence", {"Fluency": (GOOD, weak)}),
+    }
+    res = dhp.analyse(_frame(spec))
+    d = {r.perturbation: r.d for r in res.perturbations}
+    char = (d["char_deletion:minor"] + d["typo:minor"]) / 2
+    word = (d["word_deletion:minor"] + d["grammar:minor"] + d["fictional_entities:minor"]) / 3
+    assert res.d_avg == pytest.approx((char + word + d["reorder:major"]) / 3)
+    assert res.d_avg != pytest.approx(sum(d.values()) / len(d))  # not the plain mean over perturbations
+    assert res.level_weights["typo:minor"] == pytest.approx(1 / 6) and res.level_weights[
+        "grammar:minor"
+    ] == pytest.approx(1 / 9)
+
+
+def _appendix_e() -> str:
+    text = paper("004")
+    return between(text, "You will be given a summary written for an article. Your task is to rate", "- Coherence:")
 
 
 def test_appendix_b_and_e_prompts_are_the_papers_and_table_2_wording_per_task():
-    """Appendix B (Minor Fictional Named Entities) and Appendix E (Coherence) word for word, ending as printed
-    (no JSON request; the plain reply is read); Table 2's grammatical-error counts per task; Appendix A.3's
-    Answer Quality definition."""
+    """Appendix B (Minor Fictional Named Entities) and Appendix E (Coherence) word for word from the paper, ending
+    as printed: "Revised Summary:" and "Evaluation Score (please don't give any feedback, just give a score ONLY)
+    - Coherence:" (no JSON request; the plain reply is read); Table 2's grammatical-error counts per task;
+    Appendix A.3's Answer Quality definition."""
     task = TASKS["summarization"]
     p = perturb.prompts.perturbation_prompt("fictional_entities", "minor", "summarization")
     rendered = p.render(
         text_noun="summary", text_label="Summary", a_source="an article", source_noun="article", text="SUMMARY_HERE"
     )
-    assert _flat(rendered) == _flat(PAPER_FNE)
+    assert flat(rendered) == between(paper("004"), "You will be given one summary written for", "Revised Summary:")
     coh = dhp.eval_prompts(task)["Coherence"].render(source="ARTICLE_HERE", text="SUMMARY_HERE")
-    assert _flat(coh).startswith("You will be given a summary written for an article. Your task is to rate")
-    assert _flat(coh).endswith(_flat(PAPER_COHERENCE_END))
+    assert flat(coh) == _appendix_e()
     assert "JSON" not in coh and "JSON" in dhp.eval_prompts(task, "structured")["Coherence"].template
     assert dhp.read_score("4") == (4.0, None) and dhp.read_score("Coherence: 3")[0] == 3.0
 
@@ -104,6 +165,17 @@ def test_appendix_b_and_e_prompts_are_the_papers_and_table_2_wording_per_task():
     assert "one grammatical error" in grammar("story", "single")  # Table 2, story endings
     qa = TASKS["qa"].metrics[0].definition
     assert qa.endswith("effectively capturing the essence of the content discussed in the paragraph.")
+
+
+@pytest.mark.parametrize("task_key", sorted(TASKS))
+def test_appendix_e_every_metric_prompt_ends_with_the_papers_score_line(task_key):
+    """Appendix E's prompt ends "Evaluation Score (please don't give any feedback, just give a score ONLY) -
+    Coherence:"; every metric's prompt of every task ends with that line, naming its own metric."""
+    last = _appendix_e().rsplit("SUMMARY_HERE ", 1)[1]
+    assert last.startswith("Evaluation Score") and last.endswith("- Coherence:")
+    for metric, prompt in dhp.eval_prompts(TASKS[task_key]).items():
+        text = flat(prompt.render(source="S", text="T"))
+        assert text.endswith("T " + last.replace("- Coherence:", f"- {metric}:")), metric
 
 
 def test_table_2_sumpubmed_k_is_a_built_in_task():
@@ -130,7 +202,7 @@ def test_section_4_3_3_d_avg_is_empty_when_a_table_1_level_is_missing():
         }
     )
     res = dhp.analyse(df, expected=expected)
-    assert res.d_avg is None and res.d_ew_avg is None and res.d_paper_avg is None
+    assert res.d_avg is None and res.d_ew_avg is None and res.d_wilson_avg is None
     assert "not comparable" in res.avg_note and "word" in res.avg_note
     assert res.d_min is not None and all(r.d is not None for r in res.perturbations)
     assert dhp.result_record(res)["D_avg_note"] == res.avg_note
@@ -160,3 +232,38 @@ def test_read_score_explains_an_unreadable_reply():
     """Appendix E: the plain reply is read as a score from 1 to 5; a reply without one is no score, with why."""
     value, why = dhp.read_score("The summary is well organised.")
     assert value is None and re.search("no number", why)
+
+
+TEXT = "Ada met Bo in Leeds on 4 May. They signed the deal. The council approved it. Work starts in June."
+
+
+def test_table_2_rule_based_perturbations_do_what_table_2_says():
+    """Table 2's rule-based perturbations: delete k alphanumeric characters; add k typos with the "typo" package;
+    delete k continuous words; shuffle k sentences (k = 2 minor, all major); take another item's answer or ending,
+    or the dataset's wrong ending. And each task's k as Table 2 gives it."""
+    rng = random.Random(0)
+    out, n = perturb.delete_characters(TEXT, 10, rng)
+    assert n == 10 and len(out) == len(TEXT) - 10
+    assert [c for c in out if not c.isalnum()] == [c for c in TEXT if not c.isalnum()]  # only alphanumerics go
+    typoed, ops = perturb.add_typos(TEXT, 5, random.Random(1))
+    assert len(ops) == 5 and typoed != TEXT
+    cut, k = perturb.delete_words(TEXT, 5, random.Random(2))
+    words, left = TEXT.split(), cut.split()
+    assert k == 5 and len(left) == len(words) - 5
+    assert any(words[:i] + words[i + 5 :] == left for i in range(len(words) - 4))  # five consecutive words
+    sents = [s.strip() for s in re.split(r"(?<=\.) ", TEXT)]
+    minor, order = perturb.reorder_sentences(TEXT, 2, random.Random(3))
+    assert sorted(order) == [0, 1, 2, 3] and sum(i != j for i, j in enumerate(order)) == 2
+    major, order = perturb.reorder_sentences(TEXT, 0, random.Random(4))
+    assert sorted(re.split(r"(?<=\.) ", major)) == sorted(sents) and major != TEXT
+    items = [perturb.Item("a", "First answer."), perturb.Item("b", "Second answer.", extra={"wrong_ending": "W."})]
+    qa, story = TASKS["qa"], TASKS["story"]
+    assert perturb.apply_rule(qa.perturbation("random_answer"), items[0], items, 0).perturbed == "Second answer."
+    assert perturb.apply_rule(story.perturbation("wrong_ending"), items[1], items, 0).perturbed == "W."
+    ks = {t: {p.key: p.k for p in TASKS[t].perturbations if p.k is not None} for t in ("story", "qa", "translation")}
+    assert set(ks["story"].values()) == {5}  # "Delete 5 alphanumeric characters", "Add 5 random typographical errors"
+    assert ks["qa"] == {"char_deletion:minor": 5, "char_deletion:major": 25, "typo:minor": 5, "typo:major": 25}
+    assert (ks["translation"]["word_deletion:minor"], ks["translation"]["word_deletion:major"]) == (5, 25)
+    assert (ks["translation"]["typo:minor"], ks["translation"]["typo:major"]) == (10, 50)
+    summ = TASKS["summarization"]
+    assert (summ.perturbation("reorder:minor").k, summ.perturbation("reorder:major").k) == (2, 0)  # 0: all

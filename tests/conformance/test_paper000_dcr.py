@@ -6,6 +6,7 @@ Each test names the section it checks. Numbers come from the paper; the code und
 from __future__ import annotations
 
 import json
+import re
 from itertools import combinations
 
 import numpy as np
@@ -16,6 +17,7 @@ from services import dcr, metaeval, stats
 from services.dcr import DCRConfig
 from services.dcr.results import eq3
 from services.prompts import dcr as P
+from tests.conformance.paper import flat, paper
 from tests.fakes import dce, last_user, toy_judge
 
 REF = (
@@ -267,9 +269,11 @@ def test_table4_improvement_rate_is_corrected_over_inconsistent(column, inconsis
 
 
 def test_c3_sentence_level_corrects_more_than_paragraph_level():
-    """C.3: "25.25% and 39.05% more corrections" = (248 - 198) / 198 and (89 - 64) / 64 (printed truncated)."""
-    assert (248 - 198) / 198 == pytest.approx(0.2525, abs=5e-5)
-    assert (89 - 64) / 64 == pytest.approx(0.3906, abs=5e-5)
+    """C.3 prints "25.25% and 39.05% more corrections": (248 - 198) / 198 = 25.2525...% (printed truncated) and
+    (89 - 64) / 64 = 39.0625%, which the paper prints as 39.05% (neither rounding nor truncation gives that)."""
+    assert (248 - 198) / 198 == pytest.approx(0.252525, abs=1e-6)
+    assert (89 - 64) / 64 == 0.390625
+    assert "25.25% and 39.05% more corrections" in paper("000")
 
 
 def test_figure4_rate_per_round_is_over_the_items_inconsistent_at_round_0():
@@ -278,3 +282,89 @@ def test_figure4_rate_per_round_is_over_the_items_inconsistent_at_round_0():
     share = metaeval.rounds_of(df).share
     assert share["n"].tolist() == [10, 10, 10]
     assert share["share"].tolist() == pytest.approx([0.0, 0.6, 0.9])
+
+
+# -- Appendix E.2: the prompts (Tables 7-12), against the paper's own text --------------------------------
+TABLES = [
+    ("Table 7: Semantic Consistency Divide-Conquer Evaluator Prompt", P.SEMANTIC_DCE),
+    ("Table 8: Summarization Consistency Divide-Conquer Evaluator Prompt", P.SUMMARIZATION_DCE),
+    ("Table 9: Auto-Metric Converter Prompt", P.AMC),
+    ("Table 10: Reason-Assisted Improver Prompt", P.RAI),
+    ("Table 11: Paragraph Level Evaluator Prompt", P.PARAGRAPH_DCE),
+    ("Table 12: Paragraph Level Reason Assisted Improver Prompt", P.PARAGRAPH_RAI),
+]
+# The paper's slots, in the project's names (the text around them is compared word for word).
+SLOTS = {
+    "{*true answer*}": "{reference}",
+    "{*answer to evaluate*}": "{candidate}",
+    "{*article*}": "{reference}",
+    "{*summary*}": "{candidate}",
+    "{*attempt answer*}": "{paragraphs}",
+    "{*sentences*}": "{sentences}",
+    "{*reason*}": "{reason}",
+}
+
+
+def _table(caption: str, end: str) -> str:
+    """A prompt as the appendix prints it, with the extraction's list dashes and code fences undone."""
+    text = paper("000")
+    i = text.rindex(caption) + len(caption)
+    body = text[i : text.index(end, i)]
+    for slot, name in SLOTS.items():
+        body = body.replace(slot, name)
+    body = re.sub(r"(?m)^\s*- (\*)", r"\1", body.replace("```", "").replace("---", ""))
+    return flat(body)
+
+
+@pytest.mark.parametrize("n", range(len(TABLES)), ids=[t[1].name for t in TABLES])
+def test_appendix_e2_tables_7_to_12_prompts_are_the_papers_word_for_word(n):
+    """Tables 7-12: DCE (semantic, summarization), AMC, RAI and the paragraph-level evaluator and improver of
+    Figure 3 and Table 4 are the appendix's prompts, word for word."""
+    caption, prompt = TABLES[n]
+    end = TABLES[n + 1][0] if n + 1 < len(TABLES) else "E.3 DIVIDE-CONQUER EVALUATOR EXAMPLES"
+    assert flat(prompt.template) == _table(caption, end)
+
+
+def test_tables_11_and_12_are_what_the_paragraph_level_method_sends():
+    """Figure 3 and Table 4's paragraph level use Table 11 to evaluate and Table 12 to improve; the sentence level
+    Table 8 and Table 10."""
+    cfg = DCRConfig(method="paragraph")
+    assert (cfg.dce_prompt(), cfg.improve_prompt()) == (P.PARAGRAPH_DCE, P.PARAGRAPH_RAI)
+    assert (DCRConfig().dce_prompt(), DCRConfig().improve_prompt()) == (P.SUMMARIZATION_DCE, P.RAI)
+
+
+def _figure3_data(scores, is_consistent, labels, method="dce-amc", batch_id=1):
+    from types import SimpleNamespace
+
+    from services.metaeval.loading import BatchData
+
+    items = pd.DataFrame(
+        {
+            "item_id": range(len(scores)),
+            "status": "done",
+            "score": scores,
+            "model_is_consistent": is_consistent,
+            "human_label": labels,
+        }
+    )
+    batch = SimpleNamespace(id=batch_id, method=method, amc="rule", dataset_id=1)
+    return BatchData(batch, None, items, pd.DataFrame(), np.empty((0, 0)), 0, 0, 0)
+
+
+def test_figure3_dce_with_and_without_amc_and_the_paragraph_level():
+    """Figure 3: DCE-AMC (consistent when AMC's score reaches 1) beside DCE alone (the model's is_consistent) and
+    the paragraph-level evaluator, each by precision, recall and F1 with "consistent" the positive class."""
+    labels = [1, 1, 1, 1, 0, 0, 0, 0]
+    amc_scores = [1.0, 1.0, 1.0, 0.5, 0.5, 0.5, 0.5, 1.0]  # tp 3, fn 1, fp 1
+    dce_alone = [True, True, False, False, True, True, False, False]  # tp 2, fn 2, fp 2
+    paragraph = [1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.0, 0.0]  # tp 4, fn 0, fp 2
+    fig = metaeval.figure3(
+        data=_figure3_data(amc_scores, dce_alone, labels),
+        other=_figure3_data(paragraph, [None] * 8, labels, method="paragraph", batch_id=2),
+    ).frame.set_index("evaluator")
+    with_amc = fig.loc["Sentence level (DCE) + AMC (rule)"]
+    without = fig.loc["Sentence level (DCE) without AMC (model's is_consistent)"]
+    para = fig.loc["Paragraph level + AMC (rule)"]
+    assert (with_amc.precision, with_amc.recall, with_amc.f1) == pytest.approx((3 / 4, 3 / 4, 3 / 4))
+    assert (without.precision, without.recall, without.f1) == pytest.approx((2 / 4, 2 / 4, 2 / 4))
+    assert (para.precision, para.recall) == pytest.approx((4 / 6, 1.0)) and para.f1 == pytest.approx(0.8)

@@ -34,6 +34,7 @@ from tests.support.browser import (
     shot,
     wait_idle,
 )
+from tests.support.dhp import rated_text
 
 pytestmark = BROWSER_MARKS
 
@@ -51,7 +52,7 @@ def judge(body: dict) -> dict | str:
     content = last_user(body)
     if content.startswith("Reply with the word OK"):
         return "OK"
-    text = content.rsplit("Summary:\n\n", 1)[1]  # Appendix E's prompt ends with the text
+    text = rated_text(content)  # Appendix E's prompt: the text, then the "Evaluation Score" line
     return "5" if text in ORIGINALS else "2"
 
 
@@ -124,7 +125,7 @@ def test_benchmark_in_the_worker_then_results_with_the_threshold(dhp_app: DhpApp
     pg.goto(f"{dhp_app.url}/DHP?view=Results")
     wait_idle(pg)
     expect(metric(pg, "judge-a: D_avg")).to_be_visible()
-    # character and sentence levels only: D_avg is left empty with the reason; D_min and D_paper_min are given
+    # character and sentence levels only: D_avg is left empty with the reason; D_min and D_wilson_min are given
     assert metric(pg, "judge-a: D_avg").inner_text().strip() == "—"
     expect(main(pg).get_by_text("not comparable").first).to_be_visible()
     lows = [float(x) for x in re.findall(r"D_min ([\d.]+)", main(pg).inner_text())]

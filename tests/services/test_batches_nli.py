@@ -81,3 +81,29 @@ def test_bad_window_or_repeats_are_refused(engine, nli_server):
         batches.create_batch(engine, dataset_id=ds, backend=backend_of(nli_server), cfg=dcr.DCRConfig(), window=0)
     with pytest.raises(InputError):
         batches.create_repeats(engine, repeats=0, dataset_id=ds, backend=backend_of(nli_server), cfg=dcr.DCRConfig())
+
+
+def test_summ_nli_score_range_is_the_readers_else_the_human_scores_own():
+    from services.jobs.batches.create import score_range_of
+
+    assert score_range_of({"score_range": [1, 5]}, {"scored": 10, "score_min": 0.0, "score_max": 1.0}) == (1.0, 5.0)
+    assert score_range_of({}, {"scored": 10, "score_min": 0.25, "score_max": 0.75}) == (0.0, 1.0)
+    assert score_range_of({}, {"scored": 10, "score_min": 1.5, "score_max": 6.2}) == (1.0, 7.0)
+    assert score_range_of({}, {"scored": 0, "score_min": None, "score_max": None}) is None
+    assert score_range_of({}, {"scored": 3, "score_min": 4.0, "score_max": 4.0}) is None  # no range to ask in
+
+
+def test_summ_nli_without_human_scores_judges_labels_and_refuses_a_score_mode(engine, nli_server):
+    ds = make_dataset(engine, 2)  # no human scores
+    backend = backend_of(nli_server)
+    bid = batches.create_batch(engine, dataset_id=ds, backend=backend, cfg=dcr.DCRConfig(method="summ-nli"))
+    batches.process_batch(engine, bid)
+    assert all("Judgement: < Consistent or Inconsistent >" in r["messages"][0]["content"] for r in nli_server.requests)
+    with pytest.raises(InputError, match="no human scores"):
+        batches.create_batch(
+            engine, dataset_id=ds, backend=backend, cfg=dcr.DCRConfig(method="summ-nli"), summ_nli_mode="score"
+        )
+    with pytest.raises(InputError, match="Summ-NLI mode"):
+        batches.create_batch(
+            engine, dataset_id=ds, backend=backend, cfg=dcr.DCRConfig(method="summ-nli"), summ_nli_mode="graded"
+        )

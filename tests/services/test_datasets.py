@@ -211,6 +211,7 @@ def test_read_summeval():
     )
     r = ds.read_summeval(data)
     assert (r.format, r.task, r.label_kinds) == ("summeval", "summarization", ["score", "binary"])
+    assert r.meta["score_range"] == [1, 5]  # the experts' scale, which Summ-NLI's score mode asks on
     assert [it.external_id for it in r.items] == ["dm-test-1/M11", "dm-test-1/M8", "dm-test-1/M12"]
     first, mid, last = r.items
     assert (first.human_score, first.human_label) == (1.0, 1)

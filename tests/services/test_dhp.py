@@ -104,13 +104,16 @@ def test_analyse_levels_weigh_equally_and_expert_weights_feed_d_ew():
     res = dhp.analyse(df, weights=ew, model="m")
     by = {r.perturbation: r for r in res.perturbations}
     p_fl = by["typo:minor"].p_by_metric()["fluency"]
-    assert by["typo:minor"].p == pytest.approx(1 / (0.5 / p_fl + 0.5 / 1.0))
+    assert by["typo:minor"].p == pytest.approx(1 / (1 / p_fl + 1 / 1.0))  # the paper's 1 / sum_j (1/p_j)
+    assert by["typo:minor"].p_wilson == pytest.approx(1 / (0.5 / p_fl + 0.5 / 1.0))
     assert by["typo:minor"].p_ew == pytest.approx(p_fl)  # all weight on fluency
-    assert by["reorder"].d == pytest.approx(0.0) and by["reorder"].tests[0].n_ties == 10
+    # every pair tied: p_j = 1 on both metrics, so the paper's p = 1/2 (D = log_0.05 0.5) and Wilson's p = 1
+    assert by["reorder"].d == pytest.approx(math.log(0.5) / math.log(0.05)) and by["reorder"].tests[0].n_ties == 10
+    assert by["reorder"].d_wilson == pytest.approx(0.0)
     # Two levels: the two character perturbations share half the weight, reordering has the other half.
     assert res.level_weights == {"typo:minor": 0.25, "typo:major": 0.25, "reorder": 0.5}
-    assert res.d_avg == pytest.approx(0.25 * by["typo:minor"].d + 0.25 * by["typo:major"].d)
-    assert res.d_min == pytest.approx(0.0)
+    assert res.d_avg == pytest.approx(0.25 * by["typo:minor"].d + 0.25 * by["typo:major"].d + 0.5 * by["reorder"].d)
+    assert res.d_min == pytest.approx(by["reorder"].d) and res.d_wilson_min == pytest.approx(0.0)
     assert res.d_ew_avg == pytest.approx(0.25 * by["typo:minor"].d_ew + 0.25 * by["typo:major"].d_ew)
     rec = dhp.result_record(res)
     assert rec["perturbations"][0]["p"]["fluency"] == pytest.approx(p_fl) and "D_EW_min" in rec
@@ -130,11 +133,16 @@ def test_rating_prompts_follow_appendix_e():
     coh = ps["Coherence"].template
     assert coh.startswith("You will be given a summary written for an article. Your task is to rate the summary")
     assert "Evaluation Criterion: Coherence (1-5) - the collective quality of all sentences." in coh
-    assert "9. Rate the Summary" in coh and coh.endswith("Source Article:\n\n{source}\n\nSummary:\n\n{text}")
+    assert "9. Rate the Summary" in coh and coh.endswith(
+        "Source Article:\n\n{source}\n\nSummary:\n\n{text}\n\n"
+        "Evaluation Score (please don't give any feedback, just give a score ONLY) - Coherence:"
+    )
     assert 'in the form {"score": N}' in dhp.eval_prompts(TASKS["summarization"], "structured")["Coherence"].template
     story = dhp.eval_prompts(TASKS["story"])["Consistency"].template
-    assert "an ending sentence written for a four-sentence story" in story and story.endswith("Ending:\n\n{text}")
-    assert len({p.id for p in ps.values()}) == 4 and all("@2" in p.id for p in ps.values())
+    assert "an ending sentence written for a four-sentence story" in story and story.endswith(
+        "Ending:\n\n{text}\n\nEvaluation Score (please don't give any feedback, just give a score ONLY) - Consistency:"
+    )
+    assert len({p.id for p in ps.values()}) == 4 and all("@3" in p.id for p in ps.values())
 
 
 # -- a run end to end, through the worker's task ----------------------------------------------------------
@@ -162,7 +170,8 @@ def test_a_run_scores_every_text_r_times_and_gives_discernment(file_engine, fake
     assert [r.perturbation for r in res.perturbations] == ["typo:minor", "reorder:major"]
     p = by["typo:minor"].p_by_metric()
     assert p["Fluency"] < 0.01 and p["Coherence"] == 1.0
-    assert by["typo:minor"].d > 1 and by["typo:minor"].d_ew > by["typo:minor"].d
+    # The weights put everything on Fluency, the one metric that discerns: D_EW beats Wilson's equal weights 1/M
+    assert by["typo:minor"].d > 1 and by["typo:minor"].d_ew > by["typo:minor"].d_wilson
     assert by["reorder:major"].d_ew is None  # no expert weight given for reordering
     # Perturbed texts were rated on their own: no request carries both a text and its original.
     for body in fake.requests:

@@ -44,9 +44,10 @@ def test_methods_side_by_side_with_lengths_error_types_and_repeats(engine, serve
     assert set(lens["kind"]) == {"document length", "summary length"}
     assert lens.groupby("kind")["n"].sum().tolist() == [8, 8]
     assert (lens["accuracy"] == 1.0).all()
-    # Table 5: recall per error type among the inconsistent items
+    # Table 5: recall per error type among the inconsistent items, after "None" (the consistent items)
     types = cmp.error_types[cmp.error_types["batch"] == ids[1]].set_index("error_type")
-    assert types["n"].to_dict() == {"entity": 2, "number": 2} and (types["recall"] == 1.0).all()
+    assert types["n"].to_dict() == {"None": 4, "entity": 2, "number": 2} and (types["recall"] == 1.0).all()
+    assert list(types.index)[0] == "None"
 
 
 def test_accuracy_by_bucket_counts_wrong_verdicts(engine, server):

@@ -174,7 +174,7 @@ def test_dhp_report_has_discernment_tests_and_the_perturbed_pairs(tmp_path, fake
     rep = build(engine, "dhp", rid)
     heads = {h.label: h for h in rep.headlines}
     assert heads["D_min"].value is not None and "D_avg (level-weighted)" in heads
-    assert {"Discernment per perturbation", "D_avg, D_min, D_paper, D_EW"} <= {f.title for f in rep.figures}
+    assert {"Discernment per perturbation", "D_avg, D_min, D_EW, D_wilson"} <= {f.title for f in rep.figures}
     assert any(t.title == "Wilcoxon tests per perturbation and metric" and t.rows for t in rep.tables)
     ex, _ = rep.examples  # one pair per perturbation kind, its change highlighted
     assert ex.rounds[0].rewrites[0].before in {it.text for it in items}

@@ -8,12 +8,17 @@ from services.dhp.perturb import Item
 from tests.fakes import last_user
 
 
+def rated_text(content: str, label: str = "Summary") -> str:
+    """The text an Appendix E rating prompt asks about: after its label, before the "Evaluation Score" line."""
+    return re.search(rf"{label}:\n\n(.*)\n\nEvaluation Score \(", content, re.S).group(1)
+
+
 def judge_fluency_only(originals: set[str]):
     """A fake evaluator that notices damage only on Fluency: 5 for an original, 2 for anything else."""
 
     def respond(body: dict) -> dict:
         content = last_user(body)
-        text = content.rsplit("Summary:\n\n", 1)[1]
+        text = rated_text(content)
         metric = re.search(r"Evaluation Criterion: (\w+)", content).group(1)
         if metric != "Fluency":
             return "4"

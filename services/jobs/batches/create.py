@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import uuid
 from typing import Any
 
@@ -33,14 +34,19 @@ def create_batch(
     window: int = 1,
     sample: int = 0,
     repeat_group: str | None = None,
+    summ_nli_mode: str = "auto",
 ) -> int:
     """A batch over the first `item_limit` items of a dataset, every item pending.
 
     `window` is Sent-NLI's and QG-QA's window w; `sample` the cache's sample index, so a repeat of the same
     configuration (Table 4's standard deviation) asks the model again instead of reading the cache.
+    `summ_nli_mode`: "score" asks Summ-NLI for a score in the dataset's range (paper 003, section 3.1), "label"
+    for Consistent or Inconsistent (Figure 4); "auto" scores when the dataset carries human scores.
     """
     if window < 1:
         raise InputError("The window w must be 1 or more sentences.")
+    if summ_nli_mode not in SUMM_NLI_MODES:
+        raise InputError(f"The Summ-NLI mode must be one of {', '.join(SUMM_NLI_MODES)}.")
     is_nli = nli.is_nli(cfg.method)
     with Session(engine) as session:
         ds = db_datasets.get_dataset(session=session, dataset_id=dataset_id)
@@ -49,14 +55,27 @@ def create_batch(
         item_ids = db_datasets.item_ids(session=session, dataset_id=dataset_id, limit=item_limit or None)
         if not item_ids:
             raise InputError(f"Dataset {ds.name!r} has no items.")
+        score_range = None
+        if cfg.method == "summ-nli" and summ_nli_mode != "label":
+            agg = db_datasets.dataset_aggregates(session=session, dataset_id=dataset_id)
+            score_range = score_range_of(ds.meta, agg)
+            if score_range is None and summ_nli_mode == "score":
+                raise InputError(f"Dataset {ds.name!r} has no human scores, so Summ-NLI has no range to score in.")
         if not name:
             name = f"{ds.name} · {cfg.method}"
             if is_nli:
                 name += f" · w={window}" if cfg.method in nli.WINDOWED else ""
+                name += " · score {:g}-{:g}".format(*score_range) if score_range else ""
             elif cfg.uses_model:
                 name += f" · {cfg.amc}"
             name += f" · repeat {sample + 1}" if repeat_group else ""
         recorded = method_config(backend, cfg.method, window) if is_nli else recorded_config(backend, cfg)
+        if score_range is not None:
+            recorded = {
+                **recorded,
+                "params": {**recorded["params"], "score_range": list(score_range)},
+                "prompt_versions": nli.prompt_versions(cfg.method, score_range),
+            }
         if not is_nli:  # Eq. 3's alpha and beta as set, read back by process_batch
             recorded = {**recorded, "params": {**recorded["params"], **eq3_params(cfg)}}
         batch = Batch(
@@ -77,6 +96,30 @@ def create_batch(
         )
         session.commit()
         return batch_id
+
+
+SUMM_NLI_MODES = ("auto", "score", "label")
+
+
+def score_range_of(meta: dict | None, aggregates: dict) -> tuple[float, float] | None:
+    """The range Summ-NLI scores a dataset in: the one its reader recorded (SummEval: 1-5), else the human scores'
+    own (0-1 when they lie within it, else their whole-number bounds); None when it has no human scores."""
+    given = (meta or {}).get("score_range")
+    if given and len(given) == 2 and float(given[0]) < float(given[1]):
+        return float(given[0]), float(given[1])
+    if not aggregates.get("scored"):
+        return None
+    low, high = float(aggregates["score_min"]), float(aggregates["score_max"])
+    if 0.0 <= low and high <= 1.0:
+        return 0.0, 1.0
+    low, high = float(math.floor(low)), float(math.ceil(high))
+    return (low, high) if low < high else None
+
+
+def summ_nli_range(params: dict | None) -> tuple[float, float] | None:
+    """The score range a Summ-NLI batch recorded (None: the binary mode)."""
+    given = (params or {}).get("score_range")
+    return (float(given[0]), float(given[1])) if given else None
 
 
 def eq3_params(cfg: dcr.DCRConfig) -> dict[str, float]:

@@ -62,14 +62,16 @@ def round_record(rnd: dcr.Round) -> dict[str, Any]:
     }
 
 
-def process_nli_item(client: LLMClient, item: ItemInput, method: str, window: int) -> dict[str, Any]:
+def process_nli_item(
+    client: LLMClient, item: ItemInput, method: str, window: int, score_range: tuple[float, float] | None = None
+) -> dict[str, Any]:
     """Summ-NLI, Sent-NLI or QG-QA on one item; the result keeps a round 0 of per-sentence verdicts, so the
-    sentence-level meta-evaluation reads it like DCE's."""
+    sentence-level meta-evaluation reads it like DCE's. `score_range`: Summ-NLI's score mode."""
     ledger = UsageLedger()
     c = client.fork(ledger)
     summary = " ".join(item.sentences) if item.sentences else item.candidate
     started = time.perf_counter()
-    result = nli.run_method(c, item.reference, summary, method, window=window)
+    result = nli.run_method(c, item.reference, summary, method, window=window, score_range=score_range)
     record = nli.result_record(result, method, summary, window=window)
     usage = summarize_records(ledger.records)
     units = [record.get("summary") or {}, *record.get("windows", []), *record.get("pairs", [])]
@@ -108,10 +110,17 @@ def process_nli_item(client: LLMClient, item: ItemInput, method: str, window: in
     }
 
 
-def process_item(client: LLMClient, item: ItemInput, cfg: dcr.DCRConfig, *, window: int = 1) -> dict[str, Any]:
+def process_item(
+    client: LLMClient,
+    item: ItemInput,
+    cfg: dcr.DCRConfig,
+    *,
+    window: int = 1,
+    score_range: tuple[float, float] | None = None,
+) -> dict[str, Any]:
     """Algorithm 1 (or an NLI paradigm) on one item; returns the batch_item columns to write."""
     if nli.is_nli(cfg.method):
-        return process_nli_item(client, item, cfg.method, window)
+        return process_nli_item(client, item, cfg.method, window, score_range)
     if cfg.method == "evidence":
         from services.dcr import evidence
 

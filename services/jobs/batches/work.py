@@ -28,7 +28,7 @@ from services import dcr
 from services.config import BackendConfig, backend_from_record, get_settings
 from services.errors import InputError
 from services.jobs.batches.claims import LeaseLost, Leases, claim_leases
-from services.jobs.batches.create import JOBS, eq3_of
+from services.jobs.batches.create import JOBS, eq3_of, summ_nli_range
 from services.jobs.batches.items import ItemInput, load_inputs, process_item
 from services.jobs.runner import heartbeat_period, worker_id
 from services.llm import get_client
@@ -117,6 +117,7 @@ def _process_batch(
             max_rounds=b.max_rounds,  # type: ignore[arg-type]
             **eq3_of(b.params),
         )
+        score_range = summ_nli_range(b.params) if b.method == "summ-nli" else None
         opts = db_batches.get_options(session=session, batch_id=batch_id)
         window, sample = (opts.window, opts.sample) if opts is not None else (1, 0)
         backend = backend or backend_for(b)
@@ -146,7 +147,7 @@ def _process_batch(
         client.before_send = functools.partial(leases.check, bid)
         try:
             leases.check(bid)
-            out = process_item(client, item, cfg, window=window)
+            out = process_item(client, item, cfg, window=window, score_range=score_range)
         except LeaseLost as exc:
             log.info("batch %s: %s; its result is dropped", batch_id, exc)
             leases.release([bid])
