@@ -19,15 +19,17 @@ def options_of(prompt: str) -> str:
 
 def scorer(noisy: bool = False):
     """A fake judge: GOOD responses score high, others low; on the Likert and binary scales it answers labels."""
-    counter = {"n": 0}
+    seen: dict[str, int] = {}
 
     def respond(body):
         prompt = last_user(body)
         target = prompt.rsplit("### Target", 1)[-1]
         good = GOOD in target.split("Response:", 1)[-1]
         opts = options_of(prompt)
-        counter["n"] += 1
-        jitter = counter["n"] % 2 if noisy and body.get("temperature", 0) > 0 else 0
+        # The jitter counts the samples of each prompt, so it does not depend on the order concurrent requests
+        # arrive in: every prompt's samples alternate 0, 1, 0, ... however they interleave.
+        seen[prompt] = seen.get(prompt, 0) + 1
+        jitter = seen[prompt] % 2 if noisy and body.get("temperature", 0) > 0 else 0
         if opts.startswith("Strongly"):
             ans = "Agree" if good else "Disagree"
         elif opts == "No, Yes":
