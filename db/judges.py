@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from sqlalchemy import func
 from sqlmodel import Session, col, select
 
 from db.models import Batch, BatchItem, BatchPublic, DatasetItem, JudgePanel, JudgePanelPublic, SentenceLabel
@@ -118,3 +119,14 @@ def find_panel(*, session: Session, dataset_id: int, batch_ids: list[int], optio
         if list(r.batch_ids) == batch_ids and dict(r.options) == options:
             return r.id
     return None
+
+
+def labels_stamp(*, session: Session, dataset_id: int) -> str:
+    """Changes whenever an annotator label of the dataset is written or changed: a cache key."""
+    n, last = session.exec(
+        select(func.count(), func.max(SentenceLabel.updated_at))
+        .select_from(SentenceLabel)
+        .join(DatasetItem, col(DatasetItem.id) == SentenceLabel.dataset_item_id)
+        .where(DatasetItem.dataset_id == dataset_id)
+    ).one()
+    return f"{n}|{last}"

@@ -13,7 +13,7 @@ from services.judges.data import LABEL_SOURCES, LabelSource, annotator_truth, hu
 from services.judges.estimate import Estimate, RateEstimates, classical, ppi, rates
 from services.judges.label_next import STRATEGIES, Proposal, propose, queued_items, send
 from services.judges.links import Linked, linked_results
-from services.judges.panels import candidate_batches, get_panel, save_panel
+from services.judges.panels import candidate_batches, get_panel, save_panel, stamp
 
 __all__ = [
     "LABEL_SOURCES",
@@ -45,4 +45,5 @@ __all__ = [
     "rates",
     "save_panel",
     "send",
+    "stamp",
 ]

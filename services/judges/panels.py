@@ -36,3 +36,12 @@ def save_panel(engine: Engine, dataset_id: int, batch_ids: list[int], options: d
 def get_panel(engine: Engine, panel_id: int) -> JudgePanelPublic | None:
     with get_session(engine) as session:
         return db.get_panel(session=session, panel_id=panel_id)
+
+
+def stamp(engine: Engine, dataset_id: int, batch_ids: list[int]) -> str:
+    """Changes when the judges' results or the dataset's annotator labels change: the cards' cache key."""
+    from services.metaeval import batch_stamp
+
+    with get_session(engine) as session:
+        labels = db.labels_stamp(session=session, dataset_id=dataset_id)
+    return "|".join([labels, *(batch_stamp(engine, b) for b in batch_ids)])

@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 
 from db.models import REPORT_KINDS
 
-Kind = Literal["run", "batch", "nli", "conseval", "dhp", "survey"]
+Kind = Literal["run", "batch", "nli", "conseval", "dhp", "survey", "judges"]
 KIND_LABELS: dict[str, str] = {
     "run": "Evaluation run",
     "batch": "Batch and meta-evaluation",
@@ -22,6 +22,7 @@ KIND_LABELS: dict[str, str] = {
     "conseval": "ConsEval study",
     "dhp": "DHP benchmark",
     "survey": "Expert survey",
+    "judges": "Judges compared",
 }
 assert set(KIND_LABELS) == set(REPORT_KINDS)
 
