@@ -44,7 +44,7 @@ def make_judges_rate_figure(df: pd.DataFrame, *, level: float = 0.95) -> go.Figu
         xaxis=dict(title="share of consistent items", range=[0, 1], tickformat=".0%"),
         yaxis=dict(title="", autorange="reversed"),
         scattermode="group",
-        height=160 + 70 * max(df["judge"].nunique(), 1),
+        height=150 + 55 * max(df["judge"].nunique(), 1),
         margin=dict(l=10, r=10, t=60, b=40),
         legend=dict(orientation="h", y=-0.25),
     )

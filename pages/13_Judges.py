@@ -109,7 +109,9 @@ render_report_download("judges", panel_id, key=f"jd_report_{panel_id}")
 
 # -- label next ------------------------------------------------------------------------------------------
 st.subheader("Label next")
+judge_frames = [judges.judge_frame(eng, b) for b in judges.data.batches(eng, list(chosen))]
 human = judges.human_frame(eng, ds_id, source=source, budget=budget, seed=seed)
+human = human[human["item_id"].isin(set().union(*(set(f["item_id"]) for f in judge_frames)))]
 n_free = int((human["label"].isna() & human["hscore"].isna()).sum())
 st.caption(
     f"{len(human) - n_free:,} of {len(human):,} items have a human judgment. Each label narrows the PPI interval; "
@@ -127,7 +129,6 @@ who = l3.multiselect(
 )
 if not people:
     l3.caption("No annotators yet: add them on the **Annotate** page.")
-judge_frames = [judges.judge_frame(eng, b) for b in judges.data.batches(eng, list(chosen))]
 prop = judges.propose(
     human,
     judge_frames,

@@ -81,9 +81,24 @@ def classical(y: np.ndarray, *, alpha: float = 0.05) -> Estimate:
     n = int(y.size)
     if n < MIN_LABELLED:
         return Estimate(None, None, None, n, note=f"An interval needs at least {MIN_LABELLED} labelled items; {n}.")
+    if np.ptp(y) == 0:
+        return _unanimous(y, alpha)
     lo, hi = classical_mean_ci(y, alpha=alpha)
     lo, hi = float(np.squeeze(lo)), float(np.squeeze(hi))
     return Estimate(float(y.mean()), _clip(lo), _clip(hi), n)
+
+
+def _unanimous(y: np.ndarray, alpha: float, n_unlabelled: int | None = None) -> Estimate:
+    """Every label the same: the normal interval would have zero width. Binary labels get the exact
+    (Clopper-Pearson) binomial interval instead (scipy); a constant score keeps the point, with a note."""
+    n = int(y.size)
+    lam = None if n_unlabelled is None else 0.0
+    if set(np.unique(y)) <= {0.0, 1.0}:
+        iv = sps.binomtest(int(y.sum()), n).proportion_ci(confidence_level=1 - alpha, method="exact")
+        note = f"All {n} labels agree: the interval is the exact binomial one (a normal interval would have no width)."
+        return Estimate(float(y.mean()), float(iv.low), float(iv.high), n, n_unlabelled or 0, lam, note)
+    note = f"All {n} human scores are equal: there is no spread to build an interval from."
+    return Estimate(float(y.mean()), None, None, n, n_unlabelled or 0, lam, note)
 
 
 def informative(y: np.ndarray, yhat: np.ndarray, *, alpha: float) -> bool:
@@ -118,6 +133,8 @@ def ppi(
         c = classical(y, alpha=alpha)
         note = "Every item is labelled: PPI is the classical mean."
         return Estimate(c.estimate, c.ci_low, c.ci_high, n, 0, 0.0, note)
+    if np.ptp(y) == 0:  # PPI would lean on the judge alone here: keep to what the labels say
+        return _unanimous(y, alpha, big_n)
     note = None
     if lam is None and not informative(y, yhat, alpha=alpha):
         lam = 0.0

@@ -49,12 +49,15 @@ def propose(
     exclude: Sequence[int] = (),
     seed: int = 0,
 ) -> Proposal:
-    """Up to k unlabelled items (no human label or score), not among `exclude` (already in someone's queue)."""
+    """Up to k unlabelled items (no human label or score) that the judges ran on, not among `exclude` (already
+    in someone's queue)."""
     if k < 1:
         raise InputError("Propose at least one item.")
     if strategy not in STRATEGIES:
         raise InputError(f"Unknown strategy {strategy!r}; one of {', '.join(STRATEGIES)}.")
     free = human[human["label"].isna() & human["hscore"].isna() & ~human["item_id"].isin(list(exclude))]
+    if judges:  # only items some judge ran on (a batch may cover the first items of a dataset only)
+        free = free[free["item_id"].isin(pd.concat([j["item_id"] for j in judges]))]
     free = free[["item_id", "idx", "external_id"]].reset_index(drop=True)
     preds = np.full((len(free), max(len(judges), 1)), np.nan)
     for j, df in enumerate(judges):

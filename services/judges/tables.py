@@ -113,7 +113,8 @@ def judges_frame(cards: Sequence[JudgeCard]) -> pd.DataFrame:
     for c in cards:
         row: dict[str, object] = {"judge": c.judge, "labelled": c.n_labelled, "items": c.n}
         for name, read, _ in MEASURES:
-            row[name] = read(c)[0]
+            value = read(c)[0]
+            row[name] = float("nan") if value is None else value
         rows.append(row)
     return pd.DataFrame(rows)
 

@@ -82,3 +82,13 @@ def test_all_labelled_is_the_classical_estimate():
     y = np.array([1.0, 0.0, 1.0, 1.0])
     p, c = ppi(y, y, np.array([])), classical(y)
     assert (p.estimate, p.ci_low, p.ci_high) == (c.estimate, c.ci_low, c.ci_high)
+
+
+def test_unanimous_labels_never_give_a_zero_width_interval():
+    """Ten labels all consistent: the normal interval would be [1, 1]; the exact binomial one is not."""
+    y = np.ones(10)
+    c, p = classical(y), ppi(y, np.full(10, 0.9), np.random.default_rng(0).random(50))
+    for e in (c, p):
+        assert e.estimate == 1.0 and e.ci_high == 1.0
+        assert e.ci_low == pytest.approx(0.6915, abs=1e-3)  # Clopper-Pearson, 95%
+        assert "exact binomial" in e.note
