@@ -186,9 +186,9 @@ def card_from_frames(
         n_boot=n_boot,
         ci=ci,
     )
-    n_sent = int(df.loc[df["status"] == "done", "n_sentences"].sum())
-    n_unk = int(df.loc[df["status"] == "done", "n_unknown"].sum())
     finished = df["status"].isin(["done", "failed"])
+    n_sent = int(df.loc[finished, "n_sentences"].sum())
+    n_unk = int(df.loc[finished, "n_unknown"].sum())
     n_failed = int((df["status"] == "failed").sum())
     if int(finished.sum()) < len(df):
         notes.append(f"The batch has finished {int(finished.sum())} of {len(df)} items: the card will change.")

@@ -2,7 +2,7 @@
 
 A judge is a batch over a dataset: its prediction of an item is the batch's continuous score (for the
 offline evidence checker, its calibrated `checker_score` when the result carries one, else its summary score:
-the mean support of the sentences); its verdict is 1 when every sentence was judged consistent (Eq. 3's
+the mean support of the sentences, which it has even where it abstains); its verdict is 1 when every sentence was judged consistent (Eq. 3's
 score of 1), 0 otherwise, none when it failed or left a sentence unknown.
 
 The human side of an item: the label and score it was imported with, and the annotators' labels from the
@@ -74,11 +74,14 @@ def judge_frame(engine: Engine, batch: BatchPublic) -> pd.DataFrame:
     done = (df["status"] == "done").to_numpy()
     score = df["score"].to_numpy(dtype=float)
     if is_evidence:
-        pred = np.array([_evidence_score(r.result) if r.status == "done" else None for r in rows], dtype=float)
-        pred = np.where(np.isfinite(pred), pred, score)
+        # The checker scores every sentence, even one it abstains on: an item whose verdict is unknown (failed)
+        # still has a prediction.
+        pred = np.array([_evidence_score(r.result) for r in rows], dtype=float)
+        pred = np.where(np.isfinite(pred), pred, np.where(done, score, np.nan))
+        has = np.isfinite(pred)
     else:
-        pred = score
-    df["prediction"] = np.where(done, np.clip(pred, 0.0, 1.0), np.nan)
+        pred, has = score, done
+    df["prediction"] = np.where(has, np.clip(pred, 0.0, 1.0), np.nan)
     df["verdict"] = np.where(done & np.isfinite(score), (score >= CONSISTENT_AT).astype(float), np.nan)
     return df
 
