@@ -112,6 +112,12 @@ def get_panel(*, session: Session, panel_id: int) -> JudgePanelPublic | None:
     return JudgePanelPublic.model_validate(row) if row else None
 
 
+def list_panels(*, session: Session, limit: int = 200) -> list[JudgePanelPublic]:
+    """Saved comparisons, newest first."""
+    rows = session.exec(select(JudgePanel).order_by(col(JudgePanel.id).desc()).limit(limit)).all()
+    return [JudgePanelPublic.model_validate(r) for r in rows]
+
+
 def find_panel(*, session: Session, dataset_id: int, batch_ids: list[int], options: dict[str, Any]) -> int | None:
     """The id of a saved comparison with exactly these batches and options (None: there is none)."""
     rows = session.exec(select(JudgePanel).where(JudgePanel.dataset_id == dataset_id)).all()

@@ -13,7 +13,7 @@ from services.judges.data import LABEL_SOURCES, LabelSource, annotator_truth, hu
 from services.judges.estimate import Estimate, RateEstimates, classical, ppi, rates
 from services.judges.label_next import STRATEGIES, Proposal, propose, queued_items, send
 from services.judges.links import Linked, linked_results
-from services.judges.panels import candidate_batches, get_panel, save_panel, stamp
+from services.judges.panels import candidate_batches, get_panel, list_panels, save_panel, stamp
 
 __all__ = [
     "LABEL_SOURCES",
@@ -38,6 +38,7 @@ __all__ = [
     "judge_frame",
     "judge_name",
     "linked_results",
+    "list_panels",
     "ppi",
     "prices_of",
     "propose",

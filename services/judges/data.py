@@ -2,8 +2,9 @@
 
 A judge is a batch over a dataset: its prediction of an item is the batch's continuous score (for the
 offline evidence checker, its calibrated `checker_score` when the result carries one, else its summary score:
-the mean support of the sentences, which it has even where it abstains); its verdict is 1 when every sentence was judged consistent (Eq. 3's
-score of 1), 0 otherwise, none when it failed or left a sentence unknown.
+the mean support of the sentences, which it has even where it abstains); its verdict is 1 when every
+sentence was judged consistent (Eq. 3's score of 1), 0 otherwise, none when it failed or left a sentence
+unknown.
 
 The human side of an item: the label and score it was imported with, and the annotators' labels from the
 Annotate queue (an annotator's verdict on an item counts once they have labelled every sentence of it:

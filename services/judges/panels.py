@@ -33,6 +33,12 @@ def save_panel(engine: Engine, dataset_id: int, batch_ids: list[int], options: d
         return int(db.add_panel(session=session, row=row).id)
 
 
+def list_panels(engine: Engine) -> list[JudgePanelPublic]:
+    """Saved comparisons, newest first."""
+    with get_session(engine) as session:
+        return db.list_panels(session=session)
+
+
 def get_panel(engine: Engine, panel_id: int) -> JudgePanelPublic | None:
     with get_session(engine) as session:
         return db.get_panel(session=session, panel_id=panel_id)
