@@ -23,7 +23,7 @@ def upgrade() -> None:
         sa.Column("batch_ids", sa.JSON(), nullable=False),
         sa.Column("options", sa.JSON(), nullable=False),
         sa.Column("id", sa.Integer(), nullable=False),
-        sa.Column("created_at", sa.DateTime(), nullable=False),
+        sa.Column("created_at", sqlmodel.sql.sqltypes.UTCDateTime(), nullable=False),
         sa.ForeignKeyConstraint(["dataset_id"], ["dataset.id"], ondelete="CASCADE"),
         sa.PrimaryKeyConstraint("id"),
     )
