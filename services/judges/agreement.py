@@ -2,8 +2,8 @@
 with its n and a 95% interval.
 
 Balanced accuracy and AUROC reuse services.stats (a percentile bootstrap over items; AUROC's stratified by
-class); kappa is scikit-learn's `cohen_kappa_score` with a class-stratified percentile bootstrap, so every
-resample keeps both human classes; Pearson's interval is scipy's analytic one (Fisher's z).
+class); kappa and its analytic interval (asymptotic standard error) come from statsmodels' `cohens_kappa`;
+Pearson's interval is scipy's analytic one (Fisher's z).
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import numpy as np
 from scipy import stats as sps
 
 from services import stats
-from services.stats.common import percentile_ci
 
 N_BOOT = 1000
 
@@ -46,27 +45,24 @@ class Agreement:
         return {k: getattr(self, k).as_dict() for k in ("balanced_accuracy", "auroc", "kappa", "pearson")}
 
 
-def _kappa(verdicts: np.ndarray, labels: np.ndarray, *, seed: int, n_boot: int, ci: float) -> Metric:
-    from sklearn.metrics import cohen_kappa_score
+def _kappa(verdicts: np.ndarray, labels: np.ndarray, *, ci: float) -> Metric:
+    """Cohen's kappa with its asymptotic standard error (statsmodels' `cohens_kappa`): kappa +- z * ASE."""
+    from statsmodels.stats.inter_rater import cohens_kappa, to_table
 
     n = int(labels.size)
     if n < 2:
         return Metric(None, n, note="Kappa needs at least 2 labelled items.")
-    with warnings.catch_warnings():
+    table = to_table(np.c_[labels, verdicts], bins=[0, 1, 2])[0]
+    with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
         warnings.simplefilter("ignore")
-        value = float(cohen_kappa_score(labels, verdicts))
+        res = cohens_kappa(table)
+    value, se = float(res.kappa), float(res.std_kappa)
     if not np.isfinite(value):
         return Metric(None, n, note="Kappa is not defined: the judge and the people each give one class only.")
-    rng = np.random.default_rng(seed)
-    groups = [np.flatnonzero(labels == c) for c in (0, 1)]
-    boots = np.full(n_boot, np.nan)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for b in range(n_boot):
-            idx = np.concatenate([g[rng.integers(0, g.size, g.size)] for g in groups if g.size])
-            boots[b] = cohen_kappa_score(labels[idx], verdicts[idx])
-    low, high = percentile_ci(boots, ci)
-    return Metric(value, n, low, high)
+    if not np.isfinite(se) or se == 0:
+        return Metric(value, n, note="No interval: every item falls in one cell of the table.")
+    z = float(sps.norm.ppf(0.5 + ci / 2))
+    return Metric(value, n, max(-1.0, value - z * se), min(1.0, value + z * se))
 
 
 def agreement(
@@ -92,7 +88,7 @@ def agreement(
     keep_s = np.isfinite(s) & np.isfinite(lab)
     a = stats.auroc(s[keep_s], lab[keep_s], seed=seed, n_boot=n_boot, ci=ci)
     auc = Metric(a.auc, a.n_pos + a.n_neg, a.ci_low, a.ci_high, a.note)
-    kappa = _kappa(v[keep].astype(int), lab[keep].astype(int), seed=seed, n_boot=n_boot, ci=ci)
+    kappa = _kappa(v[keep].astype(int), lab[keep].astype(int), ci=ci)
     target = lab if human_scores is None else np.asarray(human_scores, dtype=float)
     keep_p = np.isfinite(s) & np.isfinite(target)
     pearson = _pearson(s[keep_p], target[keep_p], ci=ci)
