@@ -60,7 +60,7 @@ def _kappa(verdicts: np.ndarray, labels: np.ndarray, *, ci: float) -> Metric:
     if not np.isfinite(value):
         return Metric(None, n, note="Kappa is not defined: the judge and the people each give one class only.")
     if not np.isfinite(se) or se == 0:
-        return Metric(value, n, note="No interval: every item falls in one cell of the table.")
+        return Metric(value, n, note="No interval: the judge or the people give one class only.")
     z = float(sps.norm.ppf(0.5 + ci / 2))
     return Metric(value, n, max(-1.0, value - z * se), min(1.0, value + z * se))
 

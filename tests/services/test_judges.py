@@ -13,8 +13,9 @@ from tests.support.judges import add_judge, labelled_dataset, truth_of
 
 
 def _informative(truth: np.ndarray, seed: int = 1) -> list[float]:
+    """Scores near the truth; most consistent items reach 1 (the verdict "consistent")."""
     rng = np.random.default_rng(seed)
-    return [float(x) for x in np.clip(0.15 + 0.7 * truth + rng.normal(0, 0.1, truth.size), 0, 1)]
+    return [float(x) for x in np.clip(0.1 + 0.95 * truth + rng.normal(0, 0.1, truth.size), 0, 1)]
 
 
 def test_card_of_an_informative_judge(engine):
@@ -145,3 +146,21 @@ def test_a_saved_comparison_builds_a_report(engine):
     assert "PPI" in html and "★" in html
     share = reports.new_share(engine, "judges", pid)
     assert reports.find_share(engine, share.token).kind == "judges"
+
+
+def test_agreement_numbers_match_independent_implementations():
+    """Kappa as scikit-learn computes it, balanced accuracy and AUROC as scikit-learn does; intervals hold them."""
+    from sklearn.metrics import balanced_accuracy_score, cohen_kappa_score, roc_auc_score
+
+    rng = np.random.default_rng(2)
+    labels = (rng.random(80) < 0.5).astype(float)
+    scores = np.clip(0.3 * labels + rng.random(80) * 0.8, 0, 1)
+    verdicts = (scores > 0.5).astype(float)
+    a = judges.agreement(scores, verdicts, labels, n_boot=300)
+    assert a.kappa.value == pytest.approx(cohen_kappa_score(labels, verdicts))
+    assert a.balanced_accuracy.value == pytest.approx(balanced_accuracy_score(labels, verdicts))
+    assert a.auroc.value == pytest.approx(roc_auc_score(labels, scores))
+    for m in (a.kappa, a.balanced_accuracy, a.auroc, a.pearson):
+        assert m.ci_low < m.value < m.ci_high and m.n == 80
+    wider = judges.agreement(scores, verdicts, labels, n_boot=300, ci=0.99).kappa
+    assert wider.ci_low < a.kappa.ci_low and wider.ci_high > a.kappa.ci_high
