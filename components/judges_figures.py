@@ -42,10 +42,10 @@ def make_judges_rate_figure(df: pd.DataFrame, *, level: float = 0.95) -> go.Figu
     fig.update_layout(
         title=f"Consistency rate: the judge's own, from labels only, and PPI ({level:.0%} intervals)",
         xaxis=dict(title="share of consistent items", range=[0, 1], tickformat=".0%"),
-        yaxis=dict(title="", autorange="reversed"),
+        yaxis=dict(title="", autorange="reversed", automargin=True),
         scattermode="group",
         height=150 + 55 * max(df["judge"].nunique(), 1),
-        margin=dict(l=10, r=10, t=60, b=40),
-        legend=dict(orientation="h", y=-0.25),
+        margin=dict(l=10, r=10, t=90, b=50),
+        legend=dict(orientation="h", x=0, xanchor="left", y=1.02, yanchor="bottom"),
     )
     return fig

@@ -147,7 +147,7 @@ if not prop.item_ids:
     st.info("Every unlabelled item is already in someone's queue.")
 else:
     st.dataframe(
-        prop.table.rename(columns={"external_id": "item", "idx": "position"}),
+        prop.table.assign(idx=prop.table["idx"] + 1).rename(columns={"external_id": "item", "idx": "position"}),
         hide_index=True,
         column_config={"item_id": None},
         key="jd_proposal",

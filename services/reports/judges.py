@@ -82,4 +82,6 @@ def build(engine: Engine, panel_id: int, **_: Any) -> Report:
         ],
         tables=tabs,
         notes=notes,
+        interval_note=f"Brackets: {level:.0%} interval of the prediction-powered estimate (normal approximation, "
+        "ppi-python).",
     )

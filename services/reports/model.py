@@ -134,6 +134,7 @@ class Report(BaseModel):
     tables: list[Table] = Field(default_factory=list)
     examples: list[Example] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
+    interval_note: str = "Brackets: 95% bootstrap interval."  # what the headlines' brackets are
 
     @property
     def file_name(self) -> str:

@@ -164,3 +164,25 @@ def test_agreement_numbers_match_independent_implementations():
         assert m.ci_low < m.value < m.ci_high and m.n == 80
     wider = judges.agreement(scores, verdicts, labels, n_boot=300, ci=0.99).kappa
     assert wider.ci_low < a.kappa.ci_low and wider.ci_high > a.kappa.ci_high
+
+
+def test_the_judges_report_says_what_its_brackets_are(engine):
+    ds = labelled_dataset(engine, 40, n_labelled=20)
+    pid = judges.save_panel(engine, ds, [add_judge(engine, ds, [0.6] * 40)], {"alpha": 0.1})
+    html = reports.to_html(reports.build(engine, "judges", pid))
+    assert "90% interval of the prediction-powered estimate" in html and "bootstrap interval" not in html
+
+
+def test_the_rate_figure_draws_each_judges_three_estimates(engine):
+    from components.judges_figures import make_judges_rate_figure
+
+    ds = labelled_dataset(engine, 60, n_labelled=30)
+    truth = truth_of(engine, ds)
+    cards = judges.build_cards(engine, [add_judge(engine, ds, _informative(truth))], n_boot=50)
+    fig = make_judges_rate_figure(tables.intervals_frame(cards))
+    by_name = {t.name: t for t in fig.data}
+    assert set(by_name) == {"judge's raw rate", "classical", "PPI"}
+    p = cards[0].rates.ppi
+    assert by_name["PPI"].x[0] == pytest.approx(p.estimate)
+    assert by_name["PPI"].error_x.array[0] == pytest.approx(p.ci_high - p.estimate)
+    assert by_name["judge's raw rate"].error_x.array is None
