@@ -7,10 +7,19 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func
+from sqlalchemy import func, insert
 from sqlmodel import Session, col, select
 
-from db.models import Batch, BatchItem, BatchPublic, DatasetItem, JudgePanel, JudgePanelPublic, SentenceLabel
+from db.models import (
+    BaselineScore,
+    Batch,
+    BatchItem,
+    BatchPublic,
+    DatasetItem,
+    JudgePanel,
+    JudgePanelPublic,
+    SentenceLabel,
+)
 
 
 @dataclass(frozen=True)
@@ -118,7 +127,9 @@ def list_panels(*, session: Session, limit: int = 200) -> list[JudgePanelPublic]
     return [JudgePanelPublic.model_validate(r) for r in rows]
 
 
-def find_panel(*, session: Session, dataset_id: int, batch_ids: list[int], options: dict[str, Any]) -> int | None:
+def find_panel(
+    *, session: Session, dataset_id: int, batch_ids: list[int] | list[int | str], options: dict[str, Any]
+) -> int | None:
     """The id of a saved comparison with exactly these batches and options (None: there is none)."""
     rows = session.exec(select(JudgePanel).where(JudgePanel.dataset_id == dataset_id)).all()
     for r in rows:
@@ -136,3 +147,43 @@ def labels_stamp(*, session: Session, dataset_id: int) -> str:
         .where(DatasetItem.dataset_id == dataset_id)
     ).one()
     return f"{n}|{last}"
+
+
+def score_columns(*, session: Session, dataset_id: int) -> list[str]:
+    """The score columns (stored metrics) that some item of the dataset has."""
+    rows = session.exec(
+        select(BaselineScore.metric)
+        .join(DatasetItem, col(DatasetItem.id) == BaselineScore.item_id)
+        .where(DatasetItem.dataset_id == dataset_id)
+        .distinct()
+    ).all()
+    return sorted(str(r) for r in rows)
+
+
+def column_values(*, session: Session, dataset_id: int, metric: str) -> dict[int, float | None]:
+    """item id -> value of one score column over the dataset's items."""
+    rows = session.exec(
+        select(BaselineScore.item_id, BaselineScore.value)
+        .join(DatasetItem, col(DatasetItem.id) == BaselineScore.item_id)
+        .where(DatasetItem.dataset_id == dataset_id, BaselineScore.metric == metric)
+    ).all()
+    return {int(i): v for i, v in rows}  # type: ignore[misc]
+
+
+def external_ids(*, session: Session, dataset_id: int) -> dict[str, int]:
+    """external id -> item id of the dataset's items."""
+    rows = session.exec(
+        select(DatasetItem.external_id, DatasetItem.id).where(DatasetItem.dataset_id == dataset_id)
+    ).all()
+    return {str(e): int(i) for e, i in rows}  # type: ignore[misc]
+
+
+def replace_column(*, session: Session, item_ids: list[int], metric: str, rows: list[dict[str, Any]]) -> None:
+    """Store a score column: drop its old values on these items, then add the new ones."""
+    from sqlalchemy import delete
+
+    session.exec(  # type: ignore[call-overload]
+        delete(BaselineScore).where(col(BaselineScore.item_id).in_(item_ids), BaselineScore.metric == metric)
+    )
+    if rows:
+        session.execute(insert(BaselineScore), rows)

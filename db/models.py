@@ -750,7 +750,7 @@ class JudgePanelBase(SQLModel):
 
     name: str = Field(default="", max_length=200)
     dataset_id: int = Field(foreign_key="dataset.id", index=True, ondelete="CASCADE")
-    batch_ids: list[int] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    batch_ids: list[int | str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))  # or columns
     options: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
 
 

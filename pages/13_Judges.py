@@ -19,11 +19,13 @@ st.caption(
     "the judge's verdicts on every item, corrected by the labelled ones)."
 )
 
-all_ds = [d for d in datasets.list_datasets(eng) if judges.candidate_batches(eng, d.id)]
+all_ds = datasets.list_datasets(eng)
 if not all_ds:
-    st.info("No dataset has a finished batch yet: run one or more judges on the **Batches** page.")
-    st.page_link("pages/5_Batches.py", label="Go to Batches", icon=":material/dynamic_feed:")
+    st.info("No dataset yet: import one on the **Datasets** page, then run judges over it on the **Batches** page.")
+    st.page_link("pages/4_Datasets.py", label="Go to Datasets", icon=":material/dataset:")
     st.stop()
+with_judges = [d for d in all_ds if judges.candidate_batches(eng, d.id)]
+all_ds = with_judges + [d for d in all_ds if d not in with_judges]  # datasets with batches first
 ds_id = st.selectbox(
     "Dataset",
     [d.id for d in all_ds],
@@ -31,7 +33,44 @@ ds_id = st.selectbox(
     key="jd_dataset",
 )
 found = judges.candidate_batches(eng, ds_id)
-names = {b.id: judges.judge_name(b) + ("" if b.status == "done" else f" ({b.status})") for b in found}
+names: dict[int | str, str] = {
+    b.id: judges.judge_name(b) + ("" if b.status == "done" else f" ({b.status})") for b in found
+}
+names |= {c: judges.JudgeInfo.of_column(c).name for c in judges.list_columns(eng, ds_id)}
+with st.expander("Import a score column as a judge", expanded=False):
+    st.caption(
+        "Scores another tool computed for this dataset's items: a CSV or JSONL file with the items' ids and a "
+        "number in [0, 1] per item (1 = consistent). It is compared like any judge; 0.5 or more counts as "
+        "consistent."
+    )
+    up = st.file_uploader("File", type=["csv", "tsv", "jsonl", "json"], key="jd_col_file")
+    i1, i2, i3 = st.columns(3)
+    col_name = i1.text_input("Name", key="jd_col_name", max_chars=judges.columns.MAX_NAME)
+    id_col = i2.text_input("Id column", "id", key="jd_col_id")
+    score_col = i3.text_input("Score column", "score", key="jd_col_score")
+    if st.button("Import the column", disabled=up is None or not col_name, key="jd_col_import"):
+        try:
+            got = judges.import_column(
+                eng,
+                ds_id,
+                name=col_name,
+                data=up.getvalue(),
+                filename=up.name,
+                id_column=id_col,
+                score_column=score_col,
+            )
+        except InputError as exc:
+            st.error(str(exc))
+        else:
+            st.success(
+                f"Imported {got.n_matched} score(s); {got.n_unmatched} row(s) matched no item, {got.n_missing} had "
+                "no number. Choose it among the judges."
+            )
+            names[got.name] = judges.JudgeInfo.of_column(got.name).name
+if not names:
+    st.info("No judge on this dataset yet: run one or more on the **Batches** page (or import a score column above).")
+    st.page_link("pages/5_Batches.py", label="Go to Batches", icon=":material/dynamic_feed:")
+    st.stop()
 chosen = st.multiselect(
     "Judges (two or more to compare)", list(names), default=list(names)[:2], format_func=names.get, key="jd_judges"
 )
@@ -55,7 +94,7 @@ with st.expander("Labels, interval level and prices", expanded=False):
     seed = int(c2.number_input("Seed (label draw and bootstrap)", 0, 1_000_000, 0, key="jd_seed"))
     backend = current_backend()
     default_in, default_out = judges.prices_of(backend)
-    prices: dict[int, tuple[float | None, float | None]] = {}
+    prices: dict[str, tuple[float | None, float | None]] = {}
     for b in found:
         if b.id not in chosen or b.method == "evidence":
             continue
@@ -66,16 +105,17 @@ with st.expander("Labels, interval level and prices", expanded=False):
         p_out = p2.number_input(
             f"{names[b.id]}: USD per million output tokens", 0.0, value=default_out, key=f"jd_pout_{b.id}"
         )
-        prices[b.id] = (p_in, p_out)
+        prices[str(b.id)] = (p_in, p_out)
 
 
 @st.cache_data(show_spinner="Computing the judge cards…", max_entries=16, ttl=600)
 def cards_for(
-    batch_ids: tuple[int, ...], source: str, budget: int | None, seed: int, alpha: float, prices: tuple, stamp: str
+    refs: tuple, dataset_id: int, source: str, budget: int | None, seed: int, alpha: float, prices: tuple, stamp: str
 ):
     return judges.build_cards(
         engine(),
-        list(batch_ids),
+        list(refs),
+        dataset_id=dataset_id,
         source=source,
         budget=budget,
         seed=seed,
@@ -86,7 +126,14 @@ def cards_for(
 
 try:
     cards = cards_for(
-        tuple(chosen), source, budget, seed, alpha, tuple(sorted(prices.items())), judges.stamp(eng, ds_id, chosen)
+        tuple(chosen),
+        ds_id,
+        source,
+        budget,
+        seed,
+        alpha,
+        tuple(sorted(prices.items())),
+        judges.stamp(eng, ds_id, chosen),
     )
 except InputError as exc:
     st.error(str(exc))
@@ -109,7 +156,8 @@ render_report_download("judges", panel_id, key=f"jd_report_{panel_id}")
 
 # -- label next ------------------------------------------------------------------------------------------
 st.subheader("Label next")
-judge_frames = [judges.judge_frame(eng, b) for b in judges.data.batches(eng, list(chosen))]
+judge_frames = [judges.judge_frame(eng, b) for b in judges.data.batches(eng, [r for r in chosen if isinstance(r, int)])]
+judge_frames += [judges.column_frame(eng, ds_id, r) for r in chosen if isinstance(r, str)]
 human = judges.human_frame(eng, ds_id, source=source, budget=budget, seed=seed)
 human = human[human["item_id"].isin(set().union(*(set(f["item_id"]) for f in judge_frames)))]
 n_free = int((human["label"].isna() & human["hscore"].isna()).sum())

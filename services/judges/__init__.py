@@ -1,14 +1,16 @@
 """Judges: how far to trust a judge, from a few human labels.
 
 data (a batch as a judge's predictions and costs; the dataset's human labels, imported and from annotators),
-estimate (the consistency rate: the judge's raw rate, classical and prediction-powered, with ppi-python),
-agreement (balanced accuracy, AUROC, kappa, Pearson with intervals), card (the judge card), links (ConsEval
-and DHP results of the same model), label_next (which items to label next, sent to annotators' queues),
-panels (saved comparisons, for reports and share links).
+columns (score columns computed elsewhere, as judges), estimate (the consistency rate: the judge's raw rate,
+classical and prediction-powered, with ppi-python), agreement (balanced accuracy, AUROC, kappa, Pearson with
+intervals), card (the judge card), links (ConsEval and DHP results of the same model), label_next (which items
+to label next, sent to annotators' queues), panels (saved comparisons, for reports and share links), tables
+(the cards side by side).
 """
 
 from services.judges.agreement import Agreement, Metric, agreement
-from services.judges.card import Cost, JudgeCard, build_cards, card_from_frames, judge_name, prices_of
+from services.judges.card import Cost, JudgeCard, JudgeInfo, build_cards, card_from_frames, judge_name, prices_of
+from services.judges.columns import ImportedColumn, column_frame, import_column, list_columns
 from services.judges.data import LABEL_SOURCES, LabelSource, annotator_truth, human_frame, judge_frame
 from services.judges.estimate import Estimate, RateEstimates, classical, ppi, rates
 from services.judges.label_next import STRATEGIES, Proposal, propose, queued_items, send
@@ -21,7 +23,9 @@ __all__ = [
     "Agreement",
     "Cost",
     "Estimate",
+    "ImportedColumn",
     "JudgeCard",
+    "JudgeInfo",
     "LabelSource",
     "Linked",
     "Metric",
@@ -33,11 +37,14 @@ __all__ = [
     "candidate_batches",
     "card_from_frames",
     "classical",
+    "column_frame",
     "get_panel",
     "human_frame",
+    "import_column",
     "judge_frame",
     "judge_name",
     "linked_results",
+    "list_columns",
     "list_panels",
     "ppi",
     "prices_of",

@@ -72,10 +72,34 @@ class Cost:
 
 
 @dataclass(frozen=True)
-class JudgeCard:
-    """One judge (a batch) on one dataset: the card's every number."""
+class JudgeInfo:
+    """Who a judge is: a batch (key: its id) or a score column (key: the stored column's name)."""
 
-    batch_id: int
+    key: str
+    name: str
+    method: str
+    model: str
+    batch_id: int | None = None
+
+    @classmethod
+    def of_batch(cls, batch: BatchPublic) -> JudgeInfo:
+        model = "" if batch.method == "evidence" else batch.model
+        return cls(str(batch.id), judge_name(batch), batch.method, model, int(batch.id))  # type: ignore[arg-type]
+
+    @classmethod
+    def of_column(cls, metric: str) -> JudgeInfo:
+        from services.judges.columns import PREFIX
+
+        label = metric.removeprefix(PREFIX)
+        kind = "score column" if metric.startswith(PREFIX) else "local metric"
+        return cls(metric, f"{label} ({kind})", "column", "")
+
+
+@dataclass(frozen=True)
+class JudgeCard:
+    """One judge (a batch or a score column) on one dataset: the card's every number."""
+
+    batch_id: int | None
     judge: str
     method: str
     model: str
@@ -139,7 +163,7 @@ def _proportion(k: int, n: int, ci: float) -> Metric:
 
 
 def card_from_frames(
-    batch: BatchPublic,
+    judge_of: BatchPublic | JudgeInfo,
     judge: pd.DataFrame,
     human: pd.DataFrame,
     *,
@@ -151,6 +175,7 @@ def card_from_frames(
     linked: tuple[Linked, ...] = (),
 ) -> JudgeCard:
     """The card of one judge from its frame (data.judge_frame) and the dataset's (data.human_frame)."""
+    info = judge_of if isinstance(judge_of, JudgeInfo) else JudgeInfo.of_batch(judge_of)
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"alpha must be between 0 and 1, got {alpha}")
     ci = 1.0 - alpha
@@ -192,6 +217,8 @@ def card_from_frames(
     n_failed = int((df["status"] == "failed").sum())
     if int(finished.sum()) < len(df):
         notes.append(f"The batch has finished {int(finished.sum())} of {len(df)} items: the card will change.")
+    if info.method == "column":
+        notes.append("A score column's verdict is a value of 0.5 or more; computed elsewhere, it costs nothing here.")
     done = df[finished]
     cost = Cost(
         n_items=int(finished.sum()),
@@ -206,10 +233,10 @@ def card_from_frames(
     if cost.cache_hits:
         notes.append(f"{cost.cache_hits} answer(s) came from the cache: the calls and tokens count only the rest.")
     return JudgeCard(
-        batch_id=int(batch.id),
-        judge=judge_name(batch),
-        method=batch.method,
-        model="" if batch.method == "evidence" else batch.model,
+        batch_id=info.batch_id,
+        judge=info.name,
+        method=info.method,
+        model=info.model,
         target=target_col if has_labels else "score",
         n=len(df),
         n_done=int((df["status"] == "done").sum()),
@@ -231,34 +258,46 @@ def prices_of(config: object) -> tuple[float | None, float | None]:
 
 def build_cards(
     engine: Engine,
-    batch_ids: list[int],
+    refs: list[int] | list[int | str],
     *,
+    dataset_id: int | None = None,
     source: data.LabelSource = "all",
     budget: int | None = None,
     seed: int = 0,
     alpha: float = 0.05,
-    prices: dict[int, tuple[float | None, float | None]] | None = None,
+    prices: dict[str, tuple[float | None, float | None]] | None = None,
     n_boot: int = 1000,
     with_links: bool = True,
 ) -> list[JudgeCard]:
-    """The cards of these batches, which must cover one dataset; prices by batch id (USD per million tokens)."""
+    """The cards of these judges over one dataset: batch ids (ints) and score columns (their stored names, with
+    `dataset_id`); prices by judge key (a batch's id as text), in USD per million input and output tokens."""
     from services.errors import InputError
+    from services.judges import columns
 
-    found = data.batches(engine, batch_ids)
-    if not found:
+    batch_ids = [int(r) for r in refs if isinstance(r, int)]
+    found = {b.id: b for b in data.batches(engine, batch_ids)}
+    datasets = {b.dataset_id for b in found.values()} | ({dataset_id} if dataset_id is not None else set())
+    if not refs:
         raise InputError("Choose at least one judge.")
-    datasets = {b.dataset_id for b in found}
     if len(datasets) > 1:
         raise InputError("The judges must run over the same dataset to be compared.")
-    human = data.human_frame(engine, found[0].dataset_id, source=source, budget=budget, seed=seed)
+    if not datasets:
+        raise InputError("A score column needs its dataset.")
+    (ds,) = datasets
+    human = data.human_frame(engine, ds, source=source, budget=budget, seed=seed)
     cards = []
-    for b in found:
-        p_in, p_out = (prices or {}).get(b.id, (None, None))
-        links = tuple(linked_results(engine, b.model)) if with_links and b.method != "evidence" else ()
+    for ref in refs:
+        if isinstance(ref, int):
+            b = found[ref]
+            info, frame = JudgeInfo.of_batch(b), data.judge_frame(engine, b)
+            links = tuple(linked_results(engine, b.model)) if with_links and b.method != "evidence" else ()
+        else:
+            info, frame, links = JudgeInfo.of_column(ref), columns.column_frame(engine, ds, ref), ()
+        p_in, p_out = (prices or {}).get(info.key, (None, None))
         cards.append(
             card_from_frames(
-                b,
-                data.judge_frame(engine, b),
+                info,
+                frame,
                 human,
                 alpha=alpha,
                 price_input=p_in,

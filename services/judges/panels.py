@@ -21,8 +21,10 @@ def candidate_batches(engine: Engine, dataset_id: int) -> list[BatchPublic]:
     return [b for b in found if b.status in ("done", "cancelled", "running")]
 
 
-def save_panel(engine: Engine, dataset_id: int, batch_ids: list[int], options: dict[str, Any], name: str = "") -> int:
-    """The id of the saved comparison of these batches with these options (saved now if new)."""
+def save_panel(
+    engine: Engine, dataset_id: int, batch_ids: list[int] | list[int | str], options: dict[str, Any], name: str = ""
+) -> int:
+    """The id of the saved comparison of these judges (batch ids, score columns) with these options."""
     if not batch_ids:
         raise InputError("Choose at least one judge.")
     with get_session(engine) as session:
@@ -44,10 +46,14 @@ def get_panel(engine: Engine, panel_id: int) -> JudgePanelPublic | None:
         return db.get_panel(session=session, panel_id=panel_id)
 
 
-def stamp(engine: Engine, dataset_id: int, batch_ids: list[int]) -> str:
-    """Changes when the judges' results or the dataset's annotator labels change: the cards' cache key."""
+def stamp(engine: Engine, dataset_id: int, refs: list[int] | list[int | str]) -> str:
+    """Changes when the judges' results, the dataset's score columns or its annotator labels change: the
+    cards' cache key."""
+    from db import metaeval as db_metaeval
     from services.metaeval import batch_stamp
 
     with get_session(engine) as session:
-        labels = db.labels_stamp(session=session, dataset_id=dataset_id)
-    return "|".join([labels, *(batch_stamp(engine, b) for b in batch_ids)])
+        parts = [db.labels_stamp(session=session, dataset_id=dataset_id)]
+        if any(isinstance(r, str) for r in refs):
+            parts.append(db_metaeval.baseline_stamp(session=session, dataset_id=dataset_id))
+    return "|".join([*parts, *(batch_stamp(engine, r) for r in refs if isinstance(r, int))])

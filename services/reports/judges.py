@@ -20,10 +20,11 @@ def build(engine: Engine, panel_id: int, **_: Any) -> Report:
     if panel is None:
         raise InputError(f"Judge comparison {panel_id} does not exist.")
     opts = panel.options
-    prices = {int(k): tuple(v) for k, v in (opts.get("prices") or {}).items()}
+    prices = {str(k): tuple(v) for k, v in (opts.get("prices") or {}).items()}
     cards = judges.build_cards(
         engine,
         list(panel.batch_ids),
+        dataset_id=panel.dataset_id,
         source=opts.get("source", "all"),
         budget=opts.get("budget"),
         seed=int(opts.get("seed", 0)),
@@ -71,7 +72,7 @@ def build(engine: Engine, panel_id: int, **_: Any) -> Report:
         f"{judges.LABEL_SOURCES.get(opts.get('source', 'all'), '')}.",
         configuration={
             "dataset": panel.dataset_id,
-            "batches": list(panel.batch_ids),
+            "judges": [c.judge for c in cards],
             "alpha": cards[0].alpha,
             "labels": opts.get("source", "all"),
             **({"labels kept (budget)": opts["budget"]} if opts.get("budget") is not None else {}),

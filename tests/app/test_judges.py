@@ -17,7 +17,11 @@ JUDGES = "pages/13_Judges.py"
 def test_without_batches_the_page_says_where_to_start(open_page):
     at = open_page(JUDGES)
     assert not at.exception
-    assert any("Batches" in t for t in texts(at.info))
+    assert any("Datasets" in t for t in texts(at.info))
+    labelled_dataset(get_engine(), 5)
+    at.run()
+    assert not at.exception
+    assert any("No judge on this dataset yet" in t for t in texts(at.info))
 
 
 def _setup():

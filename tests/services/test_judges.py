@@ -40,7 +40,7 @@ def test_card_of_an_informative_judge(engine):
 def test_prices_give_money_per_1000_documents(engine):
     ds = labelled_dataset(engine, 20)
     bid = add_judge(engine, ds, [0.5] * 20)
-    (card,) = judges.build_cards(engine, [bid], prices={bid: (2.0, 10.0)}, n_boot=50)
+    (card,) = judges.build_cards(engine, [bid], prices={str(bid): (2.0, 10.0)}, n_boot=50)
     # 300 input and 50 output tokens per document: 0.3 M and 0.05 M per 1,000
     assert card.cost.per_1000()["usd"] == pytest.approx(0.3 * 2.0 + 0.05 * 10.0)
     assert judges.prices_of(object()) == (None, None)
@@ -186,3 +186,48 @@ def test_the_rate_figure_draws_each_judges_three_estimates(engine):
     assert by_name["PPI"].x[0] == pytest.approx(p.estimate)
     assert by_name["PPI"].error_x.array[0] == pytest.approx(p.ci_high - p.estimate)
     assert by_name["judge's raw rate"].error_x.array is None
+
+
+def test_an_imported_score_column_is_a_judge_beside_a_batch(engine):
+    ds = labelled_dataset(engine, 80, n_labelled=40)
+    truth = truth_of(engine, ds)
+    bid = add_judge(engine, ds, [0.5] * 80)
+    rows = "".join(f'{{"id": "x{i}", "p": {0.9 if t else 0.1}}}\n' for i, t in enumerate(truth) if i != 3)
+    got = judges.import_column(
+        engine,
+        ds,
+        name="other tool",
+        data=(rows + '{"id": "nope", "p": 1}\n').encode(),
+        filename="s.jsonl",
+        score_column="p",
+    )
+    assert (got.name, got.n_matched, got.n_unmatched) == ("column:other tool", 79, 1)
+    assert judges.list_columns(engine, ds) == ["column:other tool"]
+    cards = judges.build_cards(engine, [bid, got.name], dataset_id=ds, n_boot=100)
+    col = cards[1]
+    assert col.judge == "other tool (score column)" and col.batch_id is None and col.method == "column"
+    assert col.agreement.balanced_accuracy.value == 1.0
+    assert col.failure_rate.value == pytest.approx(1 / 80)
+    assert col.cost.per_1000()["calls"] == 0
+    assert col.rates.ppi.width < cards[0].rates.ppi.width
+    pid = judges.save_panel(engine, ds, [bid, got.name], {"alpha": 0.05})
+    assert len(reports.build(engine, "judges", pid).headlines) == 2
+    # importing the column again replaces its values
+    judges.import_column(engine, ds, name="other tool", data=b"id,p\nx0,0.3\n", filename="s.csv", score_column="p")
+    frame = judges.column_frame(engine, ds, got.name)
+    assert int(frame["prediction"].notna().sum()) == 1
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b"id,p\nx0,1.7\n", r"outside \[0, 1\]"),
+        (b"id,p\nx0,high\n", "not a number"),
+        (b"id,q\nx0,0.5\n", "needs the columns"),
+        (b"id,p\nzz,0.5\n", "No row"),
+    ],
+)
+def test_a_bad_score_column_gives_a_message(engine, data, message):
+    ds = labelled_dataset(engine, 3)
+    with pytest.raises(judges.data.InputError, match=message):
+        judges.import_column(engine, ds, name="c", data=data, filename="s.csv", score_column="p")
