@@ -80,7 +80,9 @@ def classical(y: np.ndarray, *, alpha: float = 0.05) -> Estimate:
     y = np.asarray(y, dtype=float)
     n = int(y.size)
     if n < MIN_LABELLED:
-        return Estimate(None, None, None, n, note=f"An interval needs at least {MIN_LABELLED} labelled items; {n}.")
+        return Estimate(
+            None, None, None, n, note=f"An interval needs at least {MIN_LABELLED} labelled items; there are {n}."
+        )
     if np.ptp(y) == 0:
         return _unanimous(y, alpha)
     lo, hi = classical_mean_ci(y, alpha=alpha)
