@@ -129,7 +129,7 @@ def ppi(
         raise ValueError(f"y and yhat must have the same length ({y.size} != {yhat.size})")
     if n < MIN_LABELLED:
         return Estimate(
-            None, None, None, n, big_n, note=f"An interval needs at least {MIN_LABELLED} labelled items; {n}."
+            None, None, None, n, big_n, note=f"An interval needs at least {MIN_LABELLED} labelled items; there are {n}."
         )
     if big_n == 0:
         c = classical(y, alpha=alpha)
