@@ -7,6 +7,7 @@
         [--repeats N] [--amc ...] [--rounds N] [--concurrency C] [--limit N] [--output FILE.jsonl]
     python cli.py report --run ID [--output FILE.json]
     python cli.py alpha --input RATINGS.csv --level nominal|ordinal|interval|ratio
+    python cli.py card --input LABELLED.jsonl --method METHOD [--alpha A] [--price-input USD] --output card.json
 
 The backend comes from LLM_BASE_URL, LLM_API_KEY (or OPENAI_API_KEY) and LLM_MODEL (none set: the embedded
 model); the database from DATABASE_URL (default: data/consistency.db). `evaluate` runs the file as a batch
@@ -23,7 +24,7 @@ import sys
 
 # Subcommands, each a module of its own in clitools/; only the one in use is imported, so a command
 # starts without loading what the others need (scipy, pandas, plotly, torch).
-SUBCOMMANDS = ("evaluate", "batch", "alpha", "report", "distill", "conseval", "dhp")
+SUBCOMMANDS = ("evaluate", "batch", "alpha", "report", "distill", "conseval", "dhp", "card")
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:

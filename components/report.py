@@ -18,11 +18,16 @@ log = logging.getLogger(__name__)
 
 
 def stamp_of(kind: str, ref_id: int) -> str:
-    """Changes when the subject's results change, so a cached report is rebuilt (batches, runs); other kinds
-    are rebuilt when the cache entry expires."""
+    """Changes when the subject's results change, so a cached report is rebuilt (batches, runs, judge
+    comparisons, whose labels may arrive any time); other kinds are rebuilt when the cache entry expires."""
     try:
         if kind in ("batch", "nli"):
             return metaeval.batch_stamp(engine(), ref_id)
+        if kind == "judges":
+            from services import judges
+
+            panel = judges.get_panel(engine(), ref_id)
+            return "missing" if panel is None else judges.stamp(engine(), panel.dataset_id, list(panel.batch_ids))
         if kind == "run":
             d = runs.load(engine(), ref_id)
             return "missing" if d is None else f"{d.run.status}|{len(d.rounds)}|{d.run.final_score}"

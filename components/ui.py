@@ -109,6 +109,7 @@ NAV: list[tuple[str, str, str]] = [
     ("pages/5_Batches.py", "Batches", ":material/dynamic_feed:"),
     ("pages/7_Annotate.py", "Annotate", ":material/edit_note:"),
     ("pages/6_Meta-evaluation.py", "Meta-evaluation", ":material/query_stats:"),
+    ("pages/13_Judges.py", "Judges", ":material/gavel:"),
     ("pages/8_ConsEval.py", "ConsEval", ":material/balance:"),
     ("pages/10_DHP.py", "DHP", ":material/troubleshoot:"),
     ("pages/12_Reports.py", "Reports", ":material/summarize:"),

@@ -376,7 +376,7 @@ class AnnotationAssignment(SQLModel, table=True):
 
 
 # -- reports and share links -------------------------------------------------------------------
-REPORT_KINDS = ("run", "batch", "nli", "conseval", "dhp", "survey")
+REPORT_KINDS = ("run", "batch", "nli", "conseval", "dhp", "survey", "judges")
 
 
 class ReportShareBase(SQLModel):
@@ -742,6 +742,30 @@ class BatchOptions(SQLModel, table=True):
     window: int = 1
     sample: int = 0  # the cache's sample index: repeats of one configuration ask the model again
     repeat_group: str | None = Field(default=None, max_length=40, index=True)
+
+
+# -- judge comparisons -----------------------------------------------------------------------------
+class JudgePanelBase(SQLModel):
+    """Judges (finished batches over one dataset) compared side by side, with the card options."""
+
+    name: str = Field(default="", max_length=200)
+    dataset_id: int = Field(foreign_key="dataset.id", index=True, ondelete="CASCADE")
+    batch_ids: list[int | str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))  # or columns
+    options: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+
+
+class JudgePanel(JudgePanelBase, table=True):
+    """A saved comparison: what a judges report and its share link are built from."""
+
+    __tablename__ = "judge_panel"
+
+    id: int | None = Field(default=None, primary_key=True)
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class JudgePanelPublic(JudgePanelBase):
+    id: int
+    created_at: datetime
 
 
 # Credentials in a model's base URL never reach the database, whichever code path writes the row.

@@ -115,6 +115,23 @@ with tab_make:
             st.info("No DHP benchmark runs yet: start one on the **DHP** page.")
         else:
             ref_id = st.selectbox("DHP run", list(dhp_runs), format_func=dhp_runs.get, key="rp_dhp")
+    elif kind == "judges":
+        from services import judges
+
+        panels = judges.list_panels(eng)
+        if not panels:
+            st.info("No judge comparisons yet: compare judges on the **Judges** page.")
+        else:
+            ref_id = st.selectbox(
+                "Comparison",
+                [x.id for x in panels],
+                key="rp_judges",
+                format_func=lambda i: next(
+                    f"#{x.id} · dataset {x.dataset_id} · batches {', '.join(map(str, x.batch_ids))}"
+                    for x in panels
+                    if x.id == i
+                ),
+            )
     elif kind:
         ref_id = st.number_input(f"{KIND_LABELS[kind]} id", min_value=1, step=1, key=f"rp_id_{kind}")
     if kind and ref_id is not None:

@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 
 from db.models import REPORT_KINDS
 
-Kind = Literal["run", "batch", "nli", "conseval", "dhp", "survey"]
+Kind = Literal["run", "batch", "nli", "conseval", "dhp", "survey", "judges"]
 KIND_LABELS: dict[str, str] = {
     "run": "Evaluation run",
     "batch": "Batch and meta-evaluation",
@@ -22,6 +22,7 @@ KIND_LABELS: dict[str, str] = {
     "conseval": "ConsEval study",
     "dhp": "DHP benchmark",
     "survey": "Expert survey",
+    "judges": "Judges compared",
 }
 assert set(KIND_LABELS) == set(REPORT_KINDS)
 
@@ -133,6 +134,7 @@ class Report(BaseModel):
     tables: list[Table] = Field(default_factory=list)
     examples: list[Example] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
+    interval_note: str = "Brackets: 95% bootstrap interval."  # what the headlines' brackets are
 
     @property
     def file_name(self) -> str:

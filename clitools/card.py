@@ -1,0 +1,141 @@
+"""`cli.py card`: run a judge over a labelled file and write its judge card (the Judges page's numbers).
+
+    python cli.py card --input FILE.jsonl --method METHOD [--window W] [--amc llm|rule] [--alpha 0.05]
+        [--price-input USD] [--price-output USD] [--seed S] --output card.json
+
+Lines carry id, reference, candidate and optionally label (1 consistent, 0 inconsistent) or score (a human
+score in [0, 1]). The judge runs on every line through the batch engine (resumable: the same command again
+picks it up; answers are cached), then one JSON object is written: judge, n, n_labelled, judge_rate, ppi and
+classical ({estimate, ci: [lo, hi]}), agreement ({balanced_accuracy, auroc, kappa, pearson}, each
+{value, ci}), cost and the rest of the card. `--method evidence` runs offline.
+Exit 0; 1 when every line failed; 2 with a message on bad input; 130 when interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Register `card` on cli.py's subparsers."""
+    p = subparsers.add_parser("card", help="a judge card: agreement, cost and the PPI consistency rate")
+    p.add_argument("--input", required=True, help="JSONL (or CSV) with id, reference, candidate, label or score")
+    p.add_argument("--output", required=True, help="the card, as one JSON object")
+    p.add_argument(
+        "--method",
+        choices=["dce-amc", "paragraph", "evidence", "summ-nli", "sent-nli", "qg-qa"],
+        default="evidence",
+        help="the judge's method (evidence: the offline checker, no model call; default)",
+    )
+    p.add_argument("--task", choices=["summarization", "semantic"], default="summarization")
+    p.add_argument("--window", type=int, default=1, help="sent-nli / qg-qa: summary sentences per window")
+    p.add_argument("--amc", choices=["llm", "rule"], default="rule")
+    p.add_argument("--alpha", type=float, default=0.05, help="interval level: 1 - alpha (default 0.05)")
+    p.add_argument("--price-input", type=float, default=None, help="USD per million input tokens (model's default)")
+    p.add_argument("--price-output", type=float, default=None, help="USD per million output tokens")
+    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap intervals")
+    p.add_argument("--concurrency", type=int, default=None)
+    p.set_defaults(func=run)
+    return p
+
+
+def read_labels(path: Path) -> dict[str, tuple[float | None, float | None]]:
+    """id -> (label, score) from the file; ValueError with the line for a bad label or score."""
+    import pandas as pd
+
+    from services.headless import table_format
+
+    fmt = table_format(path)
+    if fmt == "jsonl":
+        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        if len(rows) == 1 and isinstance(rows[0], list):
+            rows = rows[0]
+    else:
+        rows = pd.read_csv(path, sep="\t" if fmt == "tsv" else ",").to_dict("records")
+    out: dict[str, tuple[float | None, float | None]] = {}
+    for k, row in enumerate(rows, 1):
+        if not isinstance(row, dict) or row.get("id") is None:
+            continue  # the import reports such rows
+        label, score = row.get("label"), row.get("score")
+        label = None if label is None or (isinstance(label, float) and math.isnan(label)) else label
+        score = None if score is None or (isinstance(score, float) and math.isnan(score)) else score
+        if label is not None and label not in (0, 1, True, False):
+            raise ValueError(f"line {k}: label must be 1 (consistent) or 0 (inconsistent), got {label!r}")
+        if score is not None and not (isinstance(score, int | float) and 0.0 <= float(score) <= 1.0):
+            raise ValueError(f"line {k}: score must be a number in [0, 1], got {score!r}")
+        out[str(row["id"])] = (None if label is None else float(label), None if score is None else float(score))
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the judge over the file as a batch, then write its card."""
+    from clitools.batch import run_here
+    from db.engine import get_engine
+    from services import dcr, headless, judges
+    from services.config import backend_from_settings
+    from services.errors import InputError
+    from services.nli import paradigms as nli
+
+    if not 0.0 < args.alpha < 1.0:
+        print("error: --alpha must be between 0 and 1", file=sys.stderr)
+        return 2
+    if args.window < 1:
+        print("error: --window must be 1 or more", file=sys.stderr)
+        return 2
+    for name in ("price_input", "price_output"):
+        if getattr(args, name) is not None and getattr(args, name) < 0:
+            print(f"error: --{name.replace('_', '-')} must be 0 or more", file=sys.stderr)
+            return 2
+    path = Path(args.input)
+    if not path.is_file():
+        print(f"error: {path}: no such file", file=sys.stderr)
+        return 2
+    try:
+        labels = read_labels(path)
+    except (ValueError, json.JSONDecodeError) as exc:
+        print(f"error: {path}: {exc}", file=sys.stderr)
+        return 2
+    backend = backend_from_settings()
+    if args.concurrency:
+        backend = backend.with_changes(concurrency=args.concurrency)
+    default_in, default_out = judges.prices_of(backend)
+    price_in = args.price_input if args.price_input is not None else default_in
+    price_out = args.price_output if args.price_output is not None else default_out
+    cfg = dcr.DCRConfig(task=args.task, method=args.method, amc=args.amc, max_rounds=0)
+    engine = get_engine(concurrency=backend.concurrency)
+    try:
+        prep = headless.prepare(engine, path=path, backend=backend, cfg=cfg, window=args.window)
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    how = "no model call" if not cfg.uses_model else backend.label
+    window = f" · window {args.window}" if nli.is_nli(args.method) else ""
+    print(f"{prep.n_items} item(s) · {args.method}{window} · {how}", file=sys.stderr)
+    print(f"batch {prep.batch_id}" + (" resumed" if prep.resumed else ""), file=sys.stderr)
+    if prep.pending and run_here(engine, prep.batch_id, backend, resume="run the same command again") == 130:
+        return 130
+    batch = judges.data.batches(engine, [prep.batch_id])[0]
+    human = judges.human_frame(engine, batch.dataset_id, source="dataset")
+    found = [labels.get(str(x), (None, None)) for x in human["external_id"]]
+    human["label"] = [math.nan if lab is None else lab for lab, _ in found]
+    human["hscore"] = [math.nan if s is None else s for _, s in found]
+    judge = judges.judge_frame(engine, batch)
+    card = judges.card_from_frames(
+        batch, judge, human, alpha=args.alpha, price_input=price_in, price_output=price_out, seed=args.seed
+    )
+    out = Path(args.output)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(card.as_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    r = card.rates
+    fmt = lambda e: "—" if e.estimate is None else f"{e.estimate:.3f} [{e.ci_low:.3f}, {e.ci_high:.3f}]"  # noqa: E731
+    print(
+        f"{card.judge}: {card.n_labelled} labelled of {card.n}; judge rate "
+        f"{'—' if r.judge_rate is None else f'{r.judge_rate:.3f}'}; classical {fmt(r.classical)}; PPI {fmt(r.ppi)}",
+        file=sys.stderr,
+    )
+    print(f"wrote {out}", file=sys.stderr)
+    return 1 if card.n_done == 0 else 0

@@ -1,0 +1,87 @@
+"""The Judges page's parts: the cards side by side, the chart, and what the interval means."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+import streamlit as st
+
+from components.judges_figures import make_judges_rate_figure
+from services.judges import JudgeCard, tables
+
+
+def _pct(x: float | None) -> str:
+    return "—" if x is None else f"{x:.1%}"
+
+
+def explain(card: JudgeCard) -> str:
+    """What the PPI interval of a card means, in plain words."""
+    r, level = card.rates, 1.0 - card.alpha
+    p, c = r.ppi, r.classical
+    if p.estimate is None:
+        return f"No estimate yet for {card.judge}: {p.note or c.note or 'it needs labelled items.'}"
+    what = "consistent items" if card.target == "label" else "the mean human score"
+    narrower = ""
+    if p.width is not None and c.width is not None and c.width > 0:
+        narrower = (
+            f" It is {1 - p.width / c.width:.0%} narrower than the {_pct(c.ci_low)}–{_pct(c.ci_high)} that the "
+            f"labels alone give: the judge's {p.n_unlabelled:,} other verdicts are worth about "
+            f"{(c.width / p.width) ** 2 * p.n - p.n:,.0f} more labels."
+            if p.width < c.width
+            else " The judge adds nothing here: the interval is as wide as from the labels alone."
+        )
+    return (
+        f"**{card.judge}**: the share of {what} in this dataset lies between **{_pct(p.ci_low)}** and "
+        f"**{_pct(p.ci_high)}** ({level:.0%} interval; estimate {_pct(p.estimate)}), resting on "
+        f"**{p.n} human label(s)** and the judge's verdicts on all {card.n:,} items.{narrower} The judge on its "
+        f"own says {_pct(r.judge_rate)}."
+    )
+
+
+def _highlight(df: pd.DataFrame, best: dict[str, set[int]]) -> pd.DataFrame:
+    styles = pd.DataFrame("", index=df.index, columns=df.columns)
+    for col, rows in best.items():
+        if col in styles.columns:
+            for r in rows:
+                styles.iloc[r, styles.columns.get_loc(col)] = "background-color: #d9f2e3; font-weight: 600"
+    return styles
+
+
+def render_cards(cards: Sequence[JudgeCard]) -> None:
+    """The cards side by side: plain-words intervals, the chart, the sortable table and the detailed one."""
+    level = 1.0 - cards[0].alpha
+    cols = st.columns(len(cards))
+    for col, c in zip(cols, cards, strict=True):
+        with col.container(border=True):
+            p = c.rates.ppi
+            st.markdown(f"**{c.judge}**")
+            ci = f"[{_pct(p.ci_low)}, {_pct(p.ci_high)}]" if p.ci_low is not None else "no interval"
+            st.metric(f"PPI consistency rate ({level:.0%} CI)", _pct(p.estimate), help="Prediction-powered inference")
+            st.caption(f"{ci} · n = {p.n} labelled + {p.n_unlabelled:,} judged only")
+    for c in cards:
+        st.markdown(explain(c))
+    st.plotly_chart(make_judges_rate_figure(tables.intervals_frame(cards), level=level), key="jd_chart")
+    st.markdown("**Cards side by side** (click a column to sort; the best value of each measure is green)")
+    frame = tables.judges_frame(cards)
+    best = tables.best_cells(cards)
+    st.dataframe(
+        frame.style.apply(lambda df: _highlight(df, best), axis=None).format(precision=3, na_rep="—"),
+        hide_index=True,
+        key="jd_table",
+    )
+    with st.expander(f"Every measure with its n and {level:.0%} interval (★ best)", expanded=True):
+        st.dataframe(tables.measures_frame(cards), hide_index=True, key="jd_measures")
+    linked = [
+        {"judge": c.judge, "measured": x.what, "where": f"{x.page} #{x.ref_id}", "value": x.value, "n": x.n}
+        for c in cards
+        for x in c.linked
+    ]
+    if linked:
+        st.markdown("**Measured on other pages for the same model**")
+        st.dataframe(pd.DataFrame(linked), hide_index=True)
+        st.page_link("pages/8_ConsEval.py", label="ConsEval", icon=":material/balance:")
+        st.page_link("pages/10_DHP.py", label="DHP", icon=":material/troubleshoot:")
+    notes = [f"{c.judge}: {n}" for c in cards for n in c.notes]
+    if notes:
+        st.caption("  \n".join(notes))

@@ -1,0 +1,189 @@
+"""Judge queries: a batch's items as a judge's predictions and costs, a dataset's human judgments and
+annotator labels, and saved judge comparisons (keyword-only, `*, session`, typed results)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import func, insert
+from sqlmodel import Session, col, select
+
+from db.models import (
+    BaselineScore,
+    Batch,
+    BatchItem,
+    BatchPublic,
+    DatasetItem,
+    JudgePanel,
+    JudgePanelPublic,
+    SentenceLabel,
+)
+
+
+@dataclass(frozen=True)
+class JudgeItemRow:
+    """One item of a judge's batch: its status, score, unknown sentences and cost (result only when asked)."""
+
+    item_id: int
+    status: str
+    score: float | None
+    n_sentences: int
+    n_unknown: int
+    calls: int
+    cache_hits: int
+    prompt_tokens: int
+    completion_tokens: int
+    latency_ms: float
+    result: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class HumanRow:
+    """A dataset item with the human judgments it was imported with."""
+
+    item_id: int
+    idx: int
+    external_id: str
+    n_sentences: int
+    human_score: float | None
+    human_label: int | None
+
+
+def judge_items(*, session: Session, batch_id: int, with_result: bool) -> list[JudgeItemRow]:
+    """The batch's items (the stored result too when `with_result`), in dataset order."""
+    cols = [
+        BatchItem.item_id,
+        BatchItem.status,
+        BatchItem.score,
+        BatchItem.n_sentences,
+        BatchItem.n_unknown,
+        BatchItem.calls,
+        BatchItem.cache_hits,
+        BatchItem.prompt_tokens,
+        BatchItem.completion_tokens,
+        BatchItem.latency_ms,
+    ]
+    q = select(*cols, BatchItem.result) if with_result else select(*cols)
+    rows = session.exec(  # type: ignore[call-overload]
+        q.join(DatasetItem, col(DatasetItem.id) == BatchItem.item_id)
+        .where(BatchItem.batch_id == batch_id)
+        .order_by(col(DatasetItem.idx), col(DatasetItem.id))
+    ).all()
+    return [JudgeItemRow(*r) if with_result else JudgeItemRow(*r, None) for r in rows]
+
+
+def human_rows(*, session: Session, dataset_id: int) -> list[HumanRow]:
+    """Every item of the dataset with its imported human score and label, in dataset order."""
+    rows = session.exec(
+        select(
+            DatasetItem.id,
+            DatasetItem.idx,
+            DatasetItem.external_id,
+            DatasetItem.sentences,
+            DatasetItem.human_score,
+            DatasetItem.human_label,
+        )
+        .where(DatasetItem.dataset_id == dataset_id)
+        .order_by(col(DatasetItem.idx), col(DatasetItem.id))
+    ).all()
+    return [HumanRow(r[0], r[1], r[2], len(r[3] or []) or 1, r[4], r[5]) for r in rows]  # type: ignore[arg-type]
+
+
+def annotator_labels(*, session: Session, dataset_id: int) -> list[tuple[int, int, int, int]]:
+    """(item id, annotator id, sentence index, label) of every annotator label in the dataset."""
+    rows = session.exec(
+        select(
+            SentenceLabel.dataset_item_id, SentenceLabel.annotator_id, SentenceLabel.sentence_idx, SentenceLabel.label
+        )
+        .join(DatasetItem, col(DatasetItem.id) == SentenceLabel.dataset_item_id)
+        .where(DatasetItem.dataset_id == dataset_id)
+    ).all()
+    return [(int(a), int(b), int(c), int(d)) for a, b, c, d in rows]  # type: ignore[arg-type]
+
+
+def batches(*, session: Session, batch_ids: Iterable[int]) -> list[BatchPublic]:
+    """These batches, in the order given (ids that do not exist are left out)."""
+    ids = list(batch_ids)
+    found = {b.id: BatchPublic.model_validate(b) for b in session.exec(select(Batch).where(col(Batch.id).in_(ids)))}
+    return [found[i] for i in ids if i in found]
+
+
+def add_panel(*, session: Session, row: JudgePanel) -> JudgePanelPublic:
+    session.add(row)
+    session.flush()
+    return JudgePanelPublic.model_validate(row)
+
+
+def get_panel(*, session: Session, panel_id: int) -> JudgePanelPublic | None:
+    row = session.get(JudgePanel, panel_id)
+    return JudgePanelPublic.model_validate(row) if row else None
+
+
+def list_panels(*, session: Session, limit: int = 200) -> list[JudgePanelPublic]:
+    """Saved comparisons, newest first."""
+    rows = session.exec(select(JudgePanel).order_by(col(JudgePanel.id).desc()).limit(limit)).all()
+    return [JudgePanelPublic.model_validate(r) for r in rows]
+
+
+def find_panel(
+    *, session: Session, dataset_id: int, batch_ids: list[int] | list[int | str], options: dict[str, Any]
+) -> int | None:
+    """The id of a saved comparison with exactly these batches and options (None: there is none)."""
+    rows = session.exec(select(JudgePanel).where(JudgePanel.dataset_id == dataset_id)).all()
+    for r in rows:
+        if list(r.batch_ids) == batch_ids and dict(r.options) == options:
+            return r.id
+    return None
+
+
+def labels_stamp(*, session: Session, dataset_id: int) -> str:
+    """Changes whenever an annotator label of the dataset is written or changed: a cache key."""
+    n, last = session.exec(
+        select(func.count(), func.max(SentenceLabel.updated_at))
+        .select_from(SentenceLabel)
+        .join(DatasetItem, col(DatasetItem.id) == SentenceLabel.dataset_item_id)
+        .where(DatasetItem.dataset_id == dataset_id)
+    ).one()
+    return f"{n}|{last}"
+
+
+def score_columns(*, session: Session, dataset_id: int) -> list[str]:
+    """The score columns (stored metrics) that some item of the dataset has."""
+    rows = session.exec(
+        select(BaselineScore.metric)
+        .join(DatasetItem, col(DatasetItem.id) == BaselineScore.item_id)
+        .where(DatasetItem.dataset_id == dataset_id)
+        .distinct()
+    ).all()
+    return sorted(str(r) for r in rows)
+
+
+def column_values(*, session: Session, dataset_id: int, metric: str) -> dict[int, float | None]:
+    """item id -> value of one score column over the dataset's items."""
+    rows = session.exec(
+        select(BaselineScore.item_id, BaselineScore.value)
+        .join(DatasetItem, col(DatasetItem.id) == BaselineScore.item_id)
+        .where(DatasetItem.dataset_id == dataset_id, BaselineScore.metric == metric)
+    ).all()
+    return {int(i): v for i, v in rows}  # type: ignore[misc]
+
+
+def external_ids(*, session: Session, dataset_id: int) -> dict[str, int]:
+    """external id -> item id of the dataset's items."""
+    rows = session.exec(
+        select(DatasetItem.external_id, DatasetItem.id).where(DatasetItem.dataset_id == dataset_id)
+    ).all()
+    return {str(e): int(i) for e, i in rows}  # type: ignore[misc]
+
+
+def replace_column(*, session: Session, item_ids: list[int], metric: str, rows: list[dict[str, Any]]) -> None:
+    """Store a score column: drop its old values on these items, then add the new ones."""
+    from sqlalchemy import delete
+
+    session.exec(  # type: ignore[call-overload]
+        delete(BaselineScore).where(col(BaselineScore.item_id).in_(item_ids), BaselineScore.metric == metric)
+    )
+    if rows:
+        session.execute(insert(BaselineScore), rows)

@@ -1,0 +1,214 @@
+"""Judges: how far to trust each judge on a dataset, side by side; the dataset's consistency rate from a few
+human labels (prediction-powered inference); which items to label next."""
+
+import streamlit as st
+
+from components.judges import render_cards
+from components.report import render_report_download
+from components.ui import current_backend, engine, page_setup
+from services import annotations, datasets, judges
+from services.errors import InputError
+
+page_setup("Judges", ":material/gavel:")
+eng = engine()
+st.title("Judges")
+st.caption(
+    "Which judge to use on your data, and what the true consistency rate of your outputs is. Each judge is a "
+    "batch over a dataset (Batches page). Its card shows agreement with the human labels, unknown and failure "
+    "rates, cost, and the rate three ways: the judge's own, from the labels alone, and prediction-powered (PPI: "
+    "the judge's verdicts on every item, corrected by the labelled ones)."
+)
+
+all_ds = datasets.list_datasets(eng)
+if not all_ds:
+    st.info("No dataset yet: import one on the **Datasets** page, then run judges over it on the **Batches** page.")
+    st.page_link("pages/4_Datasets.py", label="Go to Datasets", icon=":material/dataset:")
+    st.stop()
+with_judges = [d for d in all_ds if judges.candidate_batches(eng, d.id)]
+all_ds = with_judges + [d for d in all_ds if d not in with_judges]  # datasets with batches first
+ds_id = st.selectbox(
+    "Dataset",
+    [d.id for d in all_ds],
+    format_func=lambda i: next(f"#{d.id} · {d.name}" for d in all_ds if d.id == i),
+    key="jd_dataset",
+)
+found = judges.candidate_batches(eng, ds_id)
+names: dict[int | str, str] = {
+    b.id: judges.judge_name(b) + ("" if b.status == "done" else f" ({b.status})") for b in found
+}
+names |= {c: judges.JudgeInfo.of_column(c).name for c in judges.list_columns(eng, ds_id)}
+with st.expander("Import a score column as a judge", expanded=False):
+    st.caption(
+        "Scores another tool computed for this dataset's items: a CSV or JSONL file with the items' ids and a "
+        "number in [0, 1] per item (1 = consistent). It is compared like any judge; 0.5 or more counts as "
+        "consistent."
+    )
+    up = st.file_uploader("File", type=["csv", "tsv", "jsonl", "json"], key="jd_col_file")
+    i1, i2, i3 = st.columns(3)
+    col_name = i1.text_input("Name", key="jd_col_name", max_chars=judges.columns.MAX_NAME)
+    id_col = i2.text_input("Id column", "id", key="jd_col_id")
+    score_col = i3.text_input("Score column", "score", key="jd_col_score")
+    if st.button("Import the column", disabled=up is None or not col_name, key="jd_col_import"):
+        try:
+            got = judges.import_column(
+                eng,
+                ds_id,
+                name=col_name,
+                data=up.getvalue(),
+                filename=up.name,
+                id_column=id_col,
+                score_column=score_col,
+            )
+        except InputError as exc:
+            st.error(str(exc))
+        else:
+            st.success(
+                f"Imported {got.n_matched} score(s); {got.n_unmatched} row(s) matched no item, {got.n_missing} had "
+                "no number. Choose it among the judges."
+            )
+            names[got.name] = judges.JudgeInfo.of_column(got.name).name
+if not names:
+    st.info("No judge on this dataset yet: run one or more on the **Batches** page (or import a score column above).")
+    st.page_link("pages/5_Batches.py", label="Go to Batches", icon=":material/dynamic_feed:")
+    st.stop()
+chosen = st.multiselect(
+    "Judges (two or more to compare)", list(names), default=list(names)[:2], format_func=names.get, key="jd_judges"
+)
+if not chosen:
+    st.info("Choose at least one judge.")
+    st.stop()
+
+with st.expander("Labels, interval level and prices", expanded=False):
+    c1, c2 = st.columns(2)
+    source = c1.radio("Human labels", list(judges.LABEL_SOURCES), format_func=judges.LABEL_SOURCES.get, key="jd_source")
+    alpha = c2.select_slider(
+        "Interval level", [0.2, 0.1, 0.05, 0.01], value=0.05, format_func=lambda a: f"{1 - a:.0%}", key="jd_alpha"
+    )
+    budget = None
+    if source != "annotators" and c1.toggle(
+        "Use only some of the imported labels",
+        key="jd_use_budget",
+        help="What would the estimate be with fewer labels?",
+    ):
+        budget = int(c1.number_input("Imported labels to keep (a random draw)", 0, 100_000, 50, key="jd_budget"))
+    seed = int(c2.number_input("Seed (label draw and bootstrap)", 0, 1_000_000, 0, key="jd_seed"))
+    backend = current_backend()
+    default_in, default_out = judges.prices_of(backend)
+    prices: dict[str, tuple[float | None, float | None]] = {}
+    for b in found:
+        if b.id not in chosen or b.method == "evidence":
+            continue
+        p1, p2 = st.columns(2)
+        p_in = p1.number_input(
+            f"{names[b.id]}: USD per million input tokens", 0.0, value=default_in, key=f"jd_pin_{b.id}"
+        )
+        p_out = p2.number_input(
+            f"{names[b.id]}: USD per million output tokens", 0.0, value=default_out, key=f"jd_pout_{b.id}"
+        )
+        prices[str(b.id)] = (p_in, p_out)
+
+
+@st.cache_data(show_spinner="Computing the judge cards…", max_entries=16, ttl=600)
+def cards_for(
+    refs: tuple, dataset_id: int, source: str, budget: int | None, seed: int, alpha: float, prices: tuple, stamp: str
+):
+    return judges.build_cards(
+        engine(),
+        list(refs),
+        dataset_id=dataset_id,
+        source=source,
+        budget=budget,
+        seed=seed,
+        alpha=alpha,
+        prices=dict(prices),  # type: ignore[arg-type]
+    )
+
+
+try:
+    cards = cards_for(
+        tuple(chosen),
+        ds_id,
+        source,
+        budget,
+        seed,
+        alpha,
+        tuple(sorted(prices.items())),
+        judges.stamp(eng, ds_id, chosen),
+    )
+except InputError as exc:
+    st.error(str(exc))
+    st.stop()
+render_cards(cards)
+
+options = {
+    "source": source,
+    "budget": budget,
+    "seed": seed,
+    "alpha": alpha,
+    "prices": {str(k): v for k, v in prices.items()},
+}
+st.subheader("Export")
+st.caption(
+    "A self-contained HTML report of these cards, or a read-only link to them (kept up to date as labels arrive)."
+)
+panel_id = judges.save_panel(eng, ds_id, list(chosen), options)
+render_report_download("judges", panel_id, key=f"jd_report_{panel_id}")
+
+# -- label next ------------------------------------------------------------------------------------------
+st.subheader("Label next")
+judge_frames = [judges.judge_frame(eng, b) for b in judges.data.batches(eng, [r for r in chosen if isinstance(r, int)])]
+judge_frames += [judges.column_frame(eng, ds_id, r) for r in chosen if isinstance(r, str)]
+human = judges.human_frame(eng, ds_id, source=source, budget=budget, seed=seed)
+human = human[human["item_id"].isin(set().union(*(set(f["item_id"]) for f in judge_frames)))]
+n_free = int((human["label"].isna() & human["hscore"].isna()).sum())
+st.caption(
+    f"{len(human) - n_free:,} of {len(human):,} items have a human judgment. Each label narrows the PPI interval; "
+    "the items go to the chosen annotators' queues on the **Annotate** page, and the cards update as they label."
+)
+if n_free == 0:
+    st.success("Every item is labelled: PPI equals the classical estimate. Nothing to propose.")
+    st.stop()
+l1, l2, l3 = st.columns([2, 1, 2])
+strategy = l1.radio("Choose", list(judges.STRATEGIES), format_func=judges.STRATEGIES.get, key="jd_strategy")
+k = int(l2.number_input("Items", 1, max(n_free, 1), min(10, n_free), key="jd_k"))
+people = annotations.list_annotators(eng)
+who = l3.multiselect(
+    "Annotators", [a.id for a in people], format_func=lambda i: next(a.name for a in people if a.id == i), key="jd_who"
+)
+if not people:
+    l3.caption("No annotators yet: add them on the **Annotate** page.")
+prop = judges.propose(
+    human,
+    judge_frames,
+    k=k,
+    strategy=strategy,
+    exclude=judges.queued_items(eng, ds_id),
+    seed=seed,  # type: ignore[arg-type]
+)
+if strategy == "uncertain":
+    st.warning(
+        "These items are not a random draw: once labelled they sharpen the agreement figures, but the PPI "
+        "interval assumes random labels and is then only indicative.",
+        icon=":material/warning:",
+    )
+if not prop.item_ids:
+    st.info("Every unlabelled item is already in someone's queue.")
+else:
+    st.dataframe(
+        prop.table.assign(idx=prop.table["idx"] + 1).rename(columns={"external_id": "item", "idx": "position"}),
+        hide_index=True,
+        column_config={"item_id": None},
+        key="jd_proposal",
+    )
+    if st.button(
+        f"Send {len(prop.item_ids)} item(s) to the annotators' queues", type="primary", disabled=not who, key="jd_send"
+    ):
+        try:
+            sent = judges.send(eng, ds_id, prop.item_ids, who)
+        except InputError as exc:
+            st.error(str(exc))
+        else:
+            st.success(
+                "Sent: " + ", ".join(f"{n} item(s) to {name}" for name, n in sent.items()), icon=":material/send:"
+            )
+            st.page_link("pages/7_Annotate.py", label="Open Annotate", icon=":material/edit_note:")

@@ -1,0 +1,88 @@
+"""The judges report: judges over one dataset side by side (a saved comparison, services.judges.panels),
+with the consistency rate three ways, agreement with intervals, rates of unknown and failed answers, and cost."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy.engine import Engine
+
+from components.judges_figures import make_judges_rate_figure
+from services import judges
+from services.errors import InputError
+from services.judges import tables
+from services.reports.model import FigureSpec, Headline, Report, Table
+
+
+def build(engine: Engine, panel_id: int, **_: Any) -> Report:
+    """The report of a saved comparison of judges."""
+    panel = judges.get_panel(engine, panel_id)
+    if panel is None:
+        raise InputError(f"Judge comparison {panel_id} does not exist.")
+    opts = panel.options
+    prices = {str(k): tuple(v) for k, v in (opts.get("prices") or {}).items()}
+    cards = judges.build_cards(
+        engine,
+        list(panel.batch_ids),
+        dataset_id=panel.dataset_id,
+        source=opts.get("source", "all"),
+        budget=opts.get("budget"),
+        seed=int(opts.get("seed", 0)),
+        alpha=float(opts.get("alpha", 0.05)),
+        prices=prices,  # type: ignore[arg-type]
+    )
+    level = 1.0 - cards[0].alpha
+    headlines = []
+    for c in cards:
+        p = c.rates.ppi
+        headlines.append(
+            Headline(
+                label=f"{c.judge}: PPI consistency rate",
+                value=p.estimate,
+                ci_low=p.ci_low,
+                ci_high=p.ci_high,
+                n=c.n_labelled,
+                percent=True,
+                note=f"{c.n_labelled} labelled of {c.n} items; classical width "
+                f"{'—' if c.rates.classical.width is None else f'{c.rates.classical.width:.3f}'}, PPI width "
+                f"{'—' if p.width is None else f'{p.width:.3f}'}",
+            )
+        )
+    notes = [
+        f"Intervals are {level:.0%}: if the labelled items are a random draw, intervals made this way hold the "
+        "dataset's true consistency rate that often. PPI (prediction-powered inference, ppi-python with PPI++ "
+        "tuning) adds the judge's verdicts on every item and corrects their bias with the labelled ones.",
+        *[f"{c.judge}: {n}" for c in cards for n in c.notes],
+    ]
+    linked = [
+        [c.judge, x.what, f"{x.page} #{x.ref_id}", x.value, x.n, x.ci_low, x.ci_high] for c in cards for x in c.linked
+    ]
+    tabs = [Table.from_frame("Judge cards (★ best of each row)", tables.measures_frame(cards))]
+    if linked:
+        tabs.append(
+            Table(
+                title="Measured elsewhere", columns=["judge", "what", "where", "value", "n", "low", "high"], rows=linked
+            )
+        )
+    return Report(
+        title=panel.name or f"Judges compared on dataset {panel.dataset_id}",
+        kind="judges",
+        ref_id=panel_id,
+        summary=f"{len(cards)} judge(s) over dataset {panel.dataset_id}, labels from: "
+        f"{judges.LABEL_SOURCES.get(opts.get('source', 'all'), '')}.",
+        configuration={
+            "dataset": panel.dataset_id,
+            "judges": [c.judge for c in cards],
+            "alpha": cards[0].alpha,
+            "labels": opts.get("source", "all"),
+            **({"labels kept (budget)": opts["budget"]} if opts.get("budget") is not None else {}),
+        },
+        headlines=headlines,
+        figures=[
+            FigureSpec.of("Consistency rate", make_judges_rate_figure(tables.intervals_frame(cards), level=level))
+        ],
+        tables=tabs,
+        notes=notes,
+        interval_note=f"Brackets: {level:.0%} interval of the prediction-powered estimate (normal approximation, "
+        "ppi-python).",
+    )

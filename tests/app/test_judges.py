@@ -1,0 +1,62 @@
+"""Judges page: the empty state, two judges side by side with the plain-words interval, Label next sending
+items to an annotator's queue, and the card updating once they are labelled."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from db.engine import get_engine
+from services import annotations, judges
+from services.annotations import Target
+from tests.app.helpers import texts
+from tests.support.judges import add_judge, labelled_dataset, truth_of
+
+JUDGES = "pages/13_Judges.py"
+
+
+def test_without_batches_the_page_says_where_to_start(open_page):
+    at = open_page(JUDGES)
+    assert not at.exception
+    assert any("Datasets" in t for t in texts(at.info))
+    labelled_dataset(get_engine(), 5)
+    at.run()
+    assert not at.exception
+    assert any("No judge on this dataset yet" in t for t in texts(at.info))
+
+
+def _setup():
+    eng = get_engine()
+    ds = labelled_dataset(eng, 60, n_labelled=0)
+    truth = truth_of(eng, ds)
+    rng = np.random.default_rng(0)
+    good = add_judge(eng, ds, [float(x) for x in np.clip(0.2 + 0.6 * truth + rng.normal(0, 0.1, 60), 0, 1)])
+    other = add_judge(eng, ds, [float(x) for x in rng.random(60)], model="other-model")
+    ann = annotations.create_annotator(eng, "rita")
+    return eng, ds, truth, (good, other), ann
+
+
+def test_two_judges_label_next_and_the_card_updates(open_page):
+    eng, ds, truth, ids, ann = _setup()
+    at = open_page(JUDGES)
+    assert not at.exception, at.exception
+    assert sorted(at.multiselect(key="jd_judges").value) == sorted(ids)
+    assert len(at.dataframe) >= 3
+    assert any("0 human label" in t or "No estimate" in t for t in texts(at.markdown))
+
+    at.number_input(key="jd_k").set_value(20)
+    at.multiselect(key="jd_who").set_value([ann.id])
+    at.run()
+    at.button(key="jd_send").click().run()
+    assert not at.exception, at.exception
+    assert any("20 item(s) to rita" in t for t in texts(at.success))
+    queued = [e.item_id for e in annotations.queue(eng, ds, ann.id)]
+    assert len(queued) == 20
+
+    items = list(judges.human_frame(eng, ds)["item_id"])
+    for item in queued:
+        label = int(truth[items.index(item)])
+        annotations.label_sentence(eng, annotator_id=ann.id, target=Target.item(item), sentence_idx=0, label=label)
+    at.run()
+    assert not at.exception, at.exception
+    assert any("20 human label(s)" in t for t in texts(at.markdown)), texts(at.markdown)
+    assert any("40 of 60 items" in t or "20 of 60 items" in t for t in texts(at.caption))
