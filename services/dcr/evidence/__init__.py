@@ -30,6 +30,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from services.dcr.evidence import calibration
 from services.dcr.evidence.alignment import TOP_K, Evidence, Role, _align, _combine, _Doc, _embed, _read, align
 from services.dcr.evidence.findings import FEATURES, Features, Rule, SentenceEvidence, Verdict
 from services.dcr.evidence.minilm import (
@@ -321,7 +322,16 @@ def _analyse_doc(doc: _Doc, k: int, noun: str, plain_reference: str) -> list[Sen
         elif not verbatim and feats.novel > MAX_NOVEL:
             score = min(score, UNSUPPORTED_SCORE)
         novel = _novel(sent, doc.ref)
-        verdict, rule, finding, where = judge(verbatim, _verdict(score), score, novel, moved, top, supporting, noun)
+        # The decision rests on the calibrated probability, and the checker abstains where its evidence cannot
+        # decide (services.dcr.evidence.calibration).
+        p = calibration.shipped().sentence_probability(score)
+        why = calibration.abstain_reason(
+            probability=p, style=mean_ngrams, n_supporting=len(supporting), exact=verbatim or stitched, noun=noun
+        )
+        lean: Verdict = "consistent" if p >= THRESHOLD else "inconsistent"
+        verdict, rule, finding, where = judge(verbatim, lean, p, novel, moved, top, supporting, noun)
+        if why:
+            verdict, finding = "unknown", f"Undecided, leans {lean}: {finding}"
         out.append(
             SentenceEvidence(
                 i,
@@ -337,6 +347,8 @@ def _analyse_doc(doc: _Doc, k: int, noun: str, plain_reference: str) -> list[Sen
                 feats,
                 supporting,
                 stitched,
+                p,
+                why,
             )
         )
     return out
