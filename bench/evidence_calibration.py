@@ -88,14 +88,24 @@ def out_of_fold_scores(refs, sents, labels, cases) -> dict:
     def side(f_list, exact_v, exact_t):
         style = np.array([se.features.style for f in f_list for se in f])
         merged = np.array([len(se.supporting) for f in f_list for se in f])
-        return style, merged, exact_v | exact_t
+        hard = np.array([calibration.hard_evidence(se.features, evidence.MAX_NOVEL) for f in f_list for se in f])
+        return style, merged, exact_v | exact_t, hard
 
-    style_q, merged_q, exact_q = side(found, vq, tq)
-    style_c, merged_c, exact_c = side(case_found, vc, tc)
+    style_q, merged_q, exact_q, hard_q = side(found, vq, tq)
+    style_c, merged_c, exact_c, hard_c = side(case_found, vc, tc)
     groups = np.array([c.group if c.group >= 0 else -1 - i for i, c in enumerate(cases)])
     return {
         "folds": folds,
-        "q": {"s": sq, "y": yq, "doc": owner, "summary": owner, "style": style_q, "merged": merged_q, "exact": exact_q},
+        "q": {
+            "s": sq,
+            "y": yq,
+            "doc": owner,
+            "summary": owner,
+            "style": style_q,
+            "merged": merged_q,
+            "exact": exact_q,
+            "hard": hard_q,
+        },
         "c": {
             "s": sc,
             "y": yc,
@@ -104,6 +114,7 @@ def out_of_fold_scores(refs, sents, labels, cases) -> dict:
             "style": style_c,
             "merged": merged_c,
             "exact": exact_c,
+            "hard": hard_c,
             "kind": kinds,
         },
     }
@@ -174,6 +185,7 @@ def decide(part: dict, p: np.ndarray, cal: calibration.Calibration) -> tuple[np.
             style=float(part["style"][i]),
             n_supporting=int(part["merged"][i]),
             exact=bool(part["exact"][i]),
+            hard=bool(part["hard"][i]),
             cal=cal,
         )
         rule = None
@@ -271,8 +283,12 @@ def main(argv: list[str]) -> int:
 
     print("\nsentence level (the checker's own decisions; then the curve of its calibrated probability):")
     figures["sentence_qags"] = report_selective("QAGS-CNN", cv["pq"][lab], q["y"][lab], vq[lab])
-    figures["sentence_constructed"] = report_selective("constructed, fitted kinds", cv["pc"][fit_c], c["y"][fit_c], vc[fit_c])
-    figures["sentence_held_out"] = report_selective("held-out one-sentence abstractive", cv["pc"][held], c["y"][held], vc[held])
+    figures["sentence_constructed"] = report_selective(
+        "constructed, fitted kinds", cv["pc"][fit_c], c["y"][fit_c], vc[fit_c]
+    )
+    figures["sentence_held_out"] = report_selective(
+        "held-out one-sentence abstractive", cv["pc"][held], c["y"][held], vc[held]
+    )
 
     print("\nsummary level (consistent when every sentence is; undecided when none is inconsistent and one undecided):")
     sq_pred = summary_verdicts(cv["sum_q"]["members"], vq)
@@ -298,7 +314,11 @@ def main(argv: list[str]) -> int:
 
         def bins(p, y):
             r = selective.reliability(p, y)
-            return {"n": r.n, "ece": round(float(r.ece), 4), "bins": json.loads(r.bins.round(4).to_json(orient="records"))}
+            return {
+                "n": r.n,
+                "ece": round(float(r.ece), 4),
+                "bins": json.loads(r.bins.round(4).to_json(orient="records")),
+            }
 
         cal = calibration.Calibration(
             sentence_x=tuple(round(float(v), 6) for v in iso.X_thresholds_),
@@ -326,7 +346,9 @@ def main(argv: list[str]) -> int:
             },
         )
         calibration.CALIBRATION_PATH.write_text(json.dumps(cal.to_dict(), indent=1) + "\n", encoding="utf-8")
-        print(f"\nwrote {calibration.CALIBRATION_PATH} ({len(cal.sentence_x)} isotonic knots; summary a={a:.3f}, b={b:.3f})")
+        print(
+            f"\nwrote {calibration.CALIBRATION_PATH} ({len(cal.sentence_x)} isotonic knots; summary a={a:.3f}, b={b:.3f})"
+        )
     return 0
 
 

@@ -326,7 +326,12 @@ def _analyse_doc(doc: _Doc, k: int, noun: str, plain_reference: str) -> list[Sen
         # decide (services.dcr.evidence.calibration).
         p = calibration.shipped().sentence_probability(score)
         why = calibration.abstain_reason(
-            probability=p, style=mean_ngrams, n_supporting=len(supporting), exact=verbatim or stitched, noun=noun
+            probability=p,
+            style=mean_ngrams,
+            n_supporting=len(supporting),
+            exact=verbatim or stitched,
+            hard=calibration.hard_evidence(feats, MAX_NOVEL),
+            noun=noun,
         )
         lean: Verdict = "consistent" if p >= THRESHOLD else "inconsistent"
         verdict, rule, finding, where = judge(verbatim, lean, p, novel, moved, top, supporting, noun)

@@ -11,7 +11,9 @@ The checker leaves a sentence undecided (verdict "unknown"), says why in plain w
 it, when its lexical evidence cannot decide:
 - reworded: the summary keeps fewer than `min_style` of its word pairs from the reference (the mean ROUGE-2
   precision of its sentences). CNN/DM-style summaries keep most; XSum-style abstractive ones keep few, and
-  there a missing word says little about a missing fact. Word-for-word and stitched sentences still decide.
+  there a missing word says little about a missing fact. Word-for-word and stitched sentences still decide,
+  and so do sentences with evidence that does not rest on wording: a number found nowhere in the reference,
+  a contradiction, or mostly words the reference lacks.
 - merged: the sentence draws on `merged` or more reference sentences and is not stitched from their
   passages word for word, so whether it combines them faithfully is a question of meaning.
 - band: its probability lies inside `band`: the evidence is mixed.
@@ -105,20 +107,24 @@ def abstain_reason(
     style: float,
     n_supporting: int,
     exact: bool,
+    hard: bool = False,
     noun: str = "reference",
     cal: Calibration | None = None,
 ) -> str | None:
     """Why the evidence cannot decide this sentence, in plain words with what would decide it; None when it can.
 
     exact: the sentence is in the reference word for word, or stitched from its passages (always decided).
+    hard: it has evidence that does not depend on wording (`hard_evidence`): decided however freely the
+    summary is worded.
     """
     c = cal or shipped()
     if exact:
         return None
-    if style < c.min_style:
+    if style < c.min_style and not hard:
         return (
             f"The summary is reworded too freely for the offline checker: {style:.0%} of its word pairs are in "
-            f"the {noun}, and it is built for summaries that keep at least {c.min_style:.0%}. {DECIDE_WITH}"
+            f"the {noun}, and it is built for summaries that keep at least {c.min_style:.0%}, so it cannot tell "
+            f"a faithful paraphrase from an unsupported claim. {DECIDE_WITH}"
         )
     if n_supporting >= c.merged:
         return (
@@ -132,6 +138,15 @@ def abstain_reason(
             f"{lo:.2f} and {hi:.2f}, where the offline checker does not decide. {DECIDE_WITH}"
         )
     return None
+
+
+def hard_evidence(features: Any, max_novel: float) -> bool:
+    """A number found nowhere in the reference, a contradiction, or more than max_novel of its words new.
+
+    Not a new name: in lowercased or freely reworded text a rare word passes for one.
+    """
+    f = features
+    return bool(f.numbers > 0 or f.contradiction > 0 or f.novel > max_novel)
 
 
 def summary_verdict(verdicts: Sequence[str]) -> str:
