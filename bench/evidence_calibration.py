@@ -347,7 +347,8 @@ def main(argv: list[str]) -> int:
         )
         calibration.CALIBRATION_PATH.write_text(json.dumps(cal.to_dict(), indent=1) + "\n", encoding="utf-8")
         print(
-            f"\nwrote {calibration.CALIBRATION_PATH} ({len(cal.sentence_x)} isotonic knots; summary a={a:.3f}, b={b:.3f})"
+            f"\nwrote {calibration.CALIBRATION_PATH} ({len(cal.sentence_x)} isotonic knots; "
+            f"summary a={a:.3f}, b={b:.3f})"
         )
     return 0
 

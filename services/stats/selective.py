@@ -109,7 +109,9 @@ def risk_coverage(scores, labels, center: float = 0.5) -> RiskCoverageResult:
     """
     s, y = _pairs(scores, labels)
     if len(s) == 0:
-        return RiskCoverageResult(pd.DataFrame(columns=CURVE_COLUMNS), None, 0, center, "No item has a score and a label.")
+        return RiskCoverageResult(
+            pd.DataFrame(columns=CURVE_COLUMNS), None, 0, center, "No item has a score and a label."
+        )
     conf = np.abs(s - center)
     pred = (s >= center).astype(float)
     order = np.argsort(-conf, kind="stable")

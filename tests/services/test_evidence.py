@@ -183,7 +183,8 @@ def test_a_reworded_sentence_without_new_facts_is_supported(mode) -> None:
     reworded = "Building work on the schools starts in March, with 1,200 workers employed."
     (se,) = evidence.analyse(REF, [reworded])
     assert se.novel and all(s.kind == "word" for s in se.novel)
-    assert se.verdict == "unknown" and "reworded too freely" in se.abstain_reason and "model endpoint" in se.abstain_reason
+    assert se.verdict == "unknown" and "reworded too freely" in se.abstain_reason
+    assert "model endpoint" in se.abstain_reason
     assert se.probability >= 0.5 and se.reason.startswith("Undecided, leans consistent: Supported by")
 
 
@@ -266,7 +267,7 @@ def test_a_score_too_close_to_call_is_unknown_and_has_no_mark() -> None:
     )
     ev = evidence.to_evaluation([se])
     assert ev.sentences[0].verdict == "unknown" and ev.sentences[0].mark is None
-    assert ev.score.z_hat is None and ev.model_is_consistent is False
+    assert ev.score.z_hat is None and ev.model_is_consistent is None  # undecided, not inconsistent
     assert evidence._verdict(evidence.THRESHOLD) == "unknown"
     assert evidence._verdict(evidence.THRESHOLD + evidence.ABSTAIN_BAND) == "consistent"
     assert evidence._verdict(evidence.THRESHOLD - evidence.ABSTAIN_BAND - 1e-9) == "inconsistent"
@@ -360,10 +361,13 @@ def test_a_batch_item_of_the_evidence_method(no_embedded_model) -> None:
     item = batches.ItemInput(1, REF, "It approved 47 million dollars. Mayor Anna Lopez said the vote was close.", [])
     out = batches.process_item(NoModel(), item, cfg)  # type: ignore[arg-type]
     assert out["status"] == "done" and out["calls"] == 0 and out["n_rounds"] == 1
-    assert out["score"] == pytest.approx(0.5)
     (rnd,) = out["result"]["rounds"]
+    assert rnd["score"] == pytest.approx(0.5)  # Eq. 3 of the verdicts
+    assert out["score"] == out["final_score"] == rnd["checker_score"] < 0.5  # the calibrated summary probability
     first, second = rnd["sentences"]
     assert first["verdict"] == "inconsistent" and first["evidence"]["novel"][0]["text"] == "47 million"
+    assert first["probability"] < 0.35 < 0.65 < second["probability"]
+    assert first["abstain_reason"] is None and first["evidence"]["probability"] == first["probability"]
     assert second["evidence"]["top"][0]["ref_index"] == 2
 
 

@@ -438,7 +438,9 @@ def summary_score(found: Sequence[SentenceEvidence], how: str = SUMMARY_AGGREGAT
 def to_evaluation(found: Sequence[SentenceEvidence], *, mode: str = "") -> Evaluation:
     """The checker's findings as a dcr.Evaluation: verdict, reason and mark per sentence, scored by Eq. 3.
 
-    Consistent is +1, inconsistent -1; an unknown sentence has no mark, as in DCR.
+    Consistent is +1, inconsistent -1; an unknown sentence has no mark, as in DCR. Each sentence carries its
+    calibrated probability and, when undecided, why; the evaluation carries `checker_score`, the calibrated
+    probability that every sentence is supported (calibration.py).
     """
     verdicts = []
     for se in found:
@@ -452,9 +454,17 @@ def to_evaluation(found: Sequence[SentenceEvidence], *, mode: str = "") -> Evalu
                 mark=mark,
                 rule_mark=mark,
                 evidence=se.record(),
+                probability=se.probability,
+                abstain_reason=se.abstain_reason,
             )
         )
-    ev = Evaluation(sentences=verdicts, model_is_consistent=all(se.verdict == "consistent" for se in found))
+    # The summary is inconsistent when any sentence is, consistent when all are, undecided otherwise.
+    summary = calibration.summary_verdict([se.verdict for se in found])
+    ev = Evaluation(
+        sentences=verdicts,
+        model_is_consistent=None if summary == "unknown" else summary == "consistent",
+        checker_score=calibration.shipped().summary_probability([se.support for se in found]),
+    )
     if mode:
         ev.notes.append(f"Offline evidence checker ({mode}); no model was called.")
     ev.score = score_evaluation([v.mark for v in verdicts], [])
