@@ -112,6 +112,14 @@ def sentence_cards_html(
         err = f'<div class="cs-err">⚠ {html.escape(s.error)}</div>' if s.error else ""
         text = novel_html(s.text, se.novel) if se else html.escape(s.text)
         extra = (evidence_html(se, noun) + (checker_html(se) if checker else "")) if se else ""
+        # The evidence checker's own verdict: its calibrated probability, and why it abstains (what would decide).
+        own = se if se is not None and s.reason == se.reason else None
+        probability = s.probability if s.probability is not None else own.probability if own else None
+        why = s.abstain_reason or (own.abstain_reason if own else None)
+        if why:
+            extra += f'<div class="cs-reason"><b>Why undecided:</b> {html.escape(why)}</div>'
+        if probability is not None:
+            mark += f" · probability supported {probability:.2f}"
         cards.append(
             f'<div class="cs-card cs-{s.verdict}">'
             f'<span class="cs-chip {s.verdict}">{VERDICT_ICON[s.verdict]} {s.verdict}</span>'

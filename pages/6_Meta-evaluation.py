@@ -262,6 +262,7 @@ if tab["Summary level"].open:
                     raw=metaeval.classification_frame(cls),
                 )
             c[1].caption(mv.CONFUSION_NOTE)
+        mv.render_selective(data.items, bid)
 
 # -- Figure 3 ----------------------------------------------------------------------------------
 if tab["Figure 3"].open:
