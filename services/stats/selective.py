@@ -112,7 +112,7 @@ def risk_coverage(scores, labels, center: float = 0.5) -> RiskCoverageResult:
         return RiskCoverageResult(
             pd.DataFrame(columns=CURVE_COLUMNS), None, 0, center, "No item has a score and a label."
         )
-    conf = np.abs(s - center)
+    conf = np.round(np.abs(s - center), 9)  # equally far from center ties, whatever the float rounding
     pred = (s >= center).astype(float)
     order = np.argsort(-conf, kind="stable")
     conf, pred, y = conf[order], pred[order], y[order]

@@ -274,10 +274,13 @@ def test_a_score_too_close_to_call_is_unknown_and_has_no_mark() -> None:
 
 
 def test_an_unsupported_sentence_says_what_is_missing(lexical) -> None:
-    (v,) = check(REF, ["The weather was sunny and warm all week."], noun="article").sentences
+    """In a summary that keeps the article's wording; alone, so freely worded a sentence is left undecided."""
+    *_, v = check(REF, [*REF_SENTENCES[:2], "The weather was sunny and warm all week."], noun="article").sentences
     assert v.verdict == "inconsistent"
     assert v.reason.startswith("No article sentence says this (probability 0.")
     assert "'weather', 'sunny', 'warm', 'week' are not in the article; closest: '" in v.reason
+    (alone,) = check(REF, ["The weather was sunny and warm all week."], noun="article").sentences
+    assert alone.verdict == "unknown" and alone.reason.startswith("Undecided, leans inconsistent: No article sentence")
 
 
 def test_without_embeddings_everything_is_lexical(lexical) -> None:

@@ -330,7 +330,7 @@ def _analyse_doc(doc: _Doc, k: int, noun: str, plain_reference: str) -> list[Sen
             style=mean_ngrams,
             n_supporting=len(supporting),
             exact=verbatim or stitched,
-            hard=calibration.hard_evidence(feats, MAX_NOVEL),
+            hard=calibration.hard_evidence(feats, MAX_NOVEL) or not doc.ref.sentences,  # nothing could support it
             noun=noun,
         )
         lean: Verdict = "consistent" if p >= THRESHOLD else "inconsistent"

@@ -141,12 +141,14 @@ def abstain_reason(
 
 
 def hard_evidence(features: Any, max_novel: float) -> bool:
-    """A number found nowhere in the reference, a contradiction, or more than max_novel of its words new.
+    """A number found nowhere in the reference, a contradiction, or more than max_novel of its words new with at
+    least one of them a specific (rare) word.
 
-    Not a new name: in lowercased or freely reworded text a rare word passes for one.
+    Not a new name alone: in lowercased or freely reworded text a rare word passes for one. Nor new words of
+    general vocabulary alone, however many: that is how a paraphrase reads.
     """
     f = features
-    return bool(f.numbers > 0 or f.contradiction > 0 or f.novel > max_novel)
+    return bool(f.numbers > 0 or f.contradiction > 0 or (f.novel > max_novel and f.rare >= 1.0))
 
 
 def summary_verdict(verdicts: Sequence[str]) -> str:
