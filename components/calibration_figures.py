@@ -9,13 +9,14 @@ import plotly.graph_objects as go
 BLUE, GREY, GREEN = "#5b8def", "#8a94a6", "#2e9d5b"
 
 
-def _layout(fig: go.Figure, title: str, x: str, y: str) -> go.Figure:
+def _layout(fig: go.Figure, title: str, x: str, y: str, subtitle: str = "") -> go.Figure:
+    # A short title, the details below it: the toolbar sits top right, over any long title in a narrow column.
     fig.update_layout(
-        title={"text": title, "x": 0.0, "xanchor": "left", "font": {"size": 15}},
+        title={"text": title, "x": 0.0, "xanchor": "left", "font": {"size": 15}, "subtitle": {"text": subtitle}},
         xaxis_title=x,
         yaxis_title=y,
-        height=380,
-        margin={"l": 60, "r": 20, "t": 50, "b": 70},
+        height=400,
+        margin={"l": 60, "r": 20, "t": 70, "b": 70},
         legend={"orientation": "h", "yanchor": "top", "y": -0.25, "xanchor": "left", "x": 0.0},
     )
     return fig
@@ -51,12 +52,7 @@ def make_reliability_figure(bins: pd.DataFrame, *, ece: float | None = None, n: 
         extra.append(f"n = {n:,}")
     if ece is not None:
         extra.append(f"ECE {ece:.3f}")
-    _layout(
-        fig,
-        "Reliability" + (f" ({', '.join(extra)})" if extra else ""),
-        "Score (read as the probability of consistent)",
-        "Share consistent",
-    )
+    _layout(fig, "Reliability", "Score, as a probability", "Share consistent", " · ".join(extra))
     fig.update_xaxes(range=[-0.02, 1.02])
     fig.update_yaxes(range=[-0.02, 1.05])
     return fig
@@ -103,7 +99,8 @@ def make_risk_coverage_figure(curve: pd.DataFrame, own: tuple[float, float | Non
                 hovertemplate="its own verdicts: %{x:.1f}% decided, accuracy %{y:.3f}<extra></extra>",
             )
         )
-    _layout(fig, "Risk-coverage: accuracy as the least sure are left undecided", "Share decided (%)", "Accuracy")
+    n = int(curve["n_decided"].max()) if len(curve) else 0
+    _layout(fig, "Risk-coverage", "Share decided (%)", "Accuracy", f"n = {n:,} · least sure left undecided first")
     fig.update_xaxes(range=[0, 101])
     fig.update_yaxes(range=[0, 1.05])
     return fig

@@ -273,10 +273,19 @@ def render_rewrite_review(
         render_rewrites(rnd, toggle, key_prefix, nxt=by_index.get(rnd.index + 1))
 
 
-def render_no_verdict(ev: Evaluation, *, embedded: bool, checker_shown: bool = False) -> None:
+def render_no_verdict(ev: Evaluation, *, embedded: bool, checker_shown: bool = False, checker: bool = False) -> None:
     """Why a run has no score and no Improve when the model judged no sentence, and what to do instead
-    (`checker_shown`: the offline checker's verdicts are already on the page)."""
+    (`checker_shown`: the offline checker's verdicts are already on the page; `checker`: the run is the
+    offline checker's, which abstained)."""
     if ev.fatal or not ev.sentences or ev.n_judged:
+        return
+    if checker:
+        st.info(
+            f"**The offline checker leaves every sentence undecided** ({len(ev.sentences)} of "
+            f"{len(ev.sentences)}): its word-level evidence cannot decide them, and each card says why. To decide "
+            "them, connect a model endpoint in **Settings** and evaluate with DCE or an NLI method.",
+            icon=":material/help:",
+        )
         return
     why = (
         "The embedded demo model is small, meant for trying the workflow: it often answers outside the format "

@@ -67,15 +67,22 @@ def render_checker_calibration(found: list[SentenceEvidence]) -> None:
         "QAGS-CNN/DM; see the reliability diagram below).",
     )
     if undecided:
-        st.caption(f"The checker leaves {undecided} of {len(found)} sentence(s) undecided; each card says why.")
+        reworded = any("reworded too freely" in (se.abstain_reason or "") for se in found)
+        lean = (
+            " It was fitted on summaries that keep the reference's wording: for this freely reworded one the "
+            "probability is a lean, not a verdict."
+            if reworded
+            else ""
+        )
+        st.caption(f"The checker leaves {undecided} of {len(found)} sentence(s) undecided; each card says why.{lean}")
     cv = cal.info.get("cross_validated", {})
     with st.expander("How sure is the checker? (reliability)", icon=":material/insights:"):
-        for key, title in (("sentence", "per sentence"), ("summary_qags", "per summary (QAGS-CNN/DM)")):
+        for key, title in (("sentence", "per sentence"), ("summary_qags", "per summary")):
             d = cv.get(key)
             if not d:
                 continue
             fig = make_reliability_figure(pd.DataFrame(d["bins"]), ece=d["ece"], n=d["n"])
-            fig.update_layout(title={"text": f"Reliability {title}: n = {d['n']:,}, ECE {d['ece']:.3f}"})
+            fig.update_layout(title_text=f"Reliability {title}")
             st.plotly_chart(fig, key=f"ev_reliability_{key}", config={"displayModeBar": False})
         fitted = cal.info.get("fitted", {})
         st.caption(

@@ -400,7 +400,9 @@ if run_id is not None:
         render_checker_lead(rnd.evaluation, found, noun=REFERENCE_NOUN.get(r.task, "reference"))
         st.caption("The demo model's run in detail:")
     render_score(rnd.evaluation, detail.usage)
-    render_no_verdict(rnd.evaluation, embedded=r.backend_kind == "embedded", checker_shown=lead)
+    render_no_verdict(
+        rnd.evaluation, embedded=r.backend_kind == "embedded", checker_shown=lead, checker=r.method == "evidence"
+    )
     noun = REFERENCE_NOUN.get(r.task, "reference")
     show_checker = False
     if r.method != "evidence":

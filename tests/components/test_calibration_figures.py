@@ -16,7 +16,7 @@ def test_reliability_figure_draws_the_bins_with_their_intervals_and_the_diagonal
     assert list(bins.y) == pytest.approx([0.0, 0.5, 1.0])
     upper = list(bins.error_y.array)
     assert upper == pytest.approx(list(r.bins["ci_high"] - r.bins["observed"]))
-    assert "n = 5" in fig.layout.title.text and f"ECE {r.ece:.3f}" in fig.layout.title.text
+    assert "n = 5" in fig.layout.title.subtitle.text and f"ECE {r.ece:.3f}" in fig.layout.title.subtitle.text
 
 
 def test_reliability_figure_without_bins_keeps_the_diagonal() -> None:
