@@ -7,7 +7,8 @@ same). Each mode runs `evidence.check_many` on all 1,000 at once, from a cold em
 loaded before the clock starts (the app loads it once per process). The machine's load (`uptime`) and the
 torch threads are printed beside the figures: other processes on the same cores slow the embeddings down.
 
-Run: .venv/bin/python bench/evidence_speed.py [PATH] [--documents N] [--batch-size B]
+The time includes the calibrated probabilities and the abstention (services/dcr/evidence/calibration.py).
+Run: .venv/bin/python bench/evidence_speed.py [PATH] [--documents N] [--batch-size B] [--lexical]
 """
 
 from __future__ import annotations
@@ -63,7 +64,9 @@ def main(argv: list[str]) -> int:
         f"{os.cpu_count()} cores, load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}"
     )
     modes = [("lexical", evidence.lexical_only)]
-    if evidence.embeddings_available():
+    if "--lexical" in argv:
+        print("embeddings skipped (--lexical)")
+    elif evidence.embeddings_available():
         t = time.perf_counter()
         embedder = evidence.MiniLM(batch_size=batch)
         embedder(["warm up"])
@@ -80,9 +83,11 @@ def main(argv: list[str]) -> int:
             if isinstance(emb, evidence.MiniLM):
                 emb = evidence.MiniLM(batch_size=batch)  # a cold cache (the model itself stays loaded)
             t = time.perf_counter()
-            evidence.check_many(part, embedder=emb)
+            evaluations = evidence.check_many(part, embedder=emb)
             s = time.perf_counter() - t
             extra = f"; {emb.embedded:,} distinct sentences embedded" if isinstance(emb, evidence.MiniLM) else ""
+            undecided = sum(ev.model_is_consistent is None for ev in evaluations)
+            extra += f"; {undecided / len(evaluations):.0%} of the documents undecided (calibrated, with abstention)"
             print(
                 f"{name}, {label}: {len(part) / s:.1f} documents/s, {s:.1f} s "
                 f"({1000 * s / len(part):.0f} s for 1,000){extra}"

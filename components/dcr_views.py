@@ -112,6 +112,14 @@ def sentence_cards_html(
         err = f'<div class="cs-err">⚠ {html.escape(s.error)}</div>' if s.error else ""
         text = novel_html(s.text, se.novel) if se else html.escape(s.text)
         extra = (evidence_html(se, noun) + (checker_html(se) if checker else "")) if se else ""
+        # The evidence checker's own verdict: its calibrated probability, and why it abstains (what would decide).
+        own = se if se is not None and s.reason == se.reason else None
+        probability = s.probability if s.probability is not None else own.probability if own else None
+        why = s.abstain_reason or (own.abstain_reason if own else None)
+        if why:
+            extra += f'<div class="cs-reason"><b>Why undecided:</b> {html.escape(why)}</div>'
+        if probability is not None:
+            mark += f" · probability supported {probability:.2f}"
         cards.append(
             f'<div class="cs-card cs-{s.verdict}">'
             f'<span class="cs-chip {s.verdict}">{VERDICT_ICON[s.verdict]} {s.verdict}</span>'
@@ -265,10 +273,19 @@ def render_rewrite_review(
         render_rewrites(rnd, toggle, key_prefix, nxt=by_index.get(rnd.index + 1))
 
 
-def render_no_verdict(ev: Evaluation, *, embedded: bool, checker_shown: bool = False) -> None:
+def render_no_verdict(ev: Evaluation, *, embedded: bool, checker_shown: bool = False, checker: bool = False) -> None:
     """Why a run has no score and no Improve when the model judged no sentence, and what to do instead
-    (`checker_shown`: the offline checker's verdicts are already on the page)."""
+    (`checker_shown`: the offline checker's verdicts are already on the page; `checker`: the run is the
+    offline checker's, which abstained)."""
     if ev.fatal or not ev.sentences or ev.n_judged:
+        return
+    if checker:
+        st.info(
+            f"**The offline checker leaves every sentence undecided** ({len(ev.sentences)} of "
+            f"{len(ev.sentences)}): its word-level evidence cannot decide them, and each card says why. To decide "
+            "them, connect a model endpoint in **Settings** and evaluate with DCE or an NLI method.",
+            icon=":material/help:",
+        )
         return
     why = (
         "The embedded demo model is small, meant for trying the workflow: it often answers outside the format "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
 from components.dcr_views import colored_text_html
@@ -46,3 +47,46 @@ def render_checker_lead(model_ev: Evaluation, found: list[SentenceEvidence], nou
                 "The small embedded model judges close to chance; read its verdicts as a demonstration.",
                 model_ev,
             )
+
+
+def render_checker_calibration(found: list[SentenceEvidence]) -> None:
+    """The checker's calibrated probability that the summary is consistent, and the reliability diagram of its
+    probabilities in cross-validation (from the shipped calibration)."""
+    from components.calibration_figures import make_reliability_figure
+    from services.dcr.evidence import calibration
+
+    if not found:
+        return
+    cal = calibration.shipped()
+    p = cal.summary_probability([se.support for se in found])
+    undecided = sum(se.abstain_reason is not None for se in found)
+    st.metric(
+        "Probability the summary is consistent",
+        "n/a" if p is None else f"{p:.2f}",
+        help="The checker's calibrated probability that every sentence is supported (cross-validated on "
+        "QAGS-CNN/DM; see the reliability diagram below).",
+    )
+    if undecided:
+        reworded = any("reworded too freely" in (se.abstain_reason or "") for se in found)
+        lean = (
+            " It was fitted on summaries that keep the reference's wording: for this freely reworded one the "
+            "probability is a lean, not a verdict."
+            if reworded
+            else ""
+        )
+        st.caption(f"The checker leaves {undecided} of {len(found)} sentence(s) undecided; each card says why.{lean}")
+    cv = cal.info.get("cross_validated", {})
+    with st.expander("How sure is the checker? (reliability)", icon=":material/insights:"):
+        for key, title in (("sentence", "per sentence"), ("summary_qags", "per summary")):
+            d = cv.get(key)
+            if not d:
+                continue
+            fig = make_reliability_figure(pd.DataFrame(d["bins"]), ece=d["ece"], n=d["n"])
+            fig.update_layout(title_text=f"Reliability {title}")
+            st.plotly_chart(fig, key=f"ev_reliability_{key}", config={"displayModeBar": False})
+        fitted = cal.info.get("fitted", {})
+        st.caption(
+            f"Cross-validated, 5 folds by article, on {fitted.get('data', 'QAGS-CNN/DM')}; fitted "
+            f"{fitted.get('date', '')} on {fitted.get('machine', '')} by {fitted.get('script', '')}. Points on the "
+            "diagonal are calibrated; bars are 95% Wilson intervals."
+        )

@@ -182,3 +182,40 @@ def poll(task: background.Task, what: str) -> None:
             st.caption(f":material/hourglass_top: {what}… {task.elapsed:.0f} s")
 
     _poll()
+
+
+# -- selective prediction ---------------------------------------------------------------------------------
+SELECTIVE_NOTE = (
+    "The score is read as the judge's probability that the summary is consistent. Risk-coverage: the items "
+    "whose scores are farthest from 0.5 are decided first; each point is the accuracy on the share decided, "
+    "with its 95% interval (a judge that knows when it does not know keeps its accuracy high as the share "
+    "falls). Reliability: the items binned by score (0.1 wide), each bin's share consistent against its mean "
+    "score; on the diagonal the scores are calibrated, and ECE is the size-weighted mean gap."
+)
+
+
+def render_selective(items: pd.DataFrame, batch_id: int) -> None:
+    """Risk-coverage curve and reliability diagram of a batch's scores, with their numbers as CSV."""
+    from components.calibration_figures import make_reliability_figure, make_risk_coverage_figure
+
+    st.subheader("Knowing when it does not know: risk-coverage and reliability")
+    s = metaeval.selective(items)
+    if s.n == 0:
+        st.caption(":material/info: No item has both a score and a binary human label: the curves need them.")
+        return
+    st.caption(SELECTIVE_NOTE)
+    show_notes(s.notes)
+    left, right = st.columns(2)
+    with left:
+        show_chart(make_risk_coverage_figure(s.risk_coverage.curve, s.own), f"batch-{batch_id}-risk-coverage", "me_rc")
+        aurc = s.risk_coverage.aurc
+        own = ""
+        if s.own is not None and s.own[1] is not None:
+            own = f" Its own verdicts: {s.own[0]:.0%} decided, accuracy {s.own[1]:.3f} (n = {s.own[2]:,})."
+        st.caption(f"n = {s.n:,} items; area under the risk-coverage curve {fmt(aurc)} (lower is better).{own}")
+        csv_button(s.risk_coverage.curve, f"batch-{batch_id}-risk-coverage.csv", "me_rc_csv", label="Curve (CSV)")
+    with right:
+        rel = s.reliability
+        show_chart(make_reliability_figure(rel.bins, ece=rel.ece, n=rel.n), f"batch-{batch_id}-reliability", "me_rel")
+        st.caption(f"n = {rel.n:,} items in {len(rel.bins)} bins; ECE {fmt(rel.ece)}.")
+        csv_button(rel.bins, f"batch-{batch_id}-reliability.csv", "me_rel_csv", label="Bins (CSV)")

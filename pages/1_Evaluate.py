@@ -15,7 +15,7 @@ from components.dcr_views import (
     render_score,
     rounds_frame,
 )
-from components.evidence_views import render_checker_lead
+from components.evidence_views import render_checker_calibration, render_checker_lead
 from components.nli_figures import ALL_METHOD_LABELS, method_name
 from components.nli_views import render_comparison
 from components.ui import demo_notice, engine, page_setup
@@ -400,7 +400,9 @@ if run_id is not None:
         render_checker_lead(rnd.evaluation, found, noun=REFERENCE_NOUN.get(r.task, "reference"))
         st.caption("The demo model's run in detail:")
     render_score(rnd.evaluation, detail.usage)
-    render_no_verdict(rnd.evaluation, embedded=r.backend_kind == "embedded", checker_shown=lead)
+    render_no_verdict(
+        rnd.evaluation, embedded=r.backend_kind == "embedded", checker_shown=lead, checker=r.method == "evidence"
+    )
     noun = REFERENCE_NOUN.get(r.task, "reference")
     show_checker = False
     if r.method != "evidence":
@@ -433,6 +435,7 @@ if run_id is not None:
             and not (last.rewrites and not any(rw.changed for rw in last.rewrites))
         )
         if r.method == "evidence":
+            render_checker_calibration(found)
             if ev_last.all_consistent:
                 st.success("The evidence checker finds every sentence supported.", icon=":material/check_circle:")
             else:

@@ -70,12 +70,13 @@ threshold = top[2].slider(
     "Threshold",
     0.0,
     1.0,
-    metaeval.DEFAULT_THRESHOLD,
+    0.5 if batch.method == "evidence" else metaeval.DEFAULT_THRESHOLD,  # its score is a probability
     0.05,
     key="me_threshold",
     help="A score at or above the threshold marks the summary consistent (the positive class); below, "
     "inconsistent. 1.0, the "
-    "default, flags any summary with an inconsistent sentence, as the paper's Table 4 and Figure 3 do.",
+    "default, flags any summary with an inconsistent sentence, as the paper's Table 4 and Figure 3 do; 0.5 for "
+    "the evidence checker, whose score is its probability that the summary is consistent.",
 )
 with st.expander("Statistics settings", icon=":material/tune:"):
     s = st.columns(3)
@@ -266,6 +267,7 @@ if tab["Summary level"].open:
                     raw=metaeval.classification_frame(cls),
                 )
             c[1].caption(mv.CONFUSION_NOTE)
+        mv.render_selective(data.items, bid)
 
 # -- Figure 3 ----------------------------------------------------------------------------------
 if tab["Figure 3"].open:

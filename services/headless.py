@@ -189,7 +189,7 @@ def dcr_line(row: ItemRow) -> dict[str, Any]:
         "k": first.get("k", 0),
         "alpha": first.get("alpha", 0.0),
         "beta": first.get("beta", 0.0),
-        **{k: first[k] for k in ("partial_score", "n_unknown", "n_judged") if k in first},
+        **{k: first[k] for k in ("partial_score", "n_unknown", "n_judged", "checker_score") if k in first},
         "sentences": first.get("sentences", []),
         "rounds": rounds,
         "final_candidate": row.result.get("final_candidate", ""),

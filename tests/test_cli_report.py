@@ -37,6 +37,10 @@ def test_report_writes_every_table_with_the_human_alpha_and_its_n(tmp_path, caps
     assert {r["statistic"] for r in rep["summary_level"]["correlations"]} == {"pearson", "spearman", "kendall", "auroc"}
     assert rep["sentence_level"]["n_compared"] == 6
     assert rep["bundle"]["batch"]["id"] == bid and rep["bundle"]["prompts"]
+    sel = rep["selective"]  # risk-coverage and reliability, numbers included
+    last = sel["risk_coverage"][-1]
+    assert last["n_decided"] == sel["n_items"] == 8 and last["coverage"] == 1.0 and 0 <= sel["ece"] <= 1
+    assert sum(b["n"] for b in sel["reliability"]) == sel["n_items"]
     assert f"human alpha {h['alpha']:.4f} over 8 sentences" in capsys.readouterr().err
 
 

@@ -30,6 +30,8 @@ class SentenceVerdict:
     rule_mark: int | None = None
     error: str | None = None
     evidence: dict[str, Any] | None = None  # the evidence checker's findings (not stored; see services.dcr.evidence)
+    probability: float | None = None  # the evidence checker's calibrated probability that it is supported
+    abstain_reason: str | None = None  # why the evidence checker left it undecided, and what would decide it
 
 
 @dataclass
@@ -91,6 +93,7 @@ class Evaluation:
     fatal: bool = False
     notes: list[str] = field(default_factory=list)
     amc_agreement: tuple[int, int] | None = None  # (agreeing, compared) rule vs LLM converter
+    checker_score: float | None = None  # the evidence checker's calibrated P(every sentence is supported)
 
     @property
     def n_judged(self) -> int:
@@ -109,8 +112,13 @@ class Evaluation:
 
         `score` is Eq. 3's Z^ and is None while any sentence is unjudged: an unknown sentence is never
         counted as consistent. `partial_score` is Eq. 3 over the judged sentences, `n_unknown` how many were
-        not judged, `alpha`/`beta` the values used (the user's, plus Appendix E.4's offsets).
+        not judged, `alpha`/`beta` the values used (the user's, plus Appendix E.4's offsets). The evidence
+        checker adds `checker_score`, its calibrated probability that every sentence is supported.
         """
+        checker = {} if self.checker_score is None else {"checker_score": self.checker_score}
+        return self._eq3_fields() | checker
+
+    def _eq3_fields(self) -> dict[str, Any]:
         if self.score is None:
             return {
                 "score": None,

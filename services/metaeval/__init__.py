@@ -66,6 +66,7 @@ from services.metaeval.reporting import (
     report_json,
 )
 from services.metaeval.reproducibility import app_version, bundle, prompt_record, public_params
+from services.metaeval.selective import Selective, selective
 from services.metaeval.summary import Correlations, SummaryLevel, correlations, summary_level
 
 __all__ = [
@@ -128,4 +129,6 @@ __all__ = [
     "LENGTH_BUCKETS",
     "MethodComparison",
     "compare_method_batches",
+    "Selective",
+    "selective",
 ]

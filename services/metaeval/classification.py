@@ -127,7 +127,17 @@ def _scored_name(batch: BatchPublic) -> str:
     """The row of a batch judged by its score: '... + AMC (rule)' for the model's methods."""
     if batch.method in ("dce-amc", "paragraph"):
         return f"{_method_name(batch)} + AMC ({batch.amc})"
+    if batch.method == "evidence":
+        return f"{_method_name(batch)} (its own verdicts; undecided left out)"
     return f"{_method_name(batch)} (score < 1)"
+
+
+def _scored_prediction(batch: BatchPublic, items: pd.DataFrame) -> pd.Series:
+    """1 consistent, 0 not, NaN undecided: the score at 1, or the evidence checker's own verdict (its score is a
+    probability, and it abstains where its evidence cannot decide)."""
+    if batch.method == "evidence":
+        return items["model_is_consistent"].astype("Float64").astype(float)
+    return (items["score"] >= CONSISTENT_AT).astype(float)
 
 
 @dataclass(frozen=True)
@@ -193,11 +203,7 @@ def figure3(
         notes.append("No finished item with a score yet.")
     if d["human_label"].isna().all():
         notes.append("This dataset has no binary human labels: Figure 3 needs them.")
-    rows = [
-        _binary_row(
-            _scored_name(data.batch), data.batch.id, (d["score"] >= CONSISTENT_AT).astype(float), d["human_label"]
-        )
-    ]
+    rows = [_binary_row(_scored_name(data.batch), data.batch.id, _scored_prediction(data.batch, d), d["human_label"])]
     n_flag = int(d["model_is_consistent"].isna().sum())
     # The model's own is_consistent: DCE without AMC. Only the DCE methods have one (the evidence checker's and
     # the NLI methods' flag is their own verdict, not a model's answer without AMC).
@@ -216,8 +222,6 @@ def figure3(
             )
     if other is not None and o is not None:
         rows.append(
-            _binary_row(
-                _scored_name(other.batch), other.batch.id, (o["score"] >= CONSISTENT_AT).astype(float), o["human_label"]
-            )
+            _binary_row(_scored_name(other.batch), other.batch.id, _scored_prediction(other.batch, o), o["human_label"])
         )
     return Figure3(pd.DataFrame(rows), tuple(notes))

@@ -20,6 +20,7 @@ from services.metaeval.common import DEFAULT_BOOT, DEFAULT_SEED, DEFAULT_THRESHO
 from services.metaeval.loading import BatchData, load_batch
 from services.metaeval.rai import RoundsResult, rai_table, rounds_of
 from services.metaeval.reproducibility import bundle
+from services.metaeval.selective import Selective, selective
 from services.metaeval.summary import Correlations, SummaryLevel, correlations, summary_level
 
 
@@ -116,6 +117,7 @@ class Report:
     rounds: RoundsResult
     agreement: HumanAgreement
     notes: tuple[str, ...] = field(default_factory=tuple)
+    selective: Selective | None = None  # risk-coverage and reliability of the scores
 
 
 def build_report(
@@ -137,6 +139,7 @@ def build_report(
         rai=rai_table(data.items),
         rounds=rounds_of(data.items),
         agreement=human_agreement(data=data, seed=seed, n_boot=n_boot),
+        selective=selective(data.items),
         notes=data.notes,
     )
 
@@ -210,6 +213,19 @@ def report_dict(rep: Report, *, batch_id: int, settings: dict[str, Any], bundle:
                 "among_humans": h.among_humans,
                 "model_vs_majority": h.model_vs_majority,
                 "notes": list(h.notes),
+            },
+            "selective": None
+            if rep.selective is None
+            else {
+                "n_items": rep.selective.n,
+                "risk_coverage": rep.selective.risk_coverage.curve,
+                "aurc": rep.selective.risk_coverage.aurc,
+                "reliability": rep.selective.reliability.bins,
+                "ece": rep.selective.reliability.ece,
+                "own_verdicts": None
+                if rep.selective.own is None
+                else dict(zip(("share_decided", "accuracy", "n"), rep.selective.own, strict=True)),
+                "notes": list(rep.selective.notes),
             },
             "bundle": bundle,
         }

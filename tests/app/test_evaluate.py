@@ -434,3 +434,25 @@ def test_an_unjudged_sentence_leaves_no_score_and_the_page_says_what_the_partial
     metric = next(m for m in at.metric if m.label == "Score Ẑ")
     assert f"on {n - 1} of {n}" in str(metric.proto.delta)
     assert any(f"rests on the {n - 1} of {n} sentence(s)" in t for t in texts(at.caption))
+
+
+def test_an_evidence_run_that_abstains_says_why_and_how_sure_it_is(open_page, monkeypatch):
+    """A one-sentence, freely reworded summary: the checker abstains, says why on the card, gives its probability
+    and its reliability diagram, and asks for a model rather than blaming the demo model."""
+    from services.config import BackendConfig
+    from services.dcr import evidence
+    from services.dcr.config import DCRConfig
+
+    monkeypatch.setattr(evidence.minilm, "embeddings_available", lambda: False)
+    reworded = "Paris's famed iron landmark went up in the late nineteenth century for a big fair."
+    runs.start_run(db.engine.get_engine(), BackendConfig(), REF, reworded, DCRConfig(method="evidence"))
+    at = open_page(EVALUATE, query={"run": "1"})
+    assert not at.exception
+    cards = verdict_html(at)
+    assert 'class="cs-chip unknown"' in cards and "Why undecided:</b> The summary is reworded too freely" in cards
+    assert "probability supported 0." in cards
+    assert any("leaves every sentence undecided" in i for i in texts(at.info)), texts(at.info)
+    assert not any("demo model is small" in w for w in texts(at.warning))
+    assert next(m for m in at.metric if m.label == "Probability the summary is consistent").value.startswith("0.")
+    assert any("a lean, not a verdict" in c for c in texts(at.caption))
+    assert len(at.get("plotly_chart")) == 2  # the reliability per sentence and per summary

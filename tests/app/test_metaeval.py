@@ -262,3 +262,13 @@ def test_an_evidence_checker_batch_offers_no_rounds_and_no_row_without_amc(open_
     assert not any("rounds ≥ 1" in c for c in notes), "no advice to run rounds the evaluator cannot do"
     at = open_tab(open_page, eid, "Figure 3")
     assert not at.dataframe[0].value["evaluator"].str.contains("without AMC").any()
+
+
+def test_the_summary_level_shows_risk_coverage_and_reliability_with_their_numbers(open_page, no_embeddings):
+    _, bid = seed(db.engine.get_engine(), LABELLED + HAND)
+    at = open_tab(open_page, bid)
+    assert any("risk-coverage and reliability" in h.value for h in at.subheader)
+    assert {"Curve (CSV)", "Bins (CSV)"} <= set(downloads(at))
+    notes = texts(at.caption)
+    assert any(c.startswith("n = ") and "area under the risk-coverage curve" in c for c in notes), notes
+    assert any("ECE" in c and "bins" in c for c in notes), notes

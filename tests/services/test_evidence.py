@@ -175,12 +175,17 @@ def test_a_sentence_that_merges_two_reference_sentences_is_supported(mode) -> No
     (se,) = evidence.analyse(REF, [fused])
     assert se.verdict == "consistent"
     assert se.supporting[:2] in ((0, 1), (1, 0))
-    assert se.reason.startswith("Supported by reference sentences #1 and #2 together (score ")
+    assert se.reason.startswith("Supported by reference sentences #1 and #2 together (probability ")
 
 
 def test_a_reworded_sentence_without_new_facts_is_supported(mode) -> None:
-    (se,) = evidence.analyse(REF, ["Building work on the schools starts in March, with 1,200 workers employed."])
-    assert se.verdict == "consistent" and se.novel and all(s.kind == "word" for s in se.novel)
+    """Alone, a freely reworded sentence is undecided (too reworded to judge offline) but leans consistent."""
+    reworded = "Building work on the schools starts in March, with 1,200 workers employed."
+    (se,) = evidence.analyse(REF, [reworded])
+    assert se.novel and all(s.kind == "word" for s in se.novel)
+    assert se.verdict == "unknown" and "reworded too freely" in se.abstain_reason
+    assert "model endpoint" in se.abstain_reason
+    assert se.probability >= 0.5 and se.reason.startswith("Undecided, leans consistent: Supported by")
 
 
 def test_a_negation_the_reference_states_elsewhere_is_merged_not_contradicted(mode) -> None:
@@ -262,17 +267,20 @@ def test_a_score_too_close_to_call_is_unknown_and_has_no_mark() -> None:
     )
     ev = evidence.to_evaluation([se])
     assert ev.sentences[0].verdict == "unknown" and ev.sentences[0].mark is None
-    assert ev.score.z_hat is None and ev.model_is_consistent is False
+    assert ev.score.z_hat is None and ev.model_is_consistent is None  # undecided, not inconsistent
     assert evidence._verdict(evidence.THRESHOLD) == "unknown"
     assert evidence._verdict(evidence.THRESHOLD + evidence.ABSTAIN_BAND) == "consistent"
     assert evidence._verdict(evidence.THRESHOLD - evidence.ABSTAIN_BAND - 1e-9) == "inconsistent"
 
 
 def test_an_unsupported_sentence_says_what_is_missing(lexical) -> None:
-    (v,) = check(REF, ["The weather was sunny and warm all week."], noun="article").sentences
+    """In a summary that keeps the article's wording; alone, so freely worded a sentence is left undecided."""
+    *_, v = check(REF, [*REF_SENTENCES[:2], "The weather was sunny and warm all week."], noun="article").sentences
     assert v.verdict == "inconsistent"
-    assert v.reason.startswith("No article sentence says this (score 0.")
+    assert v.reason.startswith("No article sentence says this (probability 0.")
     assert "'weather', 'sunny', 'warm', 'week' are not in the article; closest: '" in v.reason
+    (alone,) = check(REF, ["The weather was sunny and warm all week."], noun="article").sentences
+    assert alone.verdict == "unknown" and alone.reason.startswith("Undecided, leans inconsistent: No article sentence")
 
 
 def test_without_embeddings_everything_is_lexical(lexical) -> None:
@@ -356,10 +364,13 @@ def test_a_batch_item_of_the_evidence_method(no_embedded_model) -> None:
     item = batches.ItemInput(1, REF, "It approved 47 million dollars. Mayor Anna Lopez said the vote was close.", [])
     out = batches.process_item(NoModel(), item, cfg)  # type: ignore[arg-type]
     assert out["status"] == "done" and out["calls"] == 0 and out["n_rounds"] == 1
-    assert out["score"] == pytest.approx(0.5)
     (rnd,) = out["result"]["rounds"]
+    assert rnd["score"] == pytest.approx(0.5)  # Eq. 3 of the verdicts
+    assert out["score"] == out["final_score"] == rnd["checker_score"] < 0.5  # the calibrated summary probability
     first, second = rnd["sentences"]
     assert first["verdict"] == "inconsistent" and first["evidence"]["novel"][0]["text"] == "47 million"
+    assert first["probability"] < 0.35 < 0.65 < second["probability"]
+    assert first["abstain_reason"] is None and first["evidence"]["probability"] == first["probability"]
     assert second["evidence"]["top"][0]["ref_index"] == 2
 
 

@@ -222,6 +222,10 @@ def test_figure3_has_no_row_without_amc_for_the_evidence_checker(engine):
     f = metaeval.figure3(engine, eid)
     assert len(f.frame) == 1
     assert not f.frame["evaluator"].str.contains("without AMC").any()
+    # Its score is a probability: the row counts its own verdicts (the flags), not "score at 1".
+    (row,) = f.frame.to_dict("records")
+    assert "its own verdicts" in row["evaluator"] and row["n"] == 8
+    assert row["tp"] + row["fp"] == 6  # the six items it called consistent
 
 
 def test_figure3_refuses_a_batch_over_another_dataset(engine):

