@@ -8,9 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from alembic import command
-from alembic.config import Config
-from sqlalchemy import Table, event
+from sqlalchemy import Table, event, text
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.pool import StaticPool
 from sqlalchemy.sql.dml import Insert
@@ -70,16 +68,34 @@ def driver_url(url: str) -> str:
     return url
 
 
-def alembic_config(engine: Engine) -> Config:
+def alembic_config(engine: Engine):
+    """Alembic's configuration for the migrations of db/migrations, on `engine`."""
+    from alembic.config import Config  # loaded only when a schema is checked or upgraded
+
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS))
     cfg.attributes["engine"] = engine
     return cfg
 
 
+# The key of the PostgreSQL advisory lock that one process at a time holds while it upgrades the schema.
+MIGRATION_LOCK = 0x436F6E7353747564  # "ConsStud"
+
+
 def upgrade(engine: Engine, revision: str = "heads") -> None:
-    """Bring the database to `revision`; a database made by any earlier version keeps its data."""
+    """Bring the database to `revision`; a database made by any earlier version keeps its data.
+
+    Processes that start together (workers, the app, cli.py) upgrade one at a time: each takes a database
+    lock first (PostgreSQL: an advisory lock held to the end of the transaction; SQLite: the write lock of
+    BEGIN IMMEDIATE, waited on with the busy timeout), so the next one finds the schema current.
+    """
+    from alembic import command
+
     with engine.begin() as conn:
+        if conn.dialect.name == "postgresql":
+            conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
+        elif conn.dialect.name == "sqlite":
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
         cfg = alembic_config(engine)
         cfg.attributes["connection"] = conn
         command.upgrade(cfg, revision)
