@@ -144,10 +144,13 @@ def _run(args: argparse.Namespace) -> int:
     out_path = Path(args.output)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     with out_path.open("w", encoding="utf-8") as out:
-        from services.dcr import evidence
+        if args.evidence:
+            from services.dcr import evidence  # numpy and the checker load only when evidence is asked for
 
-        with evidence.bulk(args.embeddings or None):
-            lines = list(headless.output_lines(engine, prep, with_evidence=args.evidence))
+            with evidence.bulk(args.embeddings or None):
+                lines = list(headless.output_lines(engine, prep, with_evidence=True))
+        else:
+            lines = list(headless.output_lines(engine, prep))
         for line in lines:
             out.write(json.dumps(line, ensure_ascii=False) + "\n")
             if line.get("error"):

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import ast
 import logging
+import re
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from sqlalchemy import Table, event, text
+from sqlalchemy import Table, event, inspect, text
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.pool import StaticPool
 from sqlalchemy.sql.dml import Insert
@@ -89,6 +91,8 @@ def upgrade(engine: Engine, revision: str = "heads") -> None:
     lock first (PostgreSQL: an advisory lock held to the end of the transaction; SQLite: the write lock of
     BEGIN IMMEDIATE, waited on with the busy timeout), so the next one finds the schema current.
     """
+    if revision == "heads" and _is_current(engine):
+        return  # nothing to do: no lock taken, and Alembic is not even loaded
     from alembic import command
 
     with engine.begin() as conn:
@@ -99,6 +103,43 @@ def upgrade(engine: Engine, revision: str = "heads") -> None:
         cfg = alembic_config(engine)
         cfg.attributes["connection"] = conn
         command.upgrade(cfg, revision)
+
+
+_ASSIGNMENT = re.compile(r"^(revision|down_revision)\s*(?::[^=]*)?=\s*(.+?)\s*$", re.M)
+
+
+def script_heads() -> set[str] | None:
+    """The head revisions of db/migrations/versions, read from the files' `revision` and `down_revision`
+    lines without loading Alembic (None when a file does not say them plainly: Alembic decides then)."""
+    revisions: set[str] = set()
+    downs: set[str] = set()
+    for path in (MIGRATIONS / "versions").glob("*.py"):
+        found = dict((m[1], m[2]) for m in _ASSIGNMENT.finditer(path.read_text(encoding="utf-8")))
+        try:
+            rev = ast.literal_eval(found["revision"])
+            down = ast.literal_eval(found.get("down_revision", "None"))
+        except (KeyError, ValueError, SyntaxError):
+            return None
+        if not isinstance(rev, str):
+            return None
+        revisions.add(rev)
+        downs.update([down] if isinstance(down, str) else list(down or ()))
+    return (revisions - downs) or None
+
+
+def _is_current(engine: Engine) -> bool:
+    """Whether the database is at the head revisions already (read without a lock)."""
+    heads = script_heads()
+    if heads is None:
+        return False
+    try:
+        with engine.connect() as conn:
+            if not inspect(conn).has_table("alembic_version"):
+                return False
+            stamped = set(conn.execute(text("SELECT version_num FROM alembic_version")).scalars())
+    except Exception:  # not readable yet: the upgrade will say why
+        return False
+    return stamped == heads
 
 
 def dialect_insert(conn):

@@ -133,10 +133,12 @@ def _process_batch(
         session.commit()
     cache = BufferedSqlCache(engine, backend.model)
     clients = [get_client(b, cache=cache, sample=sample) for b in endpoints]
+    preloading = None
     if cfg.uses_model:
         for c in clients:
             c.sdk()  # build the HTTP clients before the threads start
-        dcr.preload()
+        # What reading an answer needs loads while the first requests are on their way, not before them.
+        preloading = threading.Thread(target=dcr.preload, name=f"batch{batch_id}-preload", daemon=True)
     turn = itertools.count()
     leases = Leases(engine, wid)
     leases.beat()
@@ -199,6 +201,8 @@ def _process_batch(
                 leases.add(ids)
                 for item in load_inputs(engine, list(ids)):
                     inflight.add(pool.submit(run, item))
+                if preloading is not None and preloading.ident is None:  # not started yet
+                    preloading.start()
             if not inflight:
                 break
             done, inflight = wait(inflight, timeout=FLUSH_EVERY, return_when=FIRST_COMPLETED)
