@@ -78,7 +78,7 @@ def _run(args: argparse.Namespace) -> int:
     from db.engine import get_engine
     from services import dcr, headless
     from services.config import backend_from_settings, check_base_url
-    from services.errors import InputError
+    from services.errors import InputError, is_disk_full
     from services.jobs import batches
     from services.nli import paradigms as nli
 
@@ -140,23 +140,33 @@ def _run(args: argparse.Namespace) -> int:
         code = run_here(engine, prep.batch_id, backend, resume="run the same command again to resume")
         if code == 130 or (code == 1 and _left(batches, engine, prep.batch_id)):
             return code  # interrupted, or stopped by a full disk: nothing to write yet
-    failed = 0
-    out_path = Path(args.output)
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    with out_path.open("w", encoding="utf-8") as out:
-        if args.evidence:
-            from services.dcr import evidence  # numpy and the checker load only when evidence is asked for
+    if args.evidence:
+        from services.dcr import evidence  # numpy and the checker load only when evidence is asked for
 
-            with evidence.bulk(args.embeddings or None):
-                lines = list(headless.output_lines(engine, prep, with_evidence=True))
-        else:
-            lines = list(headless.output_lines(engine, prep))
-        for line in lines:
-            out.write(json.dumps(line, ensure_ascii=False) + "\n")
-            if line.get("error"):
-                failed += 1
-                if failed <= 20:
-                    print(f"{line['id']}: {line['error']}", file=sys.stderr)
+        with evidence.bulk(args.embeddings or None):
+            lines = list(headless.output_lines(engine, prep, with_evidence=True))
+    else:
+        lines = list(headless.output_lines(engine, prep))
+    out_path = Path(args.output)
+    try:
+        out_path.parent.mkdir(parents=True, exist_ok=True)
+        with out_path.open("w", encoding="utf-8") as out:
+            for line in lines:
+                out.write(json.dumps(line, ensure_ascii=False) + "\n")
+    except OSError as exc:
+        why = f"the disk holding {out_path.resolve().parent} is full" if is_disk_full(exc) else f"{exc}"
+        print(
+            f"error: cannot write {out_path}: {why}; the results are kept: the same command again writes them "
+            f"(batch {prep.batch_id})",
+            file=sys.stderr,
+        )
+        return 1
+    failed = 0
+    for line in lines:
+        if line.get("error"):
+            failed += 1
+            if failed <= 20:
+                print(f"{line['id']}: {line['error']}", file=sys.stderr)
     if failed > 20:
         print(f"... and {failed - 20} more with errors", file=sys.stderr)
     print(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import json
 import sqlite3
+from pathlib import Path
 
 import pytest
 from sqlalchemy import create_engine, text
@@ -159,3 +160,22 @@ def test_a_batch_recorded_with_a_malformed_url_is_refused_before_it_is_marked_ru
     with pytest.raises(InputError, match="port must be a number"):
         batches.process_batch(engine, bid)
     assert batches.progress(engine, bid).batch.status == "queued"
+
+
+def test_an_output_disk_that_is_full_is_named_and_the_results_are_kept(pairs, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("DATABASE_URL", f"sqlite:///{tmp_path / 'cli.db'}")
+    out = tmp_path / "out" / "o.jsonl"
+    real_open = Path.open
+
+    def full_open(self, *a, **kw):
+        if self == out:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_open(self, *a, **kw)
+
+    monkeypatch.setattr(Path, "open", full_open)
+    assert cli.main(["evaluate", "--input", str(pairs), "--output", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert f"the disk holding {out.parent.resolve()} is full" in err and "Traceback" not in err
+    monkeypatch.setattr(Path, "open", real_open)
+    assert cli.main(["evaluate", "--input", str(pairs), "--output", str(out)]) == 0  # answered: written now
+    assert [json.loads(x)["error"] for x in out.read_text().splitlines()] == [None] * N
