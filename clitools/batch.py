@@ -224,19 +224,23 @@ def run_here(engine, bid: int, backend, *, resume: str) -> int:
     t = time.perf_counter()
     try:
         batches.process_batch(engine, bid, backend=backend, stop=interrupted)
-        if interrupted.is_set():
-            batches.request_cancel(engine, bid)  # cancelled, not left for the workers to pick up
-            batches.settle(engine, bid)
     except Exception as exc:
-        if not is_disk_full(exc):
+        if is_disk_full(exc):
+            print(f"error: {disk_full_message(exc)}; then {resume} (batch {bid})", file=sys.stderr)
+            return 1
+        if not interrupted.is_set():
             raise
-        print(f"error: {disk_full_message(exc)}; then {resume} (batch {bid})", file=sys.stderr)
-        return 1
+        print(f"error on the way out: {type(exc).__name__}: {exc}", file=sys.stderr)
     finally:
         stop.set()
         for sig, handler in handlers.items():
             signal.signal(sig, handler)
     if interrupted.is_set():
+        try:
+            batches.request_cancel(engine, bid)  # cancelled, not left for the workers to pick up
+            batches.settle(engine, bid)
+        except Exception as exc:  # the next run takes the batch up all the same
+            print(f"note: the batch could not be marked cancelled ({type(exc).__name__}: {exc})", file=sys.stderr)
         print(f"cancelled; {resume} (batch {bid})", file=sys.stderr)
         return 130
     p = batches.progress(engine, bid)
