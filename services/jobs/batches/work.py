@@ -239,8 +239,8 @@ def _give_back(engine: Engine, batch_id: int, wid: str, leases: Leases) -> None:
     leases.release(held)
     try:
         n = release_own(engine, batch_id, wid)
-    except Exception:  # the database may be full or away: the next run takes the items back (release_gone)
-        log.warning("batch %s: could not return %s's items to the queue", batch_id, wid, exc_info=True)
+    except Exception as exc:  # the database may be full or away: the next run takes the items back (release_gone)
+        log.warning("batch %s: could not return %s's items to the queue (%s)", batch_id, wid, exc)
         return
     if n:
         log.info("batch %s: %d unfinished item(s) of %s back in the queue", batch_id, n, wid)
