@@ -89,3 +89,52 @@ def test_four_processes_started_together_on_a_new_sqlite_file_all_come_up(tmp_pa
     for code, out, err in results:
         assert code == 0 and "up" in out, err[-3000:]
     assert _versions(url) == [_head()]
+
+
+def test_four_workers_started_together_on_a_new_postgresql_database_all_come_up(pg_url, tmp_path):
+    """The issue's case: `python -m services.worker` four times at once on an empty database."""
+    import socket
+    import time
+
+    env = os.environ | {"DATABASE_URL": pg_url, "PYTHONPATH": str(ROOT)}
+    logs = [tmp_path / f"worker-{i}.log" for i in range(4)]
+    workers = [
+        subprocess.Popen(
+            [sys.executable, "-m", "services.worker", "--no-join"],
+            cwd=ROOT,
+            env=env | {"DATA_DIR": str(tmp_path / f"machine-{i}")},  # each its own task queue, as on 4 machines
+            stderr=log.open("wb"),
+        )
+        for i, log in enumerate(logs)
+    ]
+    wids = {f"{socket.gethostname()}:{w.pid}" for w in workers}
+    eng = create_engine(pg_url.replace("postgresql://", "postgresql+psycopg://", 1))
+    try:
+        deadline = time.monotonic() + 600  # a safety net for a hung start, not what the test waits on
+        while True:
+            exited = [
+                (w.pid, w.returncode, log.read_text(errors="replace")[-3000:])
+                for w, log in zip(workers, logs, strict=True)
+                if w.poll() is not None
+            ]
+            assert not exited, exited
+            try:
+                with eng.connect() as conn:
+                    beating = set(conn.execute(text("SELECT id FROM worker_heartbeat")).scalars())
+            except Exception:  # the schema is not there yet
+                beating = set()
+            if wids <= beating:
+                break
+            assert time.monotonic() < deadline, f"workers up: {beating & wids} of {wids}"
+            time.sleep(0.1)
+    finally:
+        eng.dispose()
+        for w in workers:
+            w.terminate()
+        for w in workers:
+            try:
+                w.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                w.kill()
+                w.wait()
+    assert _versions(pg_url) == [_head()]
