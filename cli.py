@@ -22,19 +22,31 @@ import logging
 import os
 import sys
 
-# Subcommands, each a module of its own in clitools/; only the one in use is imported, so a command
-# starts without loading what the others need (scipy, pandas, plotly, torch).
-SUBCOMMANDS = ("evaluate", "batch", "alpha", "report", "distill", "conseval", "dhp", "card")
+# Subcommands, each a module of its own in clitools/ with its one-line help. Only the module of the command
+# in use is imported, and `cli.py --help` imports none: a command starts without loading what the others
+# need (scipy, pandas, openai, alembic, torch).
+SUBCOMMANDS = {
+    "evaluate": "evaluate (and optionally improve) reference/candidate pairs",
+    "batch": "run the evaluator over a dataset with human judgments",
+    "alpha": "Krippendorff's alpha of a ratings CSV (unit,rater,value)",
+    "report": "meta-evaluation tables of a batch as JSON",
+    "distill": "training examples with and without reasoning from labelled batches",
+    "conseval": "ConsEval: self- and inter-consistency (Krippendorff's alpha) and accuracy of an LLM evaluator",
+    "dhp": "DHP: discernment of LLM evaluators by hierarchical perturbation",
+    "card": "a judge card: agreement with human labels, cost, and the prediction-powered consistency rate",
+}
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
-    """The parser; given the arguments, it loads only the subcommand they name (all of them for help)."""
+    """The parser; given the arguments, it loads only the subcommand they name (none for the overall help)."""
     p = argparse.ArgumentParser(prog="cli.py", description="Consistency Studio, headless.")
     sub = p.add_subparsers(dest="command", required=True)
     command = next((a for a in argv or [] if not a.startswith("-")), None)
-    for name in SUBCOMMANDS:
-        if name == command or command not in SUBCOMMANDS:
+    for name, help_line in SUBCOMMANDS.items():
+        if name == command:
             importlib.import_module(f"clitools.{name}").add_parser(sub)
+        else:
+            sub.add_parser(name, help=help_line)
     return p
 
 
@@ -45,7 +57,11 @@ def main(argv: list[str] | None = None) -> int:
     redact_logs()
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser(argv).parse_args(argv)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:
+        print("\ninterrupted", file=sys.stderr)
+        return 130
 
 
 def exit_now(code: int) -> None:
@@ -65,6 +81,6 @@ def exit_now(code: int) -> None:
 
 if __name__ == "__main__":
     status = main()
-    if sys.argv[1:2] == ["evaluate"]:
+    if sys.argv[1:2] == ["evaluate"] or status == 130:
         exit_now(status)
     sys.exit(status)

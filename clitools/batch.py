@@ -4,18 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
 import sys
 import threading
 import time
 from pathlib import Path
 
-from db.engine import get_engine
-from services import datasets
-from services.config import backend_from_settings
-from services.dcr import METHOD_LABELS, DCRConfig
-from services.errors import InputError
-from services.jobs import batches
-from services.nli import paradigms as nli
+from clitools import METHODS, TASKS
 
 FORMATS = ("qags", "summeval", "paws", "jsonl", "csv")
 
@@ -25,11 +21,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--dataset", required=True, help="the dataset file")
     p.add_argument("--format", required=True, choices=FORMATS)
     p.add_argument("--name", help="dataset name (default: the file name)")
-    p.add_argument("--task", choices=["summarization", "semantic", "custom"], help="default: the dataset's")
+    p.add_argument("--task", choices=TASKS, help="default: the dataset's")
     p.add_argument("--criteria", default="", help="criteria text for --task custom")
     p.add_argument(
         "--method",
-        choices=[*METHOD_LABELS, *nli.METHOD_LABELS],
+        choices=METHODS,
         default="dce-amc",
         help="evidence: the offline evidence checker (no model call); summ-nli, sent-nli, qg-qa: the "
         "factual-inconsistency paradigms",
@@ -67,6 +63,15 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 
 def run(args: argparse.Namespace) -> int:
+    """Import the dataset (or find it imported) and run its batch here, or hand it to the workers."""
+    from db.engine import get_engine
+    from services import datasets
+    from services.config import backend_from_settings, check_base_url
+    from services.dcr import DCRConfig
+    from services.errors import InputError
+    from services.jobs import batches
+    from services.nli import paradigms as nli
+
     path = Path(args.dataset)
     if not path.is_file():
         print(f"error: {path}: no such file", file=sys.stderr)
@@ -79,6 +84,12 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.enqueue and args.output:
         print("error: --output needs the batch to run here; leave out --enqueue", file=sys.stderr)
+        return 2
+    try:
+        backend = backend_from_settings()
+        check_base_url(backend.base_url)
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     engine = get_engine()
     mapping = None
@@ -110,7 +121,6 @@ def run(args: argparse.Namespace) -> int:
             print(f"  rejected row {r.row}: {r.reason}", file=sys.stderr)
     else:
         print(f"dataset {ds.id} ({ds.name}) was imported before; reusing it", file=sys.stderr)
-    backend = backend_from_settings()
     is_nli = nli.is_nli(args.method)
     cfg = DCRConfig(
         task=args.task or ds.task,
@@ -188,27 +198,59 @@ def item_lines(engine, batch_id: int) -> list[dict]:
 def run_here(engine, bid: int, backend, *, resume: str) -> int:
     """Run one batch in this process with progress lines on stderr; its exit code (130: interrupted).
 
-    `resume` says how to pick the batch up again after an interruption.
+    `resume` says how to pick the batch up again after an interruption. Ctrl-C or SIGTERM stops the batch at
+    once: results already in are written and every other item goes back to the queue (a second Ctrl-C leaves
+    without that; the next run takes the items back, this process being gone). A full disk ends it with a
+    message, every item not written still to do.
     """
+    from services.errors import is_disk_full
+    from services.jobs import batches
+
     stop = threading.Event()
+    interrupted = threading.Event()
 
     def report() -> None:
         while not stop.wait(2.0):
-            p = batches.progress(engine, bid)
+            try:
+                p = batches.progress(engine, bid)
+            except Exception:  # progress is a courtesy: never let it print a traceback
+                continue
             if p:
                 eta = f", ETA {p.eta_s:.0f} s" if p.eta_s else ""
                 print(f"  {p.finished}/{p.total} done ({p.failed} failed), {p.calls} calls{eta}", file=sys.stderr)
 
+    def on_signal(signum, _frame) -> None:
+        if interrupted.is_set():
+            os._exit(130)
+        interrupted.set()
+        print(f"\n{signal.Signals(signum).name}: stopping (again to leave at once)", file=sys.stderr)
+
+    handlers = {}
+    if threading.current_thread() is threading.main_thread():
+        handlers = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     threading.Thread(target=report, daemon=True).start()
     t = time.perf_counter()
     try:
-        batches.process_batch(engine, bid, backend=backend)
-    except KeyboardInterrupt:
-        batches.request_cancel(engine, bid)
-        print(f"\ncancelled; {resume} (batch {bid})", file=sys.stderr)
-        return 130
+        batches.process_batch(engine, bid, backend=backend, stop=interrupted)
+    except Exception as exc:
+        if is_disk_full(exc):
+            print(f"error: {disk_full_message(exc)}; then {resume} (batch {bid})", file=sys.stderr)
+            return 1
+        if not interrupted.is_set():
+            raise
+        print(f"error on the way out: {type(exc).__name__}: {exc}", file=sys.stderr)
     finally:
         stop.set()
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+    if interrupted.is_set():
+        try:
+            batches.request_cancel(engine, bid)  # cancelled, not left for the workers to pick up
+            batches.settle(engine, bid)
+        except Exception as exc:  # the next run takes the batch up all the same
+            print(f"note: the batch could not be marked cancelled ({type(exc).__name__}: {exc})", file=sys.stderr)
+        print(f"cancelled; {resume} (batch {bid})", file=sys.stderr)
+        return 130
     p = batches.progress(engine, bid)
     assert p is not None
     print(
@@ -217,3 +259,18 @@ def run_here(engine, bid: int, backend, *, resume: str) -> int:
         file=sys.stderr,
     )
     return 0 if p.failed < p.total else 1
+
+
+def disk_full_message(exc: BaseException) -> str:
+    """Which disk is full: the one holding DATA_DIR (or the SQLite file), or the database server's."""
+    from services.config import get_settings
+
+    settings = get_settings()
+    url = settings.resolved_database_url()
+    if not url.startswith("sqlite"):
+        return "the disk of the database server (DATABASE_URL) is full: free space there"
+    path = Path(url.split("///", 1)[-1]).resolve().parent if "///" in url else None
+    data_dir = Path(settings.data_dir).resolve()
+    if path is None or path == data_dir:
+        return f"the disk holding DATA_DIR ({data_dir}) is full: free space there"
+    return f"the disk holding the database ({path}) is full: free space there"

@@ -5,7 +5,9 @@
         [--alpha A] [--beta B] [--rounds N] [--concurrency C] [--evidence]
 
 The file runs as a batch (the app's Batches page); the same command again resumes it. One JSONL line per input
-row; exit 0, 1 when every row failed, 2 with a message on bad input, 130 when interrupted.
+row; exit 0; 1 when every row failed or some item is left unevaluated (the same command again finishes it); 2
+with a message on bad input; 130 when interrupted (Ctrl-C or SIGTERM: the items not finished go back to the
+queue, and a rerun resumes).
 """
 
 from __future__ import annotations
@@ -18,28 +20,27 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from clitools import METHODS, TASKS
+
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Register `evaluate` on cli.py's subparsers."""
-    from services import dcr
-    from services.nli import paradigms as nli
-
     ev = subparsers.add_parser("evaluate", help="evaluate (and optionally improve) reference/candidate pairs")
     ev.add_argument("--input", required=True, help="JSONL or CSV with id, reference, candidate")
     ev.add_argument("--output", required=True, help="JSONL file to write, one line per input row")
-    ev.add_argument("--task", choices=["summarization", "semantic", "custom"], default="summarization")
+    ev.add_argument("--task", choices=TASKS, default="summarization")
     ev.add_argument("--criteria", help="criteria text for --task custom")
     ev.add_argument(
         "--method",
-        choices=[*dcr.METHOD_LABELS, *nli.METHOD_LABELS],
+        choices=METHODS,
         default="dce-amc",
         help="evidence: the offline evidence checker (no model call); summ-nli, sent-nli, qg-qa: the "
         "factual-inconsistency paradigms (verdict only)",
     )
     ev.add_argument("--window", type=int, default=1, help="sent-nli / qg-qa: summary sentences per window (default 1)")
     ev.add_argument("--amc", choices=["llm", "rule"], default="rule", help="converter (default: rule)")
-    ev.add_argument("--alpha", type=float, default=dcr.DEFAULT_ALPHA, help="Eq. 3 alpha (default 0, Appendix C.1)")
-    ev.add_argument("--beta", type=float, default=dcr.DEFAULT_BETA, help="Eq. 3 beta (default 0, Appendix C.1)")
+    ev.add_argument("--alpha", type=float, default=0.0, help="Eq. 3 alpha (default 0, Appendix C.1)")
+    ev.add_argument("--beta", type=float, default=0.0, help="Eq. 3 beta (default 0, Appendix C.1)")
     ev.add_argument("--rounds", type=int, default=0, help="improvement rounds m (default 0: evaluate only)")
     ev.add_argument("--concurrency", type=int, default=None, help="items in flight at once")
     ev.add_argument(
@@ -60,11 +61,25 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 def run(args: argparse.Namespace) -> int:
     """Evaluate a file of pairs through the batch engine and write one JSONL line per row."""
+    from clitools.batch import disk_full_message
+    from services.errors import is_disk_full
+
+    try:
+        return _run(args)
+    except Exception as exc:
+        if not is_disk_full(exc):
+            raise
+        print(f"error: {disk_full_message(exc)}; then run the same command again to resume", file=sys.stderr)
+        return 1
+
+
+def _run(args: argparse.Namespace) -> int:
     from clitools.batch import run_here
     from db.engine import get_engine
     from services import dcr, headless
-    from services.config import backend_from_settings
-    from services.errors import InputError
+    from services.config import backend_from_settings, check_base_url
+    from services.errors import InputError, is_disk_full
+    from services.jobs import batches
     from services.nli import paradigms as nli
 
     if args.task == "custom" and not args.criteria:
@@ -78,7 +93,12 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.embeddings:  # the batch engine's threads read it through Settings
         os.environ["EVIDENCE_EMBEDDINGS_IN_BULK"] = "1"
-    backend = backend_from_settings()
+    try:
+        backend = backend_from_settings()
+        check_base_url(backend.base_url)  # before any batch exists: a bad URL leaves nothing behind
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     if args.concurrency:
         backend = backend.with_changes(concurrency=args.concurrency)
     is_nli = nli.is_nli(args.method)
@@ -111,28 +131,59 @@ def run(args: argparse.Namespace) -> int:
             print(f"{n} item(s) · {evidence.model_name()} · no model call", file=sys.stderr)
         if args.rounds > 0:
             print(f"note: --rounds ignored: {dcr.NO_IMPROVE_REASON}", file=sys.stderr)
+    if prep.note:
+        print(f"note: {prep.note}", file=sys.stderr)
     unread = f"; {len(prep.rejected)} row(s) cannot be read" if prep.rejected else ""
     print(f"batch {prep.batch_id}" + (" resumed" if prep.resumed else "") + unread, file=sys.stderr)
     started = time.perf_counter()
-    if prep.pending and run_here(engine, prep.batch_id, backend, resume="run the same command again to resume") == 130:
-        return 130
-    failed = 0
-    out_path = Path(args.output)
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    with out_path.open("w", encoding="utf-8") as out:
-        from services.dcr import evidence
+    if prep.pending:
+        code = run_here(engine, prep.batch_id, backend, resume="run the same command again to resume")
+        if code == 130 or (code == 1 and _left(batches, engine, prep.batch_id)):
+            return code  # interrupted, or stopped by a full disk: nothing to write yet
+    if args.evidence:
+        from services.dcr import evidence  # numpy and the checker load only when evidence is asked for
 
         with evidence.bulk(args.embeddings or None):
-            lines = list(headless.output_lines(engine, prep, with_evidence=args.evidence))
-        for line in lines:
-            out.write(json.dumps(line, ensure_ascii=False) + "\n")
-            if line.get("error"):
-                failed += 1
-                if failed <= 20:
-                    print(f"{line['id']}: {line['error']}", file=sys.stderr)
+            lines = list(headless.output_lines(engine, prep, with_evidence=True))
+    else:
+        lines = list(headless.output_lines(engine, prep))
+    out_path = Path(args.output)
+    try:
+        out_path.parent.mkdir(parents=True, exist_ok=True)
+        with out_path.open("w", encoding="utf-8") as out:
+            for line in lines:
+                out.write(json.dumps(line, ensure_ascii=False) + "\n")
+    except OSError as exc:
+        why = f"the disk holding {out_path.resolve().parent} is full" if is_disk_full(exc) else f"{exc}"
+        print(
+            f"error: cannot write {out_path}: {why}; the results are kept: the same command again writes them "
+            f"(batch {prep.batch_id})",
+            file=sys.stderr,
+        )
+        return 1
+    failed = 0
+    for line in lines:
+        if line.get("error"):
+            failed += 1
+            if failed <= 20:
+                print(f"{line['id']}: {line['error']}", file=sys.stderr)
     if failed > 20:
         print(f"... and {failed - 20} more with errors", file=sys.stderr)
     print(
         f"wrote {out_path} ({n} lines, {failed} with errors) in {time.perf_counter() - started:.1f} s", file=sys.stderr
     )
+    left = _left(batches, engine, prep.batch_id)
+    if left:
+        print(
+            f"error: {left} item(s) not evaluated (another process holds them, or the run stopped early); "
+            "run the same command again to finish them",
+            file=sys.stderr,
+        )
+        return 1
     return 1 if failed == n else 0
+
+
+def _left(batches, engine, batch_id: int) -> int:
+    """Items of the batch still to evaluate (pending, or running in some process)."""
+    p = batches.progress(engine, batch_id)
+    return 0 if p is None else p.pending + p.running

@@ -217,6 +217,23 @@ def release_items_of_dead_workers(*, session: Session, since: datetime) -> int:
     ).rowcount
 
 
+def claim_holders(*, conn: Connection, batch_id: int) -> list[str]:
+    """The workers that hold running items of a batch."""
+    q = select(BatchItem.worker).where(BatchItem.batch_id == batch_id, BatchItem.status == "running").distinct()
+    return [w for w in conn.execute(q).scalars() if w]
+
+
+def release_claims(*, conn: Connection, batch_id: int, workers: list[str]) -> int:
+    """Return to the queue the running items of a batch that these workers hold; how many."""
+    if not workers:
+        return 0
+    return conn.execute(
+        update(BatchItem)
+        .where(BatchItem.batch_id == batch_id, BatchItem.status == "running", BatchItem.worker.in_(workers))
+        .values(status="pending", worker=None, updated_at=utcnow())
+    ).rowcount
+
+
 def unattended(*, session: Session, since: datetime, enqueued_before: datetime) -> list[int]:
     """Batches with items pending and nobody on them: no item running, none touched since `since`, and not
     handed to the queue since `enqueued_before` (a busy queue may simply not have reached them yet)."""
@@ -435,10 +452,17 @@ def output_rows(*, conn: Connection, batch_id: int, after_idx: int, limit: int) 
 
 def same_configuration(*, conn: Connection, dataset_id: int, name_prefix: str, match: dict[str, Any]) -> list[Row]:
     """Batches over a dataset named with `name_prefix`, queued, running or cancelled, whose columns equal
-    `match`, newest first: (id, window, sample, repeat group, params)."""
+    `match`, newest first: (id, window, sample, repeat group, params, base URL)."""
     return list(
         conn.execute(
-            select(Batch.id, BatchOptions.window, BatchOptions.sample, BatchOptions.repeat_group, Batch.params)
+            select(
+                Batch.id,
+                BatchOptions.window,
+                BatchOptions.sample,
+                BatchOptions.repeat_group,
+                Batch.params,
+                Batch.base_url,
+            )
             .outerjoin(BatchOptions, BatchOptions.batch_id == Batch.id)
             .where(
                 Batch.dataset_id == dataset_id,

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
+import ast
 import logging
+import re
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from alembic import command
-from alembic.config import Config
-from sqlalchemy import Table, event
+from sqlalchemy import Table, event, inspect, text
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.pool import StaticPool
 from sqlalchemy.sql.dml import Insert
@@ -70,19 +70,76 @@ def driver_url(url: str) -> str:
     return url
 
 
-def alembic_config(engine: Engine) -> Config:
+def alembic_config(engine: Engine):
+    """Alembic's configuration for the migrations of db/migrations, on `engine`."""
+    from alembic.config import Config  # loaded only when a schema is checked or upgraded
+
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS))
     cfg.attributes["engine"] = engine
     return cfg
 
 
+# The key of the PostgreSQL advisory lock that one process at a time holds while it upgrades the schema.
+MIGRATION_LOCK = 0x436F6E7353747564  # "ConsStud"
+
+
 def upgrade(engine: Engine, revision: str = "heads") -> None:
-    """Bring the database to `revision`; a database made by any earlier version keeps its data."""
+    """Bring the database to `revision`; a database made by any earlier version keeps its data.
+
+    Processes that start together (workers, the app, cli.py) upgrade one at a time: each takes a database
+    lock first (PostgreSQL: an advisory lock held to the end of the transaction; SQLite: the write lock of
+    BEGIN IMMEDIATE, waited on with the busy timeout), so the next one finds the schema current.
+    """
+    if revision == "heads" and _is_current(engine):
+        return  # nothing to do: no lock taken, and Alembic is not even loaded
+    from alembic import command
+
     with engine.begin() as conn:
+        if conn.dialect.name == "postgresql":
+            conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
+        elif conn.dialect.name == "sqlite":
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
         cfg = alembic_config(engine)
         cfg.attributes["connection"] = conn
         command.upgrade(cfg, revision)
+
+
+_ASSIGNMENT = re.compile(r"^(revision|down_revision)\s*(?::[^=]*)?=\s*(.+?)\s*$", re.M)
+
+
+def script_heads() -> set[str] | None:
+    """The head revisions of db/migrations/versions, read from the files' `revision` and `down_revision`
+    lines without loading Alembic (None when a file does not say them plainly: Alembic decides then)."""
+    revisions: set[str] = set()
+    downs: set[str] = set()
+    for path in (MIGRATIONS / "versions").glob("*.py"):
+        found = dict((m[1], m[2]) for m in _ASSIGNMENT.finditer(path.read_text(encoding="utf-8")))
+        try:
+            rev = ast.literal_eval(found["revision"])
+            down = ast.literal_eval(found.get("down_revision", "None"))
+        except (KeyError, ValueError, SyntaxError):
+            return None
+        if not isinstance(rev, str):
+            return None
+        revisions.add(rev)
+        downs.update([down] if isinstance(down, str) else list(down or ()))
+    return (revisions - downs) or None
+
+
+def _is_current(engine: Engine) -> bool:
+    """Whether the database is at the head revisions already (read without a lock)."""
+    heads = script_heads()
+    if heads is None:
+        return False
+    try:
+        with engine.connect() as conn:
+            if not inspect(conn).has_table("alembic_version"):
+                return False
+            stamped = set(conn.execute(text("SELECT version_num FROM alembic_version")).scalars())
+    except Exception:  # not readable yet: the upgrade will say why
+        return False
+    return stamped == heads
 
 
 def dialect_insert(conn):

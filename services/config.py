@@ -8,10 +8,12 @@ import tomllib
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from services.errors import InputError
 from services.redact import redact_url
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -221,6 +223,27 @@ def backend_from_record(
     if base_url and own and own != base_url and redact_url(own) == base_url:
         base_url = own
     return BackendConfig(kind="openai", base_url=base_url, model=model, api_key=s.llm_api_key, **kw)
+
+
+def check_base_url(url: str | None, *, name: str = "LLM_BASE_URL") -> None:
+    """Raise InputError, saying what is wrong, unless `url` is an http(s) URL with a host and a valid port."""
+    if not url:
+        return
+    shown = redact_url(url)
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port
+    except ValueError as exc:
+        reason = str(exc)
+        if "Port" in reason or "port" in reason:
+            reason = "its port must be a number from 1 to 65535"
+        raise InputError(f"{name} {shown!r} is not a valid URL: {reason}.") from None
+    if parts.scheme not in ("http", "https"):
+        raise InputError(f"{name} {shown!r} must start with http:// or https:// (e.g. http://127.0.0.1:8000/v1).")
+    if not parts.hostname:
+        raise InputError(f"{name} {shown!r} names no host (e.g. http://127.0.0.1:8000/v1).")
+    if port == 0:
+        raise InputError(f"{name} {shown!r} is not a valid URL: its port must be a number from 1 to 65535.")
 
 
 def backend_from_settings(settings: Settings | None = None) -> BackendConfig:

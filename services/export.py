@@ -18,16 +18,23 @@ import pandas as pd
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
+def _formula_like(value: str) -> bool:
+    """Text that is a formula, or one behind single quotes: the quote `neutralise` adds must be told apart
+    from quotes the text had, so text such as '=x gets one more and comes back as it was."""
+    return value.lstrip("'").startswith(FORMULA_STARTS)
+
+
 def neutralise(value: Any) -> Any:
-    """The value, with a leading single quote if it is text a spreadsheet would read as a formula."""
-    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+    """The value, with a leading single quote if it is text a spreadsheet would read as a formula (or such
+    text already behind quotes of its own)."""
+    if isinstance(value, str) and _formula_like(value):
         return "'" + value
     return value
 
 
 def restore(value: Any) -> Any:
     """A cell read back from one of these CSVs, without the quote `neutralise` put before it."""
-    if isinstance(value, str) and value.startswith("'") and value[1:].startswith(FORMULA_STARTS):
+    if isinstance(value, str) and value.startswith("'") and _formula_like(value):
         return value[1:]
     return value
 

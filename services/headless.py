@@ -11,6 +11,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from sqlalchemy.engine import Engine
 
@@ -37,6 +38,7 @@ class Prepared:
     n_items: int
     pending: int
     rejected: list[datasets.RejectedRow]
+    note: str | None = None  # why an unfinished batch of the same file was not resumed
 
 
 def table_format(path: Path) -> str:
@@ -73,10 +75,13 @@ def prepare(
     except InputError as exc:
         raise InputError(f"{path}: {exc} Each row needs id, reference and candidate.") from None
     rejected = result.rejected if result is not None else datasets.rejected_rows(engine, saved.id)
-    bid = _unfinished(engine, saved.id, backend, cfg, window)
+    bid, note = _unfinished(engine, saved.id, backend, cfg, window)
     resumed = bid is not None
     if bid is not None:
-        batches.recover(engine)  # items claimed by a run that was killed go back to the queue
+        # Items claimed by a run that is gone go back to the queue: at once for a process of this machine
+        # that no longer runs (interrupted, killed), after the stale limit for a silent worker elsewhere.
+        batches.release_gone(engine, bid, active=batches.active_batches)
+        batches.recover(engine)
     else:
         bid = batches.create_batch(
             engine,
@@ -91,7 +96,7 @@ def prepare(
             _refuse_what_the_embedded_model_cannot_read(engine, bid, backend)
     pending = batches.reopen(engine, bid)  # a batch with nothing left to send is done here
     n = batches.batch_public(engine, bid).n_items
-    return Prepared(bid, resumed=resumed, n_items=int(n), pending=pending, rejected=rejected)
+    return Prepared(bid, resumed=resumed, n_items=int(n), pending=pending, rejected=rejected, note=note)
 
 
 def _refuse_what_the_embedded_model_cannot_read(engine: Engine, batch_id: int, backend: BackendConfig) -> None:
@@ -109,8 +114,11 @@ def _refuse_what_the_embedded_model_cannot_read(engine: Engine, batch_id: int, b
             db_batches.fail_items(conn=conn, errors=refused)
 
 
-def _unfinished(engine: Engine, dataset_id: int, backend: BackendConfig, cfg: dcr.DCRConfig, window: int) -> int | None:
-    """The newest headless batch over this dataset with the same configuration that has work left."""
+def _unfinished(
+    engine: Engine, dataset_id: int, backend: BackendConfig, cfg: dcr.DCRConfig, window: int
+) -> tuple[int | None, str | None]:
+    """The newest headless batch over this dataset with the same configuration and endpoint that has work
+    left; else None and, when one differs only by its endpoint, a note that names both endpoints."""
     is_nli = nli.is_nli(cfg.method)
     recorded = method_config(backend, cfg.method, window) if is_nli else recorded_config(backend, cfg)
     match = {
@@ -124,11 +132,27 @@ def _unfinished(engine: Engine, dataset_id: int, backend: BackendConfig, cfg: dc
     }
     with engine.connect() as conn:
         rows = db_batches.same_configuration(conn=conn, dataset_id=dataset_id, name_prefix=NAME_PREFIX, match=match)
-    for bid, w, sample, group, params in rows:
+    other = None
+    for bid, w, sample, group, params, base_url in rows:
         same_eq3 = is_nli or batches.eq3_of(params) == batches.eq3_params(cfg)
         if (w or 1) == window and not sample and group is None and same_eq3:
-            return int(bid)
-    return None
+            if _endpoint(base_url) == _endpoint(recorded["base_url"]):
+                return int(bid), None
+            other = other or (
+                f"batch {bid} over this file with the same settings used {base_url or 'the embedded model'}; "
+                f"this run uses {recorded['base_url'] or 'the embedded model'}, so it starts a new batch "
+                "(answers from two servers are never mixed in one batch)"
+            )
+    return None, other
+
+
+def _endpoint(url: str | None) -> str | None:
+    """A base URL as recorded (credentials removed), compared without case in the scheme and host and without
+    a trailing slash."""
+    if not url:
+        return None
+    parts = urlsplit(url.rstrip("/"))
+    return urlunsplit((parts.scheme.lower(), parts.netloc.lower(), parts.path, parts.query, ""))
 
 
 # -- results as output lines --------------------------------------------------------------------

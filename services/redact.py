@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import re
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 REDACTED = "[redacted]"
 
@@ -47,6 +47,17 @@ def redact_url(url: str | None) -> str | None:
         pairs = parse_qsl(query, keep_blank_values=True)
         query = urlencode([(k, v) for k, v in pairs if not is_secret_name(k)])
     return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
+
+
+def split_userinfo(url: str) -> tuple[str, str | None]:
+    """The URL without its user info, and the credential that was in it: the password, or with none the user
+    name (as in https://KEY@host). A URL without user info comes back unchanged, with None."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url, None
+    host = parts.netloc.rsplit("@", 1)[1]
+    secret = unquote(parts.password or parts.username or "") or None
+    return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment)), secret
 
 
 def url_secrets(url: str | None) -> list[str]:

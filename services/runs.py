@@ -16,7 +16,6 @@ from db.models import MethodResultPublic, RunCreate
 from db.usage import save_usage
 from services import dcr
 from services.config import BackendConfig, get_settings
-from services.dcr import evidence
 from services.errors import InputError
 from services.llm import UsageLedger, get_client
 from services.nli import paradigms as nli
@@ -29,11 +28,17 @@ Progress = Callable[[str], None]
 PROMPT_OVERHEAD_TOKENS = 450
 
 
+def _evidence_model() -> str:
+    from services.dcr import evidence  # numpy and the checker load only for a run that uses it
+
+    return evidence.model_name()
+
+
 def recorded_config(backend: BackendConfig, cfg: dcr.DCRConfig) -> dict:
     """What a run or batch records of its backend and prompts (never the key)."""
     return {
         "backend_kind": backend.kind,
-        "model": backend.model if cfg.uses_model else evidence.model_name(),
+        "model": backend.model if cfg.uses_model else _evidence_model(),
         "base_url": None if backend.is_embedded or not cfg.uses_model else backend.public_url,
         "params": {k: v for k, v in backend.public().items() if k not in ("base_url", "model", "kind")},
         "prompt_versions": cfg.prompt_versions(),

@@ -15,11 +15,12 @@ import io
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Literal
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any, Literal
 
 from services.errors import InputError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 TableFormat = Literal["jsonl", "csv", "tsv"]
 # (line or array position, the row as a dict, or None with the reason it cannot be read)
@@ -180,6 +181,8 @@ def read_frame(source: Path | bytes | str, name: str | None = None, *, fmt: Tabl
     """A whole table as a DataFrame indexed by the line each row starts on, column names in lower case and
     text values stripped of surrounding spaces; an empty file gives an empty frame. InputError as for
     `read_rows`."""
+    import pandas as pd  # only here: reading rows for a command-line import need not wait for pandas
+
     if isinstance(source, Path):
         name = name or str(source)
         source = read_file(source)

@@ -7,6 +7,7 @@ import json
 import logging
 
 import pytest
+from pydantic import SecretStr
 
 import cli
 from db.engine import get_engine
@@ -92,3 +93,24 @@ def test_an_error_message_never_shows_the_url_credentials():
     assert KEY not in backend.label and KEY not in json.dumps(backend.public())
     ok, message = get_client(backend).test_connection()
     assert not ok and "127.0.0.1:9" in message and KEY not in message
+
+
+@pytest.mark.parametrize(
+    ("userinfo", "api_key", "bearer"),
+    [
+        (f"studio:{KEY}@", None, KEY),  # no key set: the URL's password is the key
+        (f"{KEY}@", None, KEY),  # https://KEY@host: the user name is the key
+        (f"studio:{KEY}@", "Set-key-" + "s" * 20, "Set-key-" + "s" * 20),  # a key that is set wins
+    ],
+    ids=["password", "user-name", "api-key-set"],
+)
+def test_url_credentials_go_out_as_the_bearer_key_never_as_basic_auth(fake, userinfo, api_key, bearer):
+    fake.enqueue_json({"reasons": []})
+    url = fake.base_url.replace("http://", f"http://{userinfo}")
+    key = SecretStr(api_key) if api_key else None
+    backend = BackendConfig(kind="openai", base_url=url, model="fake-model", api_key=key, max_retries=0)
+    res = get_client(backend).chat_text([{"role": "user", "content": "hi"}], prompt_version="t@1", stage="dce")
+    assert res.ok, res.error
+    sent = fake.request_headers[-1]
+    assert sent["authorization"] == f"Bearer {bearer}"
+    assert not any(v.lower().startswith("basic") for v in sent.values())

@@ -5,8 +5,6 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-import numpy as np
-
 from services.text import similarity
 
 ALIGN_THRESHOLD = 0.55
@@ -62,7 +60,8 @@ def align(
     position), so a paraphrased quote still keeps its reason with its sentence. Without quotes and with as
     many items as sentences, position decides, as the prompt asks for one entry per sentence in order.
     """
-    from scipy.optimize import linear_sum_assignment  # loaded up front by preload() in batches
+    import numpy as np  # with scipy: loaded by preload() while a batch's first requests are on their way
+    from scipy.optimize import linear_sum_assignment
 
     k = len(sentences)
     reasons = list(reasons) if reasons is not None else [""] * len(items)

@@ -22,7 +22,7 @@ from services.llm.cache import ResponseCache, cache_key
 from services.llm.errors import BackendError, describe_error, retry_after
 from services.llm.parsing import is_cut_off, loads_lenient, try_parse
 from services.llm.records import CallRecord, CallResult, UsageLedger
-from services.redact import redact_url
+from services.redact import redact_url, split_userinfo
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +38,12 @@ RETRY_PROMPT = (
     "Your previous answer could not be read as the JSON format requested ({problem}). "
     "Reply again with only the JSON, nothing before or after it."
 )
+
+
+def names_the_format(exc: openai.APIStatusError) -> bool:
+    """Whether a refusal says it is about the requested output format (response_format, a JSON schema)."""
+    said = f"{getattr(exc, 'message', '')} {getattr(exc, 'body', '')}".lower()
+    return any(w in said for w in ("response_format", "response format", "json_schema", "schema"))
 
 
 @dataclass
@@ -117,10 +123,14 @@ class LLMClient:
         return shards[idx]
 
     def _new_sdk(self) -> openai.OpenAI:
+        # Credentials in the base URL (http://user:KEY@host/v1) are never sent as Basic auth (the HTTP client
+        # would, and OpenAI-compatible servers expect a Bearer key): the URL goes out without them, and they
+        # are the key when no key is set (LLM_API_KEY or OPENAI_API_KEY wins over them).
+        url, url_key = split_userinfo(self.base_url)
         key = self.backend.api_key.get_secret_value() if self.backend.api_key else ""
         return openai.OpenAI(
-            base_url=self.base_url,
-            api_key=key or "not-needed",
+            base_url=url,
+            api_key=key or url_key or "not-needed",
             timeout=openai.Timeout(self.backend.timeout, connect=min(10.0, self.backend.timeout)),
             max_retries=self.backend.max_retries,
             # counts every HTTP request, including the SDK's own retries, for the usage ledger
@@ -214,18 +224,27 @@ class LLMClient:
         known = self._known_mode()
         modes = list(MODES[MODES.index(self._start_mode()) :]) if schema is not None else ["text"]
         last: BackendError | None = None
-        for i, mode in enumerate(modes):
+        i, strikes = 0, 0
+        while i < len(modes):
+            mode = modes[i]
             self._sent.n = 0
             probe = schema is not None and known is None and mode == "json_schema"
             try:
                 reply = self._request(messages, schema, mode, temperature, probe=probe)
             except (openai.BadRequestError, openai.UnprocessableEntityError, openai.InternalServerError) as exc:
                 last = describe_error(exc, self.backend, self.public_url)
+                if probe and not names_the_format(exc) and strikes == 0:
+                    # One refusal that does not name the format may be a passing fault: ask again before
+                    # taking json_schema for unsupported (for the rest of the process).
+                    strikes += 1
+                    log.info("json_schema probe failed (%s); asking once more before stepping down", exc)
+                    continue
                 # A 500 means "unsupported" only for the json_schema probe; elsewhere it is a failing server.
                 unsupported = not isinstance(exc, openai.InternalServerError) or probe
                 if mode == "text" or i == len(modes) - 1 or not unsupported:
                     raise last from exc
                 log.info("server refused response_format=%s (%s); trying the next mode", mode, exc)
+                i, strikes = i + 1, 0
                 continue
             except openai.OpenAIError as exc:
                 raise describe_error(exc, self.backend, self.public_url) from exc

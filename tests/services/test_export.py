@@ -26,6 +26,15 @@ def test_a_formula_like_text_cell_gets_a_leading_quote_and_comes_back(value):
     assert restore(neutralise(value)) == value
 
 
+@pytest.mark.parametrize("value", ["'=1+1", "''=SUM(A1)", "'+1", "'-x", "'@me", "'quoted", "a'=b"])
+def test_text_that_already_starts_with_a_quote_survives_export_and_import(value):
+    """Text such as '=1+1 was written as is and read back without its quote: now it gets one more."""
+    text = records_csv([{"note": value}], ["note"])
+    (read,) = [restore(row["note"]) for row in csv.DictReader(io.StringIO(text))]
+    assert read == value
+    assert restore(neutralise(value)) == value
+
+
 def test_plain_text_numbers_and_missing_values_are_left_alone():
     for v in ("plain", "", "a=b", "'quoted already", 3, -1.5, None):
         assert neutralise(v) == v

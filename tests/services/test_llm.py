@@ -236,9 +236,40 @@ def test_500_on_every_mode_gives_up_and_remembers_no_mode(backend):
         client = get_client(backend.with_changes(base_url=fake.base_url, max_retries=0))
         res = ask(client)
         assert res.value is None and "500" in res.error
-        # The json_schema probe's 500 steps down once; a second 500 is a failing server, not a refusal.
-        assert modes(fake) == ["json_schema", "json_object_schema"]
+        # The json_schema probe is asked twice, then steps down once; a 500 there is a failing server.
+        assert modes(fake) == ["json_schema", "json_schema", "json_object_schema"]
         assert services.llm.client._mode_memory == {}
+
+
+def test_one_500_on_the_first_structured_request_is_not_taken_for_an_unsupported_format(fake, client):
+    fake.enqueue_status(500, {"error": {"message": "upstream worker restarted"}})
+    fake.enqueue_json({"answer": 1})
+    fake.enqueue_json({"answer": 2})
+    assert ask(client).value.answer == 1
+    assert modes(fake) == ["json_schema", "json_schema"]  # asked again, in the same format
+    assert services.llm.client._mode_memory[(fake.base_url, "fake-model")] == "json_schema"
+    assert ask(client, messages=[{"role": "user", "content": "again"}]).value.answer == 2
+    assert modes(fake)[-1] == "json_schema"
+
+
+def test_a_refusal_that_names_the_format_steps_down_at_once_and_repeated_500s_do_too(backend):
+    answers = iter([Reply(status=500, body={"error": {"message": "busy"}})] * 2)
+
+    def respond(body):
+        if body.get("response_format", {}).get("type") == "json_schema":
+            return next(answers)
+        return json.dumps({"answer": 5})
+
+    with FakeOpenAIServer(responder=respond) as fake:
+        client = get_client(backend.with_changes(base_url=fake.base_url, max_retries=0))
+        assert ask(client).value.answer == 5
+        assert modes(fake) == ["json_schema", "json_schema", "json_object_schema"]  # two in a row: evidence
+        assert services.llm.client._mode_memory[(fake.base_url, "fake-model")] == "json_object_schema"
+    services.llm.client._mode_memory.clear()
+    with FakeOpenAIServer(reject_json_schema=True) as fake:  # "Unsupported response_format type"
+        fake.enqueue_json({"answer": 6})
+        assert ask(get_client(backend.with_changes(base_url=fake.base_url))).value.answer == 6
+        assert modes(fake) == ["json_schema", "json_object_schema"]
 
 
 def test_stall_past_timeout_is_a_timeout_error(fake, backend):

@@ -15,6 +15,8 @@ from services.jobs.batches.claims import (
     joinable,
     live_workers,
     recover,
+    release_gone,
+    release_own,
 )
 from services.jobs.batches.create import (
     JOBS,
@@ -31,7 +33,7 @@ from services.jobs.batches.create import (
 )
 from services.jobs.batches.items import ItemInput, load_inputs, process_item, process_nli_item, round_record
 from services.jobs.batches.status import Progress, batch_public, items_frame, list_batches, progress
-from services.jobs.batches.work import RunStats, active_batches, backend_for, process_batch, worker_endpoints
+from services.jobs.batches.work import RunStats, active_batches, backend_for, process_batch, settle, worker_endpoints
 
 __all__ = [
     "JOBS",
@@ -64,9 +66,12 @@ __all__ = [
     "process_nli_item",
     "progress",
     "recover",
+    "release_gone",
+    "release_own",
     "reopen",
     "request_cancel",
     "round_record",
+    "settle",
     "worker_endpoints",
 ]
 

@@ -8,8 +8,11 @@ items returned to the queue by `recover`.
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import threading
 import time
+from collections.abc import Callable
 from datetime import timedelta
 
 from sqlalchemy.engine import Engine
@@ -47,6 +50,54 @@ def recover(engine: Engine, *, stale_after: timedelta | None = None) -> list[int
             db_batches.set_enqueued(conn=session.connection(), batch_ids=with_pending)
         session.commit()
     return with_pending
+
+
+def release_own(engine: Engine, batch_id: int, wid: str) -> int:
+    """Return to the queue the items of a batch that worker `wid` still holds (it is leaving); how many."""
+    with engine.begin() as conn:
+        return db_batches.release_claims(conn=conn, batch_id=batch_id, workers=[wid])
+
+
+def pid_running(pid: int) -> bool:
+    """Whether a process with this pid runs on this machine."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # it runs, as another user
+        return True
+    except OSError:
+        return True  # cannot tell: count it as running (its heartbeat decides)
+    return True
+
+
+def release_gone(engine: Engine, batch_id: int, *, active: Callable[[], set[int]] | None = None) -> int:
+    """Return to the queue the items of a batch held by processes of this machine that no longer run.
+
+    A claim names its worker as host:pid, so on the same host a process that is gone (interrupted, killed)
+    gives its items back at once instead of after the stale limit. This process's own claims count as gone
+    when it is not working on the batch (`active`: the batches it is working on). Workers on other machines
+    keep their items until their heartbeat goes stale (`recover`).
+    """
+    host, me = socket.gethostname(), os.getpid()
+    with engine.connect() as conn:
+        holders = db_batches.claim_holders(conn=conn, batch_id=batch_id)
+    gone = []
+    for wid in holders:
+        h, _, pid = wid.rpartition(":")
+        if h != host or not pid.isdigit():
+            continue
+        if int(pid) == me:
+            if active is None or batch_id not in active():
+                gone.append(wid)
+        elif not pid_running(int(pid)):
+            gone.append(wid)
+    if not gone:
+        return 0
+    with engine.begin() as conn:
+        n = db_batches.release_claims(conn=conn, batch_id=batch_id, workers=gone)
+    log.info("batch %s: %d item(s) of processes that are gone (%s) back in the queue", batch_id, n, ", ".join(gone))
+    return n
 
 
 def joinable(engine: Engine) -> list[int]:
@@ -102,6 +153,10 @@ class Leases:
     def add(self, claimed: dict[int, int]) -> None:
         with self._lock:
             self._held.update(claimed)
+
+    def held(self) -> list[int]:
+        with self._lock:
+            return list(self._held)
 
     def attempt(self, batch_item_id: int) -> int | None:
         with self._lock:

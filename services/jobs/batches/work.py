@@ -25,9 +25,9 @@ from db import batches as db_batches
 from db.cache import BufferedSqlCache
 from db.models import Batch, BatchPublic
 from services import dcr
-from services.config import BackendConfig, backend_from_record, get_settings
+from services.config import BackendConfig, backend_from_record, check_base_url, get_settings
 from services.errors import InputError
-from services.jobs.batches.claims import LeaseLost, Leases, claim_leases
+from services.jobs.batches.claims import LeaseLost, Leases, claim_leases, release_own
 from services.jobs.batches.create import JOBS, eq3_of, summ_nli_range
 from services.jobs.batches.items import ItemInput, load_inputs, process_item
 from services.jobs.runner import heartbeat_period, worker_id
@@ -99,7 +99,11 @@ def _process_batch(
     on_progress: Callable[[int], None] | None = None,
     stop: threading.Event | None = None,
 ) -> RunStats:
-    """Work on a batch until nothing is left to claim (or it is cancelled); safe to run on many workers."""
+    """Work on a batch until nothing is left to claim (or it is cancelled); safe to run on many workers.
+
+    When `stop` is set the worker leaves at once: results already in are written, and the items in flight
+    go back to the queue (the same happens when an error ends the loop).
+    """
     wid = wid or worker_id()
     stats = RunStats()
     t0 = time.perf_counter()
@@ -122,14 +126,20 @@ def _process_batch(
         window, sample = (opts.window, opts.sample) if opts is not None else (1, 0)
         backend = backend or backend_for(b)
         concurrency = max(1, b.concurrency)
+        endpoints = worker_endpoints(backend)
+        for e in endpoints:  # a URL that cannot be used stops here, the batch not marked running
+            if not e.is_embedded:
+                check_base_url(e.base_url, name="The batch's base URL")
         db_batches.mark_running(session=session, batch=b)
         session.commit()
     cache = BufferedSqlCache(engine, backend.model)
-    clients = [get_client(b, cache=cache, sample=sample) for b in worker_endpoints(backend)]
+    clients = [get_client(b, cache=cache, sample=sample) for b in endpoints]
+    preloading = None
     if cfg.uses_model:
         for c in clients:
             c.sdk()  # build the HTTP clients before the threads start
-        dcr.preload()
+        # What reading an answer needs loads while the first requests are on their way, not before them.
+        preloading = threading.Thread(target=dcr.preload, name=f"batch{batch_id}-preload", daemon=True)
     turn = itertools.count()
     leases = Leases(engine, wid)
     leases.beat()
@@ -176,9 +186,14 @@ def _process_batch(
         if written and on_progress:
             on_progress(len(written))
 
-    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix=f"batch{batch_id}") as pool:
+    pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix=f"batch{batch_id}")
+    leaving = False
+    try:
         exhausted = False
         while True:
+            if stop is not None and stop.is_set():
+                leaving = True  # leave at once: what is in flight goes back to the queue below
+                break
             # Keep between one and two rounds of work queued; claim in large chunks (few transactions).
             if not cancelled and not exhausted and len(inflight) <= concurrency:
                 ids = claim_leases(engine, batch_id, wid, concurrency * 2 - len(inflight))
@@ -187,6 +202,8 @@ def _process_batch(
                 leases.add(ids)
                 for item in load_inputs(engine, list(ids)):
                     inflight.add(pool.submit(run, item))
+                if preloading is not None and preloading.ident is None:  # not started yet
+                    preloading.start()
             if not inflight:
                 break
             done, inflight = wait(inflight, timeout=FLUSH_EVERY, return_when=FIRST_COMPLETED)
@@ -198,17 +215,39 @@ def _process_batch(
             if now - last_beat >= beat_every:
                 leases.beat()
                 last_beat = now
-            if now - last_cancel_check >= 1.0 or (stop is not None and stop.is_set()):
+            if now - last_cancel_check >= 1.0:
                 last_cancel_check = now
-                cancelled = JOBS.cancel_requested(engine, batch_id) or (stop is not None and stop.is_set())
+                cancelled = JOBS.cancel_requested(engine, batch_id)
         flush()
-    _settle(engine, batch_id)
+    except BaseException:
+        leaving = True
+        _give_back(engine, batch_id, wid, leases)  # every item not written can be claimed again
+        raise
+    finally:
+        # Leaving early, the requests in flight are not waited for: their items go back to the queue and
+        # their threads find the lease gone at their next request.
+        pool.shutdown(wait=not leaving, cancel_futures=leaving)
+    _give_back(engine, batch_id, wid, leases)
+    settle(engine, batch_id)
     stats.seconds = time.perf_counter() - t0
     log.info("batch %s: %s leaves it (%d item(s) written, %d failed)", batch_id, wid, stats.processed, stats.failed)
     return stats
 
 
-def _settle(engine: Engine, batch_id: int) -> None:
+def _give_back(engine: Engine, batch_id: int, wid: str, leases: Leases) -> None:
+    """Return to the queue the items this worker claimed and did not write (none after a full run)."""
+    held = leases.held()
+    leases.release(held)
+    try:
+        n = release_own(engine, batch_id, wid)
+    except Exception as exc:  # the database may be full or away: the next run takes the items back (release_gone)
+        log.warning("batch %s: could not return %s's items to the queue (%s)", batch_id, wid, exc)
+        return
+    if n:
+        log.info("batch %s: %d unfinished item(s) of %s back in the queue", batch_id, n, wid)
+
+
+def settle(engine: Engine, batch_id: int) -> None:
     """Mark the batch done or cancelled once no item is pending or running."""
     with Session(engine) as session:
         db_batches.settle(session=session, batch_id=batch_id)

@@ -1,0 +1,89 @@
+"""cli.py starts at once: help and argument errors load no subcommand's services, and a database at the current
+schema opens without Alembic. What a process loaded is read from its sys.modules, never from a clock."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from clitools import METHODS, TASKS
+
+ROOT = Path(__file__).resolve().parents[1]
+HEAVY = ("openai", "scipy", "alembic", "services.dcr", "pandas", "sqlalchemy", "torch")
+
+# Runs cli.py as `python cli.py ARGS` would, then prints the modules it loaded and its exit code.
+PROBE = """
+import json, runpy, sys
+sys.argv = ["cli.py", *json.loads(sys.argv[1])]
+code = 0
+try:
+    runpy.run_path("cli.py", run_name="__main__")
+except SystemExit as exc:
+    code = exc.code
+print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
+"""
+
+
+def loaded_by(*args: str) -> tuple[int, set[str], str]:
+    env = os.environ | {"PYTHONPATH": str(ROOT)}
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE, json.dumps(list(args))], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    return out["code"], set(out["modules"]), proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("--help",), ("evaluate", "--help"), ("batch", "--help"), ("evaluate", "--input", "x.jsonl"), ("nosuch",)],
+    ids=["help", "evaluate-help", "batch-help", "evaluate-missing-output", "unknown-command"],
+)
+def test_help_and_argument_errors_load_none_of_the_services(args):
+    code, modules, out = loaded_by(*args)
+    assert code == (0 if "--help" in args else 2), out
+    heavy = sorted(m for m in modules if m.startswith(HEAVY))
+    assert not heavy, heavy
+
+
+def test_the_overall_help_lists_every_subcommand():
+    import cli
+
+    text = cli.build_parser(["--help"]).format_help()
+    for name, line in cli.SUBCOMMANDS.items():
+        assert name in text and line[:40] in " ".join(text.split())
+
+
+def test_the_parser_choices_are_the_services_own_names():
+    from services import dcr
+    from services.nli import paradigms as nli
+
+    assert list(METHODS) == [*dcr.METHOD_LABELS, *nli.METHOD_LABELS]
+    assert list(TASKS) == list(dcr.TASK_LABELS)
+    assert dcr.DEFAULT_ALPHA == 0.0 and dcr.DEFAULT_BETA == 0.0  # the defaults `evaluate` writes out
+
+
+def test_the_heads_read_from_the_files_are_alembics(tmp_path):
+    from alembic.script import ScriptDirectory
+
+    from db.engine import alembic_config, make_engine, script_heads
+
+    engine = make_engine("sqlite://")
+    try:
+        assert script_heads() == set(ScriptDirectory.from_config(alembic_config(engine)).get_heads())
+    finally:
+        engine.dispose()
+
+
+def test_a_database_at_the_current_schema_opens_without_alembic(tmp_path):
+    url = f"sqlite:///{tmp_path / 'made.db'}"
+    env = os.environ | {"PYTHONPATH": str(ROOT), "DATABASE_URL": url}
+    check = "import sys; from db.engine import make_engine; make_engine().dispose(); print('alembic' in sys.modules)"
+    first = subprocess.run([sys.executable, "-c", check], cwd=ROOT, env=env, capture_output=True, text=True)
+    again = subprocess.run([sys.executable, "-c", check], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert first.stdout.strip() == "True", first.stderr  # a new database: Alembic creates the schema
+    assert again.stdout.strip() == "False", again.stderr
