@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
-import threading
-import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Literal
@@ -176,44 +174,6 @@ def is_owner_account(email: str | None, owners: Iterable[str]) -> bool:
         return False
     domain = "@" + email.rsplit("@", 1)[1]
     return email in owners or domain in owners
-
-
-class Throttle:
-    """Wrong passwords slow an attacker down: after `limit` failures from one address within `window`
-    seconds, that address waits until the oldest of them is `window` seconds old."""
-
-    def __init__(self, limit: int = 5, window: float = 60.0, clock: Callable[[], float] = time.monotonic) -> None:
-        self.limit, self.window, self.clock = limit, window, clock
-        self._failures: dict[str, list[float]] = {}
-        self._lock = threading.Lock()
-
-    def _recent(self, key: str) -> list[float]:
-        now = self.clock()
-        kept = [t for t in self._failures.get(key, []) if now - t < self.window]
-        if kept:
-            self._failures[key] = kept
-        else:
-            self._failures.pop(key, None)
-        return kept
-
-    def wait(self, key: str) -> float:
-        """Seconds this address must wait before its next attempt (0 when it may try now)."""
-        with self._lock:
-            recent = self._recent(key)
-            if len(recent) < self.limit:
-                return 0.0
-            return max(0.0, recent[-self.limit] + self.window - self.clock())
-
-    def failed(self, key: str) -> None:
-        with self._lock:
-            self._failures.setdefault(key, []).append(self.clock())
-
-    def succeeded(self, key: str) -> None:
-        with self._lock:
-            self._failures.pop(key, None)
-
-
-PASSWORD_THROTTLE = Throttle()
 
 
 # -- the gate ----------------------------------------------------------------------------------------------

@@ -48,7 +48,7 @@ def test_saved_endpoint_is_used_and_the_typed_key_lives_only_in_session_state(op
     at = click(endpoint_form(open_page, judge.base_url + "/", key=SECRET), "Save")
     assert not at.exception
     assert not at.error, texts(at.error)
-    assert f"Saved for this session: fake-model at {judge.base_url}." in texts(at.success)
+    assert f"Saved: fake-model at {judge.base_url}." in texts(at.success)
     saved = at.session_state[BACKEND_KEY]
     assert (saved["kind"], saved["base_url"], saved["model"]) == ("openai", judge.base_url, "fake-model")
     assert "api_key" not in saved and SECRET not in repr(saved)

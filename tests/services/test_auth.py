@@ -82,23 +82,6 @@ def test_the_owners_allow_list():
     assert auth.parse_owners(["a@x.org", " "]) == ["a@x.org"]
 
 
-def test_wrong_passwords_are_throttled_per_address():
-    now = [0.0]
-    t = auth.Throttle(limit=3, window=60, clock=lambda: now[0])
-    for _ in range(3):
-        assert t.wait("a") == 0
-        t.failed("a")
-    assert t.wait("a") == pytest.approx(60)
-    assert t.wait("b") == 0, "another address is not held up"
-    now[0] = 30.0
-    assert t.wait("a") == pytest.approx(30)
-    now[0] = 60.5
-    assert t.wait("a") == 0
-    t.failed("a")
-    t.succeeded("a")
-    assert t.wait("a") == 0
-
-
 # -- the gate --------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("mode", list(Mode))
 def test_the_owner_sees_every_page_links_included(mode):
