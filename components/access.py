@@ -248,7 +248,10 @@ def render_owner_status(engine: Engine) -> None:
             "is open to its one local user. Set `STUDIO_PASSWORD` before serving it to others."
         )
     elif mode is Mode.PASSWORD:
-        st.caption(f"Signed in with the studio password (kept in this browser for {owners.SESSION_DAYS} days).")
+        st.caption(
+            f"Signed in with the studio password. Kept in this browser for {owners.SESSION_DAYS} days, "
+            "until you sign out."
+        )
         if st.button("Sign out", icon=":material/logout:", key="auth_sign_out"):
             _sign_out(engine)
             st.rerun()

@@ -114,11 +114,12 @@ def set_backend(backend: BackendConfig, typed_key: str | None) -> None:
     st.session_state[BACKEND_KEY] = d
     if typed_key:
         st.session_state[API_KEY_KEY] = typed_key
-        st.session_state.pop(NEEDS_KEY, None)
     elif typed_key == "":
         st.session_state.pop(API_KEY_KEY, None)
-    typed = bool(st.session_state.get(API_KEY_KEY)) or bool(st.session_state.get(NEEDS_KEY))
-    owners.save_backend(engine(), access.owner_identity(), backend, typed_key=typed and not backend.is_embedded)
+    # Saved with the warning in view and no key typed: the endpoint needs none.
+    st.session_state.pop(NEEDS_KEY, None)
+    typed = bool(st.session_state.get(API_KEY_KEY)) and not backend.is_embedded
+    owners.save_backend(engine(), access.owner_identity(), backend, typed_key=typed)
 
 
 def backend_caption(backend: BackendConfig) -> str:

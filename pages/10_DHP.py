@@ -242,6 +242,8 @@ def benchmark_section() -> None:
                 "perturbations, or connect a faster model in Settings.",
                 icon=":material/schedule:",
             )
+        where = "the embedded server (offline)" if backend.is_embedded else f"`{backend.public_url}`"
+        st.caption(f"Model(s): {', '.join(f'`{n}`' for n in names) or 'none named'} at {where} · change it on Settings")
         go_run = st.button("Run", type="primary", icon=":material/play_arrow:", key="dhp_run", disabled=not calls)
     if go_run:
         if not names:

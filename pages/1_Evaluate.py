@@ -18,7 +18,7 @@ from components.dcr_views import (
 from components.evidence_views import render_checker_lead
 from components.nli_figures import ALL_METHOD_LABELS, method_name
 from components.nli_views import render_comparison
-from components.ui import demo_notice, engine, page_setup
+from components.ui import demo_notice, engine, page_setup, render_backend_line
 from services import runs
 from services.dcr import (
     CONVERTER_LABELS,
@@ -231,6 +231,8 @@ with form_box:
                 "plus word overlap) and flags numbers, names and words found nowhere in it. No model is called, "
                 "so the converter and the rounds do not apply."
             )
+    if st.session_state.ev_method != "evidence":
+        render_backend_line(backend)
     b = st.container(horizontal=True)
     go = b.button("Evaluate", type="primary", icon=":material/play_arrow:") or st.session_state.pop("ev_autorun", False)
     go_compare = b.button(

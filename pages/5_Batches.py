@@ -5,7 +5,7 @@ import streamlit as st
 
 from components.nli_figures import ALL_METHOD_LABELS
 from components.report import render_report_download
-from components.ui import batch_worker, demo_notice, engine, page_setup
+from components.ui import batch_worker, demo_notice, engine, page_setup, render_backend_line
 from services.datasets import list_datasets
 from services.dcr import CONVERTER_LABELS, TASK_LABELS, DCRConfig
 from services.errors import InputError
@@ -82,6 +82,7 @@ with st.expander("Start a batch", expanded=st.session_state.ba_start_open, icon=
                 "β (Eq. 3)", value=0.0, step=0.5, key="ba_beta", help="DCE methods; Appendix C.1 sets β = 0."
             )
             criteria = c[2].text_input("Criteria (custom task only)", "")
+            render_backend_line(backend)
             start = st.form_submit_button("Start batch", type="primary", icon=":material/play_arrow:")
         if start:
             try:

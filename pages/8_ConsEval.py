@@ -189,6 +189,15 @@ with st.expander("New study", expanded=not studies, icon=":material/add_circle:"
     except InputError as exc:
         problem = str(exc)
         st.warning(problem, icon=":material/warning:")
+    if problem is None:
+        st.caption(
+            "Models: "
+            + "; ".join(
+                f"**{m.label}**"
+                + (f" (`{m.model}` at `{m.base_url}`)" if m.kind != "embedded" else " (embedded, offline)")
+                for m in cfg.models
+            )
+        )
     if st.button(
         "Start study", type="primary", icon=":material/play_arrow:", disabled=problem is not None, key="ce_start"
     ):
