@@ -7,7 +7,7 @@ import streamlit as st
 
 from components import dhp as view
 from components.ui import batch_worker, demo_notice, engine, page_setup
-from services import dhp
+from services import dhp, estimates
 from services.dhp import survey as sv
 from services.dhp.catalogue import KINDS, custom_task
 from services.export import frame_csv
@@ -205,7 +205,8 @@ def benchmark_section() -> None:
     cur = set_by_id[sid]
     if cur.status == "generating":
         st.info("The set's LLM-based perturbations are still being written; runs started now skip them.")
-    n_texts = int(dhp.set_texts(engine(), sid)["text"].notna().sum())
+    texts = dhp.set_texts(engine(), sid)["text"].dropna()
+    n_texts, text_chars = int(len(texts)), int(texts.str.len().sum())
     with st.container(border=True):  # no form: Enter in a field only sets its value, it never starts a run
         st.markdown("**Run the benchmark**: every text scored on every metric, r times, averaged.")
         c = st.columns([3, 1, 1])
@@ -236,6 +237,12 @@ def benchmark_section() -> None:
             f"{n_texts} texts × {len(task.metrics)} metrics × r = {int(repeats)} × {len(names)} model(s) = "
             f"**{calls:,} model calls**{estimate} (cached answers cost no call)."
         )
+        if not backend.is_embedded and calls:
+            per_text = text_chars * len(task.metrics) * int(repeats) * len(names)
+            est = estimates.text_estimate(
+                engine(), backend, prompt_chars=per_text, calls=calls, concurrency=backend.concurrency
+            )
+            st.caption(est.summary())
         if backend.is_embedded and calls * view.DEMO_SECONDS_PER_SCORE > 15 * 60:
             st.warning(
                 "This run would take a long time on the demo model: lower r, or make a set with fewer "

@@ -19,7 +19,7 @@ from components.evidence_views import render_checker_lead
 from components.nli_figures import ALL_METHOD_LABELS, method_name
 from components.nli_views import render_comparison
 from components.ui import demo_notice, engine, page_setup, render_backend_line
-from services import runs
+from services import estimates, runs
 from services.dcr import (
     CONVERTER_LABELS,
     DEFAULT_ALPHA,
@@ -233,6 +233,18 @@ with form_box:
             )
     if st.session_state.ev_method != "evidence":
         render_backend_line(backend)
+        if not backend.is_embedded and st.session_state.ev_reference and st.session_state.ev_candidate:
+            st.caption(
+                estimates.single_estimate(
+                    eng,
+                    backend,
+                    st.session_state.ev_reference,
+                    st.session_state.ev_candidate,
+                    method=st.session_state.ev_method,
+                    window=int(st.session_state.ev_window),
+                    amc=st.session_state.ev_amc,
+                ).summary()
+            )
     b = st.container(horizontal=True)
     go = b.button("Evaluate", type="primary", icon=":material/play_arrow:") or st.session_state.pop("ev_autorun", False)
     go_compare = b.button(

@@ -6,6 +6,7 @@ import streamlit as st
 from components.nli_figures import ALL_METHOD_LABELS
 from components.report import render_report_download
 from components.ui import batch_worker, demo_notice, engine, page_setup, render_backend_line
+from services import estimates
 from services.datasets import list_datasets
 from services.dcr import CONVERTER_LABELS, TASK_LABELS, DCRConfig
 from services.errors import InputError
@@ -83,7 +84,22 @@ with st.expander("Start a batch", expanded=st.session_state.ba_start_open, icon=
             )
             criteria = c[2].text_input("Criteria (custom task only)", "")
             render_backend_line(backend)
-            start = st.form_submit_button("Start batch", type="primary", icon=":material/play_arrow:")
+            est = estimates.batch_estimate(
+                eng,
+                backend,
+                ds.id,
+                method=method,
+                window=int(window),
+                amc=amc,
+                rounds=0 if nli.is_nli(method) else int(rounds),
+                concurrency=int(concurrency),
+                item_limit=int(limit) or None,
+                repeats=int(repeats),
+            )
+            st.caption(est.summary() + " Changed a field? Press **Estimate** to update these figures.")
+            with st.container(horizontal=True):
+                start = st.form_submit_button("Start batch", type="primary", icon=":material/play_arrow:")
+                st.form_submit_button("Estimate", icon=":material/calculate:")
         if start:
             try:
                 ids = batches.create_repeats(
@@ -184,7 +200,15 @@ def live(batch_id: int) -> None:
     m[0].metric("Done", p.done)
     m[1].metric("Failed", p.failed)
     m[2].metric("Pending", p.pending + p.running)
-    m[3].metric("ETA", _fmt_s(p.eta_s) if b.status == "running" else "—")
+    m[3].metric(
+        "ETA",
+        _fmt_s(p.eta_s) if b.status == "running" else "—",
+        help=(
+            f"At {p.items_per_s:.2f} items/s, measured over the last {p.rate_window_s:.0f} s."
+            if p.items_per_s
+            else "Measured once a few items have finished in the last two minutes."
+        ),
+    )
     m[4].metric("Calls", f"{p.calls:,}", help="Requests sent to the model")
     m[5].metric("Cache hits", f"{p.cache_hits:,}")
     m[6].metric("Tokens", f"{p.tokens:,}")
