@@ -164,6 +164,7 @@ NAV: list[tuple[str, str, str]] = [
     ("pages/3_Settings.py", "Settings", ":material/tune:"),
 ]
 ROOT = Path(__file__).resolve().parent.parent
+ICON = Path(__file__).resolve().parent / "icon.png"
 
 
 def page_setup(title: str, icon: str, *, link: str | None = None) -> BackendConfig:
@@ -171,7 +172,9 @@ def page_setup(title: str, icon: str, *, link: str | None = None) -> BackendConf
 
     link: the kind of personal link this page also opens for its holder (services.auth.LINKS); every other
     page is the owner's only. A link holder gets no sidebar and no navigation."""
-    st.set_page_config(page_title=f"{title} · Consistency Studio", page_icon=icon, layout="wide")
+    # The tab's icon is a file shipped with the app: a Material icon there is fetched from fonts.gstatic.com,
+    # which an offline machine cannot reach. (`icon` is the page's own, for links to it.)
+    st.set_page_config(page_title=f"{title} · Consistency Studio", page_icon=ICON, layout="wide")
     batch_worker()
     st.html(CSS)
     eng = engine()

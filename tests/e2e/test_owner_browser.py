@@ -176,3 +176,20 @@ def test_wrong_passwords_slow_the_next_attempt_but_the_right_one_gets_in(owner_a
         wait_idle(pg)
     sign_in(pg)
     signed_in_on(pg, "Consistency Studio")
+
+
+def test_the_app_fetches_nothing_from_other_hosts_so_it_works_offline(owner_app: OwnerApp, pg):
+    """The tab icon was a Material icon, fetched from fonts.gstatic.com; it is a file shipped with the app."""
+    from urllib.parse import urlsplit
+
+    asked: list[str] = []
+    pg.on("request", lambda r: asked.append(r.url))
+    pg.goto(owner_app.url)
+    sign_in(pg)
+    signed_in_on(pg, "Consistency Studio")
+    pg.get_by_test_id("stSidebar").get_by_role("link", name="DHP").click()
+    signed_in_on(pg, "DHP: discernment of LLM evaluators")
+    icon = pg.locator("link[rel~='icon']").first.get_attribute("href") or ""
+    assert "gstatic" not in icon and icon, icon
+    elsewhere = [u for u in asked if urlsplit(u).scheme in ("http", "https") and urlsplit(u).hostname != "127.0.0.1"]
+    assert not elsewhere, elsewhere
