@@ -131,7 +131,7 @@ def gate(page_link: str | None, engine: Engine) -> bool:
         held=Grant(*held) if held else None,
         mode=mode,
     )
-    if decision.grant is not None:
+    if decision.grant is not None and not decision.keep_held:
         st.session_state[GRANT_KEY] = (decision.grant.kind, decision.grant.token)
     if decision.show == "owner":
         if mode is Mode.OPEN:

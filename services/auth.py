@@ -75,6 +75,7 @@ class Decision:
     grant: Grant | None = None  # the grant the session holds from now on (link holders)
     restore: dict[str, str] | None = None  # query parameters to put back (a link page reached without them)
     message: str = ""
+    keep_held: bool = False  # this run shows another kind of link's page; the session keeps the grant it held
 
     @property
     def allowed(self) -> bool:
@@ -193,7 +194,8 @@ def decide(*, page_link: str | None, query: Mapping[str, str], owner: bool, held
 
     - The owner sees every page, links included (a signed-in owner who opens a link keeps full access).
     - A page opened with its link's token makes the session a link holder for that page; a new token on the
-      same page replaces the held one (a replaced annotator link).
+      same page replaces the held one (a replaced annotator link); a token of another kind of link shows that
+      page for this run and leaves the held grant as it was.
     - A link holder sees the page of their grant (its token put back when the URL lost it) and nothing else,
       whatever the mode: even an open app does not turn a link holder into its owner.
     - Anyone else signs in (OIDC or password), is the local user of an open app, or is refused.
@@ -202,7 +204,10 @@ def decide(*, page_link: str | None, query: Mapping[str, str], owner: bool, held
         return Decision("owner")
     token = link_token(page_link, query)
     if token is not None:
-        return Decision("link", grant=Grant(page_link, token))  # type: ignore[arg-type]
+        # Another kind of link opened in a link holder's session (a share URL pasted into a rater's tab) shows
+        # its own page, checked by that page, but never takes the place of the grant the session holds.
+        keep = held is not None and held.kind != page_link
+        return Decision("link", grant=Grant(page_link, token), keep_held=keep)  # type: ignore[arg-type]
     if held is not None:
         link = held.link
         if page_link == held.kind:

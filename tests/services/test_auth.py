@@ -123,6 +123,16 @@ def test_a_new_token_on_the_same_page_replaces_the_held_one():
     assert d.grant == Grant("annotator", "y" * 32)
 
 
+def test_another_kind_of_link_in_a_holders_session_does_not_replace_the_held_grant():
+    """A share URL (bogus or not) opened in a rater's tab shows the shared-report page, checked there, and the
+    rater's access stays."""
+    held = Grant("rater", TOKEN)
+    d = decide(page_link="share", query={"share": "bogus-" + "z" * 20}, owner=False, held=held, mode=Mode.PASSWORD)
+    assert d.show == "link" and d.keep_held
+    back = decide(page_link="rater", query={}, owner=False, held=held, mode=Mode.PASSWORD)
+    assert back.show == "link" and back.grant == held and back.restore == {"token": TOKEN}
+
+
 def test_anyone_else_signs_in_is_the_local_user_or_is_refused():
     for page_link in (None, "rater"):  # a link page without its token is the owner's page
         assert decide(page_link=page_link, query={}, owner=False, held=None, mode=Mode.PASSWORD).show == "sign_in"
