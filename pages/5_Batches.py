@@ -154,8 +154,15 @@ table = pd.DataFrame(
         for b in all_batches
     ]
 )
+table = table.astype({"window": "Int64", "repeat": "Int64"})  # whole numbers, blanks where none
 ev = st.dataframe(
-    table, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row", key="ba_table"
+    table,
+    hide_index=True,
+    width="stretch",
+    placeholder="—",  # an empty cell (no window, not a repeat) reads as a dash, not "None"
+    on_select="rerun",
+    selection_mode="single-row",
+    key="ba_table",
 )
 if ev and ev.selection and ev.selection.rows:
     st.session_state.ba_selected = int(table.iloc[ev.selection.rows[0]]["batch"])
@@ -246,12 +253,13 @@ if not items.empty:
     failed = items[items["status"] == "failed"]
     if not failed.empty:
         with st.expander(f"Failed items ({len(failed)})", icon=":material/error:"):
-            st.dataframe(failed[["item", "external_id", "error"]], hide_index=True, width="stretch")
+            st.dataframe(failed[["item", "external_id", "error"]], hide_index=True, width="stretch", placeholder="—")
     with st.expander("Items", icon=":material/list:"):
         st.dataframe(
             items.drop(columns=["error"]),
             hide_index=True,
             width="stretch",
+            placeholder="—",
             column_config={
                 "score": st.column_config.ProgressColumn(min_value=0, max_value=1, format="%.2f"),
                 "final score": st.column_config.ProgressColumn(min_value=0, max_value=1, format="%.2f"),
