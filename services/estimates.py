@@ -68,7 +68,7 @@ class Estimate:
         """One Markdown line for the page."""
         about = "at most" if self.upper_bound else "about"
         parts = [
-            f"{about} **{self.calls:,} calls**",
+            f"{about} **{self.calls:,} call{'' if self.calls == 1 else 's'}**",
             f"**{_tokens(self.input_tokens)} input + {_tokens(self.output_tokens)} output tokens**",
         ]
         if self.seconds is None:
@@ -80,7 +80,8 @@ class Estimate:
         elif self.cost_usd is None:
             parts.append("cost: no price per million tokens set on Settings")
         else:
-            parts.append(f"**${self.cost_usd:,.2f}** at the prices set on Settings")
+            usd = "under $0.01" if 0 < self.cost_usd < 0.005 else f"${self.cost_usd:,.2f}"
+            parts.append(f"**{usd}** at the prices set on Settings")
         return "Estimate: " + " · ".join(parts) + " (cached answers cost no call)."
 
 

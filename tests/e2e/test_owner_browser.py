@@ -193,3 +193,26 @@ def test_the_app_fetches_nothing_from_other_hosts_so_it_works_offline(owner_app:
     assert "gstatic" not in icon and icon, icon
     elsewhere = [u for u in asked if urlsplit(u).scheme in ("http", "https") and urlsplit(u).hostname != "127.0.0.1"]
     assert not elsewhere, elsewhere
+
+
+def test_before_a_batch_on_a_remote_model_the_form_estimates_calls_tokens_time_and_cost(owner_app: OwnerApp, pg):
+    app = owner_app
+    pg.goto(f"{app.url}/Settings")
+    sign_in(pg)
+    signed_in_on(pg, "Settings")
+    main(pg).get_by_text("OpenAI-compatible endpoint", exact=False).first.click()
+    main(pg).get_by_role("spinbutton", name="Price per million input tokens (USD)").fill("2.5")
+    main(pg).get_by_role("spinbutton", name="Price per million output tokens (USD)").fill("10")
+    main(pg).get_by_role("textbox", name="Base URL").fill(app.fake_url)
+    main(pg).get_by_role("textbox", name="Model", exact=True).fill(MODEL)
+    main(pg).get_by_role("button", name=re.compile("Save")).click()
+    expect(main(pg).get_by_text(f"Saved: {MODEL} at {app.fake_url}.")).to_be_visible()
+    pg.goto(f"{app.url}/Batches")  # a new session: the prices come back with the backend
+    signed_in_on(pg, "Batches")
+    form = main(pg).get_by_test_id("stForm")
+    estimate = form.get_by_text(re.compile(r"^Estimate: about 1 calls? "))
+    expect(estimate).to_be_visible()
+    text = estimate.inner_text()
+    assert "input" in text and "output tokens" in text and "time" in text, text
+    assert re.search(r"(\$\d+\.\d\d|under \$0\.01) at the prices set on Settings", text), text
+    shot(pg, "owner-batch-estimate")

@@ -76,6 +76,12 @@ def test_a_batch_estimate_gives_calls_tokens_time_and_cost():
     assert "10 calls" in text and "$0.02" in text and "5 s" in text and "40 earlier requests" in text
 
 
+def test_a_tiny_cost_is_not_shown_as_nothing():
+    priced = REMOTE.with_changes(price_input_per_million=2.5, price_output_per_million=10.0)
+    e = es.document_estimate(priced, es.Measured(0, None, None, None), [(100, 100, 1)], method="summ-nli")
+    assert 0 < e.cost_usd < 0.005 and "under $0.01" in e.summary() and "$0.00" not in e.summary()
+
+
 def test_with_nothing_measured_the_time_is_not_guessed_and_no_price_says_so():
     e = es.document_estimate(REMOTE, es.Measured(0, None, None, None), [(400, 100, 1)], method="summ-nli")
     assert e.seconds is None and e.cost_usd is None
