@@ -68,11 +68,11 @@ def _cookie_script(value: str | None) -> str:
     )
 
 
-def _password_owner(engine: Engine, password: str) -> bool:
+def _password_owner(engine: Engine | None, password: str) -> bool:
     """Whether this session is the signed-in owner: its cookie (from this session's sign-in, or sent by the
     browser from an earlier one) is signed with the current password and neither expired nor signed out."""
     cookie = st.session_state.get(COOKIE_KEY) or _browser_cookie()
-    if cookie and owners.session_owner(engine, cookie, password=password):
+    if cookie and engine is not None and owners.session_owner(engine, cookie, password=password):
         st.session_state[COOKIE_KEY] = cookie
         st.session_state[OWNER_KEY] = Mode.PASSWORD.value
         return True
@@ -113,7 +113,7 @@ def _oidc_owner(allowed: list[str]) -> bool:
     return _logged_in() and auth.is_owner_account(st.user.get("email"), allowed)
 
 
-def gate(page_link: str | None, engine: Engine) -> bool:
+def gate(page_link: str | None, engine: Engine | None) -> bool:
     """Let this page run for the owner, or for the holder of the link it accepts; otherwise show why not (a
     sign-in form, or a refusal) and stop. Returns True for the owner, False for a link holder."""
     mode, password, providers, allowed = sign_in_config()
@@ -181,8 +181,15 @@ def _sign_in_title() -> None:
     )
 
 
-def _password_form(engine: Engine, password: str) -> None:
+def _password_form(engine: Engine | None, password: str) -> None:
     _sign_in_title()
+    if engine is None:
+        st.error(
+            "The database cannot be opened, and sign-ins are kept there. Check `DATABASE_URL` (or that the "
+            "data folder can be written), then reload.",
+            icon=":material/database:",
+        )
+        return
     client = _client_key()
     with st.form("auth_sign_in"):
         typed = st.text_input("Password", type="password", key=PASSWORD_KEY)
@@ -226,8 +233,10 @@ def _oidc_form(providers: list[str | None], allowed: list[str]) -> None:
         )
 
 
-def _sign_out(engine: Engine) -> None:
-    owners.end_owner_session(engine, st.session_state.pop(COOKIE_KEY, None))
+def _sign_out(engine: Engine | None) -> None:
+    cookie = st.session_state.pop(COOKIE_KEY, None)
+    if engine is not None:
+        owners.end_owner_session(engine, cookie)
     st.session_state.pop(OWNER_KEY, None)
     st.session_state[CLEAR_COOKIE_KEY] = True
 
@@ -239,7 +248,7 @@ def owner_identity() -> str:
     return owners.owner_id(mode.value, email)
 
 
-def render_owner_status(engine: Engine) -> None:
+def render_owner_status(engine: Engine | None) -> None:
     """In the owner's sidebar: how they got in, and how to leave."""
     mode, _, _, allowed = sign_in_config()
     if mode is Mode.OPEN:

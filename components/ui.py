@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import streamlit as st
@@ -11,6 +12,8 @@ from components import access
 from db.engine import get_engine
 from services import owners
 from services.config import EMBEDDED_MODEL_NAME, BackendConfig, backend_from_settings, get_settings
+
+log = logging.getLogger(__name__)
 
 BACKEND_KEY = "backend"  # public backend fields (no key) for this browser session
 API_KEY_KEY = "backend_api_key"  # a key typed in Settings: this browser session only, never saved
@@ -119,7 +122,11 @@ def set_backend(backend: BackendConfig, typed_key: str | None) -> None:
     # Saved with the warning in view and no key typed: the endpoint needs none.
     st.session_state.pop(NEEDS_KEY, None)
     typed = bool(st.session_state.get(API_KEY_KEY)) and not backend.is_embedded
-    owners.save_backend(engine(), access.owner_identity(), backend, typed_key=typed)
+    try:
+        owners.save_backend(engine(), access.owner_identity(), backend, typed_key=typed)
+    except Exception:  # kept for this session all the same; the next one starts on the defaults
+        log.exception("the chosen backend could not be stored")
+        st.warning("The database cannot be written: this choice lasts for this browser session only.")
 
 
 def backend_caption(backend: BackendConfig) -> str:
@@ -177,9 +184,13 @@ def page_setup(title: str, icon: str, *, link: str | None = None) -> BackendConf
     st.set_page_config(page_title=f"{title} · Consistency Studio", page_icon=ICON, layout="wide")
     batch_worker()
     st.html(CSS)
-    eng = engine()
+    try:
+        eng = engine()
+    except Exception:  # an unreadable database: the page says so where it reads it; the gate does without
+        log.exception("the database cannot be opened")
+        eng = None
     owner = access.gate(link, eng)
-    if owner:
+    if owner and eng is not None:
         restore_backend(eng)
     backend = current_backend()
     if not owner:

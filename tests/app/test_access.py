@@ -166,3 +166,11 @@ def test_a_bogus_share_url_in_a_raters_session_leaves_the_raters_access(judge):
     at.query_params.clear()
     at.switch_page(RATE).run()
     assert not at.exception and any("You are **rita**" in m.value for m in at.markdown), "still rita"
+
+
+def test_with_an_unreadable_database_the_sign_in_page_says_so(monkeypatch, tmp_path):
+    monkeypatch.setenv("DATABASE_URL", f"sqlite:///{tmp_path / 'no-such-dir' / 'x.db'}")
+    at = app(secrets={"studio_password": PASSWORD})
+    assert not at.exception
+    assert at.title[0].value == "Sign in"
+    assert any("The database cannot be opened" in e.value for e in at.error)
