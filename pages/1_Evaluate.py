@@ -468,6 +468,8 @@ if run_id is not None:
                 value=max(last.index + 1, r.max_rounds),
                 key=f"ev_m_{r.id}_{n}",
             )
+            with c[1]:
+                render_backend_line(backend)
             if c[1].button("Improve", type="primary", icon=":material/auto_fix_high:", key=f"ev_improve_{r.id}"):
                 with st.status("Improving…", expanded=True) as status:
                     runs.improve_run(eng, backend, r.id, max_rounds=int(m), progress=status.write)
