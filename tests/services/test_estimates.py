@@ -107,3 +107,25 @@ def test_measured_reads_this_models_earlier_requests(engine):
         got = es.measured(engine, b)
         assert got.requests >= 1 and got.seconds_per_request is not None
         assert es.measured(engine, b.with_changes(model="another")).requests == 0
+
+
+def test_a_batchs_eta_reads_its_recent_finishes_from_the_database(engine):
+    from sqlmodel import Session, select
+
+    from db.models import BatchItem
+    from services.dcr import DCRConfig
+    from services.jobs import batches
+    from tests.annotation_seed import make_dataset
+
+    ds, _ = make_dataset(engine, [[f"Sentence {i}."] for i in range(8)], name="eta")
+    bid = batches.create_batch(engine, dataset_id=ds, backend=BackendConfig(), cfg=DCRConfig(), concurrency=1)
+    now = datetime.now(UTC)
+    with Session(engine) as s:
+        items = s.exec(select(BatchItem).where(BatchItem.batch_id == bid).order_by(BatchItem.id)).all()
+        for k, it in enumerate(items[:5]):  # five finished 2 s apart, the last just now; three left
+            it.status, it.updated_at = "done", now - timedelta(seconds=2 * (4 - k))
+            s.add(it)
+        s.commit()
+    t = es.batch_throughput(engine, bid, left=3, now=now)
+    assert t.n_recent == 5 and t.items_per_s == pytest.approx(4 / 8, rel=0.01)
+    assert t.eta_s == pytest.approx(6.0, rel=0.01)
