@@ -3,13 +3,14 @@ page of their link. The decisions are in services/auth.py; this layer reads the 
 
 from __future__ import annotations
 
-import math
+import json
 from collections.abc import Mapping
 from typing import Any
 
 import streamlit as st
+from sqlalchemy.engine import Engine
 
-from services import auth
+from services import auth, owners
 from services.auth import Grant, Mode
 from services.config import get_settings
 
@@ -17,6 +18,8 @@ OWNER_KEY = "auth_owner"  # how this session's owner got in: the Mode's value ("
 GRANT_KEY = "auth_grant"  # a link holder's (kind, token): kept for the whole browser session
 VISITOR_KEY = "auth_visitor"  # "owner" or "link", set by the gate on every run
 PASSWORD_KEY = "auth_password"
+COOKIE_KEY = "auth_cookie"  # this session's sign-in cookie (password mode): checked against the database each run
+CLEAR_COOKIE_KEY = "auth_clear_cookie"  # signed out: the browser's cookie is to be removed
 
 HIDE_SIDEBAR = """
 <style>
@@ -47,6 +50,45 @@ def _client_key() -> str:
         return ""
 
 
+def _browser_cookie() -> str | None:
+    try:
+        return st.context.cookies.get(owners.COOKIE)
+    except Exception:  # no browser request (a headless test run)
+        return None
+
+
+def _cookie_script(value: str | None) -> str:
+    """A script that stores (or, for None, removes) the sign-in cookie in the browser. It cannot be set by the
+    server: Streamlit offers pages no response headers."""
+    attrs = f"Path=/; SameSite=Strict; Max-Age={owners.cookie_max_age() if value else 0}"
+    cookie = json.dumps(f"{owners.COOKIE}={value or ''}; {attrs}")
+    return (
+        '<span class="cs-cookie" hidden></span><script>'
+        f'document.cookie = {cookie} + (location.protocol === "https:" ? "; Secure" : "");</script>'
+    )
+
+
+def _password_owner(engine: Engine | None, password: str) -> bool:
+    """Whether this session is the signed-in owner: its cookie (from this session's sign-in, or sent by the
+    browser from an earlier one) is signed with the current password and neither expired nor signed out."""
+    cookie = st.session_state.get(COOKIE_KEY) or _browser_cookie()
+    if cookie and engine is not None and owners.session_owner(engine, cookie, password=password):
+        st.session_state[COOKIE_KEY] = cookie
+        st.session_state[OWNER_KEY] = Mode.PASSWORD.value
+        return True
+    st.session_state.pop(COOKIE_KEY, None)
+    st.session_state.pop(OWNER_KEY, None)
+    return False
+
+
+def keep_cookie() -> None:
+    """Store this session's sign-in cookie in the browser unless it sent that one already (a reload, a new
+    tab or a typed URL then stays signed in)."""
+    cookie = st.session_state.get(COOKIE_KEY)
+    if cookie and cookie != _browser_cookie():
+        st.html(_cookie_script(cookie), unsafe_allow_javascript=True)
+
+
 def sign_in_config() -> tuple[Mode, str, list[str | None], list[str]]:
     """The mode, the password (empty unless in password mode), the OIDC providers and the owners' allow-list."""
     secrets = _secrets()
@@ -54,29 +96,31 @@ def sign_in_config() -> tuple[Mode, str, list[str | None], list[str]]:
     providers = auth.oidc_providers(secrets.get("auth"))
     password = settings.studio_password.get_secret_value() if settings.studio_password else ""
     password = password or str(secrets.get("studio_password") or "")
-    owners = auth.parse_owners(settings.studio_owners or secrets.get("studio_owners"))
+    allowed = auth.parse_owners(settings.studio_owners or secrets.get("studio_owners"))
     mode = auth.sign_in_mode(
         oidc=bool(providers),
         password=bool(password),
         local_only=auth.is_local_only(st.get_option("server.address"), _headers()),
     )
-    return mode, password if mode is Mode.PASSWORD else "", providers, owners
+    return mode, password if mode is Mode.PASSWORD else "", providers, allowed
 
 
 def _logged_in() -> bool:
     return bool(st.user.get("is_logged_in", False))  # absent where no OIDC cookie was ever set
 
 
-def _oidc_owner(owners: list[str]) -> bool:
-    return _logged_in() and auth.is_owner_account(st.user.get("email"), owners)
+def _oidc_owner(allowed: list[str]) -> bool:
+    return _logged_in() and auth.is_owner_account(st.user.get("email"), allowed)
 
 
-def gate(page_link: str | None) -> bool:
+def gate(page_link: str | None, engine: Engine | None) -> bool:
     """Let this page run for the owner, or for the holder of the link it accepts; otherwise show why not (a
     sign-in form, or a refusal) and stop. Returns True for the owner, False for a link holder."""
-    mode, password, providers, owners = sign_in_config()
+    mode, password, providers, allowed = sign_in_config()
     if mode is Mode.OIDC:
-        owner = _oidc_owner(owners)
+        owner = _oidc_owner(allowed)
+    elif mode is Mode.PASSWORD:
+        owner = _password_owner(engine, password)
     else:
         owner = st.session_state.get(OWNER_KEY) == mode.value
     held = st.session_state.get(GRANT_KEY)
@@ -87,7 +131,7 @@ def gate(page_link: str | None) -> bool:
         held=Grant(*held) if held else None,
         mode=mode,
     )
-    if decision.grant is not None:
+    if decision.grant is not None and not decision.keep_held:
         st.session_state[GRANT_KEY] = (decision.grant.kind, decision.grant.token)
     if decision.show == "owner":
         if mode is Mode.OPEN:
@@ -115,9 +159,11 @@ def gate(page_link: str | None) -> bool:
         st.title("Consistency Studio")
         st.error(decision.message, icon=":material/lock:")
     elif mode is Mode.OIDC:
-        _oidc_form(providers, owners)
+        _oidc_form(providers, allowed)
     else:
-        _password_form(password)
+        if st.session_state.pop(CLEAR_COOKIE_KEY, False):
+            st.html(_cookie_script(None), unsafe_allow_javascript=True)
+        _password_form(engine, password)
     st.stop()
     return False  # not reached
 
@@ -135,28 +181,38 @@ def _sign_in_title() -> None:
     )
 
 
-def _password_form(password: str) -> None:
+def _password_form(engine: Engine | None, password: str) -> None:
     _sign_in_title()
+    if engine is None:
+        st.error(
+            "The database cannot be opened, and sign-ins are kept there. Check `DATABASE_URL` (or that the "
+            "data folder can be written), then reload.",
+            icon=":material/database:",
+        )
+        return
     client = _client_key()
     with st.form("auth_sign_in"):
         typed = st.text_input("Password", type="password", key=PASSWORD_KEY)
         submitted = st.form_submit_button("Sign in", type="primary", icon=":material/login:")
     if not submitted:
         return
-    wait = auth.PASSWORD_THROTTLE.wait(client)
-    if wait > 0:
-        st.error(f"Too many wrong passwords. Try again in {math.ceil(wait)} s.", icon=":material/timer:")
-    elif auth.password_matches(typed, password):
-        auth.PASSWORD_THROTTLE.succeeded(client)
+    slowed = owners.sign_in_delay(engine, client) > 0
+    with st.spinner("Checking… (slowed down after repeated wrong passwords)" if slowed else "Checking…"):
+        ok = owners.attempt_sign_in(engine, client, typed, password)
+    if ok:
+        st.session_state[COOKIE_KEY] = owners.new_owner_session(engine, password=password)
         st.session_state[OWNER_KEY] = Mode.PASSWORD.value
         st.session_state.pop(PASSWORD_KEY, None)
         st.rerun()
     else:
-        auth.PASSWORD_THROTTLE.failed(client)
-        st.error("Wrong password.", icon=":material/key_off:")
+        st.error(
+            "Wrong password."
+            + (" After repeated wrong passwords each attempt is checked more slowly." if slowed else ""),
+            icon=":material/key_off:",
+        )
 
 
-def _oidc_form(providers: list[str | None], owners: list[str]) -> None:
+def _oidc_form(providers: list[str | None], allowed: list[str]) -> None:
     _sign_in_title()
     if _logged_in():  # signed in, but not an account on the allow-list
         st.error(
@@ -177,21 +233,39 @@ def _oidc_form(providers: list[str | None], owners: list[str]) -> None:
         )
 
 
-def render_owner_status() -> None:
+def _sign_out(engine: Engine | None) -> None:
+    cookie = st.session_state.pop(COOKIE_KEY, None)
+    if engine is not None:
+        owners.end_owner_session(engine, cookie)
+    st.session_state.pop(OWNER_KEY, None)
+    st.session_state[CLEAR_COOKIE_KEY] = True
+
+
+def owner_identity() -> str:
+    """Whose stored choices (the backend) this owner session uses."""
+    mode = sign_in_config()[0]
+    email = st.user.get("email") if mode is Mode.OIDC and _logged_in() else None
+    return owners.owner_id(mode.value, email)
+
+
+def render_owner_status(engine: Engine | None) -> None:
     """In the owner's sidebar: how they got in, and how to leave."""
-    mode, _, _, owners = sign_in_config()
+    mode, _, _, allowed = sign_in_config()
     if mode is Mode.OPEN:
         st.caption(
             ":orange[Open: no password is set.] Only this machine reaches the app (served on loopback), so it "
             "is open to its one local user. Set `STUDIO_PASSWORD` before serving it to others."
         )
     elif mode is Mode.PASSWORD:
-        st.caption("Signed in with the studio password.")
+        st.caption(
+            f"Signed in with the studio password. Kept in this browser for {owners.SESSION_DAYS} days, "
+            "until you sign out."
+        )
         if st.button("Sign out", icon=":material/logout:", key="auth_sign_out"):
-            st.session_state.pop(OWNER_KEY, None)
+            _sign_out(engine)
             st.rerun()
     elif mode is Mode.OIDC:
         st.caption(f"Signed in as {st.user.get('email') or st.user.get('name') or 'the owner'}.")
-        if not owners:
+        if not allowed:
             st.caption(":orange[Every account the provider signs in is admitted: set `studio_owners` to limit it.]")
         st.button("Sign out", icon=":material/logout:", key="auth_sign_out", on_click=st.logout)

@@ -36,17 +36,18 @@ def table(df: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame()
     out = pd.DataFrame(
         {
+            # the value first, beside what it measures: at 1280 px a column far to the right is off screen
             "measure": df["kind"].map(lambda k: KIND_LABELS.get(k, k)),
-            "model": df["model"],
-            "method": df["variant"],
-            "criterion": df["criterion"],
-            "definition": df["granularity"],
             "scale(s)": df["scale"],
-            "oracle": df["oracle"].fillna("") if "oracle" in df else "",
             "α or r [95% CI]": [
                 fmt_value(v, lo, hi) for v, lo, hi in zip(df["value"], df["ci_low"], df["ci_high"], strict=True)
             ],
             "n": df["n"],
+            "criterion": df["criterion"],
+            "definition": df["granularity"],
+            "model": df["model"],
+            "method": df["variant"],
+            "oracle": df["oracle"].fillna("") if "oracle" in df else "",
             "level": df["level"].fillna("pearson"),
             "note": df["note"].fillna(""),
         }

@@ -109,6 +109,8 @@ def render_set_summary(pert: pd.DataFrame, known: dict[str, str]) -> pd.DataFram
         .reset_index()
     )
     summary.insert(1, "name", [known.get(k, k) for k in summary["perturbation"]])
+    # A heading between the set's dropdown and the table: the table's toolbar floats over whatever is above it.
+    st.markdown("**Texts made per perturbation**")
     st.dataframe(
         summary.drop(columns="perturbation").rename(columns={"name": "perturbation"}), hide_index=True, width="stretch"
     )

@@ -157,7 +157,15 @@ def make_method_cost_figure(df: pd.DataFrame) -> go.Figure:
         margin={"l": 10, "r": 10, "t": 40, "b": 10},
         title={"text": "Cost per method", "font": {"size": 14}},
         yaxis={"title": "calls", "rangemode": "tozero"},
-        yaxis2={"title": "tokens", "overlaying": "y", "side": "right", "rangemode": "tozero", "showgrid": False},
+        yaxis2={
+            "title": "tokens",
+            "overlaying": "y",
+            "side": "right",
+            "rangemode": "tozero",
+            "showgrid": False,
+            "tickmode": "auto",
+            "nticks": 6,
+        },
         legend={"orientation": "h", "y": -0.2},
     )
     return fig
@@ -192,7 +200,8 @@ def make_length_accuracy_figure(df: pd.DataFrame) -> go.Figure:
                 col=col,
             )
     fig.update_yaxes(range=[0, 1.02], title_text="accuracy", row=1, col=1)
-    fig.update_layout(height=340, margin={"l": 10, "r": 10, "t": 40, "b": 10}, legend={"orientation": "h", "y": -0.25})
+    # The page keeps the chart's toolbar visible at the top right: the subplot titles sit below it, not under it.
+    fig.update_layout(height=370, margin={"l": 10, "r": 10, "t": 70, "b": 10}, legend={"orientation": "h", "y": -0.25})
     return fig
 
 
@@ -228,6 +237,9 @@ def make_methods_figure(df: pd.DataFrame) -> go.Figure:
             "side": "right",
             "rangemode": "tozero",
             "showgrid": False,
+            # An overlaying axis syncs its ticks to the left one's grid (0.344, 0.687, ...): nice numbers instead.
+            "tickmode": "auto",
+            "nticks": 6,
         },
         legend={"orientation": "h", "y": -0.25},
     )

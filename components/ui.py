@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import streamlit as st
@@ -9,10 +10,15 @@ from pydantic import SecretStr
 
 from components import access
 from db.engine import get_engine
+from services import owners
 from services.config import EMBEDDED_MODEL_NAME, BackendConfig, backend_from_settings, get_settings
+
+log = logging.getLogger(__name__)
 
 BACKEND_KEY = "backend"  # public backend fields (no key) for this browser session
 API_KEY_KEY = "backend_api_key"  # a key typed in Settings: this browser session only, never saved
+RESTORED_KEY = "backend_restored"  # the owner's stored backend has been read into this session
+NEEDS_KEY = "backend_needs_key"  # the stored backend's key (or URL credentials) was typed: type it again
 
 CSS = """
 <style>
@@ -42,6 +48,7 @@ CSS = """
 .cs-ev-contradict .cs-ev-role {color: #b02a2a;}
 .cs-checker {font-size: 0.85rem; margin-top: 4px; padding: 2px 6px; border-radius: 4px; border: 1px dashed #8a94a6;}
 .cs-checker.consistent {background: #f0f8f3;} .cs-checker.inconsistent {background: #fcf0f0;}
+.stElementContainer:has(.cs-cookie) {display: none;}
 </style>
 """
 
@@ -58,6 +65,29 @@ def batch_worker():
     from services.jobs.queue import ensure_worker
 
     return ensure_worker()
+
+
+def restore_backend(eng) -> None:
+    """Once per browser session: the backend the owner last saved on Settings (stored per owner)."""
+    if st.session_state.get(RESTORED_KEY) or BACKEND_KEY in st.session_state:
+        st.session_state[RESTORED_KEY] = True
+        return
+    st.session_state[RESTORED_KEY] = True
+    stored = owners.load_backend(eng, access.owner_identity())
+    if stored is not None:
+        st.session_state[BACKEND_KEY] = stored.fields
+        st.session_state[NEEDS_KEY] = stored.needs_secret
+
+
+def key_missing(backend: BackendConfig) -> bool:
+    """The restored backend needs a key (or URL credentials) that was typed in an earlier session."""
+    return not backend.is_embedded and bool(st.session_state.get(NEEDS_KEY)) and not st.session_state.get(API_KEY_KEY)
+
+
+KEY_MISSING = (
+    "The API key for **{model}** was typed on Settings in an earlier session and is not stored (keys never "
+    "are). Enter it again on **Settings**; until then calls to this endpoint fail instead of going anywhere else."
+)
 
 
 def current_backend() -> BackendConfig:
@@ -77,15 +107,41 @@ def current_backend() -> BackendConfig:
 
 
 def set_backend(backend: BackendConfig, typed_key: str | None) -> None:
-    """Remember a backend for this browser session; a typed key lives only in session state."""
+    """Remember a backend for this browser session, and for the owner's later sessions (stored without its
+    key); a typed key lives only in session state."""
     d = backend.public()
     d.pop("has_api_key", None)
     d["base_url"] = backend.base_url  # this session's memory only: credentials in it are never stored
+    for k in ("price_input_per_million", "price_output_per_million"):
+        d[k] = getattr(backend, k)
     st.session_state[BACKEND_KEY] = d
     if typed_key:
         st.session_state[API_KEY_KEY] = typed_key
     elif typed_key == "":
         st.session_state.pop(API_KEY_KEY, None)
+    # Saved with the warning in view and no key typed: the endpoint needs none.
+    st.session_state.pop(NEEDS_KEY, None)
+    typed = bool(st.session_state.get(API_KEY_KEY)) and not backend.is_embedded
+    try:
+        owners.save_backend(engine(), access.owner_identity(), backend, typed_key=typed)
+    except Exception:  # kept for this session all the same; the next one starts on the defaults
+        log.exception("the chosen backend could not be stored")
+        st.warning("The database cannot be written: this choice lasts for this browser session only.")
+
+
+def backend_caption(backend: BackendConfig) -> str:
+    """One line for a Start/Run form: the model this run will call."""
+    if backend.is_embedded:
+        return f"Model: **embedded demo model** `{EMBEDDED_MODEL_NAME}` (offline) · change it on Settings"
+    where = f"`{backend.model}` at `{backend.public_url}`"
+    if key_missing(backend):
+        return f"Model: {where} · :red[its API key must be entered again on Settings]"
+    return f"Model: {where} · temperature {backend.temperature:g} · change it on Settings"
+
+
+def render_backend_line(backend: BackendConfig) -> None:
+    """The model a Start/Run button will use, inside its form."""
+    st.caption(backend_caption(backend))
 
 
 def demo_notice(backend: BackendConfig) -> None:
@@ -116,6 +172,7 @@ NAV: list[tuple[str, str, str]] = [
     ("pages/3_Settings.py", "Settings", ":material/tune:"),
 ]
 ROOT = Path(__file__).resolve().parent.parent
+ICON = Path(__file__).resolve().parent / "icon.png"
 
 
 def page_setup(title: str, icon: str, *, link: str | None = None) -> BackendConfig:
@@ -123,10 +180,19 @@ def page_setup(title: str, icon: str, *, link: str | None = None) -> BackendConf
 
     link: the kind of personal link this page also opens for its holder (services.auth.LINKS); every other
     page is the owner's only. A link holder gets no sidebar and no navigation."""
-    st.set_page_config(page_title=f"{title} · Consistency Studio", page_icon=icon, layout="wide")
+    # The tab's icon is a file shipped with the app: a Material icon there is fetched from fonts.gstatic.com,
+    # which an offline machine cannot reach. (`icon` is the page's own, for links to it.)
+    st.set_page_config(page_title=f"{title} · Consistency Studio", page_icon=ICON, layout="wide")
     batch_worker()
     st.html(CSS)
-    owner = access.gate(link)
+    try:
+        eng = engine()
+    except Exception:  # an unreadable database: the page says so where it reads it; the gate does without
+        log.exception("the database cannot be opened")
+        eng = None
+    owner = access.gate(link, eng)
+    if owner and eng is not None:
+        restore_backend(eng)
     backend = current_backend()
     if not owner:
         return backend
@@ -143,6 +209,9 @@ def page_setup(title: str, icon: str, *, link: str | None = None) -> BackendConf
         else:
             st.markdown(f"**{backend.model}**  \n`{backend.public_url}`")
         st.caption(f"temperature {backend.temperature:g} · max tokens {backend.max_tokens}")
+        if key_missing(backend):
+            st.warning(KEY_MISSING.format(model=backend.model), icon=":material/key_off:")
         st.divider()
-        access.render_owner_status()
+        access.render_owner_status(eng)
+        access.keep_cookie()
     return backend

@@ -768,6 +768,42 @@ class JudgePanelPublic(JudgePanelBase):
     created_at: datetime
 
 
+# -- the owner: sign-in sessions, failed sign-ins, the chosen backend --------------------------------
+class OwnerSession(SQLModel, table=True):
+    """A signed-in owner's browser: the cookie's token (stored hashed), until it expires or is signed out."""
+
+    __tablename__ = "owner_session"
+
+    id: int | None = Field(default=None, primary_key=True)
+    token_hash: str = Field(max_length=64, unique=True, index=True)  # sha256 of the cookie's token
+    owner: str = Field(max_length=320)  # "password" for the studio password
+    created_at: datetime = Field(default_factory=utcnow)
+    expires_at: datetime = Field(index=True)
+    revoked_at: datetime | None = None
+
+
+class SignInFailure(SQLModel, table=True):
+    """One wrong password, by the (hashed) address it came from: the sign-in back-off counts these."""
+
+    __tablename__ = "sign_in_failure"
+
+    id: int | None = Field(default=None, primary_key=True)
+    client: str = Field(max_length=64, index=True)  # sha256 of the client address
+    at: datetime = Field(default_factory=utcnow, index=True)
+
+
+class OwnerBackend(SQLModel, table=True):
+    """The backend an owner chose on Settings, restored in each new browser session. Never a key: only
+    whether one was typed (which must then be typed again)."""
+
+    __tablename__ = "owner_backend"
+
+    owner: str = Field(primary_key=True, max_length=320)
+    config: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    typed_key: bool = False
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
 # Credentials in a model's base URL never reach the database, whichever code path writes the row.
 @event.listens_for(Run, "before_insert")
 @event.listens_for(Run, "before_update")
@@ -775,5 +811,11 @@ class JudgePanelPublic(JudgePanelBase):
 @event.listens_for(Batch, "before_update")
 @event.listens_for(DhpRun, "before_insert")
 @event.listens_for(DhpRun, "before_update")
+@event.listens_for(OwnerBackend, "before_insert")
+@event.listens_for(OwnerBackend, "before_update")
 def _no_credentials_in_base_url(_mapper, _connection, target) -> None:
+    if isinstance(target, OwnerBackend):
+        if target.config.get("base_url"):
+            target.config = {**target.config, "base_url": redact_url(target.config["base_url"])}
+        return
     target.base_url = redact_url(target.base_url)

@@ -7,7 +7,7 @@ import streamlit as st
 
 from components import dhp as view
 from components.ui import batch_worker, demo_notice, engine, page_setup
-from services import dhp
+from services import dhp, estimates
 from services.dhp import survey as sv
 from services.dhp.catalogue import KINDS, custom_task
 from services.export import frame_csv
@@ -205,7 +205,8 @@ def benchmark_section() -> None:
     cur = set_by_id[sid]
     if cur.status == "generating":
         st.info("The set's LLM-based perturbations are still being written; runs started now skip them.")
-    n_texts = int(dhp.set_texts(engine(), sid)["text"].notna().sum())
+    texts = dhp.set_texts(engine(), sid)["text"].dropna()
+    n_texts, text_chars = int(len(texts)), int(texts.str.len().sum())
     with st.container(border=True):  # no form: Enter in a field only sets its value, it never starts a run
         st.markdown("**Run the benchmark**: every text scored on every metric, r times, averaged.")
         c = st.columns([3, 1, 1])
@@ -236,12 +237,20 @@ def benchmark_section() -> None:
             f"{n_texts} texts × {len(task.metrics)} metrics × r = {int(repeats)} × {len(names)} model(s) = "
             f"**{calls:,} model calls**{estimate} (cached answers cost no call)."
         )
+        if not backend.is_embedded and calls:
+            per_text = text_chars * len(task.metrics) * int(repeats) * len(names)
+            est = estimates.text_estimate(
+                engine(), backend, prompt_chars=per_text, calls=calls, concurrency=backend.concurrency
+            )
+            st.caption(est.summary())
         if backend.is_embedded and calls * view.DEMO_SECONDS_PER_SCORE > 15 * 60:
             st.warning(
                 "This run would take a long time on the demo model: lower r, or make a set with fewer "
                 "perturbations, or connect a faster model in Settings.",
                 icon=":material/schedule:",
             )
+        where = "the embedded server (offline)" if backend.is_embedded else f"`{backend.public_url}`"
+        st.caption(f"Model(s): {', '.join(f'`{n}`' for n in names) or 'none named'} at {where} · change it on Settings")
         go_run = st.button("Run", type="primary", icon=":material/play_arrow:", key="dhp_run", disabled=not calls)
     if go_run:
         if not names:

@@ -64,7 +64,8 @@ tab_make, tab_shares, tab_distill = st.tabs(["Make a report", "Share links", "Di
 # -- make a report ---------------------------------------------------------------------------------------
 with tab_make:
     kinds = [k for k in KIND_LABELS if k in BUILDERS]
-    kind = st.segmented_control("Report on", kinds, format_func=KIND_LABELS.get, key="rp_kind")
+    # required: a click on the chosen option keeps it (it would otherwise clear it and empty the tab)
+    kind = st.segmented_control("Report on", kinds, format_func=KIND_LABELS.get, key="rp_kind", required=True)
     ref_id = None
     if kind == "run":
         rows = runs.list_all(eng, limit=200)

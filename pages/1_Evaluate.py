@@ -18,8 +18,8 @@ from components.dcr_views import (
 from components.evidence_views import render_checker_calibration, render_checker_lead
 from components.nli_figures import ALL_METHOD_LABELS, method_name
 from components.nli_views import render_comparison
-from components.ui import demo_notice, engine, page_setup
-from services import runs
+from components.ui import demo_notice, engine, page_setup, render_backend_line
+from services import estimates, runs
 from services.dcr import (
     CONVERTER_LABELS,
     DEFAULT_ALPHA,
@@ -230,6 +230,20 @@ with form_box:
                 "The evidence checker aligns each sentence with the reference (MiniLM embeddings when installed, "
                 "plus word overlap) and flags numbers, names and words found nowhere in it. No model is called, "
                 "so the converter and the rounds do not apply."
+            )
+    if st.session_state.ev_method != "evidence":
+        render_backend_line(backend)
+        if not backend.is_embedded and st.session_state.ev_reference and st.session_state.ev_candidate:
+            st.caption(
+                estimates.single_estimate(
+                    eng,
+                    backend,
+                    st.session_state.ev_reference,
+                    st.session_state.ev_candidate,
+                    method=st.session_state.ev_method,
+                    window=int(st.session_state.ev_window),
+                    amc=st.session_state.ev_amc,
+                ).summary()
             )
     b = st.container(horizontal=True)
     go = b.button("Evaluate", type="primary", icon=":material/play_arrow:") or st.session_state.pop("ev_autorun", False)
@@ -457,6 +471,8 @@ if run_id is not None:
                 value=max(last.index + 1, r.max_rounds),
                 key=f"ev_m_{r.id}_{n}",
             )
+            with c[1]:
+                render_backend_line(backend)
             if c[1].button("Improve", type="primary", icon=":material/auto_fix_high:", key=f"ev_improve_{r.id}"):
                 with st.status("Improving…", expanded=True) as status:
                     runs.improve_run(eng, backend, r.id, max_rounds=int(m), progress=status.write)

@@ -45,19 +45,19 @@ if len(rows) >= runs.HISTORY_LIMIT:
 methods = runs.list_methods(eng, [r.id for r, _ in rows])
 df = pd.DataFrame(
     [
-        {
+        {  # what tells runs apart first: at 1280 px the columns after the candidate need a scroll
             "run": r.id,
-            "created (UTC)": r.created_at.strftime("%Y-%m-%d %H:%M"),
-            "candidate": preview,
+            "method": method_name(r.method),
+            "status": r.status,
             "initial Ẑ": r.initial_score,
             "final Ẑ": r.final_score,
             "rounds": r.n_rounds,
-            "status": r.status,
-            "method": method_name(r.method),
-            "window": methods[r.id].window if r.id in methods else None,
+            "candidate": preview,
+            "model": r.model,
+            "created (UTC)": r.created_at.strftime("%Y-%m-%d %H:%M"),
             "task": r.task,
             "converter": "—" if nli.is_nli(r.method) else r.amc,
-            "model": r.model,
+            "window": methods[r.id].window if r.id in methods else None,
             "source": r.source,
         }
         for r, preview in rows
@@ -88,7 +88,8 @@ event = st.dataframe(
     column_config={
         "initial Ẑ": st.column_config.ProgressColumn(min_value=0, max_value=1, format="%.2f", width="small"),
         "final Ẑ": st.column_config.ProgressColumn(min_value=0, max_value=1, format="%.2f", width="small"),
-        "candidate": st.column_config.TextColumn(width="large"),
+        "candidate": st.column_config.TextColumn(width="medium"),
+        "method": st.column_config.TextColumn(width="medium"),
         "run": st.column_config.NumberColumn(width="small"),
     },
 )
@@ -186,12 +187,12 @@ def _details(run_id: int, annotate: bool = False) -> None:
     render_report_download("run", r.id, key=f"hi_rep_{run_id}")
 
 
-actions = st.columns([1, 1, 4])
+actions = st.container(horizontal=True)  # buttons as wide as their labels: none cut short
 if len(selected) == 1:
-    if actions[0].button("Reopen in Evaluate", type="primary", icon=":material/open_in_new:"):
+    if actions.button("Reopen in Evaluate", type="primary", icon=":material/open_in_new:"):
         st.session_state.ev_run_id = selected[0]
         st.switch_page("pages/1_Evaluate.py", query_params={"run": str(selected[0])})
-if actions[1].button(f"Delete {len(selected)} run(s)", icon=":material/delete:"):
+if actions.button(f"Delete {len(selected)} run(s)", icon=":material/delete:"):
     st.session_state.hi_confirm_delete = list(selected)
 if st.session_state.hi_confirm_delete:
     ids = st.session_state.hi_confirm_delete

@@ -3,7 +3,15 @@
 import streamlit as st
 from pydantic import SecretStr
 
-from components.ui import API_KEY_KEY, current_backend, demo_notice, page_setup, set_backend
+from components.ui import (
+    API_KEY_KEY,
+    KEY_MISSING,
+    current_backend,
+    demo_notice,
+    key_missing,
+    page_setup,
+    set_backend,
+)
 from services.config import EMBEDDED_MODEL_NAME, get_settings
 from services.embedded import server_available
 from services.runs import connection_check
@@ -23,9 +31,12 @@ st.title("Settings")
 if flash := st.session_state.pop("se_flash", None):
     st.success(flash, icon=":material/check_circle:")
 st.caption(
-    "These choices apply to this browser session. Defaults come from `LLM_BASE_URL`, `LLM_MODEL`, "
-    "`LLM_API_KEY` / `OPENAI_API_KEY` in the environment or `.streamlit/secrets.toml`."
+    "Saved choices are kept for you: a reload, a new tab or another browser session starts with them. An API "
+    "key typed here is never stored: it lasts for this browser session. Defaults come from `LLM_BASE_URL`, "
+    "`LLM_MODEL`, `LLM_API_KEY` / `OPENAI_API_KEY` in the environment or `.streamlit/secrets.toml`."
 )
+if key_missing(backend):
+    st.warning(KEY_MISSING.format(model=backend.model), icon=":material/key_off:")
 
 kind = st.radio(
     "Backend",
@@ -44,6 +55,7 @@ if kind == "embedded":
 
 with st.form("settings"):
     base_url, model, typed_key = None, backend.model, None
+    price_in, price_out = backend.price_input_per_million, backend.price_output_per_million
     if kind == "openai":
         preset = st.selectbox("Preset", list(PRESETS), index=len(PRESETS) - 1 if backend.base_url else 0)
         p_url, p_model = PRESETS[preset]
@@ -67,6 +79,25 @@ with st.form("settings"):
         )
         if st.session_state.get(API_KEY_KEY):
             st.caption("A key typed earlier in this session is in use. Type a new one to replace it.")
+        c = st.columns(2)
+        price_in = c[0].number_input(
+            "Price per million input tokens (USD)",
+            min_value=0.0,
+            value=backend.price_input_per_million,
+            step=0.05,
+            format="%.3f",
+            placeholder="unknown",
+            help="For the cost estimate shown before a run; leave empty when unknown. Not part of any cache key.",
+        )
+        price_out = c[1].number_input(
+            "Price per million output tokens (USD)",
+            min_value=0.0,
+            value=backend.price_output_per_million,
+            step=0.05,
+            format="%.3f",
+            placeholder="unknown",
+            help="For the cost estimate shown before a run; leave empty when unknown.",
+        )
     c = st.columns(4)
     temperature = c[0].number_input("Temperature", 0.0, 2.0, float(backend.temperature), 0.1)
     max_tokens = c[1].number_input("Max tokens", 16, 32768, int(backend.max_tokens), 64)
@@ -95,6 +126,8 @@ if save or test:
             max_tokens=int(max_tokens),
             concurrency=int(concurrency),
             timeout=float(timeout),
+            price_input_per_million=price_in if kind == "openai" else None,
+            price_output_per_million=price_out if kind == "openai" else None,
         )
         if typed_key:
             new = new.with_changes(api_key=SecretStr(typed_key))
@@ -102,7 +135,7 @@ if save or test:
             new = new.with_changes(api_key=get_settings().llm_api_key)
         if save:
             set_backend(new, typed_key or None)
-            st.session_state.se_flash = f"Saved for this session: {current_backend().label}."
+            st.session_state.se_flash = f"Saved: {current_backend().label}."
             st.rerun()  # so the sidebar shows the new backend at once
         with st.spinner("Testing the connection…" if kind == "openai" else "Starting the embedded model…"):
             ok, msg = connection_check(new)

@@ -5,7 +5,8 @@ import streamlit as st
 
 from components.nli_figures import ALL_METHOD_LABELS
 from components.report import render_report_download
-from components.ui import batch_worker, demo_notice, engine, page_setup
+from components.ui import batch_worker, demo_notice, engine, page_setup, render_backend_line
+from services import estimates
 from services.datasets import list_datasets
 from services.dcr import CONVERTER_LABELS, TASK_LABELS, DCRConfig
 from services.errors import InputError
@@ -82,7 +83,23 @@ with st.expander("Start a batch", expanded=st.session_state.ba_start_open, icon=
                 "β (Eq. 3)", value=0.0, step=0.5, key="ba_beta", help="DCE methods; Appendix C.1 sets β = 0."
             )
             criteria = c[2].text_input("Criteria (custom task only)", "")
-            start = st.form_submit_button("Start batch", type="primary", icon=":material/play_arrow:")
+            render_backend_line(backend)
+            est = estimates.batch_estimate(
+                eng,
+                backend,
+                ds.id,
+                method=method,
+                window=int(window),
+                amc=amc,
+                rounds=0 if nli.is_nli(method) else int(rounds),
+                concurrency=int(concurrency),
+                item_limit=int(limit) or None,
+                repeats=int(repeats),
+            )
+            st.caption(est.summary() + " Changed a field? Press **Estimate** to update these figures.")
+            with st.container(horizontal=True):
+                start = st.form_submit_button("Start batch", type="primary", icon=":material/play_arrow:")
+                st.form_submit_button("Estimate", icon=":material/calculate:")
         if start:
             try:
                 ids = batches.create_repeats(
@@ -137,8 +154,15 @@ table = pd.DataFrame(
         for b in all_batches
     ]
 )
+table = table.astype({"window": "Int64", "repeat": "Int64"})  # whole numbers, blanks where none
 ev = st.dataframe(
-    table, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row", key="ba_table"
+    table,
+    hide_index=True,
+    width="stretch",
+    placeholder="—",  # an empty cell (no window, not a repeat) reads as a dash, not "None"
+    on_select="rerun",
+    selection_mode="single-row",
+    key="ba_table",
 )
 if ev and ev.selection and ev.selection.rows:
     st.session_state.ba_selected = int(table.iloc[ev.selection.rows[0]]["batch"])
@@ -183,7 +207,15 @@ def live(batch_id: int) -> None:
     m[0].metric("Done", p.done)
     m[1].metric("Failed", p.failed)
     m[2].metric("Pending", p.pending + p.running)
-    m[3].metric("ETA", _fmt_s(p.eta_s) if b.status == "running" else "—")
+    m[3].metric(
+        "ETA",
+        _fmt_s(p.eta_s) if b.status == "running" else "—",
+        help=(
+            f"At {p.items_per_s:.2f} items/s, measured over the last {p.rate_window_s:.0f} s."
+            if p.items_per_s
+            else "Measured once a few items have finished in the last two minutes."
+        ),
+    )
     m[4].metric("Calls", f"{p.calls:,}", help="Requests sent to the model")
     m[5].metric("Cache hits", f"{p.cache_hits:,}")
     m[6].metric("Tokens", f"{p.tokens:,}")
@@ -221,12 +253,13 @@ if not items.empty:
     failed = items[items["status"] == "failed"]
     if not failed.empty:
         with st.expander(f"Failed items ({len(failed)})", icon=":material/error:"):
-            st.dataframe(failed[["item", "external_id", "error"]], hide_index=True, width="stretch")
+            st.dataframe(failed[["item", "external_id", "error"]], hide_index=True, width="stretch", placeholder="—")
     with st.expander("Items", icon=":material/list:"):
         st.dataframe(
             items.drop(columns=["error"]),
             hide_index=True,
             width="stretch",
+            placeholder="—",
             column_config={
                 "score": st.column_config.ProgressColumn(min_value=0, max_value=1, format="%.2f"),
                 "final score": st.column_config.ProgressColumn(min_value=0, max_value=1, format="%.2f"),

@@ -41,7 +41,11 @@ def _create_annotator() -> None:
     st.session_state.an_annotator = a.id
     st.session_state.an_pick = a.id
     st.session_state.an_new_name = ""
-    _flash("success", f"Welcome, {a.name}. Your personal link is below: it opens this page as you.")
+    _flash(
+        "success",
+        f"Added the annotator {a.name}. Their personal link is below: send it to them; it opens this page as "
+        f"{a.name}, with nothing else of the app.",
+    )
 
 
 def _pick_annotator() -> None:

@@ -7,6 +7,7 @@ import streamlit as st
 from components import conseval as view
 from components.ui import batch_worker, demo_notice, engine, page_setup
 from services import conseval as ce
+from services import estimates
 from services.errors import InputError
 from services.jobs import queue as jobs
 
@@ -189,6 +190,25 @@ with st.expander("New study", expanded=not studies, icon=":material/add_circle:"
     except InputError as exc:
         problem = str(exc)
         st.warning(problem, icon=":material/warning:")
+    if problem is None:
+        all_calls = [*calls, *oracle_calls]
+        sizes = [len(it.query) + len(it.response) for it in items]
+        chars = sum(
+            sizes[c.item_id] * (1 + int(cfg.k) * c.method.startswith("dicl")) if c.item_id < len(sizes) else 0
+            for c in all_calls
+        )
+        est = estimates.text_estimate(
+            eng, backend, prompt_chars=chars, calls=len(all_calls), concurrency=cfg.concurrency
+        )
+        st.caption(est.summary() + (" Priced at the backend in use." if len(cfg.models) > 1 else ""))
+        st.caption(
+            "Models: "
+            + "; ".join(
+                f"**{m.label}**"
+                + (f" (`{m.model}` at `{m.base_url}`)" if m.kind != "embedded" else " (embedded, offline)")
+                for m in cfg.models
+            )
+        )
     if st.button(
         "Start study", type="primary", icon=":material/play_arrow:", disabled=problem is not None, key="ce_start"
     ):

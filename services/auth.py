@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
-import threading
-import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Literal
@@ -77,6 +75,7 @@ class Decision:
     grant: Grant | None = None  # the grant the session holds from now on (link holders)
     restore: dict[str, str] | None = None  # query parameters to put back (a link page reached without them)
     message: str = ""
+    keep_held: bool = False  # this run shows another kind of link's page; the session keeps the grant it held
 
     @property
     def allowed(self) -> bool:
@@ -178,44 +177,6 @@ def is_owner_account(email: str | None, owners: Iterable[str]) -> bool:
     return email in owners or domain in owners
 
 
-class Throttle:
-    """Wrong passwords slow an attacker down: after `limit` failures from one address within `window`
-    seconds, that address waits until the oldest of them is `window` seconds old."""
-
-    def __init__(self, limit: int = 5, window: float = 60.0, clock: Callable[[], float] = time.monotonic) -> None:
-        self.limit, self.window, self.clock = limit, window, clock
-        self._failures: dict[str, list[float]] = {}
-        self._lock = threading.Lock()
-
-    def _recent(self, key: str) -> list[float]:
-        now = self.clock()
-        kept = [t for t in self._failures.get(key, []) if now - t < self.window]
-        if kept:
-            self._failures[key] = kept
-        else:
-            self._failures.pop(key, None)
-        return kept
-
-    def wait(self, key: str) -> float:
-        """Seconds this address must wait before its next attempt (0 when it may try now)."""
-        with self._lock:
-            recent = self._recent(key)
-            if len(recent) < self.limit:
-                return 0.0
-            return max(0.0, recent[-self.limit] + self.window - self.clock())
-
-    def failed(self, key: str) -> None:
-        with self._lock:
-            self._failures.setdefault(key, []).append(self.clock())
-
-    def succeeded(self, key: str) -> None:
-        with self._lock:
-            self._failures.pop(key, None)
-
-
-PASSWORD_THROTTLE = Throttle()
-
-
 # -- the gate ----------------------------------------------------------------------------------------------
 def link_token(kind: str | None, query: Mapping[str, str]) -> str | None:
     """The token a page of this link kind was opened with, or None."""
@@ -233,7 +194,8 @@ def decide(*, page_link: str | None, query: Mapping[str, str], owner: bool, held
 
     - The owner sees every page, links included (a signed-in owner who opens a link keeps full access).
     - A page opened with its link's token makes the session a link holder for that page; a new token on the
-      same page replaces the held one (a replaced annotator link).
+      same page replaces the held one (a replaced annotator link); a token of another kind of link shows that
+      page for this run and leaves the held grant as it was.
     - A link holder sees the page of their grant (its token put back when the URL lost it) and nothing else,
       whatever the mode: even an open app does not turn a link holder into its owner.
     - Anyone else signs in (OIDC or password), is the local user of an open app, or is refused.
@@ -242,7 +204,10 @@ def decide(*, page_link: str | None, query: Mapping[str, str], owner: bool, held
         return Decision("owner")
     token = link_token(page_link, query)
     if token is not None:
-        return Decision("link", grant=Grant(page_link, token))  # type: ignore[arg-type]
+        # Another kind of link opened in a link holder's session (a share URL pasted into a rater's tab) shows
+        # its own page, checked by that page, but never takes the place of the grant the session holds.
+        keep = held is not None and held.kind != page_link
+        return Decision("link", grant=Grant(page_link, token), keep_held=keep)  # type: ignore[arg-type]
     if held is not None:
         link = held.link
         if page_link == held.kind:

@@ -99,6 +99,11 @@ def _model() -> Any:
     return SentenceTransformer(str(path), device="cpu", local_files_only=True)
 
 
+def embedding_model_loaded() -> bool:
+    """Whether this process has loaded all-MiniLM-L6-v2 already (the first load takes seconds to a minute)."""
+    return _model.cache_info().currsize > 0
+
+
 def _encode(texts: list[str], batch_size: int) -> np.ndarray:
     if not texts:
         return np.zeros((0, 0), dtype=np.float32)

@@ -67,6 +67,9 @@ class Settings(BaseSettings):
     llm_concurrency: int = 4
     llm_timeout: float = 120.0
     llm_max_retries: int = 3
+    # USD per million input / output tokens of the configured model: cost estimates before a run.
+    llm_price_input_per_million: float | None = Field(default=None, ge=0)
+    llm_price_output_per_million: float | None = Field(default=None, ge=0)
     # A worker's own endpoints for the batch's model (comma-separated): it spreads its items over them.
     llm_worker_base_urls: str | None = None
     # Worker timings, in seconds, one set for the database and every kind of job (services/jobs/runner.py). A
@@ -177,6 +180,9 @@ class BackendConfig:
     concurrency: int = _default("llm_concurrency")
     timeout: float = _default("llm_timeout")
     max_retries: int = _default("llm_max_retries")
+    # USD per million tokens, for cost estimates only: never part of a cache key or a run's record.
+    price_input_per_million: float | None = None
+    price_output_per_million: float | None = None
 
     @property
     def is_embedded(self) -> bool:
@@ -197,6 +203,8 @@ class BackendConfig:
         """A dict safe to store or export: everything but the key and credentials in the URL."""
         d = asdict(self)
         d.pop("api_key", None)
+        for k in PRICE_FIELDS:
+            d.pop(k, None)
         d["base_url"] = self.public_url
         d["has_api_key"] = bool(self.api_key and self.api_key.get_secret_value())
         return d
@@ -205,6 +213,7 @@ class BackendConfig:
         return replace(self, **changes)
 
 
+PRICE_FIELDS = ("price_input_per_million", "price_output_per_million")
 RECORDED_PARAMS = ("temperature", "max_tokens", "timeout", "max_retries", "concurrency")
 
 
@@ -255,6 +264,8 @@ def backend_from_settings(settings: Settings | None = None) -> BackendConfig:
         concurrency=s.llm_concurrency,
         timeout=s.llm_timeout,
         max_retries=s.llm_max_retries,
+        price_input_per_million=s.llm_price_input_per_million,
+        price_output_per_million=s.llm_price_output_per_million,
     )
     if s.llm_base_url:
         return BackendConfig(

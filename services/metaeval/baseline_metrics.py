@@ -123,6 +123,9 @@ def compute_baselines(
         done += len(ids)
         if on_progress:
             on_progress(done, total, "evidence checker")
+    if emb_ids and on_progress and not bl.embedding_model_loaded():
+        # The first chunk loads the model, which takes seconds to a minute: say so, or the bar seems stuck.
+        on_progress(done, total, "loading the MiniLM embedding model (the first time takes up to a minute)")
     for k in range(0, len(emb_ids), embedding_chunk):
         ids = emb_ids[k : k + embedding_chunk]
         refs, cands = texts(ids)

@@ -117,14 +117,16 @@ def krippendorff_alpha(
         return AlphaResult(None, level, n_units, n_raters, n_pairable, note=note)
 
     if n_raters < 2:
-        return undefined(
-            f"Only {n_raters} rater{'s' if n_raters != 1 else ''} gave ratings: agreement needs at least two raters "
-            "rating the same units."
-        )
+        who = "No rater has given ratings yet" if n_raters == 0 else "Only one rater has given ratings"
+        return undefined(f"{who}: agreement needs at least two raters rating the same units.")
     if n_pairable < MIN_PAIRABLE_UNITS:
+        units = (
+            "No unit is rated by two or more raters yet"
+            if n_pairable == 0
+            else f"Only {_count(n_pairable, 'unit')} rated by two or more raters"
+        )
         return undefined(
-            f"Only {n_pairable} unit{'s' if n_pairable != 1 else ''} rated by two or more raters: alpha needs at "
-            f"least {MIN_PAIRABLE_UNITS} such units (units rated once do not count)."
+            f"{units}: alpha needs at least {MIN_PAIRABLE_UNITS} such units (units rated once do not count)."
         )
     values = data[:, pairable]
     domain = np.unique(values[~np.isnan(values)])
@@ -230,3 +232,8 @@ def majority(votes: Mapping[str, int]) -> int | None:
     if len(ranked) > 1 and ranked[0] == ranked[1]:
         return None
     return max(counts, key=counts.__getitem__)
+
+
+def _count(n: int, noun: str) -> str:
+    """ "one unit", "3 units": a count that reads as English."""
+    return f"one {noun}" if n == 1 else f"{n} {noun}s"

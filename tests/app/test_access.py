@@ -153,3 +153,24 @@ def test_the_refusal_leads_back_to_the_holders_own_page(judge):
     at.switch_page(SETTINGS).run()
     (back,) = at.main.get("page_link")
     assert (back.proto.label, back.proto.page, back.proto.query_string) == ("Back to Rate", "Rate", f"token={token}")
+
+
+def test_a_bogus_share_url_in_a_raters_session_leaves_the_raters_access(judge):
+    token = ce.add_rater(db.engine.get_engine(), seeded_study(judge, n_items=1), "rita").token
+    at = app(RATE, query={"token": token}, secrets={"studio_password": PASSWORD})
+    at.query_params.clear()
+    at.query_params.update({"share": "not-a-real-share-token-000000"})
+    at.switch_page("pages/12_Reports.py").run()
+    assert not at.exception
+    assert sidebar_links(at) == []
+    at.query_params.clear()
+    at.switch_page(RATE).run()
+    assert not at.exception and any("You are **rita**" in m.value for m in at.markdown), "still rita"
+
+
+def test_with_an_unreadable_database_the_sign_in_page_says_so(monkeypatch, tmp_path):
+    monkeypatch.setenv("DATABASE_URL", f"sqlite:///{tmp_path / 'no-such-dir' / 'x.db'}")
+    at = app(secrets={"studio_password": PASSWORD})
+    assert not at.exception
+    assert at.title[0].value == "Sign in"
+    assert any("The database cannot be opened" in e.value for e in at.error)

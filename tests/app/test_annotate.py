@@ -59,6 +59,9 @@ def test_an_annotator_is_created_by_name_and_gets_a_personal_link(open_page):
     assert grace is not None and at.session_state.an_annotator == grace.id
     token = an.annotator_token(db.engine.get_engine(), grace.id)
     assert any(f"token={token}" in c.value for c in at.code)
+    # The owner created it for someone else: no greeting as if the owner were Grace.
+    assert not any("Welcome" in m.value for m in at.success)
+    assert any("Added the annotator Grace" in m.value for m in at.success)
     # Creating the same name again is refused with a message, not an exception.
     at.text_input(key="an_new_name").input("Grace")
     at = click(at, "Create")

@@ -141,3 +141,23 @@ def test_alpha_and_beta_set_on_the_page_are_the_batch_items_eq3(open_page, judge
         marks = [x["mark"] for x in r["sentences"] if x["mark"] is not None]
         if r["score"] is not None:
             assert r["score"] == ((sum(marks) + 1) / (len(marks) + 1) + 1) / 2
+
+
+def test_the_start_form_names_the_model_and_estimates_before_the_run(open_page, judge):
+    seed_dataset(4)
+    at = open_page(BATCHES)
+    assert not at.exception
+    captions = texts(at.caption)
+    assert any(c.startswith("Model: `fake-model` at `http://127.0.0.1:") for c in captions), captions
+    est = [c for c in captions if c.startswith("Estimate:")]
+    assert est and "**4 calls**" in est[0] and "input + " in est[0] and "output tokens" in est[0], est
+    assert "no price per million tokens" in est[0], "no price set: no cost guessed"
+
+
+def test_empty_batch_cells_read_as_a_dash_not_none(open_page, judge):
+    seed_dataset(2)
+    at = open_page(BATCHES)
+    at = at.button(key="FormSubmitter:ba_new-Start batch").click().run()
+    table = next(d for d in at.dataframe if "window" in d.value.columns)
+    assert table.proto.placeholder == "—"
+    assert str(table.value["window"].dtype) == "Int64", "whole numbers with blanks, not floats or 'None'"

@@ -162,3 +162,15 @@ def test_nli_runs_are_listed_with_their_method_and_window_and_reopen_with_their_
     windows = next(d.value for d in at.dataframe[1:] if "judgement" in d.value.columns)
     assert list(windows["judgement"]) == ["✗ inconsistent", "✓ consistent"]
     assert group
+
+
+def test_at_1280_px_the_method_and_scores_come_before_the_wide_columns(open_page, judge):
+    """The method column and "Reopen in Evaluate" were cut off at 1280 × 800."""
+    seed_run(judge)
+    at = open_page(HISTORY, query={"run": "1"})
+    assert not at.exception
+    cols = list(at.dataframe[0].value.columns)
+    assert cols[:6] == ["run", "method", "status", "initial Ẑ", "final Ẑ", "rounds"], cols
+    assert any(b.label == "Reopen in Evaluate" for b in at.button)
+    # The actions sit in a horizontal container (each button as wide as its label), not in narrow columns.
+    assert not [c for c in at.columns if any(getattr(b, "label", "") == "Reopen in Evaluate" for b in c.button)]

@@ -124,3 +124,11 @@ def test_the_batches_page_offers_the_report_of_a_batch(open_page):
     assert not at.exception, at.exception
     (share,) = reports.shares(db.engine.get_engine())
     assert (share.kind, share.ref_id) == ("batch", bid) and any(share.token in c.value for c in at.code)
+
+
+def test_clicking_the_chosen_report_kind_again_keeps_it(open_page):
+    """A click on the selected "Report on" option cleared it and left the tab empty: the choice is required."""
+    at = open_page(REPORTS)
+    (kind,) = [b for b in at.button_group if b.key == "rp_kind"]
+    assert kind.proto.required, "the browser keeps a required option selected when it is clicked again"
+    assert any("No batches yet" in i.value for i in at.info), "the chosen kind's content shows"

@@ -48,7 +48,7 @@ def test_saved_endpoint_is_used_and_the_typed_key_lives_only_in_session_state(op
     at = click(endpoint_form(open_page, judge.base_url + "/", key=SECRET), "Save")
     assert not at.exception
     assert not at.error, texts(at.error)
-    assert f"Saved for this session: fake-model at {judge.base_url}." in texts(at.success)
+    assert f"Saved: fake-model at {judge.base_url}." in texts(at.success)
     saved = at.session_state[BACKEND_KEY]
     assert (saved["kind"], saved["base_url"], saved["model"]) == ("openai", judge.base_url, "fake-model")
     assert "api_key" not in saved and SECRET not in repr(saved)
@@ -111,3 +111,27 @@ def test_test_connection_reports_an_unreachable_server(open_page, closed_url, mo
 def test_sidebar_shows_the_new_backend_right_after_save(open_page, closed_url):
     at = click(endpoint_form(open_page, closed_url), "Save")
     assert any(closed_url in t for t in texts(at.sidebar.markdown)), texts(at.sidebar.markdown)
+
+
+def test_a_new_browser_session_starts_on_the_saved_backend_and_its_prices(open_page, judge):
+    at = endpoint_form(open_page, judge.base_url)
+    by_label = {n.label: n for n in at.number_input}
+    by_label["Price per million input tokens (USD)"].set_value(0.5)
+    by_label["Price per million output tokens (USD)"].set_value(1.5)
+    click(at, "Save")
+    again = open_page(SETTINGS)  # another AppTest: a new session with empty session state
+    assert not again.exception
+    assert any("fake-model" in t and judge.base_url in t for t in texts(again.sidebar.markdown))
+    assert not any("Embedded demo model" in t for t in texts(again.sidebar.markdown))
+    prices = {n.label: n.value for n in again.number_input}
+    assert prices["Price per million input tokens (USD)"] == 0.5
+    assert prices["Price per million output tokens (USD)"] == 1.5
+    assert not again.warning, "no key was typed: none is missing"
+
+
+def test_a_new_session_says_a_typed_key_must_be_entered_again(open_page, judge):
+    click(endpoint_form(open_page, judge.base_url, key=SECRET), "Save")
+    again = open_page(EVALUATE)
+    assert not again.exception
+    assert any("Enter it again on **Settings**" in w for w in texts(again.sidebar.warning))
+    assert any("fake-model" in t for t in texts(again.sidebar.markdown)), "still the chosen endpoint"

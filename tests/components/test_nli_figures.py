@@ -121,3 +121,26 @@ def test_method_cost_labels_stand_upright_on_two_lines():
     )
     assert list(fig.data[0].x) == ["DCE-AMC", "Sent-NLI<br>(w=1)"]
     assert fig.layout.xaxis.tickangle == 0 and fig.layout.xaxis.automargin
+
+
+# The pages keep plotly's toolbar visible (about 30 px at the top right): titles sit below it.
+TOOLBAR_PX = 30
+
+
+def test_the_summary_length_title_sits_below_the_toolbar():
+    df = pd.DataFrame(
+        {"method": ["M"], "kind": ["summary length"], "bucket": ["1–5 words"], "n": [3], "accuracy": [0.5]}
+    )
+    fig = nf.make_length_accuracy_figure(df)
+    # Subplot titles stand on the plot area's top edge, inside the top margin, about 20 px tall.
+    assert fig.layout.margin.t >= TOOLBAR_PX + 25
+
+
+def test_the_right_axes_tick_at_nice_numbers_not_at_the_left_axes_grid():
+    """An overlaying axis syncs to the left one's grid by default: calls / document read 0.344 / 0.687 / 1.031."""
+    methods = nf.make_methods_figure(
+        pd.DataFrame({"method": ["A", "B"], "balanced_accuracy": [0.7, 0.6], "calls_per_doc": [1.375, 1.0]})
+    )
+    cost = nf.make_method_cost_figure(pd.DataFrame({"method": ["A"], "calls": [3], "tokens": [900]}))
+    for fig in (methods, cost):
+        assert fig.layout.yaxis2.overlaying == "y" and fig.layout.yaxis2.tickmode == "auto"

@@ -78,3 +78,17 @@ def test_no_module_outside_config_reads_the_environment_for_settings():
         text = (root / name).read_text(encoding="utf-8")
         found += [f"{name}:{n}" for n, line in enumerate(text.splitlines(), 1) if reads.search(line)]
     assert not found, found
+
+
+def test_prices_are_settings_and_stay_out_of_records_and_cache_keys(monkeypatch):
+    from services.llm.client import LLMClient
+
+    monkeypatch.setenv("LLM_BASE_URL", "http://models.example.org/v1")
+    monkeypatch.setenv("LLM_PRICE_INPUT_PER_MILLION", "0.15")
+    monkeypatch.setenv("LLM_PRICE_OUTPUT_PER_MILLION", "0.6")
+    b = backend_from_settings()
+    assert (b.price_input_per_million, b.price_output_per_million) == (0.15, 0.6)
+    assert not {"price_input_per_million", "price_output_per_million"} & set(b.public()), "a run's record"
+    free = b.with_changes(price_input_per_million=None, price_output_per_million=None)
+    messages = [{"role": "user", "content": "Is it consistent?"}]
+    assert LLMClient(b)._key(messages, "v1", {}, 0) == LLMClient(free)._key(messages, "v1", {}, 0)

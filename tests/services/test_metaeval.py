@@ -381,3 +381,24 @@ def test_summeval_correlation_is_averaged_per_document_with_the_pooled_one_besid
         stats.correlation(df["score"], df["human_score"], "spearman", n_boot=0).r
     )
     assert "Pooled" in rows.loc["spearman", "note"]
+
+
+def test_baselines_progress_says_when_minilm_is_loading(engine, monkeypatch: pytest.MonkeyPatch):
+    _, bid = seed(engine, HAND)
+    ids = metaeval.batch_frame(engine, bid)["item_id"].astype(int).tolist()
+    stages: list[str] = []
+    loaded = [False]
+
+    def fake_embeddings(refs, cands, **kw):
+        loaded[0] = True  # the first chunk loads the model
+        return [0.5] * len(refs)
+
+    monkeypatch.setattr(bl, "embedding_similarity", fake_embeddings)
+    monkeypatch.setattr(bl, "embeddings_available", lambda: (True, "fake"))
+    monkeypatch.setattr(bl, "embedding_model_loaded", lambda: loaded[0])
+    metaeval.compute_baselines(engine, ids, with_embeddings=True, on_progress=lambda d, t, s: stages.append(s))
+    loading = [i for i, s in enumerate(stages) if "loading the MiniLM" in s]
+    assert loading and stages[loading[0] + 1] == "embeddings", stages
+    stages.clear()
+    metaeval.compute_baselines(engine, ids, with_embeddings=True, on_progress=lambda d, t, s: stages.append(s))
+    assert not any("loading" in s for s in stages), "loaded once: nothing left to say"

@@ -309,3 +309,18 @@ def test_binary_slot_matrix_puts_the_yes_votes_first() -> None:
 )
 def test_majority(votes, expected) -> None:
     assert stats.majority(votes) == expected
+
+
+@pytest.mark.parametrize(
+    ("rows", "says"),
+    [
+        ([[NAN, NAN, NAN], [NAN, NAN, NAN]], "No rater has given ratings yet"),
+        ([[1, 2, 3, 1]], "Only one rater has given ratings"),
+        ([[1, NAN, 2], [NAN, 1, NAN]], "No unit is rated by two or more raters yet"),
+        ([[1, NAN, 2], [2, 1, NAN]], "Only one unit rated by two or more raters"),
+    ],
+)
+def test_too_few_raters_or_units_reads_as_english(rows, says):
+    res = stats.krippendorff_alpha(rows, "nominal")
+    assert res.alpha is None and res.note.startswith(says), res.note
+    assert "Only 0" not in res.note and "Only 1 " not in res.note

@@ -10,6 +10,7 @@ from sqlmodel import Session
 
 from db import batches as db_batches
 from db.models import BatchPublic, utcnow
+from services import estimates
 from services.errors import InputError
 
 
@@ -27,7 +28,9 @@ class Progress:
     cache_hits: int
     tokens: int
     elapsed_s: float | None
-    eta_s: float | None
+    eta_s: float | None  # from the items finished per second over the last minutes (services/estimates.py)
+    items_per_s: float | None = None
+    rate_window_s: float | None = None
 
     @property
     def finished(self) -> int:
@@ -35,7 +38,7 @@ class Progress:
 
 
 def progress(engine: Engine, batch_id: int) -> Progress | None:
-    """Counts by state, usage totals and an ETA from the rate so far."""
+    """Counts by state, usage totals and an ETA from the throughput measured over a recent window."""
     with Session(engine) as session:
         b = db_batches.get_batch(session=session, batch_id=batch_id)
         if b is None:
@@ -47,16 +50,16 @@ def progress(engine: Engine, batch_id: int) -> Progress | None:
     calls = sum(int(r[2]) for r in rows)
     hits = sum(int(r[3]) for r in rows)
     tokens = sum(int(r[4]) for r in rows)
-    elapsed = eta = None
+    elapsed = eta = items_per_s = window = None
     if pub.started_at is not None:
         end = pub.finished_at if pub.status in ("done", "cancelled") and pub.finished_at else utcnow()
         started = pub.started_at if pub.started_at.tzinfo else pub.started_at.replace(tzinfo=end.tzinfo)
         end = end if end.tzinfo else end.replace(tzinfo=started.tzinfo)
         elapsed = max(0.0, (end - started).total_seconds())
-        finished = count["done"] + count["failed"]
         left = count["pending"] + count["running"]
-        if finished and left and pub.status == "running":
-            eta = elapsed / finished * left
+        if left and pub.status == "running":
+            rate = estimates.batch_throughput(engine, batch_id, left, utcnow())
+            eta, items_per_s, window = rate.eta_s, rate.items_per_s, rate.window_s
     return Progress(
         batch=pub,
         total=sum(count.values()),
@@ -65,6 +68,8 @@ def progress(engine: Engine, batch_id: int) -> Progress | None:
         tokens=tokens,
         elapsed_s=elapsed,
         eta_s=eta,
+        items_per_s=items_per_s,
+        rate_window_s=window,
         **count,
     )
 

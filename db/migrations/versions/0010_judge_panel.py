@@ -1,7 +1,7 @@
 """Judge comparisons: the batches compared on the Judges page and their card options
 
-Revision ID: 0015
-Revises: 0008
+Revision ID: 0010
+Revises: 0009
 Create Date: 2026-11-25 18:20:00.000000
 """
 
@@ -9,8 +9,8 @@ import sqlalchemy as sa
 import sqlmodel
 from alembic import op
 
-revision = "0015"
-down_revision = "0008"
+revision = "0010"
+down_revision = "0009"
 branch_labels = None
 depends_on = None
 

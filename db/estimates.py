@@ -1,0 +1,66 @@
+"""What estimates read: a dataset's text sizes, a model's measured calls, a batch's recent finishes."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import func, select
+from sqlmodel import Session, col
+
+from db.models import Batch, BatchItem, DatasetItem, Document, Run, UsageEvent
+
+
+def dataset_sizes(*, session: Session, dataset_id: int, limit: int | None = None) -> list[tuple[int, int, int]]:
+    """Per item, in order: (reference characters, candidate characters, candidate sentences)."""
+    q = (
+        select(func.length(Document.text), func.length(DatasetItem.candidate), DatasetItem.sentences)
+        .join(Document, Document.id == DatasetItem.reference_id)
+        .where(DatasetItem.dataset_id == dataset_id)
+        .order_by(DatasetItem.idx)
+    )
+    if limit:
+        q = q.limit(limit)
+    return [(int(r or 0), int(c or 0), len(s or [])) for r, c, s in session.execute(q).all()]
+
+
+def model_call_totals(*, session: Session, model: str, base_url: str | None) -> tuple[int, float, int, int]:
+    """Requests this model (at this endpoint) answered, not from the cache: (requests, latency ms, prompt
+    tokens, completion tokens), over single runs and batch items."""
+    runs = session.execute(
+        select(
+            func.coalesce(func.sum(UsageEvent.requests), 0),
+            func.coalesce(func.sum(UsageEvent.latency_ms), 0.0),
+            func.coalesce(func.sum(UsageEvent.prompt_tokens), 0),
+            func.coalesce(func.sum(UsageEvent.completion_tokens), 0),
+        )
+        .join(Run, Run.id == UsageEvent.run_id)
+        .where(Run.model == model, Run.base_url == base_url, col(UsageEvent.cached).is_(False))
+        .where(UsageEvent.requests > 0)
+    ).one()
+    items = session.execute(
+        select(
+            func.coalesce(func.sum(BatchItem.calls - BatchItem.cache_hits), 0),
+            func.coalesce(func.sum(BatchItem.latency_ms), 0.0),
+            func.coalesce(func.sum(BatchItem.prompt_tokens), 0),
+            func.coalesce(func.sum(BatchItem.completion_tokens), 0),
+        )
+        .join(Batch, Batch.id == BatchItem.batch_id)
+        .where(Batch.model == model, Batch.base_url == base_url, BatchItem.calls > BatchItem.cache_hits)
+    ).one()
+    return (
+        int(runs[0]) + int(items[0]),
+        float(runs[1]) + float(items[1]),
+        int(runs[2]) + int(items[2]),
+        int(runs[3]) + int(items[3]),
+    )
+
+
+def recent_finishes(*, session: Session, batch_id: int, since: datetime) -> list[datetime]:
+    """When the batch's items that finished since `since` finished (their last update), oldest first."""
+    q = (
+        select(BatchItem.updated_at)
+        .where(BatchItem.batch_id == batch_id, col(BatchItem.status).in_(("done", "failed")))
+        .where(BatchItem.updated_at >= since)
+        .order_by(BatchItem.updated_at)
+    )
+    return list(session.execute(q).scalars().all())

@@ -1,0 +1,267 @@
+"""Before a run on a remote model: how many calls, tokens, how long and what it costs; during a batch: an ETA
+from the throughput measured over a recent window.
+
+Tokens are estimated from text length (about 4 characters a token for English) plus each prompt's template;
+answers from what this model answered before, else an assumed length. Time comes from this model's measured
+latency (earlier runs and batches at the same endpoint) spread over the concurrency; with no measurement the
+time is not guessed. Cost needs a price per million tokens (Settings); without one it is not guessed either.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+
+from db import estimates as db
+from services.config import BackendConfig
+
+CHARS_PER_TOKEN = 4.0
+TEMPLATE_TOKENS = 350  # a DCR / NLI prompt's own instructions and examples, beside the texts it quotes
+ASSUMED_ANSWER_TOKENS = 200  # an answer's length before this model has answered anything here
+ETA_WINDOW = timedelta(minutes=2)
+ETA_MIN_FINISHED = 3
+SENTENCE_END = re.compile(r"[.!?](?:\s|$)")  # a rough count for a window's estimate; the run splits properly
+
+
+def tokens_of(chars: int) -> int:
+    return math.ceil(chars / CHARS_PER_TOKEN)
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What this model has answered here before (requests not served from the cache)."""
+
+    requests: int
+    seconds_per_request: float | None
+    prompt_tokens_per_request: float | None
+    completion_tokens_per_request: float | None
+
+
+def measured(engine: Engine, backend: BackendConfig) -> Measured:
+    with Session(engine) as s:
+        n, ms, pt, ct = db.model_call_totals(session=s, model=backend.model, base_url=backend.public_url)
+    if n <= 0:
+        return Measured(0, None, None, None)
+    return Measured(n, ms / 1000 / n, pt / n if pt else None, ct / n if ct else None)
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A run's expected calls, tokens, time and cost, with what each figure rests on."""
+
+    calls: int
+    input_tokens: int
+    output_tokens: int
+    seconds: float | None  # None: this model has no measured latency here yet
+    cost_usd: float | None  # None: no price per million tokens is set
+    n_measured: int  # requests the latency and answer length were measured on
+    upper_bound: bool = False  # rounds that may stop early: the figures are at most these
+    local: bool = False  # the embedded model: no charge
+
+    def summary(self) -> str:
+        """One Markdown line for the page."""
+        about = "at most" if self.upper_bound else "about"
+        parts = [
+            f"{about} **{self.calls:,} call{'' if self.calls == 1 else 's'}**",
+            f"**{_tokens(self.input_tokens)} input + {_tokens(self.output_tokens)} output tokens**",
+        ]
+        if self.seconds is None:
+            parts.append("time: not measured for this model yet")
+        else:
+            parts.append(f"**{duration(self.seconds)}** (latency measured on {self.n_measured:,} earlier requests)")
+        if self.local:
+            parts.append("no charge (the embedded model runs here)")
+        elif self.cost_usd is None:
+            parts.append("cost: no price per million tokens set on Settings")
+        else:
+            usd = "under $0.01" if 0 < self.cost_usd < 0.005 else f"${self.cost_usd:,.2f}"
+            parts.append(f"**{usd}** at the prices set on Settings")
+        return "Estimate: " + " · ".join(parts) + " (cached answers cost no call)."
+
+
+def _tokens(n: int) -> str:
+    if n >= 1_000_000:
+        return f"{n / 1_000_000:.1f}M"
+    if n >= 10_000:
+        return f"{n / 1000:.0f}k"
+    return f"{n:,}"
+
+
+def duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{max(1, round(seconds))} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def cost(backend: BackendConfig, input_tokens: int, output_tokens: int) -> float | None:
+    """USD at the backend's prices; None when either price is unknown."""
+    pi, po = backend.price_input_per_million, backend.price_output_per_million
+    if pi is None or po is None:
+        return None
+    return (input_tokens * pi + output_tokens * po) / 1_000_000
+
+
+def estimate(
+    backend: BackendConfig,
+    m: Measured,
+    *,
+    calls: int,
+    input_tokens: int,
+    concurrency: int,
+    upper_bound: bool = False,
+) -> Estimate:
+    """Figures for `calls` requests carrying `input_tokens` in all, `concurrency` at a time."""
+    per_answer = m.completion_tokens_per_request or ASSUMED_ANSWER_TOKENS
+    output_tokens = math.ceil(calls * min(per_answer, backend.max_tokens))
+    seconds = None
+    if m.seconds_per_request is not None:
+        seconds = calls * m.seconds_per_request / max(1, concurrency)
+    return Estimate(
+        calls=calls,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        seconds=seconds,
+        cost_usd=cost(backend, input_tokens, output_tokens),
+        n_measured=m.requests,
+        upper_bound=upper_bound,
+        local=backend.is_embedded,
+    )
+
+
+# -- what a method asks per document -----------------------------------------------------------------------
+def calls_per_document(method: str, *, n_sentences: int, window: int = 1, amc: str = "rule", rounds: int = 0) -> int:
+    """Model calls one document takes: DCE (+ an LLM converter) a round, an improver and a new judgement per
+    improvement round; Summ-NLI one; Sent-NLI one a window; QG-QA two a window (questions, then answers);
+    the evidence checker none."""
+    windows = max(1, math.ceil(max(1, n_sentences) / max(1, window)))
+    if method == "evidence":
+        return 0
+    if method == "summ-nli":
+        return 1
+    if method == "sent-nli":
+        return windows
+    if method == "qg-qa":
+        return 2 * windows
+    per_round = 1 + (1 if amc == "llm" else 0)
+    return per_round + rounds * (1 + per_round)
+
+
+def document_estimate(
+    backend: BackendConfig,
+    m: Measured,
+    sizes: Sequence[tuple[int, int, int]],
+    *,
+    method: str,
+    window: int = 1,
+    amc: str = "rule",
+    rounds: int = 0,
+    concurrency: int = 1,
+) -> Estimate:
+    """Figures for a method over documents of these sizes: (reference chars, candidate chars, sentences)."""
+    calls = input_tokens = 0
+    for ref_chars, cand_chars, n_sent in sizes:
+        n = calls_per_document(method, n_sentences=n_sent, window=window, amc=amc, rounds=rounds)
+        calls += n
+        input_tokens += n * (tokens_of(ref_chars + cand_chars) + TEMPLATE_TOKENS)
+    return estimate(
+        backend,
+        m,
+        calls=calls,
+        input_tokens=input_tokens,
+        concurrency=concurrency,
+        upper_bound=rounds > 0 and method not in ("summ-nli", "sent-nli", "qg-qa", "evidence"),
+    )
+
+
+def batch_estimate(
+    engine: Engine,
+    backend: BackendConfig,
+    dataset_id: int,
+    *,
+    method: str,
+    window: int = 1,
+    amc: str = "rule",
+    rounds: int = 0,
+    concurrency: int = 1,
+    item_limit: int | None = None,
+    repeats: int = 1,
+) -> Estimate:
+    """Figures for a batch (or its repeats) over a stored dataset, before it starts."""
+    with Session(engine) as s:
+        sizes = db.dataset_sizes(session=s, dataset_id=dataset_id, limit=item_limit)
+    return document_estimate(
+        backend,
+        measured(engine, backend),
+        sizes * max(1, repeats),
+        method=method,
+        window=window,
+        amc=amc,
+        rounds=rounds,
+        concurrency=concurrency,
+    )
+
+
+def text_estimate(
+    engine: Engine, backend: BackendConfig, *, prompt_chars: int, calls: int, concurrency: int
+) -> Estimate:
+    """Figures for `calls` requests whose prompts hold `prompt_chars` characters in all (ConsEval, DHP)."""
+    return estimate(
+        backend,
+        measured(engine, backend),
+        calls=calls,
+        input_tokens=tokens_of(prompt_chars) + calls * TEMPLATE_TOKENS,
+        concurrency=concurrency,
+    )
+
+
+# -- a running batch's ETA ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Throughput:
+    items_per_s: float | None  # None: too few items finished in the window to measure
+    n_recent: int
+    window_s: float
+    eta_s: float | None
+
+
+def throughput(finished_at: Sequence[datetime], now: datetime, left: int, window: timedelta = ETA_WINDOW) -> Throughput:
+    """Items finished per second over the recent window (from the first finish in it to now, so a stall
+    slows the rate down at once), and the time the `left` items take at that rate."""
+    start = now - window
+    recent = sorted(t for t in finished_at if t >= start)
+    if len(recent) < ETA_MIN_FINISHED:
+        return Throughput(None, len(recent), window.total_seconds(), None)
+    span = max((now - recent[0]).total_seconds(), 1e-3)
+    rate = (len(recent) - 1) / span
+    if rate <= 0:
+        return Throughput(None, len(recent), span, None)
+    return Throughput(rate, len(recent), span, left / rate if left else 0.0)
+
+
+def batch_throughput(engine: Engine, batch_id: int, left: int, now: datetime) -> Throughput:
+    with Session(engine) as s:
+        times = db.recent_finishes(session=s, batch_id=batch_id, since=now - ETA_WINDOW)
+    aware = [t if t.tzinfo else t.replace(tzinfo=now.tzinfo) for t in times]
+    return throughput(aware, now, left)
+
+
+def single_estimate(
+    engine: Engine, backend: BackendConfig, reference: str, candidate: str, *, method: str, window: int, amc: str
+) -> Estimate:
+    """Figures for judging one pair (round 0: Improve is a step of its own)."""
+    n_sentences = max(1, len(SENTENCE_END.findall(candidate.strip())))
+    return document_estimate(
+        backend,
+        measured(engine, backend),
+        [(len(reference), len(candidate), n_sentences)],
+        method=method,
+        window=window,
+        amc=amc,
+    )
