@@ -8,7 +8,7 @@ from collections.abc import Callable
 import streamlit as st
 
 from components.dcr_figures import make_rounds_figure, rounds_frame  # noqa: F401 - the views' public names
-from services.dcr import REFERENCE_NOUN, Evaluation, Round, evidence
+from services.dcr import REFERENCE_NOUN, Delivered, Evaluation, Round, evidence
 from services.dcr.evidence import SentenceEvidence, Span
 from services.text import diff_html
 
@@ -288,3 +288,24 @@ def render_no_verdict(ev: Evaluation, *, embedded: bool, checker_shown: bool = F
         ),
         icon=":material/help:",
     )
+
+
+def render_delivered(out: Delivered) -> None:
+    """The text a run delivers, the score that belongs to it (or that it was not judged), and the rewrites
+    left out of it with why."""
+    st.markdown("**Delivered text**")
+    if out.judged and out.z_hat is not None:
+        st.metric("Score Ẑ of the delivered text", f"{out.z_hat:.3f}", help=out.score_note())
+        st.caption(out.score_note())
+    else:
+        st.metric("Score Ẑ of the delivered text", "not judged" if not out.judged else "n/a", help=out.score_note())
+        st.caption(f":orange[{out.score_note()}]")
+    st.code(out.text, language=None, wrap_lines=True)
+    if out.left_out:
+        with st.expander(f"Rewrites left out ({len(out.left_out)})", icon=":material/block:", expanded=True):
+            for x in out.left_out:
+                st.markdown(
+                    f"Round {x.round} · sentence #{x.index + 1}: {diff_html(x.before, x.after)}",
+                    unsafe_allow_html=True,
+                )
+                st.caption(f"{x.why}." + (f" Improver's reason: {x.reason}" if x.reason else ""))

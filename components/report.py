@@ -25,7 +25,11 @@ def stamp_of(kind: str, ref_id: int) -> str:
             return metaeval.batch_stamp(engine(), ref_id)
         if kind == "run":
             d = runs.load(engine(), ref_id)
-            return "missing" if d is None else f"{d.run.status}|{len(d.rounds)}|{d.run.final_score}"
+            if d is None:
+                return "missing"
+            # Accepting or rejecting a rewrite changes the delivered text: the report must follow.
+            choices = "".join("1" if w.accepted else "0" for rd in d.rounds for w in rd.rewrites)
+            return f"{d.run.status}|{len(d.rounds)}|{d.run.final_score}|{choices}"
     except Exception:  # a stamp is an optimisation: never let it break the page
         log.exception("no stamp for %s %s", kind, ref_id)
     return ""

@@ -477,16 +477,12 @@ if run_id is not None:
 
     if r.method != "evidence":  # the checker rewrites nothing: its final text is the candidate
         st.markdown("#### Final text")
-        final = runs.final_text(detail)
-        n_rejected = sum(not rw.accepted for rd in detail.rounds for rw in rd.rewrites if rw.changed)
+        out = runs.delivered(detail)
+        final = out.text
         st.caption(
             "The candidate with every accepted rewrite applied"
-            + (
-                f" ({n_rejected} rejected rewrite(s) left out: the scores above are for the text with every rewrite "
-                "applied, so evaluate this text to score it)."
-                if n_rejected
-                else "."
-            )
+            + (f" ({len(out.left_out)} rewrite(s) left out). " if out.left_out else ". ")
+            + out.score_note()
             + " Copy it with the button in the box's corner."
         )
         st.code(final, language=None, wrap_lines=True)

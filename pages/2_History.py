@@ -4,7 +4,13 @@ import pandas as pd
 import streamlit as st
 
 from components.annotate import render_run_annotation
-from components.dcr_views import colored_text_html, evidence_for, render_score, sentence_cards_html
+from components.dcr_views import (
+    colored_text_html,
+    evidence_for,
+    render_delivered,
+    render_score,
+    sentence_cards_html,
+)
 from components.nli_figures import ALL_METHOD_LABELS, method_name
 from components.nli_views import render_method_detail
 from components.report import render_report_download
@@ -156,8 +162,11 @@ def _details(run_id: int, annotate: bool = False) -> None:
                 query_params={"compare": m.compare_group},
             )
     if d.rounds:
-        last = d.rounds[-1]
-        render_score(last.evaluation, d.usage, compact=not annotate)
+        out = runs.delivered(d)
+        if out.left_out:  # the last round judged rewrites that were rejected: its score is not the delivered text's
+            st.caption(f"Scores per round below; the last round's text is not the delivered text. {out.score_note()}")
+        else:
+            render_score(d.rounds[-1].evaluation, d.usage, compact=not annotate)
         for rnd in d.rounds:
             with st.expander(
                 f"Round {rnd.index}: Ẑ = "
@@ -173,6 +182,8 @@ def _details(run_id: int, annotate: bool = False) -> None:
                 found = evidence_for(d.reference, rnd.evaluation, r.task)
                 noun = REFERENCE_NOUN.get(r.task, "reference")
                 st.markdown(sentence_cards_html(rnd.evaluation, found, noun=noun), unsafe_allow_html=True)
+        if m is None and r.method != "evidence":
+            render_delivered(out)
     if annotate and d.rounds:
         with st.expander("Annotate sentences", icon=":material/edit_note:"):
             idx = st.selectbox(
