@@ -506,4 +506,5 @@ def test_delivered_takes_the_score_of_the_round_that_judged_exactly_that_text():
     ]
     out = dcr.delivered(rounds)
     assert out.text == "a b1" and out.judged_round == 1 and out.z_hat == 0.75
-    assert [(x.round, x.why.split(":")[0]) for x in out.left_out] == [(1, "Rejected by the reviewer; round 2 judged it consistent"), (2, "Not applied")]
+    whys = [(x.round, x.why.split(":")[0]) for x in out.left_out]
+    assert whys == [(1, "Rejected by the reviewer; round 2 judged it consistent"), (2, "Not applied")]
