@@ -123,3 +123,18 @@ def test_the_batches_page_offers_the_report_of_a_batch(open_page):
     assert not at.exception, at.exception
     (share,) = reports.shares(db.engine.get_engine())
     assert (share.kind, share.ref_id) == ("batch", bid) and any(share.token in c.value for c in at.code)
+
+
+def test_report_downloads_carry_their_file_rather_than_making_it_on_click(open_page):
+    """A file made on click ("deferred") is lost when the page redraws around the click: a second quick click
+    logged "Deferred file ... not found" and delivered nothing. The file is in the page instead."""
+    eng = db.engine.get_engine()
+    _, bid = seed(eng, ITEMS)
+    token = reports.new_share(eng, "batch", bid).token
+    for page, query in ((REPORTS, None), ("pages/5_Batches.py", {"batch": str(bid)}), (REPORTS, {"share": token})):
+        at = open_page(page, query=query)
+        assert not at.exception, at.exception
+        buttons = [b for b in at.get("download_button") if b.proto.label in ("Download report", "Download as HTML")]
+        assert buttons, page
+        for b in buttons:
+            assert not b.proto.deferred_file_id and b.proto.url, (page, b.proto.label)
