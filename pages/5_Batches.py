@@ -3,6 +3,7 @@
 import pandas as pd
 import streamlit as st
 
+from components.batch_views import render_failed_answers
 from components.nli_figures import ALL_METHOD_LABELS
 from components.report import render_report_download
 from components.ui import batch_worker, demo_notice, engine, page_setup
@@ -222,6 +223,7 @@ if not items.empty:
     if not failed.empty:
         with st.expander(f"Failed items ({len(failed)})", icon=":material/error:"):
             st.dataframe(failed[["item", "external_id", "error"]], hide_index=True, width="stretch")
+            render_failed_answers(batches.failed_items(eng, bid), key=f"ba_raw_{bid}")
     with st.expander("Items", icon=":material/list:"):
         st.dataframe(
             items.drop(columns=["error"]),

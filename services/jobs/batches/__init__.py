@@ -30,7 +30,15 @@ from services.jobs.batches.create import (
     request_cancel,
 )
 from services.jobs.batches.items import ItemInput, load_inputs, process_item, process_nli_item, round_record
-from services.jobs.batches.status import Progress, batch_public, items_frame, list_batches, progress
+from services.jobs.batches.status import (
+    FailedItem,
+    Progress,
+    batch_public,
+    failed_items,
+    items_frame,
+    list_batches,
+    progress,
+)
 from services.jobs.batches.work import RunStats, active_batches, backend_for, process_batch, worker_endpoints
 
 __all__ = [
@@ -38,6 +46,7 @@ __all__ = [
     "ItemInput",
     "LeaseLost",
     "Leases",
+    "FailedItem",
     "Progress",
     "RunStats",
     "active_batches",
@@ -52,6 +61,7 @@ __all__ = [
     "eq3_of",
     "eq3_params",
     "heartbeat",
+    "failed_items",
     "items_frame",
     "joinable",
     "list_batches",

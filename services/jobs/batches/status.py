@@ -105,3 +105,20 @@ def items_frame(engine: Engine, batch_id: int) -> Any:
         "error",
     ]
     return pd.DataFrame(rows, columns=cols)
+
+
+@dataclass(frozen=True)
+class FailedItem:
+    """A failed item: why, and the model's answers as written (each call's stage, error and raw text)."""
+
+    item: int
+    external_id: str
+    error: str | None
+    answers: list[dict[str, Any]]
+
+
+def failed_items(engine: Engine, batch_id: int, limit: int = 200) -> list[FailedItem]:
+    """The batch's failed items with the model's raw answers (recorded for items failed since they were kept)."""
+    with engine.connect() as conn:
+        rows = db_batches.failed_results(conn=conn, batch_id=batch_id, limit=limit)
+    return [FailedItem(int(i), ext or "", err, list((res or {}).get("raw_answers") or [])) for i, ext, err, res in rows]
