@@ -434,6 +434,19 @@ def failed_results(*, conn: Connection, batch_id: int, limit: int) -> list[Row]:
     )
 
 
+def judged_results(*, conn: Connection, batch_id: int) -> list[Row]:
+    """(item id, external id, reference text, result) of a batch's finished items, in dataset order."""
+    return list(
+        conn.execute(
+            select(BatchItem.item_id, DatasetItem.external_id, Document.text, BatchItem.result)
+            .join(DatasetItem, DatasetItem.id == BatchItem.item_id)
+            .join(Document, Document.id == DatasetItem.reference_id)
+            .where(BatchItem.batch_id == batch_id, BatchItem.status == "done")
+            .order_by(DatasetItem.idx)
+        ).all()
+    )
+
+
 def output_rows(*, conn: Connection, batch_id: int, after_idx: int, limit: int) -> list[Row]:
     """Up to `limit` items after dataset position `after_idx`: (idx, external id, reference, status, score,
     error, calls, cache hits, prompt tokens, completion tokens, latency ms, result)."""

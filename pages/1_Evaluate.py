@@ -8,8 +8,10 @@ import streamlit as st
 from components.annotate import render_run_annotation
 from components.dcr_views import (
     evidence_for,
+    judge_flags,
     make_rounds_figure,
     render_evaluation,
+    render_flag_filter,
     render_no_verdict,
     render_rewrite_review,
     render_score,
@@ -412,9 +414,11 @@ if run_id is not None:
             help="A second opinion that calls no model: each sentence is aligned with the reference, and numbers, "
             "names or weakly supported statements are flagged. Labelled 'Offline evidence checker' on each card.",
         )
+    flags = judge_flags(rnd.evaluation, found, method=r.method)
     body, side = st.columns([3, 2])
     with body:
-        render_evaluation(rnd.evaluation, found, checker=show_checker, noun=noun)
+        only = render_flag_filter(flags, key=f"ev_flagged_{r.id}")
+        render_evaluation(rnd.evaluation, found, checker=show_checker, noun=noun, flags=flags, only_flagged=only)
         with st.expander("Annotate these sentences", icon=":material/edit_note:"):
             render_run_annotation(eng, run_id=r.id, rnd=rnd, key_prefix="ev_lab")
     with side:

@@ -7,7 +7,9 @@ from components.annotate import render_run_annotation
 from components.dcr_views import (
     colored_text_html,
     evidence_for,
+    judge_flags,
     render_delivered,
+    render_flag_filter,
     render_score,
     sentence_cards_html,
 )
@@ -181,7 +183,12 @@ def _details(run_id: int, annotate: bool = False) -> None:
                 st.markdown(colored_text_html(rnd.evaluation), unsafe_allow_html=True)
                 found = evidence_for(d.reference, rnd.evaluation, r.task)
                 noun = REFERENCE_NOUN.get(r.task, "reference")
-                st.markdown(sentence_cards_html(rnd.evaluation, found, noun=noun), unsafe_allow_html=True)
+                flags = judge_flags(rnd.evaluation, found, method=r.method)
+                only = render_flag_filter(flags, key=f"hi_flagged_{run_id}_{rnd.index}")
+                st.markdown(
+                    sentence_cards_html(rnd.evaluation, found, noun=noun, flags=flags, only_flagged=only),
+                    unsafe_allow_html=True,
+                )
         if m is None and r.method != "evidence":
             render_delivered(out)
     if annotate and d.rounds:

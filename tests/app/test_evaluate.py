@@ -434,3 +434,21 @@ def test_an_unjudged_sentence_leaves_no_score_and_the_page_says_what_the_partial
     metric = next(m for m in at.metric if m.label == "Score Ẑ")
     assert f"on {n - 1} of {n}" in str(metric.proto.delta)
     assert any(f"rests on the {n - 1} of {n} sentence(s)" in t for t in texts(at.caption))
+
+
+def test_sentences_where_the_judge_and_the_evidence_disagree_are_flagged_and_can_be_shown_alone(open_page, fake):
+    """The judge calls every sentence consistent; the evidence finds "1999" nowhere in the article."""
+    from tests.fakes import toy_judge
+
+    fake.responder = toy_judge(bad="no such text", fix="")
+    run_id = seed_run(fake)
+    at = open_page(EVALUATE, query={"run": str(run_id)})
+    assert not at.exception, at.exception
+    cards = [m for m in texts(at.markdown) if "cs-card" in m]
+    assert cards and cards[0].count("Judge and evidence disagree") == 1
+    assert "the evidence finds no support: &#x27;1999&#x27; does not appear" in cards[0]
+    toggle = next(t for t in at.toggle if t.label.startswith("Only the 1 sentence(s) where the judge"))
+    at = toggle.set_value(True).run()
+    assert not at.exception, at.exception
+    cards = [m for m in texts(at.markdown) if "cs-card" in m]
+    assert cards[0].count('class="cs-card') == 1 and "1999" in cards[0] and "wrought iron" not in cards[0]
