@@ -169,6 +169,8 @@ def _details(run_id: int, annotate: bool = False) -> None:
             st.caption(f"Scores per round below; the last round's text is not the delivered text. {out.score_note()}")
         else:
             render_score(d.rounds[-1].evaluation, d.usage, compact=not annotate)
+        if m is None and r.method != "evidence":
+            render_delivered(out)
         for rnd in d.rounds:
             with st.expander(
                 f"Round {rnd.index}: Ẑ = "
@@ -189,8 +191,6 @@ def _details(run_id: int, annotate: bool = False) -> None:
                     sentence_cards_html(rnd.evaluation, found, noun=noun, flags=flags, only_flagged=only),
                     unsafe_allow_html=True,
                 )
-        if m is None and r.method != "evidence":
-            render_delivered(out)
     if annotate and d.rounds:
         with st.expander("Annotate sentences", icon=":material/edit_note:"):
             idx = st.selectbox(
