@@ -155,7 +155,8 @@ def test_rejecting_a_rewrite_keeps_the_original_sentence_in_the_final_text(open_
     at = keep.set_value("Reject").run()
     assert not at.exception
     assert at.code[0].value == CAND
-    assert any("1 rejected rewrite(s) left out" in c for c in texts(at.caption))
+    # the final text is round 0's again: the caption says whose score it has
+    assert any("1 rewrite(s) left out" in c and "The score of round 0" in c for c in texts(at.caption))
 
 
 def test_deep_link_opens_a_saved_run(open_page, judge):
