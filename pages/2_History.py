@@ -166,7 +166,7 @@ def _details(run_id: int, annotate: bool = False) -> None:
     if d.rounds:
         out = runs.delivered(d)
         if out.left_out:  # the last round judged rewrites that were rejected: its score is not the delivered text's
-            st.caption(f"Scores per round below; the last round's text is not the delivered text. {out.score_note()}")
+            st.caption("Scores per round below; the last round's text is not the delivered text.")
         else:
             render_score(d.rounds[-1].evaluation, d.usage, compact=not annotate)
         if m is None and r.method != "evidence":
