@@ -8,8 +8,9 @@ from collections.abc import Callable
 import streamlit as st
 
 from components.dcr_figures import make_rounds_figure, rounds_frame  # noqa: F401 - the views' public names
-from services.dcr import REFERENCE_NOUN, Evaluation, Round, evidence
+from services.dcr import REFERENCE_NOUN, Delivered, Evaluation, Round, evidence
 from services.dcr.evidence import SentenceEvidence, Span
+from services.disagreement import Disagreement, disagreements
 from services.text import diff_html
 
 VERDICT_ICON = {"consistent": "✓", "inconsistent": "✗", "unknown": "?"}
@@ -96,13 +97,20 @@ def sentence_cards_html(
     *,
     checker: bool = False,
     noun: str = "reference",
+    flags: dict[int, Disagreement] | None = None,
+    only_flagged: bool = False,
 ) -> str:
     """One card per sentence: verdict, mark z_i, the sentence, the reason or the error; with `found`, its
     evidence (novel spans highlighted, the closest reference sentence) and, with `checker`, the offline
-    checker's verdict beside the evaluator's."""
+    checker's verdict beside the evaluator's. `flags` marks the sentences where the judge and the evidence
+    disagree; `only_flagged` shows those alone."""
     by_index = {se.index: se for se in found or []}
+    flags = flags or {}
     cards = []
     for s in ev.sentences:
+        flag = flags.get(s.index)
+        if only_flagged and flag is None:
+            continue
         mark = "—" if s.mark is None else f"{s.mark:+d}"
         se = by_index.get(s.index)
         se = se if se is not None and se.text == s.text else None
@@ -120,12 +128,14 @@ def sentence_cards_html(
             extra += f'<div class="cs-reason"><b>Why undecided:</b> {html.escape(why)}</div>'
         if probability is not None:
             mark += f" · probability supported {probability:.2f}"
+        if flag is not None:
+            extra += f'<div class="cs-flag">⚠ <b>Judge and evidence disagree</b>: {html.escape(flag.why)}</div>'
         cards.append(
             f'<div class="cs-card cs-{s.verdict}">'
             f'<span class="cs-chip {s.verdict}">{VERDICT_ICON[s.verdict]} {s.verdict}</span>'
             f"<b>#{s.index + 1}</b> · z = {mark}<div>{text}</div>{reason}{err}{extra}</div>"
         )
-    for x in ev.extras:
+    for x in [] if only_flagged else ev.extras:
         mark = "—" if x.mark is None else f"{x.mark:+d}"
         cards.append(
             f'<div class="cs-card cs-unknown"><span class="cs-chip unknown">paragraph-level</span> z = {mark} '
@@ -175,12 +185,34 @@ def render_score(ev: Evaluation, usage: dict | None = None, *, compact: bool = F
         )
 
 
+def judge_flags(ev: Evaluation, found: list[SentenceEvidence] | None, *, method: str) -> dict[int, Disagreement]:
+    """The sentences where a model's verdict and the evidence disagree (none for the evidence checker itself)."""
+    if method == "evidence" or not found:
+        return {}
+    return disagreements([(s.index, s.text, s.verdict) for s in ev.sentences], found)
+
+
+def render_flag_filter(flags: dict[int, Disagreement], *, key: str) -> bool:
+    """A toggle to show only the flagged sentences, with their count; False when none is flagged."""
+    if not flags:
+        return False
+    return st.toggle(
+        f"Only the {len(flags)} sentence(s) where the judge and the evidence disagree",
+        key=key,
+        help="The judge (the model's verdict) says one thing and the evidence (the offline checker's alignment "
+        "with the reference) another: a contradiction or no support for a sentence judged consistent, or support "
+        "for one judged inconsistent. Check these first.",
+    )
+
+
 def render_evaluation(
     ev: Evaluation,
     found: list[SentenceEvidence] | None = None,
     *,
     checker: bool = False,
     noun: str = "reference",
+    flags: dict[int, Disagreement] | None = None,
+    only_flagged: bool = False,
 ) -> None:
     """Errors and notes, the colour-coded candidate, and a card per sentence (with its evidence, if given)."""
     if ev.error:
@@ -198,7 +230,10 @@ def render_evaluation(
             f"in the {noun}.",
             unsafe_allow_html=True,
         )
-    st.markdown(sentence_cards_html(ev, found, checker=checker, noun=noun), unsafe_allow_html=True)
+    st.markdown(
+        sentence_cards_html(ev, found, checker=checker, noun=noun, flags=flags, only_flagged=only_flagged),
+        unsafe_allow_html=True,
+    )
 
 
 REWRITE_DEFAULT_NOTE = (
@@ -305,3 +340,24 @@ def render_no_verdict(ev: Evaluation, *, embedded: bool, checker_shown: bool = F
         ),
         icon=":material/help:",
     )
+
+
+def render_delivered(out: Delivered) -> None:
+    """The text a run delivers, the score that belongs to it (or that it was not judged), and the rewrites
+    left out of it with why."""
+    st.markdown("**Delivered text**")
+    if out.judged and out.z_hat is not None:
+        st.metric("Score Ẑ of the delivered text", f"{out.z_hat:.3f}", help=out.score_note())
+        st.caption(out.score_note())
+    else:
+        st.metric("Score Ẑ of the delivered text", "not judged" if not out.judged else "n/a", help=out.score_note())
+        st.caption(f":orange[{out.score_note()}]")
+    st.code(out.text, language=None, wrap_lines=True)
+    if out.left_out:
+        with st.expander(f"Rewrites left out ({len(out.left_out)})", icon=":material/block:", expanded=True):
+            for x in out.left_out:
+                st.markdown(
+                    f"Round {x.round} · sentence #{x.index + 1}: {diff_html(x.before, x.after)}",
+                    unsafe_allow_html=True,
+                )
+                st.caption(f"{x.why}." + (f" Improver's reason: {x.reason}" if x.reason else ""))

@@ -30,7 +30,11 @@ def stamp_of(kind: str, ref_id: int) -> str:
             return "missing" if panel is None else judges.stamp(engine(), panel.dataset_id, list(panel.batch_ids))
         if kind == "run":
             d = runs.load(engine(), ref_id)
-            return "missing" if d is None else f"{d.run.status}|{len(d.rounds)}|{d.run.final_score}"
+            if d is None:
+                return "missing"
+            # Accepting or rejecting a rewrite changes the delivered text: the report must follow.
+            choices = "".join("1" if w.accepted else "0" for rd in d.rounds for w in rd.rewrites)
+            return f"{d.run.status}|{len(d.rounds)}|{d.run.final_score}|{choices}"
     except Exception:  # a stamp is an optimisation: never let it break the page
         log.exception("no stamp for %s %s", kind, ref_id)
     return ""
@@ -46,9 +50,26 @@ def cached_report(kind: str, ref_id: int) -> Report:
     return _cached_report(kind, ref_id, stamp_of(kind, ref_id))
 
 
+@st.cache_data(show_spinner="Building the report…", max_entries=8, ttl=300)
+def _cached_html(kind: str, ref_id: int, stamp: str) -> str:
+    return reports.to_html(_cached_report(kind, ref_id, stamp))
+
+
 def report_html(kind: str, ref_id: int) -> str:
-    """The self-contained HTML file of one subject's report."""
-    return reports.to_html(cached_report(kind, ref_id))
+    """The self-contained HTML file of one subject's report (built once per change of its results)."""
+    return _cached_html(kind, ref_id, stamp_of(kind, ref_id))
+
+
+def report_file(kind: str, ref_id: int) -> bytes:
+    """The report file's bytes, or a page saying why there is none (the subject was deleted meanwhile).
+
+    Built before the button is drawn, not on click: a button whose file is made on click ("deferred") loses it
+    when the page redraws around the click, and a second quick click then delivers nothing.
+    """
+    try:
+        return report_html(kind, ref_id).encode("utf-8")
+    except InputError as exc:
+        return reports.message_html("No report", str(exc)).encode("utf-8")
 
 
 def survey_choices() -> dict[int, str]:
@@ -83,26 +104,17 @@ def render_report_download(kind: str, ref_id: int, *, key: str | None = None) ->
     key = key or f"rep_{kind}_{ref_id}"
     row = st.container(horizontal=True, vertical_alignment="center")
 
-    def data() -> str:
-        try:
-            return report_html(kind, ref_id)
-        except InputError as exc:  # deleted meanwhile: the file says so instead of failing the click
-            return reports.message_html("No report", str(exc))
-
-    try:
-        row.download_button(
-            "Download report",
-            data,
-            file_name=f"{kind}-{ref_id}-report.html",
-            mime="text/html",
-            icon=":material/summarize:",
-            key=f"{key}_dl",
-            on_click="ignore",
-            help="One HTML file with the configuration, headline numbers with intervals, interactive charts, "
-            "tables and worked examples. Opens offline in any browser; holds no API key.",
-        )
-    except InputError as exc:  # pragma: no cover - the callable runs on click
-        row.error(str(exc))
+    row.download_button(
+        "Download report",
+        report_file(kind, ref_id),
+        file_name=f"{kind}-{ref_id}-report.html",
+        mime="text/html",
+        icon=":material/summarize:",
+        key=f"{key}_dl",
+        on_click="ignore",
+        help="One HTML file with the configuration, headline numbers with intervals, interactive charts, "
+        "tables and worked examples. Opens offline in any browser; holds no API key.",
+    )
     if row.button(
         "Create share link",
         icon=":material/link:",

@@ -51,6 +51,7 @@ def add_batch(
                 "item_id": i,
                 "status": "pending",
                 "attempts": 0,
+                "refresh": False,
                 "updated_at": now,
                 "n_sentences": 0,
                 "n_unknown": 0,
@@ -122,20 +123,36 @@ def count_items(*, session: Session, batch_id: int, statuses: tuple[str, ...]) -
 
 
 def reopen(*, session: Session, batch_id: int, failed_too: bool) -> int:
-    """Queue a batch again (its failed items too if asked), or mark it done if nothing is pending."""
+    """Queue a batch again, or mark it done if nothing is pending; returns the items that will run.
+
+    `failed_too` ("Re-run failed") queues the failed items only, each marked to ask the model again rather
+    than read its cached answer; the batch's other pending items (a cancelled batch's) wait for Resume.
+    Without it (Resume) every pending item runs.
+    """
     if failed_too:
         session.execute(
             update(BatchItem)
             .where(BatchItem.batch_id == batch_id, BatchItem.status == "failed")
-            .values(status="pending", worker=None, error=None, updated_at=utcnow())
+            .values(status="pending", worker=None, error=None, refresh=True, updated_at=utcnow())
         )
-    n = count_items(session=session, batch_id=batch_id, statuses=("pending",))
-    session.execute(
-        update(Batch)
-        .where(Batch.id == batch_id)
-        .values(cancel_requested=False, status="queued" if n else "done", finished_at=None if n else utcnow())
-    )
+        n = claimable(session=session, batch_id=batch_id, retry_only=True)
+    else:
+        n = count_items(session=session, batch_id=batch_id, statuses=("pending",))
+    if n:
+        values: dict[str, Any] = {"status": "queued", "finished_at": None, "retry_only": failed_too}
+    else:  # nothing to run: the batch keeps what it was (cancelled with items pending, else done)
+        left = count_items(session=session, batch_id=batch_id, statuses=("pending",))
+        values = {"status": "cancelled" if left else "done", "finished_at": utcnow(), "retry_only": False}
+    session.execute(update(Batch).where(Batch.id == batch_id).values(cancel_requested=False, **values))
     return n
+
+
+def claimable(*, session: Session, batch_id: int, retry_only: bool) -> int:
+    """How many pending items of a batch a worker may claim (only those marked `refresh` on a re-run)."""
+    q = select(func.count()).where(BatchItem.batch_id == batch_id, BatchItem.status == "pending")
+    if retry_only:
+        q = q.where(BatchItem.refresh.is_(True))
+    return int(session.execute(q).scalar_one())
 
 
 def delete_batch(*, session: Session, batch_id: int) -> bool:
@@ -157,9 +174,12 @@ def settle(*, session: Session, batch_id: int) -> None:
     left = count_items(session=session, batch_id=batch_id, statuses=("pending", "running"))
     running = count_items(session=session, batch_id=batch_id, statuses=("running",))
     if left == 0:
-        b.status, b.finished_at = "done", utcnow()
+        b.status, b.finished_at, b.retry_only = "done", utcnow(), False
     elif b.cancel_requested and running == 0:
-        b.status, b.finished_at = "cancelled", utcnow()
+        b.status, b.finished_at, b.retry_only = "cancelled", utcnow(), False
+    elif b.retry_only and running == 0 and not claimable(session=session, batch_id=batch_id, retry_only=True):
+        # The failed items were re-run; the rest were left pending by a cancel and wait for Resume.
+        b.status, b.finished_at, b.retry_only = "cancelled", utcnow(), False
     session.add(b)
 
 
@@ -278,12 +298,10 @@ def claim_items(*, conn: Connection, batch_id: int, wid: str, limit: int) -> dic
     {} when no item is pending; None when the claim lost a race and should be tried again. On PostgreSQL
     the candidates are locked with SKIP LOCKED, so racing workers pick different items.
     """
-    q = (
-        select(BatchItem.id)
-        .where(BatchItem.batch_id == batch_id, BatchItem.status == "pending")
-        .order_by(BatchItem.id)
-        .limit(limit)
-    )
+    mine = [BatchItem.batch_id == batch_id, BatchItem.status == "pending"]
+    if conn.execute(select(Batch.retry_only).where(Batch.id == batch_id)).scalar():
+        mine.append(BatchItem.refresh.is_(True))  # "Re-run failed": only the failed items, never the rest
+    q = select(BatchItem.id).where(*mine).order_by(BatchItem.id).limit(limit)
     if conn.dialect.name == "postgresql":
         q = q.with_for_update(skip_locked=True)
     ids = list(conn.execute(q).scalars())
@@ -291,9 +309,7 @@ def claim_items(*, conn: Connection, batch_id: int, wid: str, limit: int) -> dic
         if conn.dialect.name != "postgresql":
             return {}
         # SKIP LOCKED hides items other workers are claiming right now: empty only if none is pending.
-        left = conn.execute(
-            select(func.count()).where(BatchItem.batch_id == batch_id, BatchItem.status == "pending")
-        ).scalar_one()
+        left = conn.execute(select(func.count()).where(*mine)).scalar_one()
         return {} if not left else None
     res = conn.execute(
         update(BatchItem)
@@ -354,7 +370,7 @@ def write_results(*, conn: Connection, rows: list[dict[str, Any]], wid: str) -> 
             t.c.attempts == bindparam("attempt"),
             t.c.status == "running",
         )
-        .values({c: bindparam(c) for c in (*RESULT_COLUMNS, "updated_at")})
+        .values({c: bindparam(c) for c in (*RESULT_COLUMNS, "updated_at")} | {"refresh": False})
     )
     conn.execute(stmt, full)
     return mine
@@ -373,10 +389,10 @@ def fail_items(*, conn: Connection, errors: list[dict[str, Any]]) -> None:
 
 # -- items with their texts ---------------------------------------------------------------------------
 def item_inputs(*, conn: Connection, batch_item_ids: list[int]) -> list[Row]:
-    """(batch item id, reference text, candidate, sentences) of these items."""
+    """(batch item id, reference text, candidate, sentences, refresh) of these items."""
     return list(
         conn.execute(
-            select(BatchItem.id, Document.text, DatasetItem.candidate, DatasetItem.sentences)
+            select(BatchItem.id, Document.text, DatasetItem.candidate, DatasetItem.sentences, BatchItem.refresh)
             .join(DatasetItem, DatasetItem.id == BatchItem.item_id)
             .join(Document, Document.id == DatasetItem.reference_id)
             .where(BatchItem.id.in_(batch_item_ids))
@@ -417,6 +433,32 @@ def item_table(*, conn: Connection, batch_id: int) -> list[Row]:
             )
             .join(DatasetItem, DatasetItem.id == BatchItem.item_id)
             .where(BatchItem.batch_id == batch_id)
+            .order_by(DatasetItem.idx)
+        ).all()
+    )
+
+
+def failed_results(*, conn: Connection, batch_id: int, limit: int) -> list[Row]:
+    """(item id, external id, error, result) of a batch's failed items, in dataset order."""
+    return list(
+        conn.execute(
+            select(BatchItem.item_id, DatasetItem.external_id, BatchItem.error, BatchItem.result)
+            .join(DatasetItem, DatasetItem.id == BatchItem.item_id)
+            .where(BatchItem.batch_id == batch_id, BatchItem.status == "failed")
+            .order_by(DatasetItem.idx)
+            .limit(limit)
+        ).all()
+    )
+
+
+def judged_results(*, conn: Connection, batch_id: int) -> list[Row]:
+    """(item id, external id, reference text, result) of a batch's finished items, in dataset order."""
+    return list(
+        conn.execute(
+            select(BatchItem.item_id, DatasetItem.external_id, Document.text, BatchItem.result)
+            .join(DatasetItem, DatasetItem.id == BatchItem.item_id)
+            .join(Document, Document.id == DatasetItem.reference_id)
+            .where(BatchItem.batch_id == batch_id, BatchItem.status == "done")
             .order_by(DatasetItem.idx)
         ).all()
     )

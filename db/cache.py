@@ -24,9 +24,9 @@ class SqlCache(ResponseCache):
             payload = conn.execute(select(LLMCacheEntry.payload).where(LLMCacheEntry.key == key)).scalar()
         return dict(payload) if payload is not None else None
 
-    def put(self, key: str, *, model: str, prompt_version: str, payload: dict[str, Any]) -> None:
+    def put(self, key: str, *, model: str, prompt_version: str, payload: dict[str, Any], replace: bool = False) -> None:
         with self.engine.begin() as conn:
-            _insert(conn, [_row(key, model, prompt_version, payload)])
+            _insert(conn, [_row(key, model, prompt_version, payload)], replace=replace)
 
 
 class BufferedSqlCache(SqlCache):
@@ -41,6 +41,7 @@ class BufferedSqlCache(SqlCache):
         super().__init__(engine)
         self._lock = threading.Lock()
         self._pending: dict[str, dict[str, Any]] = {}
+        self._replace: set[str] = set()
         q = select(LLMCacheEntry.key)
         if model is not None:
             q = q.where(LLMCacheEntry.model == model)
@@ -55,22 +56,39 @@ class BufferedSqlCache(SqlCache):
             return dict(row["payload"])
         return super().get(key) if known else None
 
-    def put(self, key: str, *, model: str, prompt_version: str, payload: dict[str, Any]) -> None:
+    def put(self, key: str, *, model: str, prompt_version: str, payload: dict[str, Any], replace: bool = False) -> None:
         with self._lock:
-            self._pending.setdefault(key, _row(key, model, prompt_version, payload))
+            if replace:
+                self._pending[key] = _row(key, model, prompt_version, payload)
+                self._replace.add(key)
+            else:
+                self._pending.setdefault(key, _row(key, model, prompt_version, payload))
 
     def flush(self, conn: Connection) -> None:
-        """Write the buffered answers in the caller's transaction (an entry stored meanwhile is kept)."""
+        """Write the buffered answers in the caller's transaction (an entry stored meanwhile is kept, unless the
+        answer was asked again to replace it)."""
         with self._lock:
             rows, self._pending = list(self._pending.values()), {}
+            replace, self._replace = self._replace, set()
             self._known.update(r["key"] for r in rows)
-        if rows:
-            _insert(conn, rows)
+        keep = [r for r in rows if r["key"] not in replace]
+        if keep:
+            _insert(conn, keep)
+        if len(keep) < len(rows):
+            _insert(conn, [r for r in rows if r["key"] in replace], replace=True)
 
 
 def _row(key: str, model: str, prompt_version: str, payload: dict[str, Any]) -> dict[str, Any]:
     return {"key": key, "model": model, "prompt_version": prompt_version, "payload": payload, "created_at": utcnow()}
 
 
-def _insert(conn: Connection, rows: list[dict[str, Any]]) -> None:
-    conn.execute(dialect_insert(conn)(LLMCacheEntry.__table__).on_conflict_do_nothing(), rows)
+def _insert(conn: Connection, rows: list[dict[str, Any]], *, replace: bool = False) -> None:
+    stmt = dialect_insert(conn)(LLMCacheEntry.__table__)
+    if replace:
+        stmt = stmt.on_conflict_do_update(
+            index_elements=[LLMCacheEntry.__table__.c.key],
+            set_={c: stmt.excluded[c] for c in ("model", "prompt_version", "payload", "created_at")},
+        )
+    else:
+        stmt = stmt.on_conflict_do_nothing()
+    conn.execute(stmt, rows)

@@ -229,6 +229,8 @@ class Batch(BatchBase, table=True):
     id: int | None = Field(default=None, primary_key=True)
     status: str = Field(default="queued", max_length=20)  # queued | running | done | cancelled
     cancel_requested: bool = False
+    # "Re-run failed": only the items marked `refresh` are claimed; the others wait for Resume.
+    retry_only: bool = False
     n_items: int = 0
     created_at: datetime = Field(default_factory=utcnow, index=True)
     enqueued_at: datetime | None = None
@@ -240,6 +242,7 @@ class BatchPublic(BatchBase):
     id: int
     status: str
     cancel_requested: bool
+    retry_only: bool = False
     n_items: int
     created_at: datetime
     started_at: datetime | None
@@ -257,6 +260,8 @@ class BatchItem(SQLModel, table=True):
     status: str = Field(default="pending", max_length=20, index=True)  # pending | running | done | failed
     worker: str | None = Field(default=None, max_length=100)
     attempts: int = 0
+    # Ask the model again rather than read the cache, and replace the cached answer (a failed item re-run).
+    refresh: bool = False
     error: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
     score: float | None = None  # Ẑ of round 0
     final_score: float | None = None  # Ẑ of the last round

@@ -272,6 +272,14 @@ def set_max_rounds(*, session: Session, run_id: int, max_rounds: int) -> None:
         session.add(row)
 
 
+def set_final_score(*, session: Session, run_id: int, score: float | None) -> None:
+    """The score of the text a run delivers (its last round's, unless rewrites were rejected)."""
+    row = session.get(Run, run_id)
+    if row is not None:
+        row.final_score = score
+        session.add(row)
+
+
 def set_single_score(*, session: Session, run_id: int, score: float | None) -> None:
     """A one-step run (an NLI paradigm): its score is both the first and the final one."""
     row = session.get(Run, run_id)

@@ -9,7 +9,7 @@ from components.report import (
     dhp_run_choices,
     render_report,
     render_report_download,
-    report_html,
+    report_file,
     share_url,
     survey_choices,
 )
@@ -41,7 +41,7 @@ if token is not None:
     st.info("A read-only shared report.", icon=":material/visibility:")
     st.download_button(
         "Download as HTML",
-        lambda: report_html(share.kind, share.ref_id),
+        report_file(share.kind, share.ref_id),
         file_name=rep.file_name,
         mime="text/html",
         icon=":material/download:",

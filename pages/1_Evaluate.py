@@ -8,8 +8,10 @@ import streamlit as st
 from components.annotate import render_run_annotation
 from components.dcr_views import (
     evidence_for,
+    judge_flags,
     make_rounds_figure,
     render_evaluation,
+    render_flag_filter,
     render_no_verdict,
     render_rewrite_review,
     render_score,
@@ -428,9 +430,11 @@ if run_id is not None:
             help="A second opinion that calls no model: each sentence is aligned with the reference, and numbers, "
             "names or weakly supported statements are flagged. Labelled 'Offline evidence checker' on each card.",
         )
+    flags = judge_flags(rnd.evaluation, found, method=r.method)
     body, side = st.columns([3, 2])
     with body:
-        render_evaluation(rnd.evaluation, found, checker=show_checker, noun=noun)
+        only = render_flag_filter(flags, key=f"ev_flagged_{r.id}")
+        render_evaluation(rnd.evaluation, found, checker=show_checker, noun=noun, flags=flags, only_flagged=only)
         with st.expander("Annotate these sentences", icon=":material/edit_note:"):
             render_run_annotation(eng, run_id=r.id, rnd=rnd, key_prefix="ev_lab")
     with side:
@@ -496,16 +500,12 @@ if run_id is not None:
 
     if r.method != "evidence":  # the checker rewrites nothing: its final text is the candidate
         st.markdown("#### Final text")
-        final = runs.final_text(detail)
-        n_rejected = sum(not rw.accepted for rd in detail.rounds for rw in rd.rewrites if rw.changed)
+        out = runs.delivered(detail)
+        final = out.text
         st.caption(
             "The candidate with every accepted rewrite applied"
-            + (
-                f" ({n_rejected} rejected rewrite(s) left out: the scores above are for the text with every rewrite "
-                "applied, so evaluate this text to score it)."
-                if n_rejected
-                else "."
-            )
+            + (f" ({len(out.left_out)} rewrite(s) left out). " if out.left_out else ". ")
+            + out.score_note()
             + " Copy it with the button in the box's corner."
         )
         st.code(final, language=None, wrap_lines=True)

@@ -4,7 +4,15 @@ import pandas as pd
 import streamlit as st
 
 from components.annotate import render_run_annotation
-from components.dcr_views import colored_text_html, evidence_for, render_score, sentence_cards_html
+from components.dcr_views import (
+    colored_text_html,
+    evidence_for,
+    judge_flags,
+    render_delivered,
+    render_flag_filter,
+    render_score,
+    sentence_cards_html,
+)
 from components.nli_figures import ALL_METHOD_LABELS, method_name
 from components.nli_views import render_method_detail
 from components.report import render_report_download
@@ -157,8 +165,13 @@ def _details(run_id: int, annotate: bool = False) -> None:
                 query_params={"compare": m.compare_group},
             )
     if d.rounds:
-        last = d.rounds[-1]
-        render_score(last.evaluation, d.usage, compact=not annotate)
+        out = runs.delivered(d)
+        if out.left_out:  # the last round judged rewrites that were rejected: its score is not the delivered text's
+            st.caption("Scores per round below; the last round's text is not the delivered text.")
+        else:
+            render_score(d.rounds[-1].evaluation, d.usage, compact=not annotate)
+        if m is None and r.method != "evidence":
+            render_delivered(out)
         for rnd in d.rounds:
             with st.expander(
                 f"Round {rnd.index}: Ẑ = "
@@ -173,7 +186,12 @@ def _details(run_id: int, annotate: bool = False) -> None:
                 st.markdown(colored_text_html(rnd.evaluation), unsafe_allow_html=True)
                 found = evidence_for(d.reference, rnd.evaluation, r.task)
                 noun = REFERENCE_NOUN.get(r.task, "reference")
-                st.markdown(sentence_cards_html(rnd.evaluation, found, noun=noun), unsafe_allow_html=True)
+                flags = judge_flags(rnd.evaluation, found, method=r.method)
+                only = render_flag_filter(flags, key=f"hi_flagged_{run_id}_{rnd.index}")
+                st.markdown(
+                    sentence_cards_html(rnd.evaluation, found, noun=noun, flags=flags, only_flagged=only),
+                    unsafe_allow_html=True,
+                )
     if annotate and d.rounds:
         with st.expander("Annotate sentences", icon=":material/edit_note:"):
             idx = st.selectbox(

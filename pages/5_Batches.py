@@ -3,6 +3,7 @@
 import pandas as pd
 import streamlit as st
 
+from components.batch_views import render_disagreements, render_failed_answers
 from components.nli_figures import ALL_METHOD_LABELS
 from components.report import render_report_download
 from components.ui import batch_worker, demo_notice, engine, page_setup, render_backend_line
@@ -254,9 +255,15 @@ if not items.empty:
     if not failed.empty:
         with st.expander(f"Failed items ({len(failed)})", icon=":material/error:"):
             st.dataframe(failed[["item", "external_id", "error"]], hide_index=True, width="stretch", placeholder="—")
-    with st.expander("Items", icon=":material/list:"):
+            render_failed_answers(batches.failed_items(eng, bid), key=f"ba_raw_{bid}")
+    method = next((x.method for x in all_batches if x.id == bid), "")
+    shown_items = render_disagreements(bid, method, items, key=f"ba_flagged_{bid}")
+    filtered = len(shown_items) < len(items)
+    with st.expander(
+        f"Items ({len(shown_items)} flagged)" if filtered else "Items", icon=":material/list:", expanded=filtered
+    ):
         st.dataframe(
-            items.drop(columns=["error"]),
+            shown_items.drop(columns=["error"]),
             hide_index=True,
             width="stretch",
             placeholder="—",

@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from sqlalchemy.engine import Engine
+from sqlmodel import Session
 
 from db import runs as db_runs
 from db.cache import SqlCache
@@ -187,8 +188,17 @@ def improve_run(
             save_usage(session=session, run_id=run_id, records=ledger.records)
     with get_session(engine) as session:
         out = db_runs.load_run(session=session, run_id=run_id)
-    assert out is not None
+        assert out is not None
+        _store_delivered_score(session, out)
     return out
+
+
+def _store_delivered_score(session: Session, detail: db_runs.RunDetail) -> None:
+    """The run's final score is the delivered text's (None when no round judged exactly that text)."""
+    score = dcr.delivered(detail.rounds).z_hat
+    if detail.run.final_score != score:
+        db_runs.set_final_score(session=session, run_id=detail.run.id, score=score)
+        detail.run.final_score = score
 
 
 def stop_reason(detail: db_runs.RunDetail) -> str | None:
@@ -229,10 +239,16 @@ def load(engine: Engine, run_id: int) -> db_runs.RunDetail | None:
 
 
 def set_rewrite(engine: Engine, run_id: int, round_idx: int, sentence_idx: int, accepted: bool) -> bool:
+    """Accept or reject a rewrite; the run's final score follows the text it now delivers."""
     with get_session(engine) as session:
-        return db_runs.set_rewrite_accepted(
+        found = db_runs.set_rewrite_accepted(
             session=session, run_id=run_id, round_idx=round_idx, sentence_idx=sentence_idx, accepted=accepted
         )
+        session.flush()
+        detail = db_runs.load_run(session=session, run_id=run_id) if found else None
+        if detail is not None:
+            _store_delivered_score(session, detail)
+        return found
 
 
 def delete(engine: Engine, run_id: int) -> bool:
@@ -256,6 +272,11 @@ def db_counts(engine: Engine) -> dict[str, int]:
 def final_text(detail: db_runs.RunDetail) -> str:
     """The final candidate under the user's accept/reject choices."""
     return " ".join(dcr.compose_final(detail.rounds))
+
+
+def delivered(detail: db_runs.RunDetail) -> dcr.Delivered:
+    """What the run delivers: the final text, the score of the round that judged exactly it, the rewrites left out."""
+    return dcr.delivered(detail.rounds)
 
 
 def connection_check(backend: BackendConfig) -> tuple[bool, str]:

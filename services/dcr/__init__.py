@@ -39,6 +39,7 @@ from services.dcr.config import (
     Task,
 )
 from services.dcr.dce import DCEOutput, SentenceReason, dce_schema, evaluate, paragraph_schema
+from services.dcr.delivery import Delivered, LeftOut, delivered
 from services.dcr.rai import (
     ParagraphRAIOutput,
     RAIItem,
@@ -79,8 +80,10 @@ __all__ = [
     "Converter",
     "DCEOutput",
     "DCRConfig",
+    "Delivered",
     "Evaluation",
     "ExtraReason",
+    "LeftOut",
     "Method",
     "ParagraphRAIOutput",
     "RAIItem",
@@ -99,6 +102,7 @@ __all__ = [
     "continue_rounds",
     "convert",
     "dce_schema",
+    "delivered",
     "evaluate",
     "first_round",
     "improve",

@@ -22,8 +22,8 @@ class ResponseCache(ABC):
         """The payload stored under `key`, or None."""
 
     @abstractmethod
-    def put(self, key: str, *, model: str, prompt_version: str, payload: dict[str, Any]) -> None:
-        """Store a payload under `key`, unless one is stored there already."""
+    def put(self, key: str, *, model: str, prompt_version: str, payload: dict[str, Any], replace: bool = False) -> None:
+        """Store a payload under `key`, unless one is stored there already (`replace`: store it anyway)."""
 
 
 class MemoryCache(ResponseCache):
@@ -38,9 +38,13 @@ class MemoryCache(ResponseCache):
             entry = self.entries.get(key)
         return dict(entry["payload"]) if entry is not None else None
 
-    def put(self, key: str, *, model: str, prompt_version: str, payload: dict[str, Any]) -> None:
+    def put(self, key: str, *, model: str, prompt_version: str, payload: dict[str, Any], replace: bool = False) -> None:
+        entry = {"model": model, "prompt_version": prompt_version, "payload": dict(payload)}
         with self._lock:
-            self.entries.setdefault(key, {"model": model, "prompt_version": prompt_version, "payload": dict(payload)})
+            if replace:
+                self.entries[key] = entry
+            else:
+                self.entries.setdefault(key, entry)
 
 
 def cache_key(model: str, prompt_version: str, messages: list[dict], params: dict, sample: int) -> str:

@@ -70,6 +70,9 @@ class LLMClient:
         self.ledger = UsageLedger()
         self.before_send: Callable[[], None] | None = None
         self.sample = 0
+        # Ask the model even when the cache has an answer, and let the new answer replace the cached one
+        # (a failed batch item re-run: its cached answer is the one that failed).
+        self.refresh = False
         self._base_url = base_url
         self._sdks: list[openai.OpenAI] | None = None
         self._shard = threading.local()
@@ -271,12 +274,12 @@ class LLMClient:
         temp = self.backend.temperature if temperature is None else temperature
         key = self._key(messages, prompt_version, {"temperature": temp}, sample_index or self.sample)
         rec = CallRecord(stage=stage, prompt_version=prompt_version, cached=False)
-        if self.cache is not None:
+        if self.cache is not None and not self.refresh:
             hit = self.cache.get(key)
             if hit is not None and not is_cut_off(hit["raw"]):
                 try:
                     value = parse(loads_lenient(hit["raw"]))
-                    rec.cached = True
+                    rec.cached, rec.raw = True, hit["raw"]
                     self.ledger.add(rec)
                     return CallResult(value=value, raw=hit["raw"], cached=True)
                 except (ValueError, ValidationError, TypeError, KeyError):
@@ -292,6 +295,7 @@ class LLMClient:
             rec.error = str(exc)
             result = CallResult(value=None, error=str(exc), fatal=exc.fatal)
         rec.latency_ms = (time.perf_counter() - started) * 1000
+        rec.raw = result.raw or ""
         if result.error and not rec.error:
             rec.error = result.error
         self.ledger.add(rec)
@@ -308,7 +312,9 @@ class LLMClient:
     def _store(self, key: str, prompt_version: str, raw: str, rec: CallRecord) -> None:
         if self.cache is not None:
             payload = {"raw": raw, "prompt_tokens": rec.prompt_tokens, "completion_tokens": rec.completion_tokens}
-            self.cache.put(key, model=self.backend.model, prompt_version=prompt_version, payload=payload)
+            self.cache.put(
+                key, model=self.backend.model, prompt_version=prompt_version, payload=payload, replace=self.refresh
+            )
 
     def _call_and_parse(
         self, messages: list[dict], parse: Callable[[Any], T], schema: dict | None, temp: float, rec: CallRecord
@@ -367,8 +373,8 @@ class LLMClient:
         temp = self.backend.temperature if temperature is None else temperature
         key = self._key(messages, prompt_version, {"temperature": temp, "format": "text"}, sample_index or self.sample)
         rec = CallRecord(stage=stage, prompt_version=prompt_version, cached=False)
-        if self.cache is not None and (hit := self.cache.get(key)) is not None:
-            rec.cached = True
+        if self.cache is not None and not self.refresh and (hit := self.cache.get(key)) is not None:
+            rec.cached, rec.raw = True, hit["raw"]
             self.ledger.add(rec)
             return CallResult(value=hit["raw"], raw=hit["raw"], cached=True)
 

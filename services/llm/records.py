@@ -21,6 +21,7 @@ class CallRecord:
     completion_tokens: int = 0
     latency_ms: float = 0.0
     error: str | None = None
+    raw: str = ""  # the model's answer as written (the last one asked for), so a failure can be read
 
 
 class UsageLedger:

@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 
 from services import metaeval
-from services.dcr import Round
+from services.dcr import Round, delivered
 from services.redact import redact_url
 from services.reports.model import Example, ExampleRewrite, ExampleRound, ExampleSentence, Headline
 
@@ -43,7 +43,8 @@ def ci_headline(label: str, row: pd.Series | None, n: int | None = None) -> Head
 
 
 def rounds_example(title: str, rounds: list[Round], fields: list[tuple[str, str]]) -> Example:
-    """A DCR run's rounds as a worked example."""
+    """A DCR run's rounds as a worked example; rewrites left out of the delivered text say so and why."""
+    left = {(x.round, x.index): x.why for x in delivered(rounds).left_out}
     return Example(
         title=title,
         fields=fields,
@@ -56,7 +57,15 @@ def rounds_example(title: str, rounds: list[Round], fields: list[tuple[str, str]
                     for s in r.evaluation.sentences
                 ],
                 rewrites=[
-                    ExampleRewrite(index=w.index, before=w.before, after=w.after, reason=w.reason) for w in r.rewrites
+                    ExampleRewrite(
+                        index=w.index,
+                        before=w.before,
+                        after=w.after,
+                        reason=w.reason,
+                        accepted=w.accepted,
+                        left_out=left.get((r.index, w.index), ""),
+                    )
+                    for w in r.rewrites
                 ],
             )
             for r in rounds

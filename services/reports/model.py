@@ -101,6 +101,8 @@ class ExampleRewrite(BaseModel):
     before: str
     after: str
     reason: str = ""
+    accepted: bool = True
+    left_out: str = ""  # why the rewrite is not in the delivered text ("" when it is)
 
 
 class ExampleRound(BaseModel):

@@ -23,7 +23,7 @@ def build(engine: Engine, run_id: int, **_: Any) -> Report:
         raise InputError(f"Run {run_id} does not exist (deleted?).")
     r = d.run
     first = d.rounds[0].evaluation if d.rounds else None
-    last = d.rounds[-1].evaluation if d.rounds else None
+    out = runs.delivered(d)
     noun = REFERENCE_NOUN.get(r.task, "reference")
     heads = [
         Headline(
@@ -33,9 +33,10 @@ def build(engine: Engine, run_id: int, **_: Any) -> Report:
             note="Eq. 3 over the judged sentences",
         ),
         Headline(
-            label="Score Ẑ after the last round",
-            value=last.score.z_hat if last and last.score else None,
-            n=len(last.sentences) if last else None,
+            label="Score Ẑ of the delivered text" if out.judged else "Score Ẑ of the delivered text: not judged",
+            value=out.z_hat,
+            n=len(out.sentences) if out.judged else None,
+            note=out.score_note(),
         ),
         Headline(label="Rounds", value=float(len(d.rounds)), digits=0),
         Headline(
@@ -91,7 +92,29 @@ def build(engine: Engine, run_id: int, **_: Any) -> Report:
         )
         fields.append((f"{method_name(r.method, method.window)} verdict and reasoning", verdict_text(method.detail)))
     else:
-        fields.append(("Final text", runs.final_text(d)))
+        n_left = len(out.left_out)
+        fields.append(
+            (
+                "Delivered text (every accepted rewrite applied"
+                + (f"; {n_left} rewrite(s) left out)" if n_left else ")"),
+                out.text,
+            )
+        )
+        if out.left_out:
+            tables.append(
+                Table(
+                    title="Rewrites left out of the delivered text",
+                    columns=["round", "sentence", "rewrite proposed", "why it is left out"],
+                    rows=[[x.round, x.index + 1, x.after, x.why] for x in out.left_out],
+                    note="A rejected rewrite keeps its sentence as it was; rewrites built on it are not applied.",
+                )
+            )
+    notes = []
+    if method is None and d.rounds and out.left_out:
+        notes.append(
+            f"{len(out.left_out)} rewrite(s) were rejected or left out, so the delivered text is not the last "
+            f"round's text. {out.score_note()}"
+        )
     example = rounds_example("The document, its sentence verdicts and the rewrite rounds", d.rounds, fields)
     return Report(
         title=f"Run #{r.id}: {r.title or 'evaluation'}" + ("…" if len(r.title) >= 80 != len(d.candidate) else ""),
@@ -104,5 +127,5 @@ def build(engine: Engine, run_id: int, **_: Any) -> Report:
         figures=figures,
         tables=tables,
         examples=[example],
-        notes=[f"The run failed: {r.error}"] if r.error else [],
+        notes=([f"The run failed: {r.error}"] if r.error else []) + notes,
     )

@@ -161,3 +161,28 @@ def test_empty_batch_cells_read_as_a_dash_not_none(open_page, judge):
     table = next(d for d in at.dataframe if "window" in d.value.columns)
     assert table.proto.placeholder == "—"
     assert str(table.value["window"].dtype) == "Int64", "whole numbers with blanks, not floats or 'None'"
+
+
+def test_items_where_the_judge_and_the_evidence_disagree_can_be_shown_alone(open_page, fake):
+    """The judge calls every sentence consistent; the evidence finds "1999" (and each "Item N." label) nowhere in
+    the article: the sentences with 1999 are flagged in the items with CAND, none in those with FIXED."""
+    from services.config import BackendConfig
+    from services.dcr import DCRConfig
+    from tests.fakes import toy_judge
+
+    fake.responder = toy_judge(bad="no such text", fix="")
+    eng = db.engine.get_engine()
+    ds = seed_dataset(4)
+    backend = BackendConfig(kind="openai", base_url=fake.base_url, model="fake-model", max_retries=0, timeout=10)
+    bid = batches.create_batch(eng, dataset_id=ds, backend=backend, cfg=DCRConfig(max_rounds=0))
+    batches.process_batch(eng, bid)
+    at = open_page(BATCHES, query={"batch": str(bid)})
+    assert not at.exception, at.exception
+    at = at.toggle(key=f"ba_flagged_{bid}").set_value(True).run()
+    assert not at.exception, at.exception
+    assert any("6 sentence(s) in 4 of 4 finished item(s) flagged" in c for c in texts(at.caption)), texts(at.caption)
+    flagged, shown = at.dataframe[-2].value, at.dataframe[-1].value
+    assert set(flagged["item"]) == set(shown["item"])
+    with_1999 = flagged[flagged["text"].str.contains("1999")]
+    assert sorted(with_1999["external_id"]) == ["0", "2"] and set(flagged["judge"]) == {"consistent"}
+    assert all("does not appear in the article" in w for w in with_1999["why"])

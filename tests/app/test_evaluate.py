@@ -155,7 +155,8 @@ def test_rejecting_a_rewrite_keeps_the_original_sentence_in_the_final_text(open_
     at = keep.set_value("Reject").run()
     assert not at.exception
     assert at.code[0].value == CAND
-    assert any("1 rejected rewrite(s) left out" in c for c in texts(at.caption))
+    # the final text is round 0's again: the caption says whose score it has
+    assert any("1 rewrite(s) left out" in c and "The score of round 0" in c for c in texts(at.caption))
 
 
 def test_deep_link_opens_a_saved_run(open_page, judge):
@@ -456,3 +457,21 @@ def test_an_evidence_run_that_abstains_says_why_and_how_sure_it_is(open_page, mo
     assert next(m for m in at.metric if m.label == "Probability the summary is consistent").value.startswith("0.")
     assert any("a lean, not a verdict" in c for c in texts(at.caption))
     assert len(at.get("plotly_chart")) == 2  # the reliability per sentence and per summary
+
+
+def test_sentences_where_the_judge_and_the_evidence_disagree_are_flagged_and_can_be_shown_alone(open_page, fake):
+    """The judge calls every sentence consistent; the evidence finds "1999" nowhere in the article."""
+    from tests.fakes import toy_judge
+
+    fake.responder = toy_judge(bad="no such text", fix="")
+    run_id = seed_run(fake)
+    at = open_page(EVALUATE, query={"run": str(run_id)})
+    assert not at.exception, at.exception
+    cards = [m for m in texts(at.markdown) if "cs-card" in m]
+    assert cards and cards[0].count("Judge and evidence disagree") == 1
+    assert "the evidence finds no support: &#x27;1999&#x27; does not appear" in cards[0]
+    toggle = next(t for t in at.toggle if t.label.startswith("Only the 1 sentence(s) where the judge"))
+    at = toggle.set_value(True).run()
+    assert not at.exception, at.exception
+    cards = [m for m in texts(at.markdown) if "cs-card" in m]
+    assert cards[0].count('class="cs-card') == 1 and "1999" in cards[0] and "wrought iron" not in cards[0]

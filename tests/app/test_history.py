@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import db.engine
 from services import runs
+from services.config import BackendConfig
 from tests.app.helpers import HISTORY, click, counts, seed_run, texts
 
 
@@ -174,3 +175,32 @@ def test_at_1280_px_the_method_and_scores_come_before_the_wide_columns(open_page
     assert any(b.label == "Reopen in Evaluate" for b in at.button)
     # The actions sit in a horizontal container (each button as wide as its label), not in narrow columns.
     assert not [c for c in at.columns if any(getattr(b, "label", "") == "Reopen in Evaluate" for b in c.button)]
+
+
+def test_history_flags_judge_and_evidence_disagreements_and_filters_to_them(open_page, fake):
+    from tests.fakes import toy_judge
+
+    fake.responder = toy_judge(bad="no such text", fix="")
+    run_id = seed_run(fake)
+    at = open_page(HISTORY, query={"run": str(run_id)})
+    assert not at.exception, at.exception
+    toggle = next(t for t in at.toggle if t.label.startswith("Only the 1 sentence(s) where the judge"))
+    at = toggle.set_value(True).run()
+    assert not at.exception, at.exception
+    cards = [m for m in texts(at.markdown) if "cs-card" in m]
+    assert cards and cards[0].count('class="cs-card') == 1 and "Judge and evidence disagree" in cards[0]
+
+
+def test_history_shows_the_delivered_text_and_the_rejected_rewrite(open_page, judge):
+    eng = db.engine.get_engine()
+    run_id = seed_run(judge)
+    backend = BackendConfig(kind="openai", base_url=judge.base_url, model="fake-model", timeout=10)
+    runs.improve_run(eng, backend, run_id)
+    assert runs.set_rewrite(eng, run_id, 0, 1, False)
+    at = open_page(HISTORY, query={"run": str(run_id)})
+    assert not at.exception, at.exception
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Score Ẑ of the delivered text"] == "0.667"
+    assert "Score Ẑ" not in metrics  # the last round's 1.000 is not headlined: its text was not delivered
+    assert any("Rejected by the reviewer" in c for c in texts(at.caption))
+    assert any("1999" in c.value for c in at.code)

@@ -7,6 +7,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from datetime import timedelta
@@ -205,3 +206,48 @@ def test_a_worker_killed_mid_batch_resumes_without_losing_or_redoing_finished_it
         assert set(resent_items) == {ext[r.id] for r in after if r.id not in before}
         assert all(n == 1 for n in resent_items.values())
     engine.dispose()
+
+
+def test_rerun_failed_on_a_cancelled_batch_asks_only_the_failed_item_again_and_replaces_its_cached_answer(
+    file_engine,
+):
+    """Re-run failed used to resume the whole cancelled batch, and to read the failed item's cached answer again."""
+    state = {"bad": True}
+    judge_fn = toy_judge(BAD, FIX)
+    stop = threading.Event()
+    ds = make_dataset(file_engine, 8)
+
+    def flaky(body):
+        if state["bad"] and "Item 1:" in last_user(body):
+            # "Cancel" is pressed while the model answers item 1; the worker hears of it at once
+            batches.request_cancel(file_engine, bid)
+            stop.set()
+            return {"reason": [], "is_consistent": True}  # reads as JSON, judges no sentence: the item fails
+        return judge_fn(body)
+
+    with FakeOpenAIServer(responder=flaky) as fake:
+        bid = batches.create_batch(file_engine, dataset_id=ds, backend=judge_backend(fake), cfg=EVAL, concurrency=1)
+        batches.process_batch(file_engine, bid, stop=stop)
+        p = batches.progress(file_engine, bid)
+        assert p.batch.status == "cancelled" and p.failed == 1 and p.pending >= 4
+        pending_before, sent = p.pending, len(fake.requests)
+        (failed,) = batches.failed_items(file_engine, bid)
+        assert failed.answers and '"reason": []' in failed.answers[0]["raw"]  # the raw answer, to read
+
+        state["bad"] = False
+        assert batches.reopen(file_engine, bid, failed_too=True) == 1
+        batches.process_batch(file_engine, bid)
+        p = batches.progress(file_engine, bid)
+        assert len(fake.requests) == sent + 1, "only the failed item went to the model, past its cached answer"
+        assert p.failed == 0 and p.pending == pending_before, "the cancelled batch's other items were not run"
+        assert p.batch.status == "cancelled" and not p.batch.retry_only
+        row = next(r for r in items(file_engine, bid) if r.result and "Item 1:" in r.result["final_candidate"])
+        assert row.status == "done" and not row.refresh and row.cache_hits == 0
+
+        # The good answer replaced the bad one in the cache: Resume (or another batch) reads it.
+        assert batches.reopen(file_engine, bid) == pending_before
+        batches.process_batch(file_engine, bid)
+        again = batches.create_batch(file_engine, dataset_id=ds, backend=judge_backend(fake), cfg=EVAL)
+        sent = len(fake.requests)
+        batches.process_batch(file_engine, again)
+        assert len(fake.requests) == sent and batches.progress(file_engine, again).failed == 0

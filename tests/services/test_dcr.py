@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -466,3 +467,44 @@ def test_other_names_for_the_verdict_and_the_reason_are_read():
     )
     assert [(r.reason, r.verdict) for r in out.reason] == [("Matches.", True), ("The year.", "inconsistent")]
     assert [dcr.stated_mark(r.reason, r.verdict)[0] for r in out.reason] == [1, -1]
+
+
+# -- what a run delivers ---------------------------------------------------------------------------
+def _scored(index: int, sentences: list[str], z_hat: float, rewrites: list[Rewrite]) -> Round:
+    ev = Evaluation(sentences=[SentenceVerdict(index=i, text=s, verdict="consistent") for i, s in enumerate(sentences)])
+    ev.score = dcr.score_evaluation([1] * len(sentences), [])
+    ev.score = dataclasses.replace(ev.score, z_hat=z_hat)
+    return Round(index=index, sentences=sentences, evaluation=ev, rewrites=rewrites)
+
+
+def test_delivered_with_every_rewrite_accepted_is_the_last_round_and_its_score():
+    rounds = [_scored(0, ["a", "b"], 0.5, [Rewrite(1, "b", "b1")]), _scored(1, ["a", "b1"], 1.0, [])]
+    out = dcr.delivered(rounds)
+    assert out.text == "a b1" and out.judged_round == 1 and out.z_hat == 1.0 and out.left_out == ()
+
+
+def test_delivered_with_a_rejected_rewrite_is_not_the_last_rounds_score():
+    rounds = [
+        _scored(0, ["a", "b", "c"], 0.5, [Rewrite(1, "b", "b1", "fixes b", accepted=False), Rewrite(2, "c", "c1")]),
+        _scored(1, ["a", "b1", "c1"], 1.0, []),
+    ]
+    out = dcr.delivered(rounds)
+    assert out.text == "a b c1"
+    assert out.judged_round is None and out.z_hat is None  # no round judged "a b c1": never 1.0
+    assert "not judged" in out.score_note()
+    (x,) = out.left_out
+    assert (x.round, x.index, x.after, x.reason) == (0, 1, "b1", "fixes b")
+    assert x.why.startswith("Rejected") and "round 1 judged it consistent" in x.why
+
+
+def test_delivered_takes_the_score_of_the_round_that_judged_exactly_that_text():
+    rounds = [
+        _scored(0, ["a", "b"], 0.5, [Rewrite(1, "b", "b1")]),
+        _scored(1, ["a", "b1"], 0.75, [Rewrite(1, "b1", "b2", accepted=False)]),
+        _scored(2, ["a", "b2"], 1.0, [Rewrite(1, "b2", "b3")]),
+        _scored(3, ["a", "b3"], 1.0, []),
+    ]
+    out = dcr.delivered(rounds)
+    assert out.text == "a b1" and out.judged_round == 1 and out.z_hat == 0.75
+    whys = [(x.round, x.why.split(":")[0]) for x in out.left_out]
+    assert whys == [(1, "Rejected by the reviewer; round 2 judged it consistent"), (2, "Not applied")]

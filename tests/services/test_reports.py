@@ -171,3 +171,27 @@ def test_share_tokens_are_unguessable_revocable_and_explained(engine):
     assert [s.id for s in reports.shares(engine, include_revoked=False)] == [b.id]
     with get_session(engine) as s, pytest.raises(InputError, match="Unknown report kind"):
         reports.create_share(session=s, data=ReportShareCreate(kind="bogus", ref_id=1))
+
+
+def test_run_report_with_a_rejected_rewrite_states_the_delivered_text_and_no_undelivered_score(engine, improved_run):
+    assert runs.set_rewrite(engine, improved_run, 0, 1, False)
+    rep = build(engine, "run", improved_run)
+    labels = [h.label for h in rep.headlines]
+    assert not any("last round" in h for h in labels)
+    delivered = next(h for h in rep.headlines if "delivered text" in h.label)
+    # the last round scored 1.000 with the rewrite applied; the delivered text (the rewrite rejected) is the
+    # candidate as given, which round 0 judged
+    assert delivered.value == pytest.approx(2 / 3) and "round 0" in delivered.note
+    fields = dict(rep.examples[0].fields)
+    (text,) = [v for k, v in fields.items() if k.startswith("Delivered text")]
+    assert text == CAND and "1889" not in text
+    rw = rep.examples[0].rounds[0].rewrites[0]
+    assert not rw.accepted and rw.left_out.startswith("Rejected")
+    assert any(t.title == "Rewrites left out of the delivered text" for t in rep.tables)
+    html = reports.to_html(rep, secrets=[])
+    assert "rejected" in html and "Not in the delivered text" in html
+    assert runs.load(engine, improved_run).run.final_score == pytest.approx(2 / 3)  # History's final Ẑ follows
+
+    assert runs.set_rewrite(engine, improved_run, 0, 1, True)
+    again = build(engine, "run", improved_run)
+    assert next(h for h in again.headlines if "delivered text" in h.label).value == pytest.approx(1.0)

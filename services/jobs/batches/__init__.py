@@ -32,7 +32,16 @@ from services.jobs.batches.create import (
     request_cancel,
 )
 from services.jobs.batches.items import ItemInput, load_inputs, process_item, process_nli_item, round_record
-from services.jobs.batches.status import Progress, batch_public, items_frame, list_batches, progress
+from services.jobs.batches.status import (
+    FailedItem,
+    Progress,
+    batch_public,
+    disagreements,
+    failed_items,
+    items_frame,
+    list_batches,
+    progress,
+)
 from services.jobs.batches.work import RunStats, active_batches, backend_for, process_batch, settle, worker_endpoints
 
 __all__ = [
@@ -40,6 +49,7 @@ __all__ = [
     "ItemInput",
     "LeaseLost",
     "Leases",
+    "FailedItem",
     "Progress",
     "RunStats",
     "active_batches",
@@ -54,6 +64,8 @@ __all__ = [
     "eq3_of",
     "eq3_params",
     "heartbeat",
+    "disagreements",
+    "failed_items",
     "items_frame",
     "joinable",
     "list_batches",

@@ -168,7 +168,12 @@ def mark_enqueued(engine: Engine, batch_id: int) -> None:
 
 
 def reopen(engine: Engine, batch_id: int, *, failed_too: bool = False) -> int:
-    """Make a batch runnable again (resume, or re-run its failed items); returns items pending."""
+    """Make a batch runnable again; returns the items that will run.
+
+    Resume runs every pending item. `failed_too` ("Re-run failed") runs the failed items only, each asking the
+    model again past its cached answer (which the new one replaces); a cancelled batch's other items stay
+    pending and the batch returns to cancelled when they are done.
+    """
     with Session(engine) as session:
         n = db_batches.reopen(session=session, batch_id=batch_id, failed_too=failed_too)
         session.commit()

@@ -10,7 +10,7 @@ from sqlalchemy.engine import Engine
 
 from db import batches as db_batches
 from services import dcr
-from services.llm import LLMClient, UsageLedger, summarize_records
+from services.llm import CallRecord, LLMClient, UsageLedger, summarize_records
 from services.nli import paradigms as nli
 from services.text import split_sentences
 
@@ -21,12 +21,13 @@ class ItemInput:
     reference: str
     candidate: str
     sentences: list[str]
+    refresh: bool = False  # a failed item re-run: ask the model again, not the cache
 
 
 def load_inputs(engine: Engine, batch_item_ids: list[int]) -> list[ItemInput]:
     with engine.connect() as conn:
         rows = db_batches.item_inputs(conn=conn, batch_item_ids=batch_item_ids)
-    return [ItemInput(r[0], r[1], r[2], list(r[3] or [])) for r in rows]
+    return [ItemInput(r[0], r[1], r[2], list(r[3] or []), bool(r[4])) for r in rows]
 
 
 def round_record(rnd: dcr.Round) -> dict[str, Any]:
@@ -63,6 +64,22 @@ def round_record(rnd: dcr.Round) -> dict[str, Any]:
     }
 
 
+RAW_LIMIT = 4000  # characters of each raw answer kept with a failed item
+
+
+def raw_answers(records: list[CallRecord]) -> list[dict[str, Any]]:
+    """The model's answers as written, per call, for a failed item (what the batch page shows to read it)."""
+    return [
+        {
+            "stage": r.stage,
+            "cached": r.cached,
+            "error": r.error,
+            "raw": r.raw if len(r.raw) <= RAW_LIMIT else r.raw[:RAW_LIMIT] + " …[cut]",
+        }
+        for r in records
+    ]
+
+
 def process_nli_item(
     client: LLMClient, item: ItemInput, method: str, window: int, score_range: tuple[float, float] | None = None
 ) -> dict[str, Any]:
@@ -94,6 +111,7 @@ def process_nli_item(
         "rewrites": [],
         "improve_error": None,
     }
+    extra = {"raw_answers": raw_answers(ledger.records)} if label is None else {}
     return {
         "status": "failed" if label is None else "done",
         "error": (f"{len(errors)} of {record['n_units']} unit(s) unreadable: {errors[0]}" if errors else None),
@@ -107,7 +125,7 @@ def process_nli_item(
         "prompt_tokens": usage["prompt_tokens"],
         "completion_tokens": usage["completion_tokens"],
         "latency_ms": (time.perf_counter() - started) * 1000,
-        "result": record | {"rounds": [round0], "final_candidate": summary},
+        "result": record | {"rounds": [round0], "final_candidate": summary} | extra,
     }
 
 
@@ -160,5 +178,6 @@ def _process_dcr_item(client: LLMClient, item: ItemInput, cfg: dcr.DCRConfig) ->
         "prompt_tokens": usage["prompt_tokens"],
         "completion_tokens": usage["completion_tokens"],
         "latency_ms": (time.perf_counter() - started) * 1000,
-        "result": {"rounds": [round_record(r) for r in rounds], "final_candidate": " ".join(dcr.compose_final(rounds))},
+        "result": {"rounds": [round_record(r) for r in rounds], "final_candidate": " ".join(dcr.compose_final(rounds))}
+        | ({"raw_answers": raw_answers(ledger.records)} if first.failure and cfg.uses_model else {}),
     }

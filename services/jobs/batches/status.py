@@ -110,3 +110,37 @@ def items_frame(engine: Engine, batch_id: int) -> Any:
         "error",
     ]
     return pd.DataFrame(rows, columns=cols)
+
+
+@dataclass(frozen=True)
+class FailedItem:
+    """A failed item: why, and the model's answers as written (each call's stage, error and raw text)."""
+
+    item: int
+    external_id: str
+    error: str | None
+    answers: list[dict[str, Any]]
+
+
+def failed_items(engine: Engine, batch_id: int, limit: int = 200) -> list[FailedItem]:
+    """The batch's failed items with the model's raw answers (recorded for items failed since they were kept)."""
+    with engine.connect() as conn:
+        rows = db_batches.failed_results(conn=conn, batch_id=batch_id, limit=limit)
+    return [FailedItem(int(i), ext or "", err, list((res or {}).get("raw_answers") or [])) for i, ext, err, res in rows]
+
+
+def disagreements(engine: Engine, batch_id: int) -> list[dict[str, Any]]:
+    """The sentences of a batch's finished items where the judge and the evidence disagree (round 0)."""
+    from services.dcr import REFERENCE_NOUN
+    from services.disagreement import batch_disagreements
+
+    with Session(engine) as session:
+        b = db_batches.get_batch(session=session, batch_id=batch_id)
+        if b is None:
+            raise InputError(f"Batch {batch_id} does not exist.")
+        if b.method == "evidence":  # the checker's own verdicts: nothing to compare
+            return []
+        noun = REFERENCE_NOUN.get(b.task, "reference")
+    with engine.connect() as conn:
+        rows = db_batches.judged_results(conn=conn, batch_id=batch_id)
+    return batch_disagreements([tuple(r) for r in rows], noun)

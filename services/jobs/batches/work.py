@@ -155,6 +155,7 @@ def _process_batch(
         # Every request for the item first checks that this worker still holds it.
         client = copy.copy(clients[next(turn) % len(clients)])
         client.before_send = functools.partial(leases.check, bid)
+        client.refresh = item.refresh  # a re-run of a failed item asks again and replaces its cached answer
         try:
             leases.check(bid)
             out = process_item(client, item, cfg, window=window, score_range=score_range)

@@ -1,0 +1,72 @@
+"""Batch views: a failed item's raw model answers, and the sentences where the judge and the evidence disagree."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from components.ui import engine
+from services import metaeval
+from services.jobs import batches
+from services.jobs.batches import FailedItem
+
+
+def render_failed_answers(failed: list[FailedItem], *, key: str) -> None:
+    """Pick a failed item and read why it failed and what the model answered, as written."""
+    if not failed:
+        return
+    labels = {f.item: f"item {f.item}" + (f" · {f.external_id}" if f.external_id else "") for f in failed}
+    chosen = st.selectbox("Read the model's answer for", list(labels), format_func=labels.get, key=key)
+    item = next(f for f in failed if f.item == chosen)
+    if item.error:
+        st.caption(f"Why it failed: {item.error}")
+    if not item.answers:
+        st.caption(
+            "No answer was recorded for this item (it failed before the model answered, or before answers "
+            "were kept with failed items)."
+        )
+    for i, a in enumerate(item.answers, 1):
+        head = f"Call {i} · {a.get('stage', '?')}" + (" · from the cache" if a.get("cached") else "")
+        st.markdown(f"**{head}**" + (f" — :red[{a['error']}]" if a.get("error") else ""))
+        st.code(a.get("raw") or "(empty answer)", language=None, wrap_lines=True)
+
+
+@st.cache_data(max_entries=16, ttl=3600, show_spinner="Checking each sentence against its evidence…")
+def _disagreements(batch_id: int, stamp: str) -> pd.DataFrame:
+    return pd.DataFrame(
+        batches.disagreements(engine(), batch_id),
+        columns=["item", "external_id", "sentence", "text", "judge", "evidence", "why"],
+    )
+
+
+def render_disagreements(batch_id: int, method: str, items: pd.DataFrame, *, key: str) -> pd.DataFrame:
+    """The judge-versus-evidence check of a batch's finished items: a toggle that filters the items to those with
+    a sentence the judge and the evidence disagree on, and the flagged sentences. Returns the items to show."""
+    if method == "evidence" or items.empty or not (items["status"] == "done").any():
+        return items
+    on = st.toggle(
+        "Only items where the judge and the evidence disagree",
+        key=key,
+        help="Each finished item's sentences (round 0) are checked against the reference by the offline evidence "
+        "checker; an item is kept when the judge calls a sentence consistent that the evidence contradicts or "
+        "does not support, or inconsistent one that the evidence supports.",
+    )
+    if not on:
+        return items
+    flagged = _disagreements(batch_id, metaeval.batch_stamp(engine(), batch_id))
+    n_done = int((items["status"] == "done").sum())
+    n_items = flagged["item"].nunique() if not flagged.empty else 0
+    st.caption(f"{len(flagged)} sentence(s) in {n_items} of {n_done} finished item(s) flagged.")
+    if flagged.empty:
+        st.success("The judge and the evidence agree on every judged sentence.", icon=":material/check_circle:")
+    else:
+        st.dataframe(
+            flagged,
+            hide_index=True,
+            width="stretch",
+            column_config={
+                "text": st.column_config.TextColumn(width="large"),
+                "why": st.column_config.TextColumn(width="large"),
+            },
+        )
+    return items[items["item"].isin(set(flagged["item"]))]
