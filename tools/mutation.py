@@ -121,10 +121,18 @@ def main() -> int:
         mutmut = Path(sys.executable).with_name("mutmut")
         patterns = [p for ps in SCOPE.values() for p in ps]
         start = time.monotonic()
-        MUTANTS.mkdir(exist_ok=True)
+        # Each mutant runs its tests in a new pytest session. Their temporary folders go to a root of their own,
+        # kept (pyproject: tmp_path_retention_count): the job queue made at import keeps its file in the first one,
+        # and pytest runs elsewhere on the machine must not clean it away.
+        (MUTANTS / "tmp").mkdir(parents=True, exist_ok=True)
+        env = os.environ | {"PYTEST_DEBUG_TEMPROOT": str(MUTANTS / "tmp")}
         with open(MUTANTS / "run.log", "w") as log:
             done = subprocess.run(
-                [str(mutmut), "run", "--max-children", jobs, *patterns], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT
+                [str(mutmut), "run", "--max-children", jobs, *patterns],
+                cwd=ROOT,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
             )
         minutes = (time.monotonic() - start) / 60
         print(f"mutmut run: exit {done.returncode}, {minutes:.1f} min with {jobs} processes (log: mutants/run.log)\n")
