@@ -32,8 +32,8 @@ def _batch(method: str = "dce-amc", *, batch_id: int = 7, dataset_id: int = 1, *
     )
     sentences = pd.DataFrame(
         {
-            "item_id": [1, 1, 2, 2, 3, 3, 4],
-            "idx": [0, 1, 0, 1, 0, 1, 0],
+            "item_id": [1, 1, 2, 2, 3, 3, 4, 5],
+            "idx": [0, 1, 0, 1, 0, 1, 0, 0],
             "verdict": [
                 "consistent",
                 "consistent",
@@ -42,9 +42,10 @@ def _batch(method: str = "dce-amc", *, batch_id: int = 7, dataset_id: int = 1, *
                 "unknown",
                 "consistent",
                 "inconsistent",
+                "inconsistent",
             ],
-            "human": [1.0, 1.0, 0.0, np.nan, 1.0, 0.0, 1.0],
-            "n_votes": [3, 3, 3, 2, 3, 3, 0],
+            "human": [1.0, 1.0, 0.0, np.nan, 1.0, 0.0, 1.0, 0.0],
+            "n_votes": [3, 3, 3, 2, 3, 3, 0, 1],
         }
     )
     batch = SimpleNamespace(id=batch_id, method=method, dataset_id=dataset_id, amc="rule")
@@ -117,10 +118,10 @@ def test_sentence_level_compares_verdicts_with_the_human_majority_and_counts_wha
     """Round-0 sentence verdicts against the human majority (consistent = positive): a tie (no majority) and an
     unknown verdict are left out and counted; a sentence without votes is not labelled."""
     s = mc.sentence_level(data=_batch())
-    assert (s.n_sentences, s.n_labelled, s.n_compared, s.n_unknown, s.n_ties) == (7, 6, 4, 1, 1)
+    assert (s.n_sentences, s.n_labelled, s.n_compared, s.n_unknown, s.n_ties) == (8, 7, 5, 1, 1)
     c = s.classification
-    # (model, human): (C,1) (C,1) (X,0) (C,0): tp 2, fp 1, fn 0, tn 1
-    assert (c.tp, c.fp, c.fn, c.tn, c.positive, c.threshold) == (2, 1, 0, 1, 1, 0.5)
+    # (model, human): (C,1) (C,1) (X,0) (C,0) (X,0), the last with one vote: tp 2, fp 1, fn 0, tn 2
+    assert (c.tp, c.fp, c.fn, c.tn, c.positive, c.threshold) == (2, 1, 0, 2, 1, 0.5)
     assert s.notes == (
         "1 labelled sentence(s) had no verdict from the model (unknown) and are left out.",
         "1 labelled sentence(s) have tied human votes (no majority) and are left out.",
@@ -192,3 +193,12 @@ def test_classification_frame_and_confusion_frame_lay_out_the_counts():
     assert (
         mc.classification_frame(one).iloc[0]["note"] == "Only one class among the labels: balanced accuracy needs both."
     )
+
+
+def test_the_batches_are_read_from_the_database_when_not_given(monkeypatch):
+    """sentence_level and figure3 read their batches by id through load_batch when no data is passed."""
+    batches = {("engine", 7): _batch(), ("engine", 9): _batch("paragraph", batch_id=9)}
+    monkeypatch.setattr(mc, "load_batch", lambda engine, batch_id: batches[(engine, batch_id)])
+    assert mc.sentence_level("engine", 7).n_compared == 5  # type: ignore[arg-type]
+    fig = mc.figure3("engine", 7, 9)  # type: ignore[arg-type]
+    assert list(fig.frame["batch"]) == [7, 7, 9]

@@ -163,6 +163,7 @@ def test_slot_matrices():
         ({"a": NAN}, None),
         ({"a": 1}, 1),
         ({"a": 0, "b": 1, "c": 1, "d": 0, "e": 0}, 0),
+        ({"a": 1.0, "b": 1.0, "c": 0}, 1.0),  # votes given as floats count too
     ],
 )
 def test_majority_skips_missing_votes(votes, expected):
@@ -289,8 +290,15 @@ def test_per_document_correlation_averages_the_documents_that_vary():
     assert none.r is None and none.note == (
         "No document has two or more items that vary on both sides: no per-document correlation."
     )
-    with pytest.raises(ValueError, match="^method must be one of"):
+    with pytest.raises(ValueError, match="^method must be one of pearson, spearman, kendall, got 'r'$"):
         stats.per_group_correlation(x, y, g, "r")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="^x must be numbers"):
+        stats.per_group_correlation(["a"], [1], ["g"])
+    with pytest.raises(ValueError, match="^y must be numbers"):
+        stats.per_group_correlation([1], ["a"], ["g"])
+    # group keys are compared as they are: 1 and "1" are two documents
+    mixed = stats.per_group_correlation([1, 2, 3, 1, 2, 3], [1, 2, 3, 3, 2, 1], [1, 1, 1, "1", "1", "1"])
+    assert mixed.n_groups == 2 and mixed.r == pytest.approx(0.0)
     with pytest.raises(ValueError, match="^x, y and groups must have the same length$"):
         stats.per_group_correlation(x, y, g[:-1])
 
