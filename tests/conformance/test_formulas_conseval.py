@@ -148,6 +148,11 @@ def test_section_4_self_consistency_is_alpha_over_the_samples_at_the_scales_leve
     for other in ("nominal", "ordinal", "ratio"):
         assert sc["value"] != pytest.approx(krippendorff.alpha(matrix, level_of_measurement=other))
     assert sc["n"] == 5 and sc["n_raters"] == 3
+    boot = _row(compute_rows(_cfg(n_boot=40), _items(), _five_point_ratings(), _no_humans()), kind="SC", scale="5-P")
+    assert (
+        boot["ci_low"] <= boot["value"] <= boot["ci_high"]
+        and boot["note"] == "Only 5 pairable units: the interval is rough."
+    )
     gs = _row(rows, kind="GS", scale="5-P")  # extra: greedy against the first sample
     pair = np.array([GREEDY_ANSWERS, [s[0] for s in SAMPLES]], dtype=float)
     assert gs["value"] == pytest.approx(krippendorff.alpha(pair, level_of_measurement="interval"))

@@ -126,6 +126,28 @@ def test_section_4_3_3_d_avg_weighs_levels_equally_with_several_perturbations_a_
     assert res.d_ew_avg is None and res.d_ew_min is None  # no expert weights given
 
 
+def test_section_4_3_3_the_note_names_the_levels_a_set_lacks():
+    expected = {"typo:minor": "character", "grammar:minor": "word", "reorder:major": "sentence"}
+    res = st.analyse(_frame({"reorder:major": ("sentence", ALL_LOWER)}), expected=expected)
+    assert res.d_avg is None and res.avg_note == (
+        "not comparable: the set has no character, word-level perturbation of the task's Table 1 row, and D_avg "
+        "weighs each level equally, so it is left empty (D_min and each D stand)"
+    )
+    some = st.analyse(
+        _frame(
+            {
+                "typo:minor": ("character", ALL_LOWER),
+                "grammar:minor": ("word", ALL_LOWER),
+                "reorder:major": ("sentence", ALL_LOWER),
+                "shuffle": ("sentence", ALL_LOWER),
+            }
+        ),
+        expected={**expected, "swap": "word"},
+    )
+    assert some.d_avg is not None
+    assert some.avg_note == "every level is present, but without swap: each level's mean is over the rest"
+
+
 def test_level_weights_sum_to_one_with_each_level_a_third():
     w = st.level_weights({"a": "character", "b": "character", "c": "character", "d": "word", "e": "sentence"})
     assert w == pytest.approx({"a": 1 / 9, "b": 1 / 9, "c": 1 / 9, "d": 1 / 3, "e": 1 / 3})

@@ -57,6 +57,8 @@ def test_appendix_b_greedy_adds_what_adds_recall_in_document_order_and_stops():
     assert picked.text == "The cat sat. It sat on the mat."
     assert rt.select_context(doc, TARGET, n_sentences=1).indices == (3,)  # 4/6 + 3/5 beats 2/6 + 1/5 ... 0.93
     assert rt.select_context([UNRELATED], TARGET, n_sentences=3).indices == ()
+    # what is picked counts from then on: "the cat" adds nothing once "the cat sat" and "on the mat" are in
+    assert rt.select_context(["the cat sat", "on the mat", "the cat"], TARGET, n_sentences=3).indices == (0, 1)
 
 
 def test_table_8_budget_is_1024_tokens_and_n_is_5():

@@ -31,6 +31,7 @@ def test_human_agreement_and_the_model_against_the_human_consensus():
     assert len(human) == 1 and human[0]["level"] == "interval" and human[0]["model"] == "humans"
     assert human[0]["value"] == pytest.approx(krippendorff.alpha(np.array([H1, H2]), level_of_measurement="interval"))
     assert (human[0]["criterion"], human[0]["scale"], human[0]["mode"]) == ("Harmlessness", "5-P", "-")
+    assert (human[0]["method"], human[0]["granularity"]) == ("-", "-")
     vs = [r for r in rows if r["kind"] == "HUMAN-MODEL"]
     consensus = [(a + b) / 2 for a, b in zip(H1, H2, strict=True)]
     want = krippendorff.alpha(np.array([GREEDY_ANSWERS, consensus]), level_of_measurement="interval")
@@ -68,3 +69,26 @@ def test_missing_summary_counts_the_unread_answers_with_examples():
     out = missing_summary(r)
     assert (out["answers"], out["missing"]) == (len(r), 2)
     assert out["examples"][0] == {"rater": "judge", "scale": "5-P", "raw": "fine", "problem": "no number"}
+
+
+def test_rows_carry_their_keys_and_the_split_reports_on_the_held_out_fifth():
+    rows = compute_rows(_cfg(), _items(), _five_point_ratings(), _humans()[:0])
+    for kind in ("SC", "GS", "ACC"):
+        row = [r for r in rows if r["kind"] == kind][0]
+        assert (row["model"], row["method"], row["criterion"], row["granularity"]) == (
+            "judge",
+            "base",
+            "Harmlessness",
+            "short",
+        )
+    split = compute_rows(_cfg(methods=["base", "dicl_r"]), _items(), _five_point_ratings(), _humans()[:0])
+    acc = [r for r in split if r["kind"] == "ACC" and r["method"] == "base"]
+    assert acc and all(r["n"] <= 1 for r in acc)  # 20% of five items: one
+
+
+def test_greedy_scores_are_only_the_greedy_answers():
+    from services.conseval.analysis import score_table
+    from services.conseval.study import GREEDY
+
+    r = _five_point_ratings()
+    assert score_table(r[r["sample"] != GREEDY], "greedy").empty

@@ -101,6 +101,11 @@ def test_figure_3_refuses_another_dataset_and_has_no_flag_row_for_other_methods(
     evidence = mc.figure3(data=_batch("evidence"))
     assert list(evidence.frame["evaluator"]) == ["Evidence checker (score < 1)"]
     assert mc.figure3(data=_batch("qg-qa")).frame.iloc[0]["evaluator"] == "QG-QA (score < 1)"
+    para = mc.figure3(data=_batch("paragraph")).frame
+    assert list(para["evaluator"]) == [
+        "Paragraph level + AMC (rule)",
+        "Paragraph level without AMC (model's is_consistent)",
+    ]
     assert mc.figure3(data=_batch("other")).frame.iloc[0]["evaluator"] == "other (score < 1)"
     no_flags = mc.figure3(data=_batch(model_is_consistent=pd.array([None] * 8, dtype="boolean")))
     assert len(no_flags.frame) == 1 and no_flags.notes == ()

@@ -309,6 +309,17 @@ def test_auroc_defaults_messages_and_the_stratified_bootstrap():
     res = stats.auroc(scores, labels)
     assert res.auc == pytest.approx(8 / 9) and (res.n_pos, res.n_neg) == (3, 3)
     assert res == stats.auroc(scores, labels, n_boot=1000, seed=0, ci=0.95)
+    assert (
+        stats.auroc(scores, labels, n_boot=0).ci_low is None
+        and stats.auroc(scores, labels, n_boot=1).ci_low is not None
+    )
+    big = np.random.default_rng(2).random(40)
+    big_labels = (big + np.random.default_rng(3).random(40) > 1).astype(int)
+    default = stats.auroc(big, big_labels)
+    for other in (stats.auroc(big, big_labels, n_boot=999), stats.auroc(big, big_labels, seed=1)):
+        assert (default.ci_low, default.ci_high) != (other.ci_low, other.ci_high)
+    with pytest.raises(ValueError, match="^scores must be numbers"):
+        stats.auroc(["a"], [1])
     rng = np.random.default_rng(0)
     pos, neg = np.array([0.9, 0.8, 0.4]), np.array([0.6, 0.3, 0.2])
     pb, nb = pos[rng.integers(0, 3, size=(1000, 3))], neg[rng.integers(0, 3, size=(1000, 3))]
@@ -376,3 +387,47 @@ def test_percentile_interval_and_input_checks():
     assert np.isnan(common.as_labels([1, NAN, 0])[1])
     with pytest.raises(ValueError, match="^votes must be 0 or 1 \\(or NaN for missing\\), got 0.5$"):
         common.as_labels([0.5], "votes")
+
+
+def _reference_boot_alpha(data: np.ndarray, level: str, n_boot: int, seed: int, ci: float) -> tuple[float, float]:
+    """The bootstrap over pairable units done the slow way: each resample's columns handed to the package."""
+    import krippendorff
+
+    pairable = data[:, (~np.isnan(data)).sum(axis=0) >= 2]
+    n = pairable.shape[1]
+    weights = np.random.default_rng(seed).multinomial(n, np.full(n, 1.0 / n), size=n_boot)
+    boots = []
+    for w in weights:
+        cols = np.repeat(np.arange(n), w)
+        sample = pairable[:, cols]
+        if np.unique(sample[~np.isnan(sample)]).size < 2:
+            continue
+        domain = np.unique(pairable[~np.isnan(pairable)])
+        boots.append(krippendorff.alpha(sample, level_of_measurement=level, value_domain=domain))
+    tail = (1 - ci) / 2 * 100
+    return tuple(np.percentile(boots, [tail, 100 - tail]))
+
+
+@pytest.mark.parametrize("level", stats.LEVELS)
+def test_the_alpha_interval_equals_the_bootstrap_done_the_slow_way(level):
+    """Each resample's alpha, from the package, at the level asked for; values in [0, 1] (a distance below 1)
+    and a 0 in the domain (the ratio distance's 0/0) included."""
+    data = np.array(
+        [
+            [0.0, 0.25, 0.5, 1.0, 0.75, 0.0, 0.5],
+            [0.0, 0.5, 0.5, 0.75, 1.0, 0.25, NAN],
+            [0.25, 0.25, NAN, 1.0, 0.75, 0.0, 0.5],
+        ]
+    )
+    res = stats.krippendorff_alpha(data, level, n_boot=60, seed=4, ci=0.9)
+    assert (res.ci_low, res.ci_high) == pytest.approx(_reference_boot_alpha(data, level, 60, 4, 0.9))
+    doubled = agreement._weighted_alpha(
+        agreement._unit_coincidences((data.T[:, :, None] == np.unique(data[~np.isnan(data)])).sum(axis=1)),
+        np.array([np.ones(7), np.full(7, 2.0)]),
+        np.unique(data[~np.isnan(data)]),
+        level,
+    )
+    import krippendorff
+
+    twice = krippendorff.alpha(np.concatenate([data, data], axis=1), level_of_measurement=level)
+    assert doubled[1] == pytest.approx(twice)  # the second row of weights: every unit twice
