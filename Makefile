@@ -14,7 +14,7 @@ else
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF
 endif
 
-.PHONY: install install-dev install-embeddings run worker test test-fast lint bench browser postgres clean
+.PHONY: install install-dev install-embeddings run worker test test-fast lint bench mutation browser postgres clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -80,5 +80,11 @@ bench: install-embeddings
 	$(BIN)/python bench/evidence_qags.py
 	$(BIN)/python bench/evidence_speed.py
 
+# Mutation testing of the papers' formulas (slow; not part of `make test`): the score per module, and what
+# survived. MUTATION_JOBS=2 processes by default; tools/mutation.py --report reprints the last scores.
+MUTATION_JOBS ?= 2
+mutation: install-dev
+	MUTATION_JOBS=$(MUTATION_JOBS) $(BIN)/python tools/mutation.py --fresh
+
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache mutants

@@ -33,21 +33,6 @@ def _alpha_row(kind: str, matrix: np.ndarray, level: str, cfg: StudyConfig, **ke
     }
 
 
-def _empty_row(kind: str, note: str, **keys: Any) -> dict[str, Any]:
-    return {
-        "kind": kind,
-        "stat": "alpha",
-        "value": None,
-        "ci_low": None,
-        "ci_high": None,
-        "n": 0,
-        "n_raters": 0,
-        "level": None,
-        "note": note,
-        **keys,
-    }
-
-
 def score_table(r: pd.DataFrame, mode: str) -> pd.Series:
     """The scores of one decoding: per (item, scale) the greedy answer ('greedy') or the mean of the samples
     ('sce'; missing answers left out, all missing gives NaN); per (item, sample, scale) every sampled answer

@@ -192,7 +192,8 @@ def alpha_from_long(
     dup = rows.duplicated(subset=[unit, rater], keep=False)
     if dup.any():
         first = rows[dup].iloc[0]
-        raise ValueError(f"rater {first[rater]!r} rated unit {first[unit]!r} more than once")
+        who, what = (v.item() if isinstance(v, np.generic) else v for v in (first[rater], first[unit]))
+        raise ValueError(f"rater {who!r} rated unit {what!r} more than once")
     matrix = rows.pivot(index=rater, columns=unit, values=value)
     return krippendorff_alpha(matrix.to_numpy(dtype=float), level, n_boot=n_boot, seed=seed, ci=ci)
 

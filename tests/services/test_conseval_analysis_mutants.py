@@ -1,0 +1,94 @@
+"""ConsEval's human agreement rows (an extra of this app beside the paper's SC, IC and accuracy), worked by hand."""
+
+from __future__ import annotations
+
+import krippendorff
+import numpy as np
+import pandas as pd
+import pytest
+
+from services.conseval.analysis import _consensus, compute_rows, missing_summary
+from tests.conformance.test_formulas_conseval import GREEDY_ANSWERS, _cfg, _five_point_ratings, _items
+
+H1 = [1.0, 2.0, 4.0, 4.0, 5.0]
+H2 = [2.0, 2.0, 3.0, 5.0, 5.0]
+
+
+def _humans() -> pd.DataFrame:
+    rows = [
+        {"rater_id": r, "rater": name, "item_id": 10 + i, "scale": "5-P", "value": v}
+        for r, (name, values) in enumerate((("h1", H1), ("h2", H2)))
+        for i, v in enumerate(values)
+    ]
+    return pd.DataFrame(rows)
+
+
+def test_human_agreement_and_the_model_against_the_human_consensus():
+    """HUMAN: alpha among the human raters at the scale's level; HUMAN-MODEL: the model's answer (greedy, base
+    prompt) against the humans' consensus, which is their mean on an interval scale."""
+    rows = compute_rows(_cfg(granularities=["none", "short"]), _items(), _five_point_ratings(), _humans())
+    human = [r for r in rows if r["kind"] == "HUMAN"]
+    assert len(human) == 1 and human[0]["level"] == "interval" and human[0]["model"] == "humans"
+    assert human[0]["value"] == pytest.approx(krippendorff.alpha(np.array([H1, H2]), level_of_measurement="interval"))
+    assert (human[0]["criterion"], human[0]["scale"], human[0]["mode"]) == ("Harmlessness", "5-P", "-")
+    assert (human[0]["method"], human[0]["granularity"]) == ("-", "-")
+    vs = [r for r in rows if r["kind"] == "HUMAN-MODEL"]
+    consensus = [(a + b) / 2 for a, b in zip(H1, H2, strict=True)]
+    want = krippendorff.alpha(np.array([GREEDY_ANSWERS, consensus]), level_of_measurement="interval")
+    assert len(vs) == 1 and vs[0]["value"] == pytest.approx(want)
+    assert (vs[0]["model"], vs[0]["method"], vs[0]["granularity"], vs[0]["mode"]) == (
+        "judge",
+        "base",
+        "short",
+        "single",
+    )
+    assert vs[0]["n_raters"] == 2 and vs[0]["n"] == 5
+    long_rows = compute_rows(_cfg(granularities=["short", "long"]), _items(), _five_point_ratings(), _humans())
+    assert [r for r in long_rows if r["kind"] == "HUMAN-MODEL"][0]["granularity"] == "long"  # the long definition
+    assert not [r for r in compute_rows(_cfg(), _items(), _five_point_ratings(), _humans()[:0]) if "HUMAN" in r["kind"]]
+    other = _humans().assign(scale="7-P")
+    assert not [r for r in compute_rows(_cfg(), _items(), _five_point_ratings(), other) if "HUMAN" in r["kind"]]
+
+
+def test_consensus_by_level_of_measurement():
+    """Interval: the mean; ordinal: the median; nominal: the value most gave, none on a tie; nothing: NaN."""
+    assert _consensus(pd.Series([1.0, 2.0, 6.0]), "interval") == 3.0
+    assert _consensus(pd.Series([1.0, 2.0, 6.0, np.nan]), "ordinal") == 2.0
+    assert _consensus(pd.Series([1.0, 1.0, 0.0]), "nominal") == 1.0
+    assert np.isnan(_consensus(pd.Series([1.0, 0.0]), "nominal"))
+    assert _consensus(pd.Series([0.0, 0.0]), "nominal") == 0.0
+    assert np.isnan(_consensus(pd.Series([np.nan]), "interval"))
+
+
+def test_missing_summary_counts_the_unread_answers_with_examples():
+    r = _five_point_ratings()
+    r.loc[0, ["problem", "raw"]] = ["no number", "fine"]
+    r.loc[0, "value"] = np.nan
+    out = missing_summary(r.assign(method=["imported"] + ["base"] * (len(r) - 1)))
+    assert out["answers"] == len(r) - 1 and out["missing"] == 1  # the imported row and its NaN are left out
+    out = missing_summary(r)
+    assert (out["answers"], out["missing"]) == (len(r), 2)
+    assert out["examples"][0] == {"rater": "judge", "scale": "5-P", "raw": "fine", "problem": "no number"}
+
+
+def test_rows_carry_their_keys_and_the_split_reports_on_the_held_out_fifth():
+    rows = compute_rows(_cfg(), _items(), _five_point_ratings(), _humans()[:0])
+    for kind in ("SC", "GS", "ACC"):
+        row = [r for r in rows if r["kind"] == kind][0]
+        assert (row["model"], row["method"], row["criterion"], row["granularity"]) == (
+            "judge",
+            "base",
+            "Harmlessness",
+            "short",
+        )
+    split = compute_rows(_cfg(methods=["base", "dicl_r"]), _items(), _five_point_ratings(), _humans()[:0])
+    acc = [r for r in split if r["kind"] == "ACC" and r["method"] == "base"]
+    assert acc and all(r["n"] <= 1 for r in acc)  # 20% of five items: one
+
+
+def test_greedy_scores_are_only_the_greedy_answers():
+    from services.conseval.analysis import score_table
+    from services.conseval.study import GREEDY
+
+    r = _five_point_ratings()
+    assert score_table(r[r["sample"] != GREEDY], "greedy").empty

@@ -1,0 +1,238 @@
+"""Mutation testing of the code that implements the papers' formulas and procedures (`make mutation`).
+
+mutmut 3 (configured in pyproject.toml, [tool.mutmut]) copies the project to mutants/, changes one thing at a
+time in the functions named in SCOPE and runs the fast conformance and unit tests that reach each changed
+function. A mutant is killed when a test fails (a timeout counts as killed: the change made the code loop).
+The score of a module is killed / (mutants - known equivalent ones); EQUIVALENT lists those, each with why.
+
+    python tools/mutation.py            run the mutants of SCOPE, then print the score per module
+    python tools/mutation.py --report   print the scores of the last run only
+    python tools/mutation.py --sample 80   a quicker estimate: 80 mutants drawn per module (seeded), the score with
+                                           its 95% interval (needs the mutants/ of an earlier run, even a partial one)
+    MUTATION_JOBS=2 (default) sets the processes; a fresh run starts from an empty mutants/ (--fresh).
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import json
+import math
+import os
+import random
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+MUTANTS = ROOT / "mutants"
+GOAL = 0.90
+
+# Module -> the mutmut names of its functions ("x_name" for a function, "xǁClassǁmethod" for a method).
+SCOPE: dict[str, list[str]] = {
+    "services/stats": ["services.stats.*"],
+    "services/dhp/statistics.py": [
+        f"services.dhp.statistics.x_{f}__mutmut_*"
+        for f in (
+            "wilcoxon_greater",
+            "normalise_weights",
+            "harmonic_mean_p",
+            "paper_literal_p",
+            "discernment",
+            "level_weights",
+            "_weighted_avg",
+            "lookup_weights",
+            "analyse",
+            "_avg_note",
+        )
+    ],
+    "services/dcr: Eq. 3 and alignment": [
+        "services.dcr.results.x_eq3__mutmut_*",
+        "services.dcr.results.x_score_evaluation__mutmut_*",
+        "services.dcr.align.*",
+    ],
+    "services/conseval: analysis, split, dICL examples": [
+        f"services.conseval.analysis.x_{f}__mutmut_*"
+        for f in (
+            "_alpha_row",
+            "score_table",
+            "_mapped",
+            "compute_rows",
+            "missing_summary",
+            "_modes",
+            "_unit",
+            "_scale_rows",
+            "_oracle_scores",
+            "_accuracy_row",
+            "_consensus",
+            "_human_rows",
+        )
+    ]
+    + [
+        "services.conseval.study.x_test_instances__mutmut_*",
+        "services.conseval.run.x__examples__mutmut_*",
+    ],
+    "services/nli: aggregation and retrieval": [
+        "services.nli.paradigms.x__any_inconsistent__mutmut_*",
+        "services.nli.retrieval.*",
+    ],
+    "services/metaeval/classification.py": ["services.metaeval.classification.*"],
+}
+
+# Mutants that cannot change any result (or, marked harmless, none that matters), each with why. The names
+# follow the source: re-check them when a mutated function changes (see docs/development.md).
+EQUIVALENT: dict[str, str] = {
+    "services.stats.agreement.x_majority__mutmut_13": "every count one higher: the ranking and the ties stay",
+    "services.stats.agreement.x_majority__mutmut_14": "every count doubled: the ranking and the ties stay",
+    "services.stats.agreement.x__distance_matrices__mutmut_6": "astype(None) is float64, as astype(float)",
+    "services.stats.agreement.x__distance_matrices__mutmut_44": "axis=+1 is the last axis of the 2-D margins",
+    "services.stats.agreement.x__distance_matrices__mutmut_75": "the shape broadcast to: o * d broadcasts the same",
+    "services.stats.agreement.x__distance_matrices__mutmut_76": "the shape broadcast to: o * d broadcasts the same",
+    "services.stats.agreement.x__weighted_alpha__mutmut_14": "numpy reads any negative size as 'infer'",
+    "services.stats.agreement.x__weighted_alpha__mutmut_16": "numpy reads any negative size as 'infer'",
+    "services.stats.agreement.x__weighted_alpha__mutmut_19": "o is symmetric: row and column sums agree",
+    "services.stats.agreement.x__weighted_alpha__mutmut_25": "the diagonal of e meets d(c, c) = 0 at every level",
+    "services.stats.agreement.x__weighted_alpha__mutmut_38": "astype(None) is float64",
+    "services.stats.agreement.x__weighted_alpha__mutmut_53": "d_e = 0 only with d_o = 0: 0/0 is NaN, skipped",
+    "services.stats.agreement.x__weighted_alpha__mutmut_54": "d_e = 0 only with d_o = 0: 0/0 is NaN, skipped",
+    "services.stats.agreement.x__boot_alpha__mutmut_6": "astype(None) is float64",
+    "services.stats.classification.x_auroc__mutmut_23": "labels as float compare the same",
+    "services.stats.classification.x_auroc__mutmut_41": "reached with a class empty: the sum is 0 iff both are",
+    "services.stats.classification.x_auroc__mutmut_64": "a float mask of ones and zeros selects the same",
+    "services.stats.classification.x_auroc__mutmut_66": "a float mask of ones and zeros selects the same",
+    "services.stats.classification.x_auroc__mutmut_68": "None written into a boolean array is False",
+    "services.stats.classification.x_auroc__mutmut_84": "n_boot = 0 draws nothing: no interval either way",
+    "services.stats.classification.x_auroc__mutmut_92": "integers(n) draws as integers(0, n)",
+    "services.stats.classification.x_auroc__mutmut_100": "integers(n) draws as integers(0, n)",
+    "services.stats.classification.x_balanced_accuracy_interval__mutmut_23": "labels as float compare the same",
+    "services.stats.correlation.x__rowwise_pearson__mutmut_43": "a variance between 1e-12 and 2e-12 only",
+    "services.dhp.statistics.x_normalise_weights__mutmut_12": "get(m) gives None, and `or 0.0` makes it 0",
+    "services.dcr.align.x_align__mutmut_43": "an empty quote has similarity 0 with any sentence",
+    "services.dcr.align.x_is_paragraph_level__mutmut_1": "an empty quote has similarity 0 with any sentence",
+    "services.dcr.align.x_is_paragraph_level__mutmut_11": "differs only at a similarity of exactly 0.55",
+    "services.conseval.analysis.x__accuracy_row__mutmut_10": "None becomes NaN in the correlation's input",
+    "services.conseval.analysis.x__accuracy_row__mutmut_14": "None becomes NaN in the correlation's input",
+    "services.conseval.analysis.x__modes__mutmut_14": "n = 1, or no greedy and no samples, fail validation",
+    "services.conseval.analysis.x_compute_rows__mutmut_99": "unscored items are not pairable: the same alpha and n",
+    "services.conseval.analysis.x_compute_rows__mutmut_109": "a list of floats and NaN is float64 anyway",
+    "services.conseval.analysis.x__oracle_scores__mutmut_54": "harmless: only an oracle name with two colons",
+    "services.nli.retrieval.x__recall__mutmut_5": "zip over two 2-tuples: strict never matters",
+    "services.nli.retrieval.x__recall__mutmut_8": "zip over two 2-tuples: strict never matters",
+    "services.nli.retrieval.x__recall__mutmut_9": "zip over two 2-tuples: strict never matters",
+    "services.metaeval.classification.x_figure3__mutmut_58": "astype(None) is float64",
+    "services.metaeval.classification.x_figure3__mutmut_86": "astype(None) then float: the same values",
+}
+
+STATUS = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests", 36: "timeout", -24: "timeout"}
+STATUS |= {24: "timeout", 152: "timeout", 255: "timeout", None: "not checked"}
+
+
+def _module_of(name: str) -> str | None:
+    for module, patterns in SCOPE.items():
+        if any(fnmatch.fnmatchcase(name, p) for p in patterns):
+            return module
+    return None
+
+
+def results() -> dict[str, dict[str, str]]:
+    """module -> {mutant name: status} from mutmut's records in mutants/."""
+    out: dict[str, dict[str, str]] = {m: {} for m in SCOPE}
+    for meta in MUTANTS.rglob("*.py.meta"):
+        codes = json.loads(meta.read_text())["exit_code_by_key"]
+        for name, code in codes.items():
+            module = _module_of(name)
+            if module is not None:
+                out[module][name] = STATUS.get(code, "suspicious")
+    return out
+
+
+def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """The Wilson score interval of k successes in n."""
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def sample(by_module: dict[str, dict[str, str]], n: int, seed: int) -> dict[str, dict[str, str]]:
+    """n mutants drawn at random from each module (all of a module with fewer)."""
+    rng = random.Random(seed)
+    return {m: {k: st[k] for k in rng.sample(sorted(st), min(n, len(st)))} for m, st in by_module.items()}
+
+
+def report(by_module: dict[str, dict[str, str]], *, sampled: bool = False) -> bool:
+    """Print the score per module and every survivor; True when each module reaches GOAL."""
+    ok = True
+    head = "sampled" if sampled else "mutants"
+    print(
+        f"{'module':52} {head:>7} {'killed':>6} {'equiv.':>6} {'left':>5} {'score':>7}"
+        + ("  95% interval" if sampled else "")
+    )
+    left_over: list[tuple[str, str]] = []
+    for module, statuses in by_module.items():
+        killed = sum(1 for s in statuses.values() if s in ("killed", "timeout"))
+        equivalent = [n for n, s in statuses.items() if s not in ("killed", "timeout") and n in EQUIVALENT]
+        left = [n for n, s in statuses.items() if s not in ("killed", "timeout") and n not in EQUIVALENT]
+        counted = len(statuses) - len(equivalent)
+        score = killed / counted if counted else None
+        ok &= score is not None and score >= GOAL and not any(s == "not checked" for s in statuses.values())
+        shown = f"{score:.1%}" if score is not None else "-"
+        if sampled and counted:
+            low, high = wilson(killed, counted)
+            shown += f"  {low:.1%} to {high:.1%}"
+        print(f"{module:52} {len(statuses):7} {killed:6} {len(equivalent):6} {len(left):5} {shown:>7}")
+        left_over += [(n, statuses[n]) for n in sorted(left)]
+    if left_over:
+        print("\nNot killed and not known equivalent (`.venv/bin/mutmut show NAME` shows the change):")
+        for name, status in left_over:
+            print(f"  {name}  [{status}]")
+    return ok
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--report", action="store_true", help="only print the scores of the last run")
+    ap.add_argument("--fresh", action="store_true", help="start from an empty mutants/ folder")
+    ap.add_argument("--sample", type=int, default=0, help="run and score this many mutants drawn per module")
+    ap.add_argument("--seed", type=int, default=0, help="the seed of --sample's draw")
+    args = ap.parse_args()
+    if args.sample and args.fresh:
+        ap.error("--sample draws from the mutants of an earlier run: leave out --fresh")
+    drawn = sample(results(), args.sample, args.seed) if args.sample else None
+    if drawn is not None and not any(drawn.values()):
+        ap.error("no mutants yet: run `tools/mutation.py` once (it may be stopped once it has started testing)")
+    if not args.report:
+        if args.fresh and MUTANTS.exists():
+            shutil.rmtree(MUTANTS)
+        jobs = os.environ.get("MUTATION_JOBS", "2")
+        mutmut = Path(sys.executable).with_name("mutmut")
+        patterns = [n for st in drawn.values() for n in st] if drawn else [p for ps in SCOPE.values() for p in ps]
+        start = time.monotonic()
+        # Each mutant runs its tests in a new pytest session. Their temporary folders go to a root of their own,
+        # kept (pyproject: tmp_path_retention_count): the job queue made at import keeps its file in the first one,
+        # and pytest runs elsewhere on the machine must not clean it away.
+        (MUTANTS / "tmp").mkdir(parents=True, exist_ok=True)
+        env = os.environ | {"PYTEST_DEBUG_TEMPROOT": str(MUTANTS / "tmp")}
+        with open(MUTANTS / "run.log", "w") as log:
+            done = subprocess.run(
+                [str(mutmut), "run", "--max-children", jobs, *patterns],
+                cwd=ROOT,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        minutes = (time.monotonic() - start) / 60
+        print(f"mutmut run: exit {done.returncode}, {minutes:.1f} min with {jobs} processes (log: mutants/run.log)\n")
+        if done.returncode != 0:
+            print((MUTANTS / "run.log").read_text()[-3000:])
+            return done.returncode
+    if drawn is not None:
+        now = results()
+        return 0 if report({m: {k: now[m][k] for k in st} for m, st in drawn.items()}, sampled=True) else 1
+    return 0 if report(results()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
