@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from db.engine import get_engine
-from services import datasets
+from services import datasets, tables
 from services.config import backend_from_settings
 from services.dcr import METHOD_LABELS, DCRConfig
 from services.errors import InputError
@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
         saved, result = datasets.import_file(
             engine,
             name=args.name or path.name,
-            data=path.read_bytes(),
+            data=tables.read_file(path, datasets.IMPORT_ADVICE),
             fmt=args.format,
             mapping=mapping,
             task=args.task or "summarization",

@@ -96,11 +96,54 @@ def _read_pdf(name: str, data: bytes) -> str:
     return text
 
 
+# What a .docx may unpack to. Its text is at most max_input_chars (200,000 by default), which Word stores in
+# well under 5 MB of XML, and pictures are stored compressed already; a file over this is a zip bomb.
+MAX_UNZIPPED_MB = 40
+_MB = 1024 * 1024
+
+
+def check_unzipped(name: str, data: bytes, *, limit_mb: int = MAX_UNZIPPED_MB) -> None:
+    """InputError when the zip archive `data` unpacks to more than `limit_mb`, checked before any parser opens it.
+
+    First the sizes its directory declares; then every member is decompressed a chunk at a time, counting, and
+    the count stops at the limit, so an archive whose directory under-states its members (zipfile stops at the
+    declared size and fails on the checksum) is refused too, having held one chunk in memory at a time."""
+    import zipfile
+    import zlib
+
+    limit = limit_mb * _MB
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+    except (zipfile.BadZipFile, OSError, ValueError):
+        raise InputError(f"{name} could not be read as a Word document: it is not a .docx file (a .doc?).") from None
+    too_big = InputError(f"{name} unpacks to more than {limit_mb} MB (an archive bomb?). Paste the text instead.")
+    with archive:
+        members = archive.infolist()
+        if sum(m.file_size for m in members) > limit:
+            raise too_big
+        total = 0
+        try:
+            for m in members:
+                with archive.open(m) as f:
+                    while chunk := f.read(_MB):
+                        total += len(chunk)
+                        if total > limit:
+                            raise too_big
+        except (zipfile.BadZipFile, zlib.error, OSError, EOFError, RuntimeError, NotImplementedError) as exc:
+            # a checksum that does not match (a directory that lies), a member cut short, encryption, ...
+            log.info("%s: zip member unreadable: %r", name, exc)
+            raise InputError(
+                f"{name} could not be read as a Word document: the file is damaged. Open and save it again, "
+                "or paste the text."
+            ) from None
+
+
 def _read_docx(name: str, data: bytes) -> str:
     import zipfile
 
     import docx
 
+    check_unzipped(name, data)
     try:
         document = docx.Document(io.BytesIO(data))
         return "\n\n".join(p.text for p in document.paragraphs if p.text.strip())
