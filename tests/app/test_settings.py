@@ -111,3 +111,28 @@ def test_test_connection_reports_an_unreachable_server(open_page, closed_url, mo
 def test_sidebar_shows_the_new_backend_right_after_save(open_page, closed_url):
     at = click(endpoint_form(open_page, closed_url), "Save")
     assert any(closed_url in t for t in texts(at.sidebar.markdown)), texts(at.sidebar.markdown)
+
+
+URL_KEY = "Zq7-base-url-credential-" + "p" * 10
+
+
+def test_the_base_url_field_hides_url_credentials_and_keeps_them_when_left_alone(open_page, judge, monkeypatch):
+    with_creds = judge.base_url.replace("http://", f"http://studio:{URL_KEY}@")
+    monkeypatch.setenv("LLM_BASE_URL", with_creds)
+    at = open_page(SETTINGS)
+    at = at.radio[0].set_value("openai").run()
+    field = next(t for t in at.text_input if t.label == "Base URL")
+    assert field.value == judge.base_url, "the field shows the URL without its credentials"
+    for t in at.text_input:
+        assert URL_KEY not in str(t.value) and "studio" not in str(t.value)
+
+    at = click(at, "Save")  # the field unchanged: the URL in use keeps its credentials
+    assert not at.exception and not at.error, texts(at.error)
+    assert at.session_state[BACKEND_KEY]["base_url"] == with_creds
+    assert URL_KEY not in texts(at.success), "the saved message names the URL without credentials"
+
+    at = open_page(SETTINGS)  # a URL typed anew replaces it, credentials and all
+    at = at.radio[0].set_value("openai").run()
+    next(t for t in at.text_input if t.label == "Base URL").input(judge.base_url + "/")
+    at = click(at, "Save")
+    assert at.session_state[BACKEND_KEY]["base_url"] == judge.base_url
