@@ -96,14 +96,19 @@ def _read_pdf(name: str, data: bytes) -> str:
     return text
 
 
-# What a .docx may unpack to. Its text is at most max_input_chars (200,000 by default), which Word stores in
-# well under 5 MB of XML, and pictures are stored compressed already; a file over this is a zip bomb.
-MAX_UNZIPPED_MB = 40
+# What a .docx may unpack to, and hold. Its text is at most max_input_chars (200,000 by default), which Word
+# stores in a few MB of XML in a few thousand paragraphs, and pictures are stored compressed already: a file
+# over these is a zip bomb, or would take minutes to read (the time goes into each paragraph, not each byte).
+MAX_UNZIPPED_MB = 40  # every part together
+MAX_XML_MB = 10  # the XML parts together: what the parser builds a tree of
+MAX_PARAGRAPHS = 20_000
+MAX_RUNS = 100_000  # runs of text (w:r): reading each costs as much as a paragraph
 _MB = 1024 * 1024
 
 
-def check_unzipped(name: str, data: bytes, *, limit_mb: int = MAX_UNZIPPED_MB) -> None:
-    """InputError when the zip archive `data` unpacks to more than `limit_mb`, checked before any parser opens it.
+def check_unzipped(name: str, data: bytes, *, limit_mb: int = MAX_UNZIPPED_MB, xml_mb: int = MAX_XML_MB) -> None:
+    """InputError when the zip archive `data` unpacks to more than `limit_mb` (or its XML parts to more than
+    `xml_mb`), checked before any parser opens it.
 
     First the sizes its directory declares; then every member is decompressed a chunk at a time, counting, and
     the count stops at the limit, so an archive whose directory under-states its members (zipfile stops at the
@@ -117,18 +122,27 @@ def check_unzipped(name: str, data: bytes, *, limit_mb: int = MAX_UNZIPPED_MB) -
     except (zipfile.BadZipFile, OSError, ValueError):
         raise InputError(f"{name} could not be read as a Word document: it is not a .docx file (a .doc?).") from None
     too_big = InputError(f"{name} unpacks to more than {limit_mb} MB (an archive bomb?). Paste the text instead.")
+    too_much_xml = InputError(
+        f"{name} holds more than {xml_mb} MB of text and markup; the limit is {xml_mb} MB. Paste the part to check."
+    )
     with archive:
         members = archive.infolist()
+        xml_limit = xml_mb * _MB
         if sum(m.file_size for m in members) > limit:
             raise too_big
-        total = 0
+        if sum(m.file_size for m in members if _is_xml(m.filename)) > xml_limit:
+            raise too_much_xml
+        total = xml = 0
         try:
             for m in members:
                 with archive.open(m) as f:
                     while chunk := f.read(_MB):
                         total += len(chunk)
+                        xml += len(chunk) if _is_xml(m.filename) else 0
                         if total > limit:
                             raise too_big
+                        if xml > xml_limit:
+                            raise too_much_xml
         except (zipfile.BadZipFile, zlib.error, OSError, EOFError, RuntimeError, NotImplementedError) as exc:
             # a checksum that does not match (a directory that lies), a member cut short, encryption, ...
             log.info("%s: zip member unreadable: %r", name, exc)
@@ -136,6 +150,10 @@ def check_unzipped(name: str, data: bytes, *, limit_mb: int = MAX_UNZIPPED_MB) -
                 f"{name} could not be read as a Word document: the file is damaged. Open and save it again, "
                 "or paste the text."
             ) from None
+
+
+def _is_xml(member: str) -> bool:
+    return member.lower().endswith((".xml", ".rels"))
 
 
 def _read_docx(name: str, data: bytes) -> str:
@@ -146,7 +164,14 @@ def _read_docx(name: str, data: bytes) -> str:
     check_unzipped(name, data)
     try:
         document = docx.Document(io.BytesIO(data))
-        return "\n\n".join(p.text for p in document.paragraphs if p.text.strip())
+        paragraphs = document.paragraphs
+        runs = int(document.element.body.xpath("count(.//w:r)"))  # counted by lxml, at C speed
+        for what, n, limit in (("paragraphs", len(paragraphs), MAX_PARAGRAPHS), ("runs of text", runs, MAX_RUNS)):
+            if n > limit:
+                raise InputError(f"{name} has {n:,} {what}; the limit is {limit:,}. Paste the part to check.")
+        return "\n\n".join(t for t in (p.text for p in paragraphs) if t.strip())
+    except InputError:
+        raise
     except zipfile.BadZipFile:
         raise InputError(f"{name} could not be read as a Word document: it is not a .docx file (a .doc?).") from None
     except Exception as exc:  # broken XML inside (lxml), missing parts, ...: all mean a damaged document

@@ -10,9 +10,11 @@ import tracemalloc
 import zipfile
 from pathlib import Path, PosixPath
 
+import docx
 import pytest
 
 import cli
+import services.text as text_module
 from services import tables
 from services.errors import InputError
 from services.text import MAX_UNZIPPED_MB, check_unzipped, read_document
@@ -157,3 +159,39 @@ def test_many_small_members_count_together():
 
 def test_an_ordinary_docx_still_reads():
     assert read_document("ok.docx", docx_bytes("One. Two.")) == "One. Two."
+
+
+def test_xml_parts_count_against_their_own_smaller_limit():
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("word/document.xml", b" " * (2 * MB))
+        z.writestr("word/media/image1.png", b" " * (2 * MB))  # pictures count only against the total
+    with pytest.raises(InputError, match="holds more than 1 MB of text and markup"):
+        check_unzipped("x.docx", out.getvalue(), limit_mb=10, xml_mb=1)
+    check_unzipped("x.docx", out.getvalue(), limit_mb=10, xml_mb=3)
+
+
+def many(paragraphs: int, runs_each: int) -> bytes:
+    d = docx.Document()
+    for i in range(paragraphs):
+        p = d.add_paragraph()
+        for _ in range(runs_each):
+            p.add_run(f"{i} ")
+    buf = io.BytesIO()
+    d.save(buf)
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("paragraphs", "runs_each", "refused"),
+    [(5, 1, "has 5 paragraphs; the limit is 4"), (2, 6, "has 12 runs of text; the limit is 10")],
+)
+def test_a_docx_with_more_paragraphs_or_runs_than_reading_can_afford_is_refused(
+    monkeypatch, paragraphs, runs_each, refused
+):
+    # a few kB can hold a million tiny paragraphs, each of which costs the reader time: counted before reading
+    monkeypatch.setattr(text_module, "MAX_PARAGRAPHS", 4)
+    monkeypatch.setattr(text_module, "MAX_RUNS", 10)
+    with pytest.raises(InputError, match=refused):
+        read_document("long.docx", many(paragraphs, runs_each))
+    assert read_document("ok.docx", many(4, 2)).startswith("0 0")
