@@ -6,6 +6,7 @@ import os
 import re
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -42,6 +43,40 @@ def _status_by_item(engine, batch_id: int) -> dict[str, tuple[str, str | None, i
             .where(BatchItem.batch_id == batch_id)
         ).all()
     return {r[0]: (r[1], r[2], r[3]) for r in rows}
+
+
+def _stopped(proc: subprocess.Popen) -> bool:
+    """True once the process is in the stopped state (SIGSTOP is delivered asynchronously)."""
+    with open(f"/proc/{proc.pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0] == "T"
+
+
+def _writable(db_file) -> bool:
+    """Whether a write transaction can begin on the SQLite file (waiting a moment for a running writer)."""
+    conn = sqlite3.connect(db_file, timeout=2)
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        conn.rollback()
+        return True
+    except sqlite3.OperationalError:
+        return False
+    finally:
+        conn.close()
+
+
+def _pause_holding_no_lock(proc: subprocess.Popen, db_file) -> None:
+    """SIGSTOP the worker at a moment when it holds no write lock on the database.
+
+    A process stopped inside a write transaction (a heartbeat, say) keeps SQLite's one write lock until it
+    runs again: no other worker can write, take its items over or even beat, and no fencing changes that. On
+    a busy machine such a moment is likely enough to hit, so the test pauses, checks, and tries again."""
+    for _ in range(50):
+        proc.send_signal(signal.SIGSTOP)
+        wait_until(lambda: _stopped(proc), "the worker stopped")
+        if _writable(db_file):
+            return
+        proc.send_signal(signal.SIGCONT)
+    raise AssertionError("the worker held the database's write lock at every one of 50 pauses")
 
 
 def test_a_paused_worker_sends_and_writes_nothing_another_worker_finished(tmp_path):
@@ -101,7 +136,7 @@ def test_a_paused_worker_sends_and_writes_nothing_another_worker_finished(tmp_pa
             # between its last check and its request reaching the model would send that request late, which
             # no fence can stop.
             gate.wait_for(lambda g: g.held.count(wid) >= 2, "both threads of the first worker wait on the model")
-            paused.send_signal(signal.SIGSTOP)
+            _pause_holding_no_lock(paused, tmp_path / "shared.db")
             taken = held_by_paused()
             assert len(taken) >= 2, "the paused worker held items"
             gate.open()
