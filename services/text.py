@@ -136,9 +136,12 @@ def check_unzipped(name: str, data: bytes, *, limit_mb: int = MAX_UNZIPPED_MB, x
         try:
             for m in members:
                 with archive.open(m) as f:
+                    is_xml, first = _is_xml(m.filename), True
                     while chunk := f.read(_MB):
+                        if first:  # XML under another name is XML to the parser: a part's name is not its type
+                            is_xml, first = is_xml or _looks_like_xml(chunk), False
                         total += len(chunk)
-                        xml += len(chunk) if _is_xml(m.filename) else 0
+                        xml += len(chunk) if is_xml else 0
                         if total > limit:
                             raise too_big
                         if xml > xml_limit:
@@ -154,6 +157,10 @@ def check_unzipped(name: str, data: bytes, *, limit_mb: int = MAX_UNZIPPED_MB, x
 
 def _is_xml(member: str) -> bool:
     return member.lower().endswith((".xml", ".rels"))
+
+
+def _looks_like_xml(head: bytes) -> bool:
+    return head.startswith((b"\xff\xfe", b"\xfe\xff")) or head[:64].lstrip(b" \t\r\n\xef\xbb\xbf").startswith(b"<")
 
 
 def _read_docx(name: str, data: bytes) -> str:

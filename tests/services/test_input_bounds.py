@@ -195,3 +195,11 @@ def test_a_docx_with_more_paragraphs_or_runs_than_reading_can_afford_is_refused(
     with pytest.raises(InputError, match=refused):
         read_document("long.docx", many(paragraphs, runs_each))
     assert read_document("ok.docx", many(4, 2)).startswith("0 0")
+
+
+def test_xml_under_another_name_counts_as_xml():
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("word/media/image1.png", b"<w:p/>" * (2 * MB // 6 + 1))  # XML, whatever its name says
+    with pytest.raises(InputError, match="holds more than 1 MB of text and markup"):
+        check_unzipped("x.docx", out.getvalue(), limit_mb=10, xml_mb=1)
