@@ -34,7 +34,7 @@ from tests.support.browser import (
     shot,
     wait_idle,
 )
-from tests.support.waiting import wait_until
+from tests.support.waiting import WAIT_MS, wait_until
 
 pytestmark = BROWSER_MARKS
 
@@ -290,7 +290,7 @@ def test_a_batch_runs_in_the_worker_then_opens_in_meta_evaluation(live_app: Live
     pg.get_by_role("option", name=re.compile(r"^e2e-batch")).click()
     form.get_by_role("button", name=re.compile("Start batch")).click()
     # The worker (spawned by the app) judges each item with the fake model; the page polls its progress.
-    expect(main(pg).get_by_text(re.compile(r"status\s+done"))).to_be_visible(timeout=90_000)
+    expect(main(pg).get_by_text(re.compile(r"status\s+done"))).to_be_visible(timeout=WAIT_MS)
     expect(metric(pg, "Done")).to_have_text(str(len(HAND)))
     expect(metric(pg, "Failed")).to_have_text("0")
     wait_idle(pg)

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 
 WAIT_LIMIT = float(os.environ.get("TEST_WAIT_LIMIT", "600"))
+WAIT_MS = int(WAIT_LIMIT * 1000)  # the same, for Playwright's expect
 POLL = 0.05
 
 
