@@ -12,7 +12,7 @@ from services import metaeval
 from tests.app.helpers import texts
 from tests.metaeval_seed import Item, seed
 from tests.support.metaeval import HAND, LABELLED, ROUNDS
-from tests.support.waiting import WAIT_LIMIT
+from tests.support.waiting import HEALTHY_TIMEOUT, WAIT_LIMIT
 
 META = "pages/6_Meta-evaluation.py"
 C, X = "consistent", "inconsistent"
@@ -229,7 +229,9 @@ def test_methods_tab_compares_batches_over_the_dataset_with_repeats_lengths_and_
     fake.responder = nli_judge(bad=BAD)
     eng = db.engine.get_engine()
     ds = seed_growing(eng)
-    backend = BackendConfig(kind="openai", base_url=fake.base_url, model="fake-model", max_retries=1, timeout=10)
+    backend = BackendConfig(
+        kind="openai", base_url=fake.base_url, model="fake-model", max_retries=1, timeout=HEALTHY_TIMEOUT
+    )
     ids = [batches.create_batch(eng, dataset_id=ds, backend=backend, cfg=dcr.DCRConfig(method="sent-nli"))]
     ids += batches.create_repeats(eng, repeats=2, dataset_id=ds, backend=backend, cfg=dcr.DCRConfig(method="summ-nli"))
     for b in ids:

@@ -8,6 +8,7 @@ from db.models import Dataset, DatasetItem, Document
 from services import dcr
 from services.config import BackendConfig
 from services.text import split_sentences
+from tests.support.waiting import HEALTHY_TIMEOUT
 
 BAD, FIX = "47 million", "40 million"
 
@@ -43,7 +44,9 @@ def make_dataset(engine, n: int, *, bad_every: int = 2) -> int:
 
 
 def judge_backend(fake, **kw) -> BackendConfig:
-    return BackendConfig(kind="openai", base_url=fake.base_url, model="fake-model", max_retries=0, timeout=5, **kw)
+    return BackendConfig(
+        kind="openai", base_url=fake.base_url, model="fake-model", max_retries=0, timeout=HEALTHY_TIMEOUT, **kw
+    )
 
 
 def worker_of(engine, batch_id: int, body: dict) -> str | None:
