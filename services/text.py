@@ -102,7 +102,7 @@ def _read_pdf(name: str, data: bytes) -> str:
 MAX_UNZIPPED_MB = 40  # every part together
 MAX_XML_MB = 10  # the XML parts together: what the parser builds a tree of
 MAX_PARAGRAPHS = 20_000
-MAX_RUNS = 100_000  # runs of text (w:r): reading each costs as much as a paragraph
+MAX_RUNS = 50_000  # runs of text (w:r): each costs an XPath query to read; a run holds words, not letters
 _MB = 1024 * 1024
 
 
