@@ -65,7 +65,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 def run(args: argparse.Namespace) -> int:
     """Import the dataset (or find it imported) and run its batch here, or hand it to the workers."""
     from db.engine import get_engine
-    from services import datasets
+    from services import datasets, tables
     from services.config import backend_from_settings, check_base_url
     from services.dcr import DCRConfig
     from services.errors import InputError
@@ -105,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
         saved, result = datasets.import_file(
             engine,
             name=args.name or path.name,
-            data=path.read_bytes(),
+            data=tables.read_file(path, datasets.IMPORT_ADVICE),
             fmt=args.format,
             mapping=mapping,
             task=args.task or "summarization",

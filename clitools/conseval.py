@@ -19,6 +19,7 @@ from pathlib import Path
 
 from db.engine import get_engine
 from services import conseval as ce
+from services import tables
 from services.config import backend_from_settings
 from services.errors import InputError
 
@@ -129,9 +130,8 @@ def build(args: argparse.Namespace) -> tuple[ce.StudyConfig, list[ce.ItemIn]]:
         concurrency=args.concurrency or backend.concurrency,
     )
     if args.input is not None:
-        if not args.input.is_file():
-            raise InputError(f"{args.input}: no such file")
-        items = ce.read_items(args.input.read_bytes(), args.input.name, criteria=criteria, score_scale=score_scale)
+        data = tables.read_file(args.input, "Use a smaller file of items.")
+        items = ce.read_items(data, args.input.name, criteria=criteria, score_scale=score_scale)
         items = ce.limit_items(items, args.limit)
     else:
         items = ce.sample_items(criteria, args.limit)

@@ -55,7 +55,14 @@ def _flash_key(key_prefix: str, target: Target) -> str:
 
 
 def _set_label(
-    engine: Engine, annotator_id: int, target: Target, idx: int, label: int, note_key: str, key_prefix: str
+    engine: Engine,
+    annotator_id: int,
+    target: Target,
+    idx: int,
+    label: int,
+    note_key: str,
+    key_prefix: str,
+    token: str | None = None,
 ) -> None:
     try:
         annotations.label_sentence(
@@ -65,16 +72,19 @@ def _set_label(
             sentence_idx=idx,
             label=label,
             note=st.session_state.get(note_key),
+            token=token,
         )
     except InputError as exc:
         st.session_state[_flash_key(key_prefix, target)] = str(exc)
 
 
-def _save_note(engine: Engine, annotator_id: int, target: Target, idx: int, note_key: str, key_prefix: str) -> None:
+def _save_note(
+    engine: Engine, annotator_id: int, target: Target, idx: int, note_key: str, key_prefix: str, token: str | None
+) -> None:
     """A note typed after the label is saved at once; one typed before waits for the label."""
     mine = annotations.my_labels(engine, annotator_id, target).get(idx)
     if mine is not None:
-        _set_label(engine, annotator_id, target, idx, mine.label, note_key, key_prefix)
+        _set_label(engine, annotator_id, target, idx, mine.label, note_key, key_prefix, token)
 
 
 def _verdict_html(v: HasVerdict, mine: SentenceLabelPublic | None) -> str:
@@ -105,6 +115,7 @@ def render_sentence_labeller(
     blind: bool = True,
     key_prefix: str = "lab",
     shortcuts: bool = False,
+    token: str | None = None,
 ) -> dict[int, SentenceLabelPublic]:
     """Two buttons (Consistent / Inconsistent) and a note per sentence; returns this annotator's labels.
 
@@ -112,6 +123,7 @@ def render_sentence_labeller(
     sent to the browser at all until this annotator has labelled that sentence. `show_verdicts` (default:
     whether `verdicts` was given) says whether to mention verdicts at all. With `shortcuts`, the keys
     KEY_CONSISTENT / KEY_INCONSISTENT label the first sentence not labelled yet; use it for one labeller per page.
+    `token`: the personal link the annotator labels through (None for the owner); every write checks it again.
     """
     st.html(CSS)
     show = (verdicts is not None) if show_verdicts is None else show_verdicts
@@ -143,7 +155,7 @@ def render_sentence_labeller(
                 placeholder="Note (optional): why, what is wrong…",
                 label_visibility="collapsed",
                 on_change=_save_note,
-                args=(engine, annotator_id, target, i, note_key, key_prefix),
+                args=(engine, annotator_id, target, i, note_key, key_prefix, token),
             )
             buttons = right.container(horizontal=True, horizontal_alignment="right")
             for value, name, icon, key in (
@@ -156,7 +168,7 @@ def render_sentence_labeller(
                     icon=icon,
                     type="primary" if label is not None and label.label == value else "secondary",
                     on_click=_set_label,
-                    args=(engine, annotator_id, target, i, value, note_key, key_prefix),
+                    args=(engine, annotator_id, target, i, value, note_key, key_prefix, token),
                     shortcut=key if i == current else None,
                     help=f"Mark sentence {i + 1} {name.lower()}",
                 )

@@ -14,6 +14,7 @@ from components.ui import (
 )
 from services.config import EMBEDDED_MODEL_NAME, get_settings
 from services.embedded import server_available
+from services.redact import redact_url
 from services.runs import connection_check
 
 page_setup("Settings", ":material/tune:")
@@ -60,11 +61,17 @@ with st.form("settings"):
         preset = st.selectbox("Preset", list(PRESETS), index=len(PRESETS) - 1 if backend.base_url else 0)
         p_url, p_model = PRESETS[preset]
         c = st.columns(2)
+        # Credentials inside the URL (user:key@host) are never shown: the field holds the URL without them,
+        # and when it comes back unchanged the URL in use, credentials and all, is kept.
+        shown_url = redact_url(backend.base_url) if not backend.is_embedded else None
         base_url = c[0].text_input(
             "Base URL",
-            value=(backend.base_url if not backend.is_embedded else None) or p_url or "",
-            help="The OpenAI-compatible root, ending in /v1.",
+            value=shown_url or p_url or "",
+            help="The OpenAI-compatible root, ending in /v1. Credentials in the URL in use (user:key@host) are "
+            "not shown, and kept while this field is left as it is.",
         )
+        if shown_url and base_url == shown_url:  # left as it was: the URL in use
+            base_url = backend.base_url
         model = c[1].text_input(
             "Model",
             value=(backend.model if not backend.is_embedded else None) or p_model or "",

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit, urlunsplit
 from sqlalchemy.engine import Engine
 
 from db import batches as db_batches
-from services import datasets, dcr
+from services import datasets, dcr, tables
 from services.config import BackendConfig
 from services.jobs import batches
 from services.nli import paradigms as nli
@@ -60,9 +60,7 @@ def prepare(
 
     Raises InputError when the file cannot be used at all; rows that cannot be read are listed in `rejected`.
     """
-    if not path.is_file():
-        raise InputError(f"{path}: no such file")
-    data = path.read_bytes()
+    data = tables.read_file(path, datasets.IMPORT_ADVICE)  # size checked before reading
     try:
         saved, result = datasets.import_file(
             engine,

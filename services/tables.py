@@ -32,10 +32,18 @@ MAX_UPLOAD_MB = 20
 _DELIMITERS = {"csv": ",", "tsv": "\t"}
 
 
+MB = 1024 * 1024
+_CHUNK = MB  # bytes read at a time from an input file
+
+
+def _too_big(name: str, size: int, advice: str) -> InputError:
+    return InputError(f"{name} is {size / MB:.1f} MB; the limit is {MAX_UPLOAD_MB} MB. {advice}".rstrip())
+
+
 def check_size(data: bytes, name: str, advice: str) -> None:
     """InputError when `data` is over the one upload limit (MAX_UPLOAD_MB), whoever sent it."""
-    if len(data) > MAX_UPLOAD_MB * 1024 * 1024:
-        raise InputError(f"{name} is {len(data) / 1024 / 1024:.1f} MB; the limit is {MAX_UPLOAD_MB} MB. {advice}")
+    if len(data) > MAX_UPLOAD_MB * MB:
+        raise _too_big(name, len(data), advice)
 
 
 def format_of(name: str) -> TableFormat:
@@ -44,11 +52,25 @@ def format_of(name: str) -> TableFormat:
     return "csv" if suffix == ".csv" else "tsv" if suffix == ".tsv" else "jsonl"
 
 
-def read_file(path: Path) -> bytes:
-    """The bytes of an input file; InputError when there is no such file."""
+def read_file(path: Path, advice: str = "") -> bytes:
+    """The bytes of an input file; InputError when there is no such file or it is over the upload limit.
+
+    The size is checked before anything is read, and the file is read a chunk at a time up to the limit, so a
+    file that grows while it is read (or whose size the file system does not know) is refused as well: memory
+    never holds more than the limit, whatever the file."""
     if not path.is_file():
         raise InputError(f"{path}: no such file")
-    return path.read_bytes()
+    limit = MAX_UPLOAD_MB * MB
+    size = path.stat().st_size
+    if size > limit:
+        raise _too_big(str(path), size, advice)
+    buf = bytearray()
+    with path.open("rb", buffering=0) as f:
+        while chunk := f.read(min(_CHUNK, limit + 1 - len(buf))):
+            buf += chunk
+            if len(buf) > limit:
+                raise _too_big(str(path), max(size, len(buf)), advice)
+    return bytes(buf)
 
 
 def decode(data: bytes | str, name: str | None = None, *, allow_empty: bool = False, advice: str | None = None) -> str:

@@ -96,14 +96,89 @@ def _read_pdf(name: str, data: bytes) -> str:
     return text
 
 
+# What a .docx may unpack to, and hold. Its text is at most max_input_chars (200,000 by default), which Word
+# stores in a few MB of XML in a few thousand paragraphs, and pictures are stored compressed already: a file
+# over these is a zip bomb, or would take minutes to read (the time goes into each paragraph, not each byte).
+MAX_UNZIPPED_MB = 40  # every part together
+MAX_XML_MB = 10  # the XML parts together: what the parser builds a tree of
+MAX_PARAGRAPHS = 20_000
+MAX_RUNS = 50_000  # runs of text (w:r): each costs an XPath query to read; a run holds words, not letters
+_MB = 1024 * 1024
+
+
+def check_unzipped(name: str, data: bytes, *, limit_mb: int = MAX_UNZIPPED_MB, xml_mb: int = MAX_XML_MB) -> None:
+    """InputError when the zip archive `data` unpacks to more than `limit_mb` (or its XML parts to more than
+    `xml_mb`), checked before any parser opens it.
+
+    First the sizes its directory declares; then every member is decompressed a chunk at a time, counting, and
+    the count stops at the limit, so an archive whose directory under-states its members (zipfile stops at the
+    declared size and fails on the checksum) is refused too, having held one chunk in memory at a time."""
+    import zipfile
+    import zlib
+
+    limit = limit_mb * _MB
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+    except (zipfile.BadZipFile, OSError, ValueError):
+        raise InputError(f"{name} could not be read as a Word document: it is not a .docx file (a .doc?).") from None
+    too_big = InputError(f"{name} unpacks to more than {limit_mb} MB (an archive bomb?). Paste the text instead.")
+    too_much_xml = InputError(
+        f"{name} holds more than {xml_mb} MB of text and markup; the limit is {xml_mb} MB. Paste the part to check."
+    )
+    with archive:
+        members = archive.infolist()
+        xml_limit = xml_mb * _MB
+        if sum(m.file_size for m in members) > limit:
+            raise too_big
+        if sum(m.file_size for m in members if _is_xml(m.filename)) > xml_limit:
+            raise too_much_xml
+        total = xml = 0
+        try:
+            for m in members:
+                with archive.open(m) as f:
+                    is_xml, first = _is_xml(m.filename), True
+                    while chunk := f.read(_MB):
+                        if first:  # XML under another name is XML to the parser: a part's name is not its type
+                            is_xml, first = is_xml or _looks_like_xml(chunk), False
+                        total += len(chunk)
+                        xml += len(chunk) if is_xml else 0
+                        if total > limit:
+                            raise too_big
+                        if xml > xml_limit:
+                            raise too_much_xml
+        except (zipfile.BadZipFile, zlib.error, OSError, EOFError, RuntimeError, NotImplementedError) as exc:
+            # a checksum that does not match (a directory that lies), a member cut short, encryption, ...
+            log.info("%s: zip member unreadable: %r", name, exc)
+            raise InputError(
+                f"{name} could not be read as a Word document: the file is damaged. Open and save it again, "
+                "or paste the text."
+            ) from None
+
+
+def _is_xml(member: str) -> bool:
+    return member.lower().endswith((".xml", ".rels"))
+
+
+def _looks_like_xml(head: bytes) -> bool:
+    return head.startswith((b"\xff\xfe", b"\xfe\xff")) or head[:64].lstrip(b" \t\r\n\xef\xbb\xbf").startswith(b"<")
+
+
 def _read_docx(name: str, data: bytes) -> str:
     import zipfile
 
     import docx
 
+    check_unzipped(name, data)
     try:
         document = docx.Document(io.BytesIO(data))
-        return "\n\n".join(p.text for p in document.paragraphs if p.text.strip())
+        paragraphs = document.paragraphs
+        runs = int(document.element.body.xpath("count(.//w:r)"))  # counted by lxml, at C speed
+        for what, n, limit in (("paragraphs", len(paragraphs), MAX_PARAGRAPHS), ("runs of text", runs, MAX_RUNS)):
+            if n > limit:
+                raise InputError(f"{name} has {n:,} {what}; the limit is {limit:,}. Paste the part to check.")
+        return "\n\n".join(t for t in (p.text for p in paragraphs) if t.strip())
+    except InputError:
+        raise
     except zipfile.BadZipFile:
         raise InputError(f"{name} could not be read as a Word document: it is not a .docx file (a .doc?).") from None
     except Exception as exc:  # broken XML inside (lxml), missing parts, ...: all mean a damaged document

@@ -16,6 +16,7 @@ from services.config import BackendConfig, Settings
 from services.llm import LLMClient, get_client
 from tests.fakes import FakeOpenAIServer
 from tests.support import databases
+from tests.support.waiting import HEALTHY_TIMEOUT
 
 _ENV_NAMES = {name.upper() for name in Settings.model_fields} | {"OPENAI_API_KEY", "DATABASE_URL"}
 
@@ -94,7 +95,9 @@ def engine(_migrated_sqlite: Engine) -> Iterator[Engine]:
 
 @pytest.fixture
 def backend(fake: FakeOpenAIServer) -> BackendConfig:
-    return BackendConfig(kind="openai", base_url=fake.base_url, model="fake-model", max_retries=2, timeout=2.0)
+    return BackendConfig(
+        kind="openai", base_url=fake.base_url, model="fake-model", max_retries=2, timeout=HEALTHY_TIMEOUT
+    )
 
 
 @pytest.fixture

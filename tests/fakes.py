@@ -47,6 +47,51 @@ def _words(text: str) -> int:
     return len(text.split())
 
 
+class Gate:
+    """Requests held at the server until the test opens the gate; the test waits for them to arrive.
+
+    A responder calls `passes(tag)` (tag: whatever the test wants to count, such as the worker that sent
+    it); the call returns once the gate is open. The test waits with `wait_for(lambda g: ..., what)` on
+    `g.held` (tags of the requests waiting now) and `g.seen` (tags of every request so far), then `open()`s
+    it. Nothing depends on how fast the machine is: each step waits for the event before it.
+    """
+
+    def __init__(self, limit: float | None = None) -> None:
+        from tests.support.waiting import WAIT_LIMIT
+
+        self.limit = WAIT_LIMIT if limit is None else limit
+        self._cond = threading.Condition()
+        self._open = False
+        self.held: list[Any] = []
+        self.seen: list[Any] = []
+
+    def passes(self, tag: Any = None) -> None:
+        with self._cond:
+            self.seen.append(tag)
+            if not self._open:
+                self.held.append(tag)
+                self._cond.notify_all()
+                self._cond.wait_for(lambda: self._open, timeout=self.limit)
+                self.held.remove(tag)
+            else:
+                self._cond.notify_all()
+
+    def wait_for(self, predicate: Callable[[Gate], bool], what: str) -> None:
+        """Until predicate(gate) holds; AssertionError naming `what` after the (generous) limit."""
+        with self._cond:
+            if not self._cond.wait_for(lambda: predicate(self), timeout=self.limit):
+                raise AssertionError(f"gave up waiting: {what} (held {self.held}, seen {len(self.seen)})")
+
+    def open(self) -> None:
+        with self._cond:
+            self._open = True
+            self._cond.notify_all()
+
+    def close(self) -> None:
+        with self._cond:
+            self._open = False
+
+
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
 

@@ -14,6 +14,7 @@ from tests.app.helpers import CAND, REF
 from tests.fakes import toy_judge
 from tests.metaeval_seed import Item, add_batch, seed
 from tests.support.distill import many
+from tests.support.waiting import HEALTHY_TIMEOUT
 
 C, X = "consistent", "inconsistent"
 
@@ -82,7 +83,9 @@ def test_report_html_for_a_batch_and_a_run(tmp_path, capsys, fake):
     assert json.loads(both.read_text(encoding="utf-8"))["batch_id"] == bid  # the JSON output is kept
 
     fake.responder = toy_judge(bad="1999", fix="1889")
-    backend = BackendConfig(kind="openai", base_url=fake.base_url, model="fake-model", max_retries=0, timeout=5)
+    backend = BackendConfig(
+        kind="openai", base_url=fake.base_url, model="fake-model", max_retries=0, timeout=HEALTHY_TIMEOUT
+    )
     rid = runs.start_run(get_engine(), backend, REF, CAND, DCRConfig())
     run_html = tmp_path / "run.html"
     assert cli.main(["report", "--kind", "run", "--run", str(rid), "--html", str(run_html)]) == 0

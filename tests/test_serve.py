@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from services.jobs import batches
 from tests.fakes import FakeOpenAIServer, toy_judge
 from tests.support.batches import BAD, EVAL, FIX, judge_backend, make_dataset
 from tests.support.browser import free_port, server_flags
+from tests.support.waiting import WAIT_LIMIT, wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -48,13 +48,15 @@ def test_a_restarted_app_resumes_its_batches_without_a_page_being_opened(tmp_pat
         with open(log, "wb") as out:
             app = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
         try:
-            deadline = time.monotonic() + 120
-            while time.monotonic() < deadline and batches.progress(engine, bid).batch.status != "done":
+
+            def finished() -> bool:
                 assert app.poll() is None, log.read_text(errors="replace")[-2000:]
-                time.sleep(0.2)
+                return batches.progress(engine, bid).batch.status == "done"
+
+            wait_until(finished, "the app's worker finished the batch")
         finally:
             app.terminate()
-            app.wait(timeout=30)
+            app.wait(timeout=WAIT_LIMIT)
         p = batches.progress(engine, bid)
         assert p.batch.status == "done" and p.done == 6, log.read_text(errors="replace")[-2000:]
         assert len(fake.requests) == 6, "each item sent once"

@@ -7,6 +7,7 @@ once both keep their label.
 
 from __future__ import annotations
 
+import hmac
 from dataclasses import dataclass
 
 from sqlalchemy.engine import Engine
@@ -18,6 +19,10 @@ from db.models import SentenceLabelPublic, utcnow
 from services.errors import InputError
 
 LABELS = {1: "consistent", 0: "inconsistent"}
+LINK_REVOKED = (
+    "Not stored: this personal link is no longer valid (replaced by a newer one, or the annotator removed). "
+    "Ask the lead of the annotation for your current link."
+)
 
 
 @dataclass(frozen=True)
@@ -71,8 +76,13 @@ def label_sentence(
     sentence_idx: int,
     label: int,
     note: str | None = None,
+    token: str | None = None,
 ) -> SentenceLabelPublic:
-    """Store (or replace) this annotator's label of one sentence; note None keeps the note already there."""
+    """Store (or replace) this annotator's label of one sentence; note None keeps the note already there.
+
+    `token`: the personal link the label comes through (None for the owner). It is checked in the write's own
+    transaction, after the upsert has taken the write lock, so a link replaced at any moment before stores
+    nothing (InputError LINK_REVOKED), even from a button drawn while it was still valid."""
     label = _check_label(label)
     if sentence_idx < 0:
         raise ValueError(f"sentence_idx must be 0 or more, got {sentence_idx}")
@@ -95,7 +105,12 @@ def label_sentence(
     }
     try:
         with get_session(engine) as session:
-            return queries.write_label(session=session, row=row, keep_note=note is None)
+            stored = queries.write_label(session=session, row=row, keep_note=note is None)
+            if token is not None:
+                current = queries.annotator_token(session=session, annotator_id=annotator_id)
+                if current is None or not hmac.compare_digest(current.encode(), token.encode()):
+                    raise InputError(LINK_REVOKED)  # the session rolls the label back
+            return stored
     except IntegrityError:  # a foreign key: the annotator, run or item is gone
         raise InputError(
             f"Cannot store the label: annotator {annotator_id} or the {target.key} it is about does not exist."

@@ -11,6 +11,7 @@ from services import runs
 from services.config import BackendConfig
 from services.dcr import DCRConfig
 from tests.fakes import FakeOpenAIServer
+from tests.support.waiting import HEALTHY_TIMEOUT
 
 ROOT = Path(__file__).resolve().parents[2]
 HOME = None
@@ -34,7 +35,9 @@ def counts() -> dict[str, int]:
 
 def seed_run(fake: FakeOpenAIServer, candidate: str = CAND, **kw) -> int:
     """A finished round-0 run in the test's database, judged by the fake (as cli.py would save it)."""
-    backend = BackendConfig(kind="openai", base_url=fake.base_url, model="fake-model", max_retries=1, timeout=10)
+    backend = BackendConfig(
+        kind="openai", base_url=fake.base_url, model="fake-model", max_retries=1, timeout=HEALTHY_TIMEOUT
+    )
     return runs.start_run(db.engine.get_engine(), backend, REF, candidate, DCRConfig(), **kw)
 
 

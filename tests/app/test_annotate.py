@@ -91,6 +91,18 @@ def test_replacing_the_personal_link_retires_the_old_one(open_page):
     assert any(f"token={new}" in c.value for c in at.code)
 
 
+def test_a_button_drawn_before_the_link_was_replaced_stores_no_label(open_page):
+    _, items, _, ada = seeded()
+    eng = db.engine.get_engine()
+    at = as_ada(open_page, ada)
+    assert not at.exception and at.button(key=f"an_item{items[0]}_0_1")
+    an.replace_token(eng, ada)  # the lead replaces the link while the page is open
+    at = at.button(key=f"an_item{items[0]}_0_1").click().run()  # the label callback runs before the page checks
+    assert not at.exception
+    assert an.labels_for_item(eng, items[0]) == [], "the revoked link stored a label"
+    assert any("not valid" in e.value for e in at.error)
+
+
 def test_blind_mode_hides_the_verdict_until_the_annotator_answers(open_page):
     ds, items, bid, ada = seeded()
     at = as_ada(open_page, ada)

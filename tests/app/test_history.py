@@ -6,6 +6,7 @@ import db.engine
 from services import runs
 from services.config import BackendConfig
 from tests.app.helpers import HISTORY, click, counts, seed_run, texts
+from tests.support.waiting import HEALTHY_TIMEOUT
 
 
 def test_no_runs_shows_the_hint(open_page):
@@ -149,7 +150,9 @@ def test_nli_runs_are_listed_with_their_method_and_window_and_reopen_with_their_
     from tests.nli_fakes import nli_judge
 
     judge.responder = nli_judge()
-    backend = BackendConfig(kind="openai", base_url=judge.base_url, model="fake-model", max_retries=1, timeout=10)
+    backend = BackendConfig(
+        kind="openai", base_url=judge.base_url, model="fake-model", max_retries=1, timeout=HEALTHY_TIMEOUT
+    )
     from tests.app.helpers import CAND, REF
 
     group = runs.compare_methods(db.engine.get_engine(), backend, REF, CAND, ["summ-nli", "sent-nli"], window=2)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 import streamlit as st
 
@@ -14,6 +12,7 @@ from services import metaeval
 from tests.app.helpers import texts
 from tests.metaeval_seed import Item, seed
 from tests.support.metaeval import HAND, LABELLED, ROUNDS
+from tests.support.waiting import HEALTHY_TIMEOUT, WAIT_LIMIT
 
 META = "pages/6_Meta-evaluation.py"
 C, X = "consistent", "inconsistent"
@@ -103,10 +102,9 @@ def test_compute_baselines_fills_the_table(open_page, no_embeddings):
     assert at.dataframe[0].value["n"].tolist() == [8, 0, 0, 0, 0]
     at = [b for b in at.button if b.label == "Compute baselines"][0].click().run()
     assert not at.exception
-    deadline = time.monotonic() + 30
     task = background.get(f"me-bl:{bid}")
-    while task is not None and not task.future.done() and time.monotonic() < deadline:
-        time.sleep(0.05)
+    if task is not None:
+        task.future.result(timeout=WAIT_LIMIT)  # the background job, however long it takes here
     at = open_tab(open_page, bid, "Baselines")
     table = at.dataframe[0].value
     assert table["n"].tolist() == [8, 8, 8, 8, 0]  # ROUGE-2, ROUGE-L, evidence checker; no embeddings here
@@ -231,7 +229,9 @@ def test_methods_tab_compares_batches_over_the_dataset_with_repeats_lengths_and_
     fake.responder = nli_judge(bad=BAD)
     eng = db.engine.get_engine()
     ds = seed_growing(eng)
-    backend = BackendConfig(kind="openai", base_url=fake.base_url, model="fake-model", max_retries=1, timeout=10)
+    backend = BackendConfig(
+        kind="openai", base_url=fake.base_url, model="fake-model", max_retries=1, timeout=HEALTHY_TIMEOUT
+    )
     ids = [batches.create_batch(eng, dataset_id=ds, backend=backend, cfg=dcr.DCRConfig(method="sent-nli"))]
     ids += batches.create_repeats(eng, repeats=2, dataset_id=ds, backend=backend, cfg=dcr.DCRConfig(method="summ-nli"))
     for b in ids:

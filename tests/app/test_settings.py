@@ -135,3 +135,28 @@ def test_a_new_session_says_a_typed_key_must_be_entered_again(open_page, judge):
     assert not again.exception
     assert any("Enter it again on **Settings**" in w for w in texts(again.sidebar.warning))
     assert any("fake-model" in t for t in texts(again.sidebar.markdown)), "still the chosen endpoint"
+
+
+URL_KEY = "Zq7-base-url-credential-" + "p" * 10
+
+
+def test_the_base_url_field_hides_url_credentials_and_keeps_them_when_left_alone(open_page, judge, monkeypatch):
+    with_creds = judge.base_url.replace("http://", f"http://studio:{URL_KEY}@")
+    monkeypatch.setenv("LLM_BASE_URL", with_creds)
+    at = open_page(SETTINGS)
+    at = at.radio[0].set_value("openai").run()
+    field = next(t for t in at.text_input if t.label == "Base URL")
+    assert field.value == judge.base_url, "the field shows the URL without its credentials"
+    for t in at.text_input:
+        assert URL_KEY not in str(t.value) and "studio" not in str(t.value)
+
+    at = click(at, "Save")  # the field unchanged: the URL in use keeps its credentials
+    assert not at.exception and not at.error, texts(at.error)
+    assert at.session_state[BACKEND_KEY]["base_url"] == with_creds
+    assert URL_KEY not in texts(at.success), "the saved message names the URL without credentials"
+
+    at = open_page(SETTINGS)  # a URL typed anew replaces it, credentials and all
+    at = at.radio[0].set_value("openai").run()
+    next(t for t in at.text_input if t.label == "Base URL").input(judge.base_url + "/")
+    at = click(at, "Save")
+    assert at.session_state[BACKEND_KEY]["base_url"] == judge.base_url

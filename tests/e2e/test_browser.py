@@ -6,7 +6,6 @@ Screenshots of each page of the main path, and of any failing test, go to test-a
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -35,6 +34,7 @@ from tests.support.browser import (
     shot,
     wait_idle,
 )
+from tests.support.waiting import WAIT_MS, wait_until
 
 pytestmark = BROWSER_MARKS
 
@@ -224,10 +224,7 @@ def test_history_link_selects_a_run_and_a_delete_leaves_nothing_selected(live_ap
     wait_idle(page)
     no_exception(page)
     # The page may still be finishing its rerun when it first looks idle: wait for the delete to land.
-    deadline = time.monotonic() + 15
-    while run_exists(live_app, chosen) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert not run_exists(live_app, chosen)
+    wait_until(lambda: not run_exists(live_app, chosen), "the deleted run is gone")
     # Nothing is selected now: no run moved into the deleted one's place, so a second click deletes nothing.
     expect(page.get_by_role("button", name=re.compile(r"Delete \d+ run\(s\)$"))).to_have_count(0)
     expect(page).not_to_have_url(re.compile(r"[?&]run="))
@@ -293,7 +290,7 @@ def test_a_batch_runs_in_the_worker_then_opens_in_meta_evaluation(live_app: Live
     pg.get_by_role("option", name=re.compile(r"^e2e-batch")).click()
     form.get_by_role("button", name=re.compile("Start batch")).click()
     # The worker (spawned by the app) judges each item with the fake model; the page polls its progress.
-    expect(main(pg).get_by_text(re.compile(r"status\s+done"))).to_be_visible(timeout=90_000)
+    expect(main(pg).get_by_text(re.compile(r"status\s+done"))).to_be_visible(timeout=WAIT_MS)
     expect(metric(pg, "Done")).to_have_text(str(len(HAND)))
     expect(metric(pg, "Failed")).to_have_text("0")
     wait_idle(pg)

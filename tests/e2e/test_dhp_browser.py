@@ -35,6 +35,7 @@ from tests.support.browser import (
     wait_idle,
 )
 from tests.support.dhp import rated_text
+from tests.support.waiting import WAIT_MS
 
 pytestmark = BROWSER_MARKS
 
@@ -118,7 +119,7 @@ def test_benchmark_in_the_worker_then_results_with_the_threshold(dhp_app: DhpApp
     main(pg).get_by_role("button", name="Run").click()
     expect(main(pg).get_by_text("2 run(s) handed to the background worker")).to_be_visible()
     # The worker scores 24 texts x 4 metrics per model; the fragment polls until both are done.
-    expect(main(pg).get_by_text("status done")).to_have_count(2, timeout=120_000)
+    expect(main(pg).get_by_text("status done")).to_have_count(2, timeout=WAIT_MS)
     no_exception(pg)
     shot(pg, "41-dhp-benchmark")
 
@@ -185,7 +186,7 @@ def test_an_expert_votes_from_a_second_browser_context(dhp_app: DhpApp, pg, chro
     finally:
         engine.dispose()
     # The organiser's view follows (it polls) and shows who answered what; closing makes the weights final.
-    expect(main(pg).get_by_text("answered 2/6")).to_be_visible(timeout=20_000)
+    expect(main(pg).get_by_text("answered 2/6")).to_be_visible(timeout=WAIT_MS)
     wait_idle(pg)
     main(pg).get_by_role("button", name="Close the survey").click()
     expect(main(pg).get_by_text("its weights feed D_EW")).to_be_visible()

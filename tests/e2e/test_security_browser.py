@@ -24,6 +24,7 @@ from tests.support.browser import (
     running_app,
     wait_idle,
 )
+from tests.support.waiting import WAIT_MS
 
 pytestmark = BROWSER_MARKS
 
@@ -102,7 +103,7 @@ def test_a_hostile_candidate_is_shown_as_text_on_evaluate(app, page):
     page.goto(f"{url}/Evaluate?run={run_id}")
     expect(page.get_by_role("heading", name=re.compile(rf"Run #{run_id}\b"))).to_be_visible()
     # the sentence cards come after the evidence (the embedding model loads once, slowly on a busy machine)
-    expect(page.locator(".cs-chip.inconsistent").first).to_be_visible(timeout=180_000)
+    expect(page.locator(".cs-chip.inconsistent").first).to_be_visible(timeout=WAIT_MS)
     wait_idle(page)
     assert_inert(page, dialogs)
     # Improve: the rewrites' before/after diff and the next round show the text escaped too.
@@ -134,7 +135,7 @@ def test_a_hostile_candidate_is_shown_as_text_on_history(app, page):
     wait_idle(page)
     assert_inert(page, dialogs)
     docs = page.get_by_text("Documents and configuration")
-    expect(docs).to_be_visible(timeout=180_000)  # after the evidence (the embedding model loads once)
+    expect(docs).to_be_visible(timeout=WAIT_MS)  # after the evidence (the embedding model loads once)
     assert_inert(page, dialogs)
     docs.click()
     wait_idle(page)

@@ -18,6 +18,7 @@ from services.config import BackendConfig
 from services.llm import LLMClient, get_client, loads_lenient
 from services.llm.parsing import try_parse
 from tests.fakes import BAD, OK, FakeOpenAIServer
+from tests.support.waiting import HEALTHY_TIMEOUT
 
 FIXTURES_OK = [HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
 WORD = st.text(alphabet="abcdefghijklmnopqrstuvwxyz", min_size=2, max_size=8)
@@ -48,7 +49,9 @@ class Answers:
 def model() -> Iterator[tuple[LLMClient, Answers]]:
     answers = Answers()
     with FakeOpenAIServer(responder=answers) as fake:
-        backend = BackendConfig(kind="openai", base_url=fake.base_url, model="fake-model", max_retries=0, timeout=5)
+        backend = BackendConfig(
+            kind="openai", base_url=fake.base_url, model="fake-model", max_retries=0, timeout=HEALTHY_TIMEOUT
+        )
         yield get_client(backend), answers
 
 

@@ -68,6 +68,24 @@ def test_replacing_a_personal_link_retires_the_old_one_and_keeps_labels(engine):
 
 
 # -- labels --------------------------------------------------------------------------------------
+def test_a_label_through_a_replaced_link_is_refused_and_stores_nothing(engine):
+    _, items = make_dataset(engine, SENTS)
+    ada = an.create_annotator(engine, "Ada").id
+    old = an.annotator_token(engine, ada)
+    target = Target.item(items[1])
+    an.label_sentence(engine, annotator_id=ada, target=target, sentence_idx=0, label=1, token=old)
+    new = an.replace_token(engine, ada)
+    for idx, label, note in ((1, 0, "too late"), (0, 0, None)):  # a new label, and a change to a stored one
+        with pytest.raises(InputError, match="no longer valid"):
+            an.label_sentence(
+                engine, annotator_id=ada, target=target, sentence_idx=idx, label=label, note=note, token=old
+            )
+    assert stored(engine) == [(ada, items[1], 0, 1, "")], "nothing of the refused writes is kept"
+    an.label_sentence(engine, annotator_id=ada, target=target, sentence_idx=1, label=0, token=new)
+    an.label_sentence(engine, annotator_id=ada, target=target, sentence_idx=2, label=1)  # the owner: no link
+    assert len(stored(engine)) == 3
+
+
 def test_an_upsert_replaces_only_the_annotators_own_label(engine):
     _, items = make_dataset(engine, SENTS)
     ada, bob = people(engine, "ada", "bob")

@@ -6,6 +6,7 @@ import os
 import re
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -22,8 +23,9 @@ from db.engine import make_engine
 from db.models import BatchItem, DatasetItem, WorkerHeartbeat, utcnow
 from services.config import Settings
 from services.jobs import batches
-from tests.fakes import FakeOpenAIServer, last_user, toy_judge
+from tests.fakes import FakeOpenAIServer, Gate, last_user, toy_judge
 from tests.support.batches import BAD, EVAL, FIX, judge_backend, make_dataset
+from tests.support.waiting import WAIT_LIMIT, wait_until
 
 # Short worker timings for the test, through the same settings a deployment uses.
 TIMINGS = {"WORKER_STALE_AFTER": "4", "WORKER_HEARTBEAT": "0.5", "DB_BUSY_TIMEOUT": "2"}
@@ -43,46 +45,71 @@ def _status_by_item(engine, batch_id: int) -> dict[str, tuple[str, str | None, i
     return {r[0]: (r[1], r[2], r[3]) for r in rows}
 
 
-def _wait(cond, what: str, limit: float = 90.0, about=lambda: "") -> None:
-    deadline = time.monotonic() + limit
-    while not cond():
-        assert time.monotonic() < deadline, f"gave up waiting: {what} {about()}"
-        time.sleep(0.05)
+def _stopped(proc: subprocess.Popen) -> bool:
+    """True once the process is in the stopped state (SIGSTOP is delivered asynchronously)."""
+    with open(f"/proc/{proc.pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0] == "T"
+
+
+def _writable(db_file) -> bool:
+    """Whether a write transaction can begin on the SQLite file (waiting a moment for a running writer)."""
+    conn = sqlite3.connect(db_file, timeout=2)
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        conn.rollback()
+        return True
+    except sqlite3.OperationalError:
+        return False
+    finally:
+        conn.close()
+
+
+def _pause_holding_no_lock(proc: subprocess.Popen, db_file) -> None:
+    """SIGSTOP the worker at a moment when it holds no write lock on the database.
+
+    A process stopped inside a write transaction (a heartbeat, say) keeps SQLite's one write lock until it
+    runs again: no other worker can write, take its items over or even beat, and no fencing changes that. On
+    a busy machine such a moment is likely enough to hit, so the test pauses, checks, and tries again."""
+    for _ in range(50):
+        proc.send_signal(signal.SIGSTOP)
+        wait_until(lambda: _stopped(proc), "the worker stopped")
+        if _writable(db_file):
+            return
+        proc.send_signal(signal.SIGCONT)
+    raise AssertionError("the worker held the database's write lock at every one of 50 pauses")
 
 
 def test_a_paused_worker_sends_and_writes_nothing_another_worker_finished(tmp_path):
     """Two worker processes; one is stopped (SIGSTOP) past the stale limit, the other takes its items over
-    and finishes them, then the first resumes (SIGCONT): no request for a finished item reaches the model."""
+    and finishes them, then the first resumes (SIGCONT): no request for a finished item reaches the model.
+
+    Every step waits for the event before it, whatever the machine's speed: the server holds every request
+    at a gate until both workers hold items and both threads of the first wait on the model, so neither
+    worker can finish anything (and the first cannot run out of items) before the pause."""
     db_url = f"sqlite:///{tmp_path / 'shared.db'}"
     engine = make_engine(db_url)
     judge = toy_judge(BAD, FIX)
     sent: Counter[str] = Counter()
     after_done: list[str] = []
     lock = threading.Lock()
-    # The pause comes while each of the first worker's threads waits on an answer: a thread stopped between its
-    # last check and its request reaching the model would send that request late, which no fence can stop.
-    hold, release = threading.Event(), threading.Event()
-    waiting: set[str] = set()
-    paused_id: list[str] = []
+    gate = Gate()
 
     def responder(body: dict):
         item = _item_of(body)
+        status, worker, _ = _status_by_item(engine, bid)[item]
         with lock:
             sent[item] += 1
-        status, worker, _ = _status_by_item(engine, bid)[item]
-        if status == "done":
-            after_done.append(item)  # sent for an item some worker had already finished
-        if hold.is_set() and paused_id and worker == paused_id[0]:
-            with lock:
-                waiting.add(item)
-            release.wait(60)
-        time.sleep(0.5)
+            if status == "done":
+                after_done.append(item)  # sent for an item some worker had already finished
+        gate.passes(worker)
         return judge(body)
 
     n = 40
     with FakeOpenAIServer(responder=responder) as fake:
         ds = make_dataset(engine, n)
-        bid = batches.create_batch(engine, dataset_id=ds, backend=judge_backend(fake), cfg=EVAL, concurrency=2)
+        # The held requests wait as long as the test needs: no client timeout may end them first.
+        backend = judge_backend(fake).with_changes(timeout=WAIT_LIMIT)
+        bid = batches.create_batch(engine, dataset_id=ds, backend=backend, cfg=EVAL, concurrency=2)
         base = {
             **{k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "OPENAI_"))},
             "PYTHONPATH": os.getcwd(),
@@ -97,39 +124,37 @@ def test_a_paused_worker_sends_and_writes_nothing_another_worker_finished(tmp_pa
         ]
         paused = workers[0]
         wid = f"{socket.gethostname()}:{paused.pid}"
-        paused_id.append(wid)
         try:
-            _wait(lambda: len(batches.live_workers(engine)) == 2, "both workers started")
+            wait_until(lambda: len(batches.live_workers(engine)) == 2, "both workers started")
             enqueue = f"from services.jobs.queue import enqueue; enqueue({bid})"
             subprocess.run([sys.executable, "-c", enqueue], env=machines[1], check=True)
 
             def held_by_paused() -> list[str]:
                 return [i for i, (s, w, _) in _status_by_item(engine, bid).items() if s == "running" and w == wid]
 
-            _wait(
-                lambda: len(held_by_paused()) >= 3,
-                "the first worker holds items",
-                about=lambda: (Counter(_status_by_item(engine, bid).values()), logs[0].read_text(errors="replace")),
-            )
-            hold.set()
-            _wait(lambda: len(waiting) >= 2, "both threads of the first worker wait on the model")
-            paused.send_signal(signal.SIGSTOP)
-            release.set()
+            # The pause comes while each of the first worker's threads waits on an answer: a thread stopped
+            # between its last check and its request reaching the model would send that request late, which
+            # no fence can stop.
+            gate.wait_for(lambda g: g.held.count(wid) >= 2, "both threads of the first worker wait on the model")
+            _pause_holding_no_lock(paused, tmp_path / "shared.db")
             taken = held_by_paused()
-            assert taken, "the paused worker held items"
+            assert len(taken) >= 2, "the paused worker held items"
+            gate.open()
             # The other worker sees the silence, takes the items over and finishes them.
-            _wait(lambda: all(_status_by_item(engine, bid)[i][0] == "done" for i in taken), "the items taken over")
+            wait_until(lambda: all(_status_by_item(engine, bid)[i][0] == "done" for i in taken), "the items taken over")
             paused.send_signal(signal.SIGCONT)
-            _wait(lambda: batches.progress(engine, bid).batch.status == "done", "the batch finished")
+            wait_until(lambda: batches.progress(engine, bid).batch.status == "done", "the batch finished")
             # The resumed worker finds out it lost its items and leaves the batch.
-            _wait(lambda: f"batch {bid}: {wid} leaves it" in logs[0].read_text(errors="replace"), "the resumed worker")
+            wait_until(
+                lambda: f"batch {bid}: {wid} leaves it" in logs[0].read_text(errors="replace"), "the resumed worker"
+            )
         finally:
-            release.set()
+            gate.open()
             for w in workers:
                 w.send_signal(signal.SIGCONT)
                 w.send_signal(signal.SIGINT)
             for w in workers:
-                w.wait(timeout=30)
+                w.wait(timeout=WAIT_LIMIT)
         final = _status_by_item(engine, bid)
         assert after_done == [], f"sent again after another worker finished them: {after_done}"
         assert [s for s, _, _ in final.values()] == ["done"] * n

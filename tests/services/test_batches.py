@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import signal
 import subprocess
 import sys
 import threading
-import time
 from collections import Counter
 from datetime import timedelta
 
@@ -20,8 +20,9 @@ from db.models import BatchItem, DatasetItem, WorkerHeartbeat, utcnow
 from services import dcr
 from services.jobs import batches
 from services.text import InputError
-from tests.fakes import FakeOpenAIServer, Reply, last_user, toy_judge
+from tests.fakes import FakeOpenAIServer, Gate, Reply, last_user, toy_judge
 from tests.support.batches import BAD, EVAL, FIX, judge_backend, make_dataset
+from tests.support.waiting import WAIT_LIMIT, wait_until
 
 
 @pytest.fixture
@@ -167,23 +168,26 @@ batches.process_batch(make_engine(sys.argv[1]), int(sys.argv[2]))
 
 def test_a_worker_killed_mid_batch_resumes_without_losing_or_redoing_finished_items(tmp_path):
     judge_fn = toy_judge(BAD, FIX)
+    gate = Gate()  # the first 6 requests are answered, the rest wait: the kill comes mid-batch on any machine
+    answered = itertools.count()
 
-    def slow(body):
-        time.sleep(0.15)
+    def first_six(body):
+        if next(answered) >= 6:
+            gate.passes()
         return judge_fn(body)
 
     url = f"sqlite:///{tmp_path}/kill.db"
     engine = make_engine(url)
-    with FakeOpenAIServer(responder=slow) as fake:
+    with FakeOpenAIServer(responder=first_six) as fake:
         ds = make_dataset(engine, 30)
-        bid = batches.create_batch(engine, dataset_id=ds, backend=judge_backend(fake), cfg=EVAL, concurrency=2)
+        backend = judge_backend(fake).with_changes(timeout=WAIT_LIMIT)
+        bid = batches.create_batch(engine, dataset_id=ds, backend=backend, cfg=EVAL, concurrency=2)
         env = {**os.environ, "PYTHONPATH": os.getcwd()}
         proc = subprocess.Popen([sys.executable, "-c", WORKER, url, str(bid)], env=env)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and batches.progress(engine, bid).done < 6:
-            time.sleep(0.05)
+        wait_until(lambda: batches.progress(engine, bid).done >= 6, "6 items done")
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
+        gate.open()
         before = {r.id: r for r in items(engine, bid) if r.status == "done"}
         assert 6 <= len(before) < 30, "killed mid-batch"
         sent_before = len(fake.requests)

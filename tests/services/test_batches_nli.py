@@ -11,6 +11,7 @@ from services.text import InputError
 from tests.fakes import FakeOpenAIServer
 from tests.nli_fakes import nli_judge
 from tests.support.batches import BAD, make_dataset
+from tests.support.waiting import HEALTHY_TIMEOUT
 
 
 @pytest.fixture
@@ -20,7 +21,9 @@ def nli_server():
 
 
 def backend_of(fake) -> BackendConfig:
-    return BackendConfig(kind="openai", base_url=fake.base_url, model="fake-model", max_retries=1, timeout=10)
+    return BackendConfig(
+        kind="openai", base_url=fake.base_url, model="fake-model", max_retries=1, timeout=HEALTHY_TIMEOUT
+    )
 
 
 @pytest.mark.parametrize(("method", "calls_per_item"), [("summ-nli", 1), ("sent-nli", 2), ("qg-qa", 4)])

@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -19,8 +18,9 @@ from db.models import BatchItem
 from services import dcr
 from services.config import BackendConfig
 from services.jobs import batches
-from tests.fakes import FakeOpenAIServer, toy_judge
-from tests.support.batches import BAD, FIX, make_dataset
+from tests.fakes import FakeOpenAIServer, Gate, toy_judge
+from tests.support.batches import BAD, FIX, make_dataset, worker_of
+from tests.support.waiting import WAIT_LIMIT, wait_until
 
 KEY = "sk-test-" + "Zq7" * 12  # what a real key looks like; it must appear nowhere but in the request header
 
@@ -79,7 +79,7 @@ def test_the_api_key_reaches_the_server_and_nothing_else(tmp_path):
             env=env,
             capture_output=True,
             text=True,
-            timeout=120,
+            timeout=WAIT_LIMIT,
         )
         assert out.returncode == 0, out.stderr
         engine = make_engine(env["DATABASE_URL"])
@@ -89,12 +89,10 @@ def test_the_api_key_reaches_the_server_and_nothing_else(tmp_path):
                 [sys.executable, "-m", "services.worker"], env=env, stdout=logf, stderr=subprocess.STDOUT
             )
             try:
-                deadline = time.monotonic() + 90
-                while time.monotonic() < deadline and batches.progress(engine, bid).batch.status != "done":
-                    time.sleep(0.2)
+                wait_until(lambda: batches.progress(engine, bid).batch.status == "done", "the batch finished")
             finally:
                 worker.send_signal(signal.SIGINT)
-                worker.wait(timeout=30)
+                worker.wait(timeout=WAIT_LIMIT)
         assert batches.progress(engine, bid).done == 6
         assert {h.get("authorization") for h in fake.request_headers} == {f"Bearer {KEY}"}, "the key was used"
         report = tmp_path / "report.json"
@@ -104,7 +102,7 @@ def test_the_api_key_reaches_the_server_and_nothing_else(tmp_path):
             env=env,
             capture_output=True,
             text=True,
-            timeout=300,
+            timeout=WAIT_LIMIT,
         )
         assert rep.returncode == 0, rep.stderr
         engine.dispose()
@@ -156,15 +154,18 @@ def shared_db(request, tmp_path):
 def test_a_worker_on_another_machine_joins_a_batch_queued_elsewhere(tmp_path, shared_db):
     """Two workers that share only the database (each its own queue, as on two machines) share a batch."""
     judge = toy_judge(BAD, FIX)
+    gate = Gate()  # every request waits until both workers have one waiting: each has joined, however slow
 
-    def slow(body):
-        time.sleep(0.3)
+    def held(body):
+        gate.passes(worker_of(engine, bid, body))
         return judge(body)
 
     engine = make_engine(shared_db)
-    with FakeOpenAIServer(responder=slow) as fake:
+    with FakeOpenAIServer(responder=held) as fake:
         ds = make_dataset(engine, 40)
-        backend = BackendConfig(kind="openai", base_url=fake.base_url, model="fake-model", max_retries=0)
+        backend = BackendConfig(
+            kind="openai", base_url=fake.base_url, model="fake-model", max_retries=0, timeout=WAIT_LIMIT
+        )
         bid = batches.create_batch(
             engine, dataset_id=ds, backend=backend, cfg=dcr.DCRConfig(max_rounds=0), concurrency=2
         )
@@ -179,24 +180,23 @@ def test_a_worker_on_another_machine_joins_a_batch_queued_elsewhere(tmp_path, sh
             for env in machines
         ]
         try:
-            deadline = time.monotonic() + 90
-            while time.monotonic() < deadline and len(batches.live_workers(engine)) < 2:
-                time.sleep(0.2)
-            assert len(batches.live_workers(engine)) == 2, "both workers started"
+            wait_until(lambda: len(batches.live_workers(engine)) == 2, "both workers started")
             subprocess.run(  # the app on machine a hands the batch to its own queue
                 [sys.executable, "-c", f"from services.jobs.queue import enqueue; enqueue({bid})"],
                 env=machines[0],
                 check=True,
             )
-            while time.monotonic() < deadline and batches.progress(engine, bid).batch.status != "done":
-                time.sleep(0.2)
+            gate.wait_for(lambda g: len(set(g.held)) == 2, "both workers wait on the model")
+            gate.open()
+            wait_until(lambda: batches.progress(engine, bid).batch.status == "done", "the batch finished")
             p = batches.progress(engine, bid)
             assert p.batch.status == "done" and p.done == 40
         finally:
+            gate.open()
             for w in workers:
                 w.send_signal(signal.SIGINT)
             for w in workers:
-                w.wait(timeout=30)
+                w.wait(timeout=WAIT_LIMIT)
         with Session(engine) as s:
             by_worker = Counter(s.exec(select(BatchItem.worker).where(BatchItem.batch_id == bid)).all())
         assert len(by_worker) == 2, f"both workers took items: {by_worker}"

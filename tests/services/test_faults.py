@@ -19,9 +19,12 @@ from services.config import BackendConfig
 from services.jobs import batches
 from tests.fakes import FakeOpenAIServer, Reply, _Handler, last_user, toy_judge
 from tests.support.batches import BAD, FIX, make_dataset
+from tests.support.waiting import WAIT_LIMIT
 
 DROP = "x-fault-drop"
-TIMEOUT = 1.0
+# The client's timeout: far above what a healthy answer from this local server takes on any machine, however
+# busy, since the stalled requests below never answer in time whatever it is.
+TIMEOUT = 5.0
 # Item i's fault is KINDS[i % len(KINDS)] while the server is flaky.
 KINDS = ["drop", "429", "500", "truncated", "stall", "none"]
 FAILS_WHILE_FLAKY = {"drop", "500", "stall"}  # every attempt fails: the item is marked failed
@@ -81,7 +84,7 @@ class Script:
             text = json.dumps(answer)
             return Reply(content=text[: len(text) // 2], finish_reason="length")
         if kind == "stall":
-            return Reply(delay=TIMEOUT * 3, then=Reply(content=json.dumps(answer)))
+            return Reply(delay=WAIT_LIMIT, then=Reply(content=json.dumps(answer)))  # answers only at shutdown
         return answer
 
 

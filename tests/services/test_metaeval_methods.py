@@ -10,6 +10,7 @@ from services.jobs import batches
 from tests.fakes import FakeOpenAIServer
 from tests.nli_fakes import nli_judge
 from tests.support.metaeval_methods import BAD, seed
+from tests.support.waiting import HEALTHY_TIMEOUT
 
 
 @pytest.fixture
@@ -20,7 +21,9 @@ def server():
 
 def test_methods_side_by_side_with_lengths_error_types_and_repeats(engine, server):
     ds = seed(engine)
-    backend = BackendConfig(kind="openai", base_url=server.base_url, model="fake-model", max_retries=1, timeout=10)
+    backend = BackendConfig(
+        kind="openai", base_url=server.base_url, model="fake-model", max_retries=1, timeout=HEALTHY_TIMEOUT
+    )
     ids = []
     for method in ("dce-amc", "summ-nli", "sent-nli"):
         ids.append(batches.create_batch(engine, dataset_id=ds, backend=backend, cfg=dcr.DCRConfig(method=method)))
@@ -52,7 +55,9 @@ def test_methods_side_by_side_with_lengths_error_types_and_repeats(engine, serve
 
 def test_accuracy_by_bucket_counts_wrong_verdicts(engine, server):
     ds = seed(engine, 4)
-    backend = BackendConfig(kind="openai", base_url=server.base_url, model="fake-model", max_retries=1, timeout=10)
+    backend = BackendConfig(
+        kind="openai", base_url=server.base_url, model="fake-model", max_retries=1, timeout=HEALTHY_TIMEOUT
+    )
     server.responder = nli_judge(bad="never in any text")  # says consistent to everything
     bid = batches.create_batch(engine, dataset_id=ds, backend=backend, cfg=dcr.DCRConfig(method="summ-nli"))
     batches.process_batch(engine, bid)

@@ -23,6 +23,7 @@ from services.text import InputError
 from tests.app.helpers import CAND, REF
 from tests.fakes import toy_judge
 from tests.metaeval_seed import Item, seed
+from tests.support.waiting import HEALTHY_TIMEOUT
 
 C, X = "consistent", "inconsistent"
 SECRET = "sk-live-Do-Not-Leak-7f3a9c1e2b"
@@ -40,7 +41,9 @@ ITEMS = [
 def improved_run(engine, fake):
     """A run judged and improved by the toy judge: 1999 is flagged, then rewritten to 1889."""
     fake.responder = toy_judge(bad="1999", fix="1889")
-    backend = BackendConfig(kind="openai", base_url=fake.base_url, model="fake-model", max_retries=0, timeout=5)
+    backend = BackendConfig(
+        kind="openai", base_url=fake.base_url, model="fake-model", max_retries=0, timeout=HEALTHY_TIMEOUT
+    )
     rid = runs.start_run(engine, backend, REF, CAND, DCRConfig(max_rounds=2))
     runs.improve_run(engine, backend, rid)
     return rid

@@ -11,6 +11,7 @@ from pydantic import BaseModel
 from services.config import BackendConfig
 from services.llm import LLMClient, MemoryCache, get_client, is_cut_off
 from tests.fakes import FakeOpenAIServer, Reply, _Handler
+from tests.support.waiting import HEALTHY_TIMEOUT
 
 CUT = "x-fault-cut"  # keep this many bytes of the body; Content-Length says the cut length
 SHORT = "x-fault-short"  # announce the whole body, send this many bytes, close
@@ -53,7 +54,9 @@ def fake():
 
 
 def client_for(fake, cache=None, **kw) -> LLMClient:
-    backend = BackendConfig(kind="openai", base_url=fake.base_url, model="fake-model", max_retries=0, timeout=5, **kw)
+    backend = BackendConfig(
+        kind="openai", base_url=fake.base_url, model="fake-model", max_retries=0, timeout=HEALTHY_TIMEOUT, **kw
+    )
     return get_client(backend, cache=cache)
 
 

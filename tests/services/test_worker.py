@@ -6,7 +6,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 from db.engine import make_engine
 from services import dcr
@@ -14,6 +13,7 @@ from services.config import BackendConfig
 from services.jobs import batches
 from tests.fakes import FakeOpenAIServer, toy_judge
 from tests.support.batches import BAD, FIX, make_dataset
+from tests.support.waiting import WAIT_LIMIT, wait_until
 
 
 def test_the_worker_process_runs_an_enqueued_batch(tmp_path):
@@ -36,13 +36,11 @@ def test_the_worker_process_runs_an_enqueued_batch(tmp_path):
         assert batches.progress(engine, bid).batch.status == "queued"
         worker = subprocess.Popen([sys.executable, "-m", "services.worker"], env=env)
         try:
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline and batches.progress(engine, bid).batch.status != "done":
-                time.sleep(0.2)
+            wait_until(lambda: batches.progress(engine, bid).batch.status == "done", "the worker finished the batch")
             p = batches.progress(engine, bid)
             assert p.batch.status == "done" and p.done == 5 and len(fake.requests) == 5
             assert batches.live_workers(engine), "the worker writes a heartbeat"
         finally:
             worker.send_signal(signal.SIGINT)
-            worker.wait(timeout=20)
+            worker.wait(timeout=WAIT_LIMIT)
     engine.dispose()

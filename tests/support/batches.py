@@ -8,6 +8,7 @@ from db.models import Dataset, DatasetItem, Document
 from services import dcr
 from services.config import BackendConfig
 from services.text import split_sentences
+from tests.support.waiting import HEALTHY_TIMEOUT
 
 BAD, FIX = "47 million", "40 million"
 
@@ -43,4 +44,24 @@ def make_dataset(engine, n: int, *, bad_every: int = 2) -> int:
 
 
 def judge_backend(fake, **kw) -> BackendConfig:
-    return BackendConfig(kind="openai", base_url=fake.base_url, model="fake-model", max_retries=0, timeout=5, **kw)
+    return BackendConfig(
+        kind="openai", base_url=fake.base_url, model="fake-model", max_retries=0, timeout=HEALTHY_TIMEOUT, **kw
+    )
+
+
+def worker_of(engine, batch_id: int, body: dict) -> str | None:
+    """The worker holding the item a request to the fake server is about (its candidate says "Item N:")."""
+    import re
+
+    from sqlalchemy import select
+
+    from db.models import BatchItem
+    from tests.fakes import last_user
+
+    external_id = "x" + re.search(r"Item (\d+):", last_user(body)).group(1)
+    with engine.connect() as conn:
+        return conn.execute(
+            select(BatchItem.worker)
+            .join(DatasetItem, DatasetItem.id == BatchItem.item_id)
+            .where(BatchItem.batch_id == batch_id, DatasetItem.external_id == external_id)
+        ).scalar_one()

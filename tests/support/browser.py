@@ -13,6 +13,7 @@ import pytest
 
 from services.samples import load_samples
 from tests.fakes import FakeOpenAIServer
+from tests.support.waiting import WAIT_LIMIT
 
 CHROMIUM = Path("/usr/bin/chromium")
 # Every browser test module: `pytestmark = BROWSER_MARKS`.
@@ -100,7 +101,7 @@ def server_flags(port: int) -> list[str]:
     ]
 
 
-def wait_healthy(url: str, proc, log, deadline_s: float = 60) -> None:
+def wait_healthy(url: str, proc, log, deadline_s: float = WAIT_LIMIT) -> None:
     """Wait for Streamlit's health endpoint; fail with the log's tail if it exits or never answers."""
     import time
     import urllib.request
