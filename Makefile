@@ -79,6 +79,11 @@ bench: install-embeddings
 	$(BIN)/python bench/pages_render.py
 	$(BIN)/python bench/evidence_qags.py
 	$(BIN)/python bench/evidence_speed.py
+	$(BIN)/python bench/evidence_calibration.py
+	$(BIN)/python bench/judges_ppi.py
+	$(BIN)/python bench/judges_qags.py
+	$(BIN)/python bench/cli_startup.py
+	$(BIN)/python bench/upload_bounds.py
 
 # Mutation testing of the papers' formulas (slow; not part of `make test`): the score per module, and what
 # survived. MUTATION_JOBS=2 processes by default; tools/mutation.py --report reprints the last scores.
