@@ -99,4 +99,4 @@ def test_accuracy_against_the_human_oracle_is_pearson_on_the_humans_mean():
     acc = [r for r in rows if r["kind"] == "ACC" and r["mode"] == "greedy"][0]
     means = [(a + b) / 2 for a, b in zip(H1, H2, strict=True)]
     assert acc["oracle"] == "humans" and acc["value"] == pytest.approx(np.corrcoef(GREEDY_ANSWERS, means)[0, 1])
-    assert acc["ci_low"] is None  # n_boot = 0: no interval
+    assert acc["ci_low"] is None and acc["ci_high"] is None  # n_boot = 0: no interval
