@@ -24,5 +24,7 @@ def test_appendix_e_4_a_paragraph_level_reason_is_taken_out_by_alpha_and_beta():
     s = score_evaluation([1, -1], [-1])
     assert (s.alpha, s.beta, s.k, s.z, s.z_hat) == (1.0, -1.0, 3, 0.0, 0.5)
     assert (s.set_alpha, s.set_beta, s.n_sentences, s.n_unknown) == (0.0, 0.0, 2, 0)
+    own = score_evaluation([1, -1], [-1], alpha=0.5, beta=2.0)  # the user's alpha and beta, then E.4's offsets
+    assert (own.set_alpha, own.set_beta, own.alpha, own.beta) == (0.5, 2.0, 1.5, 1.0)
     positive = score_evaluation([1, -1], [1, None])  # a positive one: alpha = -1; an unmarked one is no entry
     assert (positive.alpha, positive.beta, positive.z) == (-1.0, -1.0, 0.0)

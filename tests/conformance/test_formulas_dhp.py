@@ -48,6 +48,11 @@ def test_section_4_3_1_zero_differences_are_dropped_and_missing_pairs_left_out()
     assert tied.p_value == 1.0 and tied.statistic is None and tied.n_ties == 3
     empty = st.wilcoxon_greater([float("nan")], [1.0])
     assert empty.p_value == 1.0 and empty.n_pairs == 0 and empty.mean_original is None
+    assert (
+        st.wilcoxon_greater([2.0], [1.0]).p_value == pytest.approx(0.5)
+        and st.wilcoxon_greater([2.0], [1.0]).metric == ""
+    )  # one pair: W+ = 1 half the time
+    assert st.wilcoxon_greater([2.0, 3.0], [1.0, 3.0], zero_method="pratt").zero_method == "pratt"
     with pytest.raises(ValueError, match="differ in length"):
         st.wilcoxon_greater([1.0, 2.0], [1.0])
 
@@ -67,7 +72,7 @@ def test_section_4_3_2_expert_weights_worked_example_and_p_ew():
     assert st.normalise_weights({"Other": 1}, metrics) is None and st.harmonic_mean_p(ps, {"Other": 1}) is None
     assert st.normalise_weights(None, metrics) == pytest.approx(dict.fromkeys(metrics, 1 / 3))
     assert st.normalise_weights(None, []) is None
-    with pytest.raises(ValueError, match="finite and 0 or more"):
+    with pytest.raises(ValueError, match="^expert weights must be finite and 0 or more$"):
         st.normalise_weights({"Fluency": -1}, metrics)
 
 
@@ -192,8 +197,13 @@ def test_analyse_rejects_bad_frames_with_a_message():
         st.analyse(pd.concat([df, df.head(1)]))
     two_levels = df.copy()
     two_levels.loc[0, "level"] = "word"
-    with pytest.raises(ValueError, match="more than one level"):
+    with pytest.raises(ValueError, match="^perturbation 'typo:minor' is given more than one level: word, character$"):
         st.analyse(two_levels)
+    unreadable = df.astype({"original": object, "perturbed": object})
+    unreadable.loc[0, "original"] = "n/a"
+    unreadable.loc[1, "perturbed"] = "none"
+    test = st.analyse(unreadable).perturbations[0].tests[0]
+    assert test.n_missing == 2 and test.n_pairs == 8  # an unreadable score is a missing one
 
 
 def test_analyse_reads_scores_given_as_text_and_keeps_an_order():

@@ -59,6 +59,8 @@ def test_appendix_b_greedy_adds_what_adds_recall_in_document_order_and_stops():
     assert rt.select_context([UNRELATED], TARGET, n_sentences=3).indices == ()
     # what is picked counts from then on: "the cat" adds nothing once "the cat sat" and "on the mat" are in
     assert rt.select_context(["the cat sat", "on the mat", "the cat"], TARGET, n_sentences=3).indices == (0, 1)
+    # 0.9, then "mat" 4/6 + 2/5, then "on" 5/6 + 2/5: each step counts the words and pairs picked before
+    assert rt.select_context(["the cat sat", "mat", "on"], TARGET, n_sentences=3).indices == (0, 1, 2)
 
 
 def test_table_8_budget_is_1024_tokens_and_n_is_5():
@@ -93,5 +95,5 @@ def test_section_3_2_windows_are_consecutive_and_do_not_overlap():
     assert rt.windows_of(["a", "b"], 1) == [(0, 1), (1, 2)]
     assert rt.windows_of(["a", "b"], 5) == [(0, 2)]
     assert rt.windows_of([], 3) == []
-    with pytest.raises(ValueError, match="at least 1"):
+    with pytest.raises(ValueError, match="^window must be at least 1$"):
         rt.windows_of(["a"], 0)

@@ -92,3 +92,11 @@ def test_greedy_scores_are_only_the_greedy_answers():
 
     r = _five_point_ratings()
     assert score_table(r[r["sample"] != GREEDY], "greedy").empty
+
+
+def test_accuracy_against_the_human_oracle_is_pearson_on_the_humans_mean():
+    rows = compute_rows(_cfg(oracle="humans", n_boot=0), _items(), _five_point_ratings(), _humans())
+    acc = [r for r in rows if r["kind"] == "ACC" and r["mode"] == "greedy"][0]
+    means = [(a + b) / 2 for a, b in zip(H1, H2, strict=True)]
+    assert acc["oracle"] == "humans" and acc["value"] == pytest.approx(np.corrcoef(GREEDY_ANSWERS, means)[0, 1])
+    assert acc["ci_low"] is None and acc["ci_high"] is None  # n_boot = 0: no interval

@@ -350,6 +350,8 @@ def test_classification_counts_messages_and_both_positive_classes():
     assert (c.tp, c.fp, c.fn, c.tn) == (1, 1, 1, 1)
     assert c.precision == 0.5 and c.recall == 0.5 and c.f1 == 0.5 and c.balanced_accuracy == 0.5 and c.note is None
     assert stats.classification([], [], 0.5).note == "No item has both a score and a label."
+    with pytest.raises(ValueError, match="^scores must be numbers"):
+        stats.classification(["a"], [1], 0.5)
     with pytest.raises(ValueError, match="^positive must be 0 or 1, got 2$"):
         stats.classification([1.0], [1], 0.5, positive=2)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"^scores and labels must have the same length \(1 != 2\)$"):
