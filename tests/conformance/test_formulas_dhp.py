@@ -183,7 +183,7 @@ def test_section_4_3_3_d_ew_uses_the_perturbations_expert_weights():
     assert res.d_ew_min == pytest.approx(_log05(43 / 1024))
     assert by["typo:minor"].p_by_metric() == pytest.approx({"Fluency": 1 / 1024, "Coherence": 43 / 1024})
     # the printed unweighted p of each perturbation: 1 / (1024 + 1024 / 43)
-    assert by["typo:minor"].p_paper == pytest.approx(1 / (1024 + 1024 / 43))
+    assert by["typo:minor"].p == pytest.approx(1 / (1024 + 1024 / 43))
     assert st.lookup_weights(weights, "typo:major") == weights["typo"]
     assert st.lookup_weights(weights, "reorder:major") == {"Coherence": 1}
     assert st.lookup_weights(None, "typo") is None

@@ -81,7 +81,7 @@ def test_no_module_outside_config_reads_the_environment_for_settings():
 
 
 def test_prices_are_settings_and_stay_out_of_records_and_cache_keys(monkeypatch):
-    from services.llm.client import LLMClient
+    from services.llm import get_client
 
     monkeypatch.setenv("LLM_BASE_URL", "http://models.example.org/v1")
     monkeypatch.setenv("LLM_PRICE_INPUT_PER_MILLION", "0.15")
@@ -91,4 +91,4 @@ def test_prices_are_settings_and_stay_out_of_records_and_cache_keys(monkeypatch)
     assert not {"price_input_per_million", "price_output_per_million"} & set(b.public()), "a run's record"
     free = b.with_changes(price_input_per_million=None, price_output_per_million=None)
     messages = [{"role": "user", "content": "Is it consistent?"}]
-    assert LLMClient(b)._key(messages, "v1", {}, 0) == LLMClient(free)._key(messages, "v1", {}, 0)
+    assert get_client(b)._key(messages, "v1", {}, 0) == get_client(free)._key(messages, "v1", {}, 0)

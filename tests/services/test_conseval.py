@@ -152,7 +152,7 @@ def test_alpha_explains_instead_of_nan():
     same = stats.krippendorff_alpha([[3, 3, 3], [3, 3, 3]], "interval", n_boot=10)
     one = stats.krippendorff_alpha([[1, 2, 3], [np.nan] * 3], "interval", n_boot=10)
     few = stats.krippendorff_alpha([[1, 2, np.nan], [np.nan, 2, 3]], "interval", n_boot=10)
-    for res, why in ((same, "same value"), (one, "1 rater"), (few, "unit")):
+    for res, why in ((same, "same value"), (one, "one rater"), (few, "unit")):
         assert res.alpha is None and why in res.note
 
 
@@ -387,7 +387,7 @@ def test_human_raters_links_ratings_and_agreement(engine, fake, backend):
     assert hum.value > 0.8 and hum.n_raters == 2
     single = df[(df.kind == "HUMAN") & (df.scale == "Binary")].iloc[0]
     assert single.value is None or single.value != single.value
-    assert "1 rater" in single.note
+    assert "one rater" in single.note
     hm = df[(df.kind == "HUMAN-MODEL") & (df.scale == "5-P")].iloc[0]
     assert hm.model == "judge" and hm.value > 0.8
     # revoking a link: it stops working, the ratings stay

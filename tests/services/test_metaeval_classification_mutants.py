@@ -99,7 +99,7 @@ def test_figure_3_refuses_another_dataset_and_has_no_flag_row_for_other_methods(
     assert len(fig.frame) == 2
     assert fig.notes[0] == "Batch #9 ran over another dataset: Figure 3 compares evaluators on the same items."
     evidence = mc.figure3(data=_batch("evidence"))
-    assert list(evidence.frame["evaluator"]) == ["Evidence checker (score < 1)"]
+    assert list(evidence.frame["evaluator"]) == ["Evidence checker (its own verdicts; undecided left out)"]
     assert mc.figure3(data=_batch("qg-qa")).frame.iloc[0]["evaluator"] == "QG-QA (score < 1)"
     para = mc.figure3(data=_batch("paragraph")).frame
     assert list(para["evaluator"]) == [

@@ -78,9 +78,9 @@ def test_alpha_reads_a_dataframe_and_turns_infinities_into_missing_values():
 def test_alpha_messages_for_what_cannot_be_computed():
     one = stats.krippendorff_alpha([[1, 2, 3], [NAN, NAN, NAN]])
     assert one.alpha is None and one.n_raters == 1
-    assert one.note == "Only 1 rater gave ratings: agreement needs at least two raters rating the same units."
+    assert one.note == "Only one rater has given ratings: agreement needs at least two raters rating the same units."
     none = stats.krippendorff_alpha([[NAN, NAN], [NAN, NAN]])
-    assert none.note.startswith("Only 0 raters gave ratings")
+    assert none.note.startswith("No rater has given ratings yet")
     single = stats.krippendorff_alpha([[1, NAN, 2], [2, 1, NAN], [NAN, NAN, NAN]])
     assert single.note == (
         "Only 1 unit rated by two or more raters: alpha needs at least 2 such units (units rated once do not count)."
