@@ -83,9 +83,9 @@ def test_alpha_messages_for_what_cannot_be_computed():
     assert none.note.startswith("No rater has given ratings yet")
     single = stats.krippendorff_alpha([[1, NAN, 2], [2, 1, NAN], [NAN, NAN, NAN]])
     assert single.note == (
-        "Only 1 unit rated by two or more raters: alpha needs at least 2 such units (units rated once do not count)."
+        "Only one unit rated by two or more raters: alpha needs at least 2 such units (units rated once do not count)."
     )
-    assert stats.krippendorff_alpha([[1, NAN], [2, 1]]).note.startswith("Only 1 unit rated")
+    assert stats.krippendorff_alpha([[1, NAN], [2, 1]]).note.startswith("Only one unit rated")
     zero = stats.krippendorff_alpha([[1, NAN], [NAN, 1]])
     assert zero.note.startswith("Only 0 units rated by two or more raters") and zero.n_pairable == 0
     same = stats.krippendorff_alpha([[3, 3], [3, 3]])
