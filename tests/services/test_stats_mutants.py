@@ -87,7 +87,7 @@ def test_alpha_messages_for_what_cannot_be_computed():
     )
     assert stats.krippendorff_alpha([[1, NAN], [2, 1]]).note.startswith("Only one unit rated")
     zero = stats.krippendorff_alpha([[1, NAN], [NAN, 1]])
-    assert zero.note.startswith("Only 0 units rated by two or more raters") and zero.n_pairable == 0
+    assert zero.note.startswith("No unit is rated by two or more raters yet") and zero.n_pairable == 0
     same = stats.krippendorff_alpha([[3, 3], [3, 3]])
     assert same.note.startswith("Every rating of the pairable units is the same value (3): with no variation")
     assert (same.n_units, same.n_raters, same.n_pairable, same.level) == (2, 2, 2, "nominal")
