@@ -66,6 +66,8 @@ def _problems(page: Path) -> list[str]:
             if mt.group(1) not in make_targets:
                 out.append(f"`{span}`: the Makefile has no target {mt.group(1)!r}")
             continue
+        if "__mutmut_" in span:  # a mutant's name (mutmut), not a name in the code
+            continue
         if md := DOTTED.match(span):
             file, rest = _module_file(md.group(1).split("."))
             if file is None:
