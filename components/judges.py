@@ -71,7 +71,8 @@ def render_cards(cards: Sequence[JudgeCard]) -> None:
         key="jd_table",
     )
     with st.expander(f"Every measure with its n and {level:.0%} interval (★ best)", expanded=True):
-        st.dataframe(tables.measures_frame(cards), hide_index=True, key="jd_measures")
+        # A static table shows every row: a data grid stops at ten and hides the last measures behind a scroll bar.
+        st.table(tables.measures_frame(cards).set_index("measure"))
     linked = [
         {"judge": c.judge, "measured": x.what, "where": f"{x.page} #{x.ref_id}", "value": x.value, "n": x.n}
         for c in cards

@@ -40,7 +40,7 @@ def test_two_judges_label_next_and_the_card_updates(open_page):
     at = open_page(JUDGES)
     assert not at.exception, at.exception
     assert sorted(at.multiselect(key="jd_judges").value) == sorted(ids)
-    assert len(at.dataframe) >= 3
+    assert len(at.dataframe) + len(at.table) >= 3
     assert any("0 human label" in t or "No estimate" in t for t in texts(at.markdown))
 
     at.number_input(key="jd_k").set_value(20)
@@ -60,3 +60,12 @@ def test_two_judges_label_next_and_the_card_updates(open_page):
     assert not at.exception, at.exception
     assert any("20 human label(s)" in t for t in texts(at.markdown)), texts(at.markdown)
     assert any("40 of 60 items" in t or "20 of 60 items" in t for t in texts(at.caption))
+
+
+def test_every_measure_shows_without_a_scroll_bar(open_page):
+    """The detailed table has more than ten rows, more than a data grid shows: it is a static table."""
+    _setup()
+    at = open_page(JUDGES)
+    assert not at.exception, at.exception
+    (measures,) = at.table
+    assert len(measures.value) > 10 and "Failure rate (items)" in measures.value.index
