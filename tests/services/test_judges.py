@@ -142,6 +142,7 @@ def test_a_saved_comparison_builds_a_report(engine):
     rep = reports.build(engine, "judges", pid)
     assert rep.kind == "judges" and len(rep.headlines) == 2 and rep.headlines[0].n == 30
     assert "90%" in rep.notes[0]
+    assert rep.title == f"Judges compared on labelled-0 (dataset #{ds})" and "labelled-0" in rep.summary
     html = reports.to_html(rep)
     assert "PPI" in html and "★" in html
     share = reports.new_share(engine, "judges", pid)
