@@ -72,7 +72,7 @@ def render_cards(cards: Sequence[JudgeCard]) -> None:
     )
     with st.expander(f"Every measure with its n and {level:.0%} interval (★ best)", expanded=True):
         # A static table shows every row: a data grid stops at ten and hides the last measures behind a scroll bar.
-        st.table(tables.measures_frame(cards).set_index("measure"))
+        st.table(tables.measures_frame(cards), hide_index=True)
     linked = [
         {"judge": c.judge, "measured": x.what, "where": f"{x.page} #{x.ref_id}", "value": x.value, "n": x.n}
         for c in cards

@@ -68,4 +68,4 @@ def test_every_measure_shows_without_a_scroll_bar(open_page):
     at = open_page(JUDGES)
     assert not at.exception, at.exception
     (measures,) = at.table
-    assert len(measures.value) > 10 and "Failure rate (items)" in measures.value.index
+    assert len(measures.value) > 10 and "Failure rate (items)" in measures.value["measure"].tolist()
