@@ -256,6 +256,12 @@ if tab["Summary level"].open:
                 help="Of the summaries humans call consistent, the share marked consistent",
             )
             k[4].metric("F1", mv.fmt(cls.f1))
+            st.caption(
+                f"n = {cls.n:,} labelled items · precision {mv.fmt_ci(cls.precision, *cls.precision_ci())} "
+                f"(n = {cls.tp + cls.fp:,} marked consistent) · recall {mv.fmt_ci(cls.recall, *cls.recall_ci())} "
+                f"(n = {cls.tp + cls.fn:,} consistent by humans) · AUROC {mv.fmt_ci(a.auc, a.ci_low, a.ci_high)}; "
+                "95% intervals (Wilson for precision and recall)."
+            )
             if cls.note:
                 st.caption(f":material/info: {cls.note}")
             c = st.columns([3, 2])

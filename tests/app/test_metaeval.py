@@ -272,3 +272,12 @@ def test_the_summary_level_shows_risk_coverage_and_reliability_with_their_number
     notes = texts(at.caption)
     assert any(c.startswith("n = ") and "area under the risk-coverage curve" in c for c in notes), notes
     assert any("ECE" in c and "bins" in c for c in notes), notes
+
+
+def test_the_binary_metrics_say_their_n_and_intervals(open_page, no_embeddings):
+    """Precision and recall are proportions of a few items: the page gives each its n and Wilson interval."""
+    _, bid = seed(db.engine.get_engine(), LABELLED + HAND)
+    at = open_tab(open_page, bid)
+    (line,) = [c for c in texts(at.caption) if "labelled items · precision" in c]
+    assert line.startswith("n = 8 labelled items") and "precision 0.667 [" in line and "recall " in line
+    assert "marked consistent)" in line and "consistent by humans)" in line
