@@ -50,8 +50,8 @@ def _label(bid: int) -> str:
     return f"#{b.id} · {b.name} · {b.status} · {b.n_items:,} items"
 
 
-top = st.columns([3, 3, 2])
-bid = top[0].selectbox("Batch", list(by_id), format_func=_label, key="me_batch")
+# The batch on a row of its own: its label (name, status, size) is long and a third of the page cuts it off.
+bid = st.selectbox("Batch", list(by_id), format_func=_label, key="me_batch")
 if st.query_params.get("batch") != str(bid):
     st.query_params["batch"] = str(bid)
     st.session_state.me_param = str(bid)
@@ -59,14 +59,15 @@ batch = by_id[bid]
 peers = [b.id for b in all_batches if b.dataset_id == batch.dataset_id and b.id != bid]
 if st.session_state.get("me_other") not in (None, *peers):
     st.session_state.me_other = None
-other_id = top[1].selectbox(
+top = st.columns([3, 2])
+other_id = top[0].selectbox(
     "Compare with (Figure 3)",
     [None, *peers],
     key="me_other",
     format_func=lambda i: "— none —" if i is None else f"{_label(i)} · {METHOD_LABELS.get(by_id[i].method, '')}",
     help="Another batch over the same dataset, e.g. the paragraph-level evaluator.",
 )
-threshold = top[2].slider(
+threshold = top[1].slider(
     "Threshold",
     0.0,
     1.0,

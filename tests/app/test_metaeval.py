@@ -281,3 +281,11 @@ def test_the_binary_metrics_say_their_n_and_intervals(open_page, no_embeddings):
     (line,) = [c for c in texts(at.caption) if "labelled items · precision" in c]
     assert line.startswith("n = 8 labelled items") and "precision 0.667 [" in line and "recall " in line
     assert "marked consistent)" in line and "consistent by humans)" in line
+
+
+def test_the_batch_choice_has_a_row_of_its_own(open_page, no_embeddings):
+    """A batch's label (name, status, size) is long: it is not squeezed into a third of the page."""
+    _, bid = seed(db.engine.get_engine(), LABELLED + HAND)
+    at = open_tab(open_page, bid)
+    assert "Batch" not in [sb.label for col in at.columns for sb in col.selectbox]
+    assert at.selectbox(key="me_batch").value == bid
