@@ -197,7 +197,7 @@ def live(batch_id: int) -> None:
         f"window {opts[b.id].window if b.id in opts else 1}"
         if b.method in nli.WINDOWED
         else ""
-        if nli.is_nli(b.method)
+        if nli.is_nli(b.method) or b.method == "evidence"  # the evidence checker has no converter and no rounds
         else f"converter {b.amc} · rounds {b.max_rounds}"
     )
     st.caption(

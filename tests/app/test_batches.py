@@ -197,3 +197,17 @@ def test_the_long_choices_of_the_form_get_room_to_be_read(open_page):
     assert "Converter" not in in_columns and {"Task", "Evaluator"} <= set(in_columns)
     holding = [col for col in at.columns if [sb.label for sb in col.selectbox] in (["Task"], ["Evaluator"])]
     assert [col.weight for col in holding] == [0.5, 0.5]
+
+
+def test_an_evidence_batch_names_no_converter_and_no_rounds(open_page):
+    """The evidence checker uses neither: the batch's line does not list them."""
+    from services.config import BackendConfig
+    from services.dcr import DCRConfig
+
+    seed_dataset(2)
+    eng = db.engine.get_engine()
+    bid = batches.create_batch(eng, dataset_id=1, backend=BackendConfig(), cfg=DCRConfig(method="evidence"))
+    at = open_page(BATCHES, query={"batch": str(bid)})
+    assert not at.exception, at.exception
+    (line,) = [c for c in texts(at.caption) if "concurrency" in c and "status" in c]
+    assert "Evidence checker" in line and "converter" not in line and "rounds" not in line
