@@ -23,7 +23,11 @@ def explain(card: JudgeCard) -> str:
         return f"No estimate yet for {card.judge}: {p.note or c.note or 'it needs labelled items.'}"
     what = "consistent items" if card.target == "label" else "the mean human score"
     narrower = ""
-    if p.width is not None and c.width is not None and c.width > 0:
+    if p.n_unlabelled == 0:
+        narrower = (
+            " Every item has a human label, so the judge has nothing to add: PPI equals the labels-only estimate."
+        )
+    elif p.width is not None and c.width is not None and c.width > 0:
         narrower = (
             f" It is {1 - p.width / c.width:.0%} narrower than the {_pct(c.ci_low)}–{_pct(c.ci_high)} that the "
             f"labels alone give: the judge's {p.n_unlabelled:,} other verdicts are worth about "

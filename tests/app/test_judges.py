@@ -69,3 +69,14 @@ def test_every_measure_shows_without_a_scroll_bar(open_page):
     assert not at.exception, at.exception
     (measures,) = at.table
     assert len(measures.value) > 10 and "Failure rate (items)" in measures.value["measure"].tolist()
+
+
+def test_with_every_item_labelled_the_card_says_why_the_judge_adds_nothing(open_page):
+    eng = get_engine()
+    ds = labelled_dataset(eng, 30)
+    add_judge(eng, ds, [0.8] * 30)
+    at = open_page(JUDGES)
+    assert not at.exception, at.exception
+    said = " ".join(texts(at.markdown))
+    assert "Every item has a human label, so the judge has nothing to add" in said
+    assert "as wide as from the labels alone" not in said
