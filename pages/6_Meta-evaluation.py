@@ -108,7 +108,7 @@ values = mv.baseline_values(bid, stamp, bstamp, item_ids)
 level = {"paragraph": "paragraph-level evaluator", "evidence": "evidence checker", **nli.METHOD_LABELS}.get(
     batch.method, "sentence-level DCE"
 )
-level += "" if nli.is_nli(batch.method) else f", converter {batch.amc}"
+level += "" if nli.is_nli(batch.method) or batch.method == "evidence" else f", converter {batch.amc}"
 st.markdown(
     f"**{ds.name if ds else 'deleted dataset'}**"
     + (f" <span style='color:#6b7280'>({ds.format}, sha256 {ds.sha256[:10]}…)</span>" if ds else "")

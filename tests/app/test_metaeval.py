@@ -257,6 +257,7 @@ def test_an_evidence_checker_batch_offers_no_rounds_and_no_row_without_amc(open_
         db.engine.get_engine(), ds, [Item([[X if i % 2 else C]], flag=not i % 2) for i in range(8)], method="evidence"
     )
     at = open_tab(open_page, eid, "RAI")
+    assert "evidence checker" in header(at) and "converter" not in header(at), "it has no converter"
     notes = texts(at.caption)
     assert any("gives verdicts, not rewrites" in c for c in notes), notes
     assert not any("rounds ≥ 1" in c for c in notes), "no advice to run rounds the evaluator cannot do"
