@@ -23,7 +23,11 @@ def explain(card: JudgeCard) -> str:
         return f"No estimate yet for {card.judge}: {p.note or c.note or 'it needs labelled items.'}"
     what = "consistent items" if card.target == "label" else "the mean human score"
     narrower = ""
-    if p.width is not None and c.width is not None and c.width > 0:
+    if p.n_unlabelled == 0:
+        narrower = (
+            " Every item has a human label, so the judge has nothing to add: PPI equals the labels-only estimate."
+        )
+    elif p.width is not None and c.width is not None and c.width > 0:
         narrower = (
             f" It is {1 - p.width / c.width:.0%} narrower than the {_pct(c.ci_low)}–{_pct(c.ci_high)} that the "
             f"labels alone give: the judge's {p.n_unlabelled:,} other verdicts are worth about "
@@ -71,7 +75,8 @@ def render_cards(cards: Sequence[JudgeCard]) -> None:
         key="jd_table",
     )
     with st.expander(f"Every measure with its n and {level:.0%} interval (★ best)", expanded=True):
-        st.dataframe(tables.measures_frame(cards), hide_index=True, key="jd_measures")
+        # A static table shows every row: a data grid stops at ten and hides the last measures behind a scroll bar.
+        st.table(tables.measures_frame(cards), hide_index=True)
     linked = [
         {"judge": c.judge, "measured": x.what, "where": f"{x.page} #{x.ref_id}", "value": x.value, "n": x.n}
         for c in cards

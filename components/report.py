@@ -14,6 +14,8 @@ from services import metaeval, reports, runs
 from services.errors import InputError
 from services.reports import KIND_LABELS, Report
 
+STATIC_ROWS = 30  # a report table this short is drawn whole
+
 log = logging.getLogger(__name__)
 
 
@@ -153,7 +155,11 @@ def render_report(report: Report, *, heading: bool = True) -> None:
             st.caption(f.caption)
     for i, t in enumerate(report.tables):
         st.markdown(f"**{t.title}**")
-        st.dataframe(pd.DataFrame(t.rows, columns=t.columns), hide_index=True, width="stretch", key=f"rep_tab_{i}")
+        frame = pd.DataFrame(t.rows, columns=t.columns)
+        if len(frame) <= STATIC_ROWS:  # every row in view: a data grid stops at ten behind a scroll bar
+            st.table(frame, hide_index=True)
+        else:
+            st.dataframe(frame, hide_index=True, width="stretch", key=f"rep_tab_{i}")
         if t.note:
             st.caption(t.note)
     if report.examples:

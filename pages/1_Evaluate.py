@@ -143,9 +143,9 @@ form_box = (
     st.expander("New evaluation", icon=":material/edit_note:") if open_run is not None else st.container(border=True)
 )
 with form_box:
-    top = st.columns([3, 2])
-    top[0].radio("Task", list(TASK_LABELS), format_func=TASK_LABELS.get, key="ev_task", horizontal=True)
-    top[1].selectbox(
+    # One row each: beside the task's long labels, the sample's title (with its size and errors) was cut off.
+    st.radio("Task", list(TASK_LABELS), format_func=TASK_LABELS.get, key="ev_task", horizontal=True)
+    st.selectbox(
         "Load a bundled sample",
         [s.title for s in load_samples()],
         index=None,

@@ -47,20 +47,22 @@ with st.expander("Start a batch", expanded=st.session_state.ba_start_open, icon=
             )
         with st.form("ba_new"):
             ds = st.selectbox("Dataset", datasets, format_func=lambda d: f"{d.name} · {d.n_items} items · {d.format}")
-            c = st.columns(3)
+            # Task and evaluator side by side, the converter on a row of its own: their labels are long and a
+            # third of the form cuts them off.
+            c = st.columns(2)
             default_task = list(TASK_LABELS).index(ds.task) if ds and ds.task in TASK_LABELS else 0
             task = c[0].selectbox("Task", list(TASK_LABELS), format_func=TASK_LABELS.get, index=default_task)
             method = c[1].selectbox(
                 "Evaluator", list(ALL_METHOD_LABELS), format_func=ALL_METHOD_LABELS.get, key="ba_method"
             )
-            amc = c[2].selectbox(
+            amc = st.selectbox(
                 "Converter",
                 list(CONVERTER_LABELS),
                 format_func=CONVERTER_LABELS.get,
                 help="DCE-AMC and the paragraph evaluator only",
             )
             c = st.columns(6)
-            rounds = c[0].number_input("Improvement rounds", 0, 10, 0, help="0: evaluate only (DCE methods)")
+            rounds = c[0].number_input("Rounds", 0, 10, 0, help="Improvement rounds (DCE methods); 0: evaluate only")
             concurrency = c[1].number_input("Concurrency", 1, 256, int(backend.concurrency))
             limit = c[2].number_input("Item limit", 0, 1_000_000, 0, help="0: every item")
             window = c[3].number_input(
@@ -195,7 +197,7 @@ def live(batch_id: int) -> None:
         f"window {opts[b.id].window if b.id in opts else 1}"
         if b.method in nli.WINDOWED
         else ""
-        if nli.is_nli(b.method)
+        if nli.is_nli(b.method) or b.method == "evidence"  # the evidence checker has no converter and no rounds
         else f"converter {b.amc} · rounds {b.max_rounds}"
     )
     st.caption(

@@ -50,8 +50,8 @@ def _label(bid: int) -> str:
     return f"#{b.id} · {b.name} · {b.status} · {b.n_items:,} items"
 
 
-top = st.columns([3, 3, 2])
-bid = top[0].selectbox("Batch", list(by_id), format_func=_label, key="me_batch")
+# The batch on a row of its own: its label (name, status, size) is long and a third of the page cuts it off.
+bid = st.selectbox("Batch", list(by_id), format_func=_label, key="me_batch")
 if st.query_params.get("batch") != str(bid):
     st.query_params["batch"] = str(bid)
     st.session_state.me_param = str(bid)
@@ -59,14 +59,15 @@ batch = by_id[bid]
 peers = [b.id for b in all_batches if b.dataset_id == batch.dataset_id and b.id != bid]
 if st.session_state.get("me_other") not in (None, *peers):
     st.session_state.me_other = None
-other_id = top[1].selectbox(
+top = st.columns([3, 2])
+other_id = top[0].selectbox(
     "Compare with (Figure 3)",
     [None, *peers],
     key="me_other",
     format_func=lambda i: "— none —" if i is None else f"{_label(i)} · {METHOD_LABELS.get(by_id[i].method, '')}",
     help="Another batch over the same dataset, e.g. the paragraph-level evaluator.",
 )
-threshold = top[2].slider(
+threshold = top[1].slider(
     "Threshold",
     0.0,
     1.0,
@@ -107,7 +108,7 @@ values = mv.baseline_values(bid, stamp, bstamp, item_ids)
 level = {"paragraph": "paragraph-level evaluator", "evidence": "evidence checker", **nli.METHOD_LABELS}.get(
     batch.method, "sentence-level DCE"
 )
-level += "" if nli.is_nli(batch.method) else f", converter {batch.amc}"
+level += "" if nli.is_nli(batch.method) or batch.method == "evidence" else f", converter {batch.amc}"
 st.markdown(
     f"**{ds.name if ds else 'deleted dataset'}**"
     + (f" <span style='color:#6b7280'>({ds.format}, sha256 {ds.sha256[:10]}…)</span>" if ds else "")
@@ -256,6 +257,12 @@ if tab["Summary level"].open:
                 help="Of the summaries humans call consistent, the share marked consistent",
             )
             k[4].metric("F1", mv.fmt(cls.f1))
+            st.caption(
+                f"n = {cls.n:,} labelled items · precision {mv.fmt_ci(cls.precision, *cls.precision_ci())} "
+                f"(n = {cls.tp + cls.fp:,} marked consistent) · recall {mv.fmt_ci(cls.recall, *cls.recall_ci())} "
+                f"(n = {cls.tp + cls.fn:,} consistent by humans) · AUROC {mv.fmt_ci(a.auc, a.ci_low, a.ci_high)}; "
+                "95% intervals (Wilson for precision and recall)."
+            )
             if cls.note:
                 st.caption(f":material/info: {cls.note}")
             c = st.columns([3, 2])

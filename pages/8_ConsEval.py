@@ -70,7 +70,7 @@ with st.expander("New study", expanded=not studies, icon=":material/add_circle:"
         key="ce_scales",
         help="Inter-consistency cases need their scales: 5-P/7-P/11-P (POS), 5-P/Likert, 11-P POS/NEG, Binary/10-P.",
     )
-    c = st.columns(4)
+    c = st.columns([1, 1, 2, 1])  # the methods' chips need room: a quarter of the form cuts "Base prompt" off
     n_samples = c[0].number_input(
         "Samples n", 0, 50, 3 if small else 5, key="ce_n", help="At temperature 1.0; 0 skips sampling."
     )

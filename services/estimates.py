@@ -66,6 +66,8 @@ class Estimate:
 
     def summary(self) -> str:
         """One Markdown line for the page."""
+        if self.calls == 0 and not self.upper_bound:
+            return "Estimate: **no model call** (this evaluator runs offline): no token, no charge."
         about = "at most" if self.upper_bound else "about"
         parts = [
             f"{about} **{self.calls:,} call{'' if self.calls == 1 else 's'}**",

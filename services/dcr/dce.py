@@ -127,7 +127,8 @@ def evaluate(client: LLMClient, reference: str, sentences: list[str], cfg: DCRCo
     by_sentence, leftovers = align([r.sentence for r in out.reason], sentences, [r.reason for r in out.reason])
     if len(out.reason) != len(sentences):
         ev.notes.append(
-            f"The model returned {len(out.reason)} reasons for {len(sentences)} sentences; "
+            f"The model returned {len(out.reason)} reason{'' if len(out.reason) == 1 else 's'} for "
+            f"{len(sentences)} sentence{'' if len(sentences) == 1 else 's'}; "
             "they were matched to sentences by the text each quotes or what each says."
         )
     fields: dict[int, Any] = {}

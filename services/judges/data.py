@@ -52,6 +52,15 @@ def _evidence_score(result: dict | None) -> float | None:
     return float(np.mean(support)) if support else None
 
 
+def _eq3_score(result: dict | None) -> float:
+    """The first round's Eq. 3 score (NaN when a sentence was left unknown): the evidence checker's verdict.
+
+    Its batch item's `score` is the calibrated probability instead, which never reaches 1."""
+    rounds = (result or {}).get("rounds") or []
+    v = rounds[0].get("score") if rounds else None
+    return float(v) if isinstance(v, int | float) else np.nan
+
+
 def judge_frame(engine: Engine, batch: BatchPublic) -> pd.DataFrame:
     """One row per batch item: item_id, status, prediction (in [0, 1]), verdict (1/0/NaN), n_sentences,
     n_unknown and the cost columns."""
@@ -83,7 +92,8 @@ def judge_frame(engine: Engine, batch: BatchPublic) -> pd.DataFrame:
     else:
         pred, has = score, done
     df["prediction"] = np.where(has, np.clip(pred, 0.0, 1.0), np.nan)
-    df["verdict"] = np.where(done & np.isfinite(score), (score >= CONSISTENT_AT).astype(float), np.nan)
+    eq3 = np.array([_eq3_score(r.result) for r in rows], dtype=float) if is_evidence else score
+    df["verdict"] = np.where(done & np.isfinite(eq3), (eq3 >= CONSISTENT_AT).astype(float), np.nan)
     return df
 
 

@@ -9,6 +9,7 @@ from sqlalchemy.engine import Engine
 
 from components.judges_figures import make_judges_rate_figure
 from services import judges
+from services.datasets.store import get_dataset
 from services.errors import InputError
 from services.judges import tables
 from services.reports.model import FigureSpec, Headline, Report, Table
@@ -32,6 +33,8 @@ def build(engine: Engine, panel_id: int, **_: Any) -> Report:
         prices=prices,  # type: ignore[arg-type]
     )
     level = 1.0 - cards[0].alpha
+    ds = get_dataset(engine, panel.dataset_id)
+    ds_name = f"{ds.name} (dataset #{ds.id})" if ds else f"dataset #{panel.dataset_id}"
     headlines = []
     for c in cards:
         p = c.rates.ppi
@@ -65,13 +68,13 @@ def build(engine: Engine, panel_id: int, **_: Any) -> Report:
             )
         )
     return Report(
-        title=panel.name or f"Judges compared on dataset {panel.dataset_id}",
+        title=panel.name or f"Judges compared on {ds_name}",
         kind="judges",
         ref_id=panel_id,
-        summary=f"{len(cards)} judge(s) over dataset {panel.dataset_id}, labels from: "
+        summary=f"{len(cards)} judge(s) over {ds_name}, labels from: "
         f"{judges.LABEL_SOURCES.get(opts.get('source', 'all'), '')}.",
         configuration={
-            "dataset": panel.dataset_id,
+            "dataset": ds_name,
             "judges": [c.judge for c in cards],
             "alpha": cards[0].alpha,
             "labels": opts.get("source", "all"),

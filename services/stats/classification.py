@@ -87,6 +87,21 @@ class ClassificationResult:
     positive: int = 0
     note: str | None = None
 
+    def precision_ci(self) -> tuple[float | None, float | None]:
+        """The Wilson 95% interval of the precision: tp of the tp + fp items predicted positive."""
+        return _wilson(self.tp, self.tp + self.fp)
+
+    def recall_ci(self) -> tuple[float | None, float | None]:
+        """The Wilson 95% interval of the recall: tp of the tp + fn positive items."""
+        return _wilson(self.tp, self.tp + self.fn)
+
+
+def _wilson(k: int, n: int) -> tuple[float | None, float | None]:
+    if n == 0:
+        return None, None
+    ci = sps.binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
+    return float(ci.low), float(ci.high)
+
 
 def _ratio(num: int, den: int) -> float | None:
     return num / den if den else None

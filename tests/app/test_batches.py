@@ -186,3 +186,28 @@ def test_items_where_the_judge_and_the_evidence_disagree_can_be_shown_alone(open
     with_1999 = flagged[flagged["text"].str.contains("1999")]
     assert sorted(with_1999["external_id"]) == ["0", "2"] and set(flagged["judge"]) == {"consistent"}
     assert all("does not appear in the article" in w for w in with_1999["why"])
+
+
+def test_the_long_choices_of_the_form_get_room_to_be_read(open_page):
+    """Task and evaluator share a row in halves, the converter (the longest labels) has a row of its own."""
+    seed_dataset()
+    at = open_page(BATCHES)
+    assert not at.exception, at.exception
+    in_columns = [sb.label for col in at.columns for sb in col.selectbox]
+    assert "Converter" not in in_columns and {"Task", "Evaluator"} <= set(in_columns)
+    holding = [col for col in at.columns if [sb.label for sb in col.selectbox] in (["Task"], ["Evaluator"])]
+    assert [col.weight for col in holding] == [0.5, 0.5]
+
+
+def test_an_evidence_batch_names_no_converter_and_no_rounds(open_page):
+    """The evidence checker uses neither: the batch's line does not list them."""
+    from services.config import BackendConfig
+    from services.dcr import DCRConfig
+
+    seed_dataset(2)
+    eng = db.engine.get_engine()
+    bid = batches.create_batch(eng, dataset_id=1, backend=BackendConfig(), cfg=DCRConfig(method="evidence"))
+    at = open_page(BATCHES, query={"batch": str(bid)})
+    assert not at.exception, at.exception
+    (line,) = [c for c in texts(at.caption) if "concurrency" in c and "status" in c]
+    assert "Evidence checker" in line and "converter" not in line and "rounds" not in line

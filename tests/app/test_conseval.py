@@ -124,3 +124,12 @@ def test_a_long_note_is_printed_in_full_under_the_table(open_page, judge):
         k = label.split()[1]
         caption = next(c for c in captions if c.startswith(f"Note {k}: "))
         assert caption.removeprefix(f"Note {k}: ") in full, caption
+
+
+def test_the_methods_choice_is_wide_enough_for_its_chips(open_page):
+    """Its column is twice the width of the number fields beside it, so "Base prompt" is not cut off."""
+    at = open_page(CONSEVAL)
+    assert not at.exception, at.exception
+    (methods_col,) = [c for c in at.columns if [m.label for m in c.multiselect] == ["Methods"]]
+    (samples_col,) = [c for c in at.columns if [n.label for n in c.number_input] == ["Samples n"]]
+    assert methods_col.weight == 2 * samples_col.weight

@@ -475,3 +475,11 @@ def test_sentences_where_the_judge_and_the_evidence_disagree_are_flagged_and_can
     assert not at.exception, at.exception
     cards = [m for m in texts(at.markdown) if "cs-card" in m]
     assert cards[0].count('class="cs-card') == 1 and "1999" in cards[0] and "wrought iron" not in cards[0]
+
+
+def test_the_sample_choice_has_a_row_of_its_own(open_page):
+    """A sample's title carries its size and errors: beside the task's labels it was cut off."""
+    at = open_page(EVALUATE)
+    assert not at.exception, at.exception
+    assert "Load a bundled sample" not in [sb.label for col in at.columns for sb in col.selectbox]
+    assert at.selectbox(key="ev_sample").label == "Load a bundled sample"

@@ -40,7 +40,7 @@ def test_two_judges_label_next_and_the_card_updates(open_page):
     at = open_page(JUDGES)
     assert not at.exception, at.exception
     assert sorted(at.multiselect(key="jd_judges").value) == sorted(ids)
-    assert len(at.dataframe) >= 3
+    assert len(at.dataframe) + len(at.table) >= 3
     assert any("0 human label" in t or "No estimate" in t for t in texts(at.markdown))
 
     at.number_input(key="jd_k").set_value(20)
@@ -60,3 +60,23 @@ def test_two_judges_label_next_and_the_card_updates(open_page):
     assert not at.exception, at.exception
     assert any("20 human label(s)" in t for t in texts(at.markdown)), texts(at.markdown)
     assert any("40 of 60 items" in t or "20 of 60 items" in t for t in texts(at.caption))
+
+
+def test_every_measure_shows_without_a_scroll_bar(open_page):
+    """The detailed table has more than ten rows, more than a data grid shows: it is a static table."""
+    _setup()
+    at = open_page(JUDGES)
+    assert not at.exception, at.exception
+    (measures,) = at.table
+    assert len(measures.value) > 10 and "Failure rate (items)" in measures.value["measure"].tolist()
+
+
+def test_with_every_item_labelled_the_card_says_why_the_judge_adds_nothing(open_page):
+    eng = get_engine()
+    ds = labelled_dataset(eng, 30)
+    add_judge(eng, ds, [0.8] * 30)
+    at = open_page(JUDGES)
+    assert not at.exception, at.exception
+    said = " ".join(texts(at.markdown))
+    assert "Every item has a human label, so the judge has nothing to add" in said
+    assert "as wide as from the labels alone" not in said

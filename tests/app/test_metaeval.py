@@ -257,6 +257,7 @@ def test_an_evidence_checker_batch_offers_no_rounds_and_no_row_without_amc(open_
         db.engine.get_engine(), ds, [Item([[X if i % 2 else C]], flag=not i % 2) for i in range(8)], method="evidence"
     )
     at = open_tab(open_page, eid, "RAI")
+    assert "evidence checker" in header(at) and "converter" not in header(at), "it has no converter"
     notes = texts(at.caption)
     assert any("gives verdicts, not rewrites" in c for c in notes), notes
     assert not any("rounds ≥ 1" in c for c in notes), "no advice to run rounds the evaluator cannot do"
@@ -272,3 +273,20 @@ def test_the_summary_level_shows_risk_coverage_and_reliability_with_their_number
     notes = texts(at.caption)
     assert any(c.startswith("n = ") and "area under the risk-coverage curve" in c for c in notes), notes
     assert any("ECE" in c and "bins" in c for c in notes), notes
+
+
+def test_the_binary_metrics_say_their_n_and_intervals(open_page, no_embeddings):
+    """Precision and recall are proportions of a few items: the page gives each its n and Wilson interval."""
+    _, bid = seed(db.engine.get_engine(), LABELLED + HAND)
+    at = open_tab(open_page, bid)
+    (line,) = [c for c in texts(at.caption) if "labelled items · precision" in c]
+    assert line.startswith("n = 8 labelled items") and "precision 0.667 [" in line and "recall " in line
+    assert "marked consistent)" in line and "consistent by humans)" in line
+
+
+def test_the_batch_choice_has_a_row_of_its_own(open_page, no_embeddings):
+    """A batch's label (name, status, size) is long: it is not squeezed into a third of the page."""
+    _, bid = seed(db.engine.get_engine(), LABELLED + HAND)
+    at = open_tab(open_page, bid)
+    assert "Batch" not in [sb.label for col in at.columns for sb in col.selectbox]
+    assert at.selectbox(key="me_batch").value == bid

@@ -147,3 +147,21 @@ def test_report_downloads_carry_their_file_rather_than_making_it_on_click(open_p
         assert buttons, page
         for b in buttons:
             assert not b.proto.deferred_file_id and b.proto.url, (page, b.proto.label)
+
+
+def test_a_shared_judges_report_shows_every_measure_in_view(open_page):
+    """The judges report's table has 15 rows: drawn whole, not cut at ten behind a grid's scroll bar."""
+    import numpy as np
+
+    from services import judges
+    from tests.support.judges import add_judge, labelled_dataset
+
+    eng = db.engine.get_engine()
+    ds = labelled_dataset(eng, 40, n_labelled=20)
+    rng = np.random.default_rng(0)
+    ids = [add_judge(eng, ds, [float(x) for x in rng.random(40)]), add_judge(eng, ds, [0.7] * 40, model="other")]
+    share = reports.new_share(eng, "judges", judges.save_panel(eng, ds, ids, {"source": "all"}))
+    viewer = open_page(REPORTS, query={"share": share.token})
+    assert not viewer.exception, viewer.exception
+    (table,) = viewer.table
+    assert len(table.value) > 10 and "USD per 1,000 docs" in table.value["measure"].tolist()

@@ -508,3 +508,9 @@ def test_delivered_takes_the_score_of_the_round_that_judged_exactly_that_text():
     assert out.text == "a b1" and out.judged_round == 1 and out.z_hat == 0.75
     whys = [(x.round, x.why.split(":")[0]) for x in out.left_out]
     assert whys == [(1, "Rejected by the reviewer; round 2 judged it consistent"), (2, "Not applied")]
+
+
+def test_one_reason_for_several_sentences_reads_in_the_singular(fake, client):
+    fake.enqueue_json(dce((S[0], OK)))
+    ev = dcr.evaluate(client, REF, S, CFG)
+    assert any("returned 1 reason for 3 sentences" in n for n in ev.notes), ev.notes

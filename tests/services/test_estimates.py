@@ -129,3 +129,11 @@ def test_a_batchs_eta_reads_its_recent_finishes_from_the_database(engine):
     t = es.batch_throughput(engine, bid, left=3, now=now)
     assert t.n_recent == 5 and t.items_per_s == pytest.approx(4 / 8, rel=0.01)
     assert t.eta_s == pytest.approx(6.0, rel=0.01)
+
+
+def test_the_offline_evidence_checker_is_estimated_as_no_model_call():
+    """Zero calls reads as 'no model call', not as a time still to be measured and a model's (lack of) charge."""
+    e = es.document_estimate(REMOTE, es.Measured(0, None, None, None), [(400, 100, 1)], method="evidence")
+    assert e.calls == 0
+    text = e.summary()
+    assert "no model call" in text and "not measured" not in text and "price" not in text

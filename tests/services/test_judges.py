@@ -142,6 +142,7 @@ def test_a_saved_comparison_builds_a_report(engine):
     rep = reports.build(engine, "judges", pid)
     assert rep.kind == "judges" and len(rep.headlines) == 2 and rep.headlines[0].n == 30
     assert "90%" in rep.notes[0]
+    assert rep.title == f"Judges compared on labelled-0 (dataset #{ds})" and "labelled-0" in rep.summary
     html = reports.to_html(rep)
     assert "PPI" in html and "★" in html
     share = reports.new_share(engine, "judges", pid)
@@ -231,3 +232,29 @@ def test_a_bad_score_column_gives_a_message(engine, data, message):
     ds = labelled_dataset(engine, 3)
     with pytest.raises(judges.data.InputError, match=message):
         judges.import_column(engine, ds, name="c", data=data, filename="s.csv", score_column="p")
+
+
+def test_an_evidence_judges_verdict_is_its_eq3_score_not_its_calibrated_probability(engine):
+    """The evidence checker stores its calibrated probability as the item score (below 1 even when every
+    sentence is supported): the verdict comes from the round's Eq. 3 score, unknown when a sentence was."""
+    from sqlmodel import Session, select
+
+    from db.models import Batch, BatchItem, BatchPublic
+    from services.judges.data import judge_frame
+
+    ds = labelled_dataset(engine, 3)
+    bid = add_judge(engine, ds, [0.62, 0.31, 0.55], method="evidence")
+    eq3 = [1.0, 0.0, None]
+    with Session(engine) as session:
+        rows = session.exec(select(BatchItem).where(BatchItem.batch_id == bid).order_by(BatchItem.id)).all()
+        for row, s, p in zip(rows, eq3, [0.62, 0.31, 0.55], strict=True):
+            row.result = {"rounds": [{"score": s, "checker_score": p, "sentences": []}]}
+            session.add(row)
+        session.commit()
+    with Session(engine) as session:
+        batch = BatchPublic.model_validate(session.get(Batch, bid))
+    df = judge_frame(engine, batch)
+    assert df["verdict"].tolist()[:2] == [1.0, 0.0] and np.isnan(df["verdict"].iloc[2])
+    assert df["prediction"].tolist() == pytest.approx([0.62, 0.31, 0.55])
+    (card,) = judges.build_cards(engine, [bid], n_boot=50)
+    assert card.rates.judge_rate == pytest.approx(0.5)

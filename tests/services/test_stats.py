@@ -324,3 +324,16 @@ def test_too_few_raters_or_units_reads_as_english(rows, says):
     res = stats.krippendorff_alpha(rows, "nominal")
     assert res.alpha is None and res.note.startswith(says), res.note
     assert "Only 0" not in res.note and "Only 1 " not in res.note
+
+
+def test_precision_and_recall_carry_wilson_intervals():
+    """The intervals are Wilson's, as statsmodels computes them, of tp over the predicted and the true positives."""
+    from statsmodels.stats.proportion import proportion_confint
+
+    from services.stats.classification import classification
+
+    r = classification([0.9, 0.8, 0.7, 0.2, 0.6, 0.1], [1, 1, 0, 1, 0, 0], 0.5, positive=1)
+    assert (r.tp, r.fp, r.fn) == (2, 2, 1)
+    assert r.precision_ci() == pytest.approx(proportion_confint(2, 4, method="wilson"))
+    assert r.recall_ci() == pytest.approx(proportion_confint(2, 3, method="wilson"))
+    assert classification([0.1], [0], 0.5, positive=1).precision_ci() == (None, None)
