@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.batch_throughput import IN_FLIGHT, LATENCY, free_port, start_server  # noqa: E402
-from bench.cli_throughput import write_pairs  # noqa: E402
+from bench.cli_throughput import cli_env, write_pairs  # noqa: E402
 
 
 def timed(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, int]:
@@ -51,15 +51,7 @@ def evaluate(tmp: Path, pairs: Path, amc: str, db: Path, tag: str) -> dict[str, 
     port = free_port()
     first = tmp / f"first-{tag}"
     server = start_server(port, first_request_file=str(first))
-    env = os.environ | {
-        "LLM_BASE_URL": f"http://127.0.0.1:{port}/v1",
-        "LLM_MODEL": "latency-model",
-        "LLM_API_KEY": "x",
-        "LLM_MAX_RETRIES": "0",
-        "LLM_TIMEOUT": "30",
-        "DATABASE_URL": f"sqlite:///{db}",
-        "DATA_DIR": str(tmp / "data"),
-    }
+    env = cli_env(port, db, tmp)
     out = tmp / f"out-{tag}.jsonl"
     cmd = [sys.executable, str(ROOT / "cli.py"), "evaluate", "--input", str(pairs), "--output", str(out)]
     cmd += ["--amc", amc, "--concurrency", str(IN_FLIGHT)]

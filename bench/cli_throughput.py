@@ -37,19 +37,24 @@ def write_pairs(path: Path, n: int) -> None:
             f.write(json.dumps({"id": str(i), "reference": article(i), "candidate": " ".join(sentences(i))}) + "\n")
 
 
-def cli_run(tmp: Path, port: int, pairs: Path, amc: str, tag: str, *extra: str) -> tuple[float, float, int]:
-    """(start-up s, wall after the first request s, calls) of one `cli.py evaluate` on a fresh database."""
-    first = tmp / f"first-{tag}"
-    server = start_server(port, first_request_file=str(first))
-    env = os.environ | {
+def cli_env(port: int, db: Path, tmp: Path) -> dict[str, str]:
+    """The environment of a `cli.py evaluate` process against the latency server on `port`."""
+    return os.environ | {
         "LLM_BASE_URL": f"http://127.0.0.1:{port}/v1",
         "LLM_MODEL": "latency-model",
         "LLM_API_KEY": "x",
         "LLM_MAX_RETRIES": "0",
         "LLM_TIMEOUT": "30",
-        "DATABASE_URL": f"sqlite:///{tmp}/cli-{tag}.db",
+        "DATABASE_URL": f"sqlite:///{db}",
         "DATA_DIR": str(tmp / "data"),
     }
+
+
+def cli_run(tmp: Path, port: int, pairs: Path, amc: str, tag: str, *extra: str) -> tuple[float, float, int]:
+    """(start-up s, wall after the first request s, calls) of one `cli.py evaluate` on a fresh database."""
+    first = tmp / f"first-{tag}"
+    server = start_server(port, first_request_file=str(first))
+    env = cli_env(port, tmp / f"cli-{tag}.db", tmp)
     out = tmp / f"out-{tag}.jsonl"
     cmd = [sys.executable, str(ROOT / "cli.py"), "evaluate", "--input", str(pairs), "--output", str(out)]
     try:
