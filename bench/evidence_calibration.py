@@ -43,6 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import evidence_cases
 import evidence_qags
 
+from services import stats
 from services.dcr import evidence
 from services.dcr.evidence import calibration
 from services.stats import selective
@@ -52,6 +53,10 @@ FOLDS = evidence_qags.FOLDS
 BAND = (0.35, 0.65)
 MIN_STYLE = 0.6
 MERGED = 3
+# The summary band is chosen for the best balanced accuracy on QAGS-CNN summaries among bands deciding at least
+# this share of them (out of fold it then decides about 85-90%).
+SUMMARY_COVERAGE = 0.88
+BAND_GRID = np.round(np.arange(0.30, 0.7001, 0.01), 2)
 
 
 def _logit(p: np.ndarray) -> np.ndarray:
@@ -63,27 +68,9 @@ def out_of_fold_scores(refs, sents, labels, cases) -> dict:
     """Every sentence's raw score from the weights fitted without its article's fold, and what abstention reads."""
     found = evidence.analyse_many(list(zip(refs, sents, strict=True)), embedder=evidence.lexical_only, noun="article")
     case_found = evidence_qags.analyse_cases(refs, cases, evidence.lexical_only)
-    xq, vq, tq = evidence_qags.features(found)
-    xc, vc, tc = evidence_qags.features(case_found)
-    yq = np.array([v for row in labels for v in row])
-    owner = np.array([i for i, f in enumerate(found) for _ in f])
-    yc = np.array([c.label for c in cases], dtype=float)
-    dc = np.array([c.doc for c in cases])
-    kinds = np.array([c.kind for c in cases])
-    lab = ~np.isnan(yq)
-    fitted_on = ~np.isin(kinds, evidence_cases.HELD_OUT)
-    x = np.vstack([xq[lab], xc[fitted_on]])
-    y = np.concatenate([yq[lab], yc[fitted_on]])
-    docs = np.concatenate([owner[lab], dc[fitted_on]])
-    source = np.array([0] * int(lab.sum()) + [1] * int(fitted_on.sum()))
-    verb = np.concatenate([vq[lab], vc[fitted_on]])
-    folds = np.random.default_rng(0).permutation(len(refs)) % FOLDS
-    weights = []
-    for k in range(FOLDS):
-        train = (folds[docs] != k) & ~verb
-        weights.append(evidence_qags.fit(x[train], y[train], evidence_qags.sample_weights(y[train], source[train])))
-    sq = evidence_qags.rules(evidence_qags.out_of_fold(xq, owner, folds, weights), xq, vq, tq)
-    sc = evidence_qags.rules(evidence_qags.out_of_fold(xc, dc, folds, weights), xc, vc, tc)
+    fs = evidence_qags.fold_scores(len(refs), found, case_found, labels, cases)
+    folds, sq, yq, owner, vq, tq = fs.folds, fs.sq, fs.yq, fs.owner, fs.vq, fs.tq
+    sc, yc, dc, vc, tc, kinds = fs.sc, fs.yc, fs.dc, fs.vc, fs.tc, fs.kinds
 
     def side(f_list, exact_v, exact_t):
         style = np.array([se.features.style for f in f_list for se in f])
@@ -105,6 +92,7 @@ def out_of_fold_scores(refs, sents, labels, cases) -> dict:
             "merged": merged_q,
             "exact": exact_q,
             "hard": hard_q,
+            "features": [se.features for f in found for se in f],
         },
         "c": {
             "s": sc,
@@ -162,6 +150,7 @@ def cross_validate(d: dict) -> dict:
     sum_q, sum_c = summaries(q), summaries(c)
     pq, pc = np.zeros(len(q["s"])), np.zeros(len(c["s"]))
     psq, psc = np.zeros(len(sum_q["y"])), np.zeros(len(sum_c["y"]))
+    platts = []
     for k in range(FOLDS):
         tq, tc = folds[q["doc"]] != k, folds[c["doc"]] != k
         s_train = np.concatenate([q["s"][tq & fit_rows_q], c["s"][tc & fit_rows_c]])
@@ -170,9 +159,10 @@ def cross_validate(d: dict) -> dict:
         pq[~tq], pc[~tc] = iso.predict(q["s"][~tq]), iso.predict(c["s"][~tc])
         uq = folds[sum_q["doc"]] != k
         a, b = fit_summary(sum_q["mean"][uq], sum_q["y"][uq])
+        platts.append((a, b))
         hq, hc = folds[sum_q["doc"]] == k, folds[sum_c["doc"]] == k
         psq[hq], psc[hc] = platt(sum_q["mean"][hq], a, b), platt(sum_c["mean"][hc], a, b)
-    return {"pq": pq, "pc": pc, "psq": psq, "psc": psc, "sum_q": sum_q, "sum_c": sum_c}
+    return {"pq": pq, "pc": pc, "psq": psq, "psc": psc, "sum_q": sum_q, "sum_c": sum_c, "platts": platts}
 
 
 def decide(part: dict, p: np.ndarray, cal: calibration.Calibration) -> tuple[np.ndarray, list]:
@@ -197,6 +187,7 @@ def decide(part: dict, p: np.ndarray, cal: calibration.Calibration) -> tuple[np.
 
 
 def summary_verdicts(members: list[list[int]], verdict: np.ndarray) -> np.ndarray:
+    """The all-sentences rule: 0 when any sentence is inconsistent, 1 when every one is consistent, else NaN."""
     out = []
     for m in members:
         v = verdict[m]
@@ -209,15 +200,134 @@ def summary_verdicts(members: list[list[int]], verdict: np.ndarray) -> np.ndarra
     return np.array(out)
 
 
+WORDS = {1.0: "consistent", 0.0: "inconsistent"}
+CODES = {"consistent": 1.0, "inconsistent": 0.0, "unknown": np.nan}
+
+
+def decide_summaries(
+    part: dict, members: list[list[int]], verdict: np.ndarray, prob: np.ndarray, cal: calibration.Calibration
+) -> np.ndarray:
+    """Each summary's verdict (1, 0, NaN) by the checker's own rule (calibration.decide_summary)."""
+    out = []
+    for m, p in zip(members, prob, strict=True):
+        words = [WORDS.get(float(v), "unknown") for v in verdict[m]]
+        v, _ = calibration.decide_summary(words, float(p), style=float(part["style"][m[0]]), cal=cal)
+        out.append(CODES[v])
+    return np.array(out)
+
+
+def band_verdicts(part: dict, members: list[list[int]], verdict: np.ndarray, prob: np.ndarray, bands) -> np.ndarray:
+    """decide_summary for many candidate summary bands at once: an array (band, summary) of 1, 0, NaN."""
+    rule = summary_verdicts(members, verdict)
+    own = np.array([len(m) >= 2 and part["style"][m[0]] >= MIN_STYLE and not (verdict[m] == 0).any() for m in members])
+    lo, hi = np.array(bands)[:, :1], np.array(bands)[:, 1:]
+    by_band = np.where(prob >= hi, 1.0, np.where(prob < lo, 0.0, np.nan))
+    return np.where(own, by_band, rule)
+
+
+def _ba_decided(pred: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """Balanced accuracy on the decided items (NaN without both classes) and the share decided, per row of pred."""
+    pred = np.atleast_2d(pred)
+    decided = ~np.isnan(pred)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r1 = ((pred == 1) & (y == 1)).sum(axis=1) / (decided & (y == 1)).sum(axis=1)
+        r0 = ((pred == 0) & (y == 0)).sum(axis=1) / (decided & (y == 0)).sum(axis=1)
+    return (r1 + r0) / 2, decided.mean(axis=1)
+
+
+BANDS = [(lo, hi) for lo in BAND_GRID for hi in BAND_GRID if hi >= lo]
+
+
+def choose_summary_band(part, members, verdict, prob, y, coverage: float) -> tuple[float, float]:
+    """The summary band with the best balanced accuracy among those deciding at least `coverage` of the summaries
+    (the widest coverage reachable when none does); ties go to the narrower band."""
+    ba, cov = _ba_decided(band_verdicts(part, members, verdict, prob, BANDS), y)
+    ok = cov >= min(coverage, cov.max() - 1e-9)
+    ba = np.where(ok & np.isfinite(ba), ba, -1.0)
+    best = np.flatnonzero(ba >= ba.max() - 1e-12)
+    widths = [BANDS[i][1] - BANDS[i][0] for i in best]
+    return BANDS[int(best[int(np.argmin(widths))])]
+
+
+def cross_validate_summary(d: dict, cv: dict, vq: np.ndarray, vc: np.ndarray, coverage: float) -> dict:
+    """Out-of-fold summary verdicts: for each fold, the band is chosen on the other folds' QAGS-CNN summaries
+    (their probabilities from the summary map fitted on those folds) and applied to the held-out fold."""
+    folds, q, c = d["folds"], d["q"], d["c"]
+    sq, sc = cv["sum_q"], cv["sum_c"]
+    fq, fc = folds[sq["doc"]], folds[sc["doc"]]
+    pred_q, pred_c = np.full(len(sq["y"]), np.nan), np.full(len(sc["y"]), np.nan)
+    bands = []
+    for k, (a, b) in enumerate(cv["platts"]):
+        train = fq != k
+        p_train = platt(sq["mean"][train], a, b)
+        members_train = [m for m, t in zip(sq["members"], train, strict=True) if t]
+        band = choose_summary_band(q, members_train, vq, p_train, sq["y"][train], coverage)
+        bands.append(band)
+        cal = calibration.Calibration((0.0, 1.0), (0.0, 1.0), a, b, BAND, MIN_STYLE, MERGED, {}, band)
+        for s, part, v, f, p, out in ((sq, q, vq, fq, cv["psq"], pred_q), (sc, c, vc, fc, cv["psc"], pred_c)):
+            held = np.flatnonzero(f == k)
+            out[held] = decide_summaries(part, [s["members"][i] for i in held], v, p[held], cal)
+    return {"q": pred_q, "c": pred_c, "bands": bands}
+
+
+def _ba_value(pred: np.ndarray, y: np.ndarray) -> float | None:
+    keep = ~np.isnan(pred)
+    ba = _ba_decided(pred[keep], y[keep])[0][0] if keep.any() else np.nan
+    return round(100 * float(ba), 1) if np.isfinite(ba) else None
+
+
 def _ba(pred: np.ndarray, y: np.ndarray) -> str:
     keep = ~np.isnan(pred)
     if not keep.any():
         return "n/a (nothing decided)"
     p, t = pred[keep], y[keep]
-    recalls = [float(np.mean(p[t == c] == c)) for c in (0, 1) if (t == c).any()]
-    ba = np.mean(recalls) if len(recalls) == 2 else float("nan")
+    ba = _ba_value(pred, y)
+    lo, hi = stats.balanced_accuracy_interval(p, t, 0.5, n_boot=1000, seed=0)
+    ci = f" [{100 * lo:.1f}, {100 * hi:.1f}]" if lo is not None else ""
     acc = float(np.mean(p == t))
-    return f"balanced accuracy {100 * ba:.1f}, accuracy {100 * acc:.1f} on {keep.mean():.0%} decided (n = {len(y)})"
+    shown = "n/a (one class)" if ba is None else f"{ba:.1f}{ci}"
+    return (
+        f"balanced accuracy {shown}, accuracy {100 * acc:.1f} on {keep.mean():.0%} decided "
+        f"({int(keep.sum())} of {len(y)})"
+    )
+
+
+def trade_off(d: dict, cv: dict, vq: np.ndarray, vc: np.ndarray) -> None:
+    """Out-of-fold balanced accuracy against the share decided, the band chosen for each coverage in turn."""
+    y = cv["sum_q"]["y"]
+    cells = []
+    for cov in (0.95, 0.92, 0.9, 0.88, 0.85, 0.8, 0.75, 0.7):
+        pred = cross_validate_summary(d, cv, vq, vc, cov)["q"]
+        cells.append(f"{cov:.0%}: {_ba_value(pred, y)} @ {np.mean(~np.isnan(pred)):.0%}")
+    print("  trade-off on QAGS-CNN, band chosen (out of fold) to decide at least: " + "; ".join(cells))
+
+
+def missed(d: dict, cv: dict, pred: np.ndarray) -> None:
+    """What the out-of-fold summary errors on QAGS-CNN hold: in a summary wrongly accepted, the sentences with a
+    majority "no"; in one wrongly rejected, its least supported sentence by the checker."""
+    q, s = d["q"], cv["sum_q"]
+    for want, got, name in ((0.0, 1.0, "inconsistent called consistent"), (1.0, 0.0, "consistent called inconsistent")):
+        rows = [i for i, (yy, pp) in enumerate(zip(s["y"], pred, strict=True)) if yy == want and pp == got]
+        kinds: dict[str, int] = {}
+        for i in rows:
+            m = s["members"][i]
+            # the sentences people rejected; in a summary wrongly rejected, the one the checker doubted most
+            for j in [j for j in m if q["y"][j] == 0] if want == 0.0 else [m[int(np.argmin(cv["pq"][m]))]]:
+                kinds[_kind(q["features"][j])] = kinds.get(_kind(q["features"][j]), 0) + 1
+        counts = ", ".join(f"{k} {v}" for k, v in sorted(kinds.items(), key=lambda kv: -kv[1]))
+        print(f"  {name}: {len(rows)} summaries; their sentences: {counts}")
+
+
+def _kind(f) -> str:
+    if f.numbers > 0:
+        return "a new number"
+    if f.names > 0:
+        return "a new name"
+    if f.contradiction > 0:
+        return "a contradiction cue"
+    if f.novel == 0:
+        return "every word in the article (wrong attribution, merged or reordered facts)"
+    return "new words of general vocabulary"
 
 
 def report_selective(name: str, prob: np.ndarray, y: np.ndarray, decided_pred: np.ndarray) -> dict:
@@ -290,14 +400,21 @@ def main(argv: list[str]) -> int:
         "held-out one-sentence abstractive", cv["pc"][held], c["y"][held], vc[held]
     )
 
-    print("\nsummary level (consistent when every sentence is; undecided when none is inconsistent and one undecided):")
-    sq_pred = summary_verdicts(cv["sum_q"]["members"], vq)
-    sc_pred = summary_verdicts(cv["sum_c"]["members"], vc)
+    print(
+        "\nsummary level (inconsistent when a sentence is; otherwise the summary probability with its band, chosen"
+        f" on the other folds for the best balanced accuracy deciding at least {SUMMARY_COVERAGE:.0%}; one-sentence"
+        " and reworded summaries take their sentences' verdicts):"
+    )
+    scv = cross_validate_summary(d, cv, vq, vc, SUMMARY_COVERAGE)
+    sq_pred, sc_pred = scv["q"], scv["c"]
+    print("  bands chosen per fold: " + ", ".join(f"[{lo:.2f}, {hi:.2f})" for lo, hi in scv["bands"]))
     kinds_c = np.array([c["kind"][m[0]] for m in cv["sum_c"]["members"]])
     abstractive = np.isin(kinds_c, ("abstract", "abstract-fact"))
     headline = np.isin(kinds_c, evidence_cases.HELD_OUT)
     cnn_style = ~abstractive & ~headline
     figures["summary_qags"] = report_selective("QAGS-CNN", cv["psq"], cv["sum_q"]["y"], sq_pred)
+    before = summary_verdicts(cv["sum_q"]["members"], vq)
+    print(f"    (the all-sentences rule it replaces: {_ba(before, cv['sum_q']['y'])})")
     for key, name, m in (
         ("summary_constructed_extractive", "constructed CNN/DM-style (one sentence each)", cnn_style),
         ("summary_constructed_abstractive", "constructed abstractive (3 sentences)", abstractive),
@@ -306,11 +423,17 @@ def main(argv: list[str]) -> int:
         figures[key] = report_selective(name, cv["psc"][m], cv["sum_c"]["y"][m], sc_pred[m])
         figures[key]["decided"] = round(float(np.mean(~np.isnan(sc_pred[m]))), 4)
     figures["summary_qags"]["decided"] = round(float(np.mean(~np.isnan(sq_pred))), 4)
+    figures["summary_qags"]["balanced_accuracy"] = _ba_value(sq_pred, cv["sum_q"]["y"])
+    trade_off(d, cv, vq, vc)
+    missed(d, cv, sq_pred)
 
     if write:
         s_all = np.concatenate([q["s"][lab], c["s"][fit_c]])
         iso = fit_sentence(s_all, both_y)
         a, b = fit_summary(cv["sum_q"]["mean"], cv["sum_q"]["y"])
+        summary_band = choose_summary_band(
+            q, cv["sum_q"]["members"], vq, platt(cv["sum_q"]["mean"], a, b), cv["sum_q"]["y"], SUMMARY_COVERAGE
+        )
 
         def bins(p, y):
             r = selective.reliability(p, y)
@@ -326,6 +449,7 @@ def main(argv: list[str]) -> int:
             summary_intercept=round(a, 6),
             summary_slope=round(b, 6),
             band=BAND,
+            summary_band=summary_band,
             min_style=MIN_STYLE,
             merged=MERGED,
             info={
@@ -348,7 +472,7 @@ def main(argv: list[str]) -> int:
         calibration.CALIBRATION_PATH.write_text(json.dumps(cal.to_dict(), indent=1) + "\n", encoding="utf-8")
         print(
             f"\nwrote {calibration.CALIBRATION_PATH} ({len(cal.sentence_x)} isotonic knots; "
-            f"summary a={a:.3f}, b={b:.3f})"
+            f"summary a={a:.3f}, b={b:.3f}; summary band [{summary_band[0]:.2f}, {summary_band[1]:.2f}))"
         )
     return 0
 

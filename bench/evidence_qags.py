@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -235,10 +236,34 @@ def analyse_qags(mode: str, embedder: evidence.Embedder, refs, sents) -> list:
     return found
 
 
-def run_lexical(refs, sents, labels, cases) -> tuple[np.ndarray, list]:
-    """Every figure in the lexical mode; returns the folds and each fold's weights."""
-    found = analyse_qags("lexical", evidence.lexical_only, refs, sents)
-    case_found = analyse_cases(refs, cases, evidence.lexical_only)
+@dataclass(frozen=True)
+class FoldScores:
+    """Every sentence scored out of fold: the QAGS-CNN sentences (q) and the constructed cases (c)."""
+
+    folds: np.ndarray  # each article's fold
+    weights: list  # each fold's (bias, weights), fitted without it
+    xq: np.ndarray
+    yq: np.ndarray  # majority label, NaN for a tie
+    owner: np.ndarray  # the summary (and article) of each QAGS sentence
+    vq: np.ndarray  # verbatim
+    tq: np.ndarray  # stitched
+    sq: np.ndarray  # out-of-fold score
+    xc: np.ndarray
+    yc: np.ndarray
+    dc: np.ndarray  # the article of each case
+    vc: np.ndarray
+    tc: np.ndarray
+    sc: np.ndarray
+    kinds: np.ndarray
+    x: np.ndarray  # the rows fitted on: QAGS sentences with a label, then the fitted kinds of case
+    y: np.ndarray
+    source: np.ndarray  # 0 QAGS, 1 constructed
+    verb: np.ndarray  # verbatim (scored by rule, never fitted on)
+
+
+def fold_scores(n_refs: int, found: list, case_found: list, labels, cases) -> FoldScores:
+    """The score weights fitted on four fifths of the articles (QAGS sentences with a majority label and the fitted
+    kinds of case, verbatim ones left out) and each sentence scored with those fitted without its article's fold."""
     xq, vq, tq = features(found)
     xc, vc, tc = features(case_found)
     yq = np.array([v for row in labels for v in row])
@@ -253,13 +278,25 @@ def run_lexical(refs, sents, labels, cases) -> tuple[np.ndarray, list]:
     docs = np.concatenate([owner[lab], dc[fitted_on]])
     source = np.array([0] * int(lab.sum()) + [1] * int(fitted_on.sum()))
     verb = np.concatenate([vq[lab], vc[fitted_on]])
-    folds = np.random.default_rng(0).permutation(len(refs)) % FOLDS
+    folds = np.random.default_rng(0).permutation(n_refs) % FOLDS
     weights = []
     for k in range(FOLDS):
         train = (folds[docs] != k) & ~verb
         weights.append(fit(x[train], y[train], sample_weights(y[train], source[train])))
     sq = rules(out_of_fold(xq, owner, folds, weights), xq, vq, tq)
     sc = rules(out_of_fold(xc, dc, folds, weights), xc, vc, tc)
+    return FoldScores(folds, weights, xq, yq, owner, vq, tq, sq, xc, yc, dc, vc, tc, sc, kinds, x, y, source, verb)
+
+
+def run_lexical(refs, sents, labels, cases) -> tuple[np.ndarray, list]:
+    """Every figure in the lexical mode; returns the folds and each fold's weights."""
+    found = analyse_qags("lexical", evidence.lexical_only, refs, sents)
+    case_found = analyse_cases(refs, cases, evidence.lexical_only)
+    fs = fold_scores(len(refs), found, case_found, labels, cases)
+    folds, weights, kinds = fs.folds, fs.weights, fs.kinds
+    sq, yq, owner, vq, tq = fs.sq, fs.yq, fs.owner, fs.vq, fs.tq
+    sc, yc = fs.sc, fs.yc
+    x, y, source, verb = fs.x, fs.y, fs.source, fs.verb
     report_qags(sq, yq, owner, vq, tq, refs, sents, labels)
 
     print("\ncross-validated, constructed cases:")

@@ -461,7 +461,8 @@ def to_evaluation(found: Sequence[SentenceEvidence], *, mode: str = "") -> Evalu
 
     Consistent is +1, inconsistent -1; an unknown sentence has no mark, as in DCR. Each sentence carries its
     calibrated probability and, when undecided, why; the evaluation carries `checker_score`, the calibrated
-    probability that every sentence is supported (calibration.py).
+    probability that every sentence is supported (calibration.py), and the summary verdict of
+    `calibration.decide_summary` (with why in its notes when undecided).
     """
     verdicts = []
     for se in found:
@@ -479,15 +480,20 @@ def to_evaluation(found: Sequence[SentenceEvidence], *, mode: str = "") -> Evalu
                 abstain_reason=se.abstain_reason,
             )
         )
-    # The summary is inconsistent when any sentence is, consistent when all are, undecided otherwise.
-    summary = calibration.summary_verdict([se.verdict for se in found])
+    # Inconsistent when any sentence is; otherwise the summary's own probability decides, with its band
+    # (calibration.decide_summary).
+    p = calibration.shipped().summary_probability([se.support for se in found])
+    style = found[0].features.style if found else 1.0
+    summary, why = calibration.decide_summary([se.verdict for se in found], p, style=style)
     ev = Evaluation(
         sentences=verdicts,
         model_is_consistent=None if summary == "unknown" else summary == "consistent",
-        checker_score=calibration.shipped().summary_probability([se.support for se in found]),
+        checker_score=p,
     )
     if mode:
         ev.notes.append(f"Offline evidence checker ({mode}); no model was called.")
+    if why and found:
+        ev.notes.append(f"Summary undecided: {why}")
     ev.score = score_evaluation([v.mark for v in verdicts], [])
     return ev
 
