@@ -1,5 +1,6 @@
 """The evidence checker's calibrated probabilities and its abstention (services.dcr.evidence.calibration)."""
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -75,6 +76,85 @@ def test_the_summary_verdict_needs_every_sentence_for_consistent_and_one_for_inc
     assert calibration.summary_verdict([]) == "unknown"
 
 
+BANDED = dataclasses.replace(CAL, summary_band=(0.4, 0.6))
+
+
+@pytest.mark.parametrize(
+    ("verdicts", "p", "style", "want", "says"),
+    [
+        (["consistent", "unknown", "consistent"], 0.8, 0.9, "consistent", "Consistent as a whole: 1 of its 3"),
+        (["consistent", "consistent"], 0.8, 0.9, "consistent", None),
+        (["consistent", "consistent"], 0.5, 0.9, "unknown", "mixed"),
+        (["consistent", "consistent", "consistent"], 0.2, 0.9, "inconsistent", "Inconsistent as a whole"),
+        (["inconsistent", "consistent"], 0.95, 0.9, "inconsistent", None),
+        (["unknown"], 0.9, 0.9, "unknown", "1 of its 1 sentences are undecided"),  # one sentence: its own verdict
+        (["consistent"], 0.1, 0.9, "consistent", None),
+        (["unknown", "unknown"], 0.9, 0.3, "unknown", "undecided"),  # reworded: only the sentences decide
+        (["consistent", "unknown"], None, 0.9, "unknown", "undecided"),
+    ],
+)
+def test_the_summary_is_decided_by_its_probability_and_band_unless_a_sentence_is_inconsistent(
+    verdicts, p, style, want, says
+) -> None:
+    verdict, note = calibration.decide_summary(verdicts, p, style=style, cal=BANDED)
+    assert verdict == want
+    if says is None:
+        assert note is None
+    else:
+        assert says in note
+        assert verdict != "unknown" or "model endpoint" in note
+
+
+def test_the_summary_band_is_read_back_and_checked() -> None:
+    d = BANDED.to_dict()
+    assert calibration.Calibration.from_dict(d).summary_band == (0.4, 0.6)
+    old = {**d, "abstain": {k: v for k, v in d["abstain"].items() if k != "summary_band"}}
+    assert calibration.Calibration.from_dict(old).summary_band == (0.5, 0.5)  # a file from before: no band
+    with pytest.raises(ValueError, match="summary_band"):
+        calibration.Calibration.from_dict({**d, "abstain": {**d["abstain"], "summary_band": [0.7, 0.3]}})
+
+
+def test_a_summary_with_an_undecided_sentence_is_decided_as_a_whole(lexical, monkeypatch) -> None:
+    """The third sentence merges three reference sentences, so it is undecided; the summary's probability decides."""
+    found = evidence.analyse(
+        REF,
+        [
+            "It approved a budget of 40 million dollars for new schools.",
+            "Mayor Anna Lopez said the vote was close.",
+            "The council met on Tuesday and approved a budget for new schools, and construction will begin in March.",
+        ],
+    )
+    assert [se.verdict for se in found] == ["consistent", "consistent", "unknown"]
+    real = calibration.shipped()
+    p = real.summary_probability([se.support for se in found])
+    for band, want in (((p - 0.1, p - 0.05), True), ((p - 0.05, p + 0.05), None), ((p + 0.05, p + 0.1), False)):
+        monkeypatch.setattr(calibration, "shipped", lambda band=band: dataclasses.replace(real, summary_band=band))
+        ev = evidence.to_evaluation(found)
+        assert ev.model_is_consistent is want and ev.checker_score == pytest.approx(p)
+        assert any(n.startswith("Summary: ") for n in ev.notes)
+
+
+def test_the_bench_chooses_bands_with_the_checkers_own_summary_rule(monkeypatch) -> None:
+    """bench/evidence_calibration.py searches bands with a vectorised copy of decide_summary: they must agree."""
+    pytest.importorskip("sklearn")
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[2] / "bench"))
+    import evidence_calibration as ec
+
+    rng = np.random.default_rng(0)
+    sizes = rng.integers(1, 4, 300)
+    members = np.split(np.arange(sizes.sum()), np.cumsum(sizes)[:-1])
+    members = [list(m) for m in members]
+    verdict = rng.choice([0.0, 1.0, np.nan], sizes.sum(), p=[0.15, 0.7, 0.15])
+    style = np.repeat(rng.choice([0.3, 0.9], len(members), p=[0.2, 0.8]), sizes)
+    part = {"style": style}
+    prob = rng.uniform(0, 1, len(members))
+    bands = [(0.4, 0.6), (0.5, 0.5), (0.3, 0.45)]
+    fast = ec.band_verdicts(part, members, verdict, prob, bands)
+    for row, band in zip(fast, bands, strict=True):
+        cal = dataclasses.replace(CAL, summary_band=band, min_style=ec.MIN_STYLE)
+        np.testing.assert_array_equal(row, ec.decide_summaries(part, members, verdict, prob, cal))
+
+
 def test_an_xsum_style_summary_is_left_undecided_with_its_lean(lexical) -> None:
     """One freely reworded sentence: what the checker would say, but no verdict, and how to get one."""
     (se,) = evidence.analyse(REF, ["Councillors backed a big school spending plan amid a tight vote, the mayor said."])
@@ -144,9 +224,11 @@ def test_cross_validated_calibration_error_and_abstention_on_qags_and_constructe
     cal = calibration.shipped()
     verdicts_q, _ = ec.decide(q, cv["pq"], cal)
     verdicts_c, _ = ec.decide(c, cv["pc"], cal)
-    decided_q = ~np.isnan(ec.summary_verdicts(cv["sum_q"]["members"], verdicts_q))
-    assert decided_q.mean() >= 0.85  # CNN/DM style: it decides most summaries
+    summary = ec.cross_validate_summary(d, cv, verdicts_q, verdicts_c, ec.SUMMARY_COVERAGE)
+    y = cv["sum_q"]["y"]
+    assert np.mean(~np.isnan(summary["q"])) >= 0.85  # CNN/DM style: it decides most summaries
+    # ... and out of fold its own summary rule does better where it decides than the all-sentences rule
+    assert ec._ba_value(summary["q"], y) > ec._ba_value(ec.summary_verdicts(cv["sum_q"]["members"], verdicts_q), y)
     kinds = np.array([c["kind"][m[0]] for m in cv["sum_c"]["members"]])
     xsum = np.isin(kinds, evidence_cases.HELD_OUT)
-    decided_x = ~np.isnan(ec.summary_verdicts(cv["sum_c"]["members"], verdicts_c))[xsum]
-    assert decided_x.mean() <= 0.2  # XSum style: it abstains on at least 80%
+    assert np.mean(~np.isnan(summary["c"][xsum])) <= 0.2  # XSum style: it abstains on at least 80%

@@ -462,7 +462,7 @@ def to_evaluation(found: Sequence[SentenceEvidence], *, mode: str = "") -> Evalu
     Consistent is +1, inconsistent -1; an unknown sentence has no mark, as in DCR. Each sentence carries its
     calibrated probability and, when undecided, why; the evaluation carries `checker_score`, the calibrated
     probability that every sentence is supported (calibration.py), and the summary verdict of
-    `calibration.decide_summary` (with why in its notes when undecided).
+    `calibration.decide_summary` (with a note wherever the sentences' verdicts alone do not show it).
     """
     verdicts = []
     for se in found:
@@ -484,7 +484,7 @@ def to_evaluation(found: Sequence[SentenceEvidence], *, mode: str = "") -> Evalu
     # (calibration.decide_summary).
     p = calibration.shipped().summary_probability([se.support for se in found])
     style = found[0].features.style if found else 1.0
-    summary, why = calibration.decide_summary([se.verdict for se in found], p, style=style)
+    summary, note = calibration.decide_summary([se.verdict for se in found], p, style=style)
     ev = Evaluation(
         sentences=verdicts,
         model_is_consistent=None if summary == "unknown" else summary == "consistent",
@@ -492,8 +492,8 @@ def to_evaluation(found: Sequence[SentenceEvidence], *, mode: str = "") -> Evalu
     )
     if mode:
         ev.notes.append(f"Offline evidence checker ({mode}); no model was called.")
-    if why and found:
-        ev.notes.append(f"Summary undecided: {why}")
+    if note and found:
+        ev.notes.append(f"Summary: {note}")
     ev.score = score_evaluation([v.mark for v in verdicts], [])
     return ev
 

@@ -174,8 +174,9 @@ def decide_summary(
     noun: str = "reference",
     cal: Calibration | None = None,
 ) -> tuple[str, str | None]:
-    """The summary's verdict from its sentences' verdicts and its probability (`summary_probability`), and, when
-    undecided, why in plain words with what would decide it.
+    """The summary's verdict from its sentences' verdicts and its probability (`summary_probability`), and a note
+    in plain words wherever the sentences' verdicts alone do not show it (why it is undecided, with what would
+    decide it; or what decided it as a whole).
 
     Inconsistent when any sentence is decided inconsistent. Otherwise, for a summary of two or more sentences
     that keeps its reference's wording (style at least `min_style`), the probability decides with `summary_band`:
@@ -186,22 +187,32 @@ def decide_summary(
     if any(v == "inconsistent" for v in verdicts):
         return "inconsistent", None
     if not verdicts:
-        return "unknown", f"There is no sentence to judge. {DECIDE_WITH}"
+        return "unknown", f"Undecided: there is no sentence to judge. {DECIDE_WITH}"
+    n_unknown = sum(v == "unknown" for v in verdicts)
     if probability is not None and len(verdicts) >= 2 and style >= c.min_style:
         lo, hi = c.summary_band
+        chance = f"a probability of {probability:.2f} that the {noun} supports every sentence"
         if probability >= hi:
-            return "consistent", None
+            if not n_unknown:
+                return "consistent", None
+            return "consistent", (
+                f"Consistent as a whole: {n_unknown} of its {len(verdicts)} sentences are undecided, but taken "
+                f"together the evidence gives {chance}, at or above {hi:.2f}."
+            )
         if probability < lo:
-            return "inconsistent", None
+            return "inconsistent", (
+                f"Inconsistent as a whole: no sentence is decided inconsistent, but taken together the evidence "
+                f"gives only {chance}, below {lo:.2f}. The least supported sentences are the likeliest culprits."
+            )
         return "unknown", (
-            f"The evidence for the summary as a whole is mixed: a probability of {probability:.2f} that the {noun} "
-            f"supports every sentence, between {lo:.2f} and {hi:.2f}, where the offline checker does not decide. "
-            f"{DECIDE_WITH}"
+            f"Undecided: the evidence for the summary as a whole is mixed, {chance}, between {lo:.2f} and "
+            f"{hi:.2f}, where the offline checker does not decide. {DECIDE_WITH}"
         )
-    if all(v == "consistent" for v in verdicts):
+    if not n_unknown:
         return "consistent", None
-    n = sum(v == "unknown" for v in verdicts)
-    return "unknown", f"{n} of its {len(verdicts)} sentences are undecided (each says why). {DECIDE_WITH}"
+    return "unknown", (
+        f"Undecided: {n_unknown} of its {len(verdicts)} sentences are undecided (each says why). {DECIDE_WITH}"
+    )
 
 
 def summary_verdict(
