@@ -483,7 +483,7 @@ def to_evaluation(found: Sequence[SentenceEvidence], *, mode: str = "") -> Evalu
     # Inconsistent when any sentence is; otherwise the summary's own probability decides, with its band
     # (calibration.decide_summary).
     p = calibration.shipped().summary_probability([se.support for se in found])
-    style = found[0].features.style if found else 1.0
+    style = found[0].features.style if found and found[0].features else 1.0
     summary, note = calibration.decide_summary([se.verdict for se in found], p, style=style)
     ev = Evaluation(
         sentences=verdicts,
