@@ -19,10 +19,11 @@ it, when its lexical evidence cannot decide:
 - band: its probability lies inside `band`: the evidence is mixed.
 
 The summary's verdict (`decide_summary`): inconsistent when any sentence is decided inconsistent; otherwise its
-own probability (`summary_probability`) decides, with its own band `summary_band`: consistent at its upper end
-or above, inconsistent below its lower end, undecided between. So a summary with an undecided sentence can still
-be decided, and one whose sentences each pass narrowly can still be undecided. The band is chosen by
-cross-validation on QAGS-CNN for the best balanced accuracy while deciding most summaries. A summary of one
+own probability (`summary_probability`) decides, with its own band `summary_band` [lo, hi): a summary with
+undecided sentences is consistent at hi or above, inconsistent below lo, undecided between; one whose sentences
+all pass is consistent unless its probability is below lo (then undecided). So a summary with an undecided
+sentence can still be decided, and one whose sentences each pass narrowly can still be left undecided. The band
+is chosen by cross-validation on QAGS-CNN for the best balanced accuracy while deciding most summaries. A summary of one
 sentence takes that sentence's verdict (the sentence map is fitted on far more sentences than the summary map
 on summaries), and so does a reworded summary: there only hard evidence decides.
 """
@@ -179,9 +180,10 @@ def decide_summary(
     decide it; or what decided it as a whole).
 
     Inconsistent when any sentence is decided inconsistent. Otherwise, for a summary of two or more sentences
-    that keeps its reference's wording (style at least `min_style`), the probability decides with `summary_band`:
-    consistent at its upper end or above, inconsistent below its lower end. A summary of one sentence, a reworded
-    one, or one without a probability: consistent when every sentence is, undecided otherwise.
+    that keeps its reference's wording (style at least `min_style`), the probability decides with `summary_band`
+    [lo, hi): with every sentence decided consistent, consistent at lo or above and undecided below; with some
+    undecided, consistent at hi or above, inconsistent below lo, undecided between. A summary of one sentence, a
+    reworded one, or one without a probability: consistent when every sentence is, undecided otherwise.
     """
     c = cal or shipped()
     if any(v == "inconsistent" for v in verdicts):
@@ -192,21 +194,29 @@ def decide_summary(
     if probability is not None and len(verdicts) >= 2 and style >= c.min_style:
         lo, hi = c.summary_band
         chance = f"a probability of {probability:.2f} that the {noun} supports every sentence"
-        if probability >= hi:
-            if not n_unknown:
+        if not n_unknown:
+            # Every sentence passes: only weak evidence as a whole holds the verdict back (never turns it over).
+            if probability >= lo:
                 return "consistent", None
+            return "unknown", (
+                f"Undecided: each sentence passes, but taken together the evidence gives only {chance}, below "
+                f"{lo:.2f}, where the offline checker does not call the summary consistent. {DECIDE_WITH}"
+            )
+        if probability >= hi:
             return "consistent", (
                 f"Consistent as a whole: {n_unknown} of its {len(verdicts)} sentences are undecided, but taken "
                 f"together the evidence gives {chance}, at or above {hi:.2f}."
             )
         if probability < lo:
             return "inconsistent", (
-                f"Inconsistent as a whole: no sentence is decided inconsistent, but taken together the evidence "
-                f"gives only {chance}, below {lo:.2f}. The least supported sentences are the likeliest culprits."
+                f"Inconsistent as a whole: {n_unknown} of its {len(verdicts)} sentences are undecided and taken "
+                f"together the evidence gives only {chance}, below {lo:.2f}. The undecided sentences are the "
+                "likeliest culprits."
             )
         return "unknown", (
-            f"Undecided: the evidence for the summary as a whole is mixed, {chance}, between {lo:.2f} and "
-            f"{hi:.2f}, where the offline checker does not decide. {DECIDE_WITH}"
+            f"Undecided: {n_unknown} of its {len(verdicts)} sentences are undecided and the evidence for the "
+            f"summary as a whole is mixed, {chance}, between {lo:.2f} and {hi:.2f}, where the offline checker "
+            f"does not decide. {DECIDE_WITH}"
         )
     if not n_unknown:
         return "consistent", None
