@@ -4,7 +4,7 @@ A judge is a batch over a dataset: its prediction of an item is the batch's cont
 offline evidence checker, its calibrated `checker_score` when the result carries one, else its summary score:
 the mean support of the sentences, which it has even where it abstains); its verdict is 1 when every
 sentence was judged consistent (Eq. 3's score of 1), 0 otherwise, none when it failed or left a sentence
-unknown.
+unknown; the evidence checker's is its own summary verdict (`model_is_consistent`, none when undecided).
 
 The human side of an item: the label and score it was imported with, and the annotators' labels from the
 Annotate queue (an annotator's verdict on an item counts once they have labelled every sentence of it:
@@ -52,13 +52,19 @@ def _evidence_score(result: dict | None) -> float | None:
     return float(np.mean(support)) if support else None
 
 
-def _eq3_score(result: dict | None) -> float:
-    """The first round's Eq. 3 score (NaN when a sentence was left unknown): the evidence checker's verdict.
+def _evidence_verdict(result: dict | None) -> float:
+    """The evidence checker's own summary verdict (1, 0, NaN when undecided): the first round's
+    `model_is_consistent`, which can decide a summary with an undecided sentence; for a result stored before it
+    had one, Eq. 3's score (1 when every sentence is consistent, NaN when a sentence was left unknown).
 
     Its batch item's `score` is the calibrated probability instead, which never reaches 1."""
     rounds = (result or {}).get("rounds") or []
-    v = rounds[0].get("score") if rounds else None
-    return float(v) if isinstance(v, int | float) else np.nan
+    first = rounds[0] if rounds else {}
+    if "model_is_consistent" in first:
+        flag = first["model_is_consistent"]
+        return np.nan if flag is None else float(bool(flag))
+    v = first.get("score")
+    return float(float(v) >= CONSISTENT_AT) if isinstance(v, int | float) else np.nan
 
 
 def judge_frame(engine: Engine, batch: BatchPublic) -> pd.DataFrame:
@@ -92,8 +98,11 @@ def judge_frame(engine: Engine, batch: BatchPublic) -> pd.DataFrame:
     else:
         pred, has = score, done
     df["prediction"] = np.where(has, np.clip(pred, 0.0, 1.0), np.nan)
-    eq3 = np.array([_eq3_score(r.result) for r in rows], dtype=float) if is_evidence else score
-    df["verdict"] = np.where(done & np.isfinite(eq3), (eq3 >= CONSISTENT_AT).astype(float), np.nan)
+    if is_evidence:
+        verdict = np.array([_evidence_verdict(r.result) for r in rows], dtype=float)
+    else:
+        verdict = np.where(np.isfinite(score), (score >= CONSISTENT_AT).astype(float), np.nan)
+    df["verdict"] = np.where(done & np.isfinite(verdict), verdict, np.nan)
     return df
 
 

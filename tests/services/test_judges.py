@@ -258,3 +258,26 @@ def test_an_evidence_judges_verdict_is_its_eq3_score_not_its_calibrated_probabil
     assert df["prediction"].tolist() == pytest.approx([0.62, 0.31, 0.55])
     (card,) = judges.build_cards(engine, [bid], n_boot=50)
     assert card.rates.judge_rate == pytest.approx(0.5)
+
+
+def test_an_evidence_judges_verdict_is_its_own_summary_verdict_when_it_has_one(engine):
+    """The checker can decide a summary with an undecided sentence (no Eq. 3 score) and leave undecided one whose
+    sentences all pass: the card counts its own summary verdict, as the Meta-evaluation page does."""
+    from sqlmodel import Session, select
+
+    from db.models import Batch, BatchItem, BatchPublic
+    from services.judges.data import judge_frame
+
+    ds = labelled_dataset(engine, 3)
+    bid = add_judge(engine, ds, [0.81, 0.2, 0.45], method="evidence")
+    rounds = [(None, True), (None, False), (1.0, None)]  # (Eq. 3 score, model_is_consistent)
+    with Session(engine) as session:
+        rows = session.exec(select(BatchItem).where(BatchItem.batch_id == bid).order_by(BatchItem.id)).all()
+        for row, (s, flag) in zip(rows, rounds, strict=True):
+            row.result = {"rounds": [{"score": s, "model_is_consistent": flag, "sentences": []}]}
+            session.add(row)
+        session.commit()
+    with Session(engine) as session:
+        batch = BatchPublic.model_validate(session.get(Batch, bid))
+    df = judge_frame(engine, batch)
+    assert df["verdict"].tolist()[:2] == [1.0, 0.0] and np.isnan(df["verdict"].iloc[2])
