@@ -82,14 +82,14 @@ BANDED = dataclasses.replace(CAL, summary_band=(0.4, 0.6))
 @pytest.mark.parametrize(
     ("verdicts", "p", "style", "want", "says"),
     [
-        (["consistent", "unknown", "consistent"], 0.8, 0.9, "consistent", "Consistent as a whole: 1 of its 3"),
+        (["consistent", "unknown", "consistent"], 0.8, 0.9, "consistent", "whole: 1 of its 3 sentences is undecided"),
         (["consistent", "consistent"], 0.8, 0.9, "consistent", None),
         (["consistent", "unknown"], 0.5, 0.9, "unknown", "mixed"),
         (["consistent", "unknown", "unknown"], 0.2, 0.9, "inconsistent", "Inconsistent as a whole: 2 of its 3"),
         (["consistent", "consistent"], 0.45, 0.9, "consistent", None),  # every sentence passes: lo suffices
         (["consistent", "consistent", "consistent"], 0.2, 0.9, "unknown", "each sentence passes"),
         (["inconsistent", "consistent"], 0.95, 0.9, "inconsistent", None),
-        (["unknown"], 0.9, 0.9, "unknown", "1 of its 1 sentences are undecided"),  # one sentence: its own verdict
+        (["unknown"], 0.9, 0.9, "unknown", "its one sentence is undecided"),  # one sentence: its own verdict
         (["consistent"], 0.1, 0.9, "consistent", None),
         (["unknown", "unknown"], 0.9, 0.3, "unknown", "undecided"),  # reworded: only the sentences decide
         (["consistent", "unknown"], None, 0.9, "unknown", "undecided"),

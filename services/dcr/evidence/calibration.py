@@ -191,6 +191,11 @@ def decide_summary(
     if not verdicts:
         return "unknown", f"Undecided: there is no sentence to judge. {DECIDE_WITH}"
     n_unknown = sum(v == "unknown" for v in verdicts)
+    undecided = (
+        "its one sentence is undecided"
+        if len(verdicts) == 1
+        else f"{n_unknown} of its {len(verdicts)} sentences {'is' if n_unknown == 1 else 'are'} undecided"
+    )
     if probability is not None and len(verdicts) >= 2 and style >= c.min_style:
         lo, hi = c.summary_band
         chance = f"a probability of {probability:.2f} that the {noun} supports every sentence"
@@ -204,25 +209,23 @@ def decide_summary(
             )
         if probability >= hi:
             return "consistent", (
-                f"Consistent as a whole: {n_unknown} of its {len(verdicts)} sentences are undecided, but taken "
+                f"Consistent as a whole: {undecided}, but taken "
                 f"together the evidence gives {chance}, at or above {hi:.2f}."
             )
         if probability < lo:
             return "inconsistent", (
-                f"Inconsistent as a whole: {n_unknown} of its {len(verdicts)} sentences are undecided and taken "
+                f"Inconsistent as a whole: {undecided} and taken "
                 f"together the evidence gives only {chance}, below {lo:.2f}. The undecided sentences are the "
                 "likeliest culprits."
             )
         return "unknown", (
-            f"Undecided: {n_unknown} of its {len(verdicts)} sentences are undecided and the evidence for the "
+            f"Undecided: {undecided} and the evidence for the "
             f"summary as a whole is mixed, {chance}, between {lo:.2f} and {hi:.2f}, where the offline checker "
             f"does not decide. {DECIDE_WITH}"
         )
     if not n_unknown:
         return "consistent", None
-    return "unknown", (
-        f"Undecided: {n_unknown} of its {len(verdicts)} sentences are undecided (each says why). {DECIDE_WITH}"
-    )
+    return "unknown", (f"Undecided: {undecided} (each sentence says why). {DECIDE_WITH}")
 
 
 def summary_verdict(
