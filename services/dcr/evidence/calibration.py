@@ -23,9 +23,9 @@ own probability (`summary_probability`) decides, with its own band `summary_band
 undecided sentences is consistent at hi or above, inconsistent below lo, undecided between; one whose sentences
 all pass is consistent unless its probability is below lo (then undecided). So a summary with an undecided
 sentence can still be decided, and one whose sentences each pass narrowly can still be left undecided. The band
-is chosen by cross-validation on QAGS-CNN for the best balanced accuracy while deciding most summaries. A summary of one
-sentence takes that sentence's verdict (the sentence map is fitted on far more sentences than the summary map
-on summaries), and so does a reworded summary: there only hard evidence decides.
+is chosen by cross-validation on QAGS-CNN for the best balanced accuracy while deciding most summaries. A
+summary of one sentence takes that sentence's verdict (the sentence map is fitted on far more sentences than
+the summary map on summaries), and so does a reworded summary: there only hard evidence decides.
 """
 
 from __future__ import annotations
@@ -209,23 +209,21 @@ def decide_summary(
             )
         if probability >= hi:
             return "consistent", (
-                f"Consistent as a whole: {undecided}, but taken "
-                f"together the evidence gives {chance}, at or above {hi:.2f}."
+                f"Consistent as a whole: {undecided}, but taken together the evidence gives {chance}, at or "
+                f"above {hi:.2f}."
             )
         if probability < lo:
             return "inconsistent", (
-                f"Inconsistent as a whole: {undecided} and taken "
-                f"together the evidence gives only {chance}, below {lo:.2f}. The undecided sentences are the "
-                "likeliest culprits."
+                f"Inconsistent as a whole: {undecided} and taken together the evidence gives only {chance}, "
+                f"below {lo:.2f}. The undecided sentences are the likeliest culprits."
             )
         return "unknown", (
-            f"Undecided: {undecided} and the evidence for the "
-            f"summary as a whole is mixed, {chance}, between {lo:.2f} and {hi:.2f}, where the offline checker "
-            f"does not decide. {DECIDE_WITH}"
+            f"Undecided: {undecided} and the evidence for the summary as a whole is mixed, {chance}, between "
+            f"{lo:.2f} and {hi:.2f}, where the offline checker does not decide. {DECIDE_WITH}"
         )
     if not n_unknown:
         return "consistent", None
-    return "unknown", (f"Undecided: {undecided} (each sentence says why). {DECIDE_WITH}")
+    return "unknown", f"Undecided: {undecided} (each sentence says why). {DECIDE_WITH}"
 
 
 def summary_verdict(
