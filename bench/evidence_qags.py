@@ -70,6 +70,7 @@ SIGNS = {
     "names": AT_LEAST_ONE,
     "displaced": DOWN,
     "contradiction": DOWN,
+    "resolved": UP,
 }
 
 
