@@ -70,7 +70,6 @@ SIGNS = {
     "names": AT_LEAST_ONE,
     "displaced": DOWN,
     "contradiction": DOWN,
-    "resolved": UP,
 }
 
 

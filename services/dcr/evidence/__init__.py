@@ -17,9 +17,8 @@ both modes, so one set of weights serves both. Each sentence and summary gets a 
 the checker abstains, saying why, where its evidence cannot decide (calibration).
 
 The package: text (tokens, numbers, names, the reference read once, novel spans), alignment (support and
-contradiction per reference sentence), structure (how a sentence is built from the one it retells), minilm (the
-optional embeddings), findings (features and what is found per sentence), reasons (the verdict in words),
-calibration (probabilities and abstention), and the checker here.
+contradiction per reference sentence), minilm (the optional embeddings), findings (features and what is found
+per sentence), reasons (the verdict in words), calibration (probabilities and abstention), and the checker here.
 """
 
 from __future__ import annotations
@@ -32,7 +31,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from services.dcr.evidence import calibration, structure
+from services.dcr.evidence import calibration
 from services.dcr.evidence.alignment import TOP_K, Evidence, Role, _align, _combine, _Doc, _embed, _read, align
 from services.dcr.evidence.findings import FEATURES, Features, Rule, SentenceEvidence, Verdict
 from services.dcr.evidence.minilm import (
@@ -165,21 +164,20 @@ COVERED_SIMILARITY = 0.85
 # of its content words, names and numbers found nowhere in the reference scores at most UNSUPPORTED_SCORE.
 MAX_NOVEL = 0.6
 UNSUPPORTED_SCORE = 0.3
-SCORE_BIAS = -3.33
+SCORE_BIAS = -3.29
 SCORE_WEIGHTS = {
     "align": 3.88,
-    "fused": 0.37,
-    "ngrams": 0.02,
-    "style": -2.26,
-    "ngrams_in_style": 3.13,
-    "novel": -2.36,
-    "rare": -4.96,
+    "fused": 0.27,
+    "ngrams": 0.06,
+    "style": -2.27,
+    "ngrams_in_style": 3.18,
+    "novel": -2.37,
+    "rare": -4.97,
     "reworded": 1.15,
     "numbers": -1.78,
-    "names": -2.10,
-    "displaced": -2.30,
-    "contradiction": -2.74,
-    "resolved": 1.25,
+    "names": -2.09,
+    "displaced": -2.25,
+    "contradiction": -2.73,
 }
 
 
@@ -260,17 +258,8 @@ def _features(
         names=float(min(names, COUNT_CAP)),
         displaced=float(min(displaced, COUNT_CAP)),
         contradiction=float(any(e.role == "contradict" for e in top)),
-        **_structure(sent, ref, top),
     )
     return feats, tuple(supporting), tuple(dict.fromkeys(moved))
-
-
-def _structure(sent: _Text, ref: _Reference, top: list[Evidence]) -> dict[str, float]:
-    """The features of how the sentence is built from the reference sentence it retells (structure.py)."""
-    if not top:
-        return {}
-    retold = ref.sentences[top[0].ref_index]
-    return {"resolved": structure.resolved_subject(sent, retold)}
 
 
 def _phrases_of(sent: _Text, units: list[_Unit]) -> list[tuple[int, int]]:

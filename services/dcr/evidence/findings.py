@@ -26,7 +26,6 @@ FEATURES = (
     "names",
     "displaced",
     "contradiction",
-    "resolved",
 )
 
 
@@ -48,9 +47,7 @@ class Features:
     (at most 2 each); displaced: how many of its numbers, names and rare words are in the reference but not
     in the sentences that support it, the best one and those that add to it (a value or name moved from
     elsewhere: "47" from another paragraph; at most 2); contradiction: 1 when a closely aligned reference
-    sentence states another number, date, name, pronoun gender or polarity; resolved: 1 when its subject stands
-    where the reference sentence it retells has a pronoun (a pronoun resolved with a name from elsewhere in the
-    reference, not a displaced name; structure.py).
+    sentence states another number, date, name, pronoun gender or polarity.
     """
 
     align: float
@@ -65,7 +62,6 @@ class Features:
     names: float
     displaced: float
     contradiction: float
-    resolved: float = 0.0
 
     def vector(self) -> np.ndarray:
         return np.array([getattr(self, f) for f in FEATURES], dtype=float)
