@@ -71,6 +71,7 @@ SIGNS = {
     "names": AT_LEAST_ONE,
     "displaced": DOWN,
     "contradiction": DOWN,
+    "cut": DOWN,
 }
 
 
