@@ -8,7 +8,8 @@ What it prints, for each mode (lexical overlap alone; MiniLM embeddings + lexica
    fifths of the articles and used on the fifth (5 folds, grouped by article, so no article's sentences or
    cases are in both), on QAGS-CNN sentences with a majority label plus the cases of bench/evidence_cases.py.
    Every figure is on the held-out folds:
-   - QAGS-CNN, sentence level: AUROC of the score against the majority label; balanced accuracy of the
+   - QAGS-CNN, sentence level: AUROC of the score against the majority label (95% intervals resampling
+     sentences, and resampling articles); balanced accuracy of the
      verdict (unknown left out, with the share decided; and unknown counted as inconsistent);
    - QAGS-CNN, summary level: Pearson (95% bootstrap interval) of each summary score (the sentences' scores
      combined by each of evidence.AGGREGATES, and the Eq. 3 score of the verdicts, an unjudged summary at
@@ -71,6 +72,7 @@ SIGNS = {
     "names": AT_LEAST_ONE,
     "displaced": DOWN,
     "contradiction": DOWN,
+    "cut": DOWN,
 }
 
 
@@ -178,15 +180,30 @@ def out_of_fold(x: np.ndarray, doc: np.ndarray, folds: np.ndarray, weights: list
     return out
 
 
+def by_article_ci(score: np.ndarray, y: np.ndarray, owner: np.ndarray, n_boot: int = N_BOOT) -> tuple[float, float]:
+    """95% percentile interval of the sentence AUROC when whole articles are resampled (their sentences are not
+    independent: one system wrote them about one article)."""
+    rows = [np.flatnonzero(owner == a) for a in np.unique(owner)]
+    rng = np.random.default_rng(0)
+    aucs = []
+    for _ in range(n_boot):
+        take = np.concatenate([rows[i] for i in rng.integers(0, len(rows), len(rows))])
+        a = stats.auroc(score[take], y[take], n_boot=0).auc
+        if a is not None:
+            aucs.append(a)
+    return float(np.percentile(aucs, 2.5)), float(np.percentile(aucs, 97.5))
+
+
 def report_qags(sq: np.ndarray, yq: np.ndarray, owner: np.ndarray, vq, tq, refs, sents, labels) -> None:
     lab = ~np.isnan(yq)
     print("\ncross-validated (5 folds by article), QAGS-CNN sentences:")
     auc = stats.auroc(sq[lab], yq[lab], n_boot=N_BOOT, seed=0)
     pred = verdicts(sq[lab])
     decided = float(np.mean(~np.isnan(pred)))
+    low, high = by_article_ci(sq[lab], yq[lab], owner[lab])
     print(
         f"  sentence AUROC {auc.auc:.3f} [{auc.ci_low:.3f}, {auc.ci_high:.3f}] (n = {int(lab.sum())}, "
-        f"{int((yq[lab] == 0).sum())} with a majority 'no')"
+        f"{int((yq[lab] == 0).sum())} with a majority 'no'); 95% interval resampling articles [{low:.3f}, {high:.3f}]"
     )
     as_no = balanced_accuracy(np.nan_to_num(pred, nan=0.0), yq[lab])
     print(
@@ -216,11 +233,13 @@ def report_qags(sq: np.ndarray, yq: np.ndarray, owner: np.ndarray, vq, tq, refs,
     rows.append(("ROUGE-2 precision", rouge))
     if SIMILARITY_BASELINE and evidence.embeddings_available():
         rows.append(("MiniLM similarity", np.array(baselines.embedding_similarity(refs, cands))))
-    print("\n  summary level (235 summaries)           Pearson [95% CI]        AUROC vs all-yes")
+    # One summary per article: resampling summaries resamples articles.
+    print("\n  summary level (235 summaries)           Pearson [95% CI]        AUROC vs all-yes [95% CI]")
     for name, v in rows:
         r = stats.correlation(v, human, "pearson", n_boot=N_BOOT, seed=0)
-        a = stats.auroc(v, all_yes, n_boot=0)
-        print(f"    {name:<36} {r.r:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}]   {a.auc:.3f}")
+        a = stats.auroc(v, all_yes, n_boot=N_BOOT, seed=0)
+        auc = f"{a.auc:.3f} [{a.ci_low:.3f}, {a.ci_high:.3f}]"
+        print(f"    {name:<36} {r.r:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}]   {auc}")
 
 
 def analyse_qags(mode: str, embedder: evidence.Embedder, refs, sents) -> list:

@@ -12,6 +12,7 @@ import numpy as np
 
 from services.dcr.evidence.minilm import Embedder, default_embedder, lexical_only
 from services.dcr.evidence.text import (
+    _STOPWORDS,
     NEGATION_SCOPE,
     SpanKind,
     _is_negation,
@@ -121,7 +122,9 @@ def _conflict(sent: _Text, ref: _Text, lexical: float, ref_all: _Reference) -> s
     name counts then too, or when the two sentences are otherwise close (lexical >= SWAP_MIN_LEXICAL): the
     reference's sentence about Ana Ruiz retold about Tom Becker, who is named elsewhere. A polarity conflict
     needs close sentences (lexical >= NEGATION_MIN_LEXICAL) and a negation right before a word both share
-    ("was not fined" / "was fined").
+    ("was not fined" / "was fined"), or the words on either side of it: a pronoun of the other gender, or "not" or
+    "never" between two words the other sentence has side by side ("collecting his coat" / "collecting her
+    coat", "had not 10 children" / "had 10 children"), at any lexical overlap of 0.3 or more.
     """
     if lexical < CONTRADICT_MIN_LEXICAL:
         return None
@@ -143,25 +146,63 @@ def _conflict(sent: _Text, ref: _Text, lexical: float, ref_all: _Reference) -> s
         other = _phrases(ref, kind, pick, mine)
         if ours and other:
             return f"'{ours[0]}' where it says '{other[0]}'"
-    if lexical < NEGATION_MIN_LEXICAL:
-        return None
-    mine_g, theirs_g = _genders(sent), _genders(ref)
-    if len(mine_g) == 1 and len(theirs_g) == 1 and mine_g != theirs_g:
-        ours = next(t.text for t in sent.toks if t.lower in _GENDERED[next(iter(mine_g))])
-        other = next(t.text for t in ref.toks if t.lower in _GENDERED[next(iter(theirs_g))])
-        return f"'{ours}' where it says '{other}'"
-    # A negation the reference states in another sentence is merged from there, not contradicted ("was jailed
-    # without parole" beside a sentence that only says "was jailed").
-    clash = (sent.negated_words & ref.content) - ref.negated_words - ref_all.negated_words
-    if clash:
-        return f"'{_negation_phrase(sent, clash)}' where it has no negation"
-    clash = (ref.negated_words & sent.content) - sent.negated_words
-    if clash:
-        return f"no negation where it says '{_negation_phrase(ref, clash)}'"
-    return None
+    if lexical >= NEGATION_MIN_LEXICAL:
+        mine_g, theirs_g = _genders(sent), _genders(ref)
+        if len(mine_g) == 1 and len(theirs_g) == 1 and mine_g != theirs_g:
+            ours = next(t.text for t in sent.toks if t.lower in _GENDERED[next(iter(mine_g))])
+            other = next(t.text for t in ref.toks if t.lower in _GENDERED[next(iter(theirs_g))])
+            return f"'{ours}' where it says '{other}'"
+        # A negation the reference states in another sentence is merged from there, not contradicted ("was jailed
+        # without parole" beside a sentence that only says "was jailed").
+        clash = (sent.negated_words & ref.content) - ref.negated_words - ref_all.negated_words
+        if clash:
+            return f"'{_negation_phrase(sent, clash)}' where it has no negation"
+        clash = (ref.negated_words & sent.content) - sent.negated_words
+        if clash:
+            return f"no negation where it says '{_negation_phrase(ref, clash)}'"
+    # Read in context, a swapped pronoun or a negation put in or left out needs no closer alignment: the words on
+    # either side are the reference sentence's own.
+    return _pronoun_in_context(sent, ref) or _negation_in_context(sent, ref, ref_all)
 
 
 _GENDERED = {"m": frozenset("he him his himself".split()), "f": frozenset("she her hers herself".split())}
+
+
+def _pronoun_in_context(sent: _Text, ref: _Text) -> str | None:
+    """A gendered pronoun where the reference sentence has one of the other gender between the same two words
+    ("without collecting his coat" / "without collecting her coat"), whatever other pronouns either sentence has."""
+    st, rt = sent.toks, ref.toks
+    for i in range(1, len(st) - 1):
+        mine = next((g for g, words in _GENDERED.items() if st[i].lower in words), None)
+        if mine is None:
+            continue
+        for j in range(1, len(rt) - 1):
+            if (
+                rt[j].lower in _GENDERED["f" if mine == "m" else "m"]
+                and rt[j - 1].stem == st[i - 1].stem
+                and rt[j + 1].stem == st[i + 1].stem
+            ):
+                return f"'{st[i].text}' where it says '{rt[j].text}'"
+    return None
+
+
+def _negation_in_context(sent: _Text, ref: _Text, ref_all: _Reference) -> str | None:
+    """A negation one sentence has between two words the other has side by side, one of them a content word
+    ("was not sought" / "was sought"; "had 10 children" / "had not 10 children"), unless the reference says the
+    negated phrase in another sentence."""
+    for a, b, where in ((sent, ref, "it"), (ref, sent, "the sentence")):
+        for i in range(1, len(a.toks) - 1):
+            t, before, after = a.toks[i], a.toks[i - 1], a.toks[i + 1]
+            if t.lower not in ("not", "never") or (before.stem, after.stem) not in b.bigrams:
+                continue
+            if before.lower in _STOPWORDS and after.lower in _STOPWORDS:
+                continue
+            if where == "it":
+                if after.base in ref_all.negated_words or "~" + after.stem in ref_all.negated_words:
+                    continue
+                return f"'{before.text} {t.text} {after.text}' where it says '{before.text} {after.text}'"
+            return f"'{before.text} {after.text}' where it says '{before.text} {t.text} {after.text}'"
+    return None
 
 
 def _genders(t: _Text) -> frozenset[str]:

@@ -26,6 +26,7 @@ FEATURES = (
     "names",
     "displaced",
     "contradiction",
+    "cut",
 )
 
 
@@ -47,7 +48,10 @@ class Features:
     (at most 2 each); displaced: how many of its numbers, names and rare words are in the reference but not
     in the sentences that support it, the best one and those that add to it (a value or name moved from
     elsewhere: "47" from another paragraph; at most 2); contradiction: 1 when a closely aligned reference
-    sentence states another number, date, name, pronoun gender or polarity.
+    sentence states another number, date, name, pronoun gender or polarity; cut: how far below CUT_BELOW the share
+    of the content words of the best aligned reference sentence (the one it retells) that the sentence keeps: a
+    sentence that keeps little of the one it retells has cut what may qualify it (its real subject, "formerly",
+    "possible", the clause that says who did it).
     """
 
     align: float
@@ -62,6 +66,7 @@ class Features:
     names: float
     displaced: float
     contradiction: float
+    cut: float = 0.0
 
     def vector(self) -> np.ndarray:
         return np.array([getattr(self, f) for f in FEATURES], dtype=float)
