@@ -352,7 +352,8 @@ def _analyse_doc(doc: _Doc, k: int, noun: str, plain_reference: str) -> list[Sen
         verbatim = bool(plain.strip()) and plain in plain_reference
         score = 1.0 if verbatim else score_of(feats)
         stitched = not verbatim and feats.contradiction == 0 and _stitched(plain, plain_reference)
-        if stitched or (not verbatim and _covered(sent, doc.ref, feats, top, supporting)):
+        covered = not verbatim and not stitched and _covered(sent, doc.ref, feats, top, supporting)
+        if stitched or covered:
             score = max(score, STITCHED_SCORE)
         elif not verbatim and feats.novel > MAX_NOVEL:
             score = min(score, UNSUPPORTED_SCORE)
@@ -364,7 +365,7 @@ def _analyse_doc(doc: _Doc, k: int, noun: str, plain_reference: str) -> list[Sen
             probability=p,
             style=mean_ngrams,
             n_supporting=len(supporting),
-            exact=verbatim or stitched,
+            exact=verbatim or stitched or covered,
             hard=calibration.hard_evidence(feats, MAX_NOVEL) or not doc.ref.sentences,  # nothing could support it
             noun=noun,
         )

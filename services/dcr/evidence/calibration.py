@@ -129,7 +129,8 @@ def abstain_reason(
 ) -> str | None:
     """Why the evidence cannot decide this sentence, in plain words with what would decide it; None when it can.
 
-    exact: the sentence is in the reference word for word, or stitched from its passages (always decided).
+    exact: the sentence is in the reference word for word, stitched from its passages, or a close rewording of
+    the sentences that support it (COVERED_SIMILARITY): always decided.
     hard: it has evidence that does not depend on wording (`hard_evidence`): decided however freely the
     summary is worded.
     """
