@@ -35,3 +35,15 @@ def test_align_follows_the_quotes_when_there_are_as_many_items_as_sentences():
     assert by == [1, 0] and left == []
     by, left = align(["", ""], S[:2])  # no quotes: the order of the items
     assert by == [0, 1] and left == []
+
+
+def test_a_weak_quote_keeps_its_place_only_when_the_items_line_up_with_the_sentences():
+    """Eq. 1 gives one reason per candidate sentence, in order (reason i for sentence i). With as many items as
+    sentences, an item whose quote matches badly still judges the sentence at its place. With fewer items the
+    places no longer line up, so a place is no evidence: an item that quotes no sentence (its best similarity,
+    0.29 with S[0], is below MIN_MATCH) judges none, and Appendix E.4 keeps such an entry out of the sentence
+    scores (it is left over)."""
+    by, left = align(["Tower", S[1]], S[:2])  # equal counts: the weak quote stays at its place
+    assert by == [0, 1] and left == []
+    by, left = align(["Tower", S[2]], S)  # two items, three sentences: S[0] is not judged by the weak quote
+    assert by == [None, None, 1] and left == [0]

@@ -100,3 +100,27 @@ def test_accuracy_against_the_human_oracle_is_pearson_on_the_humans_mean():
     means = [(a + b) / 2 for a, b in zip(H1, H2, strict=True)]
     assert acc["oracle"] == "humans" and acc["value"] == pytest.approx(np.corrcoef(GREEDY_ANSWERS, means)[0, 1])
     assert acc["ci_low"] is None and acc["ci_high"] is None  # n_boot = 0: no interval
+
+
+def test_the_model_against_humans_row_reads_only_that_models_base_prompt_answers():
+    """HUMAN-MODEL measures one evaluator, as section 6 ("we also evaluate the models on the alignment
+    towards ...") measures each model on its own: that model's answers to the plain prompt, never a dICL
+    answer (section 8.1.2's prompt with examples) nor another model's. The judge has no plain answer on the
+    last item, only a dICL one, and another model has one: the judge's row pairs four items, not five."""
+    from services.conseval.study import ModelSpec
+
+    base = _five_point_ratings()
+    base = base[base.item_id != 14]
+    dicl = _five_point_ratings().assign(method="dicl_r")
+    other = _five_point_ratings().assign(rater="other", value=lambda d: 6.0 - d.value)
+    cfg = _cfg(models=[ModelSpec("judge"), ModelSpec("other")], methods=["base", "dicl_r"], split="leave-one-out")
+    rows = compute_rows(cfg, _items(), pd.concat([base, dicl, other], ignore_index=True), _humans())
+    judge = [r for r in rows if r["kind"] == "HUMAN-MODEL" and r["model"] == "judge"]
+    consensus = [(a + b) / 2 for a, b in zip(H1, H2, strict=True)]
+    want = krippendorff.alpha(np.array([GREEDY_ANSWERS[:4], consensus[:4]]), level_of_measurement="interval")
+    assert len(judge) == 1 and judge[0]["method"] == "base"
+    assert judge[0]["n"] == 4 and judge[0]["value"] == pytest.approx(want)
+    mirrored = [6.0 - v for v in GREEDY_ANSWERS]  # the other model answers 6 - x on every item
+    theirs = [r for r in rows if r["kind"] == "HUMAN-MODEL" and r["model"] == "other"][0]
+    want = krippendorff.alpha(np.array([mirrored, consensus]), level_of_measurement="interval")
+    assert theirs["n"] == 5 and theirs["value"] == pytest.approx(want)
