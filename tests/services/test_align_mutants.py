@@ -47,3 +47,14 @@ def test_a_weak_quote_keeps_its_place_only_when_the_items_line_up_with_the_sente
     assert by == [0, 1] and left == []
     by, left = align(["Tower", S[2]], S)  # two items, three sentences: S[0] is not judged by the weak quote
     assert by == [None, None, 1] and left == [0]
+
+
+def test_without_quotes_place_decides_only_when_the_items_line_up_else_the_reasons_words_do():
+    """Reason i is for sentence i (Eq. 1), so with as many unquoted items as sentences their order decides, even
+    when a reason mentions another sentence's words. With a different number of items the order no longer says
+    which sentence each judges: the words each reason repeats do."""
+    swapped = ["Completed in 1999 is right.", "The Eiffel Tower is indeed in Paris."]
+    assert align(["", ""], S[:2], reasons=swapped) == ([0, 1], [])
+    assert align([""], S, reasons=["Wrought iron is what it is made of."]) == ([None, None, 0], [])
+    three = [*swapped, "Made of wrought iron."]  # three reasons for two sentences: the third is left over
+    assert align(["", "", ""], S[:2], reasons=three) == ([1, 0], [2])
