@@ -171,9 +171,11 @@ def test_intervals_follow_the_studys_bootstrap_setting_and_seed():
     plain = compute_rows(_cfg(n_boot=0), _items(), _five_point_ratings(), _humans())
     assert all(r["ci_low"] is None for r in plain if r["kind"] in ("SC", "HUMAN", "ACC"))
     a, b = (compute_rows(_cfg(n_boot=60, seed=5), _items(), _five_point_ratings(), _humans()) for _ in range(2))
+    c = compute_rows(_cfg(n_boot=60, seed=6), _items(), _five_point_ratings(), _humans())
     for kind in ("SC", "ACC"):
-        x, y = _kinds(a, kind)[0], _kinds(b, kind)[0]
+        x, y, z = _kinds(a, kind)[0], _kinds(b, kind)[0], _kinds(c, kind)[0]
         assert x["ci_low"] is not None and (x["ci_low"], x["ci_high"]) == (y["ci_low"], y["ci_high"])
+        assert (x["ci_low"], x["ci_high"]) != (z["ci_low"], z["ci_high"])  # the study's seed draws the resamples
 
 
 def test_the_imported_oracle_is_used_even_when_there_are_human_ratings():
