@@ -10,6 +10,17 @@ import streamlit as st
 from components.judges_figures import make_judges_rate_figure
 from services.judges import JudgeCard, tables
 
+# The measures of the sortable grid, each with its short column name (the full name is its tooltip).
+HEADLINE = {
+    "Balanced accuracy": "bal. acc.",
+    "AUROC": "AUROC",
+    "Unknown rate (sentences)": "unknown",
+    "Failure rate (items)": "failed",
+    "PPI rate (labels + judge)": "PPI rate",
+    "PPI interval width": "PPI width",
+    "USD per 1,000 docs": "USD / 1k",
+}
+
 
 def _pct(x: float | None) -> str:
     return "—" if x is None else f"{x:.1%}"
@@ -66,12 +77,25 @@ def render_cards(cards: Sequence[JudgeCard]) -> None:
     for c in cards:
         st.markdown(explain(c))
     st.plotly_chart(make_judges_rate_figure(tables.intervals_frame(cards), level=level), key="jd_chart")
-    st.markdown("**Cards side by side** (click a column to sort; the best value of each measure is green)")
-    frame = tables.judges_frame(cards)
-    best = tables.best_cells(cards)
+    st.markdown(
+        "**Cards side by side** (the headline measures; click a column to sort; the best value of each is green; "
+        "every measure with its interval is in the table below)"
+    )
+    # One row per judge keeps sorting by a measure; the headline columns, short-named, fit the main column at
+    # 1280 px wide without a sideways scroll bar, however many judges there are.
+    frame = tables.judges_frame(cards)[["judge", "labelled", *HEADLINE]]
+    frame = frame.dropna(axis=1, how="all").rename(columns=HEADLINE)  # a measure no judge has: only in the table
+    best = {HEADLINE[m]: rows for m, rows in tables.best_cells(cards).items() if m in HEADLINE}
     st.dataframe(
         frame.style.apply(lambda df: _highlight(df, best), axis=None).format(precision=3, na_rep="—"),
         hide_index=True,
+        column_config={
+            "judge": st.column_config.TextColumn("judge", width="medium"),
+            "labelled": st.column_config.NumberColumn(
+                "n", help="Items with a human label (each measure's own n is in the table below)"
+            ),
+            **{short: st.column_config.Column(short, help=name) for name, short in HEADLINE.items() if short in frame},
+        },
         key="jd_table",
     )
     with st.expander(f"Every measure with its n and {level:.0%} interval (★ best)", expanded=True):

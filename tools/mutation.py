@@ -9,6 +9,7 @@ The score of a module is killed / (mutants - known equivalent ones); EQUIVALENT 
     python tools/mutation.py --report   print the scores of the last run only
     python tools/mutation.py --sample 80   a quicker estimate: 80 mutants drawn per module (seeded), the score with
                                            its 95% interval (needs the mutants/ of an earlier run, even a partial one)
+    python tools/mutation.py --module dcr --module conseval   only the modules whose name contains one of these
     MUTATION_JOBS=2 (default) sets the processes; a fresh run starts from an empty mutants/ (--fresh).
 """
 
@@ -130,13 +131,105 @@ EQUIVALENT: dict[str, str] = {
     "services.dhp.statistics.x_wilcoxon_greater__mutmut_60": "no pairs: no difference, the last test gives p = 1",
     "services.dhp.statistics.x_wilcoxon_greater__mutmut_64": "all tied: no difference, the last test gives p = 1",
     "services.dhp.statistics.x_wilcoxon_greater__mutmut_66": "all tied: no difference, the last test gives p = 1",
+    "services.dhp.statistics.x_analyse__mutmut_73": "the order is set by the sort after the groupby",
+    "services.dhp.statistics.x_analyse__mutmut_76": "the order is set by the sort after the groupby",
+    "services.dhp.statistics.x_analyse__mutmut_111": "harmless: the order of a perturbation's metric tests only",
+    "services.dhp.statistics.x_analyse__mutmut_113": "harmless: the order of a perturbation's metric tests only",
+    "services.dhp.statistics.x_analyse__mutmut_116": "harmless: the order of a perturbation's metric tests only",
+    "services.dhp.statistics.x_harmonic_mean_p__mutmut_25": "weights sum to 1 and p <= 1: 1 / sum(w / p) <= 1 anyway",
+    "services.dhp.statistics.x_normalise_weights__mutmut_10": "get(m) gives None, and `or 0.0` makes it 0",
+    "services.dhp.statistics.x_wilcoxon_greater__mutmut_4": "numbers in, numbers out (analyse coerces first)",
+    "services.dhp.statistics.x_wilcoxon_greater__mutmut_6": "numbers in, numbers out (analyse coerces first)",
+    "services.dhp.statistics.x_wilcoxon_greater__mutmut_9": "numbers in, numbers out (analyse coerces first)",
+    "services.dhp.statistics.x_wilcoxon_greater__mutmut_65": "all tied is no difference: `not np.any(d)` gives p = 1",
+    "services.dhp.statistics.x_wilcoxon_greater__mutmut_85": "scipy reads the alternative in any case",
+    "services.dhp.statistics.x_wilcoxon_greater__mutmut_90": "harmless: scipy's p is finite after ties and empties",
+    "services.dhp.statistics.x_wilcoxon_greater__mutmut_91": "harmless: scipy's p is finite after ties and empties",
     "services.dcr.align.x_align__mutmut_55": "harmless: a hand-set weight of reason words against quotes",
+    "services.dcr.align.x_align__mutmut_8": "harmless: the placeholder reason matters only for a word 'xxxx'",
+    "services.dcr.align.x_align__mutmut_22": "no candidates, or no sentences: both ways every item is left over",
+    "services.dcr.align.x_align__mutmut_25": "both branches of that return are the same",
+    "services.dcr.align.x_align__mutmut_26": "both branches of that return are the same",
+    "services.dcr.align.x_align__mutmut_74": "an assignment's rows and cols have one length: strict never matters",
+    "services.dcr.align.x_align__mutmut_77": "an assignment's rows and cols have one length: strict never matters",
+    "services.dcr.align.x_align__mutmut_78": "an assignment's rows and cols have one length: strict never matters",
+    "services.dcr.align.x_align__mutmut_80": "differs only at a gain of exactly 0.45 (MIN_MATCH, set by hand)",
+    "services.dcr.align.x_is_paragraph_level__mutmut_10": "no sentences: align leaves every item over either way",
     "services.conseval.analysis.x__accuracy_row__mutmut_25": "pearson is correlation()'s default method",
     "services.conseval.analysis.x__oracle_scores__mutmut_50": "harmless: only an oracle name with two colons",
     "services.conseval.analysis.x__scale_rows__mutmut_36": "items without samples are not pairable: same alpha, n",
     "services.conseval.analysis.x__scale_rows__mutmut_58": "n = 1 sample fails validation",
     "services.conseval.analysis.x_compute_rows__mutmut_14": "two columns of one frame: the same length",
     "services.conseval.analysis.x_compute_rows__mutmut_71": "items without samples are not pairable: same alpha, n",
+    "services.conseval.analysis.x__accuracy_row__mutmut_12": "None becomes NaN in the correlation's input",
+    "services.conseval.analysis.x__human_rows__mutmut_6": "zip over two columns of one frame: strict never matters",
+    "services.conseval.analysis.x__human_rows__mutmut_9": "zip over two columns of one frame: strict never matters",
+    "services.conseval.analysis.x__human_rows__mutmut_10": "zip over two columns of one frame: strict never matters",
+    "services.conseval.analysis.x__human_rows__mutmut_33": "unrated items add only empty columns: same alpha, n",
+    "services.conseval.analysis.x__human_rows__mutmut_41": "one rating a rater, item, scale (unique): mean = first",
+    "services.conseval.analysis.x__human_rows__mutmut_73": "a float frame with NaN is float64 anyway",
+    "services.conseval.analysis.x__human_rows__mutmut_105": "an empty frame gives an empty table either way",
+    "services.conseval.analysis.x__human_rows__mutmut_107": "score_table reads any other mode as 'single'",
+    "services.conseval.analysis.x__human_rows__mutmut_110": "score_table reads any other mode as 'single'",
+    "services.conseval.analysis.x__human_rows__mutmut_111": "score_table reads any other mode as 'single'",
+    "services.conseval.analysis.x__human_rows__mutmut_112": "an empty Series gives NaN for every item either way",
+    "services.conseval.analysis.x__human_rows__mutmut_115": "a list of floats and NaN is float64 anyway",
+    "services.conseval.analysis.x__human_rows__mutmut_117": "a list of floats and NaN is float64 anyway",
+    "services.conseval.analysis.x__human_rows__mutmut_119": "None becomes NaN in a float array",
+    "services.conseval.analysis.x__human_rows__mutmut_121": "None becomes NaN in a float array",
+    "services.conseval.analysis.x__human_rows__mutmut_123": "None becomes NaN in a float array",
+    "services.conseval.analysis.x__human_rows__mutmut_125": "None becomes NaN in a float array",
+    "services.conseval.analysis.x__mapped__mutmut_3": "a list of floats and NaN is float64 anyway",
+    "services.conseval.analysis.x__mapped__mutmut_6": "a list of floats and NaN is float64 anyway",
+    "services.conseval.analysis.x__mapped__mutmut_8": "to_unit gives None for NaN, stored as NaN",
+    "services.conseval.analysis.x__modes__mutmut_15": "n = 1 fails validation: the branch is never reached",
+    "services.conseval.analysis.x__modes__mutmut_16": "n = 1 fails validation: the branch is never reached",
+    "services.conseval.analysis.x__modes__mutmut_17": "n = 1 fails validation: the branch is never reached",
+    "services.conseval.analysis.x__modes__mutmut_18": "n = 1 fails validation: the branch is never reached",
+    "services.conseval.analysis.x__modes__mutmut_19": "n = 1 fails validation: the branch is never reached",
+    "services.conseval.analysis.x__modes__mutmut_20": "n = 1 fails validation: the branch is never reached",
+    "services.conseval.analysis.x__oracle_scores__mutmut_40": "harmless: the order of the oracles' rows only",
+    "services.conseval.analysis.x__oracle_scores__mutmut_42": "harmless: the order of the oracles' rows only",
+    "services.conseval.analysis.x__oracle_scores__mutmut_45": "harmless: the order of the oracles' rows only",
+    "services.conseval.analysis.x__oracle_scores__mutmut_51": "harmless: only an oracle name with two colons",
+    "services.conseval.analysis.x__scale_rows__mutmut_17": "reindex puts back the columns dropna takes away",
+    "services.conseval.analysis.x__scale_rows__mutmut_22": "reindex puts back the columns dropna takes away",
+    "services.conseval.analysis.x__scale_rows__mutmut_31": "reindex puts back the columns dropna takes away",
+    "services.conseval.analysis.x__scale_rows__mutmut_72": "reindex puts back the columns dropna takes away",
+    "services.conseval.analysis.x__scale_rows__mutmut_77": "reindex puts back the columns dropna takes away",
+    "services.conseval.analysis.x__scale_rows__mutmut_86": "reindex puts back the columns dropna takes away",
+    "services.conseval.analysis.x__scale_rows__mutmut_21": "one answer a sample and item (unique): mean = first",
+    "services.conseval.analysis.x__scale_rows__mutmut_76": "one answer a sample and item (unique): mean = first",
+    "services.conseval.analysis.x__scale_rows__mutmut_33": "unanswered samples add only empty rows: same alpha, n",
+    "services.conseval.analysis.x__scale_rows__mutmut_35": "unanswered samples add only empty rows: same alpha, n",
+    "services.conseval.analysis.x__scale_rows__mutmut_88": "unanswered samples add only empty rows: same alpha, n",
+    "services.conseval.analysis.x__scale_rows__mutmut_90": "unanswered samples add only empty rows: same alpha, n",
+    "services.conseval.analysis.x__scale_rows__mutmut_34": "unanswered items add only empty columns: same alpha, n",
+    "services.conseval.analysis.x__scale_rows__mutmut_89": "unanswered items add only empty columns: same alpha, n",
+    "services.conseval.analysis.x__scale_rows__mutmut_91": "unanswered items add only empty columns: same alpha, n",
+    "services.conseval.analysis.x__scale_rows__mutmut_54": "a float frame with NaN is float64 anyway",
+    "services.conseval.analysis.x__scale_rows__mutmut_109": "a float frame with NaN is float64 anyway",
+    "services.conseval.analysis.x__scale_rows__mutmut_59": "n = 1 fails validation: n >= 1 and n >= 2 agree",
+    "services.conseval.analysis.x_compute_rows__mutmut_10": "zip over two columns of one frame: strict never matters",
+    "services.conseval.analysis.x_compute_rows__mutmut_13": "zip over two columns of one frame: strict never matters",
+    "services.conseval.analysis.x_compute_rows__mutmut_34": "zip over two columns of one frame: strict never matters",
+    "services.conseval.analysis.x_compute_rows__mutmut_37": "zip over two columns of one frame: strict never matters",
+    "services.conseval.analysis.x_compute_rows__mutmut_38": "zip over two columns of one frame: strict never matters",
+    "services.conseval.analysis.x_compute_rows__mutmut_80": "an empty frame gives an empty table either way",
+    "services.conseval.analysis.x_compute_rows__mutmut_86": "an empty Series gives NaN for every unit either way",
+    "services.conseval.analysis.x_compute_rows__mutmut_93": "one score an item: scored items as units, same alpha",
+    "services.conseval.analysis.x_compute_rows__mutmut_107": "a list of floats and NaN is float64 anyway",
+    "services.conseval.analysis.x_compute_rows__mutmut_111": "None becomes NaN in a float array",
+    "services.conseval.analysis.x_compute_rows__mutmut_113": "None becomes NaN in a float array",
+    "services.conseval.analysis.x_missing_summary__mutmut_17": "pandas reads to_dict's orient in any case",
+    "services.conseval.analysis.x_score_table__mutmut_49": "keep='first' is drop_duplicates' default",
+    "services.conseval.run.x__examples__mutmut_33": "harmless: another seed derivation, an equally random draw",
+    "services.conseval.run.x__examples__mutmut_36": "harmless: another seed derivation, an equally random draw",
+    "services.conseval.run.x__examples__mutmut_37": "harmless: another seed derivation, an equally random draw",
+    "services.stats.agreement.x_krippendorff_alpha__mutmut_17": "a numeric frame is float either way",
+    "services.stats.agreement.x_alpha_from_long__mutmut_18": "harmless: also drops rows without a unit or rater",
+    "services.stats.correlation.x__rowwise_pearson__mutmut_49": "harmless: r above 1 only by rounding",
+    "services.metaeval.classification.x__method_name__mutmut_5": "every METHOD_LABELS key is in _LEVEL",
     "services.nli.retrieval.x__ngrams__mutmut_7": "strict=None is falsy, as False",
     "services.nli.retrieval.x__ngrams__mutmut_10": "strict is False by default",
     "services.nli.retrieval.x_select_context__mutmut_44": "differs only for a gain within 1e-12 of the best",
@@ -218,10 +311,18 @@ def main() -> int:
     ap.add_argument("--fresh", action="store_true", help="start from an empty mutants/ folder")
     ap.add_argument("--sample", type=int, default=0, help="run and score this many mutants drawn per module")
     ap.add_argument("--seed", type=int, default=0, help="the seed of --sample's draw")
+    ap.add_argument(
+        "--module", action="append", default=[], help="only the modules whose name contains this (repeatable)"
+    )
     args = ap.parse_args()
+    chosen = [m for m in SCOPE if not args.module or any(w in m for w in args.module)]
+    if not chosen:
+        ap.error(f"no module matches {', '.join(args.module)}: the modules are {', '.join(SCOPE)}")
     if args.sample and args.fresh:
         ap.error("--sample draws from the mutants of an earlier run: leave out --fresh")
     drawn = sample(results(), args.sample, args.seed) if args.sample else None
+    if drawn is not None:
+        drawn = {m: st for m, st in drawn.items() if m in chosen}
     if drawn is not None and not any(drawn.values()):
         ap.error("no mutants yet: run `tools/mutation.py` once (it may be stopped once it has started testing)")
     if not args.report:
@@ -229,8 +330,8 @@ def main() -> int:
             shutil.rmtree(MUTANTS)
         jobs = os.environ.get("MUTATION_JOBS", "2")
         mutmut = Path(sys.executable).with_name("mutmut")
-        patterns = [n for st in drawn.values() for n in st] if drawn else [p for ps in SCOPE.values() for p in ps]
-        start = time.monotonic()
+        patterns = [n for st in drawn.values() for n in st] if drawn else [p for m in chosen for p in SCOPE[m]]
+        start, load = time.monotonic(), os.getloadavg()[0]
         # Each mutant runs its tests in a new pytest session. Their temporary folders go to a root of their own,
         # kept (pyproject: tmp_path_retention_count): the job queue made at import keeps its file in the first one,
         # and pytest runs elsewhere on the machine must not clean it away.
@@ -245,14 +346,19 @@ def main() -> int:
                 stderr=subprocess.STDOUT,
             )
         minutes = (time.monotonic() - start) / 60
-        print(f"mutmut run: exit {done.returncode}, {minutes:.1f} min with {jobs} processes (log: mutants/run.log)\n")
+        ran = sum(1 for st in results().values() for n in st if any(fnmatch.fnmatchcase(n, p) for p in patterns))
+        print(
+            f"mutmut run: exit {done.returncode}, {ran} mutants in {minutes:.1f} min with {jobs} processes, "
+            f"{ran / max(minutes, 1e-9):.0f} a minute, load average {load:.1f} at the start and "
+            f"{os.getloadavg()[0]:.1f} at the end (log: mutants/run.log)\n"
+        )
         if done.returncode != 0:
             print((MUTANTS / "run.log").read_text()[-3000:])
             return done.returncode
     if drawn is not None:
         now = results()
         return 0 if report({m: {k: now[m][k] for k in st} for m, st in drawn.items()}, sampled=True) else 1
-    return 0 if report(results()) else 1
+    return 0 if report({m: st for m, st in results().items() if m in chosen}) else 1
 
 
 if __name__ == "__main__":

@@ -71,6 +71,24 @@ def test_every_measure_shows_without_a_scroll_bar(open_page):
     assert len(measures.value) > 10 and "Failure rate (items)" in measures.value["measure"].tolist()
 
 
+def test_the_sortable_grid_keeps_one_row_a_judge_and_few_enough_columns_to_fit(open_page):
+    """At 1280 px the main column holds about 820 px: the old grid's 18 columns (2,300 px) scrolled sideways.
+    The grid keeps the headline measures, each best green, and every measure stays in the static table."""
+    eng = get_engine()
+    ds = labelled_dataset(eng, 40)  # every item labelled: every agreement measure has a value
+    truth = truth_of(eng, ds)
+    add_judge(eng, ds, [0.9 if t else 0.2 for t in truth])
+    add_judge(eng, ds, [0.6] * 40, model="other-model")
+    at = open_page(JUDGES)
+    assert not at.exception, at.exception
+    (grid,) = [d.value for d in at.dataframe if list(d.value.columns[:2]) == ["judge", "labelled"]]
+    assert len(grid) == 2
+    assert len(grid.columns) <= 9, list(grid.columns)
+    assert {"bal. acc.", "AUROC", "unknown", "failed", "PPI rate", "PPI width"} <= set(grid.columns)
+    (measures,) = at.table
+    assert len(measures.value) == 15  # all of them, below the grid
+
+
 def test_with_every_item_labelled_the_card_says_why_the_judge_adds_nothing(open_page):
     eng = get_engine()
     ds = labelled_dataset(eng, 30)

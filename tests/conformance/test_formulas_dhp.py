@@ -212,3 +212,13 @@ def test_analyse_reads_scores_given_as_text_and_keeps_an_order():
     res = st.analyse(df, order=["a"])
     assert [r.perturbation for r in res.perturbations] == ["a", "b"]
     assert res.perturbations[1].d == pytest.approx(_log05(1 / 1024))
+
+
+def test_section_4_3_3_d_avg_is_a_weighted_average_over_the_perturbations_that_have_a_score():
+    """Section 4.3.3: D_avg is "a weighted average across the perturbation levels". A perturbation without a
+    score (no D_EW where it has no expert weights) is left out and the other weights renormalised, so the
+    average stays between the scores it averages: 2 and 4 at weights 1/4 each give 3, not 0.75."""
+    got = st._weighted_avg({"a": 2.0, "b": None, "c": 4.0}, {"a": 0.25, "b": 0.5, "c": 0.25})
+    assert got == pytest.approx(3.0)
+    assert st._weighted_avg({"a": 2.0, "c": 5.0}, {"a": 0.25, "c": 0.75}) == pytest.approx(0.5 + 3.75)
+    assert st._weighted_avg({"a": None}, {"a": 1.0}) is None

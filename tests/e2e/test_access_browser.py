@@ -26,16 +26,13 @@ from services.dhp.catalogue import TASKS
 from tests.annotation_seed import make_dataset
 from tests.fakes import FakeOpenAIServer, toy_judge
 from tests.support.browser import (
-    ARTIFACTS,
     BROWSER_MARKS,
-    ROOT,
-    TIMEOUT_MS,
     VIEWPORT,
     main,
     no_exception,
-    page_with_failure_screenshot,
+    page_fixture,
     playwright_expect,
-    running_app,
+    serve,
     shot,
     wait_idle,
 )
@@ -110,26 +107,11 @@ def access_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AccessApp]:
     database_url = f"sqlite:///{tmp / 'access.db'}"
     with FakeOpenAIServer(toy_judge(bad="47 million", fix="40 million")) as fake:
         seeded = seed(database_url, fake.base_url)
-        for url in running_app(
-            ROOT,
-            tmp,
-            DATABASE_URL=database_url,
-            STUDIO_PASSWORD=PASSWORD,
-            CONSISTENCY_SPAWN_WORKER="0",
-            LLM_BASE_URL=fake.base_url,
-            LLM_MODEL="fake-model",
-        ):
+        for url in serve(tmp, database_url, fake=fake, STUDIO_PASSWORD=PASSWORD, CONSISTENCY_SPAWN_WORKER="0"):
             yield AccessApp(url=url, database_url=database_url, **seeded)
-    log = (tmp / "streamlit.log").read_text(errors="replace")
-    assert "Traceback" not in log, log[-3000:]
 
 
-@pytest.fixture
-def pg(chromium, request: pytest.FixtureRequest) -> Iterator:
-    """A fresh browser context (a new Streamlit session) per test; a screenshot if the test fails."""
-    yield from page_with_failure_screenshot(
-        chromium, request, viewport=VIEWPORT, timeout_ms=TIMEOUT_MS, artifacts=ARTIFACTS
-    )
+pg = page_fixture(VIEWPORT, name="pg")
 
 
 def no_sidebar(pg) -> None:

@@ -18,16 +18,13 @@ from services import annotations as an
 from services.annotations import Target
 from tests.annotation_seed import add_batch, make_dataset
 from tests.support.browser import (
-    ARTIFACTS,
     BROWSER_MARKS,
-    ROOT,
-    TIMEOUT_MS,
     VIEWPORT,
     main,
     no_exception,
-    page_with_failure_screenshot,
+    page_fixture,
     playwright_expect,
-    running_app,
+    serve,
     shot,
     wait_idle,
 )
@@ -77,18 +74,11 @@ def annotate_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AnnotateA
     tmp = tmp_path_factory.mktemp("e2e-annotate")
     database_url = f"sqlite:///{tmp / 'annotate.db'}"
     ds, items, tokens = seed(database_url)
-    for url in running_app(ROOT, tmp, DATABASE_URL=database_url, CONSISTENCY_SPAWN_WORKER="0"):  # no batch runs here
+    for url in serve(tmp, database_url, CONSISTENCY_SPAWN_WORKER="0"):  # no batch runs here
         yield AnnotateApp(url=url, database_url=database_url, dataset_id=ds, items=items, tokens=tokens)
-    log = tmp / "streamlit.log"  # written by running_app
-    assert "Traceback" not in log.read_text(errors="replace"), log.read_text(errors="replace")[-3000:]
 
 
-@pytest.fixture
-def pg(chromium, request: pytest.FixtureRequest) -> Iterator:
-    """A fresh browser context (a new Streamlit session) per test; a screenshot if the test fails."""
-    yield from page_with_failure_screenshot(
-        chromium, request, viewport=VIEWPORT, timeout_ms=TIMEOUT_MS, artifacts=ARTIFACTS
-    )
+pg = page_fixture(VIEWPORT, name="pg")
 
 
 def labels(app: AnnotateApp, name: str, item_id: int, *, notes: bool = False) -> list[tuple]:

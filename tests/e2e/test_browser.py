@@ -16,21 +16,18 @@ from services.config import BackendConfig
 from services.dcr import DCRConfig
 from tests.fakes import FakeOpenAIServer, answers_connection_check, toy_judge
 from tests.support.browser import (
-    ARTIFACTS,
     BAD,
     BROWSER_MARKS,
     FIX,
-    ROOT,
     SAMPLE,
-    TIMEOUT_MS,
     VIEWPORT,
     LiveApp,
     main,
     metric,
     no_exception,
-    page_with_failure_screenshot,
+    page_fixture,
     playwright_expect,
-    running_app,
+    serve,
     shot,
     wait_idle,
 )
@@ -45,32 +42,13 @@ expect = playwright_expect()
 def live_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveApp]:
     """The fake judge in this process and the real app in a subprocess, on free ports, with its own database."""
     tmp = tmp_path_factory.mktemp("e2e")
-    fake = FakeOpenAIServer(answers_connection_check(toy_judge(bad=BAD, fix=FIX))).start()
     database_url = f"sqlite:///{tmp / 'e2e.db'}"
-    try:
-        for url in running_app(
-            ROOT,
-            tmp,
-            LLM_BASE_URL=fake.base_url,
-            LLM_MODEL="fake-model",
-            LLM_MAX_RETRIES="1",
-            LLM_TIMEOUT="20",
-            DATABASE_URL=database_url,
-        ):
+    with FakeOpenAIServer(answers_connection_check(toy_judge(bad=BAD, fix=FIX))) as fake:
+        for url in serve(tmp, database_url, fake=fake):
             yield LiveApp(url=url, fake=fake, database_url=database_url)
-    finally:
-        fake.stop()
-    assert not fake.responder_errors, f"the fake's responder raised: {fake.responder_errors!r}"
-    log = tmp / "streamlit.log"  # written by running_app
-    assert "Traceback" not in log.read_text(errors="replace"), log.read_text(errors="replace")[-3000:]
 
 
-@pytest.fixture
-def page(browser, request: pytest.FixtureRequest) -> Iterator:
-    """A fresh browser context (a new Streamlit session) per test; a screenshot if the test fails."""
-    yield from page_with_failure_screenshot(
-        browser, request, viewport=VIEWPORT, timeout_ms=TIMEOUT_MS, artifacts=ARTIFACTS
-    )
+page = page_fixture(VIEWPORT)
 
 
 def seed_run(app: LiveApp, candidate: str) -> int:

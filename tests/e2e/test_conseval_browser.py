@@ -16,7 +16,7 @@ from db.engine import make_engine
 from services import conseval as ce
 from services.config import BackendConfig
 from tests.fakes import FakeOpenAIServer
-from tests.support.browser import ARTIFACTS, BROWSER_MARKS, ROOT, TIMEOUT_MS, in_browser, running_app
+from tests.support.browser import ARTIFACTS, BROWSER_MARKS, TIMEOUT_MS, in_browser, serve
 from tests.support.conseval import scorer
 
 pytestmark = BROWSER_MARKS
@@ -53,19 +53,10 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[App]:
     finally:
         engine.dispose()
     try:
-        for url in running_app(
-            ROOT,
-            tmp,
-            LLM_BASE_URL=fake.base_url,
-            LLM_MODEL="fake-model",
-            DATABASE_URL=database_url,
-            CONSISTENCY_SPAWN_WORKER="0",
-        ):
+        for url in serve(tmp, database_url, fake=fake, CONSISTENCY_SPAWN_WORKER="0"):
             yield App(url, database_url, sid, token)
     finally:
         fake.stop()
-    log = (tmp / "streamlit.log").read_text(errors="replace")
-    assert "Traceback" not in log, log[-3000:]
 
 
 def _idle(page) -> None:

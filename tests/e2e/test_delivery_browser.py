@@ -28,15 +28,14 @@ from tests.support.browser import (
     BAD,
     BROWSER_MARKS,
     FIX,
-    ROOT,
     SAMPLE,
-    TIMEOUT_MS,
+    assert_clean_log,
     main,
     metric,
     no_exception,
-    page_with_failure_screenshot,
+    page_fixture,
     playwright_expect,
-    running_app,
+    serve,
     wait_idle,
 )
 
@@ -86,27 +85,14 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[App]:
         batches.process_batch(engine, batch[0], stop=stop)
         assert batches.progress(engine, batch[0]).batch.status == "cancelled"
         engine.dispose()
-        for url in running_app(
-            ROOT,
-            tmp,
-            LLM_BASE_URL=fake.base_url,
-            LLM_MODEL="fake-model",
-            LLM_MAX_RETRIES="1",
-            LLM_TIMEOUT="20",
-            DATABASE_URL=database_url,
-        ):
+        for url in serve(tmp, database_url, fake=fake):
             yield App(url, fake, database_url, rejected, plain, batch[0], state)
     finally:
         fake.stop()
-    log = (tmp / "streamlit.log").read_text(errors="replace")
-    assert "Traceback" not in log and "MediaFileStorageError" not in log, log[-3000:]
+    assert_clean_log(tmp, "MediaFileStorageError")
 
 
-@pytest.fixture
-def page(browser, request: pytest.FixtureRequest) -> Iterator:
-    yield from page_with_failure_screenshot(
-        browser, request, viewport=SMALL, timeout_ms=TIMEOUT_MS, artifacts=ARTIFACTS
-    )
+page = page_fixture(SMALL)
 
 
 def shot(pg, name: str) -> None:

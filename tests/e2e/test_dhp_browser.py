@@ -20,17 +20,15 @@ from services.dhp.catalogue import TASKS
 from services.dhp.perturb import Item
 from tests.fakes import FakeOpenAIServer, last_user
 from tests.support.browser import (
-    ARTIFACTS,
     BROWSER_MARKS,
-    ROOT,
     TIMEOUT_MS,
     VIEWPORT,
     main,
     metric,
     no_exception,
-    page_with_failure_screenshot,
+    page_fixture,
     playwright_expect,
-    running_app,
+    serve,
     shot,
     wait_idle,
 )
@@ -76,31 +74,12 @@ def dhp_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DhpApp]:
             )
     finally:
         engine.dispose()
-    fake = FakeOpenAIServer(judge).start()
-    try:
-        for url in running_app(
-            ROOT,
-            tmp,
-            LLM_BASE_URL=fake.base_url,
-            LLM_MODEL="judge-a",
-            LLM_MAX_RETRIES="1",
-            LLM_TIMEOUT="20",
-            DATABASE_URL=database_url,
-            CONSISTENCY_SPAWN_WORKER="1",
-        ):
+    with FakeOpenAIServer(judge) as fake:
+        for url in serve(tmp, database_url, fake=fake, LLM_MODEL="judge-a", CONSISTENCY_SPAWN_WORKER="1"):
             yield DhpApp(url=url, database_url=database_url, set_id=sid)
-    finally:
-        fake.stop()
-    assert not fake.responder_errors, f"the fake's responder raised: {fake.responder_errors!r}"
-    log = tmp / "streamlit.log"
-    assert "Traceback" not in log.read_text(errors="replace"), log.read_text(errors="replace")[-3000:]
 
 
-@pytest.fixture
-def pg(chromium, request: pytest.FixtureRequest) -> Iterator:
-    yield from page_with_failure_screenshot(
-        chromium, request, viewport=VIEWPORT, timeout_ms=TIMEOUT_MS, artifacts=ARTIFACTS
-    )
+pg = page_fixture(VIEWPORT, name="pg")
 
 
 def test_benchmark_in_the_worker_then_results_with_the_threshold(dhp_app: DhpApp, pg):

@@ -20,14 +20,12 @@ from tests.support.batches import judge_backend
 from tests.support.browser import (
     ARTIFACTS,
     BROWSER_MARKS,
-    ROOT,
-    TIMEOUT_MS,
     LiveApp,
     main,
     no_exception,
-    page_with_failure_screenshot,
+    page_fixture,
     playwright_expect,
-    running_app,
+    serve,
     wait_idle,
 )
 from tests.support.judges import QAGS_FILE
@@ -56,19 +54,13 @@ def judges_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveApp]:
     finally:
         eng.dispose()
     try:
-        for url in running_app(
-            ROOT, tmp, LLM_BASE_URL=fake.base_url, LLM_MODEL="fake-model", DATABASE_URL=database_url
-        ):
+        for url in serve(tmp, database_url, fake=fake):
             yield LiveApp(url=url, fake=fake, database_url=database_url)
     finally:
         fake.stop()
 
 
-@pytest.fixture
-def page(browser, request: pytest.FixtureRequest) -> Iterator:
-    yield from page_with_failure_screenshot(
-        browser, request, viewport=VIEWPORT, timeout_ms=TIMEOUT_MS, artifacts=ARTIFACTS
-    )
+page = page_fixture(VIEWPORT)
 
 
 def test_two_judges_label_next_and_the_card_updating(judges_app: LiveApp, page):
@@ -81,6 +73,12 @@ def test_two_judges_label_next_and_the_card_updating(judges_app: LiveApp, page):
     expect(main(pg).get_by_text(re.compile(r"summ-nli · fake-model")).first).to_be_visible()
     expect(main(pg).get_by_test_id("stPlotlyChart")).to_be_visible()
     pg.screenshot(path=str(ARTIFACTS / "judges-01-cards.png"), full_page=True)
+    # The sortable grid fits the main column at 1280 px: no sideways scroll bar (18 columns needed 2,300 px).
+    grid = main(pg).get_by_test_id("stDataFrame").first
+    widths = grid.evaluate(
+        "e => [e.querySelector('.dvn-scroller').scrollWidth, e.querySelector('.dvn-scroller').clientWidth]"
+    )
+    assert widths[0] <= widths[1], f"the grid scrolls sideways: {widths[0]} px of content in {widths[1]} px"
 
     # Imported labels off: the annotators' labels only, so every item is waiting for a label.
     main(pg).get_by_text("Labels, interval level and prices").click()

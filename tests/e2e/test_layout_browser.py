@@ -21,15 +21,12 @@ from services.jobs import batches
 from tests.annotation_seed import make_dataset
 from tests.fakes import FakeOpenAIServer, toy_judge
 from tests.support.browser import (
-    ARTIFACTS,
     BROWSER_MARKS,
-    ROOT,
-    TIMEOUT_MS,
     main,
     no_exception,
-    page_with_failure_screenshot,
+    page_fixture,
     playwright_expect,
-    running_app,
+    serve,
     shot,
     wait_idle,
 )
@@ -65,14 +62,10 @@ def layout_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                 )
         finally:
             engine.dispose()
-        yield from running_app(ROOT, tmp, DATABASE_URL=database_url, CONSISTENCY_SPAWN_WORKER="0")
+        yield from serve(tmp, database_url, CONSISTENCY_SPAWN_WORKER="0")
 
 
-@pytest.fixture
-def pg(chromium, request: pytest.FixtureRequest) -> Iterator:
-    yield from page_with_failure_screenshot(
-        chromium, request, viewport=VIEWPORT, timeout_ms=TIMEOUT_MS, artifacts=ARTIFACTS
-    )
+pg = page_fixture(VIEWPORT, name="pg")
 
 
 def cut_short(pg, locator) -> list[str]:

@@ -18,15 +18,13 @@ from tests.support.browser import (
     ARTIFACTS,
     BAD,
     BROWSER_MARKS,
-    ROOT,
     SAMPLE,
-    TIMEOUT_MS,
     LiveApp,
     main,
     no_exception,
-    page_with_failure_screenshot,
+    page_fixture,
     playwright_expect,
-    running_app,
+    serve,
     wait_idle,
 )
 
@@ -40,31 +38,13 @@ expect = playwright_expect()
 @pytest.fixture(scope="module")
 def nli_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveApp]:
     tmp = tmp_path_factory.mktemp("e2e-nli")
-    fake = FakeOpenAIServer(nli_judge(bad=BAD, fix="40 million")).start()
     database_url = f"sqlite:///{tmp / 'e2e.db'}"
-    try:
-        for url in running_app(
-            ROOT,
-            tmp,
-            LLM_BASE_URL=fake.base_url,
-            LLM_MODEL="fake-model",
-            LLM_MAX_RETRIES="1",
-            LLM_TIMEOUT="20",
-            DATABASE_URL=database_url,
-        ):
+    with FakeOpenAIServer(nli_judge(bad=BAD, fix="40 million")) as fake:
+        for url in serve(tmp, database_url, fake=fake):
             yield LiveApp(url=url, fake=fake, database_url=database_url)
-    finally:
-        fake.stop()
-    assert not fake.responder_errors, f"the fake's responder raised: {fake.responder_errors!r}"
-    log = tmp / "streamlit.log"
-    assert "Traceback" not in log.read_text(errors="replace"), log.read_text(errors="replace")[-3000:]
 
 
-@pytest.fixture
-def page(browser, request: pytest.FixtureRequest) -> Iterator:
-    yield from page_with_failure_screenshot(
-        browser, request, viewport=VIEWPORT, timeout_ms=TIMEOUT_MS, artifacts=ARTIFACTS
-    )
+page = page_fixture(VIEWPORT)
 
 
 def test_compare_the_four_methods_on_one_document(nli_app: LiveApp, page):

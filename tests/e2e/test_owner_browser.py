@@ -18,15 +18,12 @@ from db.engine import make_engine
 from tests.annotation_seed import make_dataset
 from tests.fakes import FakeOpenAIServer, toy_judge
 from tests.support.browser import (
-    ARTIFACTS,
     BROWSER_MARKS,
-    ROOT,
-    TIMEOUT_MS,
     main,
     no_exception,
-    page_with_failure_screenshot,
+    page_fixture,
     playwright_expect,
-    running_app,
+    serve,
     shot,
     wait_idle,
 )
@@ -54,20 +51,11 @@ def owner_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OwnerApp]:
     make_dataset(engine, [["The council met on Tuesday."]], name="owner's dataset")
     engine.dispose()
     with FakeOpenAIServer(toy_judge(bad="47 million", fix="40 million")) as fake:
-        for url in running_app(
-            ROOT, tmp, DATABASE_URL=database_url, STUDIO_PASSWORD=PASSWORD, CONSISTENCY_SPAWN_WORKER="0"
-        ):
+        for url in serve(tmp, database_url, STUDIO_PASSWORD=PASSWORD, CONSISTENCY_SPAWN_WORKER="0"):
             yield OwnerApp(url=url, fake_url=fake.base_url)
-    log = (tmp / "streamlit.log").read_text(errors="replace")
-    assert "Traceback" not in log, log[-3000:]
 
 
-@pytest.fixture
-def pg(chromium, request: pytest.FixtureRequest) -> Iterator:
-    """A fresh browser context (no cookies: a new browser) per test."""
-    yield from page_with_failure_screenshot(
-        chromium, request, viewport=VIEWPORT, timeout_ms=TIMEOUT_MS, artifacts=ARTIFACTS
-    )
+pg = page_fixture(VIEWPORT, name="pg")
 
 
 def sign_in(pg, password: str = PASSWORD) -> None:

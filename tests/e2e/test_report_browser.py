@@ -17,7 +17,7 @@ from db.engine import make_engine
 from services import reports
 from services.reports import build
 from tests.metaeval_seed import Item, seed
-from tests.support.browser import ARTIFACTS, BROWSER_MARKS, ROOT, TIMEOUT_MS, in_browser, running_app
+from tests.support.browser import ARTIFACTS, BROWSER_MARKS, TIMEOUT_MS, in_browser, serve
 
 VIEWPORT = {"width": 1300, "height": 2200}
 
@@ -105,9 +105,7 @@ def test_the_report_file_opens_without_a_network_and_draws_its_charts(seeded: Se
 @pytest.fixture(scope="module")
 def app_url(seeded: Seeded, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     tmp = tmp_path_factory.mktemp("e2e-report-app")
-    yield from running_app(ROOT, tmp, DATABASE_URL=seeded.database_url, CONSISTENCY_SPAWN_WORKER="0")
-    log = tmp / "streamlit.log"
-    assert "Traceback" not in log.read_text(errors="replace"), log.read_text(errors="replace")[-3000:]
+    yield from serve(tmp, seeded.database_url, CONSISTENCY_SPAWN_WORKER="0")
 
 
 def test_a_share_link_shows_the_report_read_only_and_a_revoked_one_says_so(seeded: Seeded, app_url: str):

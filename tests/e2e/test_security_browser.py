@@ -16,12 +16,10 @@ from tests.fakes import FakeOpenAIServer, toy_judge
 from tests.support.browser import (
     ARTIFACTS,
     BROWSER_MARKS,
-    ROOT,
-    TIMEOUT_MS,
     VIEWPORT,
-    page_with_failure_screenshot,
+    page_fixture,
     playwright_expect,
-    running_app,
+    serve,
     wait_idle,
 )
 from tests.support.waiting import WAIT_MS
@@ -52,19 +50,11 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int]]:
         backend = BackendConfig(kind="openai", base_url=fake.base_url, model="fake-model", max_retries=1)
         run_id = runs.start_run(engine, backend, REFERENCE, HOSTILE, DCRConfig(max_rounds=1), source="cli")
         engine.dispose()
-        for url in running_app(
-            ROOT, tmp, LLM_BASE_URL=fake.base_url, LLM_MODEL="fake-model", DATABASE_URL=database_url
-        ):
+        for url in serve(tmp, database_url, fake=fake):
             yield url, run_id
-    log = (tmp / "streamlit.log").read_text(errors="replace")
-    assert "Traceback" not in log, log[-3000:]
 
 
-@pytest.fixture
-def page(browser, request: pytest.FixtureRequest) -> Iterator:
-    yield from page_with_failure_screenshot(
-        browser, request, viewport=VIEWPORT, timeout_ms=TIMEOUT_MS, artifacts=ARTIFACTS
-    )
+page = page_fixture(VIEWPORT)
 
 
 def watch_dialogs(pg) -> list[str]:

@@ -150,6 +150,43 @@ def running_app(root, tmp, **env_overrides: str):
             proc.wait(timeout=10)
 
 
+def serve(tmp: Path, database_url: str, *, fake: FakeOpenAIServer | None = None, **env: str):
+    """The real app (running_app) on this database and, when given, this fake model endpoint (fake-model, one
+    retry, a 20 s timeout, unless env says otherwise); yields its URL. Once it has stopped: no traceback in its
+    log, and no error in the fake's responder."""
+    if fake is not None:
+        env = {
+            "LLM_BASE_URL": fake.base_url,
+            "LLM_MODEL": "fake-model",
+            "LLM_MAX_RETRIES": "1",
+            "LLM_TIMEOUT": "20",
+        } | env
+    yield from running_app(ROOT, tmp, DATABASE_URL=database_url, **env)
+    if fake is not None:
+        assert not fake.responder_errors, f"the fake's responder raised: {fake.responder_errors!r}"
+    assert_clean_log(tmp)
+
+
+def assert_clean_log(tmp: Path, *words: str) -> None:
+    """No traceback (nor any of these words) in the log running_app wrote in tmp."""
+    log = (tmp / "streamlit.log").read_text(errors="replace")
+    for word in ("Traceback", *words):
+        assert word not in log, log[-3000:]
+
+
+def page_fixture(viewport: dict = VIEWPORT, *, name: str = "page"):
+    """A fixture for a test module (`page = page_fixture(VIEWPORT)`): a fresh browser context (a new Streamlit
+    session, no cookies) and page per test at this window size; a screenshot in test-artifacts/ if it fails."""
+
+    @pytest.fixture(name=name)
+    def fixture(browser, request: pytest.FixtureRequest):
+        yield from page_with_failure_screenshot(
+            browser, request, viewport=viewport, timeout_ms=TIMEOUT_MS, artifacts=ARTIFACTS
+        )
+
+    return fixture
+
+
 def in_browser(fn, name: str, *, viewport: dict | None = None):
     """Run fn(page) in a fresh Chromium on a thread of its own (outside the shared browser's thread);
     a full-page screenshot if it fails."""
