@@ -14,7 +14,7 @@ import pytest
 from clitools import METHODS, TASKS
 
 ROOT = Path(__file__).resolve().parents[1]
-HEAVY = ("openai", "scipy", "alembic", "services.dcr", "pandas", "sqlalchemy", "torch")
+HEAVY = ("openai", "scipy", "alembic", "services.dcr", "pandas", "sqlalchemy", "sqlmodel", "numpy", "torch")
 
 # Runs cli.py as `python cli.py ARGS` would, then prints the modules it loaded and its exit code.
 PROBE = """
@@ -27,6 +27,12 @@ except SystemExit as exc:
     code = exc.code
 print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
 """
+
+
+def cli_subcommands() -> list[str]:
+    import cli
+
+    return list(cli.SUBCOMMANDS)
 
 
 def loaded_by(*args: str) -> tuple[int, set[str], str]:
@@ -48,6 +54,56 @@ def test_help_and_argument_errors_load_none_of_the_services(args):
     assert code == (0 if "--help" in args else 2), out
     heavy = sorted(m for m in modules if m.startswith(HEAVY))
     assert not heavy, heavy
+
+
+SUBCOMMAND_HELPS = [(*name.split(), "--help") for name in [*cli_subcommands(), "dhp run", "dhp stats"]]
+# A required option left out: argparse refuses the line before the subcommand runs.
+ARGUMENT_ERRORS = [
+    ("alpha", "--input", "r.csv"),
+    ("report",),
+    ("distill", "--run", "1"),
+    ("conseval", "--criteria", "Factuality"),
+    ("dhp",),
+    ("dhp", "stats", "--scores", "s.csv"),
+    ("card", "--input", "x.jsonl"),
+    ("batch", "--dataset", "x.jsonl"),
+    ("alpha", "--input", "r.csv", "--level", "no-such-level"),
+]
+
+
+@pytest.mark.parametrize("args", SUBCOMMAND_HELPS, ids=lambda a: "-".join(a[:-1]))
+def test_every_subcommands_help_loads_none_of_the_services(args):
+    code, modules, out = loaded_by(*args)
+    assert code == 0 and "usage:" in out, out
+    heavy = sorted(m for m in modules if m.startswith(HEAVY))
+    assert not heavy, heavy
+
+
+@pytest.mark.parametrize("args", ARGUMENT_ERRORS, ids=lambda a: "-".join(a))
+def test_every_subcommands_argument_errors_load_none_of_the_services(args):
+    code, modules, out = loaded_by(*args)
+    assert code == 2 and "error:" in out, out
+    heavy = sorted(m for m in modules if m.startswith(HEAVY))
+    assert not heavy, heavy
+
+
+def test_the_parser_defaults_are_the_services_own():
+    import clitools
+    from db.models import REPORT_KINDS
+    from services import conseval, dhp, metaeval, stats
+    from services.nli import distill
+
+    assert clitools.LEVELS == tuple(stats.LEVELS)
+    assert clitools.REPORT_KINDS == tuple(REPORT_KINDS)
+    assert (clitools.REPORT_THRESHOLD, clitools.REPORT_SEED, clitools.REPORT_BOOT) == (
+        metaeval.DEFAULT_THRESHOLD,
+        metaeval.DEFAULT_SEED,
+        metaeval.DEFAULT_BOOT,
+    )
+    assert (clitools.DISTILL_SEED, clitools.DISTILL_TEST_SHARE) == (distill.DEFAULT_SEED, distill.DEFAULT_TEST_SHARE)
+    assert clitools.CONSEVAL_ANSWER_FORMATS == tuple(conseval.ANSWER_FORMATS)
+    assert clitools.CONSEVAL_SPLITS == tuple(conseval.SPLITS)
+    assert clitools.DHP_ANSWER_FORMATS == tuple(dhp.ANSWER_FORMATS)
 
 
 def test_the_overall_help_lists_every_subcommand():
