@@ -143,3 +143,72 @@ def test_a_database_at_the_current_schema_opens_without_alembic(tmp_path):
     again = subprocess.run([sys.executable, "-c", check], cwd=ROOT, env=env, capture_output=True, text=True)
     assert first.stdout.strip() == "True", first.stderr  # a new database: Alembic creates the schema
     assert again.stdout.strip() == "False", again.stderr
+
+
+# cli.py evaluate as a program, counting the sentence splits done in the process that sends the requests.
+EVALUATE_PROBE = """
+import json, os, runpy, sys
+sys.argv = ["cli.py", *json.loads(sys.argv[1])]
+from services.datasets import readers
+parent, real_split, real_exit, here = os.getpid(), readers.split_sentences, os._exit, []
+def split(text):
+    if os.getpid() == parent:
+        here.append(text)
+    return real_split(text)
+def leave(code):
+    if os.getpid() == parent:
+        print(json.dumps({"code": code, "split_here": len(here)}), flush=True)
+    real_exit(code)
+readers.split_sentences, os._exit = split, leave
+runpy.run_path("cli.py", run_name="__main__")
+"""
+
+
+def _evaluate(tmp_path: Path, rows: list[dict] | str, base_url: str) -> tuple[dict, str]:
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text(rows if isinstance(rows, str) else "".join(json.dumps(r) + "\n" for r in rows))
+    env = os.environ | {
+        "PYTHONPATH": str(ROOT),
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'cli.db'}",
+        "LLM_BASE_URL": base_url,
+        "LLM_MODEL": "fake-model",
+        "LLM_MAX_RETRIES": "0",
+    }
+    args = ["evaluate", "--input", str(pairs), "--output", str(tmp_path / "out.jsonl")]
+    proc = subprocess.run(
+        [sys.executable, "-c", EVALUATE_PROBE, json.dumps(args)], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    return json.loads(proc.stdout.strip().splitlines()[-1]), proc.stderr
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="the file is imported beside the client only on two cores")
+def test_evaluate_splits_the_file_in_a_child_while_it_loads_the_client(tmp_path):
+    from sqlalchemy import create_engine, text
+
+    from tests.fakes import FakeOpenAIServer, toy_judge
+    from tests.support.batches import BAD, FIX, REF
+
+    rows = [
+        {"id": f"d{i}", "reference": REF, "candidate": f"It cost {BAD} dollars on day {i}. It ended."}
+        for i in range(6)
+    ]
+    with FakeOpenAIServer(responder=toy_judge(BAD, FIX)) as fake:
+        out, err = _evaluate(tmp_path, rows, fake.base_url)
+        again, err_again = _evaluate(tmp_path, rows, fake.base_url)  # the same file: found by its hash
+    assert out == {"code": 0, "split_here": 0}, err
+    assert again == {"code": 0, "split_here": 0}, err_again
+    lines = [json.loads(x) for x in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert [line["id"] for line in lines] == [r["id"] for r in rows]
+    assert all(line["error"] is None and line["k"] == 2 for line in lines)
+    eng = create_engine(f"sqlite:///{tmp_path / 'cli.db'}")
+    try:
+        with eng.connect() as conn:
+            assert conn.execute(text("SELECT count(*) FROM dataset")).scalar() == 1
+    finally:
+        eng.dispose()
+
+
+def test_evaluate_reports_a_file_it_cannot_read_once_with_no_traceback(tmp_path):
+    out, err = _evaluate(tmp_path, "this is not JSON\n", "http://127.0.0.1:9/v1")
+    assert out["code"] == 2, err
+    assert err.count("error:") == 1 and "Traceback" not in err, err
