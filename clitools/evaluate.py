@@ -22,8 +22,6 @@ from pathlib import Path
 
 from clitools import METHODS, TASKS
 
-CHILD_WAIT_S = 60.0
-
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Register `evaluate` on cli.py's subparsers."""
@@ -105,9 +103,7 @@ def _run(args: argparse.Namespace) -> int:
     from services.nli import paradigms as nli
 
     if child is not None:
-        child.join(CHILD_WAIT_S)  # its work is this process's own next step: wait for it (or do it below)
-        if child.is_alive():
-            child.terminate()
+        child.join()  # its work is this process's next step (a large file takes the child as long as it would take)
     if args.concurrency:
         backend = backend.with_changes(concurrency=args.concurrency)
     is_nli = nli.is_nli(args.method)
