@@ -201,13 +201,13 @@ def import_beside(path: Path, task: str):
 
     The child only imports (its output discarded; a file imported before is found by its hash), so
     `headless.prepare` finds the dataset, or imports it with its own messages when the child could not.
-    Only cli.py itself forks (never cli.main called from other code), and only where it is safe: a second
-    core, os.fork, no other thread, no database engine made yet. None otherwise.
+    Only cli.py itself forks (never cli.main called from other code), and only where it is safe: Linux, a
+    second core, no other thread, no database engine made yet. None otherwise.
     """
     import threading
 
-    if not hasattr(os, "fork") or (os.cpu_count() or 1) < 2 or threading.active_count() > 1:
-        return None
+    if not sys.platform.startswith("linux") or (os.cpu_count() or 1) < 2 or threading.active_count() > 1:
+        return None  # forking is safe on Linux (macOS's system libraries may not survive it)
     import multiprocessing
 
     from db import engine as db_engine  # with the database models: loaded once, before the fork

@@ -181,7 +181,10 @@ def _evaluate(tmp_path: Path, rows: list[dict] | str, base_url: str) -> tuple[di
     return json.loads(proc.stdout.strip().splitlines()[-1]), proc.stderr
 
 
-@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="the file is imported beside the client only on two cores")
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux") or (os.cpu_count() or 1) < 2,
+    reason="the file is imported beside the client only on Linux with two cores",
+)
 def test_evaluate_splits_the_file_in_a_child_while_it_loads_the_client(tmp_path):
     from sqlalchemy import create_engine, text
 
@@ -189,8 +192,7 @@ def test_evaluate_splits_the_file_in_a_child_while_it_loads_the_client(tmp_path)
     from tests.support.batches import BAD, FIX, REF
 
     rows = [
-        {"id": f"d{i}", "reference": REF, "candidate": f"It cost {BAD} dollars on day {i}. It ended."}
-        for i in range(6)
+        {"id": f"d{i}", "reference": REF, "candidate": f"It cost {BAD} dollars on day {i}. It ended."} for i in range(6)
     ]
     with FakeOpenAIServer(responder=toy_judge(BAD, FIX)) as fake:
         out, err = _evaluate(tmp_path, rows, fake.base_url)
