@@ -50,13 +50,15 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, standalone: bool = False) -> int:
+    """Run a subcommand; `standalone` when this process is cli.py itself (it may then fork, see evaluate)."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     from services.redact import redact_logs
 
     redact_logs()
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser(argv).parse_args(argv)
+    args.standalone = standalone
     try:
         return args.func(args)
     except KeyboardInterrupt:
@@ -80,7 +82,7 @@ def exit_now(code: int) -> None:
 
 
 if __name__ == "__main__":
-    status = main()
+    status = main(standalone=True)
     if sys.argv[1:2] == ["evaluate"] or status == 130:
         exit_now(status)
     sys.exit(status)

@@ -6,7 +6,8 @@ whole process within 1.3 x the ideal (calls x 0.2 s / 64 in flight) + 1 s. The w
 a user (or a peer's command) sees: from process start to exit, start-up and writing the output included.
 The first request is timed on a new database (the schema is created first) and on one made before, with the
 CPU seconds the process had used by then: start-up is one thread's work, so on a busy machine that figure is
-what the wall time would be on a quiet one.
+what the wall time would be on a quiet one. (`evaluate` imports the file in a forked child on the other core
+meanwhile; that child's CPU is not in this figure, and is in the whole process's.)
 Run: .venv/bin/python bench/cli_startup.py [N] [--repeats R] [--amc rule|llm|both]
 """
 

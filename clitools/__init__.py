@@ -1,9 +1,19 @@
 """Subcommands for cli.py, one module each with `add_parser(subparsers)` and `run(args) -> int`.
 
-`add_parser` imports nothing heavy: help and argument errors come at once. The choices below are the
-services' own names (services.dcr.METHOD_LABELS, services.nli.paradigms.METHOD_LABELS), written out so the
-parser need not load those packages; tests/test_cli_startup.py holds them equal.
+`add_parser` imports nothing heavy: help and argument errors come at once, and each subcommand loads its
+services when it runs. The choices and defaults below are the services' own (services.dcr.METHOD_LABELS,
+services.nli.paradigms.METHOD_LABELS, services.stats.LEVELS, db.models.REPORT_KINDS, the defaults of
+services.metaeval and services.nli.distill, the answer formats and splits of services.conseval and
+services.dhp), written out so the parser need not load those packages; tests/test_cli_startup.py holds them
+equal.
 """
 
 TASKS = ("summarization", "semantic", "custom")
 METHODS = ("dce-amc", "paragraph", "evidence", "summ-nli", "sent-nli", "qg-qa")
+LEVELS = ("nominal", "ordinal", "interval", "ratio")
+REPORT_KINDS = ("run", "batch", "nli", "conseval", "dhp", "survey", "judges")
+REPORT_THRESHOLD, REPORT_SEED, REPORT_BOOT = 1.0, 0, 1000
+DISTILL_SEED, DISTILL_TEST_SHARE = 0, 0.2
+CONSEVAL_ANSWER_FORMATS = ("plain", "structured")
+CONSEVAL_SPLITS = ("8:2", "leave-one-out")
+DHP_ANSWER_FORMATS = ("plain", "structured")

@@ -10,17 +10,23 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
+from clitools import LEVELS
 
-from services import stats, tables
-from services.errors import InputError
+if TYPE_CHECKING:
+    import pandas as pd
 
 COLUMNS = ("unit", "rater", "value")
 
 
 def read_ratings(path: Path, level: str) -> pd.DataFrame:
     """The rows of a ratings CSV with a header naming unit, rater and value."""
+    import pandas as pd
+
+    from services import tables
+    from services.errors import InputError
+
     df = tables.read_frame(path, fmt="csv")
     missing = [c for c in COLUMNS if c not in df.columns]
     if missing:
@@ -54,7 +60,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         description="Inter-rater agreement (Krippendorff's alpha) with a bootstrap interval over units.",
     )
     p.add_argument("--input", required=True, type=Path, help="CSV with a header: unit,rater,value")
-    p.add_argument("--level", required=True, choices=stats.LEVELS, help="level of measurement of the values")
+    p.add_argument("--level", required=True, choices=LEVELS, help="level of measurement of the values")
     p.add_argument("--boot", type=int, default=1000, help="bootstrap resamples for the 95%% interval (default 1000)")
     p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
     p.set_defaults(func=run)
@@ -63,6 +69,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 def run(args: argparse.Namespace) -> int:
     """Print alpha, level, counts and the 95% interval; 2 when the input cannot be used."""
+    from services import stats
+
     if args.boot < 0:
         print("error: --boot must be 0 or more", file=sys.stderr)
         return 2

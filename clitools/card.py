@@ -47,7 +47,7 @@ def read_labels(path: Path) -> dict[str, tuple[float | None, float | None]]:
     """id -> (label, score) from the file; ValueError with the line for a bad label or score."""
     import pandas as pd
 
-    from services.headless import table_format
+    from services.datasets.pairs import table_format
 
     fmt = table_format(path)
     if fmt == "jsonl":

@@ -16,12 +16,14 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from db.engine import get_engine
-from services import conseval as ce
+from clitools import CONSEVAL_ANSWER_FORMATS, CONSEVAL_SPLITS
 from services import tables
-from services.config import backend_from_settings
 from services.errors import InputError
+
+if TYPE_CHECKING:
+    from services import conseval as ce
 
 ALIASES = {
     "5p": "5-P",
@@ -38,6 +40,8 @@ ALIASES = {
 
 def scale_keys(text: str) -> list[str]:
     """Scale names or aliases, comma-separated, as the keys of services.conseval.SCALES."""
+    from services import conseval as ce
+
     out = []
     by_lower = {k.lower(): k for k in ce.SCALES}
     for part in [p.strip() for p in text.split(",") if p.strip()]:
@@ -49,6 +53,8 @@ def scale_keys(text: str) -> list[str]:
 
 
 def criteria_names(text: str) -> list[str]:
+    from services import conseval as ce
+
     by_lower = {c.lower(): c for c in ce.CRITERIA}
     return list(dict.fromkeys(by_lower.get(p.strip().lower(), p.strip()) for p in text.split(",") if p.strip()))
 
@@ -86,13 +92,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     )
     p.add_argument(
         "--answer-format",
-        choices=list(ce.ANSWER_FORMATS),
+        choices=CONSEVAL_ANSWER_FORMATS,
         default="plain",
         help="plain: the paper's reply after 'Answer:' (default); structured: {\"score\": ...} output",
     )
     p.add_argument(
         "--split",
-        choices=list(ce.SPLITS),
+        choices=CONSEVAL_SPLITS,
         default="8:2",
         help="with dICL: 8:2 (paper 7.1; examples from 80%%, results on 20%%) or leave-one-out",
     )
@@ -109,6 +115,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 def build(args: argparse.Namespace) -> tuple[ce.StudyConfig, list[ce.ItemIn]]:
     """The study's configuration and items from the command line; InputError when they cannot be used."""
+    from services import conseval as ce
+    from services.config import backend_from_settings
+
     backend = backend_from_settings()
     criteria = criteria_names(args.criteria)
     score_scale = scale_keys(args.score_scale)[0] if args.score_scale else None
@@ -141,6 +150,8 @@ def build(args: argparse.Namespace) -> tuple[ce.StudyConfig, list[ce.ItemIn]]:
 
 def oracle_spec(text: str) -> ce.ModelSpec:
     """An oracle endpoint written BASE_URL|MODEL (its label is the model's name)."""
+    from services import conseval as ce
+
     url, sep, model = text.partition("|")
     if not sep or not url.strip() or not model.strip():
         raise InputError(f"--oracle-endpoint {text!r}: write it as BASE_URL|MODEL")
@@ -149,6 +160,8 @@ def oracle_spec(text: str) -> ce.ModelSpec:
 
 def report(study: ce.ConsevalStudyPublic) -> dict:
     """The JSON written: the study, its configuration, usage and every result row (alpha or r, interval, n, note)."""
+    from services import conseval as ce
+
     df = ce.results_frame(study.results)
     rows = json.loads(df.to_json(orient="records")) if not df.empty else []
     return {
@@ -166,6 +179,10 @@ def report(study: ce.ConsevalStudyPublic) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run the study and write its JSON; 1 when it fails, 2 when the input or the options cannot be used."""
+    from db.engine import get_engine
+    from services import conseval as ce
+
     if args.boot < 0 or args.samples < 0:
         print("error: --boot and --samples must be 0 or more", file=sys.stderr)
         return 2

@@ -24,16 +24,17 @@ import math
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-
-from services import dhp, tables
-from services.dhp import perturb
-from services.dhp import survey as survey_service
-from services.dhp.catalogue import TASKS
+from clitools import DHP_ANSWER_FORMATS
+from services import tables
 from services.errors import InputError
-from services.export import frame_csv
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from services import dhp
+    from services.dhp import perturb
 
 
 def _read_text(path: Path) -> str:
@@ -42,6 +43,8 @@ def _read_text(path: Path) -> str:
 
 def read_items(path: Path) -> list[perturb.Item]:
     """Items from JSONL, a JSON list (or {"items": [...]}) or CSV, with id, text and optional source."""
+    from services import dhp
+
     text = _read_text(path)
     try:
         return dhp.parse_items_upload(str(path), text)
@@ -70,6 +73,10 @@ def read_weights(path: Path | None) -> dict[str, dict[str, float]] | None:
 
 def read_scores(path: Path) -> pd.DataFrame:
     """SCORES.csv with item_id,perturbation,level,metric,original,perturbed (numeric scores)."""
+    import pandas as pd
+
+    from services import dhp
+
     df = tables.read_frame(path, fmt="csv")
     missing = [c for c in dhp.SCORE_COLUMNS if c not in df.columns]
     if missing:
@@ -95,6 +102,9 @@ def _write_json(path: Path, data: dict[str, Any]) -> None:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
+    from services import dhp
+    from services.dhp.catalogue import TASKS
+
     started = time.perf_counter()
     try:
         scores = read_scores(Path(args.scores))
@@ -131,8 +141,13 @@ def _summary_line(res: dhp.DiscernmentResult) -> str:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    import pandas as pd
+
     from db.engine import get_engine, get_session
+    from services import dhp
     from services.config import backend_from_settings
+    from services.dhp import survey as survey_service
+    from services.export import frame_csv
 
     if args.repeats < 1:
         print("error: --repeats must be 1 or more", file=sys.stderr)
@@ -259,7 +274,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     run.add_argument("--scores-out", help="also write the mean scores as a CSV for `dhp stats`")
     run.add_argument(
         "--answer-format",
-        choices=list(dhp.ANSWER_FORMATS),
+        choices=DHP_ANSWER_FORMATS,
         default="plain",
         help="plain: the paper's prompts, replies read as written (default); structured: ask for JSON",
     )

@@ -17,9 +17,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from db.engine import get_engine
-from services.errors import InputError
-from services.nli import distill
+from clitools import DISTILL_SEED, DISTILL_TEST_SHARE
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -47,11 +45,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         help="chat: {messages: [...]} lines; plain: {prompt, completion} lines",
     )
     p.add_argument("--output", required=True, type=Path, metavar="DIR", help="directory for the files")
-    p.add_argument("--seed", type=int, default=distill.DEFAULT_SEED, help="split and shuffle seed (default 0)")
+    p.add_argument("--seed", type=int, default=DISTILL_SEED, help="split and shuffle seed (default 0)")
     p.add_argument(
         "--test-share",
         type=float,
-        default=distill.DEFAULT_TEST_SHARE,
+        default=DISTILL_TEST_SHARE,
         help="in-domain: share of documents held out (default 0.2)",
     )
     p.add_argument(
@@ -72,6 +70,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 def run(args: argparse.Namespace) -> int:
     """Build and write the set; 2 with a message for what the user must fix."""
+    from db.engine import get_engine
+    from services.errors import InputError
+    from services.nli import distill
+
     try:
         ds = distill.build(
             get_engine(),

@@ -15,10 +15,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from db.engine import get_engine
-from db.models import REPORT_KINDS
-from services import metaeval
-from services.errors import InputError
+from clitools import REPORT_BOOT, REPORT_KINDS, REPORT_SEED, REPORT_THRESHOLD
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -34,11 +31,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument(
         "--threshold",
         type=float,
-        default=metaeval.DEFAULT_THRESHOLD,
+        default=REPORT_THRESHOLD,
         help="a score below it flags a summary as inconsistent (default 1.0: any inconsistent sentence)",
     )
-    p.add_argument("--seed", type=int, default=metaeval.DEFAULT_SEED, help="bootstrap seed (default 0)")
-    p.add_argument("--boot", type=int, default=metaeval.DEFAULT_BOOT, help="bootstrap resamples (default 1000)")
+    p.add_argument("--seed", type=int, default=REPORT_SEED, help="bootstrap seed (default 0)")
+    p.add_argument("--boot", type=int, default=REPORT_BOOT, help="bootstrap resamples (default 1000)")
     p.add_argument("--compare", type=int, metavar="ID", help="a second batch over the same dataset (Figure 3)")
     p.add_argument("--baselines", action="store_true", help="compute missing ROUGE values first (stored)")
     p.add_argument("--embeddings", action="store_true", help="with --baselines: the embedding similarity too")
@@ -56,6 +53,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 def run(args: argparse.Namespace) -> int:
     """Build the report; 2 for an unknown batch or an option out of range."""
+    from db.engine import get_engine
+    from services import metaeval
+    from services.errors import InputError
+
     if not 0.0 <= args.threshold <= 1.0:
         print("error: --threshold must be between 0 and 1", file=sys.stderr)
         return 2
@@ -101,6 +102,7 @@ def run(args: argparse.Namespace) -> int:
 
 def write_html(engine, args: argparse.Namespace) -> int:
     """The stakeholder report of `--kind` `--run` as one HTML file; 2 when it cannot be built."""
+    from services.errors import InputError
     from services.reports import build, to_html
 
     options: dict = {}

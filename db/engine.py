@@ -176,6 +176,12 @@ def get_engine(url: str | None = None, *, concurrency: int | None = None) -> Eng
         return engine
 
 
+def made() -> bool:
+    """Whether `get_engine` has made an engine in this process."""
+    with _lock:
+        return bool(_engines)
+
+
 def dispose_all() -> None:
     """Close the connections of every engine `get_engine` made (before a process exits)."""
     with _lock:

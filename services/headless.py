@@ -16,15 +16,14 @@ from urllib.parse import urlsplit, urlunsplit
 from sqlalchemy.engine import Engine
 
 from db import batches as db_batches
-from services import datasets, dcr, tables
+from services import datasets, dcr
 from services.config import BackendConfig
+from services.datasets.pairs import NAME_PREFIX, import_pairs
 from services.jobs import batches
 from services.nli import paradigms as nli
 from services.runs import check_context, method_config, recorded_config
 from services.text import InputError
 
-NAME_PREFIX = "cli: "
-COLUMNS = datasets.ColumnMapping(reference="reference", candidate="candidate", id="id")
 EVIDENCE_CHUNK = 256  # documents whose evidence is computed in one call (one embedding pass)
 
 
@@ -41,12 +40,6 @@ class Prepared:
     note: str | None = None  # why an unfinished batch of the same file was not resumed
 
 
-def table_format(path: Path) -> str:
-    """csv or tsv by the file's suffix; anything else is read as JSONL (or a JSON array)."""
-    suffix = path.suffix.lower().lstrip(".")
-    return suffix if suffix in ("csv", "tsv") else "jsonl"
-
-
 def prepare(
     engine: Engine,
     *,
@@ -60,18 +53,7 @@ def prepare(
 
     Raises InputError when the file cannot be used at all; rows that cannot be read are listed in `rejected`.
     """
-    data = tables.read_file(path, datasets.IMPORT_ADVICE)  # size checked before reading
-    try:
-        saved, result = datasets.import_file(
-            engine,
-            name=f"{NAME_PREFIX}{path.name}",
-            data=data,
-            fmt=table_format(path),
-            mapping=COLUMNS,
-            task=cfg.task,
-        )
-    except InputError as exc:
-        raise InputError(f"{path}: {exc} Each row needs id, reference and candidate.") from None
+    saved, result = import_pairs(engine, path=path, task=cfg.task)
     rejected = result.rejected if result is not None else datasets.rejected_rows(engine, saved.id)
     bid, note = _unfinished(engine, saved.id, backend, cfg, window)
     resumed = bid is not None

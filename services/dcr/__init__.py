@@ -14,7 +14,6 @@ from services.dcr.align import (
     align,
     content_overlap,
     is_paragraph_level,
-    preload,
 )
 from services.dcr.amc import (
     TEMPLATE_ECHOES,
@@ -111,7 +110,6 @@ __all__ = [
     "paragraph_rai_schema",
     "paragraph_schema",
     "parse_rai",
-    "preload",
     "rai_schema",
     "rule_mark",
     "score_evaluation",

@@ -42,12 +42,6 @@ def is_paragraph_level(quote: str, reason: str, sentences: Sequence[str]) -> boo
     return bool(_WHOLE.search(text)) and not _ONE_SENTENCE.search(text)
 
 
-def preload() -> None:
-    """Import what reading a judge's answer needs (scipy's assignment) before many threads start: a first
-    import inside the threads holds every one of them on the import lock while requests wait."""
-    import scipy.optimize  # noqa: F401
-
-
 def align(
     items: Sequence[str], sentences: Sequence[str], reasons: Sequence[str] | None = None
 ) -> tuple[list[int | None], list[int]]:
@@ -60,9 +54,6 @@ def align(
     position), so a paraphrased quote still keeps its reason with its sentence. Without quotes and with as
     many items as sentences, position decides, as the prompt asks for one entry per sentence in order.
     """
-    import numpy as np  # with scipy: loaded by preload() while a batch's first requests are on their way
-    from scipy.optimize import linear_sum_assignment
-
     k = len(sentences)
     reasons = list(reasons) if reasons is not None else [""] * len(items)
     whole = [i for i in range(len(items)) if is_paragraph_level(items[i], reasons[i], sentences)]
@@ -74,19 +65,46 @@ def align(
         for j, i in enumerate(cand):
             by_sentence[j] = i
         return by_sentence, whole
-    gain = np.zeros((len(cand), k))
+    gain = [[0.0] * k for _ in cand]
     for a, i in enumerate(cand):
         for j, sent in enumerate(sentences):
             quote = similarity(items[i], sent) if items[i].strip() else 0.0
-            gain[a, j] = max(quote, 0.8 * content_overlap(reasons[i], sent))
+            gain[a][j] = max(quote, 0.8 * content_overlap(reasons[i], sent))
             if len(cand) == k and a == j:
-                gain[a, j] += POSITION_BONUS
-    rows, cols = linear_sum_assignment(gain, maximize=True)
+                gain[a][j] += POSITION_BONUS
+    pairs = _clear_best(gain) or _assignment(gain)
     used = set()
-    for a, j in zip(rows, cols, strict=True):
-        if gain[a, j] < MIN_MATCH and not (len(cand) == k and a == j):
+    for a, j in pairs:
+        if gain[a][j] < MIN_MATCH and not (len(cand) == k and a == j):
             continue  # neither its quote nor its words point to this sentence, nor (with equal counts) its place
-        by_sentence[int(j)] = cand[int(a)]
-        used.add(cand[int(a)])
+        by_sentence[j] = cand[a]
+        used.add(cand[a])
     leftovers = sorted(set(whole) | {i for i in cand if i not in used})
     return by_sentence, leftovers
+
+
+def _clear_best(gain: list[list[float]]) -> list[tuple[int, int]] | None:
+    """Each item paired with its best sentence, when every item's best is strictly ahead of its second best
+    and no two items share one: that pairing is then the one optimal assignment, found without scipy.
+
+    (It reaches the sum of the row maxima, an upper bound of every assignment; any other pairing gives some
+    item less than its strict maximum.) None when it does not hold, or when there are more items than sentences.
+    """
+    if not gain or len(gain) > len(gain[0]):
+        return None
+    pairs = []
+    for a, row in enumerate(gain):
+        j = max(range(len(row)), key=row.__getitem__)
+        if any(v >= row[j] for b, v in enumerate(row) if b != j):
+            return None
+        pairs.append((a, j))
+    return pairs if len({j for _, j in pairs}) == len(pairs) else None
+
+
+def _assignment(gain: list[list[float]]) -> list[tuple[int, int]]:
+    """The pairing of items and sentences with the largest total gain (Hungarian assignment)."""
+    import numpy as np  # with scipy (a third of a second): loaded only when the best pairing is not clear
+    from scipy.optimize import linear_sum_assignment
+
+    rows, cols = linear_sum_assignment(np.array(gain), maximize=True)
+    return [(int(a), int(j)) for a, j in zip(rows, cols, strict=True)]

@@ -164,3 +164,25 @@ def test_eq3_is_monotone_in_the_number_of_consistent_sentences(k, data):
     higher = dcr.score_evaluation([1] * (n + 1) + [-1] * (k - n - 1) + unknown, extras).partial_z_hat
     assert lower is not None and higher is not None and higher > lower
     assert dcr.score_evaluation([1] * k, extras).z_hat == 1.0 and dcr.score_evaluation([-1] * k, extras).z_hat == 0.0
+
+
+GAINS = st.integers(min_value=1, max_value=5).flatmap(
+    lambda k: st.lists(
+        st.lists(st.sampled_from([0.0, 0.1, 0.3, 0.45, 0.5, 0.55, 0.8, 0.9, 1.0, 1.1]), min_size=k, max_size=k),
+        min_size=1,
+        max_size=6,
+    )
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(GAINS)
+def test_a_clear_best_pairing_is_the_hungarian_assignment(gain):
+    # align() skips scipy when every item's best sentence is strictly ahead and no two share one; that pairing
+    # must then be exactly the assignment scipy finds.
+    from services.dcr.align import _assignment, _clear_best
+
+    clear = _clear_best(gain)
+    if clear is not None:
+        assert clear == _assignment(gain)
+        assert len(gain) <= len(gain[0])

@@ -43,3 +43,21 @@ def test_any_text_splits_without_loss_of_words_or_order(text):
 def test_paragraph_breaks_never_merge_sentences(sentences, blank_lines):
     text = ("\n" * (blank_lines + 1)).join(sentences)
     assert split_sentences(text) == sentences
+
+
+TRICKY = st.sampled_from(
+    ["Dr.", "U.S.", "e.g.", "3.5", "(a)", "\u00a0", "\u2003", "...", "!", "?", '"', "'", "Mr. Smith", "a.m.", "\t", " "]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(sentence(), TRICKY, WORD, st.text(max_size=12)), min_size=1, max_size=12).map(" ".join))
+def test_the_segmenter_places_sentences_as_pysbd_does(text):
+    # Our segmenter finds each sentence's span with str.find; pysbd compiles a pattern per sentence.
+    import pysbd
+
+    from services.text import _Segmenter
+
+    theirs = pysbd.Segmenter(language="en", clean=False, char_span=True).segment(text)
+    ours = _Segmenter(language="en", clean=False, char_span=True).segment(text)
+    assert [(s.sent, s.start, s.end) for s in ours] == [(s.sent, s.start, s.end) for s in theirs]

@@ -514,3 +514,20 @@ def test_one_reason_for_several_sentences_reads_in_the_singular(fake, client):
     fake.enqueue_json(dce((S[0], OK)))
     ev = dcr.evaluate(client, REF, S, CFG)
     assert any("returned 1 reason for 3 sentences" in n for n in ev.notes), ev.notes
+
+
+def test_aligning_quotes_that_point_clearly_loads_no_scipy():
+    # scipy.optimize costs a third of a second to load: a batch whose answers quote their sentences needs none.
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    probe = (
+        "import sys; from services.dcr.align import align; "
+        "s = ['The council met on Monday.', 'The mayor spoke for an hour.', 'Taxes will rise.']; "
+        "by, rest = align([s[2], s[0], s[1]], s, ['wrong year', 'fine', 'fine']); "
+        "print(by, rest, 'scipy' in sys.modules)"
+    )
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "-c", probe], cwd=root, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["[1,", "2,", "0]", "[]", "False"], out.stdout + out.stderr

@@ -188,3 +188,20 @@ def test_read_records_reads_csv_json_and_jsonl_and_names_the_bad_line():
         read_records("[1, 2]", "t.json")
     with pytest.raises(InputError, match="not UTF-8"):
         read_records(b"\xff\xfe\xfa", "t.jsonl")
+
+
+def test_splitting_compiles_no_pattern_per_document(monkeypatch):
+    # pysbd compiled a pattern per sentence to find its span, which also pushed its own patterns out of re's
+    # cache: every document compiled hundreds of patterns again. Once warm, a new document compiles none.
+    import re._compiler
+
+    docs = [f"Summary {i} says the council met on day {i}. The mayor, Dr. Lee, spoke {i} minutes." for i in range(9)]
+    split_sentences(docs[0])
+    compiled = []
+    real = re._compiler.compile
+    monkeypatch.setattr(re._compiler, "compile", lambda p, flags=0: compiled.append(p) or real(p, flags))
+    assert [split_sentences(d) for d in docs[1:]] == [
+        [f"Summary {i} says the council met on day {i}.", f"The mayor, Dr. Lee, spoke {i} minutes."]
+        for i in range(1, 9)
+    ]
+    assert compiled == []

@@ -134,12 +134,9 @@ def _process_batch(
         session.commit()
     cache = BufferedSqlCache(engine, backend.model)
     clients = [get_client(b, cache=cache, sample=sample) for b in endpoints]
-    preloading = None
     if cfg.uses_model:
         for c in clients:
             c.sdk()  # build the HTTP clients before the threads start
-        # What reading an answer needs loads while the first requests are on their way, not before them.
-        preloading = threading.Thread(target=dcr.preload, name=f"batch{batch_id}-preload", daemon=True)
     turn = itertools.count()
     leases = Leases(engine, wid)
     leases.beat()
@@ -203,8 +200,6 @@ def _process_batch(
                 leases.add(ids)
                 for item in load_inputs(engine, list(ids)):
                     inflight.add(pool.submit(run, item))
-                if preloading is not None and preloading.ident is None:  # not started yet
-                    preloading.start()
             if not inflight:
                 break
             done, inflight = wait(inflight, timeout=FLUSH_EVERY, return_when=FIRST_COMPLETED)
