@@ -42,6 +42,7 @@ def make_reliability_figure(bins: pd.DataFrame, *, ece: float | None = None, n: 
                 line={"color": BLUE, "width": 2},
                 marker={"size": (6 + 14 * np.sqrt(counts / counts.max())).round(1), "color": BLUE},
                 error_y={"type": "data", "symmetric": False, "array": high - obs, "arrayminus": obs - low},
+                cliponaxis=False,  # a bin at 0 or 1 sits on the axis's end: draw its whole dot, sized by n
                 customdata=np.stack([bins["n"], bins["lo"], bins["hi"], low, high], axis=-1),
                 hovertemplate="scores %{customdata[1]:.1f}-%{customdata[2]:.1f}: mean %{x:.3f}, "
                 "consistent %{y:.3f} [%{customdata[3]:.3f}, %{customdata[4]:.3f}], n=%{customdata[0]}<extra></extra>",

@@ -37,15 +37,17 @@ def make_judges_rate_figure(df: pd.DataFrame, *, level: float = 0.95) -> go.Figu
                 marker=dict(color=color, size=10, symbol="diamond" if kind == "PPI" else "circle"),
                 error_x=error,
                 offsetgroup=kind,
+                cliponaxis=False,  # a rate of 0% or 100% sits on the axis's end: draw the whole dot
             )
         )
     fig.update_layout(
         title=f"Consistency rate: the judge's own, from labels only, and PPI ({level:.0%} intervals)",
-        xaxis=dict(title="share of consistent items", range=[0, 1], tickformat=".0%"),
+        # A little room past 0% and 100%, and a right margin, so both end ticks and a dot at either end show.
+        xaxis=dict(title="share of consistent items", range=[-0.02, 1.02], dtick=0.2, tickformat=".0%"),
         yaxis=dict(title="", autorange="reversed", automargin=True),
         scattermode="group",
         height=150 + 55 * max(df["judge"].nunique(), 1),
-        margin=dict(l=10, r=10, t=90, b=50),
+        margin=dict(l=10, r=30, t=90, b=50),
         legend=dict(orientation="h", x=0, xanchor="left", y=1.02, yanchor="bottom"),
     )
     return fig

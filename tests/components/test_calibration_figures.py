@@ -33,3 +33,11 @@ def test_risk_coverage_figure_plots_accuracy_against_share_decided_and_the_judge
     assert len(band.x) == 2 * len(rc.curve) and band.fill == "toself"
     assert list(own.x) == [50.0] and list(own.y) == [1.0] and "n=2" in own.name
     assert fig.layout.xaxis.title.text == "Share decided (%)"
+
+
+def test_reliability_figure_draws_a_bin_at_either_end_whole() -> None:
+    """A bin whose share consistent is 0 or 1 sits on the axis's end: its dot is not cut in half."""
+    r = selective.reliability([0.02, 0.05, 0.97, 0.99], [0, 0, 1, 1])
+    bins = make_reliability_figure(r.bins, ece=r.ece, n=r.n).data[1]
+    assert min(bins.y) == 0.0 and max(bins.y) == 1.0
+    assert bins.cliponaxis is False
