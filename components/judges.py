@@ -11,6 +11,7 @@ from components.judges_figures import make_judges_rate_figure
 from services.judges import JudgeCard, tables
 
 # The measures of the sortable grid, each with its short column name (the full name is its tooltip).
+CARDS_PER_ROW = 3  # the most cards a row holds at 1280 px with their metric's label whole
 HEADLINE = {
     "Balanced accuracy": "bal. acc.",
     "AUROC": "AUROC",
@@ -63,17 +64,24 @@ def _highlight(df: pd.DataFrame, best: dict[str, set[int]]) -> pd.DataFrame:
     return styles
 
 
+def _render_card(col, c: JudgeCard, level: float) -> None:
+    with col.container(border=True):
+        p = c.rates.ppi
+        st.markdown(f"**{c.judge}**")
+        ci = f"[{_pct(p.ci_low)}, {_pct(p.ci_high)}]" if p.ci_low is not None else "no interval"
+        st.metric(f"PPI consistency rate ({level:.0%} CI)", _pct(p.estimate), help="Prediction-powered inference")
+        st.caption(f"{ci} · n = {p.n} labelled + {p.n_unlabelled:,} judged only")
+
+
 def render_cards(cards: Sequence[JudgeCard]) -> None:
     """The cards side by side: plain-words intervals, the chart, the sortable table and the detailed one."""
     level = 1.0 - cards[0].alpha
-    cols = st.columns(len(cards))
-    for col, c in zip(cols, cards, strict=True):
-        with col.container(border=True):
-            p = c.rates.ppi
-            st.markdown(f"**{c.judge}**")
-            ci = f"[{_pct(p.ci_low)}, {_pct(p.ci_high)}]" if p.ci_low is not None else "no interval"
-            st.metric(f"PPI consistency rate ({level:.0%} CI)", _pct(p.estimate), help="Prediction-powered inference")
-            st.caption(f"{ci} · n = {p.n} labelled + {p.n_unlabelled:,} judged only")
+    # At most three cards a row, the rows evened out (4 cards: 2 + 2): five side by side in the 1280 px main
+    # column cut the metric's label short.
+    per_row = -(-len(cards) // -(-len(cards) // CARDS_PER_ROW))
+    for start in range(0, len(cards), per_row):
+        for col, c in zip(st.columns(per_row), cards[start : start + per_row], strict=False):
+            _render_card(col, c, level)
     for c in cards:
         st.markdown(explain(c))
     st.plotly_chart(make_judges_rate_figure(tables.intervals_frame(cards), level=level), key="jd_chart")

@@ -98,3 +98,18 @@ def test_with_every_item_labelled_the_card_says_why_the_judge_adds_nothing(open_
     said = " ".join(texts(at.markdown))
     assert "Every item has a human label, so the judge has nothing to add" in said
     assert "as wide as from the labels alone" not in said
+
+
+def test_five_judges_make_rows_of_cards_wide_enough_for_their_label(open_page):
+    """Five cards side by side in the 1280 px main column cut "PPI consistency rate (95% CI)" short: at most
+    three a row, the rows evened out (3 + 2)."""
+    eng = get_engine()
+    ds = labelled_dataset(eng, 30)
+    truth = truth_of(eng, ds)
+    ids = [add_judge(eng, ds, [0.9 if t else 0.1 * k for t in truth], model=f"m{k}") for k in range(5)]
+    at = open_page(JUDGES)
+    at.multiselect(key="jd_judges").set_value(ids).run()
+    assert not at.exception, at.exception
+    holding = [c for c in at.columns if any(m.label.startswith("PPI consistency rate") for m in c.metric)]
+    assert len(holding) == 5
+    assert all(c.weight >= 1 / 3 - 1e-9 for c in holding), [c.weight for c in holding]
