@@ -88,7 +88,8 @@ def reliability(scores, labels, n_bins: int = N_BINS) -> ReliabilityResult:
         low, high = wilson(k, n)
         mean_s, obs = float(s[m].mean()), k / n
         gap += n * abs(mean_s - obs)
-        rows.append((float(edges[b]), float(edges[b + 1]), n, mean_s, obs, low, high))
+        # Edges rounded: 0.3, not linspace's 0.30000000000000004, in the table and its CSV.
+        rows.append((round(float(edges[b]), 10), round(float(edges[b + 1]), 10), n, mean_s, obs, low, high))
     return ReliabilityResult(pd.DataFrame(rows, columns=BIN_COLUMNS), gap / len(s), len(s))
 
 

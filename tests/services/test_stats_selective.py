@@ -53,3 +53,11 @@ def test_a_judge_that_knows_when_it_does_not_know_has_a_lower_area() -> None:
     sure = np.where(rng.uniform(size=y.size) < 0.5, y * 0.9 + 0.05, 0.5 + rng.normal(0, 0.01, y.size))
     unsure = np.clip(0.5 + (y - 0.5) * rng.normal(0.2, 0.3, y.size), 0, 1)
     assert selective.risk_coverage(sure, y).aurc < selective.risk_coverage(unsure, y).aurc
+
+
+def test_reliability_bin_edges_read_as_tenths_in_the_csv() -> None:
+    """The bins' edges go to a CSV as they are: 0.3, not 0.30000000000000004."""
+    r = selective.reliability([i / 20 + 0.01 for i in range(20)], [i % 2 for i in range(20)])
+    csv = r.bins[["lo", "hi"]].to_csv(index=False)
+    assert "0000000" not in csv, csv
+    assert list(r.bins["lo"]) == [k / 10 for k in range(10)]
