@@ -213,11 +213,16 @@ def render_evaluation(
     noun: str = "reference",
     flags: dict[int, Disagreement] | None = None,
     only_flagged: bool = False,
+    undecided_said: bool = False,
 ) -> None:
-    """Errors and notes, the colour-coded candidate, and a card per sentence (with its evidence, if given)."""
+    """Errors and notes, the colour-coded candidate, and a card per sentence (with its evidence, if given);
+    `undecided_said`: render_no_verdict has said the checker left every sentence undecided, so the summary's
+    own "Undecided" note would say it a second time."""
     if ev.error:
         st.error(f"The evaluator failed: {ev.error}", icon=":material/error:")
     for note in ev.notes:
+        if undecided_said and note.startswith("Summary: Undecided"):
+            continue
         st.info(note, icon=":material/info:")
     if ev.amc_agreement and ev.amc_agreement[1]:
         agree, n = ev.amc_agreement
@@ -308,12 +313,12 @@ def render_rewrite_review(
         render_rewrites(rnd, toggle, key_prefix, nxt=by_index.get(rnd.index + 1))
 
 
-def render_no_verdict(ev: Evaluation, *, embedded: bool, checker_shown: bool = False, checker: bool = False) -> None:
+def render_no_verdict(ev: Evaluation, *, embedded: bool, checker_shown: bool = False, checker: bool = False) -> bool:
     """Why a run has no score and no Improve when the model judged no sentence, and what to do instead
     (`checker_shown`: the offline checker's verdicts are already on the page; `checker`: the run is the
-    offline checker's, which abstained)."""
+    offline checker's, which abstained). True when it said that the offline checker left every sentence undecided."""
     if ev.fatal or not ev.sentences or ev.n_judged:
-        return
+        return False
     if checker:
         st.info(
             f"**The offline checker leaves every sentence undecided** ({len(ev.sentences)} of "
@@ -321,7 +326,7 @@ def render_no_verdict(ev: Evaluation, *, embedded: bool, checker_shown: bool = F
             "them, connect a model endpoint in **Settings** and evaluate with DCE or an NLI method.",
             icon=":material/help:",
         )
-        return
+        return True
     why = (
         "The embedded demo model is small, meant for trying the workflow: it often answers outside the format "
         "the evaluator needs. "

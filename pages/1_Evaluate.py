@@ -416,7 +416,7 @@ if run_id is not None:
         render_checker_lead(rnd.evaluation, found, noun=REFERENCE_NOUN.get(r.task, "reference"))
         st.caption("The demo model's run in detail:")
     render_score(rnd.evaluation, detail.usage)
-    render_no_verdict(
+    undecided_said = render_no_verdict(
         rnd.evaluation, embedded=r.backend_kind == "embedded", checker_shown=lead, checker=r.method == "evidence"
     )
     noun = REFERENCE_NOUN.get(r.task, "reference")
@@ -434,7 +434,15 @@ if run_id is not None:
     body, side = st.columns([3, 2])
     with body:
         only = render_flag_filter(flags, key=f"ev_flagged_{r.id}")
-        render_evaluation(rnd.evaluation, found, checker=show_checker, noun=noun, flags=flags, only_flagged=only)
+        render_evaluation(
+            rnd.evaluation,
+            found,
+            checker=show_checker,
+            noun=noun,
+            flags=flags,
+            only_flagged=only,
+            undecided_said=undecided_said,
+        )
         with st.expander("Annotate these sentences", icon=":material/edit_note:"):
             render_run_annotation(eng, run_id=r.id, rnd=rnd, key_prefix="ev_lab")
     with side:

@@ -453,6 +453,8 @@ def test_an_evidence_run_that_abstains_says_why_and_how_sure_it_is(open_page, mo
     assert 'class="cs-chip unknown"' in cards and "Why undecided:</b> The summary is reworded too freely" in cards
     assert "probability supported 0." in cards
     assert any("leaves every sentence undecided" in i for i in texts(at.info)), texts(at.info)
+    # Said once: the summary's own "Undecided: its one sentence is undecided" note would repeat the banner.
+    assert not any(i.startswith("Summary: Undecided") for i in texts(at.info)), texts(at.info)
     assert not any("demo model is small" in w for w in texts(at.warning))
     assert next(m for m in at.metric if m.label == "Probability the summary is consistent").value.startswith("0.")
     assert any("a lean, not a verdict" in c for c in texts(at.caption))
