@@ -72,11 +72,17 @@ MEASURES: list[tuple[str, Reader, bool | None]] = [
 ]
 
 
-def _text(value, low, high, n) -> str:
+def _number(value: float, amount: bool) -> str:
+    """A measure in [0, 1] to 3 decimals; a cost (calls, tokens, seconds, USD) to 3 significant digits."""
+    if abs(value) >= 100:
+        return f"{value:,.0f}"
+    return f"{value:.3g}" if amount else f"{value:.3f}"
+
+
+def _text(value, low, high, n, amount: bool = False) -> str:
     if value is None:
         return "—"
-    big = abs(value) >= 100
-    v = f"{value:,.0f}" if big else f"{value:.3f}"
+    v = _number(value, amount)
     iv = f" [{low:.3f}, {high:.3f}]" if low is not None and high is not None else ""
     return v + iv + (f" (n={n:,})" if n is not None else "")
 
@@ -101,7 +107,10 @@ def measures_frame(cards: Sequence[JudgeCard]) -> pd.DataFrame:
         rows.append(
             {
                 "measure": name,
-                **{c.judge: (BEST + " " if k in best else "") + _text(*got[k]) for k, c in enumerate(cards)},
+                **{
+                    c.judge: (BEST + " " if k in best else "") + _text(*got[k], amount="per 1,000" in name)
+                    for k, c in enumerate(cards)
+                },
             }
         )
     return pd.DataFrame(rows)

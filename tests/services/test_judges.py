@@ -281,3 +281,17 @@ def test_an_evidence_judges_verdict_is_its_own_summary_verdict_when_it_has_one(e
         batch = BatchPublic.model_validate(session.get(Batch, bid))
     df = judge_frame(engine, batch)
     assert df["verdict"].tolist()[:2] == [1.0, 0.0] and np.isnan(df["verdict"].iloc[2])
+
+
+@pytest.mark.parametrize(
+    ("value", "amount", "shown"),
+    [
+        (20.16, True, "20.2"),  # seconds per 1,000 docs: no false precision
+        (0.01234, True, "0.0123"),  # USD per 1,000 docs keeps its digits
+        (133.4, True, "133"),
+        (12345.0, True, "12,345"),
+        (0.8123, False, "0.812"),  # a rate or agreement measure: 3 decimals
+    ],
+)
+def test_costs_read_to_three_significant_digits_and_measures_to_three_decimals(value, amount, shown):
+    assert tables._text(value, None, None, None, amount=amount) == shown
