@@ -205,6 +205,15 @@ EQUIVALENT: dict[str, str] = {
     "services.metaeval.classification.x_figure3__mutmut_25": "o is read only when another batch is given",
     "services.metaeval.classification.x_figure3__mutmut_85": "Float64 with NA: astype(None) is float64",
     "services.metaeval.classification.x_figure3__mutmut_86": "object bools and None: astype(None) is float64 too",
+    "services.metaeval.classification.x__binary_row__mutmut_12": "float predictions: astype(None) is float64 too",
+    "services.metaeval.classification.x__binary_row__mutmut_13": "0/1 labels (int, float): astype(None) is float64 too",
+    "services.metaeval.classification.x__scored_prediction__mutmut_11": "bools: astype(None) is float64, 1.0 and 0.0",
+    "services.metaeval.classification.x__scored_prediction__mutmut_4": "Float64 + NA: astype(None) is float64, NaN",
+    "services.metaeval.classification.x__scored_prediction__mutmut_5": "boolean + NA: astype(None) is float64, NaN",
+    "services.metaeval.classification.x__scored_prediction__mutmut_9": "boolean + NA: via float64 or Float64, same",
+    "services.metaeval.classification.x_figure3__mutmut_90": "boolean + NA: via float64 or Float64, same",
+    "services.metaeval.classification.x_figure3__mutmut_95": "o is set whenever other is given: `or` and `and` agree",
+    "services.metaeval.classification.x_sentence_level__mutmut_57": "bools: astype(None) is float64, 1.0 and 0.0",
 }
 
 STATUS = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests", 36: "timeout", -24: "timeout"}
