@@ -58,3 +58,66 @@ def test_per_document_correlation_counts_documents_used_and_skipped():
     )
     with pytest.raises(ValueError, match=r"^x, y and groups must have the same length$"):
         stats.per_group_correlation([1.0], [1.0], ["a", "b"])
+
+
+def test_alpha_says_why_it_is_undefined_word_for_word():
+    none = stats.krippendorff_alpha([[np.nan, np.nan], [np.nan, np.nan]], "nominal", n_boot=0)
+    assert none.alpha is None and none.note == (
+        "No rater has given ratings yet: agreement needs at least two raters rating the same units."
+    )
+    one = stats.krippendorff_alpha([[1.0, 2.0], [np.nan, np.nan]], "nominal", n_boot=0)
+    assert (one.n_raters, one.note) == (
+        1,
+        "Only one rater has given ratings: agreement needs at least two raters rating the same units.",
+    )
+    no_pair = stats.krippendorff_alpha([[1.0, np.nan], [np.nan, 2.0]], "nominal", n_boot=0)
+    assert no_pair.note == (
+        "No unit is rated by two or more raters yet: alpha needs at least 2 such units (units rated once do not count)."
+    )
+    one_pair = stats.krippendorff_alpha([[1.0, 2.0, np.nan], [1.0, np.nan, 3.0]], "nominal", n_boot=0)
+    assert (one_pair.n_pairable, one_pair.n_units) == (1, 3)
+    assert one_pair.note == (
+        "Only one unit rated by two or more raters: alpha needs at least 2 such units (units rated once do not count)."
+    )
+    same = stats.krippendorff_alpha([[2.0, 2.0], [2.0, 2.0]], "interval", n_boot=0)
+    assert same.note.startswith("Every rating of the pairable units is the same value (2): with no variation")
+
+
+def test_bad_input_to_alpha_is_named():
+    with pytest.raises(ValueError, match=r"^level must be one of nominal, ordinal, interval, ratio, got 'loud'$"):
+        stats.krippendorff_alpha([[1.0, 2.0], [1.0, 2.0]], "loud")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"^reliability_data must be a 2-D raters x units matrix, got 1 dimension"):
+        stats.krippendorff_alpha([1.0, 2.0], "nominal")
+    with pytest.raises(ValueError, match=r"^reliability_data must be numbers \(NaN for missing\)"):
+        stats.krippendorff_alpha([["a", "b"], ["a", "b"]], "nominal")
+    with pytest.raises(ValueError, match=r"^ratio level needs values of 0 or more$"):
+        stats.krippendorff_alpha([[-1.0, 2.0], [-1.0, 3.0]], "ratio", n_boot=0)
+    with pytest.raises(ValueError, match=r"^ci must be between 0 and 1, got 1\.5$"):
+        stats.krippendorff_alpha([[1.0, 2.0], [1.0, 2.0]], "nominal", ci=1.5)
+    with pytest.raises(ValueError, match=r"^n_boot must be 0 or more, got -1$"):
+        stats.krippendorff_alpha([[1.0, 2.0], [1.0, 2.0]], "nominal", n_boot=-1)
+
+
+def test_a_rough_interval_says_how_few_units_it_rests_on():
+    data = [[1.0, 2.0, 3.0, 4.0], [1.0, 2.0, 4.0, 4.0]]
+    res = stats.krippendorff_alpha(data, "interval", n_boot=50)
+    assert res.note == "Only 4 pairable units: the interval is rough."
+    many = np.tile(np.array(data), 3)  # 12 pairable units
+    assert stats.krippendorff_alpha(many, "interval", n_boot=50).note is None
+
+
+def test_alpha_from_long_rows_names_what_is_wrong():
+    import pandas as pd
+
+    with pytest.raises(ValueError, match=r"^missing column\(s\): rater; need unit, rater, value$"):
+        stats.alpha_from_long(pd.DataFrame({"unit": [1], "value": [1]}))
+    twice = pd.DataFrame({"unit": [1, 1, 2], "rater": ["ann", "ann", "bo"], "value": [1, 2, 1]})
+    with pytest.raises(ValueError, match=r"^rater 'ann' rated unit 1 more than once$"):
+        stats.alpha_from_long(twice)
+    words = pd.DataFrame({"unit": [1, 1], "rater": ["ann", "bo"], "value": ["good", "bad"]})
+    with pytest.raises(ValueError, match=r"^interval level needs numeric values; got 'good'$"):
+        stats.alpha_from_long(words, "interval")
+    with pytest.raises(ValueError, match=r"^ordinal level needs numeric values; got 'good' \(give value_order"):
+        stats.alpha_from_long(words, "ordinal")
+    with pytest.raises(ValueError, match=r"^value\(s\) not in value_order: bad$"):
+        stats.alpha_from_long(words, "ordinal", value_order=["good"])
