@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from services import stats
@@ -107,8 +108,6 @@ def test_a_rough_interval_says_how_few_units_it_rests_on():
 
 
 def test_alpha_from_long_rows_names_what_is_wrong():
-    import pandas as pd
-
     with pytest.raises(ValueError, match=r"^missing column\(s\): rater; need unit, rater, value$"):
         stats.alpha_from_long(pd.DataFrame({"unit": [1], "value": [1]}))
     twice = pd.DataFrame({"unit": [1, 1, 2], "rater": ["ann", "ann", "bo"], "value": [1, 2, 1]})
