@@ -20,6 +20,8 @@ def test_non_numeric_input_is_named_by_its_argument():
         stats.correlation([1, 2, 3], ["a", "b", "c"])
     with pytest.raises(ValueError, match=r"^labels must be 0 or 1 \(or NaN for missing\), got 2$"):
         selective.reliability([0.5], [2])
+    with pytest.raises(ValueError, match=r"^labels must be numbers \(use NaN for a missing value\)$"):
+        selective.reliability([0.5], ["yes"])
     with pytest.raises(ValueError, match=r"^ci must be between 0 and 1, got 1\.0$"):
         stats.correlation([1, 2, 3], [1, 3, 2], ci=1.0)
 
@@ -27,8 +29,10 @@ def test_non_numeric_input_is_named_by_its_argument():
 def test_defaults_are_1000_resamples_and_seed_0():
     x, y = [0.1, 0.4, 0.35, 0.8, 0.6, 0.2, 0.9], [0.0, 0.5, 0.2, 0.9, 0.4, 0.3, 0.7]
     assert stats.correlation(x, y) == stats.correlation(x, y, "pearson", n_boot=1000, seed=0)
-    labels = [0, 1, 0, 1, 1, 0, 1]
-    assert stats.auroc(x, labels) == stats.auroc(x, labels, n_boot=1000, seed=0)
+    rng = np.random.default_rng(5)
+    scores, labels = rng.uniform(size=60), rng.integers(0, 2, size=60)
+    assert stats.auroc(scores, labels) == stats.auroc(scores, labels, n_boot=1000, seed=0)
+    assert stats.auroc(scores, labels) != stats.auroc(scores, labels, n_boot=1001, seed=0)
     few = stats.correlation([1.0, 2.0], [1.0, 2.0])
     assert few.method == "pearson" and few.r is None
 
