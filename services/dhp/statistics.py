@@ -219,7 +219,7 @@ def analyse(
     if dup.any():
         row = df[dup].iloc[0]
         raise ValueError(
-            f"item {row['item_id']!r} appears twice for perturbation {row['perturbation']!r} "
+            f"item '{row['item_id']}' appears twice for perturbation {row['perturbation']!r} "
             f"and metric {row['metric']!r}"
         )
     perts = list(dict.fromkeys(df["perturbation"].astype(str)))

@@ -75,7 +75,7 @@ def reliability(scores, labels, n_bins: int = N_BINS) -> ReliabilityResult:
         return ReliabilityResult(
             pd.DataFrame(columns=BIN_COLUMNS), None, len(s), "The scores are not in [0, 1]: they are no probabilities."
         )
-    edges = np.linspace(0.0, 1.0, n_bins + 1)
+    edges = np.arange(n_bins + 1) / n_bins  # k / n_bins, so a score of 0.7 opens [0.7, 0.8) (linspace: 0.70..01)
     idx = np.clip(np.digitize(s, edges[1:-1], right=False), 0, n_bins - 1)
     rows = []
     gap = 0.0

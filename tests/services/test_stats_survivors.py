@@ -1,0 +1,110 @@
+"""Statistics survivors of the whole-population run, killed against the functions' documented behaviour:
+defaults, messages of bad input, boundaries of the notes, and the ends of the risk-coverage curve."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from services import stats
+from services.stats import selective
+
+
+def test_non_numeric_input_is_named_by_its_argument():
+    with pytest.raises(ValueError, match=r"^scores must be numbers \(use NaN for a missing value\)$"):
+        selective.reliability(["high"], [1])
+    with pytest.raises(ValueError, match=r"^scores must be numbers \(use NaN for a missing value\)$"):
+        stats.balanced_accuracy_interval(["high"], [1], 0.5)
+    with pytest.raises(ValueError, match=r"^y must be numbers \(use NaN for a missing value\)$"):
+        stats.correlation([1, 2, 3], ["a", "b", "c"])
+    with pytest.raises(ValueError, match=r"^labels must be 0 or 1 \(or NaN for missing\), got 2$"):
+        selective.reliability([0.5], [2])
+    with pytest.raises(ValueError, match=r"^labels must be numbers \(use NaN for a missing value\)$"):
+        selective.reliability([0.5], ["yes"])
+    with pytest.raises(ValueError, match=r"^ci must be between 0 and 1, got 1\.0$"):
+        stats.correlation([1, 2, 3], [1, 3, 2], ci=1.0)
+
+
+def test_defaults_are_1000_resamples_and_seed_0():
+    x, y = [0.1, 0.4, 0.35, 0.8, 0.6, 0.2, 0.9], [0.0, 0.5, 0.2, 0.9, 0.4, 0.3, 0.7]
+    assert stats.correlation(x, y) == stats.correlation(x, y, "pearson", n_boot=1000, seed=0)
+    rng = np.random.default_rng(5)
+    scores, labels = rng.uniform(size=60), rng.integers(0, 2, size=60)
+    assert stats.auroc(scores, labels) == stats.auroc(scores, labels, n_boot=1000, seed=0)
+    assert stats.auroc(scores, labels) != stats.auroc(scores, labels, n_boot=1001, seed=0)
+    few = stats.correlation([1.0, 2.0], [1.0, 2.0])
+    assert few.method == "pearson" and few.r is None
+
+
+def test_pearsons_interval_stays_within_minus_one_and_one_at_perfect_anticorrelation():
+    x = [-0.65, -0.13, 0.78, 1.49, 0.2, -1.1]
+    res = stats.correlation(x, [-5 * v + 0.3 for v in x], "pearson", n_boot=500, seed=0)
+    assert res.r == pytest.approx(-1.0) and res.ci_low >= -1.0
+
+
+def test_the_ece_uses_the_bins_asked_for():
+    assert selective.expected_calibration_error([0.2, 0.8], [0, 1], n_bins=1) == pytest.approx(0.0)
+    assert selective.expected_calibration_error([0.2, 0.8], [0, 1]) == pytest.approx(0.2)
+
+
+def test_refused_scores_still_give_the_bins_columns():
+    assert list(selective.reliability([1.5], [1]).bins.columns) == selective.BIN_COLUMNS
+
+
+def test_distances_equal_to_nine_decimals_tie():
+    rc = selective.risk_coverage([0.7000000003, 0.3], [1, 0])
+    assert list(rc.curve["n_decided"]) == [2]
+
+
+def test_the_area_counts_the_first_points_risk_from_coverage_zero():
+    """The most confident item is wrong: risk 1 from coverage 0 to 1/2, then risk 1/2 to 1: AURC 0.5 + 0.25."""
+    rc = selective.risk_coverage([0.9, 0.6], [0, 1])
+    assert list(rc.curve["accuracy"]) == [0.0, 0.5]
+    assert rc.aurc == pytest.approx(0.5 * 1.0 + 0.5 * 0.5)
+
+
+def test_at_coverage_allows_for_float_rounding():
+    rc = selective.risk_coverage([0.9, 0.2, 0.3, 0.7, 0.55], [1, 0, 1, 0, 1])
+    assert selective.at_coverage(rc, 0.8 - 1e-12)["n_decided"] == 4
+
+
+def test_balanced_accuracy_interval_leaves_out_missing_pairs_and_needs_no_more_than_one_resample():
+    scores, labels = [0.9, 0.1, 0.8, 0.3, 0.7, 0.2], [1, 0, 1, 0, 0, 1]
+    base = stats.balanced_accuracy_interval(scores, labels, 0.5, n_boot=200, seed=3)
+    with_nan = stats.balanced_accuracy_interval([*scores, np.nan], [*labels, 1], 0.5, n_boot=200, seed=3)
+    assert with_nan == base
+    low, high = stats.balanced_accuracy_interval(scores, labels, 0.5, n_boot=1, seed=3)
+    assert low is not None and low == high
+
+
+def test_the_note_on_same_ratings_reads_in_full():
+    same = stats.krippendorff_alpha([[2.0, 2.0], [2.0, 2.0]], "interval", n_boot=0)
+    assert same.note == (
+        "Every rating of the pairable units is the same value (2): with no variation there is no disagreement "
+        "expected by chance, so alpha is undefined (agreement is total but cannot be told apart from chance)."
+    )
+
+
+def test_the_rough_interval_note_is_for_fewer_than_ten_units_and_only_with_an_interval():
+    def data(n_units: int) -> np.ndarray:
+        a = np.arange(n_units, dtype=float) % 4
+        return np.array([a, (a + (np.arange(n_units) % 3 == 0)) % 4])
+
+    assert stats.krippendorff_alpha(data(9), "interval", n_boot=20).note == (
+        "Only 9 pairable units: the interval is rough."
+    )
+    assert stats.krippendorff_alpha(data(10), "interval", n_boot=20).note is None
+    assert stats.krippendorff_alpha(data(9), "interval", n_boot=0).note is None
+    assert stats.krippendorff_alpha(data(9), "interval", n_boot=1).note == (
+        "Only 9 pairable units: the interval is rough."
+    )
+
+
+def test_alpha_from_long_names_the_earliest_repeated_row_and_at_most_five_unknown_values():
+    rows = pd.DataFrame({"unit": [1, 2, 2, 1], "rater": ["ann", "bo", "bo", "ann"], "value": [1.0, 2.0, 2.0, 1.0]})
+    with pytest.raises(ValueError, match=r"^rater 'ann' rated unit 1 more than once$"):
+        stats.alpha_from_long(rows)
+    words = pd.DataFrame({"unit": range(7), "rater": ["r"] * 7, "value": list("abcdefg")})
+    with pytest.raises(ValueError, match=r"^value\(s\) not in value_order: b, c, d, e, f$"):
+        stats.alpha_from_long(words, "ordinal", value_order=["a"])
