@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import io
 import resource
-import struct
 import sys
 import tempfile
 import time
@@ -27,8 +26,7 @@ import docx
 
 from services import tables
 from services.text import MAX_PARAGRAPHS, MAX_RUNS, read_document
-
-MB = 1024 * 1024
+from tests.support.documents import MB, bomb, understated
 
 
 def measure(label: str, fn, *args) -> None:
@@ -46,24 +44,6 @@ def measure(label: str, fn, *args) -> None:
     print(f"{label:<44} {took * 1000:>8.0f} ms  peak {peak / MB:>6.1f} MB  rss {rss:>5.0f} MB  {result}")
 
 
-def bomb(unpacked_mb: int) -> bytes:
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z, z.open("word/document.xml", "w") as f:
-        for _ in range(unpacked_mb):
-            f.write(b" " * MB)
-    return out.getvalue()
-
-
-def understated(data: bytes, size: int) -> bytes:
-    buf = bytearray(data)
-    for sig, offset in ((b"PK\x01\x02", 24), (b"PK\x03\x04", 22)):
-        at = buf.find(sig)
-        while at != -1:
-            struct.pack_into("<I", buf, at + offset, size)
-            at = buf.find(sig, at + 4)
-    return bytes(buf)
-
-
 def with_body(body: str) -> bytes:
     """A real .docx (python-docx's template) whose body is `body`."""
     buf = io.BytesIO()
@@ -79,10 +59,10 @@ def with_body(body: str) -> bytes:
 
 
 def main() -> None:
-    b = bomb(1024)
+    b = bomb(1024 * MB)
     print(f"(the bomb: {len(b) / 1024:,.0f} kB holding 1,024 MB)")
     measure("1 GB zip bomb .docx", read_document, "bomb.docx", b)
-    measure("80 MB bomb, directory says 1,000 bytes", read_document, "liar.docx", understated(bomb(80), 1000))
+    measure("80 MB bomb, directory says 1,000 bytes", read_document, "liar.docx", understated(bomb(80 * MB), 1000))
     with tempfile.TemporaryDirectory() as tmp:
         huge = Path(tmp) / "huge.jsonl"
         with huge.open("wb") as f:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import os
-import struct
 import tracemalloc
 import zipfile
 from pathlib import Path, PosixPath
@@ -18,9 +17,7 @@ import services.text as text_module
 from services import tables
 from services.errors import InputError
 from services.text import MAX_UNZIPPED_MB, check_unzipped, read_document
-from tests.support.documents import docx_bytes
-
-MB = 1024 * 1024
+from tests.support.documents import MB, bomb, docx_bytes, understated
 
 
 def peak_bytes(fn, *args, **kwargs) -> tuple[int, BaseException | None]:
@@ -102,27 +99,6 @@ def test_the_cli_refuses_a_file_over_the_limit_before_reading_it(argv, tmp_path,
 
 
 # -- zip bombs ------------------------------------------------------------------------------------------
-def bomb(unpacked: int, *, member: str = "word/document.xml") -> bytes:
-    """A zip holding `unpacked` bytes of one repeated byte in one member: a few hundred kB on disk."""
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z, z.open(member, "w") as f:
-        block = b" " * MB
-        for _ in range(unpacked // MB):
-            f.write(block)
-    return out.getvalue()
-
-
-def understated(data: bytes, size: int) -> bytes:
-    """The archive with every member's unpacked size, in its directory and local headers, said to be `size`."""
-    buf = bytearray(data)
-    for sig, offset in ((b"PK\x01\x02", 24), (b"PK\x03\x04", 22)):
-        at = buf.find(sig)
-        while at != -1:
-            struct.pack_into("<I", buf, at + offset, size)
-            at = buf.find(sig, at + 4)
-    return bytes(buf)
-
-
 def test_a_docx_bomb_is_refused_from_its_directory_before_anything_is_unpacked():
     data = bomb(256 * MB)
     assert len(data) < 1 * MB

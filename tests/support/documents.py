@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import struct
 import zipfile
 
 import docx
@@ -47,3 +48,27 @@ BROKEN = {
     "PDF cut short": ("paper.pdf", pdf_bytes()[:200]),
     "PDF of garbage": ("paper.pdf", b"%PDF-1.7\n" + bytes(range(256)) * 8),
 }
+
+
+MB = 1024 * 1024
+
+
+def bomb(unpacked: int, *, member: str = "word/document.xml") -> bytes:
+    """A zip holding `unpacked` bytes of one repeated byte in one member: a few hundred kB on disk."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z, z.open(member, "w") as f:
+        block = b" " * MB
+        for _ in range(unpacked // MB):
+            f.write(block)
+    return out.getvalue()
+
+
+def understated(data: bytes, size: int) -> bytes:
+    """The archive with every member's unpacked size, in its directory and local headers, said to be `size`."""
+    buf = bytearray(data)
+    for sig, offset in ((b"PK\x01\x02", 24), (b"PK\x03\x04", 22)):
+        at = buf.find(sig)
+        while at != -1:
+            struct.pack_into("<I", buf, at + offset, size)
+            at = buf.find(sig, at + 4)
+    return bytes(buf)
