@@ -180,10 +180,7 @@ def check_unzipped(name: str, data: bytes, *, limit_mb: int = MAX_UNZIPPED_MB, x
         except (zipfile.BadZipFile, zlib.error, OSError, EOFError, RuntimeError, NotImplementedError) as exc:
             # a checksum that does not match (a directory that lies), a member cut short, encryption, ...
             log.info("%s: zip member unreadable: %r", name, exc)
-            raise InputError(
-                f"{name} could not be read as a Word document: the file is damaged. Open and save it again, "
-                "or paste the text."
-            ) from None
+            raise _damaged(name) from None
 
 
 def _is_xml(member: str) -> bool:
@@ -214,10 +211,13 @@ def _read_docx(name: str, data: bytes) -> str:
         raise InputError(f"{name} could not be read as a Word document: it is not a .docx file (a .doc?).") from None
     except Exception as exc:  # broken XML inside (lxml), missing parts, ...: all mean a damaged document
         log.info("%s: Word reader failed: %r", name, exc)
-        raise InputError(
-            f"{name} could not be read as a Word document: the file is damaged. Open and save it again, "
-            "or paste the text."
-        ) from None
+        raise _damaged(name) from None
+
+
+def _damaged(name: str) -> InputError:
+    return InputError(
+        f"{name} could not be read as a Word document: the file is damaged. Open and save it again, or paste the text."
+    )
 
 
 def _reason(exc: Exception) -> str:
