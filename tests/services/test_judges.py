@@ -234,26 +234,33 @@ def test_a_bad_score_column_gives_a_message(engine, data, message):
         judges.import_column(engine, ds, name="c", data=data, filename="s.csv", score_column="p")
 
 
-def test_an_evidence_judges_verdict_is_its_eq3_score_not_its_calibrated_probability(engine):
-    """The evidence checker stores its calibrated probability as the item score (below 1 even when every
-    sentence is supported): the verdict comes from the round's Eq. 3 score, unknown when a sentence was."""
+def _frame_with_rounds(engine, bid: int, rounds: list[dict]):
+    """The judge frame of batch `bid` after its items (in id order) are given these last-round results."""
     from sqlmodel import Session, select
 
     from db.models import Batch, BatchItem, BatchPublic
     from services.judges.data import judge_frame
 
-    ds = labelled_dataset(engine, 3)
-    bid = add_judge(engine, ds, [0.62, 0.31, 0.55], method="evidence")
-    eq3 = [1.0, 0.0, None]
     with Session(engine) as session:
         rows = session.exec(select(BatchItem).where(BatchItem.batch_id == bid).order_by(BatchItem.id)).all()
-        for row, s, p in zip(rows, eq3, [0.62, 0.31, 0.55], strict=True):
-            row.result = {"rounds": [{"score": s, "checker_score": p, "sentences": []}]}
+        for row, r in zip(rows, rounds, strict=True):
+            row.result = {"rounds": [{**r, "sentences": []}]}
             session.add(row)
         session.commit()
     with Session(engine) as session:
         batch = BatchPublic.model_validate(session.get(Batch, bid))
-    df = judge_frame(engine, batch)
+    return judge_frame(engine, batch)
+
+
+def test_an_evidence_judges_verdict_is_its_eq3_score_not_its_calibrated_probability(engine):
+    """The evidence checker stores its calibrated probability as the item score (below 1 even when every
+    sentence is supported): the verdict comes from the round's Eq. 3 score, unknown when a sentence was."""
+    ds = labelled_dataset(engine, 3)
+    bid = add_judge(engine, ds, [0.62, 0.31, 0.55], method="evidence")
+    eq3 = [1.0, 0.0, None]
+    df = _frame_with_rounds(
+        engine, bid, [{"score": s, "checker_score": p} for s, p in zip(eq3, [0.62, 0.31, 0.55], strict=True)]
+    )
     assert df["verdict"].tolist()[:2] == [1.0, 0.0] and np.isnan(df["verdict"].iloc[2])
     assert df["prediction"].tolist() == pytest.approx([0.62, 0.31, 0.55])
     (card,) = judges.build_cards(engine, [bid], n_boot=50)
@@ -263,23 +270,10 @@ def test_an_evidence_judges_verdict_is_its_eq3_score_not_its_calibrated_probabil
 def test_an_evidence_judges_verdict_is_its_own_summary_verdict_when_it_has_one(engine):
     """The checker can decide a summary with an undecided sentence (no Eq. 3 score) and leave undecided one whose
     sentences all pass: the card counts its own summary verdict, as the Meta-evaluation page does."""
-    from sqlmodel import Session, select
-
-    from db.models import Batch, BatchItem, BatchPublic
-    from services.judges.data import judge_frame
-
     ds = labelled_dataset(engine, 3)
     bid = add_judge(engine, ds, [0.81, 0.2, 0.45], method="evidence")
     rounds = [(None, True), (None, False), (1.0, None)]  # (Eq. 3 score, model_is_consistent)
-    with Session(engine) as session:
-        rows = session.exec(select(BatchItem).where(BatchItem.batch_id == bid).order_by(BatchItem.id)).all()
-        for row, (s, flag) in zip(rows, rounds, strict=True):
-            row.result = {"rounds": [{"score": s, "model_is_consistent": flag, "sentences": []}]}
-            session.add(row)
-        session.commit()
-    with Session(engine) as session:
-        batch = BatchPublic.model_validate(session.get(Batch, bid))
-    df = judge_frame(engine, batch)
+    df = _frame_with_rounds(engine, bid, [{"score": s, "model_is_consistent": flag} for s, flag in rounds])
     assert df["verdict"].tolist()[:2] == [1.0, 0.0] and np.isnan(df["verdict"].iloc[2])
 
 
