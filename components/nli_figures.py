@@ -157,15 +157,7 @@ def make_method_cost_figure(df: pd.DataFrame) -> go.Figure:
         margin={"l": 10, "r": 10, "t": 40, "b": 10},
         title={"text": "Cost per method", "font": {"size": 14}},
         yaxis={"title": "calls", "rangemode": "tozero"},
-        yaxis2={
-            "title": "tokens",
-            "overlaying": "y",
-            "side": "right",
-            "rangemode": "tozero",
-            "showgrid": False,
-            "tickmode": "auto",
-            "nticks": 6,
-        },
+        yaxis2=_right_axis("tokens"),
         legend={"orientation": "h", "y": -0.2},
     )
     return fig
@@ -231,16 +223,23 @@ def make_methods_figure(df: pd.DataFrame) -> go.Figure:
             "yanchor": "top",
         },
         yaxis={"title": "balanced accuracy", "range": [0, 1.02]},
-        yaxis2={
-            "title": "calls / document",
-            "overlaying": "y",
-            "side": "right",
-            "rangemode": "tozero",
-            "showgrid": False,
-            # An overlaying axis syncs its ticks to the left one's grid (0.344, 0.687, ...): nice numbers instead.
-            "tickmode": "auto",
-            "nticks": 6,
-        },
+        yaxis2=_right_axis("calls / document"),
         legend={"orientation": "h", "y": -0.25},
     )
     return fig
+
+
+def _right_axis(title: str) -> dict:
+    """A second y axis on the right, from 0, with no grid of its own.
+
+    An overlaying axis syncs its ticks to the left one's grid (0.344, 0.687, ...): nice numbers instead.
+    """
+    return {
+        "title": title,
+        "overlaying": "y",
+        "side": "right",
+        "rangemode": "tozero",
+        "showgrid": False,
+        "tickmode": "auto",
+        "nticks": 6,
+    }
