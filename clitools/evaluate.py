@@ -76,6 +76,7 @@ def run(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     from services.config import backend_from_settings, check_base_url
     from services.errors import InputError
+    from services.tables import IMPORT_ADVICE, check_path
 
     if args.task == "custom" and not args.criteria:
         print("error: --task custom needs --criteria", file=sys.stderr)
@@ -91,6 +92,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         backend = backend_from_settings()
         check_base_url(backend.base_url)  # before any batch exists: a bad URL leaves nothing behind
+        check_path(Path(args.input), IMPORT_ADVICE)  # a file over the limit leaves no database behind either
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -33,6 +33,7 @@ _DELIMITERS = {"csv": ",", "tsv": "\t"}
 
 
 MB = 1024 * 1024
+IMPORT_ADVICE = "Split it into smaller files and import each."  # what to do with a file over the limit
 _CHUNK = MB  # bytes read at a time from an input file
 
 
@@ -52,18 +53,25 @@ def format_of(name: str) -> TableFormat:
     return "csv" if suffix == ".csv" else "tsv" if suffix == ".tsv" else "jsonl"
 
 
+def check_path(path: Path, advice: str = "") -> int:
+    """The size of an input file, from the file system: InputError when there is no such file or the size is
+    over the upload limit. Nothing is read."""
+    if not path.is_file():
+        raise InputError(f"{path}: no such file")
+    size = path.stat().st_size
+    if size > MAX_UPLOAD_MB * MB:
+        raise _too_big(str(path), size, advice)
+    return size
+
+
 def read_file(path: Path, advice: str = "") -> bytes:
     """The bytes of an input file; InputError when there is no such file or it is over the upload limit.
 
     The size is checked before anything is read, and the file is read a chunk at a time up to the limit, so a
     file that grows while it is read (or whose size the file system does not know) is refused as well: memory
     never holds more than the limit, whatever the file."""
-    if not path.is_file():
-        raise InputError(f"{path}: no such file")
+    size = check_path(path, advice)
     limit = MAX_UPLOAD_MB * MB
-    size = path.stat().st_size
-    if size > limit:
-        raise _too_big(str(path), size, advice)
     buf = bytearray()
     with path.open("rb", buffering=0) as f:
         while chunk := f.read(min(_CHUNK, limit + 1 - len(buf))):

@@ -7,8 +7,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from services.tables import IMPORT_ADVICE  # noqa: F401  (said where files are read; named here for importers)
+
 LABEL_KINDS = ("score", "binary", "sentence")
-IMPORT_ADVICE = "Split it into smaller files and import each."
 
 _TRUE = {"1", "true", "yes", "consistent"}
 _FALSE = {"0", "false", "no", "inconsistent"}

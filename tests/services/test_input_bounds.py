@@ -96,6 +96,7 @@ def test_the_cli_refuses_a_file_over_the_limit_before_reading_it(argv, tmp_path,
     assert raised is None or (isinstance(raised, SystemExit) and raised.code == 2), raised
     assert "300.0 MB; the limit is 20 MB" in err and "Traceback" not in err
     assert peak < 10 * MB, f"{peak / MB:.1f} MB held to refuse a 300 MB file"
+    assert not (tmp_path / "cli.db").exists(), "a database was made for a file refused by its size"
 
 
 # -- zip bombs ------------------------------------------------------------------------------------------
