@@ -144,8 +144,10 @@ def sentence_cards_html(
     return "".join(cards)
 
 
-def render_score(ev: Evaluation, usage: dict | None = None, *, compact: bool = False) -> None:
-    """Z^ with k, alpha, beta and how many sentences were judged; `compact` for a half-width column."""
+def render_score(ev: Evaluation, usage: dict | None = None, *, compact: bool = False, checker: bool = False) -> None:
+    """Z^ with k, alpha, beta and how many sentences were judged; `compact` for a half-width column; `checker`:
+    the run is the offline evidence checker's, whose unjudged sentences are ones it abstained on."""
+    undecided = "left undecided by the evidence" if checker else "could not be judged"
     s = ev.score
     cols = st.columns(3 if compact else 5)
     if s is not None and s.z_hat is not None:
@@ -156,11 +158,13 @@ def render_score(ev: Evaluation, usage: dict | None = None, *, compact: bool = F
             "n/a",
             delta=f"partial {s.partial_z_hat:.3f} on {ev.n_judged} of {len(ev.sentences)}",
             delta_color="off",
-            help="A sentence that was not judged is never counted as consistent, so the document has no score. "
+            help=f"A sentence that was {'left undecided' if checker else 'not judged'} is never counted as consistent, "
+            "so the document has no score. "
             f"The partial score is Eq. 3 over the {ev.n_judged} sentence(s) that were judged.",
         )
     else:
-        cols[0].metric("Score Ẑ", "n/a", help="No sentence could be judged, so there is no score.")
+        none = "The evidence decides no sentence" if checker else "No sentence could be judged"
+        cols[0].metric("Score Ẑ", "n/a", help=f"{none}, so there is no score.")
     cols[1].metric("Judged", f"{ev.n_judged} / {len(ev.sentences)}", help="Sentences with a mark z_i")
     kab = f"{s.k if s else 0} · {s.alpha if s else 0:g} · {s.beta if s else 0:g}"
     kab_help = (
@@ -180,7 +184,7 @@ def render_score(ev: Evaluation, usage: dict | None = None, *, compact: bool = F
         cols[4].metric("Tokens (run)", tokens)
     if ev.n_unknown and ev.n_judged:  # none judged at all: render_no_verdict says why and what to do
         st.caption(
-            f":orange[{ev.n_unknown} sentence(s) could not be judged, so there is no score; the partial score rests "
+            f":orange[{ev.n_unknown} sentence(s) {undecided}, so there is no score; the partial score rests "
             f"on the {ev.n_judged} of {len(ev.sentences)} sentence(s) that were.]"
         )
 

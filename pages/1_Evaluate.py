@@ -415,7 +415,7 @@ if run_id is not None:
     if lead:
         render_checker_lead(rnd.evaluation, found, noun=REFERENCE_NOUN.get(r.task, "reference"))
         st.caption("The demo model's run in detail:")
-    render_score(rnd.evaluation, detail.usage)
+    render_score(rnd.evaluation, detail.usage, checker=r.method == "evidence")
     undecided_said = render_no_verdict(
         rnd.evaluation, embedded=r.backend_kind == "embedded", checker_shown=lead, checker=r.method == "evidence"
     )

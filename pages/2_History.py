@@ -169,7 +169,7 @@ def _details(run_id: int, annotate: bool = False) -> None:
         if out.left_out:  # the last round judged rewrites that were rejected: its score is not the delivered text's
             st.caption("Scores per round below; the last round's text is not the delivered text.")
         else:
-            render_score(d.rounds[-1].evaluation, d.usage, compact=not annotate)
+            render_score(d.rounds[-1].evaluation, d.usage, compact=not annotate, checker=r.method == "evidence")
         if m is None and r.method != "evidence":
             render_delivered(out)
         for rnd in d.rounds:

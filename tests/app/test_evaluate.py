@@ -485,3 +485,24 @@ def test_the_sample_choice_has_a_row_of_its_own(open_page):
     assert not at.exception, at.exception
     assert "Load a bundled sample" not in [sb.label for col in at.columns for sb in col.selectbox]
     assert at.selectbox(key="ev_sample").label == "Load a bundled sample"
+
+
+def test_an_evidence_run_that_decides_part_of_a_summary_names_the_rest_undecided_not_unjudged(open_page, monkeypatch):
+    """One sentence copied from the article, one reworded freely: the checker decides the first and abstains on
+    the second, which the score line calls undecided by the evidence, not a sentence that could not be judged."""
+    from services.config import BackendConfig
+    from services.dcr import evidence
+    from services.dcr.config import DCRConfig
+
+    monkeypatch.setattr(evidence.minilm, "embeddings_available", lambda: False)
+    candidate = (
+        "The Eiffel Tower stands in Paris. "
+        "Paris's famed iron landmark went up in the late nineteenth century for a big fair."
+    )
+    runs.start_run(db.engine.get_engine(), BackendConfig(), REF, candidate, DCRConfig(method="evidence"))
+    at = open_page(EVALUATE, query={"run": "1"})
+    assert not at.exception
+    assert next(m for m in at.metric if m.label == "Judged").value == "1 / 2"
+    captions = texts(at.caption)
+    assert any("1 sentence(s) left undecided by the evidence, so there is no score" in c for c in captions), captions
+    assert not any("could not be judged" in c for c in captions), captions
