@@ -3,6 +3,8 @@ defaults, messages of bad input, boundaries of the notes, and the ends of the ri
 
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -108,3 +110,60 @@ def test_alpha_from_long_names_the_earliest_repeated_row_and_at_most_five_unknow
     words = pd.DataFrame({"unit": range(7), "rater": ["r"] * 7, "value": list("abcdefg")})
     with pytest.raises(ValueError, match=r"^value\(s\) not in value_order: b, c, d, e, f$"):
         stats.alpha_from_long(words, "ordinal", value_order=["a"])
+
+
+def test_interval_alpha_and_its_interval_do_not_depend_on_the_unit_of_the_scores():
+    # Krippendorff's interval alpha compares squared differences with the expected ones: rescaling every value
+    # rescales both alike, so alpha and each bootstrap resample's alpha stay (scores in [0, 1] as in [0, 10]).
+    tenths = np.array([[0.1, 0.2, 0.3, 0.3, 0.5, 0.7, 0.8, 0.9], [0.1, 0.3, 0.3, 0.4, 0.5, 0.6, 0.9, 0.9]])
+    small, large = (stats.krippendorff_alpha(tenths * f, "interval", n_boot=200, seed=3) for f in (1, 10))
+    assert small.ci_low is not None and small.ci_high is not None
+    assert (small.alpha, small.ci_low, small.ci_high) == pytest.approx((large.alpha, large.ci_low, large.ci_high))
+
+
+def test_balanced_accuracy_has_no_interval_when_fewer_than_half_the_resamples_hold_both_classes():
+    # Two items, one of each class: a resample of two holds both with probability 1/2, so the usable count is
+    # Binomial(20, 1/2) and falls under half (9 or fewer) for about 41% of seeds (under a third for about 6%).
+    none = sum(
+        stats.balanced_accuracy_interval([0.2, 0.8], [0, 1], 0.5, n_boot=20, seed=s) == (None, None) for s in range(100)
+    )
+    assert 20 <= none <= 65, none
+
+
+def test_a_correlation_that_cannot_be_computed_keeps_its_method():
+    assert stats.correlation([1, 2], [1, 2], "spearman").method == "spearman"
+    assert stats.correlation([3, 3, 3], [1, 2, 3], "kendall").method == "kendall"
+    assert stats.correlation([1, 2, 3], [4, 4, 4], "pearson").method == "pearson"
+
+
+def test_a_p_value_that_is_not_a_number_is_reported_missing():
+    # Values at the edge of float range overflow Pearson's sums: no p-value to show, never NaN.
+    with np.errstate(over="ignore", invalid="ignore"):
+        res = stats.correlation([1.7e308, 1.7e308, -1.7e308, 0.0], [1, 2, 3, 4], "pearson", n_boot=0)
+    assert res.p is None
+
+
+def test_a_column_of_values_reads_as_a_list_of_values():
+    column = np.array([[1.0], [2.0], [3.0], [5.0]])  # df[["score"]].to_numpy()
+    assert stats.correlation(column, [1, 2, 4, 3]).r == pytest.approx(stats.correlation([1, 2, 3, 5], [1, 2, 4, 3]).r)
+
+
+@pytest.mark.parametrize(("skipped", "noted"), [(95, False), (100, False), (101, True)])
+def test_the_constant_side_note_is_for_more_than_a_tenth_of_the_resamples(monkeypatch, skipped, noted):
+    module = importlib.import_module("services.stats.correlation")  # the package re-exports the function
+
+    boots = np.linspace(-0.5, 0.9, 1000)
+    boots[:skipped] = np.nan
+    monkeypatch.setattr(module, "_boot_correlations", lambda *a, **k: boots.copy())
+    note = stats.correlation([0.1, 0.4, 0.35, 0.8, 0.6], [0.0, 0.5, 0.2, 0.9, 0.4], n_boot=1000).note
+    assert (note is not None) == noted, note
+    if noted:
+        assert note.startswith(f"{skipped} of 1000 bootstrap resamples had a constant side")
+
+
+def test_a_resample_of_one_repeated_value_has_no_pearson_r_even_when_its_mean_is_inexact():
+    from services.stats.correlation import _rowwise_pearson
+
+    # mean([0.1] * 7) is not exactly 0.1: the centred values are float noise, not variation.
+    r = _rowwise_pearson(np.full((1, 7), 0.1), np.array([[0.0, 1, 4, 9, 16, 25, 36]]))
+    assert np.isnan(r).all(), r
