@@ -185,7 +185,7 @@ def render_score(ev: Evaluation, usage: dict | None = None, *, compact: bool = F
     if ev.n_unknown and ev.n_judged:  # none judged at all: render_no_verdict says why and what to do
         st.caption(
             f":orange[{ev.n_unknown} sentence(s) {undecided}, so there is no score; the partial score rests "
-            f"on the {ev.n_judged} of {len(ev.sentences)} sentence(s) that were.]"
+            f"on the {ev.n_judged} of {len(ev.sentences)} sentence(s) {'it decided' if checker else 'that were'}.]"
         )
 
 

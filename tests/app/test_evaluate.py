@@ -504,5 +504,6 @@ def test_an_evidence_run_that_decides_part_of_a_summary_names_the_rest_undecided
     assert not at.exception
     assert next(m for m in at.metric if m.label == "Judged").value == "1 / 2"
     captions = texts(at.caption)
-    assert any("1 sentence(s) left undecided by the evidence, so there is no score" in c for c in captions), captions
+    said = "1 sentence(s) left undecided by the evidence, so there is no score; the partial score rests on the 1 of 2 "
+    assert any(f"{said}sentence(s) it decided." in c for c in captions), captions
     assert not any("could not be judged" in c for c in captions), captions
