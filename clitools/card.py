@@ -47,9 +47,9 @@ def read_labels(path: Path) -> dict[str, tuple[float | None, float | None]]:
     """id -> (label, score) from the file; ValueError with the line for a bad label or score."""
     import pandas as pd
 
-    from services.datasets.pairs import table_format
+    from services.tables import format_of
 
-    fmt = table_format(path)
+    fmt = format_of(path.name)
     if fmt == "jsonl":
         rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
         if len(rows) == 1 and isinstance(rows[0], list):

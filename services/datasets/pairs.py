@@ -16,12 +16,6 @@ NAME_PREFIX = "cli: "
 COLUMNS = ColumnMapping(reference="reference", candidate="candidate", id="id")
 
 
-def table_format(path: Path) -> str:
-    """csv or tsv by the file's suffix; anything else is read as JSONL (or a JSON array)."""
-    suffix = path.suffix.lower().lstrip(".")
-    return suffix if suffix in ("csv", "tsv") else "jsonl"
-
-
 def import_pairs(engine: Engine, *, path: Path, task: str) -> tuple[SavedDataset, ImportResult | None]:
     """The file as a dataset, imported now or found by its hash (then with no import result).
 
@@ -30,7 +24,12 @@ def import_pairs(engine: Engine, *, path: Path, task: str) -> tuple[SavedDataset
     data = tables.read_file(path, IMPORT_ADVICE)  # size checked before reading
     try:
         return import_file(
-            engine, name=f"{NAME_PREFIX}{path.name}", data=data, fmt=table_format(path), mapping=COLUMNS, task=task
+            engine,
+            name=f"{NAME_PREFIX}{path.name}",
+            data=data,
+            fmt=tables.format_of(path.name),
+            mapping=COLUMNS,
+            task=task,
         )
     except InputError as exc:
         raise InputError(f"{path}: {exc} Each row needs id, reference and candidate.") from None

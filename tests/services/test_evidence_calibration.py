@@ -116,15 +116,22 @@ def test_the_summary_band_is_read_back_and_checked() -> None:
         calibration.Calibration.from_dict({**d, "abstain": {**d["abstain"], "summary_band": [0.7, 0.3]}})
 
 
-def test_a_summary_with_an_undecided_sentence_is_decided_as_a_whole(lexical, monkeypatch) -> None:
-    """The third sentence merges three reference sentences, so it is undecided; the summary's probability decides."""
-    found = evidence.analyse(
+def with_two_supported(third: str) -> list:
+    """The checker's findings on a summary of two sentences the reference supports, then `third`."""
+    return evidence.analyse(
         REF,
         [
             "It approved a budget of 40 million dollars for new schools.",
             "Mayor Anna Lopez said the vote was close.",
-            "The council met on Tuesday and approved a budget for new schools, and construction will begin in March.",
+            third,
         ],
+    )
+
+
+def test_a_summary_with_an_undecided_sentence_is_decided_as_a_whole(lexical, monkeypatch) -> None:
+    """The third sentence merges three reference sentences, so it is undecided; the summary's probability decides."""
+    found = with_two_supported(
+        "The council met on Tuesday and approved a budget for new schools, and construction will begin in March."
     )
     assert [se.verdict for se in found] == ["consistent", "consistent", "unknown"]
     real = calibration.shipped()
@@ -174,14 +181,7 @@ def test_a_new_number_is_decided_however_reworded(lexical) -> None:
 
 
 def test_an_extractive_summary_is_decided_and_its_probabilities_follow_the_scores(lexical) -> None:
-    found = evidence.analyse(
-        REF,
-        [
-            "It approved a budget of 40 million dollars for new schools.",
-            "Mayor Anna Lopez said the vote was close.",
-            "Construction will begin in March and employ 3,500 workers.",
-        ],
-    )
+    found = with_two_supported("Construction will begin in March and employ 3,500 workers.")
     assert [se.verdict for se in found] == ["consistent", "consistent", "inconsistent"]
     assert all(se.abstain_reason is None for se in found)
     assert [se.probability for se in found] == [calibration.shipped().sentence_probability(se.support) for se in found]
