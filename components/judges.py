@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import pandas as pd
@@ -78,7 +79,7 @@ def render_cards(cards: Sequence[JudgeCard]) -> None:
     level = 1.0 - cards[0].alpha
     # At most three cards a row, the rows evened out (4 cards: 2 + 2): five side by side in the 1280 px main
     # column cut the metric's label short.
-    per_row = -(-len(cards) // -(-len(cards) // CARDS_PER_ROW))
+    per_row = math.ceil(len(cards) / math.ceil(len(cards) / CARDS_PER_ROW))
     for start in range(0, len(cards), per_row):
         for col, c in zip(st.columns(per_row), cards[start : start + per_row], strict=False):
             _render_card(col, c, level)
