@@ -53,7 +53,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None, *, standalone: bool = False) -> int:
     """Run a subcommand; `standalone` when this process is cli.py itself (it may then fork, see evaluate)."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    from services.redact import redact_logs
+    from db.redact import redact_logs
 
     redact_logs()
     argv = sys.argv[1:] if argv is None else argv

@@ -33,7 +33,7 @@ os.environ["DATA_DIR"] = TMP
 
 from sqlalchemy import Connection, insert, select  # noqa: E402
 
-from db.engine import get_engine  # noqa: E402
+from services.database import get_engine  # noqa: E402
 from db.models import (  # noqa: E402
     Batch,
     BatchItem,

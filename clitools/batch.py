@@ -64,7 +64,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 def run(args: argparse.Namespace) -> int:
     """Import the dataset (or find it imported) and run its batch here, or hand it to the workers."""
-    from db.engine import get_engine
+    from services.database import get_engine
     from services import datasets, tables
     from services.config import backend_from_settings, check_base_url
     from services.dcr import DCRConfig

@@ -74,7 +74,7 @@ def read_labels(path: Path) -> dict[str, tuple[float | None, float | None]]:
 def run(args: argparse.Namespace) -> int:
     """Run the judge over the file as a batch, then write its card."""
     from clitools.batch import run_here
-    from db.engine import get_engine
+    from services.database import get_engine
     from services import dcr, headless, judges
     from services.config import backend_from_settings
     from services.errors import InputError

@@ -180,7 +180,7 @@ def report(study: ce.ConsevalStudyPublic) -> dict:
 
 def run(args: argparse.Namespace) -> int:
     """Run the study and write its JSON; 1 when it fails, 2 when the input or the options cannot be used."""
-    from db.engine import get_engine
+    from services.database import get_engine
     from services import conseval as ce
 
     if args.boot < 0 or args.samples < 0:

@@ -143,7 +143,8 @@ def _summary_line(res: dhp.DiscernmentResult) -> str:
 def cmd_run(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from db.engine import get_engine, get_session
+    from db.engine import get_session
+    from services.database import get_engine
     from services import dhp
     from services.config import backend_from_settings
     from services.dhp import survey as survey_service

@@ -70,7 +70,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 def run(args: argparse.Namespace) -> int:
     """Build and write the set; 2 with a message for what the user must fix."""
-    from db.engine import get_engine
+    from services.database import get_engine
     from services.errors import InputError
     from services.nli import distill
 

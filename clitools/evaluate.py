@@ -98,7 +98,7 @@ def _run(args: argparse.Namespace) -> int:
         return 2
     child = import_beside(Path(args.input), args.task) if getattr(args, "standalone", False) else None
     from clitools.batch import run_here
-    from db.engine import get_engine
+    from services.database import get_engine
     from services import dcr, headless
     from services.errors import is_disk_full
     from services.jobs import batches
@@ -230,7 +230,7 @@ def _import_child(path: Path, task: str) -> None:
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
     os.dup2(devnull, 2)
-    from db.engine import get_engine
+    from services.database import get_engine
     from services.datasets.pairs import import_pairs
 
     import_pairs(get_engine(), path=path, task=task)

@@ -53,7 +53,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 def run(args: argparse.Namespace) -> int:
     """Build the report; 2 for an unknown batch or an option out of range."""
-    from db.engine import get_engine
+    from services.database import get_engine
     from services import metaeval
     from services.errors import InputError
 

@@ -8,7 +8,7 @@ import math
 import pandas as pd
 import streamlit as st
 
-from components.conseval_figures import make_ic_figure, make_matrix_figure, make_radar_figure, make_sc_figure
+from services.figures.conseval import make_ic_figure, make_matrix_figure, make_radar_figure, make_sc_figure
 from services import conseval as ce
 from services.export import frame_csv
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from components.dcr_figures import make_rounds_figure, rounds_frame  # noqa: F401 - the views' public names
+from services.figures.dcr import make_rounds_figure, rounds_frame  # noqa: F401 - the views' public names
 from services.dcr import REFERENCE_NOUN, Delivered, Evaluation, Round, evidence
 from services.dcr.evidence import SentenceEvidence, Span
 from services.disagreement import Disagreement, disagreements

@@ -1,5 +1,5 @@
 """DHP views: text diffs, personal links, result tables, figures and notes for pages/10_DHP.py and
-pages/11_Survey.py. The figures themselves are made in components/dhp_figures.py (pure)."""
+pages/11_Survey.py. The figures themselves are made in services/figures/dhp.py (pure)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from components import dhp_figures as figs
+from services.figures import dhp as figs
 from services import dhp
 from services.dhp.catalogue import TaskSpec
 from services.export import frame_csv

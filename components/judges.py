@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import pandas as pd
 import streamlit as st
 
-from components.judges_figures import make_judges_rate_figure
+from services.figures.judges import make_judges_rate_figure
 from services.judges import JudgeCard, tables
 
 # The measures of the sortable grid, each with its short column name (the full name is its tooltip).

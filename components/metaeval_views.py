@@ -1,4 +1,4 @@
-"""Meta-evaluation views: table and chart helpers with exports, and the cached loaders (figures: metaeval_figures)."""
+"""Meta-evaluation views: table and chart helpers with exports, and the cached loaders (figures: services.figures.metaeval)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from components import background
-from components.metaeval_figures import (  # noqa: F401 - the views' public names
+from services.figures.metaeval import (  # noqa: F401 - the views' public names
     BIN_LABELS,
     BIN_RANGES,
     CONSISTENT,
@@ -196,7 +196,7 @@ SELECTIVE_NOTE = (
 
 def render_selective(items: pd.DataFrame, batch_id: int) -> None:
     """Risk-coverage curve and reliability diagram of a batch's scores, with their numbers as CSV."""
-    from components.calibration_figures import make_reliability_figure, make_risk_coverage_figure
+    from services.figures.calibration import make_reliability_figure, make_risk_coverage_figure
 
     st.subheader("Knowing when it does not know: risk-coverage and reliability")
     s = metaeval.selective(items)

@@ -7,7 +7,7 @@ from typing import Any
 
 import streamlit as st
 
-from components import nli_figures as nf
+from services.figures import nli as nf
 from services.text import split_sentences
 
 _TEXT_COL = {"width": "large"}

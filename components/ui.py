@@ -9,7 +9,7 @@ import streamlit as st
 from pydantic import SecretStr
 
 from components import access
-from db.engine import get_engine
+from services.database import get_engine
 from services import owners
 from services.config import EMBEDDED_MODEL_NAME, BackendConfig, backend_from_settings, get_settings
 

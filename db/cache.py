@@ -1,4 +1,7 @@
-"""The model-answer cache in the app database (table `llm_cache`): the database's `ResponseCache`s."""
+"""The model-answer cache in the app database (table `llm_cache`).
+
+Both classes have the `get`/`put` of services.llm's `ResponseCache`, which registers them as its implementations.
+"""
 
 from __future__ import annotations
 
@@ -10,10 +13,9 @@ from sqlalchemy.engine import Connection, Engine
 
 from db.engine import dialect_insert
 from db.models import LLMCacheEntry, utcnow
-from services.llm import ResponseCache
 
 
-class SqlCache(ResponseCache):
+class SqlCache:
     """Reads and writes the database at every call (any SQLAlchemy backend)."""
 
     def __init__(self, engine: Engine) -> None:

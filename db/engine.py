@@ -1,4 +1,7 @@
-"""One engine factory and one `get_session()`; schema upgrades run through Alembic."""
+"""One engine factory and one `get_session()`; schema upgrades run through Alembic.
+
+The data layer is told its URL and options by its caller (services/database.py reads them from the settings).
+"""
 
 from __future__ import annotations
 
@@ -16,32 +19,33 @@ from sqlalchemy.pool import StaticPool
 from sqlalchemy.sql.dml import Insert
 from sqlmodel import Session, create_engine
 
-from services.config import get_settings
-
 log = logging.getLogger(__name__)
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 POOL_MIN = 10  # the app's sessions and a worker's loops, besides the threads that call the model
 POOL_SPARE = 4  # a batch's main loop, its progress reader and the app's own sessions, beside its threads
+BUSY_TIMEOUT = 30.0  # seconds a SQLite write waits on a locked file (the settings' default)
+CONCURRENCY = 4  # model calls in flight (the settings' default)
 
 
-def pool_size(concurrency: int | None = None) -> int:
-    """Connections an engine keeps for `concurrency` threads (default: the configured concurrency).
+def pool_size(concurrency: int = CONCURRENCY) -> int:
+    """Connections an engine keeps for `concurrency` threads.
 
     Every thread that calls the model may need a connection at the same moment (a cache read), so the
     pool keeps one per thread and a few more; twice as many again may open on top of it for a burst.
     """
-    n = concurrency if concurrency is not None else get_settings().llm_concurrency
-    return max(POOL_MIN, n + POOL_SPARE)
+    return max(POOL_MIN, concurrency + POOL_SPARE)
 
 
-def make_engine(url: str | None = None, *, migrate: bool = True, concurrency: int | None = None) -> Engine:
-    """An engine for `url` (default: DATABASE_URL or the SQLite file), upgraded to the current schema,
-    with a connection pool for `concurrency` threads (see `pool_size`)."""
-    url = driver_url(url or get_settings().resolved_database_url())
+def make_engine(
+    url: str, *, migrate: bool = True, concurrency: int = CONCURRENCY, busy_timeout: float = BUSY_TIMEOUT
+) -> Engine:
+    """An engine for `url`, upgraded to the current schema, with a connection pool for `concurrency` threads
+    (see `pool_size`); SQLite writes wait up to `busy_timeout` seconds on a locked file."""
+    url = driver_url(url)
     size = pool_size(concurrency)
     if url.startswith("sqlite"):
-        busy = get_settings().db_busy_timeout  # one setting, below the workers' stale limit
+        busy = busy_timeout  # one setting, below the workers' stale limit
         memory = url in ("sqlite://", "sqlite:///:memory:")
         pool_args = {"poolclass": StaticPool} if memory else {"pool_size": size, "max_overflow": 2 * size}
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": busy}, **pool_args)
@@ -160,19 +164,27 @@ _engines: dict[str, Engine] = {}
 _lock = threading.Lock()
 
 
-def get_engine(url: str | None = None, *, concurrency: int | None = None) -> Engine:
-    """The process-wide engine for `url` (created and migrated once), its pool fit for `concurrency` threads.
+def get_engine(
+    url: str,
+    *,
+    concurrency: int | None = None,
+    default_concurrency: int = CONCURRENCY,
+    busy_timeout: float = BUSY_TIMEOUT,
+) -> Engine:
+    """The process-wide engine for `url` (created and migrated once), its pool fit for `concurrency` threads
+    (`default_concurrency` when a new engine is made without one).
 
     Asked for more threads than its pool holds, the engine is replaced by one with a larger pool (sessions
     open on the old one finish there).
     """
-    url = driver_url(url or get_settings().resolved_database_url())
+    url = driver_url(url)
     with _lock:
         engine = _engines.get(url)
         if engine is None:
-            engine = _engines[url] = make_engine(url, concurrency=concurrency)
+            n = concurrency if concurrency is not None else default_concurrency
+            engine = _engines[url] = make_engine(url, concurrency=n, busy_timeout=busy_timeout)
         elif concurrency is not None and _pool_capacity(engine) < pool_size(concurrency):
-            engine = _engines[url] = make_engine(url, migrate=False, concurrency=concurrency)
+            engine = _engines[url] = make_engine(url, migrate=False, concurrency=concurrency, busy_timeout=busy_timeout)
         return engine
 
 
@@ -196,9 +208,9 @@ def _pool_capacity(engine: Engine) -> int:
 
 
 @contextmanager
-def get_session(engine: Engine | None = None) -> Iterator[Session]:
-    """A session that commits on success and rolls back on error."""
-    with Session(engine or get_engine(), expire_on_commit=False) as session:
+def get_session(engine: Engine) -> Iterator[Session]:
+    """A session on `engine` that commits on success and rolls back on error."""
+    with Session(engine, expire_on_commit=False) as session:
         try:
             yield session
             session.commit()

@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import JSON, CheckConstraint, Column, Text, UniqueConstraint, event
 from sqlmodel import Field, SQLModel
 
-from services.redact import redact_url
+from db.redact import redact_url
 
 
 def utcnow() -> datetime:

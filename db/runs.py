@@ -1,4 +1,5 @@
-"""Runs: a candidate's rounds with their verdicts and rewrites, loaded back as domain objects."""
+"""Runs: a candidate's rounds with their verdicts and rewrites, stored and loaded as rows (services/run_records.py
+maps them to and from the domain's rounds)."""
 
 from __future__ import annotations
 
@@ -24,8 +25,6 @@ from db.models import (
     UsageEvent,
     utcnow,
 )
-from services.dcr.results import Evaluation, ExtraReason, Rewrite, Round, Score, SentenceVerdict, score_evaluation
-from services.llm import CallRecord, summarize_records
 
 
 def create_run(*, session: Session, data: RunCreate) -> Run:
@@ -37,61 +36,30 @@ def create_run(*, session: Session, data: RunCreate) -> Run:
     return run
 
 
-def save_round(*, session: Session, run_id: int, rnd: Round) -> int:
-    """Insert or replace round `rnd.index` of a run with its sentences and rewrites."""
-    existing = session.exec(select(EvalRound).where(EvalRound.run_id == run_id, EvalRound.idx == rnd.index)).first()
+def save_round(
+    *, session: Session, run_id: int, round_row: dict[str, Any], sentences: list[dict[str, Any]], rewrites: list[dict[str, Any]]
+) -> int:
+    """Insert or replace round `round_row["idx"]` of a run with its sentences and rewrites (each a dict of the
+    row's columns)."""
+    idx = round_row["idx"]
+    existing = session.exec(select(EvalRound).where(EvalRound.run_id == run_id, EvalRound.idx == idx)).first()
     if existing is not None:
         _delete_round_children(session, [existing.id])
         session.delete(existing)
         session.flush()
-    ev = rnd.evaluation
-    score = ev.score or Score(k=0, alpha=0, beta=0, z=None, z_hat=None)
-    row = EvalRound(
-        run_id=run_id,
-        idx=rnd.index,
-        text=rnd.text,
-        k=score.k,
-        alpha=score.alpha,
-        beta=score.beta,
-        z=score.z,
-        z_hat=score.z_hat,
-        n_judged=ev.n_judged,
-        n_unknown=ev.n_unknown,
-        model_is_consistent=ev.model_is_consistent,
-        error=ev.error,
-        improve_error=rnd.improve_error,
-        notes=list(ev.notes),
-        extras=[{"text": x.text, "mark": x.mark} for x in ev.extras],
-        amc_agree=ev.amc_agreement[0] if ev.amc_agreement else None,
-        amc_compared=ev.amc_agreement[1] if ev.amc_agreement else None,
-    )
+    row = EvalRound(run_id=run_id, **round_row)
     session.add(row)
     session.flush()
-    for s in ev.sentences:
-        session.add(
-            SentenceRow(
-                round_id=row.id,
-                idx=s.index,
-                text=s.text,
-                verdict=s.verdict,
-                reason=s.reason,
-                mark=s.mark,
-                rule_mark=s.rule_mark,
-                error=s.error,
-            )
-        )
-    for rw in rnd.rewrites:
-        session.add(
-            RewriteRow(
-                round_id=row.id, idx=rw.index, before=rw.before, after=rw.after, reason=rw.reason, accepted=rw.accepted
-            )
-        )
+    for s in sentences:
+        session.add(SentenceRow(round_id=row.id, **s))
+    for rw in rewrites:
+        session.add(RewriteRow(round_id=row.id, **rw))
     run = session.get(Run, run_id)
     if run is not None:
-        run.n_rounds = max(run.n_rounds, rnd.index + 1)
-        if rnd.index == 0:
-            run.initial_score = score.z_hat
-        run.final_score = score.z_hat if rnd.index + 1 >= run.n_rounds else run.final_score
+        run.n_rounds = max(run.n_rounds, idx + 1)
+        if idx == 0:
+            run.initial_score = row.z_hat
+        run.final_score = row.z_hat if idx + 1 >= run.n_rounds else run.final_score
         run.updated_at = utcnow()
         session.add(run)
     session.flush()
@@ -108,66 +76,19 @@ def finish_run(*, session: Session, run_id: int, status: str, error: str | None 
 
 
 @dataclass
-class RunDetail:
-    """A run with its documents, rounds (domain objects) and usage."""
+class RunRows:
+    """A run's rows: the run, its documents' texts, each round with its sentences and rewrites (in order), and
+    its usage events."""
 
     run: RunPublic
     reference: str
     candidate: str
-    rounds: list[Round]
-    usage: dict[str, Any]
-    usage_by_stage: list[dict[str, Any]] = field(default_factory=list)
+    rounds: list[tuple[EvalRound, list[SentenceRow], list[RewriteRow]]]
+    usage: list[UsageEvent] = field(default_factory=list)
 
 
-def _stored_score(r: EvalRound, sentences: list[SentenceRow]) -> Score:
-    """Eq. 3 again from the stored marks, so a loaded round carries its partial score and unknown count; the
-    user's alpha and beta are the stored ones less Appendix E.4's offsets for the paragraph-level reasons."""
-    if not sentences:
-        return Score(k=r.k, alpha=r.alpha, beta=r.beta, z=r.z, z_hat=r.z_hat)
-    extra_marks = [x.get("mark") for x in r.extras if x.get("mark") is not None]
-    return score_evaluation(
-        [s.mark for s in sorted(sentences, key=lambda s: s.idx)],
-        extra_marks,
-        alpha=r.alpha + sum(extra_marks),
-        beta=r.beta + len(extra_marks),
-    )
-
-
-def _round_from_rows(r: EvalRound, sentences: list[SentenceRow], rewrites: list[RewriteRow]) -> Round:
-    ev = Evaluation(
-        sentences=[
-            SentenceVerdict(
-                index=s.idx,
-                text=s.text,
-                verdict=s.verdict,
-                reason=s.reason,  # type: ignore[arg-type]
-                mark=s.mark,
-                rule_mark=s.rule_mark,
-                error=s.error,
-            )
-            for s in sorted(sentences, key=lambda s: s.idx)
-        ],
-        extras=[ExtraReason(text=x.get("text", ""), mark=x.get("mark")) for x in r.extras],
-        score=_stored_score(r, sentences),
-        model_is_consistent=r.model_is_consistent,
-        error=r.error,
-        notes=list(r.notes),
-        amc_agreement=(r.amc_agree, r.amc_compared) if r.amc_compared is not None else None,  # type: ignore[arg-type]
-    )
-    return Round(
-        index=r.idx,
-        sentences=[s.text for s in ev.sentences],
-        evaluation=ev,
-        rewrites=[
-            Rewrite(index=w.idx, before=w.before, after=w.after, reason=w.reason, accepted=w.accepted)
-            for w in sorted(rewrites, key=lambda w: w.idx)
-        ],
-        improve_error=r.improve_error,
-    )
-
-
-def load_run(*, session: Session, run_id: int) -> RunDetail | None:
-    """Everything about a run, or None if it does not exist."""
+def load_run(*, session: Session, run_id: int) -> RunRows | None:
+    """Every row of a run, or None if it does not exist."""
     run = session.get(Run, run_id)
     if run is None:
         return None
@@ -176,34 +97,22 @@ def load_run(*, session: Session, run_id: int) -> RunDetail | None:
     sentences = session.exec(select(SentenceRow).where(col(SentenceRow.round_id).in_(ids))).all() if ids else []
     rewrites = session.exec(select(RewriteRow).where(col(RewriteRow.round_id).in_(ids))).all() if ids else []
     rounds = [
-        _round_from_rows(r, [s for s in sentences if s.round_id == r.id], [w for w in rewrites if w.round_id == r.id])
+        (
+            r,
+            sorted((s for s in sentences if s.round_id == r.id), key=lambda s: s.idx),
+            sorted((w for w in rewrites if w.round_id == r.id), key=lambda w: w.idx),
+        )
         for r in rounds_rows
     ]
-    events = session.exec(select(UsageEvent).where(UsageEvent.run_id == run_id)).all()
-    records = [
-        CallRecord(
-            stage=e.stage,
-            prompt_version=e.prompt_version,
-            cached=e.cached,
-            requests=e.requests,
-            prompt_tokens=e.prompt_tokens,
-            completion_tokens=e.completion_tokens,
-            latency_ms=e.latency_ms,
-            error=e.error,
-        )
-        for e in events
-    ]
-    stages = sorted({r.stage for r in records})
-    by_stage = [{"stage": st, **summarize_records([r for r in records if r.stage == st])} for st in stages]
+    events = list(session.exec(select(UsageEvent).where(UsageEvent.run_id == run_id)).all())
     ref = session.get(Document, run.reference_id)
     cand = session.get(Document, run.candidate_id)
-    return RunDetail(
+    return RunRows(
         run=RunPublic.model_validate(run),
         reference=ref.text if ref else "",
         candidate=cand.text if cand else "",
         rounds=rounds,
-        usage=summarize_records(records),
-        usage_by_stage=by_stage,
+        usage=events,
     )
 
 

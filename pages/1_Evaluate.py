@@ -18,7 +18,7 @@ from components.dcr_views import (
     rounds_frame,
 )
 from components.evidence_views import render_checker_calibration, render_checker_lead
-from components.nli_figures import ALL_METHOD_LABELS, method_name
+from services.figures.nli import ALL_METHOD_LABELS, method_name
 from components.nli_views import render_comparison
 from components.ui import demo_notice, engine, page_setup, render_backend_line
 from services import estimates, runs

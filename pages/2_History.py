@@ -13,7 +13,7 @@ from components.dcr_views import (
     render_score,
     sentence_cards_html,
 )
-from components.nli_figures import ALL_METHOD_LABELS, method_name
+from services.figures.nli import ALL_METHOD_LABELS, method_name
 from components.nli_views import render_method_detail
 from components.report import render_report_download
 from components.ui import engine, page_setup

@@ -14,7 +14,7 @@ from components.ui import (
 )
 from services.config import EMBEDDED_MODEL_NAME, get_settings
 from services.embedded import server_available
-from services.redact import redact_url
+from db.redact import redact_url
 from services.runs import connection_check
 
 page_setup("Settings", ":material/tune:")

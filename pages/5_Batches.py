@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from components.batch_views import render_disagreements, render_failed_answers
-from components.nli_figures import ALL_METHOD_LABELS
+from services.figures.nli import ALL_METHOD_LABELS
 from components.report import render_report_download
 from components.ui import batch_worker, demo_notice, engine, page_setup, render_backend_line
 from services import estimates

@@ -7,7 +7,7 @@ import streamlit as st
 
 from components import background
 from components import metaeval_views as mv
-from components import nli_figures as nf
+from services.figures import nli as nf
 from components.ui import engine, page_setup
 from services import annotations, baselines, metaeval
 from services.dcr import METHOD_LABELS

@@ -14,7 +14,7 @@ from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from services.errors import InputError
-from services.redact import redact_url
+from db.redact import redact_url
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 SECRETS_FILE = PROJECT_ROOT / ".streamlit" / "secrets.toml"

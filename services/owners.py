@@ -29,7 +29,7 @@ from db import owners as db
 from db.engine import get_session
 from services.auth import password_matches
 from services.config import BackendConfig, get_settings
-from services.redact import redact_url
+from db.redact import redact_url
 
 COOKIE = "cs_owner"
 SESSION_DAYS = 14

@@ -14,8 +14,8 @@ from db import runs as db_runs
 from db.cache import SqlCache
 from db.engine import get_session
 from db.models import MethodResultPublic, RunCreate
-from db.usage import save_usage
 from services import dcr
+from services.run_records import RunDetail, load_run, save_round, save_usage
 from services.config import BackendConfig, get_settings
 from services.errors import InputError
 from services.llm import UsageLedger, get_client
@@ -110,7 +110,7 @@ def start_run(
             db_runs.finish_run(session=session, run_id=run_id, status="failed", error=str(exc))
         return run_id
     with get_session(engine) as session:
-        db_runs.save_round(session=session, run_id=run_id, rnd=rnd)
+        save_round(session=session, run_id=run_id, rnd=rnd)
         save_usage(session=session, run_id=run_id, records=ledger.records)
         ev = rnd.evaluation
         db_runs.finish_run(
@@ -126,10 +126,10 @@ def improve_run(
     *,
     max_rounds: int | None = None,
     progress: Progress | None = None,
-) -> db_runs.RunDetail:
+) -> RunDetail:
     """Algorithm 1 from the run's last round; each round is saved as soon as it is done."""
     with get_session(engine) as session:
-        detail = db_runs.load_run(session=session, run_id=run_id)
+        detail = load_run(session=session, run_id=run_id)
     if detail is None:
         raise InputError(f"Run {run_id} does not exist (deleted?).")
     r = detail.run
@@ -152,7 +152,7 @@ def improve_run(
 
     def saved(rnd: dcr.Round) -> None:
         with get_session(engine) as session:
-            db_runs.save_round(session=session, run_id=run_id, rnd=rnd)
+            save_round(session=session, run_id=run_id, rnd=rnd)
             save_usage(session=session, run_id=run_id, records=ledger.records)
         ledger.records.clear()
 
@@ -187,13 +187,13 @@ def improve_run(
         with get_session(engine) as session:
             save_usage(session=session, run_id=run_id, records=ledger.records)
     with get_session(engine) as session:
-        out = db_runs.load_run(session=session, run_id=run_id)
+        out = load_run(session=session, run_id=run_id)
         assert out is not None
         _store_delivered_score(session, out)
     return out
 
 
-def _store_delivered_score(session: Session, detail: db_runs.RunDetail) -> None:
+def _store_delivered_score(session: Session, detail: RunDetail) -> None:
     """The run's final score is the delivered text's (None when no round judged exactly that text)."""
     score = dcr.delivered(detail.rounds).z_hat
     if detail.run.final_score != score:
@@ -201,7 +201,7 @@ def _store_delivered_score(session: Session, detail: db_runs.RunDetail) -> None:
         detail.run.final_score = score
 
 
-def stop_reason(detail: db_runs.RunDetail) -> str | None:
+def stop_reason(detail: RunDetail) -> str | None:
     """Why the run's last round cannot be improved further, or None while Improve can go on.
 
     Algorithm 1 stops when every sentence is consistent or after m rounds; the app also stops early when a
@@ -233,9 +233,9 @@ def stop_reason(detail: db_runs.RunDetail) -> str | None:
     return None
 
 
-def load(engine: Engine, run_id: int) -> db_runs.RunDetail | None:
+def load(engine: Engine, run_id: int) -> RunDetail | None:
     with get_session(engine) as session:
-        return db_runs.load_run(session=session, run_id=run_id)
+        return load_run(session=session, run_id=run_id)
 
 
 def set_rewrite(engine: Engine, run_id: int, round_idx: int, sentence_idx: int, accepted: bool) -> bool:
@@ -245,7 +245,7 @@ def set_rewrite(engine: Engine, run_id: int, round_idx: int, sentence_idx: int, 
             session=session, run_id=run_id, round_idx=round_idx, sentence_idx=sentence_idx, accepted=accepted
         )
         session.flush()
-        detail = db_runs.load_run(session=session, run_id=run_id) if found else None
+        detail = load_run(session=session, run_id=run_id) if found else None
         if detail is not None:
             _store_delivered_score(session, detail)
         return found
@@ -269,12 +269,12 @@ def db_counts(engine: Engine) -> dict[str, int]:
         return db_runs.counts(session=session)
 
 
-def final_text(detail: db_runs.RunDetail) -> str:
+def final_text(detail: RunDetail) -> str:
     """The final candidate under the user's accept/reject choices."""
     return " ".join(dcr.compose_final(detail.rounds))
 
 
-def delivered(detail: db_runs.RunDetail) -> dcr.Delivered:
+def delivered(detail: RunDetail) -> dcr.Delivered:
     """What the run delivers: the final text, the score of the round that judged exactly it, the rewrites left out."""
     return dcr.delivered(detail.rounds)
 
@@ -373,7 +373,7 @@ def _unit_errors(record: dict[str, Any]) -> list[str]:
     return [u["error"] for u in units if u.get("error")]
 
 
-def dce_record(detail: db_runs.RunDetail) -> dict[str, Any]:
+def dce_record(detail: RunDetail) -> dict[str, Any]:
     """A DCE (or paragraph / evidence) run's round 0 in the method-record shape, for comparisons."""
     ev = detail.rounds[0].evaluation if detail.rounds else None
     label = None
@@ -445,13 +445,13 @@ def load_method(engine: Engine, run_id: int) -> MethodResultPublic | None:
         return db_runs.get_method_result(session=session, run_id=run_id)
 
 
-def load_group(engine: Engine, group: str) -> list[tuple[MethodResultPublic, db_runs.RunDetail]]:
+def load_group(engine: Engine, group: str) -> list[tuple[MethodResultPublic, RunDetail]]:
     """The runs of a comparison, in the order they were made, each with its stored method record."""
     with get_session(engine) as session:
         found = db_runs.group_results(session=session, group=group)
         out = []
         for m in found:
-            d = db_runs.load_run(session=session, run_id=m.run_id)
+            d = load_run(session=session, run_id=m.run_id)
             if d is not None:
                 out.append((m, d))
         return out

@@ -13,11 +13,11 @@ import logging
 import threading
 import time
 
-from db.engine import get_engine
+from services.database import get_engine
 from services.jobs import batches
 from services.jobs import runner as jobrunner
 from services.jobs.queue import huey, submit
-from services.redact import redact_logs
+from db.redact import redact_logs
 
 log = logging.getLogger("services.worker")
 

@@ -70,3 +70,79 @@ def test_no_source_module_is_over_600_lines(path: Path) -> None:
         pytest.skip("long by convention (all tables) or a migration (the schema's history)")
     n = len(path.read_text(encoding="utf-8").splitlines())
     assert n <= MAX_LINES, f"{rel} has {n} lines: split it along its seams"
+
+
+# The floors, from the top down: what a user drives, what places things on a page, the domain, the data.
+FLOORS = {"db": 1, "services": 2, "components": 3}  # everything else (pages, clitools, app.py, cli.py) is 4
+LAYERED = ("db", "services", "components", "pages", "clitools")
+ENTRY_POINTS = ("app.py", "cli.py", "serve.py")
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """Every project module (migrations aside) with the project modules it imports, at any depth of its code."""
+    paths = [p for p in _sources(*LAYERED) if "migrations" not in p.parts] + [ROOT / f for f in ENTRY_POINTS]
+    modules = {_module_name(p): p for p in paths}
+
+    def resolve(name: str) -> str | None:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        targets: set[str | None] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                targets |= {resolve(f"{node.module}.{a.name}") for a in node.names}
+            elif isinstance(node, ast.Import):
+                targets |= {resolve(a.name) for a in node.names}
+        graph[name] = {t for t in targets if t and t != name}
+    return graph
+
+
+def _floor(module: str) -> int:
+    return FLOORS.get(module.split(".")[0], 4)
+
+
+def test_no_import_runs_up_a_floor() -> None:
+    graph = _import_graph()
+    assert {"db.engine", "services.figures.judges", "components.judges"} <= graph.keys()  # the graph is read
+    upward = sorted(f"{a} -> {b}" for a, targets in graph.items() for b in targets if _floor(b) > _floor(a))
+    assert not upward, f"imports against the layering (pages > components > services > db): {upward}"
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Cycles met by a depth-first walk (each one as the path that closes it)."""
+    seen: dict[str, int] = {}  # 1: on the current path, 2: done
+    cycles: list[list[str]] = []
+
+    def visit(node: str, path: list[str]) -> None:
+        seen[node] = 1
+        for nxt in sorted(graph.get(node, ())):
+            if seen.get(nxt) == 1:
+                cycles.append([*path[path.index(nxt) :], nxt])
+            elif nxt not in seen:
+                visit(nxt, [*path, nxt])
+        seen[node] = 2
+
+    for start in sorted(graph):
+        if start not in seen:
+            visit(start, [start])
+    return cycles
+
+
+def test_the_module_graph_has_no_cycle() -> None:
+    cycles = _cycles(_import_graph())
+    assert not cycles, f"import cycles: {cycles[:5]}"
+
+
+def test_the_checks_see_an_upward_import_and_a_cycle() -> None:
+    """The checks above would fail on the shapes they forbid."""
+    assert _floor("db.models") < _floor("services.llm") < _floor("components.ui") < _floor("pages.x")
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c", "a"]]
+    assert _cycles({"a": {"b"}, "b": set(), "c": {"a", "b"}}) == []

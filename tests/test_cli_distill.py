@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import cli
-from db.engine import get_engine
+from services.database import get_engine
 from services import runs
 from services.config import BackendConfig
 from services.dcr import DCRConfig

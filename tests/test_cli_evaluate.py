@@ -7,7 +7,7 @@ import json
 import pytest
 
 import cli
-from db.engine import get_engine
+from services.database import get_engine
 from services import headless
 from services.config import BackendConfig
 from services.dcr import DCRConfig, evidence

@@ -8,7 +8,7 @@ import pytest
 
 import cli
 import services.embedded
-from db.engine import get_engine
+from services.database import get_engine
 from services.jobs import batches
 
 REF = (

@@ -20,7 +20,7 @@ import pytest
 from sqlalchemy import create_engine, text
 
 import cli
-from db.engine import get_engine
+from services.database import get_engine
 from services.jobs import batches
 from tests.fakes import FakeOpenAIServer, toy_judge
 from tests.support.batches import BAD, FIX, REF

@@ -15,7 +15,7 @@ from sqlalchemy.exc import OperationalError
 import cli
 from db import batches as db_batches
 from db.cache import BufferedSqlCache
-from db.engine import get_engine
+from services.database import get_engine
 from services import headless
 from services.config import backend_from_settings
 from services.dcr import DCRConfig

@@ -7,7 +7,7 @@ import json
 import pytest
 
 import cli
-from db.engine import get_engine
+from services.database import get_engine
 from services.jobs import batches
 from tests.app.helpers import CAND, REF
 from tests.nli_fakes import nli_judge

@@ -9,7 +9,7 @@ import pytest
 from sqlmodel import Session, select
 
 import cli
-from db.engine import get_engine
+from services.database import get_engine
 from db.models import DatasetItem
 from services import datasets
 from tests.metaeval_seed import Item, add_batch, seed

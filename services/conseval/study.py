@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from services.config import BackendConfig, backend_from_record, get_settings
 from services.conseval.scales import scale
 from services.prompts import conseval as prompts
-from services.redact import redact_url
+from db.redact import redact_url
 from services.text import InputError
 
 if TYPE_CHECKING:

@@ -38,7 +38,7 @@ huey = make_huey()
 
 def run_job(kind: str, ident: int) -> None:
     """Work on job `ident` of a registered kind (services.jobs.runner) until it is finished or cancelled."""
-    from db.engine import get_engine
+    from services.database import get_engine
     from services.jobs import runner as jobrunner
 
     log.info("%s %s: %s", kind, ident, jobrunner.kind(kind).process(get_engine(), ident))
@@ -52,7 +52,7 @@ run_job = huey.task(retries=0)(run_job)
 
 def submit(kind: str, ident: int) -> None:
     """Hand job `ident` of a registered kind to the workers."""
-    from db.engine import get_engine
+    from services.database import get_engine
     from services.jobs import runner as jobrunner
 
     job = jobrunner.kind(kind)

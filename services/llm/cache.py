@@ -5,23 +5,22 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from abc import ABC, abstractmethod
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 
-class ResponseCache(ABC):
+@runtime_checkable
+class ResponseCache(Protocol):
     """Where model answers are remembered, under `cache_key`; the first answer stored under a key is kept.
 
     Implementations: `MemoryCache` (a process's dictionary), `db.cache.SqlCache` (the app database) and
-    `db.cache.BufferedSqlCache` (the app database for a batch: writes flushed in bulk by one writer).
+    `db.cache.BufferedSqlCache` (the app database for a batch: writes flushed in bulk by one writer). A protocol,
+    so the data layer's caches need not import it.
     A payload is `{"raw": ..., "prompt_tokens": ..., "completion_tokens": ...}`.
     """
 
-    @abstractmethod
     def get(self, key: str) -> dict[str, Any] | None:
         """The payload stored under `key`, or None."""
 
-    @abstractmethod
     def put(self, key: str, *, model: str, prompt_version: str, payload: dict[str, Any], replace: bool = False) -> None:
         """Store a payload under `key`, unless one is stored there already (`replace`: store it anyway)."""
 

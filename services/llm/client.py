@@ -22,7 +22,7 @@ from services.llm.cache import ResponseCache, cache_key
 from services.llm.errors import BackendError, describe_error, retry_after
 from services.llm.parsing import is_cut_off, loads_lenient, try_parse
 from services.llm.records import CallRecord, CallResult, UsageLedger
-from services.redact import redact_url, split_userinfo
+from db.redact import redact_url, split_userinfo
 
 log = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import openai
 
 from services.config import BackendConfig
-from services.redact import REDACTED, url_secrets
+from db.redact import REDACTED, url_secrets
 
 
 class BackendError(Exception):

@@ -15,7 +15,7 @@ from services.config import PROJECT_ROOT
 from services.dcr import METHOD_LABELS
 from services.metaeval.common import DEFAULT_BOOT, DEFAULT_SEED, DEFAULT_THRESHOLD
 from services.prompts import dcr as prompts
-from services.redact import is_secret_name, redact_url
+from db.redact import is_secret_name, redact_url
 from services.text import InputError
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
-from components.metaeval_figures import (
+from services.figures.metaeval import (
     baselines_display,
     correlations_display,
     make_figure3_figure,
@@ -14,7 +14,7 @@ from components.metaeval_figures import (
     make_scatter_figure,
     make_share_figure,
 )
-from components.nli_figures import ALL_METHOD_LABELS
+from services.figures.nli import ALL_METHOD_LABELS
 from db import reports as db
 from db.engine import get_session
 from services import metaeval

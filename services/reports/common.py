@@ -9,7 +9,7 @@ import pandas as pd
 
 from services import metaeval
 from services.dcr import Round, delivered
-from services.redact import redact_url
+from db.redact import redact_url
 from services.reports.model import Example, ExampleRewrite, ExampleRound, ExampleSentence, Headline
 
 N_EXAMPLES = 3

@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 from sqlalchemy.engine import Engine
 
-from components.dhp_figures import make_discernment_figure, make_perturbation_figure, overall_frame
+from services.figures.dhp import make_discernment_figure, make_perturbation_figure, overall_frame
 from db.engine import get_session
 from services import dhp, metaeval
 from services.dhp import survey as sv

@@ -7,7 +7,7 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
-from components.judges_figures import make_judges_rate_figure
+from services.figures.judges import make_judges_rate_figure
 from services import judges
 from services.datasets.store import get_dataset
 from services.errors import InputError

@@ -21,7 +21,7 @@ from markupsafe import Markup, escape
 from plotly.offline import get_plotlyjs
 
 from services.config import get_settings
-from services.redact import REDACTED, is_secret_name, url_secrets
+from db.redact import REDACTED, is_secret_name, url_secrets
 from services.reports.model import KIND_LABELS, Example, FigureSpec, Report, fmt_number
 from services.text import diff_html
 

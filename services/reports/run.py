@@ -6,8 +6,8 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
-from components.dcr_figures import make_rounds_figure, rounds_frame
-from components.nli_figures import method_name
+from services.figures.dcr import make_rounds_figure, rounds_frame
+from services.figures.nli import method_name
 from services import metaeval, runs
 from services.dcr import CONVERTER_LABELS, METHOD_LABELS, REFERENCE_NOUN, TASK_LABELS
 from services.errors import InputError

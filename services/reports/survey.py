@@ -6,7 +6,7 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
-from components.dhp_figures import make_weights_figure
+from services.figures.dhp import make_weights_figure
 from db.engine import get_session
 from services import metaeval
 from services.dhp import survey as sv

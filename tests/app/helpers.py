@@ -6,7 +6,7 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
-import db.engine
+import services.database
 from services import runs
 from services.config import BackendConfig
 from services.dcr import DCRConfig
@@ -30,7 +30,7 @@ FIXED = "The Eiffel Tower is in Paris. It was completed in 1889. It is made of w
 
 def counts() -> dict[str, int]:
     """What the test's database holds (the same engine the app uses)."""
-    return runs.db_counts(db.engine.get_engine())
+    return runs.db_counts(services.database.get_engine())
 
 
 def seed_run(fake: FakeOpenAIServer, candidate: str = CAND, **kw) -> int:
@@ -38,7 +38,7 @@ def seed_run(fake: FakeOpenAIServer, candidate: str = CAND, **kw) -> int:
     backend = BackendConfig(
         kind="openai", base_url=fake.base_url, model="fake-model", max_retries=1, timeout=HEALTHY_TIMEOUT
     )
-    return runs.start_run(db.engine.get_engine(), backend, REF, candidate, DCRConfig(), **kw)
+    return runs.start_run(services.database.get_engine(), backend, REF, candidate, DCRConfig(), **kw)
 
 
 def texts(elements) -> list[str]:

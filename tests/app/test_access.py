@@ -7,7 +7,7 @@ import pytest
 from streamlit import config
 from streamlit.testing.v1 import AppTest
 
-import db.engine
+import services.database
 from services import annotations as an
 from services import conseval as ce
 from tests.annotation_seed import make_dataset
@@ -103,7 +103,7 @@ def test_openid_connect_offers_the_providers_sign_in():
 
 @pytest.mark.parametrize("secrets", [{"studio_password": PASSWORD}, {}], ids=["password", "open-local"])
 def test_a_link_holder_sees_their_page_and_nothing_else(secrets, judge):
-    token = ce.add_rater(db.engine.get_engine(), seeded_study(judge, n_items=1), "rita").token
+    token = ce.add_rater(services.database.get_engine(), seeded_study(judge, n_items=1), "rita").token
     at = app(RATE, query={"token": token}, secrets=secrets)
     assert not at.exception
     assert at.title[0].value == "Rate" and any("You are **rita**" in m.value for m in at.markdown)
@@ -121,7 +121,7 @@ def test_a_link_holder_sees_their_page_and_nothing_else(secrets, judge):
 
 
 def test_an_annotators_link_is_refused_other_pages_and_gives_no_owner_controls():
-    eng = db.engine.get_engine()
+    eng = services.database.get_engine()
     ds, _ = make_dataset(eng, [["One sentence."]])
     ada = an.create_annotator(eng, "ada")
     an.assign(eng, ds, annotators=[ada.id], per_item=1)
@@ -135,7 +135,7 @@ def test_an_annotators_link_is_refused_other_pages_and_gives_no_owner_controls()
 
 
 def test_a_signed_in_owner_who_opens_a_link_keeps_full_access(judge):
-    token = ce.add_rater(db.engine.get_engine(), seeded_study(judge, n_items=1), "rita").token
+    token = ce.add_rater(services.database.get_engine(), seeded_study(judge, n_items=1), "rita").token
     at = sign_in(app(secrets={"studio_password": PASSWORD}), PASSWORD)
     at.query_params.update({"token": token})
     at.switch_page(RATE).run()
@@ -147,7 +147,7 @@ def test_a_signed_in_owner_who_opens_a_link_keeps_full_access(judge):
 
 
 def test_the_refusal_leads_back_to_the_holders_own_page(judge):
-    token = ce.add_rater(db.engine.get_engine(), seeded_study(judge, n_items=1), "rita").token
+    token = ce.add_rater(services.database.get_engine(), seeded_study(judge, n_items=1), "rita").token
     at = app(RATE, query={"token": token}, secrets={"studio_password": PASSWORD})
     at.query_params.clear()
     at.switch_page(SETTINGS).run()
@@ -156,7 +156,7 @@ def test_the_refusal_leads_back_to_the_holders_own_page(judge):
 
 
 def test_a_bogus_share_url_in_a_raters_session_leaves_the_raters_access(judge):
-    token = ce.add_rater(db.engine.get_engine(), seeded_study(judge, n_items=1), "rita").token
+    token = ce.add_rater(services.database.get_engine(), seeded_study(judge, n_items=1), "rita").token
     at = app(RATE, query={"token": token}, secrets={"studio_password": PASSWORD})
     at.query_params.clear()
     at.query_params.update({"share": "not-a-real-share-token-000000"})

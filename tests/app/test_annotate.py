@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-import db.engine
+import services.database
 from services import annotations as an
 from services.annotations import Target
 from tests.annotation_seed import add_batch, make_dataset
@@ -17,7 +17,7 @@ REASON = "The article says 40 million, not 47"  # the model's reason for item 0,
 
 def seeded() -> tuple[int, list[int], int, int]:
     """A dataset, a finished batch with a distinctive reason, and annotator 'ada' with every item assigned."""
-    eng = db.engine.get_engine()
+    eng = services.database.get_engine()
     ds, items = make_dataset(eng, SENTS)
     bid = add_batch(
         eng,
@@ -38,7 +38,7 @@ def page_text(at) -> str:
 
 def as_ada(open_page, ada: int, **query):
     """The page opened through ada's personal link."""
-    token = an.annotator_token(db.engine.get_engine(), ada)
+    token = an.annotator_token(services.database.get_engine(), ada)
     return open_page(ANNOTATE, query={"token": token, **query})
 
 
@@ -50,14 +50,14 @@ def test_the_page_renders_with_no_dataset(open_page):
 
 
 def test_an_annotator_is_created_by_name_and_gets_a_personal_link(open_page):
-    make_dataset(db.engine.get_engine(), SENTS)
+    make_dataset(services.database.get_engine(), SENTS)
     at = open_page(ANNOTATE)
     at.text_input(key="an_new_name").input("Grace")
     at = click(at, "Create")
     assert not at.exception
-    grace = an.annotator_by_name(db.engine.get_engine(), "Grace")
+    grace = an.annotator_by_name(services.database.get_engine(), "Grace")
     assert grace is not None and at.session_state.an_annotator == grace.id
-    token = an.annotator_token(db.engine.get_engine(), grace.id)
+    token = an.annotator_token(services.database.get_engine(), grace.id)
     assert any(f"token={token}" in c.value for c in at.code)
     # The owner created it for someone else: no greeting as if the owner were Grace.
     assert not any("Welcome" in m.value for m in at.success)
@@ -80,7 +80,7 @@ def test_a_personal_link_identifies_without_a_choice(open_page):
 
 def test_replacing_the_personal_link_retires_the_old_one(open_page):
     _, _, _, ada = seeded()
-    eng = db.engine.get_engine()
+    eng = services.database.get_engine()
     old = an.annotator_token(eng, ada)
     at = as_ada(open_page, ada)
     at.button(key="an_rotate").click().run()
@@ -93,7 +93,7 @@ def test_replacing_the_personal_link_retires_the_old_one(open_page):
 
 def test_a_button_drawn_before_the_link_was_replaced_stores_no_label(open_page):
     _, items, _, ada = seeded()
-    eng = db.engine.get_engine()
+    eng = services.database.get_engine()
     at = as_ada(open_page, ada)
     assert not at.exception and at.button(key=f"an_item{items[0]}_0_1")
     an.replace_token(eng, ada)  # the lead replaces the link while the page is open
@@ -107,7 +107,7 @@ def test_blind_mode_hides_the_verdict_until_the_annotator_answers(open_page):
     ds, items, bid, ada = seeded()
     at = as_ada(open_page, ada)
     assert not at.exception
-    assert an.queue_settings(db.engine.get_engine(), ds) == an.QueueSettings(bid, True)  # until the lead sets it
+    assert an.queue_settings(services.database.get_engine(), ds) == an.QueueSettings(bid, True)  # until the lead sets it
     assert not at.toggle and not [s for s in at.selectbox if s.label == "Model verdicts from"], "the lead's settings"
     text = page_text(at)
     assert "It approved 47 million dollars." in text
@@ -119,7 +119,7 @@ def test_blind_mode_hides_the_verdict_until_the_annotator_answers(open_page):
     text = page_text(at)
     assert REASON in text and "model: inconsistent" in text and "you agree" in text
     assert "The article says the council met on Tuesday" not in text, "sentence 1 is still unanswered"
-    labels = an.labels_for_item(db.engine.get_engine(), items[0])
+    labels = an.labels_for_item(services.database.get_engine(), items[0])
     assert [(x.annotator_id, x.sentence_idx, x.label) for x in labels] == [(ada, 1, 0)]
 
 
@@ -129,7 +129,7 @@ def test_blind_mode_is_the_leads_setting_for_every_annotator_of_the_dataset(open
     assert lead.toggle(key="an_blind").value is True and lead.selectbox(key="an_batch").value == bid
     lead = lead.toggle(key="an_blind").set_value(False).run()
     assert not lead.exception
-    assert an.queue_settings(db.engine.get_engine(), ds) == an.QueueSettings(bid, False)
+    assert an.queue_settings(services.database.get_engine(), ds) == an.QueueSettings(bid, False)
     at = as_ada(open_page, ada)  # a new session through ada's link: the lead's choice holds
     assert not at.exception
     assert REASON in page_text(at)
@@ -141,7 +141,7 @@ def test_blind_mode_is_the_leads_setting_for_every_annotator_of_the_dataset(open
 
 def test_a_personal_link_opens_only_that_annotators_queue(open_page):
     ds, _, _, ada = seeded()
-    eng = db.engine.get_engine()
+    eng = services.database.get_engine()
     other, _ = make_dataset(eng, [["Nobody assigned this one."]], name="other dataset")
     an.create_annotator(eng, "bob")
     at = as_ada(open_page, ada, dataset=str(other))  # another dataset's URL: not open to this link
@@ -157,7 +157,7 @@ def test_a_personal_link_opens_only_that_annotators_queue(open_page):
 
 def test_labels_notes_progress_and_navigation(open_page):
     ds, items, _, ada = seeded()
-    eng = db.engine.get_engine()
+    eng = services.database.get_engine()
     at = as_ada(open_page, ada)
     at.text_input(key=f"an_item{items[0]}_0_note").input("matches the article")
     at = at.button(key=f"an_item{items[0]}_0_1").click().run()
@@ -180,7 +180,7 @@ def test_labels_notes_progress_and_navigation(open_page):
 
 
 def test_a_lead_assigns_items_from_the_page(open_page):
-    eng = db.engine.get_engine()
+    eng = services.database.get_engine()
     ds, items = make_dataset(eng, SENTS)
     for name in ("ada", "bob", "carol"):
         an.create_annotator(eng, name)
@@ -194,7 +194,7 @@ def test_a_lead_assigns_items_from_the_page(open_page):
 
 def test_agreement_and_the_disagreement_drill_down(open_page):
     ds, items, bid, ada = seeded()
-    eng = db.engine.get_engine()
+    eng = services.database.get_engine()
     bob = an.create_annotator(eng, "bob").id
     for who, labels in ((ada, [1, 0, 1]), (bob, [1, 1, 1])):
         for (i, j), lab in zip([(0, 0), (0, 1), (1, 0)], labels, strict=True):
@@ -214,7 +214,7 @@ def test_agreement_and_the_disagreement_drill_down(open_page):
 
 def test_export_and_import_from_the_page(open_page):
     ds, items, _, ada = seeded()
-    eng = db.engine.get_engine()
+    eng = services.database.get_engine()
     an.label_sentence(eng, annotator_id=ada, target=Target.item(items[0]), sentence_idx=0, label=1, note="n")
     at = open_page(ANNOTATE)  # the lead's view
     at = at.segmented_control(key="an_view").set_value("Export / import").run()
@@ -236,11 +236,11 @@ def test_export_and_import_from_the_page(open_page):
 
 def _two_rounds(run_id: int, annotator_id: int) -> None:
     """A page with two labellers (rounds 0 and 1 of one run), as the Evaluate and History pages would show."""
-    import db.engine
+    import services.database
     from components.annotate import render_sentence_labeller
     from services.annotations import ModelVerdict, Target
 
-    eng = db.engine.get_engine()
+    eng = services.database.get_engine()
     verdicts = [ModelVerdict(0, "consistent", "Round-zero reason"), ModelVerdict(1, "inconsistent", "Wrong year")]
     for r in (0, 1):
         render_sentence_labeller(
@@ -261,7 +261,7 @@ def test_the_labeller_works_for_run_rounds_with_unique_keys():
     from db.models import RunCreate
     from db.runs import create_run
 
-    eng = db.engine.get_engine()
+    eng = services.database.get_engine()
     with get_session(eng) as s:
         run_id = create_run(session=s, data=RunCreate(reference="Ref.", candidate="A. B.")).id
     ada = an.create_annotator(eng, "ada").id

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sqlmodel import Session
 
-import db.engine
+import services.database
 from db.models import Dataset, DatasetItem, Document
 from services.jobs import batches
 from services.text import split_sentences
@@ -14,7 +14,7 @@ BATCHES = "pages/5_Batches.py"
 
 
 def seed_dataset(n: int = 4) -> int:
-    eng = db.engine.get_engine()
+    eng = services.database.get_engine()
     with Session(eng) as s:
         ref = Document(sha256="ref", text=REF, n_chars=len(REF))
         ds = Dataset(name="eiffel", format="jsonl", sha256="eiffel", n_items=n)
@@ -51,7 +51,7 @@ def test_starting_a_batch_runs_it_and_shows_progress_and_items(open_page, judge)
     at = at.button(key="FormSubmitter:ba_new-Start batch").click().run()  # tasks run inline in tests
     assert not at.exception, at.exception
     assert at.query_params["batch"] == ["1"] or at.query_params["batch"] == "1"
-    p = batches.progress(db.engine.get_engine(), 1)
+    p = batches.progress(services.database.get_engine(), 1)
     assert p is not None and p.done == 4 and p.batch.status == "done"
     assert len(judge.requests) == 4
     metrics = {m.label: m.value for m in at.metric}
@@ -61,7 +61,7 @@ def test_starting_a_batch_runs_it_and_shows_progress_and_items(open_page, judge)
 
 def test_a_deep_link_opens_a_batch_and_a_missing_one_is_explained(open_page, judge):
     seed_dataset(2)
-    eng = db.engine.get_engine()
+    eng = services.database.get_engine()
     from services.config import BackendConfig
     from services.dcr import DCRConfig
 
@@ -92,7 +92,7 @@ def test_a_sent_nli_batch_with_a_window_and_repeats(open_page, judge):
     at.number_input(key="ba_repeats").set_value(2)
     at = at.button(key="FormSubmitter:ba_new-Start batch").click().run()
     assert not at.exception, at.exception
-    eng = db.engine.get_engine()
+    eng = services.database.get_engine()
     table = at.dataframe[0].value.set_index("batch")
     assert list(table.loc[[1, 2], "method"]) == ["sent-nli", "sent-nli"]
     assert list(table.loc[[1, 2], "window"]) == [2, 2] and list(table.loc[[1, 2], "repeat"]) == [1, 2]
@@ -114,7 +114,7 @@ def test_the_start_panel_stays_as_it_opened_when_batches_appear(open_page, judge
     assert _start_panel_open(at)  # no batch yet: open
     at = at.button(key="FormSubmitter:ba_new-Start batch").click().run()
     assert not at.exception, at.exception
-    assert batches.list_batches(db.engine.get_engine())
+    assert batches.list_batches(services.database.get_engine())
     at.run()  # the rerun the page makes when the batch changes state must not close the form
     assert _start_panel_open(at)
     assert not _start_panel_open(open_page(BATCHES))  # a new session with batches there: closed
@@ -127,7 +127,7 @@ def test_alpha_and_beta_set_on_the_page_are_the_batch_items_eq3(open_page, judge
     at.number_input(key="ba_beta").set_value(1.0)
     at = at.button(key="FormSubmitter:ba_new-Start batch").click().run()
     assert not at.exception, at.exception
-    eng = db.engine.get_engine()
+    eng = services.database.get_engine()
     (b,) = batches.list_batches(eng)
     assert batches.eq3_of(b.params) == {"alpha": 1.0, "beta": 1.0}
     with Session(eng) as s:
@@ -171,7 +171,7 @@ def test_items_where_the_judge_and_the_evidence_disagree_can_be_shown_alone(open
     from tests.fakes import toy_judge
 
     fake.responder = toy_judge(bad="no such text", fix="")
-    eng = db.engine.get_engine()
+    eng = services.database.get_engine()
     ds = seed_dataset(4)
     backend = BackendConfig(kind="openai", base_url=fake.base_url, model="fake-model", max_retries=0, timeout=10)
     bid = batches.create_batch(eng, dataset_id=ds, backend=backend, cfg=DCRConfig(max_rounds=0))
@@ -205,7 +205,7 @@ def test_an_evidence_batch_names_no_converter_and_no_rounds(open_page):
     from services.dcr import DCRConfig
 
     seed_dataset(2)
-    eng = db.engine.get_engine()
+    eng = services.database.get_engine()
     bid = batches.create_batch(eng, dataset_id=1, backend=BackendConfig(), cfg=DCRConfig(method="evidence"))
     at = open_page(BATCHES, query={"batch": str(bid)})
     assert not at.exception, at.exception

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-import db.engine
+import services.database
 from services import conseval as ce
 from tests.app.helpers import click, texts
 from tests.support.conseval import scorer, seeded_study
@@ -37,7 +37,7 @@ def test_a_study_starts_runs_in_the_worker_and_shows_its_results(open_page, judg
     assert any("4 items × 2 definition(s) × 2 scales × 3 answers" in i for i in texts(at.info))
     at = click(at, "Start study")  # the worker's task runs inline in tests
     assert not at.exception, at.exception
-    st = ce.list_studies(db.engine.get_engine())[0]
+    st = ce.list_studies(services.database.get_engine())[0]
     assert st.status == "done" and st.n_done == 4 * 2 * 2 * 3
     assert len(judge.requests) == st.n_done
     assert at.query_params["study"] in (str(st.id), [str(st.id)])
@@ -71,7 +71,7 @@ def test_a_deep_link_shows_a_study_and_raters_are_managed(open_page, judge):
     at.text_input(key="ce_rater_name").input("Ada")
     at = click(at, "Add rater")
     assert not at.exception
-    eng = db.engine.get_engine()
+    eng = services.database.get_engine()
     ada = ce.list_raters(eng, sid)[0]
     assert any(f"Rate?token={ada.token}" in c.value for c in at.code)
     at.text_input(key="ce_rater_name").input("Ada")
@@ -93,7 +93,7 @@ def test_deleting_a_study(open_page, judge):
     at = open_page(CONSEVAL, query={"study": str(sid)})
     at = click(at, "Delete study")
     assert not at.exception
-    assert ce.get_study(db.engine.get_engine(), sid) is None
+    assert ce.get_study(services.database.get_engine(), sid) is None
     assert any(f"Study {sid} deleted" in s for s in texts(at.success))
 
 
@@ -117,7 +117,7 @@ def test_a_long_note_is_printed_in_full_under_the_table(open_page, judge):
     cells = [n for n in sc["note"] if n]
     assert cells and all(re.fullmatch(r"note \d+", n) for n in cells), cells
     captions = texts(at.caption)
-    results = ce.results_frame(ce.get_study(db.engine.get_engine(), sid).results)
+    results = ce.results_frame(ce.get_study(services.database.get_engine(), sid).results)
     full = {n for n in results["note"].dropna() if n}
     # Each numbered note in the table has its caption, and the caption holds the whole note, not a cut copy.
     for label in set(cells):

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-import db.engine
+import services.database
 from db.engine import get_session
 from db.models import Batch
 from services import datasets
@@ -28,7 +28,7 @@ def seed_dataset(name: str = "tiny") -> int:
     rows.append({"id": name, "article": "Other.", "summary": "Other text."})  # makes each name's file differ
     data = "\n".join(json.dumps(r) for r in rows).encode()
     mapping = datasets.ColumnMapping(**datasets.default_mapping(datasets.sniff_columns(data, "jsonl")))
-    saved, result = datasets.import_file(db.engine.get_engine(), name=name, data=data, fmt="jsonl", mapping=mapping)
+    saved, result = datasets.import_file(services.database.get_engine(), name=name, data=data, fmt="jsonl", mapping=mapping)
     assert saved.created and result is not None and len(result.items) == 3
     return saved.id
 
@@ -92,17 +92,17 @@ def test_delete_asks_for_confirmation(open_page):
     assert not at.exception
     assert any(f"Deleted dataset #{ds_id}" in s for s in texts(at.success))
     assert any("No dataset yet" in i for i in texts(at.info))
-    assert datasets.list_datasets(db.engine.get_engine()) == []
+    assert datasets.list_datasets(services.database.get_engine()) == []
 
 
 def test_delete_is_refused_while_a_batch_uses_the_dataset(open_page):
     ds_id = seed_dataset()
-    with get_session(db.engine.get_engine()) as session:
+    with get_session(services.database.get_engine()) as session:
         session.add(Batch(name="b", dataset_id=ds_id))
     at = click(click(open_page(DATASETS), "Delete"), "Delete dataset")
     assert not at.exception
     assert any("used by 1 batch" in e for e in texts(at.error)), texts(at.error)
-    assert datasets.get_dataset(db.engine.get_engine(), ds_id) is not None
+    assert datasets.get_dataset(services.database.get_engine(), ds_id) is not None
 
 
 @pytest.mark.skipif(not QAGS_FILE.is_file(), reason="the QAGS file in ../shared/data is absent")
@@ -118,7 +118,7 @@ def test_import_the_qags_sample(open_page):
     at = click(at, label)  # the same file again: nothing new
     assert not at.exception
     assert any("imported before" in i for i in texts(at.info)), texts(at.info)
-    assert len(datasets.list_datasets(db.engine.get_engine())) == 1
+    assert len(datasets.list_datasets(services.database.get_engine())) == 1
 
 
 def test_the_qags_button_is_hidden_without_the_file(open_page, monkeypatch, tmp_path):

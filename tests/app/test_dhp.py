@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-import db.engine
+import services.database
 from db.engine import get_session
 from services import dhp
 from services.dhp import survey as sv
@@ -42,7 +42,7 @@ def page_text(at) -> str:
 
 def make_set(perts: list[str]) -> int:
     """Eight items: enough for a one-sided Wilcoxon p below 0.05 (the smallest is 1/2^8)."""
-    with get_session(db.engine.get_engine()) as s:
+    with get_session(services.database.get_engine()) as s:
         return dhp.create_set(TASKS["summarization"], EXTRA, name="seeded", seed=0, session=s, only=perts)
 
 
@@ -64,7 +64,7 @@ def test_making_a_set_with_llm_perturbations_and_viewing_a_diff(open_page, judge
     assert at.toggle(key="dhp_use_llm").value is True
     at = click(at, "Make the set")
     assert not at.exception
-    with get_session(db.engine.get_engine()) as s:
+    with get_session(services.database.get_engine()) as s:
         (made,) = dhp.list_sets(session=s)
         texts = dhp.texts_frame(made.id, session=s)
     assert made.status == "ready" and len(texts) == len(dhp.sample_items("summarization")) * 3
@@ -84,7 +84,7 @@ def test_a_benchmark_run_on_two_models_gives_results_side_by_side(open_page, jud
     at.number_input(key="dhp_repeats").set_value(1)
     at = click(at, "Run")
     assert not at.exception
-    with get_session(db.engine.get_engine()) as s:
+    with get_session(services.database.get_engine()) as s:
         runs = dhp.list_runs(session=s, set_id=sid)
     assert sorted(r.model for r in runs) == ["judge-a", "judge-b"] and all(r.status == "done" for r in runs)
     assert "status **done**" in page_text(at)
@@ -104,12 +104,12 @@ def test_the_organiser_creates_a_survey_invites_sees_answers_and_closes_it(open_
     at = open_page(DHP, query={"view": "Expert survey"})
     at = click(at, "Create survey")
     assert not at.exception
-    with get_session(db.engine.get_engine()) as s:
+    with get_session(services.database.get_engine()) as s:
         (survey,) = sv.list_surveys(session=s)
     at.text_input(key=f"dhp_inv_name_{survey.id}").input("Ada")
     at = click(at, "Invite")
     assert not at.exception
-    with get_session(db.engine.get_engine()) as s:
+    with get_session(services.database.get_engine()) as s:
         (ada,) = sv.experts(survey.id, session=s)
         token = sv.expert_token(ada.id, session=s)
         sv.vote(ada.id, "typo", "Fluency", session=s)
@@ -118,11 +118,11 @@ def test_the_organiser_creates_a_survey_invites_sees_answers_and_closes_it(open_
     assert "answered 1/6" in page_text(at)
     assert at.dataframe[0].value.loc["Ada", "Random Typos"] == "Fluency"
     at = click(at, "Revoke link")
-    with get_session(db.engine.get_engine()) as s:
+    with get_session(services.database.get_engine()) as s:
         assert sv.by_token(token, session=s).expert is None
     at = click(at, "Close the survey")
     assert not at.exception
-    with get_session(db.engine.get_engine()) as s:
+    with get_session(services.database.get_engine()) as s:
         assert sv.get_survey(survey.id, session=s).status == "closed"
     assert "its weights feed D_EW" in page_text(at)
 
@@ -138,7 +138,7 @@ def test_a_user_task_is_added_with_its_metrics(open_page):
 def test_a_closed_survey_feeds_d_ew_in_the_results(open_page, judge):
     judge.responder = dhp_judge
     sid = make_set(["typo:minor"])
-    eng = db.engine.get_engine()
+    eng = services.database.get_engine()
     with get_session(eng) as s:
         rid = dhp.create_run(
             sid,
@@ -175,13 +175,13 @@ def test_the_benchmark_shows_its_size_and_does_not_start_the_same_run_twice(open
     at = click(at, "Run")
     at = click(at, "Run")  # the same settings again, as a second click or an Enter would
     assert not at.exception
-    with get_session(db.engine.get_engine()) as s:
+    with get_session(services.database.get_engine()) as s:
         runs = dhp.list_runs(session=s, set_id=sid)
     assert len(runs) == 1
     assert f"run #{runs[0].id} (judge-a, r = 2, seed 0) is done with the same settings" in page_text(at)
     at.number_input(key="dhp_run_seed").set_value(1)
     at = click(at, "Run")
-    with get_session(db.engine.get_engine()) as s:
+    with get_session(services.database.get_engine()) as s:
         assert len(dhp.list_runs(session=s, set_id=sid)) == 2, "another seed is another run"
 
 
@@ -194,7 +194,7 @@ def test_results_leave_out_cancelled_runs_and_explain_tied_tests(open_page, judg
         {"ok": True} if last_user(body).startswith("Reply with the word OK") else {"score": 3}
     )  # the same score for every text: every pair is tied
     sid = make_set(["typo:minor"])
-    eng = db.engine.get_engine()
+    eng = services.database.get_engine()
     backend = dhp.backend_from_params({"kind": "openai", "base_url": judge.base_url, "model": "judge-a"})
     with get_session(eng) as s:
         done = dhp.create_run(sid, backend, repeats=1, session=s)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-import db.engine
+import services.database
 from services import runs
 from tests.app.helpers import CAND, EVALUATE, FIXED, REF, click, counts, seed_run, texts
 
@@ -51,7 +51,7 @@ def test_evaluate_shows_sentence_verdicts_and_saves_the_run(open_page, judge):
 
     c = counts()
     assert (c["runs"], c["rounds"], c["sentence verdicts"], c["model calls"]) == (1, 1, 3, 1)
-    detail = runs.load(db.engine.get_engine(), 1)
+    detail = runs.load(services.database.get_engine(), 1)
     assert detail.run.status == "done" and detail.run.source == "app"
     assert (detail.reference, detail.candidate) == (REF, CAND)
     assert detail.run.base_url == judge.base_url and detail.run.model == "fake-model"
@@ -196,7 +196,7 @@ def test_unreachable_backend_shows_the_failure(open_page, monkeypatch, closed_ur
     assert any("The evaluator failed" in e and f"Cannot reach {closed_url}" in e for e in errors), errors
     assert score(at) == "n/a"
     assert not any(b.label == "Improve" for b in at.button), "nothing to improve after a failed evaluation"
-    detail = runs.load(db.engine.get_engine(), 1)
+    detail = runs.load(services.database.get_engine(), 1)
     assert detail.run.status == "failed" and "Cannot reach" in (detail.run.error or "")
 
 
@@ -225,7 +225,7 @@ def test_evidence_checker_run_calls_no_model_and_offers_no_improve(open_page):
     assert not any(b.label == "Improve" for b in at.button)
     assert any("improving needs a model" in i for i in texts(at.info)), texts(at.info)
     assert not at.toggle, "the checker is the evaluator here: no second opinion to toggle"
-    detail = runs.load(db.engine.get_engine(), 1)
+    detail = runs.load(services.database.get_engine(), 1)
     assert detail.run.method == "evidence" and detail.run.model.startswith("offline evidence checker")
     linked = open_page(EVALUATE, query={"run": "1"})  # a fresh session, by its link
     assert not linked.exception
@@ -238,7 +238,7 @@ def test_demo_model_runs_show_the_offline_checker_beside_the_verdicts(open_page,
     from db.models import Run
 
     run_id = seed_run(judge)
-    with Session(db.engine.get_engine()) as session:  # as if judged by the embedded demo model
+    with Session(services.database.get_engine()) as session:  # as if judged by the embedded demo model
         row = session.get(Run, run_id)
         row.backend_kind = "embedded"
         session.add(row)
@@ -263,7 +263,7 @@ def test_an_annotator_labels_a_run_sentence_without_touching_the_models_verdict(
     from services import annotations
 
     at = evaluate(open_page)
-    eng = db.engine.get_engine()
+    eng = services.database.get_engine()
     before = [s.verdict for s in runs.load(eng, 1).rounds[0].evaluation.sentences]
     at.text_input(key="annotator_name").input("Ada").run()
     assert not at.exception
@@ -297,7 +297,7 @@ def test_compare_methods_shows_verdicts_side_by_side_and_saves_each_run(open_pag
     assert not at.error, texts(at.error)
     assert "Methods compared on one document" in texts(at.subheader)
     group = at.query_params["compare"]
-    found = runs.load_group(db.engine.get_engine(), group)
+    found = runs.load_group(services.database.get_engine(), group)
     assert [m.method for m, _ in found] == ["dce-amc", "summ-nli", "sent-nli", "qg-qa"]
     over, sentences = at.dataframe[0].value, at.dataframe[1].value
     assert list(over["method"]) == ["DCE-AMC", "Summ-NLI", "Sent-NLI (w=1)", "QG-QA (w=1)"]
@@ -336,7 +336,7 @@ def test_sent_nli_run_with_a_window_and_a_parse_failure(open_page, judge):
     assert list(windows["judgement"]) == ["✗ inconsistent", "? no verdict"]
     assert "Judgement" in windows["parse failure"][1]
     assert any("1 of 2 unit(s) unreadable" in w for w in texts(at.warning))
-    assert runs.load(db.engine.get_engine(), 1).run.method == "sent-nli"
+    assert runs.load(services.database.get_engine(), 1).run.method == "sent-nli"
 
 
 def test_a_long_document_shows_which_sentences_each_method_used(open_page, nli_fake, monkeypatch):
@@ -358,7 +358,7 @@ def test_a_long_document_shows_which_sentences_each_method_used(open_page, nli_f
 
 def test_a_run_deleted_while_open_says_it_was_deleted(open_page, judge):
     at = evaluate(open_page)
-    runs.delete(db.engine.get_engine(), 1)
+    runs.delete(services.database.get_engine(), 1)
     at = at.run()
     assert not at.exception
     assert any("Run #1 no longer exists (it was deleted)" in w for w in texts(at.warning)), texts(at.warning)
@@ -414,7 +414,7 @@ def test_a_model_that_judges_nothing_explains_itself_and_offers_the_evidence_che
     at = click(at, "Check with the evidence checker")
     assert not at.exception
     assert [s.value for s in at.subheader] == ["Run #2 · Summarization"]
-    assert runs.load(db.engine.get_engine(), 2).run.method == "evidence"
+    assert runs.load(services.database.get_engine(), 2).run.method == "evidence"
     assert score(at) != "n/a"
     assert len(judge.requests) == n_requests, "the evidence checker calls no model"
 
@@ -446,7 +446,7 @@ def test_an_evidence_run_that_abstains_says_why_and_how_sure_it_is(open_page, mo
 
     monkeypatch.setattr(evidence.minilm, "embeddings_available", lambda: False)
     reworded = "Paris's famed iron landmark went up in the late nineteenth century for a big fair."
-    runs.start_run(db.engine.get_engine(), BackendConfig(), REF, reworded, DCRConfig(method="evidence"))
+    runs.start_run(services.database.get_engine(), BackendConfig(), REF, reworded, DCRConfig(method="evidence"))
     at = open_page(EVALUATE, query={"run": "1"})
     assert not at.exception
     cards = verdict_html(at)
@@ -499,7 +499,7 @@ def test_an_evidence_run_that_decides_part_of_a_summary_names_the_rest_undecided
         "The Eiffel Tower stands in Paris. "
         "Paris's famed iron landmark went up in the late nineteenth century for a big fair."
     )
-    runs.start_run(db.engine.get_engine(), BackendConfig(), REF, candidate, DCRConfig(method="evidence"))
+    runs.start_run(services.database.get_engine(), BackendConfig(), REF, candidate, DCRConfig(method="evidence"))
     at = open_page(EVALUATE, query={"run": "1"})
     assert not at.exception
     assert next(m for m in at.metric if m.label == "Judged").value == "1 / 2"

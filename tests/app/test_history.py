@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import db.engine
+import services.database
 from services import runs
 from services.config import BackendConfig
 from tests.app.helpers import HISTORY, click, counts, seed_run, texts
@@ -96,7 +96,7 @@ def test_delete_asks_first_then_removes_the_run(open_page, judge):
     at = click(at, "Delete")
     assert not at.exception
     assert counts()["runs"] == 1
-    assert runs.load(db.engine.get_engine(), run_id) is None
+    assert runs.load(services.database.get_engine(), run_id) is None
     # The run that moved up into the deleted row's place was never chosen: nothing is selected, nothing offered.
     assert "run" not in at.query_params
     assert at.session_state["hi_table"]["selection"]["rows"] == []
@@ -155,7 +155,7 @@ def test_nli_runs_are_listed_with_their_method_and_window_and_reopen_with_their_
     )
     from tests.app.helpers import CAND, REF
 
-    group = runs.compare_methods(db.engine.get_engine(), backend, REF, CAND, ["summ-nli", "sent-nli"], window=2)
+    group = runs.compare_methods(services.database.get_engine(), backend, REF, CAND, ["summ-nli", "sent-nli"], window=2)
     at = open_page(HISTORY)
     assert not at.exception
     df = at.dataframe[0].value.set_index("run")
@@ -195,7 +195,7 @@ def test_history_flags_judge_and_evidence_disagreements_and_filters_to_them(open
 
 
 def test_history_shows_the_delivered_text_and_the_rejected_rewrite(open_page, judge):
-    eng = db.engine.get_engine()
+    eng = services.database.get_engine()
     run_id = seed_run(judge)
     backend = BackendConfig(kind="openai", base_url=judge.base_url, model="fake-model", timeout=10)
     runs.improve_run(eng, backend, run_id)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from db.engine import get_engine
+from services.database import get_engine
 from services import annotations, judges
 from services.annotations import Target
 from tests.app.helpers import texts

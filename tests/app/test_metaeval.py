@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import streamlit as st
 
-import db.engine
+import services.database
 import services.baselines
 from components import background
 from services import metaeval
@@ -60,7 +60,7 @@ def test_no_batches_says_what_to_do(open_page):
 
 
 def test_a_finished_batch_shows_every_table(open_page, no_embeddings):
-    _, bid = seed(db.engine.get_engine(), LABELLED + HAND)
+    _, bid = seed(services.database.get_engine(), LABELLED + HAND)
     at = open_tab(open_page, bid)
     assert at.selectbox[0].value == bid
     corr = at.dataframe[0].value
@@ -97,7 +97,7 @@ def test_a_finished_batch_shows_every_table(open_page, no_embeddings):
 
 
 def test_compute_baselines_fills_the_table(open_page, no_embeddings):
-    _, bid = seed(db.engine.get_engine(), HAND)
+    _, bid = seed(services.database.get_engine(), HAND)
     at = open_tab(open_page, bid, "Baselines")
     assert at.dataframe[0].value["n"].tolist() == [8, 0, 0, 0, 0]
     at = [b for b in at.button if b.label == "Compute baselines"][0].click().run()
@@ -112,7 +112,7 @@ def test_compute_baselines_fills_the_table(open_page, no_embeddings):
 
 
 def test_a_dataset_without_human_judgments_explains_what_is_missing(open_page, no_embeddings):
-    _, bid = seed(db.engine.get_engine(), [Item([[C, X]]), Item([[C, C]]), Item([[X]])])
+    _, bid = seed(services.database.get_engine(), [Item([[C, X]]), Item([[C, C]]), Item([[X]])])
     at = open_tab(open_page, bid)
     captions = " ".join(texts(at.caption))
     assert "no human scores" in captions and "No binary human labels" in captions
@@ -130,20 +130,20 @@ def test_a_dataset_without_human_judgments_explains_what_is_missing(open_page, n
 
 def test_a_running_batch_shows_partial_results_with_a_note(open_page, no_embeddings):
     items = [*HAND[:4], Item([[C, C]], status="pending"), Item([[C]], status="pending")]
-    _, bid = seed(db.engine.get_engine(), items, status="running")
+    _, bid = seed(services.database.get_engine(), items, status="running")
     at = open_tab(open_page, bid)
     assert any("still running" in i and "4 of 6" in i for i in texts(at.info))
     assert "**4** of 6 items scored" in header(at)
 
 
 def test_a_batch_with_nothing_finished_says_so(open_page):
-    _, bid = seed(db.engine.get_engine(), [Item([[C]], status="pending")], status="queued")
+    _, bid = seed(services.database.get_engine(), [Item([[C]], status="pending")], status="queued")
     at = open_tab(open_page, bid)
     assert any("No item of this batch has a score yet" in i for i in texts(at.info))
 
 
 def test_too_few_items_get_the_notes_of_the_statistics(open_page, no_embeddings):
-    _, bid = seed(db.engine.get_engine(), HAND[:2])
+    _, bid = seed(services.database.get_engine(), HAND[:2])
     at = open_tab(open_page, bid)
     notes = at.dataframe[0].value["note"].tolist()
     assert all("at least 3 pairs" in n for n in notes[:3])
@@ -153,10 +153,10 @@ def test_rounds_and_a_second_batch_for_figure3(open_page, no_embeddings):
     from tests.metaeval_seed import add_batch
 
     ds, bid = seed(
-        db.engine.get_engine(), [Item(r.rounds, human_score=1.0, human_label=i % 2) for i, r in enumerate(ROUNDS)]
+        services.database.get_engine(), [Item(r.rounds, human_score=1.0, human_label=i % 2) for i, r in enumerate(ROUNDS)]
     )
     para = add_batch(
-        db.engine.get_engine(),
+        services.database.get_engine(),
         ds,
         [Item([[X]]), Item([[C]]), Item([[X]]), Item([[C]]), Item([[X]])],
         method="paragraph",
@@ -177,7 +177,7 @@ def test_rounds_and_a_second_batch_for_figure3(open_page, no_embeddings):
 
 
 def test_deep_link_picks_the_batch_and_an_unknown_one_warns(open_page, no_embeddings):
-    engine = db.engine.get_engine()
+    engine = services.database.get_engine()
     _, first = seed(engine, HAND, name="first")
     _, second = seed(engine, HAND[:5], name="second")
     at = open_tab(open_page, first)
@@ -195,7 +195,7 @@ def test_human_agreement_shows_the_app_annotators_alpha(open_page, no_embeddings
     from services import annotations
     from services.annotations import Target
 
-    eng = db.engine.get_engine()
+    eng = services.database.get_engine()
     ds, bid = seed(eng, LABELLED + HAND)
     at = open_tab(open_page, bid, "Human agreement")
     assert any("Nobody has labelled" in c for c in texts(at.caption))
@@ -213,7 +213,7 @@ def test_human_agreement_shows_the_app_annotators_alpha(open_page, no_embeddings
 
 def test_a_finished_batch_without_any_score_says_why(open_page):
     # Every sentence unknown (e.g. a model that only echoed the prompt): done, but nothing scored.
-    _, bid = seed(db.engine.get_engine(), [Item([["unknown", "unknown"]]), Item([["unknown"]])], status="done")
+    _, bid = seed(services.database.get_engine(), [Item([["unknown", "unknown"]]), Item([["unknown"]])], status="done")
     at = open_tab(open_page, bid)
     assert any("No item of this batch got a score" in i for i in texts(at.info))
 
@@ -227,7 +227,7 @@ def test_methods_tab_compares_batches_over_the_dataset_with_repeats_lengths_and_
     from tests.support.metaeval_methods import seed as seed_growing
 
     fake.responder = nli_judge(bad=BAD)
-    eng = db.engine.get_engine()
+    eng = services.database.get_engine()
     ds = seed_growing(eng)
     backend = BackendConfig(
         kind="openai", base_url=fake.base_url, model="fake-model", max_retries=1, timeout=HEALTHY_TIMEOUT
@@ -252,9 +252,9 @@ def test_methods_tab_compares_batches_over_the_dataset_with_repeats_lengths_and_
 def test_an_evidence_checker_batch_offers_no_rounds_and_no_row_without_amc(open_page, no_embeddings):
     from tests.metaeval_seed import add_batch
 
-    ds, _ = seed(db.engine.get_engine(), HAND)
+    ds, _ = seed(services.database.get_engine(), HAND)
     eid = add_batch(
-        db.engine.get_engine(), ds, [Item([[X if i % 2 else C]], flag=not i % 2) for i in range(8)], method="evidence"
+        services.database.get_engine(), ds, [Item([[X if i % 2 else C]], flag=not i % 2) for i in range(8)], method="evidence"
     )
     at = open_tab(open_page, eid, "RAI")
     assert "evidence checker" in header(at) and "converter" not in header(at), "it has no converter"
@@ -266,7 +266,7 @@ def test_an_evidence_checker_batch_offers_no_rounds_and_no_row_without_amc(open_
 
 
 def test_the_summary_level_shows_risk_coverage_and_reliability_with_their_numbers(open_page, no_embeddings):
-    _, bid = seed(db.engine.get_engine(), LABELLED + HAND)
+    _, bid = seed(services.database.get_engine(), LABELLED + HAND)
     at = open_tab(open_page, bid)
     assert any("risk-coverage and reliability" in h.value for h in at.subheader)
     assert {"Curve (CSV)", "Bins (CSV)"} <= set(downloads(at))
@@ -277,7 +277,7 @@ def test_the_summary_level_shows_risk_coverage_and_reliability_with_their_number
 
 def test_the_binary_metrics_say_their_n_and_intervals(open_page, no_embeddings):
     """Precision and recall are proportions of a few items: the page gives each its n and Wilson interval."""
-    _, bid = seed(db.engine.get_engine(), LABELLED + HAND)
+    _, bid = seed(services.database.get_engine(), LABELLED + HAND)
     at = open_tab(open_page, bid)
     (line,) = [c for c in texts(at.caption) if "labelled items · precision" in c]
     assert line.startswith("n = 8 labelled items") and "precision 0.667 [" in line and "recall " in line
@@ -286,7 +286,7 @@ def test_the_binary_metrics_say_their_n_and_intervals(open_page, no_embeddings):
 
 def test_the_batch_choice_has_a_row_of_its_own(open_page, no_embeddings):
     """A batch's label (name, status, size) is long: it is not squeezed into a third of the page."""
-    _, bid = seed(db.engine.get_engine(), LABELLED + HAND)
+    _, bid = seed(services.database.get_engine(), LABELLED + HAND)
     at = open_tab(open_page, bid)
     assert "Batch" not in [sb.label for col in at.columns for sb in col.selectbox]
     assert at.selectbox(key="me_batch").value == bid

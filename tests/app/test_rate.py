@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import db.engine
+import services.database
 from services import conseval as ce
 from tests.app.helpers import click, texts
 from tests.support.conseval import seeded_study
@@ -18,7 +18,7 @@ def test_without_a_token_the_page_explains_itself(open_page):
 
 def test_an_unknown_or_revoked_link_is_refused(open_page, judge):
     sid = seeded_study(judge, n_items=2)
-    eng = db.engine.get_engine()
+    eng = services.database.get_engine()
     bob = ce.add_rater(eng, sid, "bob")
     ce.revoke_rater(eng, bob.id)
     for token in ("not-a-token", bob.token):
@@ -30,7 +30,7 @@ def test_an_unknown_or_revoked_link_is_refused(open_page, judge):
 
 def test_a_rater_rates_items_on_every_scale(open_page, judge):
     sid = seeded_study(judge, n_items=3)
-    eng = db.engine.get_engine()
+    eng = services.database.get_engine()
     ada = ce.add_rater(eng, sid, "ada")
     at = open_page(RATE, query={"token": ada.token})
     assert not at.exception

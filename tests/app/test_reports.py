@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-import db.engine
+import services.database
 from services import reports
 from tests.app.helpers import click, texts
 from tests.metaeval_seed import Item, seed
@@ -33,14 +33,14 @@ def test_with_runs_and_no_batch_the_page_starts_on_evaluation_runs(open_page):
 
     at = open_page(REPORTS)
     assert at.session_state["rp_kind"] == "batch", "an empty app starts on batches"
-    runs.start_run(db.engine.get_engine(), BackendConfig(), REF, CAND, DCRConfig(method="evidence"))
+    runs.start_run(services.database.get_engine(), BackendConfig(), REF, CAND, DCRConfig(method="evidence"))
     at = open_page(REPORTS)
     assert not at.exception, at.exception
     assert at.session_state["rp_kind"] == "run"
 
 
 def test_create_a_share_link_then_view_it_read_only_then_revoke_it(open_page):
-    eng = db.engine.get_engine()
+    eng = services.database.get_engine()
     _, bid = seed(eng, ITEMS)
     at = open_page(REPORTS)
     assert not at.exception, at.exception
@@ -80,7 +80,7 @@ def test_an_unknown_token_gets_a_clear_message(open_page):
 
 
 def test_distillation_tab_shows_the_table7_row_and_a_download(open_page):
-    seed(db.engine.get_engine(), ITEMS)
+    seed(services.database.get_engine(), ITEMS)
     at = open_page(REPORTS)
     assert not at.exception, at.exception
     frames = [d.value for d in at.dataframe]
@@ -116,13 +116,13 @@ def test_every_kind_of_report_says_what_to_do_when_there_is_nothing_yet(open_pag
 
 
 def test_the_batches_page_offers_the_report_of_a_batch(open_page):
-    _, bid = seed(db.engine.get_engine(), ITEMS)
+    _, bid = seed(services.database.get_engine(), ITEMS)
     at = open_page("pages/5_Batches.py", query={"batch": str(bid)})
     assert not at.exception, at.exception
     assert "Download report" in [b.label for b in at.get("download_button")]
     at = at.button(key=f"ba_rep_{bid}_share").click().run()
     assert not at.exception, at.exception
-    (share,) = reports.shares(db.engine.get_engine())
+    (share,) = reports.shares(services.database.get_engine())
     assert (share.kind, share.ref_id) == ("batch", bid) and any(share.token in c.value for c in at.code)
 
 
@@ -137,7 +137,7 @@ def test_clicking_the_chosen_report_kind_again_keeps_it(open_page):
 def test_report_downloads_carry_their_file_rather_than_making_it_on_click(open_page):
     """A file made on click ("deferred") is lost when the page redraws around the click: a second quick click
     logged "Deferred file ... not found" and delivered nothing. The file is in the page instead."""
-    eng = db.engine.get_engine()
+    eng = services.database.get_engine()
     _, bid = seed(eng, ITEMS)
     token = reports.new_share(eng, "batch", bid).token
     for page, query in ((REPORTS, None), ("pages/5_Batches.py", {"batch": str(bid)}), (REPORTS, {"share": token})):
@@ -156,7 +156,7 @@ def test_a_shared_judges_report_shows_every_measure_in_view(open_page):
     from services import judges
     from tests.support.judges import add_judge, labelled_dataset
 
-    eng = db.engine.get_engine()
+    eng = services.database.get_engine()
     ds = labelled_dataset(eng, 40, n_labelled=20)
     rng = np.random.default_rng(0)
     ids = [add_judge(eng, ds, [float(x) for x in rng.random(40)]), add_judge(eng, ds, [0.7] * 40, model="other")]

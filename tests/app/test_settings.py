@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-import db.engine
+import services.database
 from components.ui import API_KEY_KEY, BACKEND_KEY
 from services import runs
 from tests.app.helpers import CAND, EVALUATE, REF, SETTINGS, click, counts, texts
@@ -64,14 +64,14 @@ def test_saved_endpoint_is_used_and_the_typed_key_lives_only_in_session_state(op
     assert not at.error, texts(at.error)
     assert counts()["runs"] == 1
     assert judge.request_headers[-1]["authorization"] == f"Bearer {SECRET}"
-    detail = runs.load(db.engine.get_engine(), 1)
+    detail = runs.load(services.database.get_engine(), 1)
     assert detail.run.base_url == judge.base_url
     assert detail.run.params.get("has_api_key") is True
 
     for name, value in at.session_state.items():
         if name != API_KEY_KEY:
             assert SECRET not in repr(value), f"the key leaked into session_state[{name!r}]"
-    db.engine.get_engine().dispose()  # flush the WAL so every byte is on disk
+    services.database.get_engine().dispose()  # flush the WAL so every byte is on disk
     files = [p for p in Path(tmp_path).rglob("*") if p.is_file()]
     assert any(p.name == "app.db" for p in files)
     for p in files:

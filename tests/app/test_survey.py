@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import db.engine
+import services.database
 from db.engine import get_session
 from services.dhp import survey as sv
 from services.dhp.catalogue import TASKS
@@ -11,7 +11,7 @@ SURVEY = "pages/11_Survey.py"
 
 
 def seeded(task: str = "story") -> tuple[int, int, str]:
-    with get_session(db.engine.get_engine()) as s:
+    with get_session(services.database.get_engine()) as s:
         sid = sv.create_survey(TASKS[task], title="Story weights", session=s)
         ada = sv.invite(sid, "Ada", session=s).id
         token = sv.expert_token(ada, session=s)
@@ -19,7 +19,7 @@ def seeded(task: str = "story") -> tuple[int, int, str]:
 
 
 def votes(ada: int) -> dict[str, str]:
-    with get_session(db.engine.get_engine()) as s:
+    with get_session(services.database.get_engine()) as s:
         return sv.my_votes(ada, session=s)
 
 
@@ -50,7 +50,7 @@ def test_an_expert_answers_changes_an_answer_and_sees_definitions(open_page):
 
 def test_a_closed_survey_shows_answers_read_only(open_page):
     sid, ada, token = seeded()
-    with get_session(db.engine.get_engine()) as s:
+    with get_session(services.database.get_engine()) as s:
         sv.vote(ada, "typo", "Fluency", session=s)
         sv.close(sid, session=s)
     at = open_page(SURVEY, query={"token": token})
@@ -61,7 +61,7 @@ def test_a_closed_survey_shows_answers_read_only(open_page):
 
 def test_a_revoked_link_opens_nothing(open_page):
     _, ada, token = seeded()
-    with get_session(db.engine.get_engine()) as s:
+    with get_session(services.database.get_engine()) as s:
         sv.revoke(ada, session=s)
     at = open_page(SURVEY, query={"token": token})
     assert not at.exception and at.error and not at.radio

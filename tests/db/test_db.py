@@ -14,7 +14,7 @@ from db import runs as db_runs
 from db.cache import SqlCache
 from db.engine import alembic_config, get_session, make_engine
 from db.models import Document, EvalRound, RunCreate
-from db.usage import save_usage
+from services.run_records import RunDetail, load_run, save_round, save_usage
 from services import dcr
 from services.dcr import Evaluation, ExtraReason, Rewrite, Round, SentenceVerdict
 from services.llm import CallRecord
@@ -56,15 +56,15 @@ def saved_run(engine, *, rounds: list[Round], records: list[CallRecord] = (), **
     with get_session(engine) as session:
         run = db_runs.create_run(session=session, data=run_data(**kw))
         for rnd in rounds:
-            db_runs.save_round(session=session, run_id=run.id, rnd=rnd)
+            save_round(session=session, run_id=run.id, rnd=rnd)
         save_usage(session=session, run_id=run.id, records=list(records))
         db_runs.finish_run(session=session, run_id=run.id, status="done")
         return run.id
 
 
-def load(engine, run_id: int) -> db_runs.RunDetail | None:
+def load(engine, run_id: int) -> RunDetail | None:
     with get_session(engine) as session:
-        return db_runs.load_run(session=session, run_id=run_id)
+        return load_run(session=session, run_id=run_id)
 
 
 SENTS = ["The Eiffel Tower is in Paris.", "It was completed in 1999."]
@@ -195,7 +195,7 @@ def test_saving_a_round_again_replaces_it(engine):
     run_id = saved_run(engine, rounds=rounds)
     replaced = make_round(0, SENTS, [1, 1])
     with get_session(engine) as session:
-        db_runs.save_round(session=session, run_id=run_id, rnd=replaced)
+        save_round(session=session, run_id=run_id, rnd=replaced)
         counts = db_runs.counts(session=session)
     assert counts["rounds"] == 2 and counts["sentence verdicts"] == 4
     d = load(engine, run_id)

@@ -14,6 +14,7 @@ from sqlalchemy import text
 from sqlmodel import SQLModel
 
 from db import runs as db_runs
+from services.run_records import load_run
 from db.cache import SqlCache
 from db.engine import alembic_config, get_session, make_engine, upgrade
 from db.models import RunCreate
@@ -125,7 +126,7 @@ def test_a_database_made_by_the_first_schema_upgrades_with_its_data(db_url):
     with engine.connect() as conn:
         assert set(conn.execute(text("SELECT version_num FROM alembic_version")).scalars()) == heads
     with get_session(engine) as session:
-        d = db_runs.load_run(session=session, run_id=7)
+        d = load_run(session=session, run_id=7)
         counts = db_runs.counts(session=session)
     assert d is not None and d.reference == REF and d.candidate == CAND
     assert d.run.params == {"temperature": 0.0, "seed": 3} and d.run.prompt_versions == {"dce": "dce@1"}
@@ -149,7 +150,7 @@ def test_a_database_made_by_the_first_schema_upgrades_with_its_data(db_url):
         )
         new_id = run.id
     with get_session(engine) as session:
-        assert db_runs.load_run(session=session, run_id=new_id).candidate == "A new candidate."
+        assert load_run(session=session, run_id=new_id).candidate == "A new candidate."
         assert db_runs.counts(session=session)["runs"] == 2 and db_runs.counts(session=session)["documents"] == 3
     assert dcr.compose_final(d.rounds)  # old rounds still compose a final text
     engine.dispose()

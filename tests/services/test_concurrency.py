@@ -24,7 +24,7 @@ from sqlmodel import Session
 from db import runs as db_runs
 from db.engine import get_session, make_engine
 from db.models import Document, Run, RunCreate, SentenceLabel, SurveyVote, UsageEvent
-from db.usage import save_usage
+from services.run_records import save_usage
 from services import annotations
 from services.annotations import Target
 from services.dhp import survey

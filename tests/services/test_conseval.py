@@ -521,7 +521,7 @@ def finished_results(engine, fake, backend) -> tuple[int, object]:
 
 
 def test_figures_show_alphas_with_intervals_by_scale_definition_and_criterion(engine, fake, backend):
-    from components.conseval_figures import make_ic_figure, make_matrix_figure, make_radar_figure, make_sc_figure
+    from services.figures.conseval import make_ic_figure, make_matrix_figure, make_radar_figure, make_sc_figure
 
     _, df = finished_results(engine, fake, backend)
     d = df[(df.model == "judge") & (df.variant == "Base")]
@@ -548,7 +548,7 @@ def test_figures_show_alphas_with_intervals_by_scale_definition_and_criterion(en
 
 
 def test_an_undefined_alpha_is_drawn_hatched_with_its_reason():
-    from components.conseval_figures import make_sc_figure
+    from services.figures.conseval import make_sc_figure
 
     df = ce.results_frame(
         {

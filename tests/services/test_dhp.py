@@ -149,7 +149,7 @@ def test_rating_prompts_follow_appendix_e():
 
 
 def test_a_run_scores_every_text_r_times_and_gives_discernment(file_engine, fake, backend, monkeypatch):
-    monkeypatch.setattr("db.engine.get_engine", lambda url=None: file_engine)
+    monkeypatch.setattr("services.database.get_engine", lambda url=None: file_engine)
     items = council_items(8)
     fake.responder = judge_fluency_only({it.text for it in items})
     task = TASKS["summarization"]
@@ -209,7 +209,7 @@ def closed_backend():
 
 
 def test_llm_perturbations_are_made_by_the_set_job(file_engine, fake, backend, monkeypatch):
-    monkeypatch.setattr("db.engine.get_engine", lambda url=None: file_engine)
+    monkeypatch.setattr("services.database.get_engine", lambda url=None: file_engine)
     fake.responder = lambda body: "Revised: " + last_user(body).split("Summary:\n\n")[1][:20]
     items = [Item("a", "Alpha went to Rome. It rained."), Item("b", "Beta went to Oslo. It snowed.")]
     with get_session(file_engine) as s:

@@ -175,7 +175,7 @@ def test_the_judges_report_says_what_its_brackets_are(engine):
 
 
 def test_the_rate_figure_draws_each_judges_three_estimates(engine):
-    from components.judges_figures import make_judges_rate_figure
+    from services.figures.judges import make_judges_rate_figure
 
     ds = labelled_dataset(engine, 60, n_labelled=30)
     truth = truth_of(engine, ds)

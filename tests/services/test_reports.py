@@ -16,7 +16,7 @@ from db.models import Dataset, ReportShareCreate
 from services import reports, runs
 from services.config import BackendConfig
 from services.dcr import DCRConfig
-from services.redact import REDACTED
+from db.redact import REDACTED
 from services.reports import build, render
 from services.reports import model as m
 from services.text import InputError

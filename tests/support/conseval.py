@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-import db.engine
+import services.database
 from services import conseval as ce
 from services.config import BackendConfig
 from services.conseval import ModelSpec, StudyConfig
@@ -78,7 +78,7 @@ def config(backend, **kw) -> StudyConfig:
 def seeded_study(judge, *, n_items: int = 4) -> int:
     """A finished study in the app's database (DATABASE_URL), judged by the fake `judge`."""
     judge.responder = scorer()
-    eng = db.engine.get_engine()
+    eng = services.database.get_engine()
     backend = BackendConfig(kind="openai", base_url=judge.base_url, model="fake-model", max_retries=0)
     cfg = ce.StudyConfig(
         criteria=["Conciseness"],

@@ -3,7 +3,7 @@
 import pandas as pd
 import pytest
 
-from components.calibration_figures import make_reliability_figure, make_risk_coverage_figure
+from services.figures.calibration import make_reliability_figure, make_risk_coverage_figure
 from services.stats import selective
 
 

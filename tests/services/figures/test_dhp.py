@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from components import dhp_figures as figs
+from services.figures import dhp as figs
 from services import dhp
 
 

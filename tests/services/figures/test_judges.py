@@ -2,7 +2,7 @@
 
 import pandas as pd
 
-from components.judges_figures import make_judges_rate_figure
+from services.figures.judges import make_judges_rate_figure
 
 
 def test_a_rate_of_100_percent_shows_whole_with_the_100_percent_tick() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from components import nli_figures as nf
+from services.figures import nli as nf
 
 SENT = {
     "method": "sent-nli",
