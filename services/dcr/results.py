@@ -10,6 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+CONSISTENT_AT = 1.0 - 1e-9  # a score counts as "fully consistent" at 1 (Eq. 3 gives exactly 1.0 then)
+
 Verdict = Literal["consistent", "inconsistent", "unknown"]
 
 # Appendix C.1: "we set both alpha and beta in Eq. 3 to 0".

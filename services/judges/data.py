@@ -23,6 +23,7 @@ from sqlalchemy.engine import Engine
 from db import judges as db
 from db.engine import get_session
 from db.models import BatchPublic
+from services.dcr.results import CONSISTENT_AT
 from services.errors import InputError
 
 LabelSource = Literal["all", "annotators", "dataset"]
@@ -31,7 +32,6 @@ LABEL_SOURCES: dict[str, str] = {
     "annotators": "Annotators' labels only (from the Annotate queue)",
     "dataset": "Imported labels only",
 }
-CONSISTENT_AT = 1.0 - 1e-9
 
 
 def _evidence_score(result: dict | None) -> float | None:

@@ -5,13 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from services.dcr.results import CONSISTENT_AT
+
 DEFAULT_THRESHOLD = 1.0
 # Figure 3's reading (Appendix C.3): high recall with low precision means more candidates wrongly marked consistent,
 # so "consistent" is the class precision, recall and F1 are about.
 POSITIVE = 1
 DEFAULT_SEED = 0
 DEFAULT_BOOT = 1000
-CONSISTENT_AT = 1.0 - 1e-9  # a score counts as "fully consistent" at 1 (Eq. 3 gives exactly 1.0 then)
 
 
 def numeric(values: pd.Series | np.ndarray) -> np.ndarray:

@@ -42,7 +42,7 @@ from sqlmodel import Session
 from db import batches as db_batches
 from db import datasets as db_datasets
 from db import distill as db
-from services.metaeval import CONSISTENT_AT
+from services.dcr.results import CONSISTENT_AT
 from services.prompts import distill as P
 from services.text import InputError
 
