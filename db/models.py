@@ -383,7 +383,7 @@ class AnnotationAssignment(SQLModel, table=True):
 
 
 # -- reports and share links -------------------------------------------------------------------
-REPORT_KINDS = ("run", "batch", "nli", "conseval", "dhp", "survey", "judges")
+REPORT_KINDS = ("run", "batch", "nli", "conseval", "dhp", "survey", "judges", "compare")
 
 
 class ReportShareBase(SQLModel):

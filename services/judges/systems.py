@@ -83,3 +83,52 @@ def strata(engine: Engine, dataset_id: int) -> pd.Series:
     df = item_systems(engine, dataset_id)
     df = df[df["system"].notna()]
     return pd.Series(df["system"].to_numpy(dtype=object), index=df["item_id"].to_numpy(dtype=np.int64))
+
+
+VIEW = "compare"  # a saved panel's options["view"] for a comparison of systems (vs. judges side by side)
+
+
+def save_comparison(
+    engine: Engine,
+    dataset_id: int,
+    ref: int | str,
+    *,
+    source: str = "all",
+    budget: int | None = None,
+    seed: int = 0,
+    alpha: float = 0.05,
+) -> int:
+    """The id of the saved comparison of the dataset's systems by this judge (what its report and share link
+    are built from); the same choices give the same id."""
+    from services.judges.panels import save_panel
+
+    options = {"view": VIEW, "source": source, "budget": budget, "seed": seed, "alpha": alpha}
+    return save_panel(engine, dataset_id, [ref], options)
+
+
+def comparison_panels(engine: Engine) -> list:
+    """Saved comparisons of systems, newest first."""
+    from services.judges.panels import list_panels
+
+    return [p for p in list_panels(engine) if p.options.get("view") == VIEW]
+
+
+def compare_panel(engine: Engine, panel_id: int) -> tuple[Comparison, object]:
+    """The comparison a saved panel describes, with the panel; InputError when it is not one."""
+    from services.errors import InputError
+    from services.judges.panels import get_panel
+
+    panel = get_panel(engine, panel_id)
+    if panel is None or panel.options.get("view") != VIEW or len(panel.batch_ids) != 1:
+        raise InputError(f"Comparison of systems {panel_id} does not exist.")
+    o = panel.options
+    c = compare_dataset(
+        engine,
+        panel.dataset_id,
+        panel.batch_ids[0],
+        source=o.get("source", "all"),
+        budget=o.get("budget"),
+        seed=int(o.get("seed", 0)),
+        alpha=float(o.get("alpha", 0.05)),
+    )
+    return c, panel
