@@ -208,7 +208,7 @@ def run(args: argparse.Namespace) -> int:
         p = s.ppi
         iv = "—" if p.estimate is None else f"{p.estimate:.3f} [{p.ci_low:.3f}, {p.ci_high:.3f}]"
         print(f"{s.system}: {s.n_labelled} labelled of {s.n}; PPI {iv}", file=sys.stderr)
-    level = f"{1 - result.pair_alpha:.4g}".rstrip("0")
+    level = f"{1 - result.pair_alpha:.1%}"
     print(f"differences at {level} each (Bonferroni over {result.n_pairs} pair(s)):", file=sys.stderr)
     for d in result.differences:
         print(f"  {d.sentence}", file=sys.stderr)

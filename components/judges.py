@@ -139,7 +139,7 @@ def render_comparison(c: compare.Comparison) -> None:
     for d in c.differences:
         st.markdown(f"- {d.sentence}")
     st.caption(
-        f"Each system's interval is {level:.0%}; each difference's is {pair_level:.4g} (Bonferroni over "
+        f"Each system's interval is {level:.0%}; each difference's is {pair_level:.1%} (Bonferroni over "
         f"{c.n_pairs} pair(s)), so all of them hold together at least {level:.0%} of the time. Systems that "
         "summarize the same references are paired."
     )
@@ -159,7 +159,7 @@ def render_comparison(c: compare.Comparison) -> None:
         ),
         hide_index=True,
     )
-    st.markdown(f"**Differences, a minus b** ({pair_level:.4g} intervals, in points)")
+    st.markdown(f"**Differences, a minus b** ({pair_level:.1%} intervals, in points)")
     st.table(
         pd.DataFrame(
             {

@@ -75,7 +75,9 @@ def make_compare_figure(systems: pd.DataFrame, differences: pd.DataFrame, *, lev
     fig.add_vline(x=0, line=dict(color="#424242", dash="dot", width=1), row=1, col=2)
     n_rows = max(len(systems), len(differences), 1)
     fig.update_xaxes(range=[-0.02, 1.02], dtick=0.2, tickformat=".0%", title="share of consistent items", row=1, col=1)
-    fig.update_xaxes(tickformat="+.0%", title="points", zeroline=False, row=1, col=2)
+    fig.update_xaxes(
+        tickformat="+.0%", title="difference in the share of consistent items", zeroline=False, row=1, col=2
+    )
     fig.update_yaxes(autorange="reversed", automargin=True)
     fig.update_layout(
         scattermode="group",

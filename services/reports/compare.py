@@ -45,7 +45,7 @@ def build(engine: Engine, panel_id: int, **_: Any) -> Report:
     sysf = compare.systems_frame(c)
     diff = compare.differences_frame(c)
     notes = [
-        f"Each system's intervals are {level:.0%}. Each difference's is {pair_level:.4g} (Bonferroni over "
+        f"Each system's intervals are {level:.0%}. Each difference's is {pair_level:.1%} (Bonferroni over "
         f"{c.n_pairs} pair(s)), so that all of them hold together at least {level:.0%} of the time; it combines "
         "the two systems' intervals by MOVER (Zou and Donner 2008; Newcombe 1998), with the correlation of "
         "systems that summarize the same references.",
