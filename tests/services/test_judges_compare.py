@@ -195,3 +195,13 @@ def test_each_systems_interval_covers_its_true_rate(simulated):
     systems = simulated[simulated.kind.isin(["PPI", "classical"])]
     assert systems.covered.mean() >= 0.93
     assert systems.groupby(["scenario", "kind", "what"]).covered.mean().min() >= 0.90
+
+
+def test_a_negative_correlation_counts_as_none_and_a_perfect_one_is_capped():
+    """r < 0 would widen nothing safely: it is taken as 0; r = 1 would shrink an interval to a point."""
+    y = np.r_[np.ones(30), np.zeros(30)]
+    refs = np.arange(60)
+    df = cmp._check(_frame({"A": (y, np.full(60, 0.5), refs), "B": (1 - y, np.full(60, 0.5), refs)}))
+    assert cmp.correlation(df[df.system == "A"], df[df.system == "B"], 0.0, 0.0) == (0.0, 60)
+    df = cmp._check(_frame({"A": (y, np.full(60, 0.5), refs), "B": (y, np.full(60, 0.5), refs)}))
+    assert cmp.correlation(df[df.system == "A"], df[df.system == "B"], 0.0, 0.0) == (cmp.MAX_R, 60)
