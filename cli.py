@@ -8,6 +8,7 @@
     python cli.py report --run ID [--output FILE.json]
     python cli.py alpha --input RATINGS.csv --level nominal|ordinal|interval|ratio
     python cli.py card --input LABELLED.jsonl --method METHOD [--alpha A] [--price-input USD] --output card.json
+    python cli.py compare --input FILE.jsonl --output OUT.json [--alpha A] [--method METHOD]
 
 The backend comes from LLM_BASE_URL, LLM_API_KEY (or OPENAI_API_KEY) and LLM_MODEL (none set: the embedded
 model); the database from DATABASE_URL (default: data/consistency.db). `evaluate` runs the file as a batch
@@ -34,6 +35,7 @@ SUBCOMMANDS = {
     "conseval": "ConsEval: self- and inter-consistency (Krippendorff's alpha) and accuracy of an LLM evaluator",
     "dhp": "DHP: discernment of LLM evaluators by hierarchical perturbation",
     "card": "a judge card: agreement with human labels, cost, and the prediction-powered consistency rate",
+    "compare": "systems compared: each one's consistency rate and every pairwise difference, with intervals",
 }
 
 

@@ -11,7 +11,7 @@ equal.
 TASKS = ("summarization", "semantic", "custom")
 METHODS = ("dce-amc", "paragraph", "evidence", "summ-nli", "sent-nli", "qg-qa")
 LEVELS = ("nominal", "ordinal", "interval", "ratio")
-REPORT_KINDS = ("run", "batch", "nli", "conseval", "dhp", "survey", "judges")
+REPORT_KINDS = ("run", "batch", "nli", "conseval", "dhp", "survey", "judges", "compare")
 REPORT_THRESHOLD, REPORT_SEED, REPORT_BOOT = 1.0, 0, 1000
 DISTILL_SEED, DISTILL_TEST_SHARE = 0, 0.2
 CONSEVAL_ANSWER_FORMATS = ("plain", "structured")

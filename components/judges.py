@@ -1,4 +1,4 @@
-"""The Judges page's parts: the cards side by side, the chart, and what the interval means."""
+"""The Judges page's parts: the cards side by side, the chart, what the interval means, and systems compared."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from collections.abc import Sequence
 import pandas as pd
 import streamlit as st
 
+from services.figures.compare import make_compare_figure
 from services.figures.judges import make_judges_rate_figure
-from services.judges import JudgeCard, tables
+from services.judges import JudgeCard, compare, tables
 
 # The measures of the sortable grid, each with its short column name (the full name is its tooltip).
 CARDS_PER_ROW = 3  # the most cards a row holds at 1280 px with their metric's label whole
@@ -123,3 +124,60 @@ def render_cards(cards: Sequence[JudgeCard]) -> None:
     notes = [f"{c.judge}: {n}" for c in cards for n in c.notes]
     if notes:
         st.caption("  \n".join(notes))
+
+
+def _rate(value: float | None, low: float | None, high: float | None) -> str:
+    if value is None:
+        return "—"
+    return f"{value:.1%}" + (f" [{low:.1%}, {high:.1%}]" if low is not None and high is not None else "")
+
+
+def render_comparison(c: compare.Comparison) -> None:
+    """Systems compared: what each difference shows in words, the forest plot, the systems' table and the
+    differences' table."""
+    level, pair_level = 1.0 - c.alpha, 1.0 - c.pair_alpha
+    for d in c.differences:
+        st.markdown(f"- {d.sentence}")
+    st.caption(
+        f"Each system's interval is {level:.0%}; each difference's is {pair_level:.1%} (Bonferroni over "
+        f"{c.n_pairs} pair(s)), so all of them hold together at least {level:.0%} of the time. Systems that "
+        "summarize the same references are paired."
+    )
+    sysf, diff = compare.systems_frame(c), compare.differences_frame(c)
+    st.plotly_chart(make_compare_figure(sysf, diff, level=level), key="jd_cmp_chart")
+    st.markdown(f"**Systems** ({level:.0%} intervals)")
+    st.table(
+        pd.DataFrame(
+            {
+                "system": [s.system for s in c.systems],
+                "items": [s.n for s in c.systems],
+                "labelled": [s.n_labelled for s in c.systems],
+                "judge's raw rate": [_pct(s.judge_rate) for s in c.systems],
+                "classical": [_rate(s.classical.estimate, s.classical.ci_low, s.classical.ci_high) for s in c.systems],
+                "PPI": [_rate(s.ppi.estimate, s.ppi.ci_low, s.ppi.ci_high) for s in c.systems],
+            }
+        ),
+        hide_index=True,
+    )
+    st.markdown(f"**Differences, a minus b** ({pair_level:.1%} intervals, in points)")
+    st.table(
+        pd.DataFrame(
+            {
+                "a": diff["a"],
+                "b": diff["b"],
+                "a − b": [
+                    "unknown"
+                    if d.estimate is None
+                    else f"{100 * d.estimate:+.1f} [{100 * d.ci_low:+.1f}, {100 * d.ci_high:+.1f}]"
+                    for d in c.differences
+                ],
+                "shown": [
+                    "unknown" if d.significant is None else "yes" if d.significant else "no" for d in c.differences
+                ],
+                "paired on": [f"{d.n_shared:,} references" if d.n_shared else "—" for d in c.differences],
+            }
+        ),
+        hide_index=True,
+    )
+    if c.notes:
+        st.caption("  \n".join(c.notes))

@@ -103,3 +103,24 @@ def delete_dataset(*, session: Session, dataset_id: int) -> bool:
     session.exec(delete(DatasetItem).where(DatasetItem.dataset_id == dataset_id))  # type: ignore[call-overload]
     session.delete(ds)
     return True
+
+
+def item_systems(*, session: Session, dataset_id: int) -> list[tuple[int, str | None, int]]:
+    """(item id, system, reference id) of every item of the dataset, in import order."""
+    rows = session.exec(
+        select(DatasetItem.id, DatasetItem.system, DatasetItem.reference_id)
+        .where(DatasetItem.dataset_id == dataset_id)
+        .order_by(col(DatasetItem.idx), col(DatasetItem.id))
+    ).all()
+    return [(int(r[0]), r[1], int(r[2])) for r in rows]  # type: ignore[arg-type]
+
+
+def system_counts(*, session: Session, dataset_id: int) -> dict[str, int]:
+    """Items per system of the dataset (items without a system are not counted)."""
+    rows = session.exec(
+        select(DatasetItem.system, func.count())
+        .where(DatasetItem.dataset_id == dataset_id, col(DatasetItem.system).is_not(None))
+        .group_by(DatasetItem.system)
+        .order_by(DatasetItem.system)
+    ).all()
+    return {str(s): int(n) for s, n in rows}

@@ -201,6 +201,8 @@ class DatasetItem(SQLModel, table=True):
     sentences: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
     human_score: float | None = None
     human_label: int | None = None  # 1 consistent / 0 inconsistent
+    # The system (or prompt, model, version) that wrote the candidate: a column chosen at import.
+    system: str | None = Field(default=None, max_length=200, index=True)
     # Per sentence: {"rater id": 1 or 0, ...} (e.g. QAGS workers' yes/no).
     sentence_labels: list[dict[str, int]] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     extra: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
@@ -381,7 +383,7 @@ class AnnotationAssignment(SQLModel, table=True):
 
 
 # -- reports and share links -------------------------------------------------------------------
-REPORT_KINDS = ("run", "batch", "nli", "conseval", "dhp", "survey", "judges")
+REPORT_KINDS = ("run", "batch", "nli", "conseval", "dhp", "survey", "judges", "compare")
 
 
 class ReportShareBase(SQLModel):

@@ -133,6 +133,21 @@ with tab_make:
                     if x.id == i
                 ),
             )
+    elif kind == "compare":
+        from services.judges import systems
+
+        saved = systems.comparison_panels(eng)
+        if not saved:
+            st.info("No comparisons of systems yet: compare systems on the **Judges** page.")
+        else:
+            ref_id = st.selectbox(
+                "Comparison",
+                [x.id for x in saved],
+                key="rp_compare",
+                format_func=lambda i: next(
+                    f"#{x.id} · dataset {x.dataset_id} · judge {x.batch_ids[0]}" for x in saved if x.id == i
+                ),
+            )
     elif kind:
         ref_id = st.number_input(f"{KIND_LABELS[kind]} id", min_value=1, step=1, key=f"rp_id_{kind}")
     if kind and ref_id is not None:

@@ -3,7 +3,7 @@ human labels (prediction-powered inference); which items to label next."""
 
 import streamlit as st
 
-from components.judges import render_cards
+from components.judges import render_cards, render_comparison
 from components.report import render_report_download
 from components.ui import current_backend, engine, page_setup
 from services import annotations, datasets, judges
@@ -154,6 +154,40 @@ st.caption(
 panel_id = judges.save_panel(eng, ds_id, list(chosen), options)
 render_report_download("judges", panel_id, key=f"jd_report_{panel_id}")
 
+# -- compare systems -------------------------------------------------------------------------------------
+st.subheader("Compare systems")
+system_counts = judges.systems.systems_of(eng, ds_id)
+if len(system_counts) < 2:
+    st.info(
+        "Is one system (or prompt, model, version) more consistent than another? Import a dataset whose items say "
+        "which system wrote them (choose the **System** column on the **Datasets** page) to compare them here."
+        + (f" This dataset has one system only ({next(iter(system_counts))})." if system_counts else "")
+    )
+else:
+    st.caption(
+        f"{len(system_counts)} systems: "
+        + ", ".join(f"{name} ({n:,} items)" for name, n in system_counts.items())
+        + ". Each system's rate by one judge, and every pair's difference with what it shows."
+    )
+    cmp_ref = st.selectbox("Judge", chosen, format_func=names.get, key="jd_cmp_judge")
+
+    @st.cache_data(show_spinner="Comparing the systems…", max_entries=16, ttl=600)
+    def comparison_for(ref, dataset_id: int, source: str, budget: int | None, seed: int, alpha: float, stamp: str):
+        return judges.systems.compare_dataset(
+            engine(), dataset_id, ref, source=source, budget=budget, seed=seed, alpha=alpha
+        )
+
+    try:
+        comparison = comparison_for(cmp_ref, ds_id, source, budget, seed, alpha, judges.stamp(eng, ds_id, [cmp_ref]))
+    except InputError as exc:
+        st.error(str(exc))
+    else:
+        render_comparison(comparison)
+        cmp_id = judges.systems.save_comparison(
+            eng, ds_id, cmp_ref, source=source, budget=budget, seed=seed, alpha=alpha
+        )
+        render_report_download("compare", cmp_id, key=f"jd_cmp_report_{cmp_id}")
+
 # -- label next ------------------------------------------------------------------------------------------
 st.subheader("Label next")
 judge_frames = [judges.judge_frame(eng, b) for b in judges.data.batches(eng, [r for r in chosen if isinstance(r, int)])]
@@ -171,6 +205,15 @@ if n_free == 0:
 l1, l2, l3 = st.columns([2, 1, 2])
 strategy = l1.radio("Choose", list(judges.STRATEGIES), format_func=judges.STRATEGIES.get, key="jd_strategy")
 k = int(l2.number_input("Items", 1, max(n_free, 1), min(10, n_free), key="jd_k"))
+per_system = None
+if (
+    strategy == "random"
+    and len(system_counts) >= 2
+    and l2.toggle(
+        "Per system", key="jd_per_system", help="Draw this many items from each system, so each has its own labels."
+    )
+):
+    per_system = judges.systems.strata(eng, ds_id)
 people = annotations.list_annotators(eng)
 who = l3.multiselect(
     "Annotators", [a.id for a in people], format_func=lambda i: next(a.name for a in people if a.id == i), key="jd_who"
@@ -184,6 +227,7 @@ prop = judges.propose(
     strategy=strategy,
     exclude=judges.queued_items(eng, ds_id),
     seed=seed,  # type: ignore[arg-type]
+    per_system=per_system,
 )
 if strategy == "uncertain":
     st.warning(

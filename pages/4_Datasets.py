@@ -139,7 +139,10 @@ with st.container(border=True):
                 for i, (role, label) in enumerate(
                     [("reference", "Reference"), ("candidate", "Candidate"), ("id", "Item id")]
                     + [("human_score", "Human score"), ("human_label", "Human label (0/1)")]
-                    + [("sentence_labels", "Sentence labels (JSON list)")]
+                    + [
+                        ("sentence_labels", "Sentence labels (JSON list)"),
+                        ("system", "System (prompt, model, version)"),
+                    ]
                 ):
                     required = role in ("reference", "candidate")
                     options = columns if required else [NONE, *columns]
@@ -158,7 +161,8 @@ with st.container(border=True):
                 st.caption(
                     "Labels read 0/1, true/false, yes/no or consistent/inconsistent. Sentence labels: one entry "
                     "per candidate sentence (0/1, a list of votes, or an object of rater → 0/1); give the candidate "
-                    "as a JSON list of sentences if the automatic split does not match."
+                    "as a JSON list of sentences if the automatic split does not match. System: which system, "
+                    "prompt, model or version wrote each candidate, to compare them on the **Judges** page."
                 )
         else:
             st.caption(f"Task: {TASK_LABELS.get(task, task)}")
@@ -315,6 +319,11 @@ with st.container(border=True):
     st.markdown(
         "**Human judgments:** " + ("; ".join(kinds) if kinds else "none (batch runs only, no meta-evaluation).")
     )
+    systems = datasets.system_counts(eng, d.id)
+    if systems:
+        shown = ", ".join(f"{name} ({n:,})" for name, n in list(systems.items())[:12])
+        more = f" and {len(systems) - 12} more" if len(systems) > 12 else ""
+        st.markdown(f"**Systems:** {shown}{more}: compare them under **Compare systems** on the **Judges** page.")
     if stats["sentence_share_consistent"] is not None:
         st.caption(
             f"{stats['sentence_share_consistent']:.0%} of {stats['sentences_labelled']:,} labelled sentences are "

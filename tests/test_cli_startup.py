@@ -66,6 +66,8 @@ ARGUMENT_ERRORS = [
     ("dhp",),
     ("dhp", "stats", "--scores", "s.csv"),
     ("card", "--input", "x.jsonl"),
+    ("compare", "--input", "x.jsonl"),
+    ("compare", "--input", "x.jsonl", "--output", "o.json", "--method", "no-such-method"),
     ("batch", "--dataset", "x.jsonl"),
     ("alpha", "--input", "r.csv", "--level", "no-such-level"),
 ]

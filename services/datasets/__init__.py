@@ -16,6 +16,7 @@ from services.datasets.items import (
     parse_label,
     parse_score,
     parse_sentence_labels,
+    parse_system,
 )
 from services.datasets.readers import (
     FORMAT_LABELS,
@@ -45,6 +46,7 @@ from services.datasets.store import (
     list_datasets,
     rejected_rows,
     save_dataset,
+    system_counts,
 )
 
 __all__ = [
@@ -75,6 +77,7 @@ __all__ = [
     "parse_label",
     "parse_score",
     "parse_sentence_labels",
+    "parse_system",
     "preview_rows",
     "read_dataset",
     "read_paws",
@@ -84,4 +87,5 @@ __all__ = [
     "rejected_rows",
     "save_dataset",
     "sniff_columns",
+    "system_counts",
 ]

@@ -27,6 +27,7 @@ class ImportedItem:
     human_label: int | None = None  # 1 consistent / 0 inconsistent
     sentence_labels: list[dict[str, int]] | None = None  # per sentence: {rater: 1 or 0}
     extra: dict[str, Any] = field(default_factory=dict)
+    system: str | None = None  # the system (prompt, model, version) that wrote the candidate, for comparisons
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,22 @@ class ColumnMapping:
     human_score: str | None = None
     human_label: str | None = None
     sentence_labels: str | None = None
+    system: str | None = None  # which system (or prompt, model, version) wrote the candidate
+
+
+MAX_SYSTEM = 200
+
+
+def parse_system(value: Any) -> str | None:
+    """A system's name from a cell: text or a number, at most MAX_SYSTEM characters; None when empty."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    if isinstance(value, dict | list):
+        raise ValueError(f"system {str(value)[:40]!r} is not a name")
+    s = str(value).strip()
+    if len(s) > MAX_SYSTEM:
+        raise ValueError(f"system name is longer than {MAX_SYSTEM} characters")
+    return s or None
 
 
 # -- value parsing -------------------------------------------------------------------------------

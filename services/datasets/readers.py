@@ -21,6 +21,7 @@ from services.datasets.items import (
     parse_label,
     parse_score,
     parse_sentence_labels,
+    parse_system,
 )
 from services.errors import InputError
 from services.tables import TableFormat
@@ -208,6 +209,7 @@ def _summeval_item(row: int, obj: dict[str, Any]) -> ImportedItem:
         candidate=candidate,
         human_score=(consistency - 1) / 4,
         human_label=int(math.isclose(consistency, 5.0)),
+        system=model_id or None,
         extra={
             "model_id": model_id,
             "article_id": article_id,
@@ -319,6 +321,7 @@ _DEFAULTS = {
     "human_score": ("human_score", "score", "consistency", "faithfulness", "rating"),
     "human_label": ("human_label", "label", "is_consistent", "consistent", "factual", "is_duplicate"),
     "sentence_labels": ("sentence_labels", "sentence_label", "labels_per_sentence"),
+    "system": ("system", "system_id", "model_id", "system_name"),
 }
 
 
@@ -359,6 +362,7 @@ def read_table(data: bytes, fmt: TableFormat, mapping: ColumnMapping, *, task: s
                 mapping.human_score,
                 mapping.human_label,
                 mapping.sentence_labels,
+                mapping.system,
             )
             if c
         ]
@@ -388,6 +392,7 @@ def read_table(data: bytes, fmt: TableFormat, mapping: ColumnMapping, *, task: s
             sentence_labels = (
                 parse_sentence_labels(rec.get(mapping.sentence_labels)) if mapping.sentence_labels else None
             )
+            system = parse_system(rec.get(mapping.system)) if mapping.system else None
         except ValueError as exc:
             raise _Reject(str(exc)) from None
         return ImportedItem(
@@ -398,6 +403,7 @@ def read_table(data: bytes, fmt: TableFormat, mapping: ColumnMapping, *, task: s
             human_score=score,
             human_label=label,
             sentence_labels=sentence_labels,
+            system=system,
         )
 
     mapping_meta = {k: v for k, v in vars(mapping).items() if v}

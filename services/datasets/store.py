@@ -113,6 +113,7 @@ def _save(engine: Engine, *, name: str, digest: str, result: ImportResult) -> Sa
                     "human_label": it.human_label,
                     "sentence_labels": it.sentence_labels,
                     "extra": it.extra,
+                    "system": it.system,
                 }
                 for i, (it, ref_id, sents) in enumerate(zip(items, ref_ids, sentences, strict=True))
             ],
@@ -159,6 +160,12 @@ def dataset_items_frame(engine: Engine, dataset_id: int, limit: int | None = Non
         }
     )
     return df
+
+
+def system_counts(engine: Engine, dataset_id: int) -> dict[str, int]:
+    """Items per system (prompt, model, version) of the dataset; empty when no system column was imported."""
+    with get_session(engine) as session:
+        return db_datasets.system_counts(session=session, dataset_id=dataset_id)
 
 
 def delete_dataset(engine: Engine, dataset_id: int) -> bool:

@@ -5,9 +5,11 @@ columns (score columns computed elsewhere, as judges), estimate (the consistency
 classical and prediction-powered, with ppi-python), agreement (balanced accuracy, AUROC, kappa, Pearson with
 intervals), card (the judge card), links (ConsEval and DHP results of the same model), label_next (which items
 to label next, sent to annotators' queues), panels (saved comparisons, for reports and share links), tables
-(the cards side by side).
+(the cards side by side), compare (systems compared: each one's rate and every pair's difference) and
+systems (a dataset's systems, compared by one judge, and the saved comparison behind a report).
 """
 
+from services.judges import compare, systems
 from services.judges.agreement import Agreement, Metric, agreement
 from services.judges.card import Cost, JudgeCard, JudgeInfo, build_cards, card_from_frames, judge_name, prices_of
 from services.judges.columns import ImportedColumn, column_frame, import_column, list_columns
@@ -37,6 +39,7 @@ __all__ = [
     "candidate_batches",
     "card_from_frames",
     "classical",
+    "compare",
     "column_frame",
     "get_panel",
     "human_frame",
@@ -54,4 +57,5 @@ __all__ = [
     "save_panel",
     "send",
     "stamp",
+    "systems",
 ]

@@ -3,6 +3,8 @@
 Two ways to choose:
 - "random": a uniform random draw among the unlabelled items. PPI's interval assumes the labelled items are
   such a draw, so this keeps it valid; every new label narrows it (the width goes as 1/sqrt(n)).
+  With `per_system` (item -> system), the draw is k items from each system's unlabelled items, so that every
+  system of a comparison gets its own random labels (services.judges.compare needs at least two per system).
 - "uncertain": where the judges are least certain (prediction nearest 0.5) or disagree most (spread of their
   predictions). These labels teach the most about where the judges fail, and sharpen agreement figures, but
   they are not a random draw: the card says so, and its PPI interval is then only indicative.
@@ -48,9 +50,10 @@ def propose(
     strategy: Strategy = "random",
     exclude: Sequence[int] = (),
     seed: int = 0,
+    per_system: pd.Series | None = None,
 ) -> Proposal:
     """Up to k unlabelled items (no human label or score) that the judges ran on, not among `exclude` (already
-    in someone's queue)."""
+    in someone's queue); with `per_system` (item_id -> system) and the random strategy, up to k per system."""
     if k < 1:
         raise InputError("Propose at least one item.")
     if strategy not in STRATEGIES:
@@ -72,9 +75,20 @@ def propose(
     free["priority"] = free["uncertainty"] + 2.0 * free["disagreement"]
     if strategy == "random":
         order = np.random.default_rng(seed).permutation(len(free))
+        if per_system is not None:
+            system = per_system.reindex(free["item_id"].to_numpy()).to_numpy(dtype=object)
+            free["system"] = system
+            drawn = pd.Series(system[order])
+            rank = drawn.groupby(drawn.fillna("")).cumcount().to_numpy()
+            keep = order[(rank < k) & drawn.notna().to_numpy()]
+            return _chosen(free, keep)
     else:
         order = np.lexsort((free["idx"].to_numpy(), -free["priority"].to_numpy()))
-    chosen = free.iloc[order[:k]].reset_index(drop=True)
+    return _chosen(free, order[:k])
+
+
+def _chosen(free: pd.DataFrame, rows: np.ndarray) -> Proposal:
+    chosen = free.iloc[rows].reset_index(drop=True)
     return Proposal([int(i) for i in chosen["item_id"]], chosen, len(free))
 
 

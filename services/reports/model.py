@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 
 from db.models import REPORT_KINDS
 
-Kind = Literal["run", "batch", "nli", "conseval", "dhp", "survey", "judges"]
+Kind = Literal["run", "batch", "nli", "conseval", "dhp", "survey", "judges", "compare"]
 KIND_LABELS: dict[str, str] = {
     "run": "Evaluation run",
     "batch": "Batch and meta-evaluation",
@@ -23,6 +23,7 @@ KIND_LABELS: dict[str, str] = {
     "dhp": "DHP benchmark",
     "survey": "Expert survey",
     "judges": "Judges compared",
+    "compare": "Systems compared",
 }
 assert set(KIND_LABELS) == set(REPORT_KINDS)
 

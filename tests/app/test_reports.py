@@ -105,6 +105,7 @@ def test_every_kind_of_report_says_what_to_do_when_there_is_nothing_yet(open_pag
         "dhp": "No DHP benchmark runs yet",
         "survey": "No expert surveys yet",
         "judges": "No judge comparisons yet",
+        "compare": "No comparisons of systems yet",
     }
     for kind, message in expected.items():
         at = AppTest.from_file(ROOT / "app.py", default_timeout=30)

@@ -387,6 +387,7 @@ def test_sniff_columns_and_default_mapping():
         "human_score": None,
         "human_label": "Label",
         "sentence_labels": None,
+        "system": None,
     }
     guessed = ds.default_mapping(cols)
     assert (guessed["reference"], guessed["candidate"], guessed["human_label"]) == ("doc", "claim", "label")
@@ -544,3 +545,26 @@ def test_an_import_over_the_upload_limit_is_refused_by_the_service_with_the_reas
     saved, _ = ds.import_file(engine, name="small.jsonl", data=row.encode() * 3, fmt="jsonl", mapping=mapping)
     assert saved.created
     engine.dispose()
+
+
+def test_a_system_column_chosen_at_import_is_stored_and_counted(engine):
+    data = jsonl(
+        {"id": "a1", "doc": "The cat sat.", "out": "A cat sat.", "model": "old"},
+        {"id": "b1", "doc": "The cat sat.", "out": "A dog sat.", "model": "new"},
+        {"id": "b2", "doc": "Rain fell.", "out": "It rained.", "model": 7},
+        {"id": "c1", "doc": "Rain fell.", "out": "It snowed.", "model": ""},
+        {"id": "d1", "doc": "Rain fell.", "out": "Hail.", "model": {"x": 1}},
+    )
+    mapping = ColumnMapping(reference="doc", candidate="out", id="id", system="model")
+    saved, result = ds.import_file(engine, name="systems", data=data, fmt="jsonl", mapping=mapping)
+    assert [it.system for it in result.items] == ["old", "new", "7", None]
+    assert [r.row for r in result.rejected] == [5] and "is not a name" in result.rejected[0].reason
+    assert ds.system_counts(engine, saved.id) == {"7": 1, "new": 1, "old": 1}
+    with get_session(engine) as session:
+        rows = session.exec(select(DatasetItem.external_id, DatasetItem.system).order_by(DatasetItem.idx)).all()
+    assert [tuple(r) for r in rows] == [("a1", "old"), ("b1", "new"), ("b2", "7"), ("c1", None)]
+
+
+def test_summeval_items_carry_their_model_as_system():
+    r = ds.read_summeval(jsonl(summeval_row(), summeval_row(model_id="M8")))
+    assert [it.system for it in r.items] == ["M11", "M8"]

@@ -1,0 +1,46 @@
+"""Judges page, "Compare systems": the sentences, the forest plot and the tables for a dataset with systems, its
+report's download, Label next drawing per system; a dataset without systems says how to get them."""
+
+from __future__ import annotations
+
+from services.database import get_engine
+from tests.app.helpers import texts
+from tests.support.judges import add_judge, labelled_dataset
+from tests.support.systems import systems_dataset
+
+JUDGES = "pages/13_Judges.py"
+
+
+def test_compare_systems_shows_what_each_difference_shows(open_page):
+    eng = get_engine()
+    ds, batch = systems_dataset(eng, {"old": 0.5, "new": 0.95, "same": 0.5}, n_refs=100, n_labelled=50)
+    at = open_page(JUDGES)
+    assert not at.exception, at.exception
+    assert at.selectbox(key="jd_cmp_judge").value == batch
+    lines = texts(at.markdown)
+    assert any(t.startswith("- new is more consistent than old by") for t in lines), lines
+    assert any("No difference shown between old and same" in t for t in lines), lines
+    assert any("Bonferroni over 3 pair(s)" in t for t in texts(at.caption))
+    tables = [t.value for t in at.table]
+    systems = next(t for t in tables if "PPI" in t.columns and "system" in t.columns)
+    assert list(systems["system"]) == ["old", "new", "same"] and list(systems["labelled"]) == [50, 50, 50]
+    diffs = next(t for t in tables if "a − b" in t.columns)
+    assert list(diffs["paired on"]) == ["100 references"] * 3
+    assert any(b.proto.label == "Download report" for b in at.get("download_button"))
+
+    # Label next, per system: 3 items from each
+    at.number_input(key="jd_k").set_value(3)
+    at.toggle(key="jd_per_system").set_value(True)
+    at.run()
+    assert not at.exception, at.exception
+    proposal = next(d.value for d in at.dataframe if "priority" in d.value.columns)
+    assert sorted(proposal["system"].value_counts().to_dict().items()) == [("new", 3), ("old", 3), ("same", 3)]
+
+
+def test_a_dataset_without_systems_says_how_to_get_them(open_page):
+    eng = get_engine()
+    ds = labelled_dataset(eng, 30)
+    add_judge(eng, ds, [0.5] * 30)
+    at = open_page(JUDGES)
+    assert not at.exception, at.exception
+    assert any("choose the **System** column" in t for t in texts(at.info))

@@ -1,0 +1,66 @@
+"""A dataset's systems compared by one judge: read from the database, paired by reference, saved for a report;
+the report of a comparison; Label next drawing per system."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from services import judges, reports
+from services.errors import InputError
+from services.judges import systems
+from tests.support.judges import add_judge, labelled_dataset
+from tests.support.systems import systems_dataset
+
+
+def test_the_systems_of_a_dataset_are_compared_paired_by_reference(engine):
+    ds, batch = systems_dataset(engine, {"old": 0.5, "new": 0.95}, n_refs=150, n_labelled=60)
+    assert systems.systems_of(engine, ds) == {"new": 150, "old": 150}
+    frame = systems.comparison_frame(engine, ds, batch)
+    assert len(frame) == 300 and frame["label"].notna().sum() == 120
+    c = systems.compare_dataset(engine, ds, batch, alpha=0.05)
+    assert [(s.system, s.n, s.n_labelled) for s in c.systems] == [("old", 150, 60), ("new", 150, 60)]
+    (d,) = c.differences
+    assert d.n_shared == 150  # the same references
+    assert d.significant and d.sentence.startswith("new is more consistent than old")
+
+
+def test_a_dataset_without_systems_cannot_be_compared(engine):
+    ds = labelled_dataset(engine, 30)
+    batch = add_judge(engine, ds, [0.5] * 30)
+    assert systems.systems_of(engine, ds) == {}
+    with pytest.raises(InputError, match="at least two systems"):
+        systems.compare_dataset(engine, ds, batch)
+
+
+def test_a_saved_comparison_builds_its_report(engine):
+    ds, batch = systems_dataset(engine, {"a": 0.6, "b": 0.9, "c": 0.9}, n_refs=80, n_labelled=40)
+    pid = systems.save_comparison(engine, ds, batch, alpha=0.1)
+    assert systems.save_comparison(engine, ds, batch, alpha=0.1) == pid
+    assert pid in [p.id for p in systems.comparison_panels(engine)]
+    rep = reports.build(engine, "compare", pid)
+    assert rep.kind == "compare" and len(rep.headlines) == 3
+    assert [t.title for t in rep.tables][1].startswith("Differences")
+    assert len(rep.tables[1].rows) == 3
+    assert any("Bonferroni over 3 pair(s)" in n for n in rep.notes)
+    assert any(n.startswith(("No difference shown", "b is more", "c is more")) for n in rep.notes)
+    html = reports.to_html(rep)
+    assert "Systems compared" in html and "Differences, a minus b" in html
+    judges_panel = judges.save_panel(engine, ds, [batch], {"source": "all"})
+    with pytest.raises(InputError, match="does not exist"):
+        reports.build(engine, "compare", judges_panel)
+
+
+def test_label_next_draws_k_random_items_per_system(engine):
+    ds, batch = systems_dataset(engine, {"a": 0.5, "b": 0.5, "c": 0.5}, n_refs=50, n_labelled=10)
+    human = judges.human_frame(engine, ds)
+    frames = [judges.judge_frame(engine, judges.data.batches(engine, [batch])[0])]
+    strata = systems.strata(engine, ds)
+    prop = judges.propose(human, frames, k=4, strategy="random", per_system=strata, seed=1)
+    assert sorted(prop.table["system"].value_counts().to_dict().items()) == [("a", 4), ("b", 4), ("c", 4)]
+    assert human.set_index("item_id").loc[prop.item_ids, "label"].isna().all()  # unlabelled items only
+    other = judges.propose(human, frames, k=4, strategy="random", per_system=strata, seed=2)
+    assert set(other.item_ids) != set(prop.item_ids)  # a random draw
+    plain = judges.propose(human, frames, k=4, strategy="random", seed=1)
+    assert len(plain.item_ids) == 4
+    assert np.isin(prop.item_ids, strata.index).all()
