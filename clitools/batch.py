@@ -11,7 +11,7 @@ import threading
 import time
 from pathlib import Path
 
-from clitools import METHODS, TASKS
+from clitools import METHODS, TASKS, positive_int
 
 FORMATS = ("qags", "summeval", "paws", "jsonl", "csv")
 
@@ -49,7 +49,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--rounds", type=int, default=0, help="improvement rounds (default 0: evaluate only)")
     p.add_argument("--alpha", type=float, default=0.0, help="Eq. 3 alpha (default 0, Appendix C.1)")
     p.add_argument("--beta", type=float, default=0.0, help="Eq. 3 beta (default 0, Appendix C.1)")
-    p.add_argument("--concurrency", type=int, default=None)
+    p.add_argument("--concurrency", type=positive_int, default=None)
     p.add_argument("--limit", type=int, default=None, help="only the first N items")
     p.add_argument(
         "--reference-column", default="reference", help="jsonl/csv: the reference column (default reference)"
@@ -64,9 +64,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 def run(args: argparse.Namespace) -> int:
     """Import the dataset (or find it imported) and run its batch here, or hand it to the workers."""
-    from services.database import get_engine
     from services import datasets, tables
     from services.config import backend_from_settings, check_base_url
+    from services.database import get_engine
     from services.dcr import DCRConfig
     from services.errors import InputError
     from services.jobs import batches

@@ -20,7 +20,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from clitools import METHODS, TASKS
+from clitools import METHODS, TASKS, positive_int
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -42,7 +42,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     ev.add_argument("--alpha", type=float, default=0.0, help="Eq. 3 alpha (default 0, Appendix C.1)")
     ev.add_argument("--beta", type=float, default=0.0, help="Eq. 3 beta (default 0, Appendix C.1)")
     ev.add_argument("--rounds", type=int, default=0, help="improvement rounds m (default 0: evaluate only)")
-    ev.add_argument("--concurrency", type=int, default=None, help="items in flight at once")
+    ev.add_argument("--concurrency", type=positive_int, default=None, help="items in flight at once")
     ev.add_argument(
         "--evidence",
         action="store_true",
@@ -98,8 +98,8 @@ def _run(args: argparse.Namespace) -> int:
         return 2
     child = import_beside(Path(args.input), args.task) if getattr(args, "standalone", False) else None
     from clitools.batch import run_here
-    from services.database import get_engine
     from services import dcr, headless
+    from services.database import get_engine
     from services.errors import is_disk_full
     from services.jobs import batches
     from services.nli import paradigms as nli

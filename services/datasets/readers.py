@@ -89,13 +89,18 @@ def _collect(
 ) -> ImportResult:
     items: list[ImportedItem] = []
     rejected: list[RejectedRow] = []
+    first_row: dict[str, int] = {}  # id -> the row that gave it first: batches, labels and cards key items by it
     for row, value, error in records:
         try:
             if error:
                 raise _Reject(error)
             if not isinstance(value, dict):
                 raise _Reject("not a JSON object")
-            items.append(_finish(make(row, value)))
+            item = _finish(make(row, value))
+            seen = first_row.setdefault(item.external_id, row)
+            if seen != row:
+                raise _Reject(f"id {item.external_id!r} repeats row {seen}; give each row its own id")
+            items.append(item)
         except _Reject as exc:
             rejected.append(RejectedRow(row, str(exc)))
     if not items:
