@@ -152,6 +152,7 @@ def run(args: argparse.Namespace) -> int:
     for k, bid in enumerate(ids):
         note = f" (repeat {k + 1} of {len(ids)})" if len(ids) > 1 else ""
         print(f"batch {bid}: {how}, {args.method}, {opts}{note}", file=sys.stderr)
+    print_estimate(engine, ids[0], backend, repeats=len(ids))
     if args.enqueue:
         from services.jobs import queue as jobs  # the task queue, only when handing the batch to the workers
 
@@ -260,6 +261,30 @@ def run_here(engine, bid: int, backend, *, resume: str) -> int:
         file=sys.stderr,
     )
     return 0 if p.failed < p.total else 1
+
+
+def print_estimate(engine, bid: int, backend, *, repeats: int = 1) -> None:
+    """The batch's pre-run estimate on stderr: calls, input tokens (with the largest call's), time, cost, and the
+    documents refused for their size; nothing for a method that makes no model call."""
+    from services import estimates
+    from services.jobs import batches
+
+    b = batches.batch_public(engine, bid)
+    opts = batches.options(engine, bid)
+    est = estimates.batch_estimate(
+        engine,
+        backend,
+        b.dataset_id,
+        method=b.method,
+        window=opts.window,
+        amc=b.amc,
+        rounds=b.max_rounds,
+        concurrency=b.concurrency,
+        item_limit=b.item_limit,
+        repeats=repeats,
+    )
+    if est.calls or est.n_refused:
+        print(est.plain(), file=sys.stderr)
 
 
 def disk_full_message(exc: BaseException) -> str:

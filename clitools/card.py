@@ -105,7 +105,7 @@ def read_labels(path: Path) -> LabelFile:
 
 def run(args: argparse.Namespace) -> int:
     """Run the judge over the file as a batch, then write its card."""
-    from clitools.batch import run_here
+    from clitools.batch import print_estimate, run_here
     from services import dcr, headless, judges
     from services.config import backend_from_settings
     from services.database import get_engine
@@ -152,6 +152,8 @@ def run(args: argparse.Namespace) -> int:
     window = f" · window {args.window}" if nli.is_nli(args.method) else ""
     print(f"{prep.n_items} item(s) · {args.method}{window} · {how}", file=sys.stderr)
     print(f"batch {prep.batch_id}" + (" resumed" if prep.resumed else ""), file=sys.stderr)
+    if not prep.resumed:
+        print_estimate(engine, prep.batch_id, backend)
     if prep.pending and run_here(engine, prep.batch_id, backend, resume="run the same command again") == 130:
         return 130
     batch = judges.data.batches(engine, [prep.batch_id])[0]

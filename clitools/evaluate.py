@@ -97,7 +97,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     child = import_beside(Path(args.input), args.task) if getattr(args, "standalone", False) else None
-    from clitools.batch import run_here
+    from clitools.batch import print_estimate, run_here
     from services import dcr, headless
     from services.database import get_engine
     from services.errors import is_disk_full
@@ -142,6 +142,8 @@ def _run(args: argparse.Namespace) -> int:
         print(f"note: {prep.note}", file=sys.stderr)
     unread = f"; {len(prep.rejected)} row(s) cannot be read" if prep.rejected else ""
     print(f"batch {prep.batch_id}" + (" resumed" if prep.resumed else "") + unread, file=sys.stderr)
+    if not prep.resumed:
+        print_estimate(engine, prep.batch_id, backend)
     started = time.perf_counter()
     if prep.pending:
         code = run_here(engine, prep.batch_id, backend, resume="run the same command again to resume")

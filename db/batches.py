@@ -387,6 +387,22 @@ def fail_items(*, conn: Connection, errors: list[dict[str, Any]]) -> None:
     )
 
 
+def oversized_items(*, conn: Connection, batch_id: int, max_chars: int) -> list[Row]:
+    """(batch item id, external id, reference characters, candidate characters) of the batch's pending items
+    whose reference or candidate is longer than `max_chars`, counted by the database."""
+    ref_len, cand_len = func.length(Document.text), func.length(DatasetItem.candidate)
+    return list(
+        conn.execute(
+            select(BatchItem.id, DatasetItem.external_id, ref_len, cand_len)
+            .join(DatasetItem, DatasetItem.id == BatchItem.item_id)
+            .join(Document, Document.id == DatasetItem.reference_id)
+            .where(BatchItem.batch_id == batch_id, BatchItem.status == "pending")
+            .where(or_(ref_len > max_chars, cand_len > max_chars))
+            .order_by(DatasetItem.idx)
+        ).all()
+    )
+
+
 # -- items with their texts ---------------------------------------------------------------------------
 def item_inputs(*, conn: Connection, batch_item_ids: list[int]) -> list[Row]:
     """(batch item id, reference text, candidate, sentences, refresh) of these items."""

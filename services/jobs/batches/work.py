@@ -28,7 +28,7 @@ from services import dcr
 from services.config import BackendConfig, backend_from_record, check_base_url, get_settings
 from services.errors import InputError
 from services.jobs.batches.claims import LeaseLost, Leases, claim_leases, release_own
-from services.jobs.batches.create import JOBS, eq3_of, summ_nli_range
+from services.jobs.batches.create import JOBS, eq3_of, summ_nli_range, too_long
 from services.jobs.batches.items import ItemInput, load_inputs, process_item
 from services.jobs.runner import heartbeat_period, worker_id
 from services.llm import get_client
@@ -138,6 +138,7 @@ def _process_batch(
         for c in clients:
             c.sdk()  # build the HTTP clients before the threads start
     turn = itertools.count()
+    limit = get_settings().max_input_chars
     leases = Leases(engine, wid)
     leases.beat()
     beat_every = heartbeat_period()
@@ -153,9 +154,14 @@ def _process_batch(
         client = copy.copy(clients[next(turn) % len(clients)])
         client.before_send = functools.partial(leases.check, bid)
         client.refresh = item.refresh  # a re-run of a failed item asks again and replaces its cached answer
+        texts = (("reference", item.reference), ("candidate", item.candidate))
+        over = [(what, len(t)) for what, t in texts if len(t) > limit]
         try:
             leases.check(bid)
-            out = process_item(client, item, cfg, window=window, score_range=score_range)
+            if over:  # never sent: the same bound as a single run's, whatever path made the batch
+                out = {"status": "failed", "error": too_long(*over[0], limit)}
+            else:
+                out = process_item(client, item, cfg, window=window, score_range=score_range)
         except LeaseLost as exc:
             log.info("batch %s: %s; its result is dropped", batch_id, exc)
             leases.release([bid])
