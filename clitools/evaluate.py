@@ -147,9 +147,12 @@ def _run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     if prep.pending:
         code = run_here(engine, prep.batch_id, backend, resume="run the same command again to resume")
-        if code == 130 or (code == 1 and _left(batches, engine, prep.batch_id)):
-            return code  # interrupted, or stopped by a full disk: nothing to write yet
-    if args.evidence:
+        if code == 1 and _left(batches, engine, prep.batch_id):
+            return code  # stopped by a full disk: nothing to write yet
+        interrupted = code == 130
+    else:
+        interrupted = False
+    if args.evidence and not interrupted:
         from services.dcr import evidence  # numpy and the checker load only when evidence is asked for
 
         with evidence.bulk(args.embeddings or None):
@@ -172,7 +175,7 @@ def _run(args: argparse.Namespace) -> int:
         return 1
     failed = 0
     for line in lines:
-        if line.get("error"):
+        if line.get("error") and not (interrupted and str(line["error"]).startswith("not evaluated")):
             failed += 1
             if failed <= 20:
                 print(f"{line['id']}: {line['error']}", file=sys.stderr)
@@ -182,6 +185,16 @@ def _run(args: argparse.Namespace) -> int:
         f"wrote {out_path} ({n} lines, {failed} with errors) in {time.perf_counter() - started:.1f} s", file=sys.stderr
     )
     left = _left(batches, engine, prep.batch_id)
+    if interrupted:
+        p = batches.progress(engine, prep.batch_id)
+        done = 0 if p is None else p.finished
+        print(
+            f"interrupted: {done} of {prep.n_items} item(s) finished and written, {left} left (their lines say "
+            f"'not evaluated'{'; no evidence added' if args.evidence else ''}); run the same command again to "
+            f"finish them (batch {prep.batch_id})",
+            file=sys.stderr,
+        )
+        return 130
     if left:
         print(
             f"error: {left} item(s) not evaluated (another process holds them, or the run stopped early); "

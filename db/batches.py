@@ -510,7 +510,7 @@ def output_rows(*, conn: Connection, batch_id: int, after_idx: int, limit: int) 
 
 def same_configuration(*, conn: Connection, dataset_id: int, name_prefix: str, match: dict[str, Any]) -> list[Row]:
     """Batches over a dataset named with `name_prefix`, queued, running or cancelled, whose columns equal
-    `match`, newest first: (id, window, sample, repeat group, params, base URL)."""
+    `match`, newest first: (id, window, sample, repeat group, params, base URL, model)."""
     return list(
         conn.execute(
             select(
@@ -520,6 +520,7 @@ def same_configuration(*, conn: Connection, dataset_id: int, name_prefix: str, m
                 BatchOptions.repeat_group,
                 Batch.params,
                 Batch.base_url,
+                Batch.model,
             )
             .outerjoin(BatchOptions, BatchOptions.batch_id == Batch.id)
             .where(
