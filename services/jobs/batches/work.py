@@ -40,6 +40,19 @@ FLUSH_EVERY = 0.25
 # On a stop (Ctrl-C, SIGTERM, a failed write): nothing more is sent, and the answers already asked for are
 # waited for this long, then written with the finished results, so a resumed run never pays for them again.
 DRAIN_SECONDS = 10.0
+# A worker told to leave (SIGTERM, SIGINT) waits less: a service manager kills it soon after.
+SHUTDOWN_DRAIN_SECONDS = 2.0
+_shutdown = threading.Event()  # set once for the whole process: every batch it works on stops
+
+
+def shutdown(timeout: float = SHUTDOWN_DRAIN_SECONDS + 3.0) -> bool:
+    """Stop every batch this process works on (nothing more sent; the answers in flight waited for, at most
+    SHUTDOWN_DRAIN_SECONDS, and written; the other items given back); True when all have left in `timeout`."""
+    _shutdown.set()
+    deadline = time.monotonic() + timeout
+    while active_batches() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not active_batches()
 
 
 def backend_for(batch: BatchPublic | Batch) -> BackendConfig:
@@ -155,7 +168,7 @@ def _process_batch(
     held: list[dict[str, Any]] = []  # results not written yet (a failed write keeps them for the next)
 
     def before_send(bid: int) -> None:
-        if stopping.is_set() or (stop is not None and stop.is_set()):  # the stop itself, before the loop sees it
+        if stopping.is_set() or _shutdown.is_set() or (stop is not None and stop.is_set()):  # before the loop sees it
             raise LeaseLost(f"item {bid}: the batch is stopping; nothing more is sent for it")
         leases.check(bid)
 
@@ -214,14 +227,14 @@ def _process_batch(
         stopping.set()
         for f in inflight:
             f.cancel()  # an item not started yet stays unsent
-        wait(inflight, timeout=DRAIN_SECONDS)
+        wait(inflight, timeout=SHUTDOWN_DRAIN_SECONDS if _shutdown.is_set() else DRAIN_SECONDS)
 
     pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix=f"batch{batch_id}")
     leaving = False
     try:
         exhausted = False
         while True:
-            if stop is not None and stop.is_set():
+            if _shutdown.is_set() or (stop is not None and stop.is_set()):
                 leaving = True  # the answers in flight are written below; the rest goes back to the queue
                 drain()
                 break
