@@ -76,7 +76,7 @@ def read_labels(path: Path) -> LabelFile:
         if error is not None:
             refused.append((line, error))
             continue
-        key = str(row["id"]).strip() if row.get("id") not in (None, "") else str(line)
+        key = str(row.get("id") or "").strip() or str(line)  # exactly as the import keys the row
         lines.setdefault(key, []).append(line)
         try:
             label = parse_label(row.get("label"))

@@ -67,6 +67,7 @@ def test_a_worker_under_load_stops_on_sigterm_without_waiting_for_its_requests(t
         bid = batches.create_batch(
             engine, dataset_id=ds, backend=backend, cfg=dcr.DCRConfig(max_rounds=0), concurrency=3
         )
+        batches.mark_enqueued(engine, bid)  # handed to the workers: the worker joins it
         worker = subprocess.Popen([sys.executable, "-m", "services.worker"], env=env, stderr=subprocess.DEVNULL)
         try:
             assert server.holding.wait(WAIT_LIMIT), "the worker joined the batch and reached the model"
