@@ -389,8 +389,9 @@ def fail_items(*, conn: Connection, errors: list[dict[str, Any]]) -> None:
 
 def oversized_items(*, conn: Connection, batch_id: int, max_chars: int) -> list[Row]:
     """(batch item id, external id, reference characters, candidate characters) of the batch's pending items
-    whose reference or candidate is longer than `max_chars`, counted by the database."""
-    ref_len, cand_len = func.length(Document.text), func.length(DatasetItem.candidate)
+    whose reference or candidate is longer than `max_chars` (the reference's length as stored with it, so no
+    text is read; the candidate's counted by the database)."""
+    ref_len, cand_len = Document.n_chars, func.length(DatasetItem.candidate)
     return list(
         conn.execute(
             select(BatchItem.id, DatasetItem.external_id, ref_len, cand_len)
