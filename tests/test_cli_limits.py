@@ -15,9 +15,9 @@ from sqlalchemy.exc import OperationalError
 import cli
 from db import batches as db_batches
 from db.cache import BufferedSqlCache
-from services.database import get_engine
 from services import headless
 from services.config import backend_from_settings
+from services.database import get_engine
 from services.dcr import DCRConfig
 from services.errors import is_disk_full
 from tests.fakes import FakeOpenAIServer, toy_judge
