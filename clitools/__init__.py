@@ -17,3 +17,16 @@ DISTILL_SEED, DISTILL_TEST_SHARE = 0, 0.2
 CONSEVAL_ANSWER_FORMATS = ("plain", "structured")
 CONSEVAL_SPLITS = ("8:2", "leave-one-out")
 DHP_ANSWER_FORMATS = ("plain", "structured")
+
+
+def positive_int(value: str) -> int:
+    """An argparse type: a whole number of 1 or more; anything else is a usage message naming the option."""
+    import argparse
+
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number; give 1 or more") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{n} is not allowed; give 1 or more")
+    return n

@@ -11,7 +11,7 @@ import threading
 import time
 from pathlib import Path
 
-from clitools import METHODS, TASKS
+from clitools import METHODS, TASKS, positive_int
 
 FORMATS = ("qags", "summeval", "paws", "jsonl", "csv")
 
@@ -49,7 +49,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--rounds", type=int, default=0, help="improvement rounds (default 0: evaluate only)")
     p.add_argument("--alpha", type=float, default=0.0, help="Eq. 3 alpha (default 0, Appendix C.1)")
     p.add_argument("--beta", type=float, default=0.0, help="Eq. 3 beta (default 0, Appendix C.1)")
-    p.add_argument("--concurrency", type=int, default=None)
+    p.add_argument("--concurrency", type=positive_int, default=None)
     p.add_argument("--limit", type=int, default=None, help="only the first N items")
     p.add_argument(
         "--reference-column", default="reference", help="jsonl/csv: the reference column (default reference)"
@@ -64,9 +64,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 def run(args: argparse.Namespace) -> int:
     """Import the dataset (or find it imported) and run its batch here, or hand it to the workers."""
-    from services.database import get_engine
     from services import datasets, tables
     from services.config import backend_from_settings, check_base_url
+    from services.database import get_engine
     from services.dcr import DCRConfig
     from services.errors import InputError
     from services.jobs import batches
@@ -152,6 +152,7 @@ def run(args: argparse.Namespace) -> int:
     for k, bid in enumerate(ids):
         note = f" (repeat {k + 1} of {len(ids)})" if len(ids) > 1 else ""
         print(f"batch {bid}: {how}, {args.method}, {opts}{note}", file=sys.stderr)
+    print_estimate(engine, ids[0], backend, repeats=len(ids))
     if args.enqueue:
         from services.jobs import queue as jobs  # the task queue, only when handing the batch to the workers
 
@@ -260,6 +261,30 @@ def run_here(engine, bid: int, backend, *, resume: str) -> int:
         file=sys.stderr,
     )
     return 0 if p.failed < p.total else 1
+
+
+def print_estimate(engine, bid: int, backend, *, repeats: int = 1) -> None:
+    """The batch's pre-run estimate on stderr: calls, input tokens (with the largest call's), time, cost, and the
+    documents refused for their size; nothing for a method that makes no model call."""
+    from services import estimates
+    from services.jobs import batches
+
+    b = batches.batch_public(engine, bid)
+    opts = batches.options(engine, bid)
+    est = estimates.batch_estimate(
+        engine,
+        backend,
+        b.dataset_id,
+        method=b.method,
+        window=opts.window,
+        amc=b.amc,
+        rounds=b.max_rounds,
+        concurrency=b.concurrency,
+        item_limit=b.item_limit,
+        repeats=repeats,
+    )
+    if est.calls or est.n_refused:
+        print(est.plain(), file=sys.stderr)
 
 
 def disk_full_message(exc: BaseException) -> str:

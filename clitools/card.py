@@ -17,7 +17,10 @@ import argparse
 import json
 import math
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+
+from clitools import positive_int
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -38,45 +41,74 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--price-input", type=float, default=None, help="USD per million input tokens (model's default)")
     p.add_argument("--price-output", type=float, default=None, help="USD per million output tokens")
     p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap intervals")
-    p.add_argument("--concurrency", type=int, default=None)
+    p.add_argument("--concurrency", type=positive_int, default=None)
     p.set_defaults(func=run)
     return p
 
 
-def read_labels(path: Path) -> dict[str, tuple[float | None, float | None]]:
-    """id -> (label, score) from the file; ValueError with the line for a bad label or score."""
-    import pandas as pd
+@dataclass(frozen=True)
+class LabelFile:
+    """What `card` reads of its file: id -> (label, score) for every usable row, and the rows refused."""
 
-    from services.tables import format_of
+    labels: dict[str, tuple[float | None, float | None]]
+    n_rows: int
+    refused: list[tuple[int, str]]  # (line, reason)
 
-    fmt = format_of(path.name)
-    if fmt == "jsonl":
-        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-        if len(rows) == 1 and isinstance(rows[0], list):
-            rows = rows[0]
-    else:
-        rows = pd.read_csv(path, sep="\t" if fmt == "tsv" else ",").to_dict("records")
-    out: dict[str, tuple[float | None, float | None]] = {}
-    for k, row in enumerate(rows, 1):
-        if not isinstance(row, dict) or row.get("id") is None:
-            continue  # the import reports such rows
-        label, score = row.get("label"), row.get("score")
-        label = None if label is None or (isinstance(label, float) and math.isnan(label)) else label
-        score = None if score is None or (isinstance(score, float) and math.isnan(score)) else score
-        if label is not None and label not in (0, 1, True, False):
-            raise ValueError(f"line {k}: label must be 1 (consistent) or 0 (inconsistent), got {label!r}")
-        if score is not None and not (isinstance(score, int | float) and 0.0 <= float(score) <= 1.0):
-            raise ValueError(f"line {k}: score must be a number in [0, 1], got {score!r}")
-        out[str(row["id"])] = (None if label is None else float(label), None if score is None else float(score))
-    return out
+
+def read_labels(path: Path) -> LabelFile:
+    """Every row of the file by its id (the line number when it has none, as the import keys it).
+
+    ValueError naming the line for a bad label or score (NaN and Infinity alike) and naming every line of an
+    id that repeats; a row without a reference or a candidate is refused with its line and reason."""
+    from services import tables
+    from services.datasets import parse_label, parse_score
+
+    text = tables.decode(tables.read_file(path, tables.IMPORT_ADVICE), str(path))
+    _, records = tables.records(text, tables.format_of(path.name))
+    labels: dict[str, tuple[float | None, float | None]] = {}
+    lines: dict[str, list[int]] = {}
+    refused: list[tuple[int, str]] = []
+    n_rows = 0
+    for line, row, error in records:
+        n_rows += 1
+        if error is None and not isinstance(row, dict):
+            error = "not a JSON object"
+        if error is not None:
+            refused.append((line, error))
+            continue
+        key = str(row.get("id") or "").strip() or str(line)  # exactly as the import keys the row
+        lines.setdefault(key, []).append(line)
+        try:
+            label = parse_label(row.get("label"))
+        except ValueError:
+            raise ValueError(
+                f"line {line}: label must be 1 (consistent) or 0 (inconsistent), got {row['label']!r}"
+            ) from None
+        try:
+            score = parse_score(row.get("score"))
+        except ValueError:
+            score = math.nan
+        if score is not None and not 0.0 <= score <= 1.0:
+            raise ValueError(f"line {line}: score must be a number in [0, 1], got {row['score']!r}")
+        missing = [k for k in ("reference", "candidate") if not str(row.get(k) or "").strip()]
+        if missing:
+            refused.append((line, f"no {' and no '.join(missing)}"))
+            continue
+        labels[key] = (None if label is None else float(label), score)
+    repeated = {k: v for k, v in lines.items() if len(v) > 1}
+    if repeated:
+        shown = "; ".join(f"id {k!r} on lines {', '.join(map(str, v))}" for k, v in list(repeated.items())[:5])
+        more = f" (and {len(repeated) - 5} more ids)" if len(repeated) > 5 else ""
+        raise ValueError(f"ids repeat: {shown}{more}. Give each row its own id.")
+    return LabelFile(labels, n_rows, refused)
 
 
 def run(args: argparse.Namespace) -> int:
     """Run the judge over the file as a batch, then write its card."""
-    from clitools.batch import run_here
-    from services.database import get_engine
+    from clitools.batch import print_estimate, run_here
     from services import dcr, headless, judges
     from services.config import backend_from_settings
+    from services.database import get_engine
     from services.errors import InputError
     from services.nli import paradigms as nli
 
@@ -95,10 +127,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {path}: no such file", file=sys.stderr)
         return 2
     try:
-        labels = read_labels(path)
-    except (ValueError, json.JSONDecodeError) as exc:
+        read = read_labels(path)
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except ValueError as exc:
         print(f"error: {path}: {exc}", file=sys.stderr)
         return 2
+    labels = read.labels
     backend = backend_from_settings()
     if args.concurrency:
         backend = backend.with_changes(concurrency=args.concurrency)
@@ -116,6 +152,8 @@ def run(args: argparse.Namespace) -> int:
     window = f" · window {args.window}" if nli.is_nli(args.method) else ""
     print(f"{prep.n_items} item(s) · {args.method}{window} · {how}", file=sys.stderr)
     print(f"batch {prep.batch_id}" + (" resumed" if prep.resumed else ""), file=sys.stderr)
+    if not prep.resumed:
+        print_estimate(engine, prep.batch_id, backend)
     if prep.pending and run_here(engine, prep.batch_id, backend, resume="run the same command again") == 130:
         return 130
     batch = judges.data.batches(engine, [prep.batch_id])[0]
@@ -127,15 +165,28 @@ def run(args: argparse.Namespace) -> int:
     card = judges.card_from_frames(
         batch, judge, human, alpha=args.alpha, price_input=price_in, price_output=price_out, seed=args.seed
     )
+    refused = dict(read.refused)
+    for r in prep.rejected:  # rows the import could not use (no sentence in the candidate, ...)
+        refused.setdefault(r.row, r.reason)
+    shown = card.as_dict() | {
+        "rows": read.n_rows,
+        "refused": len(refused),
+        "refused_rows": [{"line": k, "reason": v} for k, v in sorted(refused.items())],
+    }
     out = Path(args.output)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(card.as_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    out.write_text(json.dumps(shown, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     r = card.rates
     fmt = lambda e: "—" if e.estimate is None else f"{e.estimate:.3f} [{e.ci_low:.3f}, {e.ci_high:.3f}]"  # noqa: E731
     print(
-        f"{card.judge}: {card.n_labelled} labelled of {card.n}; judge rate "
+        f"{card.judge}: {card.n_labelled} labelled of {card.n} item(s) from {read.n_rows} row(s), "
+        f"{len(refused)} refused; judge rate "
         f"{'—' if r.judge_rate is None else f'{r.judge_rate:.3f}'}; classical {fmt(r.classical)}; PPI {fmt(r.ppi)}",
         file=sys.stderr,
     )
+    for line, reason in sorted(refused.items())[:10]:
+        print(f"  refused line {line}: {reason}", file=sys.stderr)
+    if len(refused) > 10:
+        print(f"  ... and {len(refused) - 10} more refused (the card's refused_rows lists them)", file=sys.stderr)
     print(f"wrote {out}", file=sys.stderr)
     return 1 if card.n_done == 0 else 0

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from clitools import CONSEVAL_ANSWER_FORMATS, CONSEVAL_SPLITS
+from clitools import CONSEVAL_ANSWER_FORMATS, CONSEVAL_SPLITS, positive_int
 from services import tables
 from services.errors import InputError
 
@@ -107,7 +107,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--no-greedy", action="store_true", help="skip the greedy (temperature 0) answer")
     p.add_argument("--boot", type=int, default=1000, help="bootstrap resamples for the 95%% intervals (default 1000)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--concurrency", type=int, default=None, help="answers in flight at once")
+    p.add_argument("--concurrency", type=positive_int, default=None, help="answers in flight at once")
     p.add_argument("--output", type=Path, help="JSON file to write (default: print to stdout)")
     p.set_defaults(func=run)
     return p
@@ -180,8 +180,8 @@ def report(study: ce.ConsevalStudyPublic) -> dict:
 
 def run(args: argparse.Namespace) -> int:
     """Run the study and write its JSON; 1 when it fails, 2 when the input or the options cannot be used."""
-    from services.database import get_engine
     from services import conseval as ce
+    from services.database import get_engine
 
     if args.boot < 0 or args.samples < 0:
         print("error: --boot and --samples must be 0 or more", file=sys.stderr)

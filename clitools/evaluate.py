@@ -20,7 +20,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from clitools import METHODS, TASKS
+from clitools import METHODS, TASKS, positive_int
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -42,7 +42,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     ev.add_argument("--alpha", type=float, default=0.0, help="Eq. 3 alpha (default 0, Appendix C.1)")
     ev.add_argument("--beta", type=float, default=0.0, help="Eq. 3 beta (default 0, Appendix C.1)")
     ev.add_argument("--rounds", type=int, default=0, help="improvement rounds m (default 0: evaluate only)")
-    ev.add_argument("--concurrency", type=int, default=None, help="items in flight at once")
+    ev.add_argument("--concurrency", type=positive_int, default=None, help="items in flight at once")
     ev.add_argument(
         "--evidence",
         action="store_true",
@@ -97,9 +97,9 @@ def _run(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     child = import_beside(Path(args.input), args.task) if getattr(args, "standalone", False) else None
-    from clitools.batch import run_here
-    from services.database import get_engine
+    from clitools.batch import print_estimate, run_here
     from services import dcr, headless
+    from services.database import get_engine
     from services.errors import is_disk_full
     from services.jobs import batches
     from services.nli import paradigms as nli
@@ -142,12 +142,17 @@ def _run(args: argparse.Namespace) -> int:
         print(f"note: {prep.note}", file=sys.stderr)
     unread = f"; {len(prep.rejected)} row(s) cannot be read" if prep.rejected else ""
     print(f"batch {prep.batch_id}" + (" resumed" if prep.resumed else "") + unread, file=sys.stderr)
+    if not prep.resumed:
+        print_estimate(engine, prep.batch_id, backend)
     started = time.perf_counter()
     if prep.pending:
         code = run_here(engine, prep.batch_id, backend, resume="run the same command again to resume")
-        if code == 130 or (code == 1 and _left(batches, engine, prep.batch_id)):
-            return code  # interrupted, or stopped by a full disk: nothing to write yet
-    if args.evidence:
+        if code == 1 and _left(batches, engine, prep.batch_id):
+            return code  # stopped by a full disk: nothing to write yet
+        interrupted = code == 130
+    else:
+        interrupted = False
+    if args.evidence and not interrupted:
         from services.dcr import evidence  # numpy and the checker load only when evidence is asked for
 
         with evidence.bulk(args.embeddings or None):
@@ -170,7 +175,7 @@ def _run(args: argparse.Namespace) -> int:
         return 1
     failed = 0
     for line in lines:
-        if line.get("error"):
+        if line.get("error") and not (interrupted and str(line["error"]).startswith("not evaluated")):
             failed += 1
             if failed <= 20:
                 print(f"{line['id']}: {line['error']}", file=sys.stderr)
@@ -180,6 +185,16 @@ def _run(args: argparse.Namespace) -> int:
         f"wrote {out_path} ({n} lines, {failed} with errors) in {time.perf_counter() - started:.1f} s", file=sys.stderr
     )
     left = _left(batches, engine, prep.batch_id)
+    if interrupted:
+        p = batches.progress(engine, prep.batch_id)
+        done = 0 if p is None else p.finished
+        print(
+            f"interrupted: {done} of {prep.n_items} item(s) finished and written, {left} left (their lines say "
+            f"'not evaluated'{'; no evidence added' if args.evidence else ''}); run the same command again to "
+            f"finish them (batch {prep.batch_id})",
+            file=sys.stderr,
+        )
+        return 130
     if left:
         print(
             f"error: {left} item(s) not evaluated (another process holds them, or the run stopped early); "

@@ -197,8 +197,12 @@ def _password_form(engine: Engine | None, password: str) -> None:
     if not submitted:
         return
     slowed = owners.sign_in_delay(engine, client) > 0
-    with st.spinner("Checking… (slowed down after repeated wrong passwords)" if slowed else "Checking…"):
-        ok = owners.attempt_sign_in(engine, client, typed, password)
+    try:
+        with st.spinner("Checking…"):
+            ok = owners.attempt_sign_in(engine, client, typed, password)
+    except owners.TooManyAttempts as exc:
+        st.error(str(exc), icon=":material/hourglass_top:")
+        return
     if ok:
         st.session_state[COOKIE_KEY] = owners.new_owner_session(engine, password=password)
         st.session_state[OWNER_KEY] = Mode.PASSWORD.value
@@ -207,7 +211,7 @@ def _password_form(engine: Engine | None, password: str) -> None:
     else:
         st.error(
             "Wrong password."
-            + (" After repeated wrong passwords each attempt is checked more slowly." if slowed else ""),
+            + (" After repeated wrong passwords the answer to a wrong one comes more slowly." if slowed else ""),
             icon=":material/key_off:",
         )
 

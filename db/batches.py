@@ -387,6 +387,23 @@ def fail_items(*, conn: Connection, errors: list[dict[str, Any]]) -> None:
     )
 
 
+def oversized_items(*, conn: Connection, batch_id: int, max_chars: int) -> list[Row]:
+    """(batch item id, external id, reference characters, candidate characters) of the batch's pending items
+    whose reference or candidate is longer than `max_chars` (the reference's length as stored with it, so no
+    text is read; the candidate's counted by the database)."""
+    ref_len, cand_len = Document.n_chars, func.length(DatasetItem.candidate)
+    return list(
+        conn.execute(
+            select(BatchItem.id, DatasetItem.external_id, ref_len, cand_len)
+            .join(DatasetItem, DatasetItem.id == BatchItem.item_id)
+            .join(Document, Document.id == DatasetItem.reference_id)
+            .where(BatchItem.batch_id == batch_id, BatchItem.status == "pending")
+            .where(or_(ref_len > max_chars, cand_len > max_chars))
+            .order_by(DatasetItem.idx)
+        ).all()
+    )
+
+
 # -- items with their texts ---------------------------------------------------------------------------
 def item_inputs(*, conn: Connection, batch_item_ids: list[int]) -> list[Row]:
     """(batch item id, reference text, candidate, sentences, refresh) of these items."""
@@ -494,7 +511,7 @@ def output_rows(*, conn: Connection, batch_id: int, after_idx: int, limit: int) 
 
 def same_configuration(*, conn: Connection, dataset_id: int, name_prefix: str, match: dict[str, Any]) -> list[Row]:
     """Batches over a dataset named with `name_prefix`, queued, running or cancelled, whose columns equal
-    `match`, newest first: (id, window, sample, repeat group, params, base URL)."""
+    `match`, newest first: (id, window, sample, repeat group, params, base URL, model)."""
     return list(
         conn.execute(
             select(
@@ -504,6 +521,7 @@ def same_configuration(*, conn: Connection, dataset_id: int, name_prefix: str, m
                 BatchOptions.repeat_group,
                 Batch.params,
                 Batch.base_url,
+                Batch.model,
             )
             .outerjoin(BatchOptions, BatchOptions.batch_id == Batch.id)
             .where(

@@ -68,16 +68,39 @@ class BufferedSqlCache(SqlCache):
 
     def flush(self, conn: Connection) -> None:
         """Write the buffered answers in the caller's transaction (an entry stored meanwhile is kept, unless the
-        answer was asked again to replace it)."""
+        answer was asked again to replace it). Should the transaction fail, `take`, `write` and `restore`
+        keep the answers instead."""
+        self.write(conn, self.take())
+
+    def take(self) -> tuple[list[dict[str, Any]], set[str]]:
+        """The buffered answers (and the keys asked again to replace), no longer buffered."""
         with self._lock:
             rows, self._pending = list(self._pending.values()), {}
             replace, self._replace = self._replace, set()
-            self._known.update(r["key"] for r in rows)
+        return rows, replace
+
+    def write(self, conn: Connection, taken: tuple[list[dict[str, Any]], set[str]]) -> None:
+        """Write answers taken from the buffer in the caller's transaction."""
+        rows, replace = taken
         keep = [r for r in rows if r["key"] not in replace]
         if keep:
             _insert(conn, keep)
         if len(keep) < len(rows):
             _insert(conn, [r for r in rows if r["key"] in replace], replace=True)
+        with self._lock:
+            self._known.update(r["key"] for r in rows)
+
+    def restore(self, taken: tuple[list[dict[str, Any]], set[str]]) -> None:
+        """Buffer again answers whose write failed (a full disk): paid for, they wait for the next write."""
+        rows, replace = taken
+        with self._lock:
+            for r in rows:
+                self._pending.setdefault(r["key"], r)
+            self._replace |= replace
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._pending)
 
 
 def _row(key: str, model: str, prompt_version: str, payload: dict[str, Any]) -> dict[str, Any]:

@@ -12,14 +12,14 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from db import estimates as db
-from services.config import BackendConfig
+from services.config import BackendConfig, get_settings
 
 CHARS_PER_TOKEN = 4.0
 TEMPLATE_TOKENS = 350  # a DCR / NLI prompt's own instructions and examples, beside the texts it quotes
@@ -63,10 +63,13 @@ class Estimate:
     n_measured: int  # requests the latency and answer length were measured on
     upper_bound: bool = False  # rounds that may stop early: the figures are at most these
     local: bool = False  # the embedded model: no charge
+    largest_call_tokens: int = 0  # input tokens of the largest single call: an outlier's cost, seen before paying
+    n_refused: int = 0  # documents over the input limit (max_input_chars): refused, never sent
+    max_chars: int | None = None
 
     def summary(self) -> str:
         """One Markdown line for the page."""
-        if self.calls == 0 and not self.upper_bound:
+        if self.calls == 0 and not self.upper_bound and not self.n_refused:
             return "Estimate: **no model call** (this evaluator runs offline): no token, no charge."
         about = "at most" if self.upper_bound else "about"
         parts = [
@@ -84,7 +87,18 @@ class Estimate:
         else:
             usd = "under $0.01" if 0 < self.cost_usd < 0.005 else f"${self.cost_usd:,.2f}"
             parts.append(f"**{usd}** at the prices set on Settings")
+        if self.calls and self.largest_call_tokens:
+            parts.append(f"the largest call carries about **{_tokens(self.largest_call_tokens)} input tokens**")
+        if self.n_refused:
+            parts.append(
+                f"**{self.n_refused:,} document{'' if self.n_refused == 1 else 's'} over the "
+                f"{self.max_chars:,}-character limit** refused, not sent"
+            )
         return "Estimate: " + " · ".join(parts) + " (cached answers cost no call)."
+
+    def plain(self) -> str:
+        """The summary as plain text (a terminal)."""
+        return self.summary().replace("**", "")
 
 
 def _tokens(n: int) -> str:
@@ -166,14 +180,23 @@ def document_estimate(
     amc: str = "rule",
     rounds: int = 0,
     concurrency: int = 1,
+    max_chars: int | None = None,
 ) -> Estimate:
-    """Figures for a method over documents of these sizes: (reference chars, candidate chars, sentences)."""
-    calls = input_tokens = 0
+    """Figures for a method over documents of these sizes: (reference chars, candidate chars, sentences).
+
+    A document whose reference or candidate is over `max_chars` is counted as refused (never sent), not in the
+    calls and tokens."""
+    calls = input_tokens = largest = refused = 0
     for ref_chars, cand_chars, n_sent in sizes:
+        if max_chars is not None and max(ref_chars, cand_chars) > max_chars:
+            refused += 1
+            continue
         n = calls_per_document(method, n_sentences=n_sent, window=window, amc=amc, rounds=rounds)
+        per_call = tokens_of(ref_chars + cand_chars) + TEMPLATE_TOKENS
         calls += n
-        input_tokens += n * (tokens_of(ref_chars + cand_chars) + TEMPLATE_TOKENS)
-    return estimate(
+        input_tokens += n * per_call
+        largest = max(largest, per_call if n else 0)
+    est = estimate(
         backend,
         m,
         calls=calls,
@@ -181,6 +204,7 @@ def document_estimate(
         concurrency=concurrency,
         upper_bound=rounds > 0 and method not in ("summ-nli", "sent-nli", "qg-qa", "evidence"),
     )
+    return replace(est, largest_call_tokens=largest, n_refused=refused, max_chars=max_chars)
 
 
 def batch_estimate(
@@ -208,6 +232,7 @@ def batch_estimate(
         amc=amc,
         rounds=rounds,
         concurrency=concurrency,
+        max_chars=get_settings().max_input_chars,
     )
 
 

@@ -97,8 +97,8 @@ def _refuse_what_the_embedded_model_cannot_read(engine: Engine, batch_id: int, b
 def _unfinished(
     engine: Engine, dataset_id: int, backend: BackendConfig, cfg: dcr.DCRConfig, window: int
 ) -> tuple[int | None, str | None]:
-    """The newest headless batch over this dataset with the same configuration and endpoint that has work
-    left; else None and, when one differs only by its endpoint, a note that names both endpoints."""
+    """The newest headless batch over this dataset with the same configuration, endpoint and model that has
+    work left; else None and, when one differs only by its endpoint or its model, a note that names both."""
     is_nli = nli.is_nli(cfg.method)
     recorded = method_config(backend, cfg.method, window) if is_nli else recorded_config(backend, cfg)
     match = {
@@ -108,20 +108,28 @@ def _unfinished(
         "amc": cfg.amc,
         "max_rounds": 0 if is_nli else cfg.max_rounds,
         "backend_kind": recorded["backend_kind"],
-        "model": recorded["model"],
     }
     with engine.connect() as conn:
         rows = db_batches.same_configuration(conn=conn, dataset_id=dataset_id, name_prefix=NAME_PREFIX, match=match)
     other = None
-    for bid, w, sample, group, params, base_url in rows:
+    for bid, w, sample, group, params, base_url, model in rows:
         same_eq3 = is_nli or batches.eq3_of(params) == batches.eq3_params(cfg)
-        if (w or 1) == window and not sample and group is None and same_eq3:
-            if _endpoint(base_url) == _endpoint(recorded["base_url"]):
-                return int(bid), None
-            other = other or (
+        if (w or 1) != window or sample or group is not None or not same_eq3:
+            continue
+        same_url = _endpoint(base_url) == _endpoint(recorded["base_url"])
+        if same_url and model == recorded["model"]:
+            return int(bid), None
+        if other is None and not same_url:
+            other = (
                 f"batch {bid} over this file with the same settings used {base_url or 'the embedded model'}; "
                 f"this run uses {recorded['base_url'] or 'the embedded model'}, so it starts a new batch "
                 "(answers from two servers are never mixed in one batch)"
+            )
+        elif other is None:
+            other = (
+                f"batch {bid} over this file with the same settings used the model {model!r} (LLM_MODEL); this "
+                f"run uses {recorded['model']!r}, so it starts a new batch (answers of two models are never mixed "
+                f"in one batch; LLM_MODEL={model} resumes batch {bid})"
             )
     return None, other
 

@@ -3,9 +3,11 @@
 - **Sign-in cookie** (password mode; OpenID Connect keeps its own login cookie). Its value is a random token
   and a signature keyed by the studio password: the database holds the token's hash with its expiry, so
   signing out (or its expiry) ends it at once in every tab, and changing the password ends them all.
-- **Back-off**: wrong passwords from one address slow that address's next attempts (and many failures from
-  everywhere slow everyone's), but a correct password is never refused: an attempt waits, then is checked.
-  Failures are counted in the database, so a restart does not reset them.
+- **Back-off**: a password is checked at once; a right one signs in without waiting. A wrong one is counted
+  and its answer held back, longer after each of that address's recent failures (and after many failures from
+  everywhere), the wrong answers of one address one after another, so parallel guesses gain nothing; an
+  address with MAX_IN_FLIGHT attempts in flight has further ones turned away unchecked. Failures are counted in
+  the database, so a restart does not reset them.
 - **Backend**: what the owner chose on Settings, stored per owner without any key; a key typed in the form
   must be typed again in a new session, and the app says so.
 """
@@ -27,9 +29,9 @@ from sqlalchemy.engine import Engine
 
 from db import owners as db
 from db.engine import get_session
+from db.redact import redact_url
 from services.auth import password_matches
 from services.config import BackendConfig, get_settings
-from db.redact import redact_url
 
 COOKIE = "cs_owner"
 SESSION_DAYS = 14
@@ -123,7 +125,16 @@ class Backoff:
 
 
 BACKOFF = Backoff()
-_LOCKS = [threading.Lock() for _ in range(64)]  # attempts from one address wait one after another
+# Attempts of one address in flight at once; more are turned away unchecked. A person signs in from one form
+# (two tabs at most); parallel guesses get at most this many checks ahead of the back-off.
+MAX_IN_FLIGHT = 4
+_state = threading.Lock()  # guards the two tables below, never held while waiting or querying
+_in_flight: dict[str, int] = {}
+_serial: dict[str, threading.Lock] = {}  # one per address with attempts in flight: its wrong answers wait in turn
+
+
+class TooManyAttempts(Exception):
+    """An address has MAX_IN_FLIGHT attempts in flight already: this one is not checked."""
 
 
 def client_id(address: str | None) -> str:
@@ -134,7 +145,7 @@ def client_id(address: str | None) -> str:
 def sign_in_delay(
     engine: Engine, address: str | None, *, now: datetime | None = None, policy: Backoff = BACKOFF
 ) -> float:
-    """Seconds the next attempt from this address waits before its password is checked."""
+    """Seconds the answer to the next wrong password from this address is held back."""
     now = now or _now()
     since = now - policy.window
     with get_session(engine) as s:
@@ -152,20 +163,35 @@ def attempt_sign_in(
     policy: Backoff = BACKOFF,
     sleep: Callable[[float], None] = time.sleep,
 ) -> bool:
-    """Check a typed password after the address's back-off; a wrong one is counted. A right one always
-    signs in (after the wait), however many wrong ones came before it."""
+    """Check a typed password at once: a right one signs in without waiting, whatever came before it from any
+    address; a wrong one is counted and its answer held back by the address's back-off, the wrong answers of
+    one address one after another (so parallel guesses do not share a wait). Raises TooManyAttempts, checking
+    nothing, when the address already has MAX_IN_FLIGHT attempts in flight."""
     client = client_id(address)
-    with _LOCKS[int(client[:8], 16) % len(_LOCKS)]:
-        wait = sign_in_delay(engine, address, policy=policy)
-        if wait > 0:
-            sleep(wait)
-        ok = password_matches(typed, password)
-        if not ok:
+    with _state:
+        if _in_flight.get(client, 0) >= MAX_IN_FLIGHT:
+            raise TooManyAttempts(
+                "Too many sign-in attempts at once from this address; wait for their answers, then try again."
+            )
+        _in_flight[client] = _in_flight.get(client, 0) + 1
+        serial = _serial.setdefault(client, threading.Lock())
+    try:
+        if password_matches(typed, password):
+            return True
+        with serial:
+            wait = sign_in_delay(engine, address, policy=policy)
             now = _now()
             with get_session(engine) as s:
                 db.add_sign_in_failure(session=s, client=client, at=now)
                 db.purge_sign_in_failures(session=s, before=now - 4 * policy.window)
-        return ok
+            if wait > 0:
+                sleep(wait)
+        return False
+    finally:
+        with _state:
+            _in_flight[client] -= 1
+            if not _in_flight[client]:
+                del _in_flight[client], _serial[client]
 
 
 # -- the owner's backend ---------------------------------------------------------------------------------

@@ -33,6 +33,9 @@ _DELIMITERS = {"csv": ",", "tsv": "\t"}
 
 
 MB = 1024 * 1024
+# Columns a table may have: a dataset has a handful (reference, candidate, id, judgments, metadata), and every
+# column becomes an option of each column picker on the Datasets page.
+MAX_COLUMNS = 1_000
 IMPORT_ADVICE = "Split it into smaller files and import each."  # what to do with a file over the limit
 _CHUNK = MB  # bytes read at a time from an input file
 
@@ -135,10 +138,16 @@ def delimited_records(text: str, delimiter: str, *, quoted: bool = True) -> tupl
     reader = csv.reader(
         io.StringIO(text, newline=""), delimiter=delimiter, quoting=csv.QUOTE_MINIMAL if quoted else csv.QUOTE_NONE
     )
+    first = text[: text.find("\n")] if "\n" in text else text
+    if not (quoted and '"' in first) and first.count(delimiter) >= MAX_COLUMNS:
+        # refused from the first line's delimiters, before the csv module builds a field for each
+        raise _too_many_columns(first.count(delimiter) + 1)
     try:
         header = [h.strip() for h in next(reader)]
     except (StopIteration, csv.Error) as exc:
         raise InputError(f"The file has no readable header row ({exc}).") from None
+    if len(header) > MAX_COLUMNS:  # a quoted header that runs over several lines
+        raise _too_many_columns(len(header))
     if not any(header):
         raise InputError("The first row (the header) is empty; the file needs a header naming its columns.")
     if len(set(header)) != len(header):
@@ -165,6 +174,19 @@ def delimited_records(text: str, delimiter: str, *, quoted: bool = True) -> tupl
             yield start, dict(zip(header, fields, strict=True)), None
 
     return header, rows()
+
+
+def _too_many_columns(n: int, what: str = "The header names") -> InputError:
+    return InputError(
+        f"{what} {n:,} columns; the limit is {MAX_COLUMNS:,}. Keep the columns to import (reference, candidate, "
+        "id, judgments) and save the file again."
+    )
+
+
+def check_columns(columns: list[str] | dict[str, object]) -> None:
+    """InputError when the rows of a JSON table name more keys, together, than MAX_COLUMNS."""
+    if len(columns) > MAX_COLUMNS:
+        raise _too_many_columns(len(columns), "The rows name at least")
 
 
 def records(text: str, fmt: TableFormat, *, quoted: bool = True) -> tuple[list[str] | None, Iterator[Record]]:

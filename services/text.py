@@ -109,22 +109,53 @@ def read_document(name: str, data: bytes) -> str:
     return text
 
 
+# A PDF's text is at most max_input_chars (200,000 by default): a few hundred pages of prose. More pages than
+# MAX_PDF_PAGES is refused from the page tree's count, before any page is read; text is extracted page by page
+# and the reading stops at the first page past the character limit.
+MAX_PDF_PAGES = 1_000
+
+
 def _read_pdf(name: str, data: bytes) -> str:
     from pypdf import PdfReader
     from pypdf.errors import PdfReadError
 
+    from services.config import get_settings
+
+    max_chars = get_settings().max_input_chars
     try:
         reader = PdfReader(io.BytesIO(data))
-        pages = [page.extract_text() or "" for page in reader.pages]
+        declared = reader.trailer["/Root"]["/Pages"].get("/Count", 0)
+        if isinstance(declared, int) and declared > MAX_PDF_PAGES:
+            raise _too_many_pages(name, f"{declared:,}")
+        pages: list[str] = []
+        n_chars = 0
+        for k, page in enumerate(reader.pages, 1):  # a count that understates the tree is caught here
+            if k > MAX_PDF_PAGES:
+                raise _too_many_pages(name, f"more than {MAX_PDF_PAGES:,}")
+            text = (page.extract_text() or "").strip()
+            n_chars += len(text) + (2 if text and pages else 0)  # with the blank line that joins the pages
+            if n_chars > max_chars:
+                raise InputError(
+                    f"{name} has more than {max_chars:,} characters of text by page {k:,}; the limit is "
+                    f"{max_chars:,} (about {max_chars // 4:,} tokens). Upload fewer pages or paste the part to check."
+                )
+            if text:
+                pages.append(text)
+    except InputError:
+        raise
     except PdfReadError as exc:
         raise InputError(f"{name} could not be read as a PDF ({_reason(exc)}).") from None
     except Exception as exc:  # a damaged file makes the parser fail in many ways; none is the user's to debug
         log.info("%s: PDF reader failed: %r", name, exc)
         raise InputError(f"{name} could not be read as a PDF: the file is damaged or not a PDF.") from None
-    text = "\n\n".join(p.strip() for p in pages if p.strip())
+    text = "\n\n".join(pages)
     if not text:
         raise InputError(f"{name} has no extractable text (a scanned PDF?). Paste the text instead.")
     return text
+
+
+def _too_many_pages(name: str, n: str) -> InputError:
+    return InputError(f"{name} has {n} pages; the limit is {MAX_PDF_PAGES:,}. Upload fewer pages or paste the text.")
 
 
 # What a .docx may unpack to, and hold. Its text is at most max_input_chars (200,000 by default), which Word

@@ -13,11 +13,11 @@ import logging
 import threading
 import time
 
+from db.redact import redact_logs
 from services.database import get_engine
 from services.jobs import batches
 from services.jobs import runner as jobrunner
 from services.jobs.queue import huey, submit
-from db.redact import redact_logs
 
 log = logging.getLogger("services.worker")
 
@@ -90,6 +90,8 @@ def main(argv: list[str] | None = None) -> int:
         help="only take batches from the queue (default: also join any batch in the database with items waiting)",
     )
     args = p.parse_args(argv)
+    if args.threads < 1:
+        p.error(f"--threads must be 1 or more, not {args.threads}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     redact_logs()  # the HTTP client logs each URL it calls, credentials and all
     get_engine()  # migrate before the first task
@@ -98,12 +100,34 @@ def main(argv: list[str] | None = None) -> int:
     join = None if args.no_join else Joiner(args.threads)
     threading.Thread(target=housekeeping, args=(stop,), kwargs={"join": join}, daemon=True, name="housekeeping").start()
     consumer = huey.create_consumer(workers=args.threads, worker_type="thread", periodic=False)
+    on_signal = consumer._handle_signal  # Huey's handler, installed when the consumer starts
+
+    def stop_batches(signum, frame) -> None:
+        # Before Huey's graceful shutdown joins its threads: the batches they run stop now, not when done.
+        threading.Thread(target=batches.shutdown, daemon=True, name="shutdown").start()
+        on_signal(signum, frame)
+
+    consumer._handle_signal = stop_batches
     try:
         consumer.run()
     finally:
         stop.set()
+        left = batches.shutdown()
+        log.info("worker stopped%s", "" if left else " (a batch was still leaving)")
     return 0
 
 
+def exit_now(code: int) -> None:
+    """Leave without waiting for request threads still open: their items were given back (batches.shutdown)
+    and the interpreter would otherwise join each one at exit, until its request ends."""
+    import os
+
+    from db.engine import dispose_all
+
+    dispose_all()
+    logging.shutdown()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    exit_now(main())

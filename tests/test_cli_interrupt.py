@@ -14,6 +14,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -161,3 +162,67 @@ def test_items_held_by_a_live_process_elsewhere_make_the_run_exit_nonzero(run_en
     assert "2 item(s) not evaluated" in err and "run the same command again" in err
     lines = [json.loads(x) for x in out.read_text().splitlines()]
     assert sum(line["error"] is None for line in lines) == N - 2
+
+
+def test_answers_in_flight_at_the_signal_are_kept_and_the_output_is_written(run_env, tmp_path, held, monkeypatch):
+    """SIGINT with calls in flight: nothing more is sent, the answers that arrive during the shutdown are
+    written with the finished results, the output file holds them, and the rerun asks only for the rest."""
+    pairs, db = run_env
+    server, fake = held
+    out = tmp_path / "out.jsonl"
+    proc = _start(pairs, out, fake.base_url)
+    try:
+        assert server.holding.wait(WAIT), "the run never reached the model"
+        deadline = time.monotonic() + WAIT
+        while server.seen < server.free + 3 and time.monotonic() < deadline:  # --concurrency 3 in flight, held
+            time.sleep(0.01)
+        in_flight_at_signal = server.seen
+        proc.send_signal(signal.SIGINT)
+        seen = []
+        for line in proc.stderr:  # the answers in flight are let go once the run has begun to stop
+            seen.append(line)
+            if "stopping" in line:
+                break
+        server.free = 10**9
+        server.release.set()
+        _, rest = proc.communicate(timeout=WAIT)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    err = "".join(seen) + rest
+    assert proc.returncode == 130, err
+    assert server.seen == in_flight_at_signal, "nothing was sent after the signal"
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    assert len(lines) == N
+    finished = [x for x in lines if x["error"] is None]
+    assert len(finished) == in_flight_at_signal, "every answer paid for is written"
+    assert all(x["error"] == "not evaluated (pending)" for x in lines if x["error"] is not None)
+    left = N - len(finished)
+    assert f"interrupted: {len(finished)} of {N} item(s) finished and written, {left} left" in err, err
+    assert _statuses(db) == {"done": len(finished), "pending": left}
+
+    monkeypatch.setenv("LLM_BASE_URL", fake.base_url)
+    assert cli.main(["evaluate", "--input", str(pairs), "--output", str(out)]) == 0
+    assert server.seen == N, "the rerun asked only for the items not answered: none twice"
+    assert [json.loads(x)["error"] for x in out.read_text().splitlines()] == [None] * N
+
+
+def test_a_changed_model_starts_a_new_batch_and_says_why(run_env, tmp_path, fake, monkeypatch, capsys):
+    pairs, _ = run_env
+    fake.responder = toy_judge(BAD, FIX)
+    monkeypatch.setenv("LLM_BASE_URL", fake.base_url)
+    engine = get_engine()
+    from services import headless
+    from services.config import backend_from_settings
+    from services.dcr import DCRConfig
+
+    first = headless.prepare(engine, path=pairs, backend=backend_from_settings(), cfg=DCRConfig(max_rounds=0))
+    monkeypatch.setenv("LLM_MODEL", "another-model")
+    out = tmp_path / "out.jsonl"
+    assert cli.main(["evaluate", "--input", str(pairs), "--output", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert f"batch {first.batch_id} over this file with the same settings used the model 'fake-model'" in err, err
+    assert "this run uses 'another-model', so it starts a new batch" in err
+    assert f"LLM_MODEL=fake-model resumes batch {first.batch_id}" in err
+    assert " resumed" not in err

@@ -15,9 +15,9 @@ from sqlalchemy.exc import OperationalError
 import cli
 from db import batches as db_batches
 from db.cache import BufferedSqlCache
-from services.database import get_engine
 from services import headless
 from services.config import backend_from_settings
+from services.database import get_engine
 from services.dcr import DCRConfig
 from services.errors import is_disk_full
 from tests.fakes import FakeOpenAIServer, toy_judge
@@ -77,14 +77,14 @@ def test_a_full_disk_names_data_dir_and_every_item_can_be_resumed(pairs, tmp_pat
 
         monkeypatch.setattr(db_batches, "write_results", write_results)
     else:
-        real_flush = BufferedSqlCache.flush
+        real_write = BufferedSqlCache.write
 
-        def flush(self, conn):
-            if full["on"] and self._pending:
+        def write(self, conn, taken):
+            if full["on"] and taken[0]:
                 raise error()
-            return real_flush(self, conn)
+            return real_write(self, conn, taken)
 
-        monkeypatch.setattr(BufferedSqlCache, "flush", flush)
+        monkeypatch.setattr(BufferedSqlCache, "write", write)
 
     assert cli.main(["evaluate", "--input", str(pairs), "--output", str(out)]) == 1
     err = capsys.readouterr().err

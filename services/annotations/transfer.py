@@ -138,7 +138,8 @@ def import_labels(
         by_external[str(r.external_id)].append(r)
 
     rejected: list[RejectedRow] = []
-    good: dict[tuple[int, str, int], dict[str, Any]] = {}  # (item, annotator, sentence) -> row; the last one wins
+    good: dict[tuple[int, str, int], dict[str, Any]] = {}  # (item, annotator, sentence) -> row
+    first_row: dict[tuple[int, str, int], int] = {}  # a repeat is rejected, naming the row that gave it first
     for row_no, rec, error in records:
         try:
             if error:
@@ -173,8 +174,14 @@ def import_labels(
                     f"the sentence text differs from sentence {sentence_idx} of item {external_id!r} "
                     f"(file: {given[:60]!r}, dataset: {str(sentences[sentence_idx])[:60]!r})"
                 )
+            key = (item_id, name, sentence_idx)
+            if first_row.setdefault(key, row_no) != row_no:
+                raise _Reject(
+                    f"annotator {name!r} labels sentence {sentence_idx} of item {external_id!r} again "
+                    f"(first on row {first_row[key]}); keep one row"
+                )
             note = rec.get("note")
-            good[(item_id, name, sentence_idx)] = {
+            good[key] = {
                 "item_id": item_id,
                 "name": name,
                 "sentence_idx": sentence_idx,

@@ -90,13 +90,18 @@ def _collect(
 ) -> ImportResult:
     items: list[ImportedItem] = []
     rejected: list[RejectedRow] = []
+    first_row: dict[str, int] = {}  # id -> the row that gave it first: batches, labels and cards key items by it
     for row, value, error in records:
         try:
             if error:
                 raise _Reject(error)
             if not isinstance(value, dict):
                 raise _Reject("not a JSON object")
-            items.append(_finish(make(row, value)))
+            item = _finish(make(row, value))
+            seen = first_row.setdefault(item.external_id, row)
+            if seen != row:
+                raise _Reject(f"id {item.external_id!r} repeats row {seen}; give each row its own id")
+            items.append(item)
         except _Reject as exc:
             rejected.append(RejectedRow(row, str(exc)))
     if not items:
@@ -279,7 +284,9 @@ def sniff_columns(data: bytes, fmt: TableFormat) -> list[str]:
     seen = 0
     for _row, value, error in tables.json_records(text):
         if error is None and isinstance(value, dict):
+            tables.check_columns(value)
             columns.update(dict.fromkeys(str(k) for k in value))
+            tables.check_columns(columns)
             seen += 1
             if seen >= 200:
                 break
@@ -450,7 +457,9 @@ def preview_rows(data: bytes, fmt: str, n: int = 5, width: int = 160) -> list[di
         records = tables.json_records(text)
     out: list[dict[str, str]] = []
     for row, value, error in records:
-        if error is None and isinstance(value, dict):
+        if error is None and isinstance(value, dict) and len(value) > tables.MAX_COLUMNS:
+            out.append({"row": str(row), "problem": f"{len(value):,} fields; the limit is {tables.MAX_COLUMNS:,}"})
+        elif error is None and isinstance(value, dict):
             cells = {str(k): v if isinstance(v, str) else json.dumps(v, ensure_ascii=False) for k, v in value.items()}
             out.append(
                 {"row": str(row), **{k: v if len(v) <= width else v[: width - 1] + "…" for k, v in cells.items()}}

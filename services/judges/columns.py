@@ -95,6 +95,14 @@ def import_column(
         ids = db.external_ids(session=session, dataset_id=dataset_id)
     if not ids:
         raise InputError(f"Dataset {dataset_id} has no items.")
+    rows_of: dict[str, list[int]] = {}
+    for k, r in enumerate(rows, 1):
+        rows_of.setdefault(str(r.get(id_column)), []).append(k)
+    repeated = [(i, ks) for i, ks in rows_of.items() if len(ks) > 1]
+    if repeated:  # two scores for one item: neither may silently win
+        shown = "; ".join(f"{i!r} on rows {', '.join(map(str, ks[:10]))}" for i, ks in repeated[:3])
+        more = f" (and {len(repeated) - 3} more)" if len(repeated) > 3 else ""
+        raise InputError(f"{filename}: ids repeat in {id_column!r}: {shown}{more}. Give each item one row.")
     out, unmatched, missing = [], 0, 0
     for k, r in enumerate(rows, 1):
         item = ids.get(str(r.get(id_column)))

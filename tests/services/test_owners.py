@@ -105,34 +105,85 @@ def test_failures_age_out_of_the_window(engine):
     assert owners.sign_in_delay(engine, "10.0.0.2", now=later) == 0
 
 
-def test_attempts_from_one_address_wait_one_after_another(engine):
-    """Parallel guesses from one address cannot share one wait: the second waits while the first sleeps."""
-    for _ in range(owners.BACKOFF.free):
-        owners.attempt_sign_in(engine, "10.0.0.3", "guess", PASSWORD, sleep=lambda _s: None)
+def _held_wrong_attempt(engine, address: str):
+    """Start a wrong attempt from `address` whose back-off wait is held until the returned event is set."""
     entered, release = threading.Event(), threading.Event()
-    order: list[str] = []
 
     def held_sleep(_seconds: float) -> None:
         entered.set()
         release.wait(10)
 
-    first = threading.Thread(
-        target=owners.attempt_sign_in, args=(engine, "10.0.0.3", "g1", PASSWORD), kwargs={"sleep": held_sleep}
+    t = threading.Thread(
+        target=owners.attempt_sign_in, args=(engine, address, "g1", PASSWORD), kwargs={"sleep": held_sleep}
     )
-    first.start()
-    assert entered.wait(10)
+    t.start()
+    assert entered.wait(10), "the wrong attempt is held by its back-off"
+    return t, release
+
+
+def test_a_right_password_never_waits_behind_a_held_wrong_one_from_the_same_address(engine):
+    for _ in range(owners.BACKOFF.free):
+        owners.attempt_sign_in(engine, "10.0.0.3", "guess", PASSWORD, sleep=lambda _s: None)
+    first, release = _held_wrong_attempt(engine, "10.0.0.3")
+    slept: list[float] = []
+    try:
+        assert owners.attempt_sign_in(engine, "10.0.0.3", PASSWORD, PASSWORD, sleep=slept.append)
+        assert first.is_alive(), "answered while the wrong attempt still waits"
+        assert slept == [], "a right password is never delayed"
+    finally:
+        release.set()
+        first.join(10)
+
+
+def test_wrong_attempts_from_one_address_are_answered_one_after_another(engine):
+    """Parallel guesses cannot share one wait: the second wrong answer waits while the first is held."""
+    for _ in range(owners.BACKOFF.free):
+        owners.attempt_sign_in(engine, "10.0.0.4", "guess", PASSWORD, sleep=lambda _s: None)
+    first, release = _held_wrong_attempt(engine, "10.0.0.4")
+    answers: list[bool] = []
     second = threading.Thread(
-        target=lambda: order.append(
-            str(owners.attempt_sign_in(engine, "10.0.0.3", PASSWORD, PASSWORD, sleep=lambda _s: None))
-        )
+        target=lambda: answers.append(owners.attempt_sign_in(engine, "10.0.0.4", "g2", PASSWORD, sleep=lambda _s: None))
     )
     second.start()
     second.join(0.5)
-    assert second.is_alive() and not order, "the second attempt waits for the first"
+    assert second.is_alive() and not answers, "the second wrong answer waits for the first"
     release.set()
     first.join(10)
     second.join(10)
-    assert order == ["True"]
+    assert answers == [False]
+
+
+def test_another_address_signs_in_at_once_whatever_one_address_failures(engine):
+    policy = owners.Backoff(free=2, free_all=3)  # one address's failures reach the shared limit too
+    for _ in range(6):
+        owners.attempt_sign_in(engine, "10.0.0.5", "guess", PASSWORD, policy=policy, sleep=lambda _s: None)
+    assert owners.sign_in_delay(engine, "10.0.0.6", policy=policy) > 0, "everyone's wrong answers are slowed"
+    first, release = _held_wrong_attempt(engine, "10.0.0.5")
+    slept: list[float] = []
+    try:
+        assert owners.attempt_sign_in(engine, "10.0.0.6", PASSWORD, PASSWORD, policy=policy, sleep=slept.append)
+        assert first.is_alive() and slept == [], "the other address's right password did not wait"
+    finally:
+        release.set()
+        first.join(10)
+
+
+def test_an_address_with_too_many_attempts_in_flight_has_more_turned_away_unchecked(engine, monkeypatch):
+    monkeypatch.setattr(owners, "MAX_IN_FLIGHT", 1)
+    for _ in range(owners.BACKOFF.free):
+        owners.attempt_sign_in(engine, "10.0.0.7", "guess", PASSWORD, sleep=lambda _s: None)
+    first, release = _held_wrong_attempt(engine, "10.0.0.7")
+    checked: list[tuple[str, str]] = []
+    monkeypatch.setattr(owners, "password_matches", lambda *a: checked.append(a) or False)
+    try:
+        with pytest.raises(owners.TooManyAttempts, match="Too many sign-in attempts at once"):
+            owners.attempt_sign_in(engine, "10.0.0.7", "g3", PASSWORD)
+        assert checked == [], "nothing was checked"
+    finally:
+        release.set()
+        first.join(10)
+    monkeypatch.undo()
+    assert owners.attempt_sign_in(engine, "10.0.0.7", PASSWORD, PASSWORD), "the slot is free again"
 
 
 # -- the stored backend -------------------------------------------------------------------------------------

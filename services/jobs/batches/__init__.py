@@ -42,7 +42,15 @@ from services.jobs.batches.status import (
     list_batches,
     progress,
 )
-from services.jobs.batches.work import RunStats, active_batches, backend_for, process_batch, settle, worker_endpoints
+from services.jobs.batches.work import (
+    RunStats,
+    active_batches,
+    backend_for,
+    process_batch,
+    settle,
+    shutdown,
+    worker_endpoints,
+)
 
 __all__ = [
     "JOBS",
@@ -84,6 +92,7 @@ __all__ = [
     "request_cancel",
     "round_record",
     "settle",
+    "shutdown",
     "worker_endpoints",
 ]
 

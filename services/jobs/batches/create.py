@@ -13,7 +13,7 @@ from db import batches as db_batches
 from db import datasets as db_datasets
 from db.models import Batch, BatchOptions
 from services import dcr
-from services.config import BackendConfig
+from services.config import BackendConfig, get_settings
 from services.errors import InputError
 from services.jobs.runner import JobTable
 from services.nli import paradigms as nli
@@ -95,7 +95,33 @@ def create_batch(
             session=session, data=batch, item_ids=item_ids, window=window, sample=sample, repeat_group=repeat_group
         )
         session.commit()
-        return batch_id
+    refuse_oversized(engine, batch_id)
+    return batch_id
+
+
+def too_long(what: str, n_chars: int, max_chars: int) -> str:
+    """Why an item over the input limit is not sent (the same limit as a single run's, MAX_INPUT_CHARS)."""
+    return (
+        f"the {what} is {n_chars:,} characters; the limit is {max_chars:,} (MAX_INPUT_CHARS, about "
+        f"{max_chars // 4:,} tokens): not sent. Shorten it or split it into several documents"
+    )
+
+
+def refuse_oversized(engine: Engine, batch_id: int) -> list[str]:
+    """Fail, before any call, the pending items whose reference or candidate is over max_input_chars; one
+    message per item, naming its id and the limit."""
+    max_chars = get_settings().max_input_chars
+    with engine.connect() as conn:
+        rows = db_batches.oversized_items(conn=conn, batch_id=batch_id, max_chars=max_chars)
+    messages, errors = [], []
+    for b_id, external_id, ref_chars, cand_chars in rows:
+        what, n = ("reference", ref_chars) if ref_chars > max_chars else ("candidate", cand_chars)
+        messages.append(f"item {external_id}: {too_long(what, int(n), max_chars)}")
+        errors.append({"b_id": b_id, "error": too_long(what, int(n), max_chars)})
+    if errors:
+        with engine.begin() as conn:
+            db_batches.fail_items(conn=conn, errors=errors)
+    return messages
 
 
 SUMM_NLI_MODES = ("auto", "score", "label")
@@ -177,7 +203,7 @@ def reopen(engine: Engine, batch_id: int, *, failed_too: bool = False) -> int:
     with Session(engine) as session:
         n = db_batches.reopen(session=session, batch_id=batch_id, failed_too=failed_too)
         session.commit()
-        return n
+    return n - len(refuse_oversized(engine, batch_id))  # a limit lowered since, or a failed item over it re-run
 
 
 def delete_batch(engine: Engine, batch_id: int) -> bool:

@@ -22,13 +22,14 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from db import batches as db_batches
+from db import reserve
 from db.cache import BufferedSqlCache
 from db.models import Batch, BatchPublic
 from services import dcr
 from services.config import BackendConfig, backend_from_record, check_base_url, get_settings
-from services.errors import InputError
+from services.errors import InputError, is_disk_full
 from services.jobs.batches.claims import LeaseLost, Leases, claim_leases, release_own
-from services.jobs.batches.create import JOBS, eq3_of, summ_nli_range
+from services.jobs.batches.create import JOBS, eq3_of, summ_nli_range, too_long
 from services.jobs.batches.items import ItemInput, load_inputs, process_item
 from services.jobs.runner import heartbeat_period, worker_id
 from services.llm import get_client
@@ -36,6 +37,22 @@ from services.llm import get_client
 log = logging.getLogger(__name__)
 
 FLUSH_EVERY = 0.25
+# On a stop (Ctrl-C, SIGTERM, a failed write): nothing more is sent, and the answers already asked for are
+# waited for this long, then written with the finished results, so a resumed run never pays for them again.
+DRAIN_SECONDS = 10.0
+# A worker told to leave (SIGTERM, SIGINT) waits less: a service manager kills it soon after.
+SHUTDOWN_DRAIN_SECONDS = 2.0
+_shutdown = threading.Event()  # set once for the whole process: every batch it works on stops
+
+
+def shutdown(timeout: float = SHUTDOWN_DRAIN_SECONDS + 3.0) -> bool:
+    """Stop every batch this process works on (nothing more sent; the answers in flight waited for, at most
+    SHUTDOWN_DRAIN_SECONDS, and written; the other items given back); True when all have left in `timeout`."""
+    _shutdown.set()
+    deadline = time.monotonic() + timeout
+    while active_batches() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not active_batches()
 
 
 def backend_for(batch: BatchPublic | Batch) -> BackendConfig:
@@ -133,11 +150,13 @@ def _process_batch(
         db_batches.mark_running(session=session, batch=b)
         session.commit()
     cache = BufferedSqlCache(engine, backend.model)
+    reserve.ensure(engine)  # room for the answers in flight, should the disk fill
     clients = [get_client(b, cache=cache, sample=sample) for b in endpoints]
     if cfg.uses_model:
         for c in clients:
             c.sdk()  # build the HTTP clients before the threads start
     turn = itertools.count()
+    limit = get_settings().max_input_chars
     leases = Leases(engine, wid)
     leases.beat()
     beat_every = heartbeat_period()
@@ -145,17 +164,29 @@ def _process_batch(
     last_flush = last_beat = last_cancel_check = time.monotonic()
     cancelled = False
     inflight: set[Future] = set()
+    stopping = threading.Event()  # set on a stop or a failed write: nothing more is sent
+    held: list[dict[str, Any]] = []  # results not written yet (a failed write keeps them for the next)
+
+    def before_send(bid: int) -> None:
+        if stopping.is_set() or _shutdown.is_set() or (stop is not None and stop.is_set()):  # before the loop sees it
+            raise LeaseLost(f"item {bid}: the batch is stopping; nothing more is sent for it")
+        leases.check(bid)
 
     def run(item: ItemInput) -> None:
         bid = item.batch_item_id
         attempt = leases.attempt(bid)
         # Every request for the item first checks that this worker still holds it.
         client = copy.copy(clients[next(turn) % len(clients)])
-        client.before_send = functools.partial(leases.check, bid)
+        client.before_send = functools.partial(before_send, bid)
         client.refresh = item.refresh  # a re-run of a failed item asks again and replaces its cached answer
+        texts = (("reference", item.reference), ("candidate", item.candidate))
+        over = [(what, len(t)) for what, t in texts if len(t) > limit]
         try:
             leases.check(bid)
-            out = process_item(client, item, cfg, window=window, score_range=score_range)
+            if over:  # never sent: the same bound as a single run's, whatever path made the batch
+                out = {"status": "failed", "error": too_long(*over[0], limit)}
+            else:
+                out = process_item(client, item, cfg, window=window, score_range=score_range)
         except LeaseLost as exc:
             log.info("batch %s: %s; its result is dropped", batch_id, exc)
             leases.release([bid])
@@ -166,16 +197,21 @@ def _process_batch(
         results.put((bid, out | {"attempt": attempt}))
 
     def flush() -> None:
-        rows = []
         while True:
             try:
                 bid, out = results.get_nowait()
             except queue.Empty:
                 break
-            rows.append({"b_id": bid, **out})
-        with engine.begin() as conn:
-            cache.flush(conn)
-            written = db_batches.write_results(conn=conn, rows=rows, wid=wid) if rows else []
+            held.append({"b_id": bid, **out})
+        taken = cache.take()
+        try:
+            with engine.begin() as conn:
+                cache.write(conn, taken)
+                written = db_batches.write_results(conn=conn, rows=held, wid=wid) if held else []
+        except BaseException:
+            cache.restore(taken)  # paid for: kept for the next write
+            raise
+        rows, held[:] = list(held), []
         leases.release([r["b_id"] for r in rows])
         if len(written) < len(rows):
             log.info("batch %s: %d result(s) dropped, their items taken over", batch_id, len(rows) - len(written))
@@ -184,13 +220,23 @@ def _process_batch(
         if written and on_progress:
             on_progress(len(written))
 
+    def drain() -> None:
+        """Send nothing more; wait, at most DRAIN_SECONDS, for the answers already asked for (once)."""
+        if stopping.is_set():
+            return
+        stopping.set()
+        for f in inflight:
+            f.cancel()  # an item not started yet stays unsent
+        wait(inflight, timeout=SHUTDOWN_DRAIN_SECONDS if _shutdown.is_set() else DRAIN_SECONDS)
+
     pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix=f"batch{batch_id}")
     leaving = False
     try:
         exhausted = False
         while True:
-            if stop is not None and stop.is_set():
-                leaving = True  # leave at once: what is in flight goes back to the queue below
+            if _shutdown.is_set() or (stop is not None and stop.is_set()):
+                leaving = True  # the answers in flight are written below; the rest goes back to the queue
+                drain()
                 break
             # Keep between one and two rounds of work queued; claim in large chunks (few transactions).
             if not cancelled and not exhausted and len(inflight) <= concurrency:
@@ -215,8 +261,14 @@ def _process_batch(
                 last_cancel_check = now
                 cancelled = JOBS.cancel_requested(engine, batch_id)
         flush()
-    except BaseException:
+    except BaseException as exc:
         leaving = True
+        drain()
+        if is_disk_full(exc) and reserve.release(engine):
+            try:
+                flush()  # in the room the reserve kept: the answers paid for are written
+            except Exception as again:
+                log.warning("batch %s: %d result(s) could not be written (%s)", batch_id, len(held), again)
         _give_back(engine, batch_id, wid, leases)  # every item not written can be claimed again
         raise
     finally:
