@@ -137,6 +137,47 @@ def test_a_new_session_says_a_typed_key_must_be_entered_again(open_page, judge):
     assert any("fake-model" in t for t in texts(again.sidebar.markdown)), "still the chosen endpoint"
 
 
+def test_the_key_warning_goes_once_the_endpoint_answers_without_one(open_page, judge):
+    """The owner typed a key, but the server needs none: after a call that went through without a key, no page
+    says the key must be entered again (the walk-through saw calls succeed under that red line)."""
+    click(endpoint_form(open_page, judge.base_url, key=SECRET), "Save")
+    again = open_page(SETTINGS)
+    assert any("Enter it again on **Settings**" in w for w in texts(again.sidebar.warning))
+    again = click(again, "Test connection")  # no key typed in this session: a keyless call, and it answers
+    assert any(s.startswith("Connected to") for s in texts(again.success)), texts(again.success)
+    assert (
+        "authorization" not in judge.request_headers[-1] or "not-needed" in judge.request_headers[-1]["authorization"]
+    )
+    again.switch_page(EVALUATE).run()
+    assert not again.exception
+    assert not any("Enter it again" in w for w in texts(again.sidebar.warning)), texts(again.sidebar.warning)
+    assert not any("entered again" in c for c in texts(again.caption))
+
+
+def test_the_key_warning_goes_when_the_environment_supplies_a_key(open_page, judge, monkeypatch):
+    click(endpoint_form(open_page, judge.base_url, key=SECRET), "Save")
+    again = open_page(EVALUATE)
+    assert any("Enter it again on **Settings**" in w for w in texts(again.sidebar.warning))
+    monkeypatch.setenv("LLM_API_KEY", "sk-from-the-environment")
+    again.run()
+    assert not again.exception
+    assert not any("Enter it again" in w for w in texts(again.sidebar.warning)), texts(again.sidebar.warning)
+
+
+def test_an_endpoint_that_refused_a_keyless_call_keeps_the_warning(open_page, judge):
+    from services.llm import keys
+
+    click(endpoint_form(open_page, judge.base_url, key=SECRET), "Save")
+    keys.remember(judge.base_url, asks=False)
+    again = open_page(EVALUATE)
+    assert not any("Enter it again" in w for w in texts(again.sidebar.warning))
+    judge.enqueue_status(401)
+    again = click(open_page(SETTINGS), "Test connection")
+    assert any("401" in e for e in texts(again.error)), texts(again.error)
+    again.switch_page(EVALUATE).run()
+    assert any("Enter it again on **Settings**" in w for w in texts(again.sidebar.warning))
+
+
 URL_KEY = "Zq7-base-url-credential-" + "p" * 10
 
 
