@@ -183,6 +183,14 @@ def settle(*, session: Session, batch_id: int) -> None:
     session.add(b)
 
 
+def failed_counts(*, session: Session) -> dict[int, int]:
+    """batch id -> failed items, for the batches that have any."""
+    rows = session.execute(
+        select(BatchItem.batch_id, func.count()).where(BatchItem.status == "failed").group_by(BatchItem.batch_id)
+    ).all()
+    return {int(b): int(n) for b, n in rows}
+
+
 def status_totals(*, session: Session, batch_id: int) -> list[Row]:
     """Per item state: (status, items, calls, cache hits, tokens)."""
     return list(

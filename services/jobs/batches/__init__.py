@@ -37,10 +37,12 @@ from services.jobs.batches.status import (
     Progress,
     batch_public,
     disagreements,
+    failed_counts,
     failed_items,
     items_frame,
     list_batches,
     progress,
+    status_text,
 )
 from services.jobs.batches.work import RunStats, active_batches, backend_for, process_batch, settle, worker_endpoints
 
@@ -65,6 +67,7 @@ __all__ = [
     "eq3_params",
     "heartbeat",
     "disagreements",
+    "failed_counts",
     "failed_items",
     "items_frame",
     "joinable",
@@ -84,6 +87,7 @@ __all__ = [
     "request_cancel",
     "round_record",
     "settle",
+    "status_text",
     "worker_endpoints",
 ]
 

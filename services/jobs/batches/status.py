@@ -36,6 +36,25 @@ class Progress:
     def finished(self) -> int:
         return self.done + self.failed
 
+    @property
+    def status_text(self) -> str:
+        """The batch's state in words: a batch that ended with failed items says how many."""
+        return status_text(self.batch.status, self.failed)
+
+
+def status_text(status: str, failed: int) -> str:
+    """ "done", or "finished with 36 failures" when items failed; other states as they are."""
+    if failed and status in ("done", "cancelled"):
+        said = "finished" if status == "done" else "cancelled"
+        return f"{said} with {failed:,} failure{'' if failed == 1 else 's'}"
+    return status
+
+
+def failed_counts(engine: Engine) -> dict[int, int]:
+    """batch id -> its failed items, for every batch with any."""
+    with Session(engine) as session:
+        return db_batches.failed_counts(session=session)
+
 
 def progress(engine: Engine, batch_id: int) -> Progress | None:
     """Counts by state, usage totals and an ETA from the throughput measured over a recent window."""
