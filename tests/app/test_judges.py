@@ -130,3 +130,20 @@ def test_create_share_link_makes_a_link_on_the_first_press(open_page):
     token = links[0].rsplit("=", 1)[1]
     assert reports.find_share(eng, token).kind == "judges"
     assert len(judges.list_panels(eng)) == 1
+
+
+def test_the_grid_shows_no_raw_none_for_the_offline_checkers_cost(open_page):
+    """The evidence checker has no price: its "USD / 1k" cell is empty (drawn as a dash), not the text "None"."""
+    eng = get_engine()
+    ds = labelled_dataset(eng, 30, n_labelled=15)
+    truth = truth_of(eng, ds)
+    add_judge(eng, ds, [0.9 if t else 0.2 for t in truth], method="evidence", model="offline")
+    priced = add_judge(eng, ds, [0.6] * 30, model="priced")
+    at = open_page(JUDGES)
+    at.number_input(key=f"jd_pin_{priced}").set_value(1.0)
+    at.number_input(key=f"jd_pout_{priced}").set_value(2.0).run()
+    assert not at.exception, at.exception
+    (grid,) = [d for d in at.dataframe if "judge" in d.value.columns and "labelled" in d.value.columns]
+    usd = grid.value["USD / 1k"]
+    assert usd.isna().sum() == 1 and usd.notna().sum() == 1
+    assert grid.proto.placeholder == "—"  # the grid draws a missing value as its placeholder, else as "None"
