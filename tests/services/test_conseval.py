@@ -585,7 +585,10 @@ def test_an_undefined_alpha_is_drawn_hatched_with_its_reason():
         }
     )
     bar = make_sc_figure(df).data[0]
-    assert list(bar.text) == ["n/a", "0.50"] and bar.marker.pattern.shape[0] == "x"
+    assert list(bar.text) == ["n/a", "0.50"]
+    assert bar.marker.pattern.shape[0] and not bar.marker.pattern.shape[1]
+    assert bar.y[0] > 0, "a bar of height zero draws no hatching: the undefined value must have a bar to hatch"
+    assert bar.y[1] == 0.5 and bar.error_y.array[0] is None
     assert "Every rating is the same" in bar.hovertext[0]
 
 
