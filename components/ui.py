@@ -50,7 +50,7 @@ CSS = """
 .cs-ev-contradict .cs-ev-role {color: #b02a2a;}
 .cs-checker {font-size: 0.85rem; margin-top: 4px; padding: 2px 6px; border-radius: 4px; border: 1px dashed #8a94a6;}
 .cs-checker.consistent {background: #f0f8f3;} .cs-checker.inconsistent {background: #fcf0f0;}
-.stElementContainer:has(.cs-cookie) {display: none;}
+.stElementContainer:has(.cs-cookie), .stElementContainer:has(.cs-script) {display: none;}
 .cs-flag {font-size: 0.85rem; margin-top: 4px; padding: 2px 6px; border-radius: 4px; background: #fff4d6;
   border: 1px solid #e0a800;}
 </style>
