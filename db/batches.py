@@ -25,13 +25,23 @@ RESULT_COLUMNS = (
     "n_unknown",
     "n_rounds",
     "calls",
+    "answered",
     "cache_hits",
     "prompt_tokens",
     "completion_tokens",
     "latency_ms",
     "result",
 )
-COUNT_COLUMNS = ("n_sentences", "n_unknown", "n_rounds", "calls", "cache_hits", "prompt_tokens", "completion_tokens")
+COUNT_COLUMNS = (
+    "n_sentences",
+    "n_unknown",
+    "n_rounds",
+    "calls",
+    "answered",
+    "cache_hits",
+    "prompt_tokens",
+    "completion_tokens",
+)
 
 
 # -- batches and their options ----------------------------------------------------------------------
@@ -57,6 +67,7 @@ def add_batch(
                 "n_unknown": 0,
                 "n_rounds": 0,
                 "calls": 0,
+                "answered": 0,
                 "cache_hits": 0,
                 "prompt_tokens": 0,
                 "completion_tokens": 0,
@@ -192,7 +203,8 @@ def failed_counts(*, session: Session) -> dict[int, int]:
 
 
 def status_totals(*, session: Session, batch_id: int) -> list[Row]:
-    """Per item state: (status, items, calls, cache hits, tokens)."""
+    """Per item state: (status, items, calls, cache hits, tokens, answered calls, items whose answered calls
+    were not counted, prompt tokens, completion tokens)."""
     return list(
         session.execute(
             select(
@@ -201,6 +213,10 @@ def status_totals(*, session: Session, batch_id: int) -> list[Row]:
                 func.coalesce(func.sum(BatchItem.calls), 0),
                 func.coalesce(func.sum(BatchItem.cache_hits), 0),
                 func.coalesce(func.sum(BatchItem.prompt_tokens + BatchItem.completion_tokens), 0),
+                func.coalesce(func.sum(BatchItem.answered), 0),
+                func.count().filter(BatchItem.answered.is_(None)),
+                func.coalesce(func.sum(BatchItem.prompt_tokens), 0),
+                func.coalesce(func.sum(BatchItem.completion_tokens), 0),
             )
             .where(BatchItem.batch_id == batch_id)
             .group_by(BatchItem.status)

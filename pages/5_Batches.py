@@ -219,9 +219,17 @@ def live(batch_id: int) -> None:
             else "Measured once a few items have finished in the last two minutes."
         ),
     )
-    m[4].metric("Calls", f"{p.calls:,}", help="Requests sent to the model")
-    m[5].metric("Cache hits", f"{p.cache_hits:,}")
+    answered, retries = estimates.calls_text(p.calls, p.answered)
+    m[4].metric("Answered calls", answered, help=f"Requests the model answered, of {p.calls:,} sent")
+    m[5].metric(
+        "Retries",
+        retries,
+        help="Requests sent again or failed: refused connections, timeouts, error statuses (cache hits: "
+        f"{p.cache_hits:,}, no request)",
+    )
     m[6].metric("Tokens", f"{p.tokens:,}")
+    if b.status in ("done", "cancelled"):
+        st.caption(p.spent(backend).summary())
     if b.status in ("queued", "running") and not batches.live_workers(eng):
         st.info("Waiting for a worker. The app starts one; it resumes unfinished items within a minute.")
     a = st.container(horizontal=True)

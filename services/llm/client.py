@@ -271,6 +271,7 @@ class LLMClient:
                 raise describe_error(exc, self.backend, self.public_url) from exc
             finally:
                 rec.requests += self._sent.n
+            rec.answered = (rec.answered or 0) + 1  # the SDK's retries inside it are requests, not answers
             self._seen_key_need(None)
             if schema is not None:
                 self._remember_mode(mode)
