@@ -18,7 +18,6 @@ from components.dcr_views import (
     rounds_frame,
 )
 from components.evidence_views import render_checker_calibration, render_checker_lead
-from services.figures.nli import ALL_METHOD_LABELS, method_name
 from components.nli_views import render_comparison
 from components.ui import demo_notice, engine, page_setup, render_backend_line
 from services import estimates, runs
@@ -33,6 +32,7 @@ from services.dcr import (
     DCRConfig,
 )
 from services.errors import InputError
+from services.figures.nli import ALL_METHOD_LABELS, method_name
 from services.nli import paradigms as nli
 from services.samples import load_samples
 from services.text import SUPPORTED_UPLOADS, read_document
@@ -415,7 +415,12 @@ if run_id is not None:
     if lead:
         render_checker_lead(rnd.evaluation, found, noun=REFERENCE_NOUN.get(r.task, "reference"))
         st.caption("The demo model's run in detail:")
-    render_score(rnd.evaluation, detail.usage, checker=r.method == "evidence")
+    render_score(
+        rnd.evaluation,
+        detail.usage,
+        checker=r.method == "evidence",
+        spent=runs.spent(detail, backend) if r.status != "running" else None,
+    )
     undecided_said = render_no_verdict(
         rnd.evaluation, embedded=r.backend_kind == "embedded", checker_shown=lead, checker=r.method == "evidence"
     )

@@ -14,12 +14,12 @@ from db import runs as db_runs
 from db.cache import SqlCache
 from db.engine import get_session
 from db.models import MethodResultPublic, RunCreate
-from services import dcr
-from services.run_records import RunDetail, load_run, save_round, save_usage
+from services import dcr, estimates
 from services.config import BackendConfig, get_settings
 from services.errors import InputError
 from services.llm import UsageLedger, get_client
 from services.nli import paradigms as nli
+from services.run_records import RunDetail, load_run, save_round, save_usage
 from services.text import check_pair, estimate_tokens
 
 log = logging.getLogger(__name__)
@@ -277,6 +277,19 @@ def final_text(detail: RunDetail) -> str:
 def delivered(detail: RunDetail) -> dcr.Delivered:
     """What the run delivers: the final text, the score of the round that judged exactly it, the rewrites left out."""
     return dcr.delivered(detail.rounds)
+
+
+def spent(detail: RunDetail, prices: BackendConfig) -> estimates.Spent:
+    """What a run actually used: its tokens at the prices set on Settings for its model (`prices`: in use)."""
+    r, u = detail.run, detail.usage or {}
+    return estimates.spent(
+        prices,
+        model=r.model,
+        base_url=r.base_url,
+        kind=r.backend_kind,
+        input_tokens=int(u.get("prompt_tokens", 0)),
+        output_tokens=int(u.get("completion_tokens", 0)),
+    )
 
 
 def connection_check(backend: BackendConfig) -> tuple[bool, str]:

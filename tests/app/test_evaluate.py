@@ -58,6 +58,26 @@ def test_evaluate_shows_sentence_verdicts_and_saves_the_run(open_page, judge):
     assert len(judge.requests) == 1
 
 
+def test_a_run_shows_answered_calls_apart_from_retries_and_what_it_cost(open_page, judge, monkeypatch):
+    """A 503 the client sends again is a retry, not a call the model answered; the cost is the run's tokens at
+    the prices set on Settings for its model."""
+    monkeypatch.setenv("LLM_MAX_RETRIES", "2")
+    monkeypatch.setenv("LLM_PRICE_INPUT_PER_MILLION", "2")
+    monkeypatch.setenv("LLM_PRICE_OUTPUT_PER_MILLION", "10")
+    judge.enqueue_status(503, headers={"retry-after": "0"})
+    at = evaluate(open_page)
+    assert not at.exception and not at.error, texts(at.error)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Answered calls (run)"] == "1"
+    assert any(c.startswith("Retries: 1 request(s)") for c in texts(at.caption)), texts(at.caption)
+    u = runs.load(services.database.get_engine(), 1).usage
+    assert (u["calls"], u["answered"], u["retries"]) == (2, 1, 1)
+    usd = (u["prompt_tokens"] * 2 + u["completion_tokens"] * 10) / 1e6
+    (cost,) = [c for c in texts(at.caption) if c.startswith("Cost:")]
+    assert f"{u['prompt_tokens']:,} input + {u['completion_tokens']:,} output tokens at $2 / $10 per million" in cost
+    assert (f"${usd:,.2f}" if usd >= 0.005 else "under $0.01") in cost
+
+
 def test_close_returns_to_an_empty_page(open_page, judge):
     at = evaluate(open_page)
     at = click(at, "Close")
@@ -216,7 +236,8 @@ def test_evidence_checker_run_calls_no_model_and_offers_no_improve(open_page):
     assert "&#x27;1999&#x27; does not appear in the article</div>" in cards  # the checker's finding
     assert "article #2 · " in cards and "“It was completed in 1889 for the World&#x27;s Fair.”" in cards
     assert score(at) == "0.667"
-    assert next(m.value for m in at.metric if m.label == "Model calls (run)") == "0"
+    assert next(m.value for m in at.metric if m.label == "Answered calls (run)") == "0"
+    assert "Cost: nothing (no token was sent to a model)." in texts(at.caption)
     subtitle = next(c for c in texts(at.caption) if c.startswith("offline evidence checker ("))
     assert "Evidence checker (offline" not in subtitle and "converter" not in subtitle, subtitle
     assert not any("Demo judge" in w for w in texts(at.warning)), "no model is used: no demo-model banner"
