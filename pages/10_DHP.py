@@ -292,6 +292,19 @@ def runs_live(sid: int) -> None:
         head[0].markdown(f"**Run #{r.id} · {r.model}** · r = {r.repeats} · status **{r.status}**")
         frac = (r.n_done / r.n_total) if r.n_total else 0.0
         box.progress(min(1.0, frac), text=f"{r.n_done} of {r.n_total} scores · {r.n_failed} failed")
+        answered, retries = estimates.calls_text(r.calls, r.answered)
+        line = f"Model calls: {answered} answered · {retries} retries · {r.cache_hits or 0:,} from the cache"
+        if r.status in ("done", "failed", "cancelled"):
+            spent = estimates.spent(
+                backend,
+                model=r.model,
+                base_url=r.base_url,
+                kind=r.backend_kind,
+                input_tokens=r.prompt_tokens,
+                output_tokens=r.completion_tokens,
+            )
+            line += " · " + spent.summary()
+        box.caption(line)
         if r.error:
             box.error(r.error)
         if r.status in ("queued", "running") and head[1].button("Cancel", key=f"dhp_cancel_{r.id}"):

@@ -184,6 +184,10 @@ def test_a_study_end_to_end(engine, fake, backend):
     assert st.status == "done", st.error
     n_calls = 6 * 7 * 2 * (3 + 1)
     assert st.n_planned == n_calls and st.n_done == n_calls and st.calls == n_calls
+    assert st.answered == n_calls and st.prompt_tokens > 0 and st.completion_tokens > 0  # for its actual cost
+    priced = backend.with_changes(price_input_per_million=1.0, price_output_per_million=4.0)
+    spent = ce.study_spent(st, priced)
+    assert spent.cost_usd == pytest.approx((st.prompt_tokens * 1.0 + st.completion_tokens * 4.0) / 1e6)
     temps = sorted({r["temperature"] for r in fake.requests})
     assert temps == [0.0, 1.0]
     assert all(r["max_tokens"] == cfg.max_tokens for r in fake.requests)
