@@ -522,6 +522,27 @@ if run_id is not None:
             + " Copy it with the button in the box's corner."
         )
         st.code(final, language=None, wrap_lines=True)
+        if not out.judged and r.status != "running":
+            n_calls = runs.delivered_calls(detail)
+            st.caption(
+                f"Scoring the delivered text judges it once more with this run's evaluator: "
+                f"**{n_calls} more model call{'' if n_calls == 1 else 's'}**, saved in this run as round "
+                f"{out.last_round + 1} (no rewrite is proposed)."
+            )
+            if st.button(
+                "Score the delivered text",
+                type="primary",
+                icon=":material/grading:",
+                key=f"ev_score_delivered_{r.id}",
+                help="One more evaluation inside this run, of the text with the accepted rewrites only.",
+            ):
+                with st.spinner("Judging the delivered text…"):
+                    try:
+                        runs.score_delivered(eng, backend, r.id)
+                    except InputError as exc:
+                        st.error(str(exc))
+                    else:
+                        st.rerun()
         fc = st.container(horizontal=True)
         fc.download_button(
             "Download .txt", final, file_name=f"run-{r.id}-final.txt", mime="text/plain", icon=":material/download:"

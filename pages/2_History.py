@@ -166,7 +166,9 @@ def _details(run_id: int, annotate: bool = False) -> None:
             )
     if d.rounds:
         out = runs.delivered(d)
-        if out.left_out:  # the last round judged rewrites that were rejected: its score is not the delivered text's
+        # The last round judged rewrites that were rejected: its score is not the delivered text's (unless it is
+        # the round that scored the delivered text after the review).
+        if out.left_out and out.judged_round != out.last_round:
             st.caption("Scores per round below; the last round's text is not the delivered text.")
         else:
             render_score(
