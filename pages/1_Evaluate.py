@@ -521,6 +521,8 @@ if run_id is not None:
             + out.score_note()
             + " Copy it with the button in the box's corner."
         )
+        if out.scored_after_review and out.z_hat is not None:
+            st.metric("Score Ẑ of the delivered text", f"{out.z_hat:.3f}", help=out.score_note())
         st.code(final, language=None, wrap_lines=True)
         if not out.judged and r.status != "running":
             n_calls = runs.delivered_calls(detail)

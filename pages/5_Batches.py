@@ -220,7 +220,7 @@ def live(batch_id: int) -> None:
         ),
     )
     answered, retries = estimates.calls_text(p.calls, p.answered)
-    m[4].metric("Answered calls", answered, help=f"Requests the model answered, of {p.calls:,} sent")
+    m[4].metric("Answered", answered, help=f"Model calls answered, of {p.calls:,} requests sent")
     m[5].metric(
         "Retries",
         retries,

@@ -55,7 +55,7 @@ def test_starting_a_batch_runs_it_and_shows_progress_and_items(open_page, judge)
     assert p is not None and p.done == 4 and p.batch.status == "done"
     assert len(judge.requests) == 4
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics["Done"] == "4" and metrics["Failed"] == "0" and metrics["Answered calls"] == "4"
+    assert metrics["Done"] == "4" and metrics["Failed"] == "0" and metrics["Answered"] == "4"
     assert metrics["Retries"] == "0"
     assert any("Batch #1" in m for m in texts(at.markdown))
 

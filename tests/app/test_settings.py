@@ -201,3 +201,13 @@ def test_the_base_url_field_hides_url_credentials_and_keeps_them_when_left_alone
     next(t for t in at.text_input if t.label == "Base URL").input(judge.base_url + "/")
     at = click(at, "Save")
     assert at.session_state[BACKEND_KEY]["base_url"] == judge.base_url
+
+
+def test_the_test_connection_outcome_outlives_the_next_rerun(open_page, judge):
+    """A rerun right after the press (another widget, the sign-in cookie's round trip) wiped the outcome: the
+    first press seemed to do nothing. It stays until the form is sent with other fields."""
+    at = click(endpoint_form(open_page, judge.base_url), "Test connection")
+    assert any(s.startswith("Connected to") for s in texts(at.success))
+    at.run()  # a rerun that is not the button's
+    assert not at.exception
+    assert any(s.startswith("Connected to") for s in texts(at.success)), texts(at.success)
