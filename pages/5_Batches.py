@@ -165,6 +165,7 @@ ev = st.dataframe(
     placeholder="—",  # an empty cell (no window, not a repeat) reads as a dash, not "None"
     on_select="rerun",
     selection_mode="single-row",
+    column_config={"status": st.column_config.TextColumn("status", width="medium")},  # "finished with 36 failures"
     key="ba_table",
 )
 if ev and ev.selection and ev.selection.rows:
