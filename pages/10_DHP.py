@@ -19,8 +19,11 @@ batch_worker()
 VIEWS = ["Texts", "Benchmark", "Results", "Expert survey", "Tasks"]
 for key, default in {"dhp_flash": None, "dhp_set": None, "dhp_survey": None}.items():
     st.session_state.setdefault(key, default)
-if st.query_params.get("view") in VIEWS and "dhp_view" not in st.session_state:
-    st.session_state.dhp_view = st.query_params["view"]
+# A link to a view (?view=Expert survey, from the Survey page) opens it, also in a session that has been here:
+# the URL names a view other than the one this page last wrote into it.
+view_param = st.query_params.get("view")
+if view_param in VIEWS and view_param != st.session_state.get("dhp_view_written"):
+    st.session_state.dhp_view = view_param
 st.session_state.setdefault("dhp_view", "Texts")
 
 
@@ -60,7 +63,7 @@ with top[1]:
     view.render_task_summary(task)
 
 section = st.segmented_control("Section", VIEWS, key="dhp_view", label_visibility="collapsed") or "Texts"
-st.query_params["view"] = section
+st.query_params["view"] = st.session_state.dhp_view_written = section
 
 sets = dhp.sets(engine(), task_key)
 set_ids = [x.id for x in sets]
