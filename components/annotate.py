@@ -104,6 +104,16 @@ def _verdict_html(v: HasVerdict, mine: SentenceLabelPublic | None) -> str:
     )
 
 
+def release_focus() -> None:
+    """Take the focus off the field that holds it (the name picker, once a name is picked): the label shortcuts
+    ignore keys typed into a field, so until the page was clicked 1, 2 and N did nothing."""
+    st.html(
+        '<span class="cs-script" hidden></span><script>'
+        "const el = document.activeElement; if (el && el !== document.body) { el.blur(); }</script>",
+        unsafe_allow_javascript=True,
+    )
+
+
 def render_sentence_labeller(
     engine: Engine,
     *,

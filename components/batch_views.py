@@ -10,6 +10,31 @@ from services import metaeval
 from services.jobs import batches
 from services.jobs.batches import FailedItem
 
+BAR_COLOURS = {"done": "#2e9d5b", "failed": "#d13c3c", "pending": "#dde1e7"}
+
+
+def progress_line(done: int, failed: int, pending: int, total: int) -> str:
+    """The counts under the bar, each apart: a full bar of failures must not read as finished."""
+    return f"{done:,} done · {failed:,} failed · {pending:,} pending, of {total:,} items"
+
+
+def render_progress(done: int, failed: int, pending: int, total: int) -> None:
+    """A stacked bar (done green, failed red, pending grey) and the counts under it."""
+    parts = [(k, n) for k, n in (("done", done), ("failed", failed), ("pending", pending)) if n > 0]
+    segs = "".join(
+        f'<div title="{n:,} {k}" style="width:{100 * n / total:.3f}%;background:{BAR_COLOURS[k]}"></div>'
+        for k, n in parts
+        if total
+    )
+    st.html(
+        '<div class="cs-bar" role="img" aria-label="'
+        + progress_line(done, failed, pending, total)
+        + '" style="display:flex;height:10px;border-radius:5px;overflow:hidden;background:#dde1e7">'
+        + segs
+        + "</div>"
+    )
+    st.caption(progress_line(done, failed, pending, total))
+
 
 def render_failed_answers(failed: list[FailedItem], *, key: str) -> None:
     """Pick a failed item and read why it failed and what the model answered, as written."""

@@ -8,9 +8,11 @@ import math
 import pandas as pd
 import streamlit as st
 
-from services.figures.conseval import make_ic_figure, make_matrix_figure, make_radar_figure, make_sc_figure
 from services import conseval as ce
+from services.config import BackendConfig
+from services.estimates import calls_text
 from services.export import frame_csv
+from services.figures.conseval import make_ic_figure, make_matrix_figure, make_radar_figure, make_sc_figure
 
 KIND_LABELS = {
     "SC": "Self-consistency",
@@ -66,8 +68,9 @@ def show_table(df: pd.DataFrame) -> None:
         st.caption(f"Note {i}: {n}")
 
 
-def render_progress(study: ce.ConsevalStudyPublic) -> None:
-    """Status, answers done of planned, calls and cache hits."""
+def render_progress(study: ce.ConsevalStudyPublic, prices: BackendConfig | None = None) -> None:
+    """Status, answers done of planned, answered calls and retries, cache hits; once ended, what it cost
+    (`prices`: the backend in use, whose prices are set on Settings)."""
     done, planned = study.n_done, max(1, study.n_planned)
     label = {
         "queued": "Waiting for the worker",
@@ -77,12 +80,16 @@ def render_progress(study: ce.ConsevalStudyPublic) -> None:
         "cancelled": "Cancelled",
     }.get(study.status, study.status)
     st.progress(min(1.0, done / planned), text=f"{label} · {done:,} of {study.n_planned:,} answers")
-    m = st.columns(4)
+    m = st.columns(5)
     m[0].metric("Answers", f"{done:,}")
-    m[1].metric("Model calls", f"{study.calls:,}")
-    m[2].metric("Cache hits", f"{study.cache_hits:,}")
+    answered, retries = calls_text(study.calls, study.answered)
+    m[1].metric("Answered calls", answered, help=f"Requests the model answered, of {study.calls:,} sent")
+    m[2].metric("Retries", retries, help="Requests sent again or failed (refused connections, timeouts, errors)")
+    m[3].metric("Cache hits", f"{study.cache_hits:,}")
     missing = (study.results or {}).get("missing") or {}
-    m[3].metric("Unreadable / off-scale", f"{missing.get('missing', 0):,}" if study.results else "–")
+    m[4].metric("Unreadable / off-scale", f"{missing.get('missing', 0):,}" if study.results else "–")
+    if prices is not None and study.status in ("done", "failed", "cancelled"):
+        st.caption(ce.study_spent(study, prices).summary())
     if study.error:
         st.error(study.error)
 

@@ -7,10 +7,11 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from services.figures.dcr import make_rounds_figure, rounds_frame  # noqa: F401 - the views' public names
 from services.dcr import REFERENCE_NOUN, Delivered, Evaluation, Round, evidence
 from services.dcr.evidence import SentenceEvidence, Span
 from services.disagreement import Disagreement, disagreements
+from services.estimates import Spent, calls_text
+from services.figures.dcr import make_rounds_figure, rounds_frame  # noqa: F401 - the views' public names
 from services.text import diff_html
 
 VERDICT_ICON = {"consistent": "✓", "inconsistent": "✗", "unknown": "?"}
@@ -144,7 +145,14 @@ def sentence_cards_html(
     return "".join(cards)
 
 
-def render_score(ev: Evaluation, usage: dict | None = None, *, compact: bool = False, checker: bool = False) -> None:
+def render_score(
+    ev: Evaluation,
+    usage: dict | None = None,
+    *,
+    compact: bool = False,
+    checker: bool = False,
+    spent: Spent | None = None,
+) -> None:
     """Z^ with k, alpha, beta and how many sentences were judged; `compact` for a half-width column; `checker`:
     the run is the offline evidence checker's, whose unjudged sentences are ones it abstained on."""
     undecided = "left undecided by the evidence" if checker else "could not be judged"
@@ -172,16 +180,26 @@ def render_score(ev: Evaluation, usage: dict | None = None, *, compact: bool = F
         "both to 0), plus Appendix E.4's offsets for reasons that judge no single sentence."
     )
     tokens = f"{usage.get('prompt_tokens', 0) + usage.get('completion_tokens', 0):,}" if usage is not None else ""
+    answered, retries = calls_text(usage.get("calls", 0), usage.get("answered")) if usage is not None else ("—", "—")
+    calls_help = (
+        f"Requests the model answered, all rounds ({usage.get('calls', 0):,} sent; retries, sent again after a "
+        f"refused connection, a timeout or an error status: {retries}; cache hits: {usage.get('cache_hits', 0)})"
+        if usage is not None
+        else "Model calls, all rounds"
+    )
     if compact:  # five tiles in half a page cut their numbers short: the rest goes in a line below
-        cols[2].metric("Calls", usage.get("calls", 0) if usage is not None else "—", help="Model calls, all rounds")
-        st.caption(f"k · α · β = {kab}" + (f" · {tokens} tokens" if tokens else ""), help=kab_help)
+        cols[2].metric("Answered calls", answered, help=calls_help)
+        extra = f" · {retries} retries" if usage is not None and retries not in ("0", "—") else ""
+        st.caption(f"k · α · β = {kab}" + (f" · {tokens} tokens" if tokens else "") + extra, help=kab_help)
     else:
         cols[2].metric("k · α · β", kab, help=kab_help)
     if usage is not None and not compact:
-        cols[3].metric(
-            "Model calls (run)", usage.get("calls", 0), help=f"All rounds; cache hits: {usage.get('cache_hits', 0)}"
-        )
+        cols[3].metric("Answered calls (run)", answered, help=calls_help)
         cols[4].metric("Tokens (run)", tokens)
+        if retries not in ("0", "—"):
+            st.caption(f"Retries: {retries} request(s) sent again or failed, beside the {answered} answered.")
+    if spent is not None:
+        st.caption(spent.summary())
     if ev.n_unknown and ev.n_judged:  # none judged at all: render_no_verdict says why and what to do
         st.caption(
             f":orange[{ev.n_unknown} sentence(s) {undecided}, so there is no score; the partial score rests "

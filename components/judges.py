@@ -99,6 +99,7 @@ def render_cards(cards: Sequence[JudgeCard]) -> None:
     st.dataframe(
         frame.style.apply(lambda df: _highlight(df, best), axis=None).format(precision=3, na_rep="—"),
         hide_index=True,
+        placeholder="—",  # a measure a judge has none of (the offline checker's cost) reads "—", not "None"
         column_config={
             "judge": st.column_config.TextColumn("judge", width="medium"),
             "labelled": st.column_config.NumberColumn(

@@ -9,9 +9,11 @@ import streamlit as st
 from pydantic import SecretStr
 
 from components import access
-from services.database import get_engine
+from db.redact import split_userinfo
 from services import owners
 from services.config import EMBEDDED_MODEL_NAME, BackendConfig, backend_from_settings, get_settings
+from services.database import get_engine
+from services.llm import keys as llm_keys
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +50,7 @@ CSS = """
 .cs-ev-contradict .cs-ev-role {color: #b02a2a;}
 .cs-checker {font-size: 0.85rem; margin-top: 4px; padding: 2px 6px; border-radius: 4px; border: 1px dashed #8a94a6;}
 .cs-checker.consistent {background: #f0f8f3;} .cs-checker.inconsistent {background: #fcf0f0;}
-.stElementContainer:has(.cs-cookie) {display: none;}
+.stElementContainer:has(.cs-cookie), .stElementContainer:has(.cs-script) {display: none;}
 .cs-flag {font-size: 0.85rem; margin-top: 4px; padding: 2px 6px; border-radius: 4px; background: #fff4d6;
   border: 1px solid #e0a800;}
 </style>
@@ -82,8 +84,15 @@ def restore_backend(eng) -> None:
 
 
 def key_missing(backend: BackendConfig) -> bool:
-    """The restored backend needs a key (or URL credentials) that was typed in an earlier session."""
-    return not backend.is_embedded and bool(st.session_state.get(NEEDS_KEY)) and not st.session_state.get(API_KEY_KEY)
+    """A call would lack a key the endpoint asks for: none is set (typed, environment, secrets, URL) and the
+    endpoint refused a keyless call with 401, or, not called without one yet in this process, the owner had
+    typed a key for it in an earlier session. An endpoint seen answering without a key needs none."""
+    if backend.is_embedded or backend.api_key is not None or split_userinfo(backend.base_url or "")[1]:
+        return False
+    asks = llm_keys.asks_for_key(backend.public_url)
+    if asks is not None:
+        return asks
+    return bool(st.session_state.get(NEEDS_KEY))
 
 
 KEY_MISSING = (

@@ -25,13 +25,23 @@ RESULT_COLUMNS = (
     "n_unknown",
     "n_rounds",
     "calls",
+    "answered",
     "cache_hits",
     "prompt_tokens",
     "completion_tokens",
     "latency_ms",
     "result",
 )
-COUNT_COLUMNS = ("n_sentences", "n_unknown", "n_rounds", "calls", "cache_hits", "prompt_tokens", "completion_tokens")
+COUNT_COLUMNS = (
+    "n_sentences",
+    "n_unknown",
+    "n_rounds",
+    "calls",
+    "answered",
+    "cache_hits",
+    "prompt_tokens",
+    "completion_tokens",
+)
 
 
 # -- batches and their options ----------------------------------------------------------------------
@@ -57,6 +67,7 @@ def add_batch(
                 "n_unknown": 0,
                 "n_rounds": 0,
                 "calls": 0,
+                "answered": 0,
                 "cache_hits": 0,
                 "prompt_tokens": 0,
                 "completion_tokens": 0,
@@ -183,8 +194,17 @@ def settle(*, session: Session, batch_id: int) -> None:
     session.add(b)
 
 
+def failed_counts(*, session: Session) -> dict[int, int]:
+    """batch id -> failed items, for the batches that have any."""
+    rows = session.execute(
+        select(BatchItem.batch_id, func.count()).where(BatchItem.status == "failed").group_by(BatchItem.batch_id)
+    ).all()
+    return {int(b): int(n) for b, n in rows}
+
+
 def status_totals(*, session: Session, batch_id: int) -> list[Row]:
-    """Per item state: (status, items, calls, cache hits, tokens)."""
+    """Per item state: (status, items, calls, cache hits, tokens, answered calls, items whose answered calls
+    were not counted, prompt tokens, completion tokens)."""
     return list(
         session.execute(
             select(
@@ -193,6 +213,10 @@ def status_totals(*, session: Session, batch_id: int) -> list[Row]:
                 func.coalesce(func.sum(BatchItem.calls), 0),
                 func.coalesce(func.sum(BatchItem.cache_hits), 0),
                 func.coalesce(func.sum(BatchItem.prompt_tokens + BatchItem.completion_tokens), 0),
+                func.coalesce(func.sum(BatchItem.answered), 0),
+                func.count().filter(BatchItem.answered.is_(None)),
+                func.coalesce(func.sum(BatchItem.prompt_tokens), 0),
+                func.coalesce(func.sum(BatchItem.completion_tokens), 0),
             )
             .where(BatchItem.batch_id == batch_id)
             .group_by(BatchItem.status)

@@ -3,6 +3,7 @@ annotator labels, and saved judge comparisons (keyword-only, `*, session`, typed
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -121,19 +122,33 @@ def get_panel(*, session: Session, panel_id: int) -> JudgePanelPublic | None:
     return JudgePanelPublic.model_validate(row) if row else None
 
 
+def _choice(row: JudgePanel) -> str:
+    """A saved comparison's choice (dataset, judges, options) as one comparable string."""
+    return json.dumps([row.dataset_id, list(row.batch_ids), dict(row.options)], sort_keys=True)
+
+
 def list_panels(*, session: Session, limit: int = 200) -> list[JudgePanelPublic]:
-    """Saved comparisons, newest first."""
-    rows = session.exec(select(JudgePanel).order_by(col(JudgePanel.id).desc()).limit(limit)).all()
-    return [JudgePanelPublic.model_validate(r) for r in rows]
+    """Saved comparisons, newest first, one per distinct choice (the first row saved with it: older
+    databases hold repeats of one choice)."""
+    rows = session.exec(select(JudgePanel).order_by(col(JudgePanel.id))).all()
+    first: dict[str, JudgePanel] = {}
+    for r in rows:
+        first.setdefault(_choice(r), r)
+    kept = sorted(first.values(), key=lambda r: r.id or 0, reverse=True)[:limit]
+    return [JudgePanelPublic.model_validate(r) for r in kept]
 
 
 def find_panel(
     *, session: Session, dataset_id: int, batch_ids: list[int] | list[int | str], options: dict[str, Any]
 ) -> int | None:
-    """The id of a saved comparison with exactly these batches and options (None: there is none)."""
-    rows = session.exec(select(JudgePanel).where(JudgePanel.dataset_id == dataset_id)).all()
+    """The id of the first saved comparison with exactly these batches and options (None: there is none).
+
+    `options` must be in the form JSON gives back (lists, not tuples): it is compared with what was stored."""
+    rows = session.exec(
+        select(JudgePanel).where(JudgePanel.dataset_id == dataset_id).order_by(col(JudgePanel.id))
+    ).all()
     for r in rows:
-        if list(r.batch_ids) == batch_ids and dict(r.options) == options:
+        if list(r.batch_ids) == list(batch_ids) and dict(r.options) == options:
             return r.id
     return None
 

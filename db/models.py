@@ -152,6 +152,7 @@ class UsageEvent(SQLModel, table=True):
     prompt_version: str = Field(default="", max_length=100)
     cached: bool = False
     requests: int = 0
+    answered: int | None = 0  # requests that got an answer (the rest were retried or failed); None: not counted
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_ms: float = 0.0
@@ -271,6 +272,7 @@ class BatchItem(SQLModel, table=True):
     n_unknown: int = 0
     n_rounds: int = 0
     calls: int = 0
+    answered: int | None = 0  # of `calls`, the requests that got an answer; None: written before it was counted
     cache_hits: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -437,6 +439,10 @@ class ConsevalStudy(ConsevalStudyBase, table=True):
     n_done: int = 0
     calls: int = 0
     cache_hits: int = 0
+    # None on studies run before these were counted (an added SQL NULL stays NULL): "not counted", not 0
+    answered: int | None = 0
+    prompt_tokens: int | None = 0
+    completion_tokens: int | None = 0
     error: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
     results: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     created_at: datetime = Field(default_factory=utcnow, index=True)
@@ -453,6 +459,9 @@ class ConsevalStudyPublic(ConsevalStudyBase):
     n_done: int
     calls: int
     cache_hits: int
+    answered: int | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
     error: str | None
     results: dict[str, Any] | None = None
     created_at: datetime
@@ -611,6 +620,12 @@ class DhpRun(DhpRunBase, table=True):
     n_total: int = 0
     n_done: int = 0
     n_failed: int = 0
+    # Model usage; None on runs made before it was counted (an added SQL NULL stays NULL): "not counted"
+    calls: int | None = 0
+    answered: int | None = 0
+    cache_hits: int | None = 0
+    prompt_tokens: int | None = 0
+    completion_tokens: int | None = 0
     error: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
     worker: str | None = Field(default=None, max_length=100)
     heartbeat_at: datetime | None = None
@@ -624,6 +639,11 @@ class DhpRunPublic(DhpRunBase):
     n_total: int
     n_done: int
     n_failed: int
+    calls: int | None = None
+    answered: int | None = None
+    cache_hits: int | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
     error: str | None
     created_at: datetime
     finished_at: datetime | None

@@ -19,8 +19,11 @@ batch_worker()
 VIEWS = ["Texts", "Benchmark", "Results", "Expert survey", "Tasks"]
 for key, default in {"dhp_flash": None, "dhp_set": None, "dhp_survey": None}.items():
     st.session_state.setdefault(key, default)
-if st.query_params.get("view") in VIEWS and "dhp_view" not in st.session_state:
-    st.session_state.dhp_view = st.query_params["view"]
+# A link to a view (?view=Expert survey, from the Survey page) opens it, also in a session that has been here:
+# the URL names a view other than the one this page last wrote into it.
+view_param = st.query_params.get("view")
+if view_param in VIEWS and view_param != st.session_state.get("dhp_view_written"):
+    st.session_state.dhp_view = view_param
 st.session_state.setdefault("dhp_view", "Texts")
 
 
@@ -60,7 +63,7 @@ with top[1]:
     view.render_task_summary(task)
 
 section = st.segmented_control("Section", VIEWS, key="dhp_view", label_visibility="collapsed") or "Texts"
-st.query_params["view"] = section
+st.query_params["view"] = st.session_state.dhp_view_written = section
 
 sets = dhp.sets(engine(), task_key)
 set_ids = [x.id for x in sets]
@@ -292,6 +295,19 @@ def runs_live(sid: int) -> None:
         head[0].markdown(f"**Run #{r.id} · {r.model}** · r = {r.repeats} · status **{r.status}**")
         frac = (r.n_done / r.n_total) if r.n_total else 0.0
         box.progress(min(1.0, frac), text=f"{r.n_done} of {r.n_total} scores · {r.n_failed} failed")
+        answered, retries = estimates.calls_text(r.calls, r.answered)
+        line = f"Model calls: {answered} answered · {retries} retries · {r.cache_hits or 0:,} from the cache"
+        if r.status in ("done", "failed", "cancelled"):
+            spent = estimates.spent(
+                backend,
+                model=r.model,
+                base_url=r.base_url,
+                kind=r.backend_kind,
+                input_tokens=r.prompt_tokens,
+                output_tokens=r.completion_tokens,
+            )
+            line += " · " + spent.summary()
+        box.caption(line)
         if r.error:
             box.error(r.error)
         if r.status in ("queued", "running") and head[1].button("Cancel", key=f"dhp_cancel_{r.id}"):

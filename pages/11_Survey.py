@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from components.access import is_owner
 from components.ui import engine, page_setup
 from services.dhp import survey as sv
 
@@ -11,6 +12,14 @@ token = st.query_params.get("token", "")
 st.title("Expert survey")
 if not token:
     st.info("This page is opened by the personal link the survey's organiser sent you (…/Survey?token=…).")
+    if is_owner():
+        st.caption("Expert links are made on the DHP page, in its **Expert survey** view.")
+        st.page_link(
+            "pages/10_DHP.py",
+            label="DHP → Expert survey",
+            icon=":material/troubleshoot:",
+            query_params={"view": "Expert survey"},
+        )
     st.stop()
 access = sv.open_link(engine(), token)
 if access.expert is None or access.survey is None:

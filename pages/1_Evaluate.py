@@ -18,7 +18,6 @@ from components.dcr_views import (
     rounds_frame,
 )
 from components.evidence_views import render_checker_calibration, render_checker_lead
-from services.figures.nli import ALL_METHOD_LABELS, method_name
 from components.nli_views import render_comparison
 from components.ui import demo_notice, engine, page_setup, render_backend_line
 from services import estimates, runs
@@ -33,6 +32,7 @@ from services.dcr import (
     DCRConfig,
 )
 from services.errors import InputError
+from services.figures.nli import ALL_METHOD_LABELS, method_name
 from services.nli import paradigms as nli
 from services.samples import load_samples
 from services.text import SUPPORTED_UPLOADS, read_document
@@ -415,7 +415,12 @@ if run_id is not None:
     if lead:
         render_checker_lead(rnd.evaluation, found, noun=REFERENCE_NOUN.get(r.task, "reference"))
         st.caption("The demo model's run in detail:")
-    render_score(rnd.evaluation, detail.usage, checker=r.method == "evidence")
+    render_score(
+        rnd.evaluation,
+        detail.usage,
+        checker=r.method == "evidence",
+        spent=runs.spent(detail, backend) if r.status != "running" else None,
+    )
     undecided_said = render_no_verdict(
         rnd.evaluation, embedded=r.backend_kind == "embedded", checker_shown=lead, checker=r.method == "evidence"
     )
@@ -516,7 +521,30 @@ if run_id is not None:
             + out.score_note()
             + " Copy it with the button in the box's corner."
         )
+        if out.scored_after_review and out.z_hat is not None:
+            st.metric("Score Ẑ of the delivered text", f"{out.z_hat:.3f}", help=out.score_note())
         st.code(final, language=None, wrap_lines=True)
+        if not out.judged and r.status != "running":
+            n_calls = runs.delivered_calls(detail)
+            st.caption(
+                f"Scoring the delivered text judges it once more with this run's evaluator: "
+                f"**{n_calls} more model call{'' if n_calls == 1 else 's'}**, saved in this run as round "
+                f"{out.last_round + 1} (no rewrite is proposed)."
+            )
+            if st.button(
+                "Score the delivered text",
+                type="primary",
+                icon=":material/grading:",
+                key=f"ev_score_delivered_{r.id}",
+                help="One more evaluation inside this run, of the text with the accepted rewrites only.",
+            ):
+                with st.spinner("Judging the delivered text…"):
+                    try:
+                        runs.score_delivered(eng, backend, r.id)
+                    except InputError as exc:
+                        st.error(str(exc))
+                    else:
+                        st.rerun()
         fc = st.container(horizontal=True)
         fc.download_button(
             "Download .txt", final, file_name=f"run-{r.id}-final.txt", mime="text/plain", icon=":material/download:"

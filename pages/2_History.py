@@ -13,15 +13,15 @@ from components.dcr_views import (
     render_score,
     sentence_cards_html,
 )
-from services.figures.nli import ALL_METHOD_LABELS, method_name
 from components.nli_views import render_method_detail
 from components.report import render_report_download
 from components.ui import engine, page_setup
 from services import runs
 from services.dcr import REFERENCE_NOUN
+from services.figures.nli import ALL_METHOD_LABELS, method_name
 from services.nli import paradigms as nli
 
-page_setup("History", ":material/history:")
+backend = page_setup("History", ":material/history:")
 eng = engine()
 st.session_state.setdefault("hi_confirm_delete", None)
 
@@ -166,10 +166,18 @@ def _details(run_id: int, annotate: bool = False) -> None:
             )
     if d.rounds:
         out = runs.delivered(d)
-        if out.left_out:  # the last round judged rewrites that were rejected: its score is not the delivered text's
+        # The last round judged rewrites that were rejected: its score is not the delivered text's (unless it is
+        # the round that scored the delivered text after the review).
+        if out.left_out and out.judged_round != out.last_round:
             st.caption("Scores per round below; the last round's text is not the delivered text.")
         else:
-            render_score(d.rounds[-1].evaluation, d.usage, compact=not annotate, checker=r.method == "evidence")
+            render_score(
+                d.rounds[-1].evaluation,
+                d.usage,
+                compact=not annotate,
+                checker=r.method == "evidence",
+                spent=runs.spent(d, backend),
+            )
         if m is None and r.method != "evidence":
             render_delivered(out)
         for rnd in d.rounds:

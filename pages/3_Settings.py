@@ -12,9 +12,9 @@ from components.ui import (
     page_setup,
     set_backend,
 )
+from db.redact import redact_url
 from services.config import EMBEDDED_MODEL_NAME, get_settings
 from services.embedded import server_available
-from db.redact import redact_url
 from services.runs import connection_check
 
 page_setup("Settings", ":material/tune:")
@@ -114,6 +114,8 @@ with st.form("settings"):
         save = st.form_submit_button("Save", type="primary", icon=":material/save:")
         test = st.form_submit_button("Test connection", icon=":material/lan:")
 
+# What a "Test connection" outcome is about: it is shown again on later reruns until one of these changes.
+tested_fields = (kind, (base_url or "").strip(), (model or "").strip(), float(timeout), bool(typed_key))
 if save or test:
     errors = []
     if kind == "openai":
@@ -146,5 +148,10 @@ if save or test:
             st.rerun()  # so the sidebar shows the new backend at once
         with st.spinner("Testing the connection…" if kind == "openai" else "Starting the embedded model…"):
             ok, msg = connection_check(new)
-        (st.success if ok else st.error)(msg)
-        st.caption("Testing does not save; press Save to use these settings.")
+        # Kept for the fields as tested: a rerun that comes before the user reads it (another widget, the
+        # sign-in cookie's first round trip) must not wipe it, which left the first press showing nothing.
+        st.session_state.se_tested = (tested_fields, ok, msg)
+tested = st.session_state.get("se_tested")
+if tested and tested[0] == tested_fields:
+    (st.success if tested[1] else st.error)(tested[2])
+    st.caption("Testing does not save; press Save to use these settings.")

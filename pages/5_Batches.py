@@ -3,8 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from components.batch_views import render_disagreements, render_failed_answers
-from services.figures.nli import ALL_METHOD_LABELS
+from components.batch_views import render_disagreements, render_failed_answers, render_progress
 from components.report import render_report_download
 from components.ui import batch_worker, demo_notice, engine, page_setup, render_backend_line
 from services import estimates
@@ -12,6 +11,7 @@ from services.datasets import list_datasets
 from services.dcr import CONVERTER_LABELS, TASK_LABELS, DCRConfig
 from services.errors import InputError
 from services.export import frame_csv
+from services.figures.nli import ALL_METHOD_LABELS
 from services.jobs import batches
 from services.jobs import queue as jobs
 from services.nli import paradigms as nli
@@ -45,7 +45,8 @@ with st.expander("Start a batch", expanded=st.session_state.ba_start_open, icon=
                 "The worker does not see a key typed in Settings (keys are never stored). Batches use "
                 "`LLM_API_KEY` / `OPENAI_API_KEY` from the environment or `.streamlit/secrets.toml`."
             )
-        with st.form("ba_new"):
+        # No form: every change reruns the page, so the estimate beside "Start batch" follows the fields.
+        with st.container(key="ba_new"):
             ds = st.selectbox("Dataset", datasets, format_func=lambda d: f"{d.name} · {d.n_items} items · {d.format}")
             # Task and evaluator side by side, the converter on a row of its own: their labels are long and a
             # third of the form cuts them off.
@@ -99,10 +100,8 @@ with st.expander("Start a batch", expanded=st.session_state.ba_start_open, icon=
                 item_limit=int(limit) or None,
                 repeats=int(repeats),
             )
-            st.caption(est.summary() + " Changed a field? Press **Estimate** to update these figures.")
-            with st.container(horizontal=True):
-                start = st.form_submit_button("Start batch", type="primary", icon=":material/play_arrow:")
-                st.form_submit_button("Estimate", icon=":material/calculate:")
+            st.caption(est.summary())
+            start = st.button("Start batch", type="primary", icon=":material/play_arrow:", key="ba_start")
         if start:
             try:
                 ids = batches.create_repeats(
@@ -137,6 +136,7 @@ all_batches = batches.list_batches(eng)
 if not all_batches:
     st.stop()
 opts = batches.all_options(eng)
+failed_by_batch = batches.failed_counts(eng)
 
 st.subheader("All batches")
 table = pd.DataFrame(
@@ -144,7 +144,7 @@ table = pd.DataFrame(
         {
             "batch": b.id,
             "name": b.name,
-            "status": b.status,
+            "status": batches.status_text(b.status, failed_by_batch.get(b.id, 0)),
             "items": b.n_items,
             "method": b.method,
             "window": opts[b.id].window if b.id in opts and b.method in nli.WINDOWED else None,
@@ -165,6 +165,7 @@ ev = st.dataframe(
     placeholder="—",  # an empty cell (no window, not a repeat) reads as a dash, not "None"
     on_select="rerun",
     selection_mode="single-row",
+    column_config={"status": st.column_config.TextColumn("status", width="medium")},  # "finished with 36 failures"
     key="ba_table",
 )
 if ev and ev.selection and ev.selection.rows:
@@ -202,10 +203,10 @@ def live(batch_id: int) -> None:
     )
     st.caption(
         f"{b.model} · {ALL_METHOD_LABELS.get(b.method, b.method)} · {how + ' · ' if how else ''}"
-        f"concurrency {b.concurrency} · status **{b.status}**"
+        f"concurrency {b.concurrency} · status **{p.status_text}**"
         + (" · cancelling…" if b.cancel_requested and b.status == "running" else "")
     )
-    st.progress(p.finished / p.total if p.total else 0.0, text=f"{p.finished} of {p.total} items")
+    render_progress(p.done, p.failed, p.pending + p.running, p.total)
     m = st.columns(7)
     m[0].metric("Done", p.done)
     m[1].metric("Failed", p.failed)
@@ -219,9 +220,17 @@ def live(batch_id: int) -> None:
             else "Measured once a few items have finished in the last two minutes."
         ),
     )
-    m[4].metric("Calls", f"{p.calls:,}", help="Requests sent to the model")
-    m[5].metric("Cache hits", f"{p.cache_hits:,}")
+    answered, retries = estimates.calls_text(p.calls, p.answered)
+    m[4].metric("Answered", answered, help=f"Model calls answered, of {p.calls:,} requests sent")
+    m[5].metric(
+        "Retries",
+        retries,
+        help="Requests sent again or failed: refused connections, timeouts, error statuses (cache hits: "
+        f"{p.cache_hits:,}, no request)",
+    )
     m[6].metric("Tokens", f"{p.tokens:,}")
+    if b.status in ("done", "cancelled"):
+        st.caption(p.spent(backend).summary())
     if b.status in ("queued", "running") and not batches.live_workers(eng):
         st.info("Waiting for a worker. The app starts one; it resumes unfinished items within a minute.")
     a = st.container(horizontal=True)

@@ -6,7 +6,7 @@ from pathlib import Path
 import streamlit as st
 
 from components.access import is_owner
-from components.annotate import KEY_NEXT, KEY_PREVIOUS, KEYS_HELP, render_sentence_labeller
+from components.annotate import KEY_NEXT, KEY_PREVIOUS, KEYS_HELP, release_focus, render_sentence_labeller
 from components.ui import engine, page_setup
 from services import annotations
 from services.annotations import Target
@@ -50,6 +50,7 @@ def _create_annotator() -> None:
 
 def _pick_annotator() -> None:
     st.session_state.an_annotator = st.session_state.an_pick
+    st.session_state.an_release_focus = True  # the name picker keeps the keys; the shortcuts need them
 
 
 def _go(item_id: int | None) -> None:
@@ -132,6 +133,9 @@ elif owner:
         )
         c[1].text_input("New annotator", key="an_new_name", placeholder="Your name", max_chars=annotations.MAX_NAME)
         c[2].button("Create", icon=":material/person_add:", on_click=_create_annotator, width="stretch")
+
+if st.session_state.pop("an_release_focus", False):
+    release_focus()
 
 datasets = list_datasets(eng)
 if not owner:  # a link opens only the datasets with items assigned to its annotator

@@ -243,7 +243,7 @@ def progress() -> None:
     s = ce.get_study(eng, sid)
     if s is None:
         return
-    view.render_progress(s)
+    view.render_progress(s, backend)
     c = st.columns(4)
     if s.status in ("queued", "running") and not s.cancel_requested:
         if c[0].button("Cancel", icon=":material/stop:", key="ce_cancel"):

@@ -4,6 +4,7 @@ import html
 
 import streamlit as st
 
+from components.access import is_owner
 from components.ui import engine, page_setup
 from services import conseval as ce
 from services.errors import InputError
@@ -19,6 +20,9 @@ st.title("Rate")
 token = st.query_params.get("token")
 if not token:
     st.info("This page opens through a personal link (`/Rate?token=...`) sent by the lead of a ConsEval study.")
+    if is_owner():
+        st.caption("Rater links are made on the ConsEval page, under **Human raters** below a chosen study.")
+        st.page_link("pages/8_ConsEval.py", label="ConsEval → Human raters", icon=":material/balance:")
     st.stop()
 me = ce.rater_by_token(eng, token)
 if me is None:

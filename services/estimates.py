@@ -117,6 +117,82 @@ def duration(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
+@dataclass(frozen=True)
+class Spent:
+    """What a finished (or stopped) run actually used: tokens counted from the server's answers, priced at the
+    prices per million tokens set on Settings for its model (None: none set, set for another model, or the
+    tokens were not counted)."""
+
+    input_tokens: int | None
+    output_tokens: int | None
+    price_in: float | None
+    price_out: float | None
+    local: bool = False  # the embedded model: no charge
+    other_model: str | None = None  # the prices set are for this model, not the run's
+
+    @property
+    def cost_usd(self) -> float | None:
+        if self.local:
+            return 0.0
+        if self.other_model is not None:
+            return None
+        if None in (self.input_tokens, self.output_tokens, self.price_in, self.price_out):
+            return None
+        return (self.input_tokens * self.price_in + self.output_tokens * self.price_out) / 1_000_000  # type: ignore[operator]
+
+    def summary(self) -> str:
+        """One Markdown line: the actual cost, or why it is not known."""
+        if self.input_tokens is None or self.output_tokens is None:
+            return "Cost: not known (its tokens were not counted: it ran before this version)."
+        tokens = f"{self.input_tokens:,} input + {self.output_tokens:,} output tokens"
+        if self.input_tokens == 0 and self.output_tokens == 0:
+            return "Cost: nothing (no token was sent to a model)."
+        if self.local:
+            return f"Cost: no charge (the embedded model runs here) · {tokens}."
+        if self.other_model is not None:
+            return f"Cost: not known, the prices set on Settings are for `{self.other_model}` · {tokens}."
+        usd = self.cost_usd
+        if usd is None:
+            return f"Cost: not known, no price per million tokens is set on Settings · {tokens}."
+        shown = "under $0.01" if 0 < usd < 0.005 else f"${usd:,.2f}"
+        return (
+            f"Cost: **{shown}** · {tokens} at ${self.price_in:g} / ${self.price_out:g} per million (input / "
+            "output, the prices set on Settings)."
+        )
+
+
+def spent(
+    prices: BackendConfig,
+    *,
+    model: str,
+    base_url: str | None,
+    kind: str,
+    input_tokens: int | None,
+    output_tokens: int | None,
+) -> Spent:
+    """A run's actual tokens priced at the prices set on Settings (`prices`: the backend in use), when they are
+    for the same model at the same endpoint (prices are not stored with a run: they are no part of its record)."""
+    if kind == "embedded":
+        return Spent(input_tokens, output_tokens, None, None, local=True)
+    same = prices.model == model and (prices.public_url or None) == (base_url or None)
+    return Spent(
+        input_tokens,
+        output_tokens,
+        prices.price_input_per_million,
+        prices.price_output_per_million,
+        other_model=None if same else prices.model,
+    )
+
+
+def calls_text(calls: int | None, answered: int | None) -> tuple[str, str]:
+    """("64 answered", "144 retries") for a run's requests; the retries "not counted" when they were not."""
+    if calls is None:
+        return "—", "—"
+    if answered is None:
+        return f"{calls:,} sent", "not counted"
+    return f"{answered:,}", f"{calls - answered:,}"
+
+
 def cost(backend: BackendConfig, input_tokens: int, output_tokens: int) -> float | None:
     """USD at the backend's prices; None when either price is unknown."""
     pi, po = backend.price_input_per_million, backend.price_output_per_million

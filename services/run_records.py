@@ -138,6 +138,7 @@ def load_run(*, session: Session, run_id: int) -> RunDetail | None:
             prompt_version=e.prompt_version,
             cached=e.cached,
             requests=e.requests,
+            answered=e.answered,
             prompt_tokens=e.prompt_tokens,
             completion_tokens=e.completion_tokens,
             latency_ms=e.latency_ms,

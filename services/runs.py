@@ -14,12 +14,12 @@ from db import runs as db_runs
 from db.cache import SqlCache
 from db.engine import get_session
 from db.models import MethodResultPublic, RunCreate
-from services import dcr
-from services.run_records import RunDetail, load_run, save_round, save_usage
+from services import dcr, estimates
 from services.config import BackendConfig, get_settings
 from services.errors import InputError
 from services.llm import UsageLedger, get_client
 from services.nli import paradigms as nli
+from services.run_records import RunDetail, load_run, save_round, save_usage
 from services.text import check_pair, estimate_tokens
 
 log = logging.getLogger(__name__)
@@ -193,6 +193,53 @@ def improve_run(
     return out
 
 
+def delivered_calls(detail: RunDetail) -> int:
+    """Model calls that scoring the delivered text takes: one evaluation with the run's evaluator."""
+    r = detail.run
+    out = dcr.delivered(detail.rounds)
+    return estimates.calls_per_document(r.method, n_sentences=max(1, len(out.sentences)), window=1, amc=r.amc)
+
+
+def score_delivered(engine: Engine, backend: BackendConfig, run_id: int) -> RunDetail:
+    """Score the text the run delivers inside the run: one more evaluation with the run's evaluator, saved as a
+    round that judges exactly that text (noted as such; it proposes no rewrite). Nothing to do when a round
+    already judged it."""
+    with get_session(engine) as session:
+        detail = load_run(session=session, run_id=run_id)
+    if detail is None:
+        raise InputError(f"Run {run_id} does not exist (deleted?).")
+    if not detail.rounds:
+        raise InputError("This run has no evaluated round; evaluate it again.")
+    out = dcr.delivered(detail.rounds)
+    if out.judged:
+        return detail
+    r = detail.run
+    first_score = detail.rounds[0].evaluation.score
+    cfg = dcr.DCRConfig(
+        task=r.task,
+        criteria=r.criteria,
+        method=r.method,
+        amc=r.amc,  # type: ignore[arg-type]
+        max_rounds=r.max_rounds,
+        alpha=first_score.set_alpha if first_score else dcr.DEFAULT_ALPHA,
+        beta=first_score.set_beta if first_score else dcr.DEFAULT_BETA,
+    )
+    ledger = UsageLedger()
+    client = get_client(backend, cache=SqlCache(engine), ledger=ledger)
+    sentences = list(out.sentences)
+    ev = dcr.evaluate(client, detail.reference, sentences, cfg)
+    ev.notes.append(dcr.DELIVERED_NOTE)
+    rnd = dcr.Round(index=detail.rounds[-1].index + 1, sentences=sentences, evaluation=ev)
+    with get_session(engine) as session:
+        save_round(session=session, run_id=run_id, rnd=rnd)
+        save_usage(session=session, run_id=run_id, records=ledger.records)
+    with get_session(engine) as session:
+        done = load_run(session=session, run_id=run_id)
+        assert done is not None
+        _store_delivered_score(session, done)
+    return done
+
+
 def _store_delivered_score(session: Session, detail: RunDetail) -> None:
     """The run's final score is the delivered text's (None when no round judged exactly that text)."""
     score = dcr.delivered(detail.rounds).z_hat
@@ -277,6 +324,19 @@ def final_text(detail: RunDetail) -> str:
 def delivered(detail: RunDetail) -> dcr.Delivered:
     """What the run delivers: the final text, the score of the round that judged exactly it, the rewrites left out."""
     return dcr.delivered(detail.rounds)
+
+
+def spent(detail: RunDetail, prices: BackendConfig) -> estimates.Spent:
+    """What a run actually used: its tokens at the prices set on Settings for its model (`prices`: in use)."""
+    r, u = detail.run, detail.usage or {}
+    return estimates.spent(
+        prices,
+        model=r.model,
+        base_url=r.base_url,
+        kind=r.backend_kind,
+        input_tokens=int(u.get("prompt_tokens", 0)),
+        output_tokens=int(u.get("completion_tokens", 0)),
+    )
 
 
 def connection_check(backend: BackendConfig) -> tuple[bool, str]:

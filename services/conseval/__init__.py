@@ -84,6 +84,7 @@ from services.conseval.study import (
     endpoint_lines,
     plan_calls,
     plan_for_items,
+    study_spent,
     test_instances,
 )
 from services.conseval.tables import (
@@ -96,6 +97,7 @@ from services.conseval.tables import (
 )
 
 __all__ = [
+    "study_spent",
     "ANSWER_FORMATS",
     "CRITERIA",
     "DECODINGS",

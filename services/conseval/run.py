@@ -130,6 +130,9 @@ def _ask(client: LLMClient, ctx: _Ctx, call: Call) -> dict[str, Any]:
     return {**row, "value": parsed.value, "raw": parsed.raw, "problem": parsed.problem}
 
 
+USAGE_KEYS = ("calls", "answered", "cache_hits", "prompt_tokens", "completion_tokens")  # the study's counters
+
+
 def _write(engine: Engine, study_id: int, rows: list[dict[str, Any]], usage: dict[str, int], caches=()) -> bool:
     """Save answers (an answer saved meanwhile by another worker is kept), usage and new cache entries at once;
     True if the study's cancel was asked for."""
@@ -138,9 +141,7 @@ def _write(engine: Engine, study_id: int, rows: list[dict[str, Any]], usage: dic
         conn = session.connection()
         for cache in caches:
             cache.flush(conn)
-        return JOBS.advance(
-            conn, study_id, n_done=added, calls=usage.get("calls", 0), cache_hits=usage.get("cache_hits", 0)
-        )
+        return JOBS.advance(conn, study_id, n_done=added, **{k: usage.get(k, 0) for k in USAGE_KEYS})
 
 
 def recover(engine: Engine) -> list[int]:
@@ -207,7 +208,7 @@ def _run_calls(engine, study_id, todo, ctx, client_for, concurrency, on_progress
         return
     lock = threading.Lock()
     buffer: list[dict[str, Any]] = []
-    usage = {"calls": 0, "cache_hits": 0}
+    usage = dict.fromkeys(USAGE_KEYS, 0)
     fatal: list[InputError] = []
     done = 0
 
@@ -226,8 +227,8 @@ def _run_calls(engine, study_id, todo, ctx, client_for, concurrency, on_progress
         u = client.ledger.summary()
         with lock:
             buffer.append(row)
-            usage["calls"] += u["calls"]
-            usage["cache_hits"] += u["cache_hits"]
+            for k in USAGE_KEYS:
+                usage[k] += u[k] or 0
 
     with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
         for i in range(0, len(todo), CHUNK):
@@ -235,7 +236,7 @@ def _run_calls(engine, study_id, todo, ctx, client_for, concurrency, on_progress
             with lock:
                 rows, u = list(buffer), dict(usage)
                 buffer.clear()
-                usage.update(calls=0, cache_hits=0)
+                usage.update(dict.fromkeys(USAGE_KEYS, 0))
             cancelled = _write(engine, study_id, rows, u, [c.cache for c in clients_in_use()])
             done += len(rows)
             if fatal:

@@ -7,14 +7,15 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from db.redact import redact_url
 from services.config import BackendConfig, backend_from_record, get_settings
 from services.conseval.scales import scale
 from services.prompts import conseval as prompts
-from db.redact import redact_url
 from services.text import InputError
 
 if TYPE_CHECKING:
     from services.conseval.items import ItemIn
+    from services.estimates import Spent
 
 GRANULARITIES = ("none", "short", "long")
 CRITERIA = tuple(prompts.DEFINITIONS)
@@ -261,3 +262,19 @@ def endpoint_lines(text: str, *, what: str = "Endpoint") -> list[ModelSpec]:
 
 NO_EXAMPLE = "no oracle example"
 IMPORTED = "imported"  # the method of an imported oracle's saved scores
+
+
+def study_spent(study: Any, prices: BackendConfig) -> Spent:
+    """What a study actually used: its tokens at the prices set on Settings (`prices`: the backend in use), when
+    every call went to that one model; with several models the prices set (one pair) cannot price them."""
+    from services import estimates
+
+    cfg = StudyConfig.from_dict(study.config)
+    specs = {(m.kind, m.model, m.base_url) for m in [*cfg.models, *cfg.oracles()]}
+    tokens = dict(input_tokens=study.prompt_tokens, output_tokens=study.completion_tokens)
+    if len(specs) != 1:
+        if all(k == "embedded" for k, _, _ in specs):
+            return estimates.Spent(**tokens, price_in=None, price_out=None, local=True)
+        return estimates.Spent(**tokens, price_in=None, price_out=None, other_model=f"one of {len(specs)} models")
+    kind, model, base_url = specs.pop()
+    return estimates.spent(prices, model=model, base_url=base_url, kind=kind, **tokens)

@@ -38,7 +38,7 @@ from services.dcr.config import (
     Task,
 )
 from services.dcr.dce import DCEOutput, SentenceReason, dce_schema, evaluate, paragraph_schema
-from services.dcr.delivery import Delivered, LeftOut, delivered
+from services.dcr.delivery import DELIVERED_NOTE, Delivered, LeftOut, delivered
 from services.dcr.rai import (
     ParagraphRAIOutput,
     RAIItem,
@@ -79,6 +79,7 @@ __all__ = [
     "Converter",
     "DCEOutput",
     "DCRConfig",
+    "DELIVERED_NOTE",
     "Delivered",
     "Evaluation",
     "ExtraReason",

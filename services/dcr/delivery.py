@@ -27,6 +27,11 @@ class LeftOut:
     why: str  # why it is not in the delivered text
 
 
+# The note on a round that judges the delivered text after the review ("Score the delivered text"): one more
+# evaluation inside the run, of the candidate with the accepted rewrites only; it proposes no rewrite.
+DELIVERED_NOTE = "This round judges the delivered text (the accepted rewrites only), scored after the review."
+
+
 @dataclass(frozen=True)
 class Delivered:
     """The text a run delivers and the score that belongs to it (None when no round judged exactly this text)."""
@@ -37,6 +42,7 @@ class Delivered:
     score: Score | None
     left_out: tuple[LeftOut, ...]
     last_round: int
+    scored_after_review: bool = False  # the judging round was added to score this text (DELIVERED_NOTE)
 
     @property
     def z_hat(self) -> float | None:
@@ -51,8 +57,13 @@ class Delivered:
         if self.judged_round is None:
             return (
                 f"The delivered text was not judged: {len(self.left_out)} rejected rewrite(s) make it differ from "
-                "every round's text, and each round was judged with every rewrite applied. Evaluate the final "
-                "text to score it."
+                "every round's text, and each round was judged with every rewrite applied. Score it in this run "
+                "(one more evaluation)."
+            )
+        if self.scored_after_review:
+            return (
+                f"The score of round {self.judged_round}, which judged the delivered text after the review (one "
+                "more evaluation in this run)."
             )
         if self.judged_round == self.last_round:
             return f"The score of round {self.judged_round}, whose text is the delivered text."
@@ -104,4 +115,5 @@ def delivered(rounds: Sequence[Round]) -> Delivered:
         score=None if match is None else match.evaluation.score,
         left_out=tuple(left),
         last_round=rounds[-1].index if rounds else 0,
+        scored_after_review=match is not None and DELIVERED_NOTE in match.evaluation.notes,
     )

@@ -23,7 +23,7 @@ from services.dhp.statistics import ORIGINAL, SCORE_COLUMNS, DiscernmentResult, 
 from services.errors import InputError
 from services.jobs import runner as jobrunner
 from services.jobs.runner import JobKind, JobTable
-from services.llm import get_client
+from services.llm import UsageLedger, get_client
 
 
 def create_run(
@@ -124,7 +124,9 @@ def _score_run(engine: Engine, run_id: int, backend: BackendConfig | None) -> No
             return
         tid, iid, text, metric = job
         source = str(items.get(iid, {}).get("source", ""))
-        scores, err = score_text(client, ps[metric], text, source, repeats=repeats, seed=seed, answer_format=fmt)
+        own = client.fork(UsageLedger())  # this score's usage only
+        scores, err = score_text(own, ps[metric], text, source, repeats=repeats, seed=seed, answer_format=fmt)
+        u = own.ledger.summary()
         mean = float(np.mean(scores)) if scores else None
         row = {
             "run_id": run_id,
@@ -137,7 +139,8 @@ def _score_run(engine: Engine, run_id: int, backend: BackendConfig | None) -> No
         }
         with get_session(engine) as s:
             db.save_score(session=s, row=row)
-            if JOBS.advance(s.connection(), run_id, n_done=1, n_failed=0 if scores else 1):
+            used = {k: u[k] or 0 for k in ("calls", "answered", "cache_hits", "prompt_tokens", "completion_tokens")}
+            if JOBS.advance(s.connection(), run_id, n_done=1, n_failed=0 if scores else 1, **used):
                 cancelled.set()
                 stop.set()
         if err and not scores and ("Cannot reach" in err or "rejected the API key" in err or "404" in err):

@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 GRAN_COLORS = {"none": "#9aa5b1", "short": "#4c8bd6", "long": "#1f3f77"}
+UNDEFINED_HEIGHT = 1.0  # an undefined α is drawn as a pale hatched bar this tall (the top of α's range)
 MODEL_COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2"]
 
 
@@ -44,12 +45,20 @@ def _bars(df: pd.DataFrame, x: str, title: str, x_title: str, y_title: str = "Kr
             fig.add_trace(
                 go.Bar(
                     x=list(g[x]),
-                    y=[v if v is not None else 0.0 for v in vals],
+                    # An undefined value has no height to draw: a zero-height bar shows no hatching at all. It
+                    # gets a pale hatched bar over the whole α range instead, labelled n/a, its reason on hover.
+                    y=[v if v is not None else UNDEFINED_HEIGHT for v in vals],
                     name=f"definition: {gran}",
                     legendgroup=gran,
                     showlegend=col == 1,
-                    marker_color=GRAN_COLORS[gran],
-                    marker_pattern_shape=["" if v is not None else "x" for v in vals],
+                    marker_color=[GRAN_COLORS[gran] if v is not None else "rgba(255,255,255,0)" for v in vals],
+                    marker_line=dict(color=GRAN_COLORS[gran], width=[0 if v is not None else 1 for v in vals]),
+                    marker_pattern=dict(
+                        shape=["" if v is not None else "/" for v in vals],
+                        fgcolor=GRAN_COLORS[gran],
+                        fgopacity=0.55,
+                        size=7,
+                    ),
                     error_y=dict(type="data", symmetric=False, array=hi, arrayminus=lo, thickness=1.2, width=3),
                     text=[f"{v:.2f}" if v is not None else "n/a" for v in vals],
                     textposition="outside",

@@ -3,6 +3,7 @@ can be judges."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from sqlalchemy.engine import Engine
@@ -27,11 +28,13 @@ def save_panel(
     """The id of the saved comparison of these judges (batch ids, score columns) with these options."""
     if not batch_ids:
         raise InputError("Choose at least one judge.")
+    # As stored: a JSON column gives tuples back as lists, and a choice must find its own row again.
+    options = json.loads(json.dumps(options))
     with get_session(engine) as session:
         found = db.find_panel(session=session, dataset_id=dataset_id, batch_ids=batch_ids, options=options)
         if found is not None:
             return found
-        row = JudgePanel(name=name[:200], dataset_id=dataset_id, batch_ids=list(batch_ids), options=dict(options))
+        row = JudgePanel(name=name[:200], dataset_id=dataset_id, batch_ids=list(batch_ids), options=options)
         return int(db.add_panel(session=session, row=row).id)
 
 

@@ -17,12 +17,13 @@ from typing import Any, TypeVar
 import openai
 from pydantic import ValidationError
 
+from db.redact import redact_url, split_userinfo
 from services.config import BackendConfig
+from services.llm import keys
 from services.llm.cache import ResponseCache, cache_key
 from services.llm.errors import BackendError, describe_error, retry_after
 from services.llm.parsing import is_cut_off, loads_lenient, try_parse
 from services.llm.records import CallRecord, CallResult, UsageLedger
-from db.redact import redact_url, split_userinfo
 
 log = logging.getLogger(__name__)
 
@@ -107,6 +108,22 @@ class LLMClient:
     def public_url(self) -> str:
         """The base URL as messages may show it (no credentials)."""
         return redact_url(self.base_url) or ""
+
+    @property
+    def sends_key(self) -> bool:
+        """Whether requests carry a key (set, or credentials in the base URL)."""
+        return bool(self.backend.api_key and self.backend.api_key.get_secret_value()) or bool(
+            split_userinfo(self.base_url)[1]
+        )
+
+    def _seen_key_need(self, exc: Exception | None) -> None:
+        """Remember whether an endpoint called without a key answers (services/llm/keys.py)."""
+        if self.backend.is_embedded or self.sends_key:
+            return
+        if exc is None:
+            keys.remember(self.public_url, asks=False)
+        elif isinstance(exc, openai.AuthenticationError):
+            keys.remember(self.public_url, asks=True)
 
     def sdk(self) -> openai.OpenAI:
         """The SDK client of this thread. Threads are spread over several clients, because one HTTP
@@ -250,9 +267,12 @@ class LLMClient:
                 i, strikes = i + 1, 0
                 continue
             except openai.OpenAIError as exc:
+                self._seen_key_need(exc)
                 raise describe_error(exc, self.backend, self.public_url) from exc
             finally:
                 rec.requests += self._sent.n
+            rec.answered = (rec.answered or 0) + 1  # the SDK's retries inside it are requests, not answers
+            self._seen_key_need(None)
             if schema is not None:
                 self._remember_mode(mode)
             return reply
@@ -404,7 +424,9 @@ class LLMClient:
                 temperature=0,
             )
         except openai.OpenAIError as exc:
+            self._seen_key_need(exc)
             return False, str(describe_error(exc, self.backend, redact_url(base)))
+        self._seen_key_need(None)
         ms = (time.perf_counter() - started) * 1000
         text = (resp.choices[0].message.content or "").strip() if resp.choices else ""
         return (

@@ -17,6 +17,7 @@ class CallRecord:
     prompt_version: str
     cached: bool
     requests: int = 0
+    answered: int | None = 0  # requests that got an answer (the others were retried or failed); None: not counted
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_ms: float = 0.0
@@ -42,9 +43,16 @@ class UsageLedger:
 
 
 def summarize_records(recs: list[CallRecord]) -> dict[str, Any]:
-    """Totals over call records; `calls` counts requests actually sent to the model."""
+    """Totals over call records; `calls` counts requests actually sent to the model, `answered` those that got
+    an answer and `retries` the rest (sent again after a refused connection, a timeout or an error status);
+    both None when a record did not count them (stored before they were)."""
+    calls = sum(r.requests for r in recs)
+    counted = all(r.answered is not None for r in recs)
+    answered = sum(r.answered or 0 for r in recs) if counted else None
     return {
-        "calls": sum(r.requests for r in recs),
+        "calls": calls,
+        "answered": answered,
+        "retries": None if answered is None else calls - answered,
         "cache_hits": sum(1 for r in recs if r.cached),
         "prompt_tokens": sum(r.prompt_tokens for r in recs),
         "completion_tokens": sum(r.completion_tokens for r in recs),

@@ -6,11 +6,11 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
-from services.figures.dcr import make_rounds_figure, rounds_frame
-from services.figures.nli import method_name
 from services import metaeval, runs
 from services.dcr import CONVERTER_LABELS, METHOD_LABELS, REFERENCE_NOUN, TASK_LABELS
 from services.errors import InputError
+from services.figures.dcr import make_rounds_figure, rounds_frame
+from services.figures.nli import method_name
 from services.nli import paradigms as nli
 from services.reports.common import model_config, rounds_example, sha256, verdict_text
 from services.reports.model import FigureSpec, Headline, Report, Table
@@ -43,7 +43,12 @@ def build(engine: Engine, run_id: int, **_: Any) -> Report:
             label="Model calls",
             value=float(d.usage.get("calls", 0)),
             digits=0,
-            note=f"{d.usage.get('prompt_tokens', 0) + d.usage.get('completion_tokens', 0):,} tokens",
+            note=f"{d.usage.get('prompt_tokens', 0) + d.usage.get('completion_tokens', 0):,} tokens; "
+            + (
+                f"{d.usage['answered']:,} answered, {d.usage['retries']:,} retried or failed"
+                if d.usage.get("answered") is not None
+                else "answered and retried requests not counted (an older run)"
+            ),
         ),
     ]
     figures, tables = [], []

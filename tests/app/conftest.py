@@ -19,6 +19,7 @@ from streamlit.testing.v1 import AppTest
 import components.ui
 import db.engine
 import services.embedded
+from services.llm import keys as llm_keys
 from tests.app.helpers import HOME, ROOT
 from tests.fakes import FakeOpenAIServer, answers_connection_check, toy_judge
 from tests.support import databases
@@ -56,6 +57,14 @@ def db_file(
         _reset_engines()
         yield path
         _reset_engines()
+
+
+@pytest.fixture(autouse=True)
+def _no_endpoint_seen() -> Iterator[None]:
+    """Each test starts with no endpoint's need for a key seen (services/llm/keys.py is process-wide)."""
+    llm_keys.forget()
+    yield
+    llm_keys.forget()
 
 
 @pytest.fixture(autouse=True)

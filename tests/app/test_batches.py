@@ -48,14 +48,15 @@ def test_starting_a_batch_runs_it_and_shows_progress_and_items(open_page, judge)
     seed_dataset(4)
     at = open_page(BATCHES)
     assert not at.exception
-    at = at.button(key="FormSubmitter:ba_new-Start batch").click().run()  # tasks run inline in tests
+    at = at.button(key="ba_start").click().run()  # tasks run inline in tests
     assert not at.exception, at.exception
     assert at.query_params["batch"] == ["1"] or at.query_params["batch"] == "1"
     p = batches.progress(services.database.get_engine(), 1)
     assert p is not None and p.done == 4 and p.batch.status == "done"
     assert len(judge.requests) == 4
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics["Done"] == "4" and metrics["Failed"] == "0" and metrics["Calls"] == "4"
+    assert metrics["Done"] == "4" and metrics["Failed"] == "0" and metrics["Answered"] == "4"
+    assert metrics["Retries"] == "0"
     assert any("Batch #1" in m for m in texts(at.markdown))
 
 
@@ -90,7 +91,7 @@ def test_a_sent_nli_batch_with_a_window_and_repeats(open_page, judge):
     at.selectbox(key="ba_method").set_value("sent-nli")
     at.number_input(key="ba_window").set_value(2)
     at.number_input(key="ba_repeats").set_value(2)
-    at = at.button(key="FormSubmitter:ba_new-Start batch").click().run()
+    at = at.button(key="ba_start").click().run()
     assert not at.exception, at.exception
     eng = services.database.get_engine()
     table = at.dataframe[0].value.set_index("batch")
@@ -112,7 +113,7 @@ def test_the_start_panel_stays_as_it_opened_when_batches_appear(open_page, judge
     seed_dataset(2)
     at = open_page(BATCHES)
     assert _start_panel_open(at)  # no batch yet: open
-    at = at.button(key="FormSubmitter:ba_new-Start batch").click().run()
+    at = at.button(key="ba_start").click().run()
     assert not at.exception, at.exception
     assert batches.list_batches(services.database.get_engine())
     at.run()  # the rerun the page makes when the batch changes state must not close the form
@@ -125,7 +126,7 @@ def test_alpha_and_beta_set_on_the_page_are_the_batch_items_eq3(open_page, judge
     at = open_page(BATCHES)
     at.number_input(key="ba_alpha").set_value(1.0)
     at.number_input(key="ba_beta").set_value(1.0)
-    at = at.button(key="FormSubmitter:ba_new-Start batch").click().run()
+    at = at.button(key="ba_start").click().run()
     assert not at.exception, at.exception
     eng = services.database.get_engine()
     (b,) = batches.list_batches(eng)
@@ -157,7 +158,7 @@ def test_the_start_form_names_the_model_and_estimates_before_the_run(open_page, 
 def test_empty_batch_cells_read_as_a_dash_not_none(open_page, judge):
     seed_dataset(2)
     at = open_page(BATCHES)
-    at = at.button(key="FormSubmitter:ba_new-Start batch").click().run()
+    at = at.button(key="ba_start").click().run()
     table = next(d for d in at.dataframe if "window" in d.value.columns)
     assert table.proto.placeholder == "—"
     assert str(table.value["window"].dtype) == "Int64", "whole numbers with blanks, not floats or 'None'"
@@ -211,3 +212,50 @@ def test_an_evidence_batch_names_no_converter_and_no_rounds(open_page):
     assert not at.exception, at.exception
     (line,) = [c for c in texts(at.caption) if "concurrency" in c and "status" in c]
     assert "Evidence checker" in line and "converter" not in line and "rounds" not in line
+
+
+def _finish(bid: int, failed: int) -> None:
+    """Mark a batch done, its first `failed` items failed and the rest done (as the worker leaves them)."""
+    from sqlmodel import select
+
+    from db.models import Batch, BatchItem
+
+    with Session(services.database.get_engine()) as s:
+        items = s.exec(select(BatchItem).where(BatchItem.batch_id == bid).order_by(BatchItem.id)).all()
+        for i, it in enumerate(items):
+            it.status = "failed" if i < failed else "done"
+            it.error = "Cannot reach the server" if i < failed else None
+            s.add(it)
+        b = s.get(Batch, bid)
+        b.status = "done"
+        s.add(b)
+        s.commit()
+
+
+def test_a_batch_that_ended_with_failures_says_so_and_counts_them_apart(open_page, judge):
+    from services.config import BackendConfig
+    from services.dcr import DCRConfig
+
+    seed_dataset(4)
+    eng = services.database.get_engine()
+    bid = batches.create_batch(eng, dataset_id=1, backend=BackendConfig(), cfg=DCRConfig(method="evidence"))
+    _finish(bid, failed=3)
+    at = open_page(BATCHES, query={"batch": str(bid)})
+    assert not at.exception, at.exception
+    (line,) = [c for c in texts(at.caption) if "concurrency" in c and "status" in c]
+    assert "status **finished with 3 failures**" in line, line
+    assert "1 done · 3 failed · 0 pending, of 4 items" in texts(at.caption)
+    (table,) = [d.value for d in at.dataframe if "status" in d.value.columns and "batch" in d.value.columns]
+    assert table.loc[table["batch"] == bid, "status"].item() == "finished with 3 failures"
+    assert batches.status_text("done", 0) == "done" and batches.status_text("done", 1) == "finished with 1 failure"
+
+
+def test_the_estimate_follows_a_change_of_evaluator_at_once(open_page, judge):
+    seed_dataset(4)
+    at = open_page(BATCHES)
+    (before,) = [c for c in texts(at.caption) if c.startswith("Estimate:")]
+    assert "**4 calls**" in before
+    at.selectbox(key="ba_method").set_value("evidence").run()  # the offline checker: no model call
+    assert not at.exception, at.exception
+    (after,) = [c for c in texts(at.caption) if c.startswith("Estimate:")]
+    assert "no model call" in after, after

@@ -241,3 +241,16 @@ def test_the_demo_model_starts_with_a_small_benchmark_and_its_time(open_page):
     at = open_page(DHP, query={"view": "Benchmark"})
     assert at.number_input(key="dhp_repeats").value == 1
     assert re.search(r"= \*\*64 model calls\*\*, about \d+ min with the demo model", page_text(at)), page_text(at)
+
+
+def test_a_link_to_a_view_opens_it_in_a_session_that_has_been_here(open_page):
+    """The Survey page links to DHP → Expert survey; a session that had opened DHP before kept its old view."""
+    at = open_page(DHP)
+    at.segmented_control(key="dhp_view").set_value("Tasks").run()
+    assert at.session_state["dhp_view"] == "Tasks"
+    at.query_params["view"] = "Expert survey"  # the link, followed in the same session
+    at.run()
+    assert not at.exception, at.exception
+    assert at.session_state["dhp_view"] == "Expert survey"
+    at.segmented_control(key="dhp_view").set_value("Texts").run()  # the picker still works under the link
+    assert at.session_state["dhp_view"] == "Texts"

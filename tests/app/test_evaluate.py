@@ -58,6 +58,26 @@ def test_evaluate_shows_sentence_verdicts_and_saves_the_run(open_page, judge):
     assert len(judge.requests) == 1
 
 
+def test_a_run_shows_answered_calls_apart_from_retries_and_what_it_cost(open_page, judge, monkeypatch):
+    """A 503 the client sends again is a retry, not a call the model answered; the cost is the run's tokens at
+    the prices set on Settings for its model."""
+    monkeypatch.setenv("LLM_MAX_RETRIES", "2")
+    monkeypatch.setenv("LLM_PRICE_INPUT_PER_MILLION", "2")
+    monkeypatch.setenv("LLM_PRICE_OUTPUT_PER_MILLION", "10")
+    judge.enqueue_status(503, headers={"retry-after": "0"})
+    at = evaluate(open_page)
+    assert not at.exception and not at.error, texts(at.error)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Answered calls (run)"] == "1"
+    assert any(c.startswith("Retries: 1 request(s)") for c in texts(at.caption)), texts(at.caption)
+    u = runs.load(services.database.get_engine(), 1).usage
+    assert (u["calls"], u["answered"], u["retries"]) == (2, 1, 1)
+    usd = (u["prompt_tokens"] * 2 + u["completion_tokens"] * 10) / 1e6
+    (cost,) = [c for c in texts(at.caption) if c.startswith("Cost:")]
+    assert f"{u['prompt_tokens']:,} input + {u['completion_tokens']:,} output tokens at $2 / $10 per million" in cost
+    assert (f"${usd:,.2f}" if usd >= 0.005 else "under $0.01") in cost
+
+
 def test_close_returns_to_an_empty_page(open_page, judge):
     at = evaluate(open_page)
     at = click(at, "Close")
@@ -216,7 +236,8 @@ def test_evidence_checker_run_calls_no_model_and_offers_no_improve(open_page):
     assert "&#x27;1999&#x27; does not appear in the article</div>" in cards  # the checker's finding
     assert "article #2 · " in cards and "“It was completed in 1889 for the World&#x27;s Fair.”" in cards
     assert score(at) == "0.667"
-    assert next(m.value for m in at.metric if m.label == "Model calls (run)") == "0"
+    assert next(m.value for m in at.metric if m.label == "Answered calls (run)") == "0"
+    assert "Cost: nothing (no token was sent to a model)." in texts(at.caption)
     subtitle = next(c for c in texts(at.caption) if c.startswith("offline evidence checker ("))
     assert "Evidence checker (offline" not in subtitle and "converter" not in subtitle, subtitle
     assert not any("Demo judge" in w for w in texts(at.warning)), "no model is used: no demo-model banner"
@@ -507,3 +528,41 @@ def test_an_evidence_run_that_decides_part_of_a_summary_names_the_rest_undecided
     said = "1 sentence(s) left undecided by the evidence, so there is no score; the partial score rests on the 1 of 2 "
     assert any(f"{said}sentence(s) it decided." in c for c in captions), captions
     assert not any("could not be judged" in c for c in captions), captions
+
+
+TWICE = "The Eiffel Tower is in Paris. It was completed in 1999. It opened in 1999 to visitors."
+
+
+def test_the_delivered_text_is_scored_inside_the_run_after_a_rejection(open_page, judge):
+    """Accept one rewrite, reject the other: the delivered text is no round's text. One more evaluation, stated
+    before, scores it in the run; History and the run's report show that score."""
+    from services import reports
+    from services.config import BackendConfig
+
+    eng = services.database.get_engine()
+    run_id = seed_run(judge, candidate=TWICE)
+    backend = BackendConfig(kind="openai", base_url=judge.base_url, model="fake-model", timeout=10)
+    runs.improve_run(eng, backend, run_id)
+    assert runs.set_rewrite(eng, run_id, 0, 2, False)  # "It opened in 1999" stays; "completed in 1889" is kept
+    at = open_page(EVALUATE, query={"run": str(run_id)})
+    assert not at.exception, at.exception
+    assert any("**1 more model call**, saved in this run as round 2" in c for c in texts(at.caption)), texts(at.caption)
+    n_before = len(judge.requests)
+    at = at.button(key=f"ev_score_delivered_{run_id}").click().run()
+    assert not at.exception, at.exception
+    assert len(judge.requests) == n_before + 1
+    d = runs.load(eng, run_id)
+    out = runs.delivered(d)
+    assert out.judged and out.scored_after_review and out.judged_round == 2
+    assert d.rounds[-1].text == "The Eiffel Tower is in Paris. It was completed in 1889. It opened in 1999 to visitors."
+    assert out.z_hat == pytest.approx(((1 + 1 - 1) / 3 + 1) / 2)  # Eq. 3: two consistent, one not
+    assert d.run.final_score == pytest.approx(out.z_hat)
+    assert not any(b.key == f"ev_score_delivered_{run_id}" for b in at.button), "scored: nothing more to offer"
+
+    hist = open_page("pages/2_History.py", query={"run": str(run_id)})
+    assert not hist.exception, hist.exception
+    assert {m.label: m.value for m in hist.metric}["Score Ẑ of the delivered text"] == f"{out.z_hat:.3f}"
+    rep = reports.build(eng, "run", run_id)
+    head = next(h for h in rep.headlines if h.label.startswith("Score Ẑ of the delivered text"))
+    assert head.label == "Score Ẑ of the delivered text" and head.value == pytest.approx(out.z_hat)
+    assert "after the review" in head.note

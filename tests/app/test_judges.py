@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from services.database import get_engine
 from services import annotations, judges
 from services.annotations import Target
+from services.database import get_engine
 from tests.app.helpers import texts
 from tests.support.judges import add_judge, labelled_dataset, truth_of
 
@@ -113,3 +113,37 @@ def test_five_judges_make_rows_of_cards_wide_enough_for_their_label(open_page):
     holding = [c for c in at.columns if any(m.label.startswith("PPI consistency rate") for m in c.metric)]
     assert len(holding) == 5
     assert all(c.weight >= 1 / 3 - 1e-9 for c in holding), [c.weight for c in holding]
+
+
+def test_create_share_link_makes_a_link_on_the_first_press(open_page):
+    from services import reports
+
+    eng, ds, truth, ids, ann = _setup()
+    at = open_page(JUDGES)
+    at.run()  # a rerun must find the same saved comparison, so the button keeps its key
+    assert not at.exception, at.exception
+    (share,) = [b for b in at.button if b.label == "Create share link"]
+    share.click().run()
+    assert not at.exception, at.exception
+    links = [c.value for c in at.code if "/Reports?share=" in c.value]
+    assert len(links) == 1, texts(at.code)
+    token = links[0].rsplit("=", 1)[1]
+    assert reports.find_share(eng, token).kind == "judges"
+    assert len(judges.list_panels(eng)) == 1
+
+
+def test_the_grid_shows_no_raw_none_for_the_offline_checkers_cost(open_page):
+    """The evidence checker has no price: its "USD / 1k" cell is empty (drawn as a dash), not the text "None"."""
+    eng = get_engine()
+    ds = labelled_dataset(eng, 30, n_labelled=15)
+    truth = truth_of(eng, ds)
+    add_judge(eng, ds, [0.9 if t else 0.2 for t in truth], method="evidence", model="offline")
+    priced = add_judge(eng, ds, [0.6] * 30, model="priced")
+    at = open_page(JUDGES)
+    at.number_input(key=f"jd_pin_{priced}").set_value(1.0)
+    at.number_input(key=f"jd_pout_{priced}").set_value(2.0).run()
+    assert not at.exception, at.exception
+    (grid,) = [d for d in at.dataframe if "judge" in d.value.columns and "labelled" in d.value.columns]
+    usd = grid.value["USD / 1k"]
+    assert usd.isna().sum() == 1 and usd.notna().sum() == 1
+    assert grid.proto.placeholder == "—"  # the grid draws a missing value as its placeholder, else as "None"

@@ -56,3 +56,10 @@ def test_a_rater_rates_items_on_every_scale(open_page, judge):
     h = ce.human_ratings_frame(eng, sid)
     assert len(h) == 3 and dict(zip(h.scale, h.value, strict=True))["5-P"] == 2.0
     assert any("1 of 3 items rated" in p.proto.text for p in at.get("progress"))
+
+
+def test_the_owner_without_a_token_is_pointed_to_where_rater_links_are_made(open_page):
+    at = open_page(RATE)
+    assert not at.exception
+    (link,) = [x for x in at.main.get("page_link") if "ConsEval" in x.proto.label]
+    assert link.proto.label == "ConsEval → Human raters" and "ConsEval" in link.proto.page, link.proto

@@ -137,6 +137,47 @@ def test_a_new_session_says_a_typed_key_must_be_entered_again(open_page, judge):
     assert any("fake-model" in t for t in texts(again.sidebar.markdown)), "still the chosen endpoint"
 
 
+def test_the_key_warning_goes_once_the_endpoint_answers_without_one(open_page, judge):
+    """The owner typed a key, but the server needs none: after a call that went through without a key, no page
+    says the key must be entered again (the walk-through saw calls succeed under that red line)."""
+    click(endpoint_form(open_page, judge.base_url, key=SECRET), "Save")
+    again = open_page(SETTINGS)
+    assert any("Enter it again on **Settings**" in w for w in texts(again.sidebar.warning))
+    again = click(again, "Test connection")  # no key typed in this session: a keyless call, and it answers
+    assert any(s.startswith("Connected to") for s in texts(again.success)), texts(again.success)
+    assert (
+        "authorization" not in judge.request_headers[-1] or "not-needed" in judge.request_headers[-1]["authorization"]
+    )
+    again.switch_page(EVALUATE).run()
+    assert not again.exception
+    assert not any("Enter it again" in w for w in texts(again.sidebar.warning)), texts(again.sidebar.warning)
+    assert not any("entered again" in c for c in texts(again.caption))
+
+
+def test_the_key_warning_goes_when_the_environment_supplies_a_key(open_page, judge, monkeypatch):
+    click(endpoint_form(open_page, judge.base_url, key=SECRET), "Save")
+    again = open_page(EVALUATE)
+    assert any("Enter it again on **Settings**" in w for w in texts(again.sidebar.warning))
+    monkeypatch.setenv("LLM_API_KEY", "sk-from-the-environment")
+    again.run()
+    assert not again.exception
+    assert not any("Enter it again" in w for w in texts(again.sidebar.warning)), texts(again.sidebar.warning)
+
+
+def test_an_endpoint_that_refused_a_keyless_call_keeps_the_warning(open_page, judge):
+    from services.llm import keys
+
+    click(endpoint_form(open_page, judge.base_url, key=SECRET), "Save")
+    keys.remember(judge.base_url, asks=False)
+    again = open_page(EVALUATE)
+    assert not any("Enter it again" in w for w in texts(again.sidebar.warning))
+    judge.enqueue_status(401)
+    again = click(open_page(SETTINGS), "Test connection")
+    assert any("401" in e for e in texts(again.error)), texts(again.error)
+    again.switch_page(EVALUATE).run()
+    assert any("Enter it again on **Settings**" in w for w in texts(again.sidebar.warning))
+
+
 URL_KEY = "Zq7-base-url-credential-" + "p" * 10
 
 
@@ -160,3 +201,13 @@ def test_the_base_url_field_hides_url_credentials_and_keeps_them_when_left_alone
     next(t for t in at.text_input if t.label == "Base URL").input(judge.base_url + "/")
     at = click(at, "Save")
     assert at.session_state[BACKEND_KEY]["base_url"] == judge.base_url
+
+
+def test_the_test_connection_outcome_outlives_the_next_rerun(open_page, judge):
+    """A rerun right after the press (another widget, the sign-in cookie's round trip) wiped the outcome: the
+    first press seemed to do nothing. It stays until the form is sent with other fields."""
+    at = click(endpoint_form(open_page, judge.base_url), "Test connection")
+    assert any(s.startswith("Connected to") for s in texts(at.success))
+    at.run()  # a rerun that is not the button's
+    assert not at.exception
+    assert any(s.startswith("Connected to") for s in texts(at.success)), texts(at.success)

@@ -65,3 +65,11 @@ def test_a_revoked_link_opens_nothing(open_page):
         sv.revoke(ada, session=s)
     at = open_page(SURVEY, query={"token": token})
     assert not at.exception and at.error and not at.radio
+
+
+def test_the_owner_without_a_token_is_pointed_to_the_expert_survey_view(open_page):
+    at = open_page(SURVEY)
+    assert not at.exception
+    (link,) = [x for x in at.main.get("page_link") if "DHP" in x.proto.label]
+    assert link.proto.label == "DHP → Expert survey" and "DHP" in link.proto.page, link.proto
+    assert "Expert" in link.proto.query_string, link.proto

@@ -59,10 +59,10 @@ def seed(database_url: str) -> tuple[int, list[int], dict[str, str]]:
         ds, items = make_dataset(engine, SENTS, name="annotate e2e")
         add_batch(engine, ds, [["consistent", "inconsistent"], ["consistent"]], reasons=REASONS, name="e2e batch")
         tokens = {}
-        for name in ("blind-ada", "keys-bob"):
+        for name in ("blind-ada", "keys-bob", "picked-cy"):
             who = an.create_annotator(engine, name)
             tokens[name] = an.annotator_token(engine, who.id)
-        an.assign(engine, ds, annotators=[an.annotator_by_name(engine, n).id for n in tokens], per_item=2)
+        an.assign(engine, ds, annotators=[an.annotator_by_name(engine, n).id for n in tokens], per_item=3)
         return ds, items, tokens
     finally:
         engine.dispose()
@@ -185,3 +185,25 @@ def test_keyboard_shortcuts_label_and_move_between_items(annotate_app: AnnotateA
     expect(main(pg).get_by_text("Quokka-reason", exact=False)).to_be_visible()
     wait_idle(pg)
     no_exception(pg)
+
+
+def test_shortcuts_work_right_after_picking_a_name(annotate_app: AnnotateApp, pg):
+    """The owner picks a name in "Who are you?": the picker held the keys, so 1 did nothing until the page was
+    clicked. The focus leaves it once a name is picked."""
+    app, items = annotate_app, annotate_app.items
+    pg.goto(f"{app.url}/Annotate?dataset={app.dataset_id}")
+    expect(main(pg).get_by_role("heading", name="Annotate", exact=True)).to_be_visible()
+    wait_idle(pg)
+    picker = main(pg).get_by_test_id("stSelectbox").filter(has_text="Who are you?")
+    picker.click()
+    pg.get_by_role("option", name="picked-cy").click()
+    expect(main(pg).get_by_text(SENTS[0][1])).to_be_visible()
+    wait_idle(pg)
+    pg.wait_for_timeout(500)
+    wait_idle(pg)
+    pg.keyboard.press("1")  # no click on the page first
+    expect(main(pg).get_by_text("Zebra-reason", exact=False)).to_be_visible()
+    wait_idle(pg)
+    assert labels(app, "picked-cy", items[0]) == [(0, 1)]
+    no_exception(pg)
+    shot(pg, "23-annotate-picked-then-keys")

@@ -262,7 +262,7 @@ def test_a_batch_runs_in_the_worker_then_opens_in_meta_evaluation(live_app: Live
     # made because the form is not visible yet would close an open panel.
     if panel.locator("details").get_attribute("open") is None:
         panel.locator("summary").click()
-    form = panel.get_by_test_id("stForm")
+    form = panel.locator(".st-key-ba_new")
     expect(form).to_be_visible()
     form.get_by_test_id("stSelectbox").filter(has_text="Dataset").click()
     pg.get_by_role("option", name=re.compile(r"^e2e-batch")).click()

@@ -107,7 +107,7 @@ def test_reload_new_tab_typed_url_and_deep_link_keep_the_owner_and_the_model(own
     tab.goto(f"{app.url}/Batches?batch=999")
     signed_in_on(tab, "Batches")
     sidebar_names_the_model(tab)
-    form = main(tab).get_by_test_id("stForm")
+    form = main(tab).locator(".st-key-ba_new")
     expect(form.get_by_text(re.compile(f"Model: {MODEL} at {re.escape(app.fake_url)}"))).to_be_visible()
     shot(tab, "owner-batches-form-names-the-model")
 
@@ -197,7 +197,7 @@ def test_before_a_batch_on_a_remote_model_the_form_estimates_calls_tokens_time_a
     expect(main(pg).get_by_text(f"Saved: {MODEL} at {app.fake_url}.")).to_be_visible()
     pg.goto(f"{app.url}/Batches")  # a new session: the prices come back with the backend
     signed_in_on(pg, "Batches")
-    form = main(pg).get_by_test_id("stForm")
+    form = main(pg).locator(".st-key-ba_new")
     estimate = form.get_by_text(re.compile(r"^Estimate: about 1 calls? "))
     expect(estimate).to_be_visible()
     text = estimate.inner_text()

@@ -50,6 +50,28 @@ def test_a_batch_judges_every_item_and_records_scores_usage_and_results(file_eng
     assert len(judge.requests) == 6
 
 
+def test_retries_are_counted_apart_from_answered_calls_and_the_cost_is_tokens_at_the_prices_set(file_engine, judge):
+    """A 503 the SDK retries is a request sent, not an answer: 3 items, 2 refusals first, 5 requests, 3 answers."""
+    ds = make_dataset(file_engine, 3)
+    backend = judge_backend(judge, price_input_per_million=2.0, price_output_per_million=10.0)
+    backend = backend.with_changes(max_retries=2)
+    bid = batches.create_batch(file_engine, dataset_id=ds, backend=backend, cfg=EVAL, concurrency=1)
+    judge.enqueue_status(503, headers={"retry-after": "0"})
+    judge.enqueue_status(503, headers={"retry-after": "0"})
+    batches.process_batch(file_engine, bid)
+    p = batches.progress(file_engine, bid)
+    assert p.done == 3 and len(judge.requests) == 5
+    assert (p.calls, p.answered, p.retries) == (5, 3, 2)
+    rows = items(file_engine, bid)
+    pt, ct = sum(r.prompt_tokens for r in rows), sum(r.completion_tokens for r in rows)
+    assert pt > 0 and ct > 0 and (p.prompt_tokens, p.completion_tokens) == (pt, ct)
+    spent = p.spent(backend)  # the prices set on Settings, for this model at this endpoint
+    assert spent.cost_usd == pytest.approx((pt * 2.0 + ct * 10.0) / 1e6)
+    assert "at $2 / $10 per million" in spent.summary()
+    other = p.spent(backend.with_changes(model="another-model"))
+    assert other.cost_usd is None and "for `another-model`" in other.summary()
+
+
 def test_rounds_in_a_batch_repair_the_inconsistent_items(file_engine, judge):
     ds = make_dataset(file_engine, 4)
     cfg = dcr.DCRConfig(max_rounds=2)

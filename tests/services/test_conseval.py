@@ -184,6 +184,10 @@ def test_a_study_end_to_end(engine, fake, backend):
     assert st.status == "done", st.error
     n_calls = 6 * 7 * 2 * (3 + 1)
     assert st.n_planned == n_calls and st.n_done == n_calls and st.calls == n_calls
+    assert st.answered == n_calls and st.prompt_tokens > 0 and st.completion_tokens > 0  # for its actual cost
+    priced = backend.with_changes(price_input_per_million=1.0, price_output_per_million=4.0)
+    spent = ce.study_spent(st, priced)
+    assert spent.cost_usd == pytest.approx((st.prompt_tokens * 1.0 + st.completion_tokens * 4.0) / 1e6)
     temps = sorted({r["temperature"] for r in fake.requests})
     assert temps == [0.0, 1.0]
     assert all(r["max_tokens"] == cfg.max_tokens for r in fake.requests)
@@ -585,7 +589,10 @@ def test_an_undefined_alpha_is_drawn_hatched_with_its_reason():
         }
     )
     bar = make_sc_figure(df).data[0]
-    assert list(bar.text) == ["n/a", "0.50"] and bar.marker.pattern.shape[0] == "x"
+    assert list(bar.text) == ["n/a", "0.50"]
+    assert bar.marker.pattern.shape[0] and not bar.marker.pattern.shape[1]
+    assert bar.y[0] > 0, "a bar of height zero draws no hatching: the undefined value must have a bar to hatch"
+    assert bar.y[1] == 0.5 and bar.error_y.array[0] is None
     assert "Every rating is the same" in bar.hovertext[0]
 
 

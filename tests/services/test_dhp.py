@@ -163,6 +163,9 @@ def test_a_run_scores_every_text_r_times_and_gives_discernment(file_engine, fake
     with get_session(file_engine) as s:
         run = dhp.get_run(rid, session=s)
         assert run.status == "done" and run.n_done == run.n_total == 24 * 4 and run.n_failed == 0
+        # what the run used, for its cost: every request answered, tokens as the server counted them
+        assert (run.calls, run.answered, run.cache_hits) == (24 * 4 * 2, 24 * 4 * 2, 0)
+        assert run.prompt_tokens > 0 and run.completion_tokens > 0
         res = dhp.run_result(rid, session=s, weights={"typo": {"Fluency": 1}})
     # 24 texts x 4 metrics x 2 repeats, each repeat its own request.
     assert len(fake.requests) == 24 * 4 * 2

@@ -289,3 +289,29 @@ def test_an_evidence_judges_verdict_is_its_own_summary_verdict_when_it_has_one(e
 )
 def test_costs_read_to_three_significant_digits_and_measures_to_three_decimals(value, amount, shown):
     assert tables._text(value, None, None, None, amount=amount) == shown
+
+
+def test_one_choice_is_saved_once_even_with_prices_and_old_repeats_are_listed_once(engine):
+    """Prices come as (input, output) tuples; the JSON column gives lists back, and each rerun of the page
+    used to find no match and write another row (its share button's key changed, the click was lost)."""
+    from db.engine import get_session
+    from db.models import JudgePanel
+
+    ds = labelled_dataset(engine, 20, n_labelled=10)
+    ids = [add_judge(engine, ds, [0.6] * 20)]
+    opts = {"source": "all", "alpha": 0.05, "budget": None, "prices": {str(ids[0]): (0.5, 1.5)}}
+    pid = judges.save_panel(engine, ds, ids, opts)
+    assert judges.save_panel(engine, ds, ids, opts) == pid
+    other = judges.save_panel(engine, ds, ids, opts | {"alpha": 0.1})
+    assert other != pid
+    with get_session(engine) as s:  # repeats of one choice, as older versions wrote them
+        for _ in range(3):
+            s.add(JudgePanel(dataset_id=ds, batch_ids=list(ids), options=json_like(opts)))
+    listed = [p.id for p in judges.list_panels(engine)]
+    assert listed == [other, pid]
+
+
+def json_like(opts):
+    import json
+
+    return json.loads(json.dumps(opts))

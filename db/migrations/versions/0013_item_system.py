@@ -1,7 +1,7 @@
 """Systems compared: a dataset item's system (or prompt, model, version), chosen at import
 
 Revision ID: 0013
-Revises: 0011
+Revises: 0012
 Create Date: 2026-11-27 21:20:00.000000
 """
 
@@ -10,7 +10,7 @@ import sqlmodel
 from alembic import op
 
 revision = "0013"
-down_revision = "0011"
+down_revision = "0012"
 branch_labels = None
 depends_on = None
 

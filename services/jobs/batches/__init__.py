@@ -37,10 +37,12 @@ from services.jobs.batches.status import (
     Progress,
     batch_public,
     disagreements,
+    failed_counts,
     failed_items,
     items_frame,
     list_batches,
     progress,
+    status_text,
 )
 from services.jobs.batches.work import (
     RunStats,
@@ -73,6 +75,7 @@ __all__ = [
     "eq3_params",
     "heartbeat",
     "disagreements",
+    "failed_counts",
     "failed_items",
     "items_frame",
     "joinable",
@@ -93,6 +96,7 @@ __all__ = [
     "round_record",
     "settle",
     "shutdown",
+    "status_text",
     "worker_endpoints",
 ]
 

@@ -11,6 +11,7 @@ from sqlmodel import Session
 from db import batches as db_batches
 from db.models import BatchPublic, utcnow
 from services import estimates
+from services.config import BackendConfig
 from services.errors import InputError
 
 
@@ -31,10 +32,49 @@ class Progress:
     eta_s: float | None  # from the items finished per second over the last minutes (services/estimates.py)
     items_per_s: float | None = None
     rate_window_s: float | None = None
+    answered: int | None = None  # requests that got an answer; None: some items were run before it was counted
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def retries(self) -> int | None:
+        """Requests sent again or failed (refused connections, timeouts, error statuses)."""
+        return None if self.answered is None else self.calls - self.answered
+
+    def spent(self, prices: BackendConfig) -> estimates.Spent:
+        """What the batch used so far, at the prices set for its model (`prices`: the backend in use)."""
+        b = self.batch
+        return estimates.spent(
+            prices,
+            model=b.model,
+            base_url=b.base_url,
+            kind=b.backend_kind,
+            input_tokens=self.prompt_tokens,
+            output_tokens=self.completion_tokens,
+        )
 
     @property
     def finished(self) -> int:
         return self.done + self.failed
+
+    @property
+    def status_text(self) -> str:
+        """The batch's state in words: a batch that ended with failed items says how many."""
+        return status_text(self.batch.status, self.failed)
+
+
+def status_text(status: str, failed: int) -> str:
+    """ "done", or "finished with 36 failures" when items failed; other states as they are."""
+    if failed and status in ("done", "cancelled"):
+        said = "finished" if status == "done" else "cancelled"
+        return f"{said} with {failed:,} failure{'' if failed == 1 else 's'}"
+    return status
+
+
+def failed_counts(engine: Engine) -> dict[int, int]:
+    """batch id -> its failed items, for every batch with any."""
+    with Session(engine) as session:
+        return db_batches.failed_counts(session=session)
 
 
 def progress(engine: Engine, batch_id: int) -> Progress | None:
@@ -50,6 +90,8 @@ def progress(engine: Engine, batch_id: int) -> Progress | None:
     calls = sum(int(r[2]) for r in rows)
     hits = sum(int(r[3]) for r in rows)
     tokens = sum(int(r[4]) for r in rows)
+    uncounted = sum(int(r[6]) for r in rows if r[0] in ("done", "failed"))
+    answered = None if uncounted else sum(int(r[5]) for r in rows)
     elapsed = eta = items_per_s = window = None
     if pub.started_at is not None:
         end = pub.finished_at if pub.status in ("done", "cancelled") and pub.finished_at else utcnow()
@@ -70,6 +112,9 @@ def progress(engine: Engine, batch_id: int) -> Progress | None:
         eta_s=eta,
         items_per_s=items_per_s,
         rate_window_s=window,
+        answered=answered,
+        prompt_tokens=sum(int(r[7]) for r in rows),
+        completion_tokens=sum(int(r[8]) for r in rows),
         **count,
     )
 
