@@ -190,7 +190,7 @@ def test_the_rate_figure_draws_each_judges_three_estimates(engine):
 
 
 def test_an_imported_score_column_is_a_judge_beside_a_batch(engine):
-    ds = labelled_dataset(engine, 80, n_labelled=40)
+    ds = labelled_dataset(engine, 80, n_labelled=60)  # PPI needs 15 labels of each class
     truth = truth_of(engine, ds)
     bid = add_judge(engine, ds, [0.5] * 80)
     rows = "".join(f'{{"id": "x{i}", "p": {0.9 if t else 0.1}}}\n' for i, t in enumerate(truth) if i != 3)
