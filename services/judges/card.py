@@ -14,7 +14,7 @@ valid for any prediction rule, and dropping such items could bias the estimate w
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -132,6 +132,9 @@ class JudgeCard:
             "n_done": self.n_done,
             "n_labelled": self.n_labelled,
             "judge_rate": self.rates.judge_rate,
+            "n_judged": self.rates.n_judged,
+            "n_abstained": self.rates.n_abstained,
+            "n_failed": self.rates.n_failed,
             "ppi": self.rates.ppi.as_dict(),
             "classical": self.rates.classical.as_dict(),
             "agreement": self.agreement.as_dict(),
@@ -215,6 +218,8 @@ def card_from_frames(
     n_sent = int(df.loc[finished, "n_sentences"].sum())
     n_unk = int(df.loc[finished, "n_unknown"].sum())
     n_failed = int((df["status"] == "failed").sum())
+    n_abstained = int(((df["status"] == "done") & df["verdict"].isna()).sum())
+    est = replace(est, n_abstained=n_abstained, n_failed=n_failed)
     if int(finished.sum()) < len(df):
         notes.append(f"The batch has finished {int(finished.sum())} of {len(df)} items: the card will change.")
     if info.method == "column":
