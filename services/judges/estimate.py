@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy import stats as sps
@@ -217,3 +217,27 @@ def rates(
         ppi=ppi(y, yhat_labelled, yhat_unlabelled, alpha=alpha),
         alpha=alpha,
     )
+
+
+def with_known_values(e: Estimate, known: np.ndarray, n_total: int) -> Estimate:
+    """The dataset's rate when some items' values are known without sampling (labels not drawn at random).
+
+    Those items form a take-all stratum (Cochran, Sampling Techniques, 1977, ch. 5; Sarndal, Swensson and
+    Wretman 1992): rate = (sum of the known values + R * rate of the rest) / n_total, R = n_total - len(known),
+    where `e` estimates the rest from its random labels. Its interval maps the same way, so it keeps e's level.
+    """
+    known = np.asarray(known, dtype=float)
+    k = int(known.size)
+    if k == 0:
+        return e
+    rest = n_total - k
+    if rest <= 0:
+        value = float(known.mean())
+        note = f"Every one of the {n_total} items is labelled: the rate is the labels' mean, with no sampling error."
+        return Estimate(value, value, value, k, 0, None, note, "census")
+    if e.estimate is None:
+        return e
+    shift, scale = float(known.sum()) / n_total, rest / n_total
+    lo = None if e.ci_low is None else shift + scale * e.ci_low
+    hi = None if e.ci_high is None else shift + scale * e.ci_high
+    return replace(e, estimate=shift + scale * e.estimate, ci_low=lo, ci_high=hi)

@@ -82,7 +82,7 @@ def test_label_next_feeds_the_queue_and_the_card_updates(engine):
 
     prop = judges.propose(human, [judges.judge_frame(engine, judges.data.batches(engine, [bid])[0])], k=12)
     assert len(prop.item_ids) == 12 and prop.n_unlabelled == 80
-    sent = judges.send(engine, ds, prop.item_ids, [ann.id])
+    sent = judges.send(engine, ds, prop.item_ids, [ann.id], origin="random")
     assert sent == {"rita": 12}
     queue = annotations.queue(engine, ds, ann.id)
     assert sorted(e.item_id for e in queue) == sorted(prop.item_ids)
