@@ -74,9 +74,9 @@ def read_labels(path: Path) -> dict[str, tuple[float | None, float | None]]:
 def run(args: argparse.Namespace) -> int:
     """Run the judge over the file as a batch, then write its card."""
     from clitools.batch import run_here
-    from services.database import get_engine
     from services import dcr, headless, judges
     from services.config import backend_from_settings
+    from services.database import get_engine
     from services.errors import InputError
     from services.nli import paradigms as nli
 
@@ -131,7 +131,12 @@ def run(args: argparse.Namespace) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(card.as_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     r = card.rates
-    fmt = lambda e: "—" if e.estimate is None else f"{e.estimate:.3f} [{e.ci_low:.3f}, {e.ci_high:.3f}]"  # noqa: E731
+
+    def fmt(e) -> str:
+        if e.estimate is None:
+            return "—"
+        return f"{e.estimate:.3f}" + ("" if e.ci_low is None else f" [{e.ci_low:.3f}, {e.ci_high:.3f}]")
+
     print(
         f"{card.judge}: {card.n_labelled} labelled of {card.n}; judge rate "
         f"{'—' if r.judge_rate is None else f'{r.judge_rate:.3f}'}; classical {fmt(r.classical)}; PPI {fmt(r.ppi)}",
