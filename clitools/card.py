@@ -177,7 +177,12 @@ def run(args: argparse.Namespace) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(shown, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     r = card.rates
-    fmt = lambda e: "—" if e.estimate is None else f"{e.estimate:.3f} [{e.ci_low:.3f}, {e.ci_high:.3f}]"  # noqa: E731
+
+    def fmt(e) -> str:
+        if e.estimate is None:
+            return "—"
+        return f"{e.estimate:.3f}" + ("" if e.ci_low is None else f" [{e.ci_low:.3f}, {e.ci_high:.3f}]")
+
     print(
         f"{card.judge}: {card.n_labelled} labelled of {card.n} item(s) from {read.n_rows} row(s), "
         f"{len(refused)} refused; judge rate "

@@ -54,6 +54,12 @@ def explain(card: JudgeCard) -> str:
         f"**{_pct(p.ci_high)}** ({level:.0%} interval; estimate {_pct(p.estimate)}), resting on "
         f"**{p.n} human label(s)** and the judge's verdicts on all {card.n:,} items.{narrower} The judge on its "
         f"own says {_pct(r.judge_rate)}."
+        + (
+            f" {card.n_not_random} of the labels were not a random draw: they count as the known values of their "
+            f"items, and the interval rests on the {p.n} random ones."
+            if card.n_not_random
+            else ""
+        )
     )
 
 
@@ -72,7 +78,8 @@ def _render_card(col, c: JudgeCard, level: float) -> None:
         st.markdown(f"**{c.judge}**")
         ci = f"[{_pct(p.ci_low)}, {_pct(p.ci_high)}]" if p.ci_low is not None else "no interval"
         st.metric(f"PPI consistency rate ({level:.0%} CI)", _pct(p.estimate), help="Prediction-powered inference")
-        st.caption(f"{ci} · n = {p.n} labelled + {p.n_unlabelled:,} judged only")
+        chosen = f" · {c.n_not_random} label(s) not a random draw, counted as known" if c.n_not_random else ""
+        st.caption(f"{ci} · n = {p.n} labelled + {p.n_unlabelled:,} judged only{chosen}")
 
 
 def render_cards(cards: Sequence[JudgeCard]) -> None:

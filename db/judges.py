@@ -12,6 +12,7 @@ from sqlalchemy import func, insert
 from sqlmodel import Session, col, select
 
 from db.models import (
+    AnnotationAssignment,
     BaselineScore,
     Batch,
     BatchItem,
@@ -102,6 +103,16 @@ def annotator_labels(*, session: Session, dataset_id: int) -> list[tuple[int, in
         .where(DatasetItem.dataset_id == dataset_id)
     ).all()
     return [(int(a), int(b), int(c), int(d)) for a, b, c, d in rows]  # type: ignore[arg-type]
+
+
+def assignment_origins(*, session: Session, dataset_id: int) -> dict[int, str]:
+    """item id -> how the item was first chosen for labelling (its earliest assignment's origin)."""
+    rows = session.exec(
+        select(AnnotationAssignment.dataset_item_id, AnnotationAssignment.origin)
+        .where(AnnotationAssignment.dataset_id == dataset_id)
+        .order_by(col(AnnotationAssignment.id).desc())
+    ).all()
+    return {int(i): str(o) for i, o in rows}  # ascending ids overwrite: the earliest wins
 
 
 def batches(*, session: Session, batch_ids: Iterable[int]) -> list[BatchPublic]:

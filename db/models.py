@@ -380,8 +380,15 @@ class AnnotationAssignment(SQLModel, table=True):
     dataset_item_id: int = Field(foreign_key="dataset_item.id", index=True, ondelete="CASCADE")
     annotator_id: int = Field(foreign_key="annotator.id", index=True, ondelete="CASCADE")
     status: str = Field(default="pending", max_length=20)  # pending | done
+    # How the item was chosen (one of LABEL_ORIGINS): "random" and "uncertain" by Label next, "manual" by hand
+    # (the Annotate page's assignment), "unknown" for assignments made before this was recorded.
+    origin: str = Field(default="manual", max_length=20, sa_column_kwargs={"server_default": "unknown"})
     assigned_at: datetime = Field(default_factory=utcnow)
     done_at: datetime | None = None
+
+
+# How a labelled item was chosen: "imported" with the dataset, or an assignment's origin.
+LABEL_ORIGINS = ("imported", "random", "uncertain", "manual", "unknown")
 
 
 # -- reports and share links -------------------------------------------------------------------

@@ -231,8 +231,9 @@ prop = judges.propose(
 )
 if strategy == "uncertain":
     st.warning(
-        "These items are not a random draw: once labelled they sharpen the agreement figures, but the PPI "
-        "interval assumes random labels and is then only indicative.",
+        "These items are not a random draw: they are recorded as chosen where the judges are unsure. Once "
+        "labelled they sharpen the agreement figures; the rate intervals count them as known values and rest "
+        "on the random labels only (the cards say how many).",
         icon=":material/warning:",
     )
 if not prop.item_ids:
@@ -248,7 +249,7 @@ else:
         f"Send {len(prop.item_ids)} item(s) to the annotators' queues", type="primary", disabled=not who, key="jd_send"
     ):
         try:
-            sent = judges.send(eng, ds_id, prop.item_ids, who)
+            sent = judges.send(eng, ds_id, prop.item_ids, who, origin=strategy)
         except InputError as exc:
             st.error(str(exc))
         else:

@@ -64,19 +64,21 @@ def test_card_through_a_scripted_endpoint_with_prices_and_alpha(tmp_path, fake, 
     ref = "The council approved 40 million dollars on Tuesday."
     rows = [
         {"id": f"r{i}", "reference": ref, "candidate": f"It approved {'47' if i % 3 == 0 else '40'} million dollars."}
-        | ({"label": int(i % 3 != 0)} if i < 12 else {})
-        for i in range(30)
+        | ({"label": int(i % 3 != 0)} if i < 48 else {})  # 16 inconsistent labels: PPI needs 15 of each class
+        for i in range(60)
     ]
     path, out = _write(tmp_path, rows), tmp_path / "card.json"
     args = ["card", "--input", str(path), "--method", "summ-nli", "--alpha", "0.1", "--output", str(out)]
     assert cli.main([*args, "--price-input", "2", "--price-output", "8"]) == 0
     card = json.loads(out.read_text(encoding="utf-8"))
-    assert card["alpha"] == 0.1 and card["n_labelled"] == 12
+    assert card["alpha"] == 0.1 and card["n_labelled"] == 48
     assert card["agreement"]["balanced_accuracy"]["value"] == 1.0
-    assert card["judge_rate"] == pytest.approx(20 / 30)
-    assert card["ppi"]["estimate"] == pytest.approx(20 / 30, abs=0.02)
+    assert card["judge_rate"] == pytest.approx(40 / 60)
+    assert (card["n_judged"], card["n_abstained"], card["n_failed"]) == (60, 0, 0)
+    assert card["label_origins"] == {"imported": 48} and card["n_not_random"] == 0
+    assert card["ppi"]["estimate"] == pytest.approx(40 / 60, abs=0.02) and card["ppi"]["method"] == "ppi++"
     assert card["ppi"]["width"] < card["classical"]["width"]
-    assert card["cost"]["calls"] + card["cost"]["cache_hits"] >= 30  # equal candidates come from the cache
+    assert card["cost"]["calls"] + card["cost"]["cache_hits"] >= 60  # equal candidates come from the cache
     assert card["cost"]["per_1000_documents"]["usd"] > 0
 
 

@@ -80,6 +80,8 @@ SCOPE: dict[str, list[str]] = {
         "services.nli.retrieval.*",
     ],
     "services/metaeval/classification.py": ["services.metaeval.classification.*"],
+    "services/judges": ["services.judges.*"],
+    "services/dcr/evidence/calibration.py": ["services.dcr.evidence.calibration.*"],
 }
 
 # Mutants that cannot change any result (or, marked harmless, none that matters), each with why. The names

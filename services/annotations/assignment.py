@@ -79,6 +79,7 @@ def assign(engine: Engine, dataset_id: int, *, annotators: list[int], per_item: 
                 "dataset_item_id": item_id,
                 "annotator_id": a,
                 "status": "pending",
+                "origin": "manual",
                 "assigned_at": now,
                 "done_at": None,
             }

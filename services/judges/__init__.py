@@ -2,7 +2,8 @@
 
 data (a batch as a judge's predictions and costs; the dataset's human labels, imported and from annotators),
 columns (score columns computed elsewhere, as judges), estimate (the consistency rate: the judge's raw rate,
-classical and prediction-powered, with ppi-python), agreement (balanced accuracy, AUROC, kappa, Pearson with
+classical and prediction-powered, with ppi-python), coverage (how often those intervals cover, simulated on
+arrays for bench/ and the tests), agreement (balanced accuracy, AUROC, kappa, Pearson with
 intervals), card (the judge card), links (ConsEval and DHP results of the same model), label_next (which items
 to label next, sent to annotators' queues), panels (saved comparisons, for reports and share links), tables
 (the cards side by side), compare (systems compared: each one's rate and every pair's difference) and

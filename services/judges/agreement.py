@@ -1,8 +1,17 @@
 """A judge's agreement with the human labels: balanced accuracy, AUROC, Cohen's kappa and Pearson's r, each
-with its n and a 95% interval.
+with its n and an interval at the card's level.
 
-Balanced accuracy and AUROC reuse services.stats (a percentile bootstrap over items; AUROC's stratified by
-class); kappa and its analytic interval (asymptotic standard error) come from statsmodels' `cohens_kappa`;
+Balanced accuracy, AUROC and kappa need at least MIN_PER_CLASS labelled items of each class (for balanced
+accuracy and kappa, among the items the judge decided); below that they give no number and say so, since a
+handful of items can make any of them look perfect. Their intervals:
+- balanced accuracy (TPR + TNR) / 2: the exact (Clopper-Pearson) intervals of TPR and TNR, each at level
+  sqrt(1 - alpha), averaged end by end. Given the labels, TPR and TNR are independent binomials, so both cover
+  with probability 1 - alpha and then so does their mean: valid at every n, never of zero width.
+- AUROC: Newcombe's score-type interval (Newcombe, Statistics in Medicine 2006, method 5): the Hanley-McNeil
+  variance with both class sizes replaced by N* = (m + n)/2 - 1, inverted like Wilson's interval, so it stays
+  inside [0, 1] and has width even at an AUROC of 1.
+- kappa: statsmodels' `cohens_kappa`, kappa +- z * its asymptotic standard error (Fleiss, Cohen and Everitt
+  1969), z the normal quantile at the card's level.
 Pearson's interval is scipy's analytic one (Fisher's z).
 """
 
@@ -17,6 +26,7 @@ from scipy import stats as sps
 from services import stats
 
 N_BOOT = 1000
+MIN_PER_CLASS = 5  # labelled items of each class before balanced accuracy, AUROC and kappa are shown
 
 
 @dataclass(frozen=True)
@@ -50,8 +60,9 @@ def _kappa(verdicts: np.ndarray, labels: np.ndarray, *, ci: float) -> Metric:
     from statsmodels.stats.inter_rater import cohens_kappa, to_table
 
     n = int(labels.size)
-    if n < 2:
-        return Metric(None, n, note="Kappa needs at least 2 labelled items.")
+    short = _too_few(labels, "Kappa", "decided ")
+    if short:
+        return Metric(None, n, note=short)
     table = to_table(np.c_[labels, verdicts], bins=[0, 1, 2])[0]
     with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
         warnings.simplefilter("ignore")
@@ -63,6 +74,64 @@ def _kappa(verdicts: np.ndarray, labels: np.ndarray, *, ci: float) -> Metric:
         return Metric(value, n, note="No interval: the judge or the people give one class only.")
     z = float(sps.norm.ppf(0.5 + ci / 2))
     return Metric(value, n, max(-1.0, value - z * se), min(1.0, value + z * se))
+
+
+def _too_few(labels: np.ndarray, what: str, kind: str = "") -> str | None:
+    """Why a measure is not shown (fewer than MIN_PER_CLASS labelled items of a class), or None."""
+    pos, neg = int((labels == 1).sum()), int((labels == 0).sum())
+    if min(pos, neg) >= MIN_PER_CLASS:
+        return None
+    return (
+        f"{what} needs at least {MIN_PER_CLASS} {kind}labelled items of each class; there are {pos} consistent and "
+        f"{neg} inconsistent. Label more items to see it."
+    )
+
+
+def balanced_accuracy(verdicts: np.ndarray, labels: np.ndarray, *, ci: float) -> Metric:
+    """(TPR + TNR) / 2 of the verdicts, with the average of TPR's and TNR's exact intervals at level sqrt(ci)."""
+    n = int(labels.size)
+    short = _too_few(labels, "Balanced accuracy", "decided ")
+    if short:
+        return Metric(None, n, note=short)
+    each = float(np.sqrt(ci))
+    ends = []
+    for cls in (1, 0):
+        hit = int(((verdicts == cls) & (labels == cls)).sum())
+        iv = sps.binomtest(hit, int((labels == cls).sum())).proportion_ci(confidence_level=each, method="exact")
+        ends.append((hit / (labels == cls).sum(), iv.low, iv.high))
+    (r1, lo1, hi1), (r0, lo0, hi0) = ends
+    return Metric(float((r1 + r0) / 2), n, float((lo1 + lo0) / 2), float((hi1 + hi0) / 2))
+
+
+def _newcombe_variance(theta: float, m: int, n: int) -> float:
+    """Hanley and McNeil's variance of an AUROC theta with both class sizes set to N* = (m + n)/2 - 1."""
+    big = (m + n) / 2.0 - 1.0
+    return theta * (1 - theta) / (m * n) * (1 + (big - 1) * ((1 - theta) / (2 - theta) + theta / (1 + theta)))
+
+
+def auroc_interval(auc: float, m: int, n: int, *, ci: float) -> tuple[float, float]:
+    """Newcombe's (2006) method 5: the thetas with (auc - theta)^2 <= z^2 V(theta), V Hanley-McNeil's at N*."""
+    from scipy.optimize import brentq
+
+    z2 = float(sps.norm.ppf(0.5 + ci / 2)) ** 2
+
+    def gap(t: float) -> float:
+        return (auc - t) ** 2 - z2 * _newcombe_variance(t, m, n)
+
+    eps = 1e-12
+    lo = 0.0 if auc <= eps else brentq(gap, 0.0, min(auc, 1.0 - eps))
+    hi = 1.0 if auc >= 1.0 - eps else brentq(gap, max(auc, eps), 1.0)
+    return float(lo), float(hi)
+
+
+def _auroc(scores: np.ndarray, labels: np.ndarray, *, ci: float) -> Metric:
+    n = int(labels.size)
+    short = _too_few(labels, "AUROC")
+    if short:
+        return Metric(None, n, note=short)
+    a = stats.auroc(scores, labels, n_boot=0)
+    lo, hi = auroc_interval(float(a.auc), a.n_pos, a.n_neg, ci=ci)
+    return Metric(a.auc, n, lo, hi, a.note)
 
 
 def agreement(
@@ -78,16 +147,14 @@ def agreement(
     """Agreement of a judge (scores in [0, 1], verdicts 0/1) with human labels (0/1) on the labelled items.
 
     Items where the judge has no score or the person no label are left out of each number (its n says how
-    many remain). Pearson's r is with the human score when there is one, else with the label.
+    many remain). Pearson's r is with the human score when there is one, else with the label. `seed` and
+    `n_boot` are kept for callers; every interval here is analytic.
     """
     s, v, lab = (np.asarray(a, dtype=float) for a in (scores, verdicts, labels))
     keep = np.isfinite(v) & np.isfinite(lab)
-    clf = stats.classification(v[keep], lab[keep], 0.5)
-    lo, hi = stats.balanced_accuracy_interval(v[keep], lab[keep], 0.5, seed=seed, n_boot=n_boot, ci=ci)
-    ba = Metric(clf.balanced_accuracy, int(keep.sum()), lo, hi, clf.note)
+    ba = balanced_accuracy(v[keep], lab[keep], ci=ci)
     keep_s = np.isfinite(s) & np.isfinite(lab)
-    a = stats.auroc(s[keep_s], lab[keep_s], seed=seed, n_boot=n_boot, ci=ci)
-    auc = Metric(a.auc, a.n_pos + a.n_neg, a.ci_low, a.ci_high, a.note)
+    auc = _auroc(s[keep_s], lab[keep_s], ci=ci)
     kappa = _kappa(v[keep].astype(int), lab[keep].astype(int), ci=ci)
     target = lab if human_scores is None else np.asarray(human_scores, dtype=float)
     keep_p = np.isfinite(s) & np.isfinite(target)

@@ -14,7 +14,7 @@ valid for any prediction rule, and dropping such items could bias the estimate w
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -24,7 +24,7 @@ from sqlalchemy.engine import Engine
 from db.models import BatchPublic
 from services.judges import data
 from services.judges.agreement import Agreement, Metric, agreement
-from services.judges.estimate import RateEstimates, rates
+from services.judges.estimate import RateEstimates, rates, with_known_values
 from services.judges.links import Linked, linked_results
 
 NEUTRAL = 0.5
@@ -114,6 +114,12 @@ class JudgeCard:
     cost: Cost
     linked: tuple[Linked, ...] = ()
     notes: tuple[str, ...] = field(default_factory=tuple)
+    label_origins: dict[str, int] = field(default_factory=dict)  # labelled items by how they were chosen
+
+    @property
+    def n_not_random(self) -> int:
+        """Labels whose items were not a random draw (chosen where judges are unsure, by hand, or unknown)."""
+        return sum(v for k, v in self.label_origins.items() if k not in data.RANDOM_ORIGINS)
 
     @property
     def alpha(self) -> float:
@@ -131,7 +137,12 @@ class JudgeCard:
             "n": self.n,
             "n_done": self.n_done,
             "n_labelled": self.n_labelled,
+            "label_origins": dict(self.label_origins),
+            "n_not_random": self.n_not_random,
             "judge_rate": self.rates.judge_rate,
+            "n_judged": self.rates.n_judged,
+            "n_abstained": self.rates.n_abstained,
+            "n_failed": self.rates.n_failed,
             "ppi": self.rates.ppi.as_dict(),
             "classical": self.rates.classical.as_dict(),
             "agreement": self.agreement.as_dict(),
@@ -195,7 +206,31 @@ def card_from_frames(
         )
     yhat = np.where(missing, NEUTRAL, pred)
     labelled = np.isfinite(y_all)
-    est = rates(y_all[labelled], yhat[labelled], yhat[~labelled], verdicts=df["verdict"].to_numpy(float), alpha=alpha)
+    origin = df["origin"].to_numpy(dtype=object) if "origin" in df else np.full(len(df), "imported", dtype=object)
+    origin = np.where(labelled, np.where(origin == "", "imported", origin), "")
+    chosen = labelled & ~np.isin(origin, data.RANDOM_ORIGINS)
+    drawn = labelled & ~chosen
+    est = rates(y_all[drawn], yhat[drawn], yhat[~labelled], verdicts=df["verdict"].to_numpy(float), alpha=alpha)
+    origins = {o: int((origin[labelled] == o).sum()) for o in data.ORIGIN_NAMES if (origin[labelled] == o).any()}
+    if chosen.any():
+        known = y_all[chosen]
+        est = replace(
+            est,
+            classical=with_known_values(est.classical, known, len(df)),
+            ppi=with_known_values(est.ppi, known, len(df)),
+        )
+        how = ", ".join(f"{origins[o]} {data.ORIGIN_NAMES[o]}" for o in origins if o not in data.RANDOM_ORIGINS)
+        notes.append(
+            f"{int(chosen.sum())} of the {int(labelled.sum())} labels were not a random draw ({how}): they count as "
+            f"the known values of their items, and the rate intervals rest on the {int(drawn.sum())} random ones. "
+            "Agreement is measured on every label, so it describes those items too."
+        )
+    n_imported = origins.get("imported", 0)
+    if 0 < n_imported < len(df):
+        notes.append(
+            f"{n_imported} imported labels cover {n_imported} of the {len(df)} items: the intervals assume they are a "
+            "random draw of the dataset's items."
+        )
     lab = df["label"].to_numpy(dtype=float)
     if not has_labels:
         lab = np.where(np.isfinite(y_all), (y_all >= 0.5).astype(float), np.nan)
@@ -215,6 +250,8 @@ def card_from_frames(
     n_sent = int(df.loc[finished, "n_sentences"].sum())
     n_unk = int(df.loc[finished, "n_unknown"].sum())
     n_failed = int((df["status"] == "failed").sum())
+    n_abstained = int(((df["status"] == "done") & df["verdict"].isna()).sum())
+    est = replace(est, n_abstained=n_abstained, n_failed=n_failed)
     if int(finished.sum()) < len(df):
         notes.append(f"The batch has finished {int(finished.sum())} of {len(df)} items: the card will change.")
     if info.method == "column":
@@ -248,6 +285,7 @@ def card_from_frames(
         cost=cost,
         linked=linked,
         notes=tuple(notes),
+        label_origins=origins,
     )
 
 

@@ -32,6 +32,16 @@ LABEL_SOURCES: dict[str, str] = {
     "annotators": "Annotators' labels only (from the Annotate queue)",
     "dataset": "Imported labels only",
 }
+# Label origins whose items count as a random draw of the dataset. Imported labels are the dataset's own: a
+# census when every item has one, else assumed a random draw (the card says so).
+RANDOM_ORIGINS = ("imported", "random")
+ORIGIN_NAMES = {
+    "imported": "imported with the dataset",
+    "random": "a random draw",
+    "uncertain": "chosen where the judges are unsure or disagree",
+    "manual": "picked by hand",
+    "unknown": "chosen before origins were recorded",
+}
 
 
 def _evidence_score(result: dict | None) -> float | None:
@@ -131,8 +141,9 @@ def annotator_truth(engine: Engine, dataset_id: int) -> pd.DataFrame:
 def human_frame(
     engine: Engine, dataset_id: int, *, source: LabelSource = "all", budget: int | None = None, seed: int = 0
 ) -> pd.DataFrame:
-    """One row per dataset item: item_id, idx, external_id, label (1/0/NaN), hscore (NaN when none) and where
-    they come from ("imported", "annotators" or "").
+    """One row per dataset item: item_id, idx, external_id, label (1/0/NaN), hscore (NaN when none), where
+    they come from (source: "imported", "annotators" or "") and how the item was chosen for labelling (origin:
+    "imported", "random", "uncertain", "manual", "unknown", or "" when it has no label; see RANDOM_ORIGINS).
 
     `budget` keeps a random `budget` of the imported judgments (drawn with `seed`) and hides the rest: what the
     estimates would be had only that many items been labelled. Annotators' labels always count in full.
@@ -164,6 +175,9 @@ def human_frame(
         hide = np.setdiff1d(has, keep)
         df.loc[hide, ["label", "hscore"]] = np.nan
         df.loc[hide, "source"] = ""
+    df["origin"] = np.where(df["source"] == "imported", "imported", "")
+    if budget is not None and source != "annotators":
+        df.loc[df["source"] == "imported", "origin"] = "random"  # the kept ones are a random draw made here
     if source != "dataset":
         ann = annotator_truth(engine, dataset_id).set_index("item_id")
         free = df["source"].to_numpy() == ""
@@ -174,6 +188,10 @@ def human_frame(
             df.loc[fill, "label"] = got["label"].to_numpy()
             df.loc[fill, "hscore"] = got["hscore"].to_numpy()
             df.loc[fill, "source"] = "annotators"
+            with get_session(engine) as session:
+                origins = db.assignment_origins(session=session, dataset_id=dataset_id)
+            # an annotator's label on an item nobody assigned them was picked by hand
+            df.loc[fill, "origin"] = [origins.get(int(i), "manual") for i in ids[fill]]
     return df
 
 

@@ -1,29 +1,40 @@
 """The dataset's consistency rate three ways: the judge's raw rate, the classical estimate from the labelled
 items alone, and the prediction-powered estimate (PPI, Angelopoulos et al., Science 2023) from both.
 
+Classical, binary labels: the Clopper-Pearson ("exact") binomial interval (scipy). Its coverage is at least
+1 - alpha at every true rate and every n by construction, where the normal (Wald) and even the Wilson interval
+fall short near a rate of 0 or 1 (Brown, Cai and DasGupta, Statistical Science 2001). Human scores in [0, 1]
+(no labels): the normal interval of the mean (ppi_py.classical_mean_ci), valid as n grows.
+
 PPI: theta_PP = mean(lambda * Yhat over the unlabelled items) + mean(Y - lambda * Yhat over the labelled
 ones), where the second term (the rectifier) removes the judge's bias as measured on the labelled items. Its
 interval is a normal one with variance lambda^2 Var(Yhat_unl)/N + Var(Y - lambda Yhat)/n. lambda = 1 is
 the original PPI, lambda = 0 the classical estimate; PPI++ (Angelopoulos, Duchi and Zrnic 2023) picks the
-lambda that minimises the variance from the data. Both estimators come from ppi-python (`ppi_py`); nothing
-here re-implements them.
+lambda that minimises the variance from the data. The estimate, lambda and standard error come from
+ppi-python (`ppi_py`); here the critical value is Student's t with n - 1 degrees of freedom instead of the
+normal quantile (the usual small-sample correction: the rectifier's variance is estimated from n items).
 
-PPI never pretends: when the judge's predictions show no significant linear relation to the labels on the
-labelled items (Pearson test at the interval's level), or are constant, lambda is 0 and the PPI interval is
-the classical one. PPI++'s in-sample lambda would otherwise shave about 1/n off the variance of a pure-noise
-judge.
+PPI is used only where its normal interval holds (measured by simulation: bench/judges_coverage.py and
+docs/judges.md). Otherwise lambda is 0 and the PPI interval is the classical one, with a note saying why:
+- binary labels with fewer than MIN_CLASS of either class among them: the rectifier is then dominated by a
+  few items of the rare class and its normal interval undercovers (85-87% at a stated 95% for a rate near 6%
+  with 50 labels);
+- the judge's predictions show no significant positive linear relation to the labels on the labelled items
+  (Pearson test at the interval's level), or are constant: PPI++'s in-sample lambda would otherwise shave
+  about 1/n off the variance of a pure-noise judge.
 """
 
 from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy import stats as sps
 
 MIN_LABELLED = 2
+MIN_CLASS = 15  # PPI's normal interval needs at least this many labelled items of each class (binary labels)
 
 
 @dataclass(frozen=True)
@@ -37,6 +48,7 @@ class Estimate:
     n_unlabelled: int = 0
     lam: float | None = None  # PPI's power-tuning parameter (None for the classical estimate)
     note: str | None = None
+    method: str = ""  # how the interval was made: "exact" (Clopper-Pearson), "normal", "ppi++" (t critical value)
 
     @property
     def width(self) -> float | None:
@@ -47,6 +59,8 @@ class Estimate:
     def as_dict(self) -> dict:
         """{estimate, ci: [lo, hi], n, ...} for the CLI's JSON."""
         out = {"estimate": self.estimate, "ci": [self.ci_low, self.ci_high], "n": self.n, "width": self.width}
+        if self.method:
+            out["method"] = self.method
         if self.lam is not None:
             out |= {"lambda": self.lam, "n_unlabelled": self.n_unlabelled}
         if self.note:
@@ -58,11 +72,13 @@ class Estimate:
 class RateEstimates:
     """The three rates of one judge over one dataset."""
 
-    judge_rate: float | None  # the judge's rate over every item it judged
+    judge_rate: float | None  # the judge's rate over every item it gave a verdict on
     n_judged: int
     classical: Estimate
     ppi: Estimate
     alpha: float
+    n_abstained: int = 0  # items it finished without a verdict (a sentence left unknown)
+    n_failed: int = 0  # items it could not score
 
 
 def _clip(x: float) -> float:
@@ -73,8 +89,19 @@ def _finite(*xs: float) -> bool:
     return all(x is not None and math.isfinite(x) for x in xs)
 
 
+def is_binary(y: np.ndarray) -> bool:
+    """Whether every value is 0 or 1."""
+    return bool(np.isin(y, (0.0, 1.0)).all())
+
+
+def clopper_pearson(k: int, n: int, *, alpha: float) -> tuple[float, float]:
+    """The exact binomial interval of k successes in n at level 1 - alpha (scipy's binomtest)."""
+    iv = sps.binomtest(int(k), int(n)).proportion_ci(confidence_level=1 - alpha, method="exact")
+    return float(iv.low), float(iv.high)
+
+
 def classical(y: np.ndarray, *, alpha: float = 0.05) -> Estimate:
-    """The labelled items' mean with its normal (CLT) interval (ppi_py.classical_mean_ci)."""
+    """The labelled items' mean with its interval: exact (Clopper-Pearson) for 0/1 labels, else normal (CLT)."""
     from ppi_py import classical_mean_ci
 
     y = np.asarray(y, dtype=float)
@@ -83,24 +110,16 @@ def classical(y: np.ndarray, *, alpha: float = 0.05) -> Estimate:
         return Estimate(
             None, None, None, n, note=f"An interval needs at least {MIN_LABELLED} labelled items; there are {n}."
         )
+    if is_binary(y):
+        lo, hi = clopper_pearson(int(y.sum()), n, alpha=alpha)
+        return Estimate(float(y.mean()), lo, hi, n, method="exact")
     if np.ptp(y) == 0:
-        return _unanimous(y, alpha)
+        note = f"All {n} human scores are equal: there is no spread to build an interval from."
+        return Estimate(float(y.mean()), None, None, n, note=note)
     lo, hi = classical_mean_ci(y, alpha=alpha)
     lo, hi = float(np.squeeze(lo)), float(np.squeeze(hi))
-    return Estimate(float(y.mean()), _clip(lo), _clip(hi), n)
-
-
-def _unanimous(y: np.ndarray, alpha: float, n_unlabelled: int | None = None) -> Estimate:
-    """Every label the same: the normal interval would have zero width. Binary labels get the exact
-    (Clopper-Pearson) binomial interval instead (scipy); a constant score keeps the point, with a note."""
-    n = int(y.size)
-    lam = None if n_unlabelled is None else 0.0
-    if set(np.unique(y)) <= {0.0, 1.0}:
-        iv = sps.binomtest(int(y.sum()), n).proportion_ci(confidence_level=1 - alpha, method="exact")
-        note = f"All {n} labels agree: the interval is the exact binomial one (a normal interval would have no width)."
-        return Estimate(float(y.mean()), float(iv.low), float(iv.high), n, n_unlabelled or 0, lam, note)
-    note = f"All {n} human scores are equal: there is no spread to build an interval from."
-    return Estimate(float(y.mean()), None, None, n, n_unlabelled or 0, lam, note)
+    note = "Human scores, not labels: a normal interval, which holds as the number of labelled items grows."
+    return Estimate(float(y.mean()), _clip(lo), _clip(hi), n, note=note, method="normal")
 
 
 def informative(y: np.ndarray, yhat: np.ndarray, *, alpha: float) -> bool:
@@ -113,13 +132,19 @@ def informative(y: np.ndarray, yhat: np.ndarray, *, alpha: float) -> bool:
     return bool(np.isfinite(res.pvalue) and res.pvalue < alpha and res.statistic > 0)
 
 
+def _fallback(y: np.ndarray, big_n: int, alpha: float, note: str) -> Estimate:
+    """PPI with lambda 0: the classical estimate and interval, with the reason."""
+    c = classical(y, alpha=alpha)
+    return Estimate(c.estimate, c.ci_low, c.ci_high, c.n, big_n, 0.0, " ".join(filter(None, (note, c.note))), c.method)
+
+
 def ppi(
     y: np.ndarray, yhat: np.ndarray, yhat_unlabelled: np.ndarray, *, alpha: float = 0.05, lam: float | None = None
 ) -> Estimate:
     """The prediction-powered estimate of the mean of y and its interval (ppi_py's mean estimators).
 
-    lam None: PPI++ power tuning (ppi_py chooses lambda), made 0 when the judge is not informative (see the
-    module docstring); lam 1: the original PPI.
+    lam None: PPI++ power tuning (ppi_py chooses lambda); lam 1: the original PPI. Either way lambda is 0 (the
+    classical estimate) where PPI's interval would not hold (see the module docstring), with a note.
     """
     from ppi_py import ppi_mean_ci, ppi_mean_pointestimate
 
@@ -132,32 +157,43 @@ def ppi(
             None, None, None, n, big_n, note=f"An interval needs at least {MIN_LABELLED} labelled items; there are {n}."
         )
     if big_n == 0:
-        c = classical(y, alpha=alpha)
-        note = "Every item is labelled: PPI is the classical mean."
-        return Estimate(c.estimate, c.ci_low, c.ci_high, n, 0, 0.0, note)
-    if np.ptp(y) == 0:  # PPI would lean on the judge alone here: keep to what the labels say
-        return _unanimous(y, alpha, big_n)
-    note = None
+        return _fallback(y, 0, alpha, "Every item is labelled: PPI is the classical mean.")
+    if is_binary(y):
+        k = int(y.sum())
+        rare = min(k, n - k)
+        if rare < MIN_CLASS:
+            which = "consistent" if k <= n - k else "inconsistent"
+            note = (
+                f"Only {rare} of the {n} labels say {which} (PPI needs at least {MIN_CLASS} of each to hold its "
+                "level): the interval is the labels' exact one."
+            )
+            return _fallback(y, big_n, alpha, note)
+    elif np.ptp(y) == 0:
+        return _fallback(y, big_n, alpha, "")
+    if lam == 0:
+        return _fallback(y, big_n, alpha, "")
     if lam is None and not informative(y, yhat, alpha=alpha):
-        lam = 0.0
         note = "The judge's scores show no significant relation to the labels: PPI falls back to the labels alone."
-    if lam is None:  # PPI++: ppi_py picks lambda (the same one in the point estimate and the interval)
-        point = float(np.squeeze(ppi_mean_pointestimate(y, yhat, unl, lam=None)))
-        lo, hi = ppi_mean_ci(y, yhat, unl, alpha=alpha, lam=None)
-        gap = float(unl.mean() - yhat.mean())  # point = mean(y) + lambda * gap: read lambda back for display
-        used = (point - float(y.mean())) / gap if abs(gap) > 1e-12 else None
-        return _finished(point, lo, hi, n, big_n, used, note)
+        return _fallback(y, big_n, alpha, note)
     point = float(np.squeeze(ppi_mean_pointestimate(y, yhat, unl, lam=lam)))
+    if lam is None:  # PPI++: read back the lambda ppi_py picked (point = mean(y) + lambda * gap)
+        gap = float(unl.mean() - yhat.mean())
+        lam = (point - float(y.mean())) / gap if abs(gap) > 1e-12 else None
+        if lam is None:  # the point does not depend on lambda; its interval does: let ppi_py tune it
+            lo, hi = ppi_mean_ci(y, yhat, unl, alpha=alpha, lam=None)
+            return _finished(point, lo, hi, n, big_n, None, alpha)
     lo, hi = ppi_mean_ci(y, yhat, unl, alpha=alpha, lam=lam)
-    return _finished(point, lo, hi, n, big_n, lam, note)
+    return _finished(point, lo, hi, n, big_n, lam, alpha)
 
 
-def _finished(point: float, lo, hi, n: int, big_n: int, lam: float | None, note: str | None) -> Estimate:
+def _finished(point: float, lo, hi, n: int, big_n: int, lam: float | None, alpha: float) -> Estimate:
+    """ppi_py's normal interval widened to Student's t with n - 1 degrees of freedom, clipped to [0, 1]."""
     lo, hi = float(np.squeeze(lo)), float(np.squeeze(hi))
     lam = None if lam is None or not math.isfinite(lam) else round(float(lam), 4)
     if not _finite(point, lo, hi):
         return Estimate(None, None, None, n, big_n, lam, "The estimate is not defined on these values.")
-    return Estimate(point, _clip(lo), _clip(hi), n, big_n, lam, note)
+    half = (hi - lo) / 2.0 * float(sps.t.ppf(1 - alpha / 2, n - 1) / sps.norm.ppf(1 - alpha / 2))
+    return Estimate(point, _clip(point - half), _clip(point + half), n, big_n, lam, None, "ppi++")
 
 
 def rates(
@@ -181,3 +217,27 @@ def rates(
         ppi=ppi(y, yhat_labelled, yhat_unlabelled, alpha=alpha),
         alpha=alpha,
     )
+
+
+def with_known_values(e: Estimate, known: np.ndarray, n_total: int) -> Estimate:
+    """The dataset's rate when some items' values are known without sampling (labels not drawn at random).
+
+    Those items form a take-all stratum (Cochran, Sampling Techniques, 1977, ch. 5; Sarndal, Swensson and
+    Wretman 1992): rate = (sum of the known values + R * rate of the rest) / n_total, R = n_total - len(known),
+    where `e` estimates the rest from its random labels. Its interval maps the same way, so it keeps e's level.
+    """
+    known = np.asarray(known, dtype=float)
+    k = int(known.size)
+    if k == 0:
+        return e
+    rest = n_total - k
+    if rest <= 0:
+        value = float(known.mean())
+        note = f"Every one of the {n_total} items is labelled: the rate is the labels' mean, with no sampling error."
+        return Estimate(value, value, value, k, 0, None, note, "census")
+    if e.estimate is None:
+        return e
+    shift, scale = float(known.sum()) / n_total, rest / n_total
+    lo = None if e.ci_low is None else shift + scale * e.ci_low
+    hi = None if e.ci_high is None else shift + scale * e.ci_high
+    return replace(e, estimate=shift + scale * e.estimate, ci_low=lo, ci_high=hi)

@@ -7,7 +7,8 @@ Two ways to choose:
   system of a comparison gets its own random labels (services.judges.compare needs at least two per system).
 - "uncertain": where the judges are least certain (prediction nearest 0.5) or disagree most (spread of their
   predictions). These labels teach the most about where the judges fail, and sharpen agreement figures, but
-  they are not a random draw: the card says so, and its PPI interval is then only indicative.
+  they are not a random draw: each is recorded as such (`send(..., origin=...)`), and the cards count such
+  items as known values and compute their intervals from the random labels (services.judges.card).
 """
 
 from __future__ import annotations
@@ -98,8 +99,22 @@ def queued_items(engine: Engine, dataset_id: int) -> list[int]:
         return sorted({i for i, _ in queries.assignment_pairs(session=session, dataset_id=dataset_id)})
 
 
-def send(engine: Engine, dataset_id: int, item_ids: Sequence[int], annotator_ids: Sequence[int]) -> dict[str, int]:
-    """Put the items in the annotators' queues, in turn (each item to one annotator); {name: items added}."""
+def send(
+    engine: Engine,
+    dataset_id: int,
+    item_ids: Sequence[int],
+    annotator_ids: Sequence[int],
+    *,
+    origin: str = "manual",
+) -> dict[str, int]:
+    """Put the items in the annotators' queues, in turn (each item to one annotator); {name: items added}.
+
+    `origin` records how the items were chosen: the strategy that proposed them ("random", "uncertain"), else
+    "manual" (picked by hand); the cards compute their intervals from the random ones only."""
+    from db.models import LABEL_ORIGINS
+
+    if origin not in LABEL_ORIGINS or origin == "imported":
+        raise InputError(f"Unknown origin {origin!r}; one of random, uncertain, manual.")
     ids = list(dict.fromkeys(int(a) for a in annotator_ids))
     if not ids:
         raise InputError("Choose at least one annotator.")
@@ -117,6 +132,7 @@ def send(engine: Engine, dataset_id: int, item_ids: Sequence[int], annotator_ids
                 "dataset_item_id": int(item),
                 "annotator_id": ids[k % len(ids)],
                 "status": "pending",
+                "origin": origin,
                 "assigned_at": now,
                 "done_at": None,
             }

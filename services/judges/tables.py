@@ -61,6 +61,7 @@ MEASURES: list[tuple[str, Reader, bool | None]] = [
         False,
     ),
     ("Judge's raw rate", lambda c: (c.rates.judge_rate, None, None, c.rates.n_judged), None),
+    ("Labels not a random draw", lambda c: (c.n_not_random, None, None, c.n_labelled), None),
     ("Classical rate (labels only)", _rate("classical"), None),
     ("PPI rate (labels + judge)", _rate("ppi"), None),
     ("PPI interval width", _width("ppi"), False),
@@ -108,7 +109,8 @@ def measures_frame(cards: Sequence[JudgeCard]) -> pd.DataFrame:
             {
                 "measure": name,
                 **{
-                    c.judge: (BEST + " " if k in best else "") + _text(*got[k], amount="per 1,000" in name)
+                    c.judge: (BEST + " " if k in best else "")
+                    + _text(*got[k], amount="per 1,000" in name or name.startswith("Labels"))
                     for k, c in enumerate(cards)
                 },
             }

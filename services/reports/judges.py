@@ -7,10 +7,10 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
-from services.figures.judges import make_judges_rate_figure
 from services import judges
 from services.datasets.store import get_dataset
 from services.errors import InputError
+from services.figures.judges import make_judges_rate_figure
 from services.judges import tables
 from services.reports.model import FigureSpec, Headline, Report, Table
 
@@ -46,15 +46,16 @@ def build(engine: Engine, panel_id: int, **_: Any) -> Report:
                 ci_high=p.ci_high,
                 n=c.n_labelled,
                 percent=True,
-                note=f"{c.n_labelled} labelled of {c.n} items; classical width "
+                note=f"{c.n_labelled} labelled of {c.n} items ({c.n_not_random} not a random draw); classical width "
                 f"{'—' if c.rates.classical.width is None else f'{c.rates.classical.width:.3f}'}, PPI width "
                 f"{'—' if p.width is None else f'{p.width:.3f}'}",
             )
         )
     notes = [
         f"Intervals are {level:.0%}: if the labelled items are a random draw, intervals made this way hold the "
-        "dataset's true consistency rate that often. PPI (prediction-powered inference, ppi-python with PPI++ "
-        "tuning) adds the judge's verdicts on every item and corrects their bias with the labelled ones.",
+        "dataset's true consistency rate at least that often. PPI (prediction-powered inference, ppi-python with "
+        "PPI++ tuning) adds the judge's verdicts on every item and corrects their bias with the labelled ones. "
+        "Labels not drawn at random count as the known values of their items; the intervals rest on the random ones.",
         *[f"{c.judge}: {n}" for c in cards for n in c.notes],
     ]
     linked = [
@@ -86,6 +87,6 @@ def build(engine: Engine, panel_id: int, **_: Any) -> Report:
         ],
         tables=tabs,
         notes=notes,
-        interval_note=f"Brackets: {level:.0%} interval of the prediction-powered estimate (normal approximation, "
-        "ppi-python).",
+        interval_note=f"Brackets: {level:.0%} interval of the prediction-powered estimate (PPI++ with Student's t "
+        "where each class has 15 random labels, else the labels' exact Clopper-Pearson interval).",
     )

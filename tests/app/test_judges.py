@@ -86,7 +86,7 @@ def test_the_sortable_grid_keeps_one_row_a_judge_and_few_enough_columns_to_fit(o
     assert len(grid.columns) <= 9, list(grid.columns)
     assert {"bal. acc.", "AUROC", "unknown", "failed", "PPI rate", "PPI width"} <= set(grid.columns)
     (measures,) = at.table
-    assert len(measures.value) == 15  # all of them, below the grid
+    assert len(measures.value) == 16  # all of them, below the grid
 
 
 def test_with_every_item_labelled_the_card_says_why_the_judge_adds_nothing(open_page):
@@ -113,6 +113,30 @@ def test_five_judges_make_rows_of_cards_wide_enough_for_their_label(open_page):
     holding = [c for c in at.columns if any(m.label.startswith("PPI consistency rate") for m in c.metric)]
     assert len(holding) == 5
     assert all(c.weight >= 1 / 3 - 1e-9 for c in holding), [c.weight for c in holding]
+
+
+def test_labels_chosen_where_judges_are_unsure_are_counted_and_said_on_the_card_and_report(open_page):
+    from services import reports
+
+    eng, ds, truth, ids, ann = _setup()
+    at = open_page(JUDGES)
+    at.radio(key="jd_strategy").set_value("uncertain")
+    at.number_input(key="jd_k").set_value(10)
+    at.multiselect(key="jd_who").set_value([ann.id])
+    at.run()
+    assert any("not a random draw" in t for t in texts(at.warning))
+    at.button(key="jd_send").click().run()
+    assert not at.exception, at.exception
+    items = list(judges.human_frame(eng, ds)["item_id"])
+    for item in [e.item_id for e in annotations.queue(eng, ds, ann.id)]:
+        label = int(truth[items.index(item)])
+        annotations.label_sentence(eng, annotator_id=ann.id, target=Target.item(item), sentence_idx=0, label=label)
+    at.run()
+    assert not at.exception, at.exception
+    assert any("10 label(s) not a random draw" in t for t in texts(at.caption)), texts(at.caption)
+    (panel,) = judges.list_panels(eng)[:1]
+    notes = " ".join(reports.build(eng, "judges", panel.id).notes)
+    assert "10 of the 10 labels were not a random draw (10 chosen where the judges are unsure" in notes
 
 
 def test_create_share_link_makes_a_link_on_the_first_press(open_page):

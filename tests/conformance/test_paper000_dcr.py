@@ -211,13 +211,15 @@ def test_table3_pearson_spearman_kendall_tau_b_definitions():
 
 def test_table2_summary_level_correlation_averages_per_document():
     """Table 2 (after Zhong et al., 2022, as G-Eval computes it): a correlation per document over its summaries,
-    then the mean; documents where either side is constant are skipped."""
-    docs = np.array([1, 1, 1, 1, 2, 2, 2, 2, 3, 3])
-    x = np.array([0.1, 0.4, 0.2, 0.9, 0.3, 0.3, 0.8, 0.1, 0.5, 0.5])
-    y = np.array([1, 2, 3, 4, 2, 1, 4, 3, 1, 5])
-    want = np.mean([stats.correlation(x[docs == d], y[docs == d], "kendall", n_boot=0).r for d in (1, 2)])
+    then the mean; documents where either side is constant are skipped. Three documents count, and their
+    correlations' median differs from their mean, so a median in place of the mean fails."""
+    docs = np.array([1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4])
+    x = np.array([0.1, 0.4, 0.2, 0.9, 0.3, 0.3, 0.8, 0.1, 0.1, 0.2, 0.3, 0.4, 0.5, 0.5])
+    y = np.array([1, 2, 3, 4, 2, 1, 4, 3, 1, 2, 3, 4, 1, 5])
+    per = [stats.correlation(x[docs == d], y[docs == d], "kendall", n_boot=0).r for d in (1, 2, 3)]
+    assert abs(np.median(per) - np.mean(per)) > 0.05
     got = stats.per_group_correlation(x, y, docs, "kendall")
-    assert got.r == pytest.approx(want) and (got.n_groups, got.n_skipped) == (2, 1)
+    assert got.r == pytest.approx(np.mean(per)) and (got.n_groups, got.n_skipped) == (3, 1)
 
 
 # -- Figure 3 ---------------------------------------------------------------------------------------------

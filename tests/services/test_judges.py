@@ -82,7 +82,7 @@ def test_label_next_feeds_the_queue_and_the_card_updates(engine):
 
     prop = judges.propose(human, [judges.judge_frame(engine, judges.data.batches(engine, [bid])[0])], k=12)
     assert len(prop.item_ids) == 12 and prop.n_unlabelled == 80
-    sent = judges.send(engine, ds, prop.item_ids, [ann.id])
+    sent = judges.send(engine, ds, prop.item_ids, [ann.id], origin="random")
     assert sent == {"rita": 12}
     queue = annotations.queue(engine, ds, ann.id)
     assert sorted(e.item_id for e in queue) == sorted(prop.item_ids)
@@ -190,7 +190,7 @@ def test_the_rate_figure_draws_each_judges_three_estimates(engine):
 
 
 def test_an_imported_score_column_is_a_judge_beside_a_batch(engine):
-    ds = labelled_dataset(engine, 80, n_labelled=40)
+    ds = labelled_dataset(engine, 80, n_labelled=60)  # PPI needs 15 labels of each class
     truth = truth_of(engine, ds)
     bid = add_judge(engine, ds, [0.5] * 80)
     rows = "".join(f'{{"id": "x{i}", "p": {0.9 if t else 0.1}}}\n' for i, t in enumerate(truth) if i != 3)

@@ -11,7 +11,7 @@ import pytest
 
 from services.judges import classical, ppi
 
-DRAWS, N_LABELLED, N_UNLABELLED, RATE = 500, 50, 1000, 0.4
+DRAWS, N_LABELLED, N_UNLABELLED, RATE = 500, 60, 1000, 0.4  # 60 labels: 15 of each class in 99.7% of draws
 
 
 def _draw(seed: int, judge: str):
@@ -90,5 +90,6 @@ def test_unanimous_labels_never_give_a_zero_width_interval():
     c, p = classical(y), ppi(y, np.full(10, 0.9), np.random.default_rng(0).random(50))
     for e in (c, p):
         assert e.estimate == 1.0 and e.ci_high == 1.0
-        assert e.ci_low == pytest.approx(0.6915, abs=1e-3)  # Clopper-Pearson, 95%
-        assert "exact binomial" in e.note
+        assert e.ci_low == pytest.approx(0.6915, abs=1e-3)  # Clopper-Pearson, 95%: (alpha/2)^(1/10)
+        assert e.method == "exact"
+    assert "Only 0 of the 10 labels say inconsistent" in p.note and p.lam == 0.0
