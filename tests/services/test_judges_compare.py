@@ -186,11 +186,6 @@ def test_no_difference_is_called_significant_with_the_wrong_sign(simulated):
     assert diff.significant.mean() > 0.3  # the intervals are not so wide that they never decide
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the systems' intervals are estimate.classical's and estimate.ppi's: their normal intervals undercover "
-    "near rates of 0.06 and 0.9 until issue 32's items 1-3 (valid at every rate) are merged; then remove this mark",
-)
 def test_each_systems_interval_covers_its_true_rate(simulated):
     systems = simulated[simulated.kind.isin(["PPI", "classical"])]
     assert systems.covered.mean() >= 0.93
