@@ -15,8 +15,9 @@ import pysbd
 from pysbd.utils import TextSpan
 
 from services.errors import InputError
-from services.tables import MAX_UPLOAD_MB as MAX_UPLOAD_MB  # the one upload limit, also read from here
+from services.tables import MAX_UPLOAD_MB as MAX_UPLOAD_MB  # the upload limit's default, also read from here
 from services.tables import check_size, read_rows
+from services.tables import upload_limit_mb as upload_limit_mb  # the limit in force (MAX_UPLOAD_MB setting)
 
 log = logging.getLogger(__name__)
 
