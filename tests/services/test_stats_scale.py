@@ -113,3 +113,15 @@ def test_intervals_at_fifty_thousand_items_hold_memory_linear_in_n():
     assert _peak_mb(lambda: stats.balanced_accuracy_interval(x, labels, 0.5)) < 20
     assert _peak_mb(lambda: stats.correlation(x, y, "spearman")) < 40
     assert _peak_mb(lambda: stats.krippendorff_alpha(votes, "nominal")) < 40
+
+
+@pytest.mark.parametrize("method", stats.METHODS)
+def test_each_leave_group_out_value_is_the_correlation_of_the_rest(method):
+    """The fast forms (group sums for Pearson, midranks corrected for Spearman) against scipy on the rest."""
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 8, 200).astype(float)  # ties on both sides
+    y = x + rng.integers(-3, 4, 200)
+    group = rng.permutation(200) % 7
+    fn = {"pearson": sps.pearsonr, "spearman": sps.spearmanr, "kendall": sps.kendalltau}[method]
+    want = [fn(x[group != k], y[group != k]).statistic for k in range(7)]
+    assert correlation._leave_group_out(x, y, method, group, 7) == pytest.approx(want, rel=1e-12)
