@@ -111,8 +111,9 @@ def step_import(n: int, tmp: Path) -> dict:
     path = tmp / f"pairs-{n}.jsonl"
     engine = make_engine(f"sqlite:///{tmp}/import-{n}.db")
     t = time.process_time()
-    mapping = datasets.ColumnMapping(**datasets.default_mapping(datasets.sniff_columns(path.read_bytes()[:65536], "jsonl")))
-    saved, _ = datasets.import_file(engine, name=f"scale-{n}", data=path.read_bytes(), fmt="jsonl", mapping=mapping)
+    data = path.read_bytes()
+    mapping = datasets.ColumnMapping(**datasets.default_mapping(datasets.sniff_columns(data[:65536], "jsonl")))
+    saved, _ = datasets.import_file(engine, name=f"scale-{n}", data=data, fmt="jsonl", mapping=mapping)
     cpu = time.process_time() - t
     engine.dispose()
     assert saved.created
