@@ -17,8 +17,12 @@ ROOT = Path(__file__).resolve().parent
 def main(argv: list[str] | None = None) -> int:
     from streamlit.web import cli as stcli
 
+    from services.tables import upload_limit_mb
+
     ensure_worker()
-    sys.argv = ["streamlit", "run", str(ROOT / "app.py"), *(sys.argv[1:] if argv is None else argv)]
+    # the browser's uploader refuses what the services would refuse: the MAX_UPLOAD_MB setting for both
+    limit = [f"--server.maxUploadSize={upload_limit_mb()}"]
+    sys.argv = ["streamlit", "run", str(ROOT / "app.py"), *limit, *(sys.argv[1:] if argv is None else argv)]
     return stcli.main()
 
 

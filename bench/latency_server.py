@@ -11,12 +11,22 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import sys
 import time
 import zlib
 
 FIRST_REQUEST_FILE = sys.argv[3] if len(sys.argv) > 3 else None
+# LATENCY_QUOTE=1: each reason quotes its sentence of the candidate, as real judges do (the client then aligns
+# quotes to sentences, which it skips for empty quotes)
+QUOTE = os.environ.get("LATENCY_QUOTE") == "1"
+_CANDIDATE = re.compile(r"\n(?:Summary|Candidate|Response|Text)\n\n(.*?)\n\n", re.S)
+
+
+def _candidate_sentences(prompt: str) -> list[str]:
+    m = _CANDIDATE.search(prompt)
+    return [s for s in re.split(r"(?<=[.!?])\s+", m.group(1).strip())] if m else []
 _first_seen = False
 
 
@@ -33,8 +43,13 @@ def answer(body: dict) -> str:
         return json.dumps([{"sentence": "s", "improved_sentence": "s", "reason": "ALREADY CONSISTENT"}] * n)
     n = props.get("reason", {}).get("minItems", 1) if isinstance(props.get("reason"), dict) else 1
     tag = zlib.crc32(prompt.encode()) % 100000  # distinct reasons per document, as a real judge gives
+    quotes = _candidate_sentences(prompt) if QUOTE else []
     reasons = [
-        {"sentence": "", "reason": f"This sentence is consistent with the article ({tag}.{i})."} for i in range(n)
+        {
+            "sentence": quotes[i] if i < len(quotes) else "",
+            "reason": f"This sentence is consistent with the article ({tag}.{i}).",
+        }
+        for i in range(n)
     ]
     return json.dumps({"reason": reasons, "is_consistent": True})
 

@@ -65,6 +65,10 @@ class Settings(BaseSettings):
     llm_temperature: float = 0.0
     llm_max_tokens: int = 768
     llm_concurrency: int = 4
+    # The largest file a user may give (upload, import, CLI input), in MB. 256 MB holds 100,000 typical pairs
+    # (a 300-word reference and a 3-5 sentence candidate: about 2.3 KB a pair). serve.py gives the browser's
+    # uploader the same limit (Streamlit's server.maxUploadSize).
+    max_upload_mb: int = Field(default=256, gt=0)
     llm_timeout: float = 120.0
     llm_max_retries: int = 3
     # USD per million input / output tokens of the configured model: cost estimates before a run.

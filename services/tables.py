@@ -26,9 +26,18 @@ TableFormat = Literal["jsonl", "csv", "tsv"]
 # (line or array position, the row as a dict, or None with the reason it cannot be read)
 Record = tuple[int, Any, str | None]
 
-# The browser refuses larger uploads first (.streamlit/config.toml, server.maxUploadSize, in MB); this holds
-# for every other caller that reads an upload too.
-MAX_UPLOAD_MB = 20
+# The default of the upload limit (Settings.max_upload_mb, env MAX_UPLOAD_MB); the browser refuses larger
+# uploads first (.streamlit/config.toml and serve.py set server.maxUploadSize to the same), and this holds for
+# every other caller that reads an upload too.
+MAX_UPLOAD_MB = 256
+LIMIT_ADVICE = "raise the MAX_UPLOAD_MB setting, in MB, to allow larger files"
+
+
+def upload_limit_mb() -> int:
+    """The upload limit in force, in MB (the MAX_UPLOAD_MB setting)."""
+    from services.config import get_settings
+
+    return get_settings().max_upload_mb
 _DELIMITERS = {"csv": ",", "tsv": "\t"}
 
 
@@ -41,12 +50,15 @@ _CHUNK = MB  # bytes read at a time from an input file
 
 
 def _too_big(name: str, size: int, advice: str) -> InputError:
-    return InputError(f"{name} is {size / MB:.1f} MB; the limit is {MAX_UPLOAD_MB} MB. {advice}".rstrip())
+    limit = upload_limit_mb()
+    return InputError(
+        f"{name} is {size / MB:.1f} MB; the limit is {limit} MB ({LIMIT_ADVICE}). {advice}".rstrip()
+    )
 
 
 def check_size(data: bytes, name: str, advice: str) -> None:
-    """InputError when `data` is over the one upload limit (MAX_UPLOAD_MB), whoever sent it."""
-    if len(data) > MAX_UPLOAD_MB * MB:
+    """InputError when `data` is over the one upload limit (the MAX_UPLOAD_MB setting), whoever sent it."""
+    if len(data) > upload_limit_mb() * MB:
         raise _too_big(name, len(data), advice)
 
 
@@ -62,7 +74,7 @@ def check_path(path: Path, advice: str = "") -> int:
     if not path.is_file():
         raise InputError(f"{path}: no such file")
     size = path.stat().st_size
-    if size > MAX_UPLOAD_MB * MB:
+    if size > upload_limit_mb() * MB:
         raise _too_big(str(path), size, advice)
     return size
 
@@ -74,7 +86,7 @@ def read_file(path: Path, advice: str = "") -> bytes:
     file that grows while it is read (or whose size the file system does not know) is refused as well: memory
     never holds more than the limit, whatever the file."""
     size = check_path(path, advice)
-    limit = MAX_UPLOAD_MB * MB
+    limit = upload_limit_mb() * MB
     buf = bytearray()
     with path.open("rb", buffering=0) as f:
         while chunk := f.read(min(_CHUNK, limit + 1 - len(buf))):

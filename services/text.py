@@ -10,12 +10,14 @@ import re
 import threading
 from pathlib import Path
 
+import cydifflib
 import pysbd
 from pysbd.utils import TextSpan
 
 from services.errors import InputError
-from services.tables import MAX_UPLOAD_MB as MAX_UPLOAD_MB  # the one upload limit, also read from here
+from services.tables import MAX_UPLOAD_MB as MAX_UPLOAD_MB  # the upload limit's default, also read from here
 from services.tables import check_size, read_rows
+from services.tables import upload_limit_mb as upload_limit_mb  # the limit in force (MAX_UPLOAD_MB setting)
 
 log = logging.getLogger(__name__)
 
@@ -296,11 +298,16 @@ def diff_html(before: str, after: str) -> str:
 
 
 def similarity(a: str, b: str) -> float:
-    """Similarity of two sentences in [0, 1], ignoring case and spacing."""
+    """Similarity of two sentences in [0, 1], ignoring case and spacing: difflib's SequenceMatcher ratio.
+
+    cydifflib is difflib's algorithm compiled (same matching blocks, same ratio, about 9x faster; a test
+    holds it to difflib's numbers). rapidfuzz's ratio would be faster still but is another measure (the
+    longest common subsequence, never below this one), which would move alignments near their thresholds.
+    """
     na, nb = " ".join(a.lower().split()), " ".join(b.lower().split())
     if not na or not nb:
         return 0.0
-    return difflib.SequenceMatcher(a=na, b=nb, autojunk=False).ratio()
+    return cydifflib.SequenceMatcher(a=na, b=nb, autojunk=False).ratio()
 
 
 # The one table reader lives in services/tables.py; this name stays for the callers that import it from here.

@@ -34,10 +34,16 @@ def content_overlap(reason: str, sentence: str) -> float:
     return len(words & _content_words(reason)) / len(words) if words else 0.0
 
 
-def is_paragraph_level(quote: str, reason: str, sentences: Sequence[str]) -> bool:
-    """Whether an item judges no single sentence (Appendix E.4): it quotes none and speaks of the whole text."""
-    if quote.strip() and max((similarity(quote, s) for s in sentences), default=0.0) >= ALIGN_THRESHOLD:
-        return False
+def is_paragraph_level(
+    quote: str, reason: str, sentences: Sequence[str], quote_similarity: Sequence[float] | None = None
+) -> bool:
+    """Whether an item judges no single sentence (Appendix E.4): it quotes none and speaks of the whole text.
+
+    `quote_similarity`, when given, is similarity(quote, s) for each sentence, already computed by the caller."""
+    if quote.strip():
+        sims = quote_similarity if quote_similarity is not None else [similarity(quote, s) for s in sentences]
+        if max(sims, default=0.0) >= ALIGN_THRESHOLD:
+            return False
     text = f"{quote} {reason}"
     return bool(_WHOLE.search(text)) and not _ONE_SENTENCE.search(text)
 
@@ -56,7 +62,9 @@ def align(
     """
     k = len(sentences)
     reasons = list(reasons) if reasons is not None else [""] * len(items)
-    whole = [i for i in range(len(items)) if is_paragraph_level(items[i], reasons[i], sentences)]
+    # each quote against each sentence once: the paragraph-level test and the gains below both read it
+    quoted = [[similarity(q, sent) for sent in sentences] if q.strip() else [0.0] * k for q in items]
+    whole = [i for i in range(len(items)) if is_paragraph_level(items[i], reasons[i], sentences, quoted[i])]
     cand = [i for i in range(len(items)) if i not in whole]
     by_sentence: list[int | None] = [None] * k
     if not cand or not k:
@@ -68,8 +76,7 @@ def align(
     gain = [[0.0] * k for _ in cand]
     for a, i in enumerate(cand):
         for j, sent in enumerate(sentences):
-            quote = similarity(items[i], sent) if items[i].strip() else 0.0
-            gain[a][j] = max(quote, 0.8 * content_overlap(reasons[i], sent))
+            gain[a][j] = max(quoted[i][j], 0.8 * content_overlap(reasons[i], sent))
             if len(cand) == k and a == j:
                 gain[a][j] += POSITION_BONUS
     pairs = _clear_best(gain) or _assignment(gain)

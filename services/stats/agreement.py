@@ -10,7 +10,7 @@ import krippendorff
 import numpy as np
 import pandas as pd
 
-from services.stats.common import LEVELS, Level, check_ci, percentile_ci
+from services.stats.common import EXACT_RESAMPLE_MAX, LEVELS, Level, check_ci, percentile_ci, resample_chunks
 
 # Below this many pairable units alpha is not reported: one unit says nothing about chance agreement.
 MIN_PAIRABLE_UNITS = 2
@@ -73,12 +73,25 @@ def _weighted_alpha(per_unit: np.ndarray, weights: np.ndarray, domain: np.ndarra
 
 
 def _boot_alpha(value_counts: np.ndarray, domain: np.ndarray, level: str, n_boot: int, seed: int) -> np.ndarray:
-    """Alpha of n_boot resamples of the pairable units, all at once."""
+    """Alpha of n_boot resamples of the pairable units, in blocks of at most CHUNK_CELLS weights.
+
+    Drawing N units with replacement = multinomial counts of each unit; o for a resample is a weighted sum.
+    Units with the same value counts add the same coincidences, so above EXACT_RESAMPLE_MAX units the draw is
+    over the distinct rows (how many times each is drawn: a multinomial with their shares), which has the same
+    distribution and costs O(distinct rows) per resample instead of O(N).
+    """
     n_units = value_counts.shape[0]
     rng = np.random.default_rng(seed)
-    # Drawing N units with replacement = multinomial counts of each unit; o for a resample is a weighted sum.
-    weights = rng.multinomial(n_units, np.full(n_units, 1.0 / n_units), size=n_boot).astype(float)
-    return _weighted_alpha(_unit_coincidences(value_counts), weights, domain, level)
+    if n_units > EXACT_RESAMPLE_MAX:
+        rows_of, counts = np.unique(value_counts, axis=0, return_counts=True)
+        per_unit, probs = _unit_coincidences(rows_of), counts / n_units
+    else:
+        per_unit, probs = _unit_coincidences(value_counts), np.full(n_units, 1.0 / n_units)
+    blocks = [
+        _weighted_alpha(per_unit, rng.multinomial(n_units, probs, size=rows).astype(float), domain, level)
+        for rows in resample_chunks(n_boot, probs.size)
+    ]
+    return np.concatenate(blocks)
 
 
 def krippendorff_alpha(

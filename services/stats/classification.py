@@ -1,4 +1,4 @@
-"""AUROC with a stratified bootstrap, and classification metrics at a threshold (with a balanced-accuracy interval)."""
+"""AUROC with DeLong's interval, and classification metrics at a threshold (with a balanced-accuracy interval)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,14 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from services.stats.common import as_float, as_labels, check_ci, percentile_ci
+from services.stats.common import (
+    EXACT_RESAMPLE_MAX,
+    as_float,
+    as_labels,
+    check_ci,
+    percentile_ci,
+    resample_chunks,
+)
 
 
 # -- AUROC -------------------------------------------------------------------------------------
@@ -24,10 +31,23 @@ class AurocResult:
     note: str | None = None
 
 
-def _auc_from_ranks(ranks: np.ndarray, is_pos: np.ndarray, n_pos: int, n_neg: int) -> np.ndarray:
-    """Mann-Whitney U / (n_pos * n_neg) on the last axis: P(score_pos > score_neg) + 0.5 P(tie)."""
-    rank_sum = np.where(is_pos, ranks, 0.0).sum(axis=-1)
-    return (rank_sum - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg)
+def delong(pos: np.ndarray, neg: np.ndarray) -> tuple[float, float]:
+    """The AUC and DeLong's variance of it, by the fast algorithm of Sun & Xu (2014), O(n log n) and O(n) memory.
+
+    DeLong, DeLong & Clarke-Pearson (1988): V10_i = mean_j psi(X_i, Y_j) over negatives, V01_j = mean_i
+    psi(X_i, Y_j) over positives (psi = 1 above, 1/2 tie, 0 below); var = S10 / m + S01 / n with S the sample
+    variances. Sun & Xu: V10_i = (rank of X_i among all - rank among positives) / n, and likewise for V01, with
+    midranks, so no m x n matrix is ever built.
+    """
+    m, n = pos.size, neg.size
+    tz = sps.rankdata(np.concatenate([pos, neg]))
+    tx, ty = sps.rankdata(pos), sps.rankdata(neg)
+    auc = float((tz[:m].sum() - m * (m + 1) / 2.0) / (m * n))
+    v10 = (tz[:m] - tx) / n
+    v01 = 1.0 - (tz[m:] - ty) / m
+    s10 = float(v10.var(ddof=1)) if m > 1 else 0.0
+    s01 = float(v01.var(ddof=1)) if n > 1 else 0.0
+    return auc, s10 / m + s01 / n
 
 
 def auroc(
@@ -38,11 +58,13 @@ def auroc(
     seed: int = 0,
     ci: float = 0.95,
 ) -> AurocResult:
-    """Area under the ROC curve (label 1 = positive, higher score = more positive) with a stratified bootstrap.
+    """Area under the ROC curve (label 1 = positive, higher score = more positive) with DeLong's interval.
 
     The AUC is the Mann-Whitney rank formula, so a tie between a positive and a negative counts 0.5. The
-    interval is a *stratified* percentile bootstrap: positives and negatives are resampled separately, so
-    every resample keeps n_pos and n_neg (and both classes). Pairs with a missing score or label are left out.
+    interval is DeLong's (1988) normal interval, AUC +- z * se, cut to [0, 1] as pROC does, computed in
+    O(n log n) time and O(n) memory (Sun & Xu, 2014); it replaces a stratified bootstrap whose interval it
+    matches within Monte Carlo error (tests/services/test_stats_scale.py). n_boot=0 asks for the point only;
+    `seed` is kept for callers and has no effect. Pairs with a missing score or label are left out.
     """
     check_ci(ci, n_boot)
     s, lab = as_float(scores, "scores"), as_labels(labels)
@@ -56,18 +78,11 @@ def auroc(
         return AurocResult(
             None, n_pos, n_neg, note=f"AUROC needs both classes (0 and 1) among the labels; there are {present}."
         )
-    pos, neg = s[lab == 1], s[lab == 0]
-    order_pos = np.ones(n_pos + n_neg, dtype=bool)
-    order_pos[n_pos:] = False
-    both = np.concatenate([pos, neg])
-    auc = float(_auc_from_ranks(sps.rankdata(both), order_pos, n_pos, n_neg))
+    auc, var = delong(s[lab == 1], s[lab == 0])
     ci_low = ci_high = None
     if n_boot > 0:
-        rng = np.random.default_rng(seed)
-        pb = pos[rng.integers(0, n_pos, size=(n_boot, n_pos))]
-        nb = neg[rng.integers(0, n_neg, size=(n_boot, n_neg))]
-        ranks = sps.rankdata(np.concatenate([pb, nb], axis=1), axis=1)
-        ci_low, ci_high = percentile_ci(_auc_from_ranks(ranks, order_pos, n_pos, n_neg), ci)
+        half = float(sps.norm.ppf(0.5 + ci / 2.0)) * float(np.sqrt(max(var, 0.0)))
+        ci_low, ci_high = max(0.0, auc - half), min(1.0, auc + half)
     return AurocResult(auc, n_pos, n_neg, ci_low, ci_high)
 
 
@@ -167,7 +182,7 @@ def balanced_accuracy_interval(
     seed: int = 0,
     ci: float = 0.95,
 ) -> tuple[float | None, float | None]:
-    """Percentile bootstrap interval of `classification(...).balanced_accuracy`, resampling items.
+    """Percentile bootstrap interval of `classification(...).balanced_accuracy`, resampling items (O(n) memory).
 
     Resamples that lack a class have no balanced accuracy and are skipped; with fewer than half of the
     resamples usable, or without a value, there is no interval (None, None).
@@ -179,12 +194,32 @@ def balanced_accuracy_interval(
     n = lab.size
     if n_boot == 0 or n == 0 or lab.min() == lab.max():
         return None, None
-    idx = np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
-    pb, lb = pred[idx], lab[idx]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        rec1 = ((pb == 1) & (lb == 1)).sum(axis=1) / (lb == 1).sum(axis=1)
-        rec0 = ((pb == 0) & (lb == 0)).sum(axis=1) / (lb == 0).sum(axis=1)
-    boots = (rec1 + rec0) / 2
+    boots = _boot_balanced(pred, lab, n_boot, seed)
     if np.isfinite(boots).sum() < n_boot / 2:
         return None, None
     return percentile_ci(boots, ci)
+
+
+def _boot_balanced(pred: np.ndarray, lab: np.ndarray, n_boot: int, seed: int) -> np.ndarray:
+    """Balanced accuracy of n_boot resamples of the items (NaN where a resample lacks a class).
+
+    A resample's balanced accuracy depends only on its four (prediction, label) counts, and drawing n items
+    with replacement draws those counts from a multinomial over the four cells: above EXACT_RESAMPLE_MAX items
+    the counts are drawn directly (same distribution, O(n_boot) memory); below, items are drawn in blocks.
+    """
+    rng = np.random.default_rng(seed)
+    n = lab.size
+    if n > EXACT_RESAMPLE_MAX:
+        cells = np.bincount(pred * 2 + lab, minlength=4) / n
+        c = rng.multinomial(n, cells, size=n_boot)  # columns: (0,0), (0,1), (1,0), (1,1) as (pred, label)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return (c[:, 3] / (c[:, 1] + c[:, 3]) + c[:, 0] / (c[:, 0] + c[:, 2])) / 2
+    out = []
+    for rows in resample_chunks(n_boot, n):
+        idx = rng.integers(0, n, size=(rows, n))
+        pb, lb = pred[idx], lab[idx]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rec1 = ((pb == 1) & (lb == 1)).sum(axis=1) / (lb == 1).sum(axis=1)
+            rec0 = ((pb == 0) & (lb == 0)).sum(axis=1) / (lb == 0).sum(axis=1)
+        out.append((rec1 + rec0) / 2)
+    return np.concatenate(out)

@@ -1,4 +1,4 @@
-"""What the statistics share: input checks, the percentile bootstrap interval, method and level names."""
+"""What the statistics share: input checks, the percentile bootstrap interval, resample chunks, names."""
 
 from __future__ import annotations
 
@@ -10,6 +10,18 @@ Method = Literal["pearson", "spearman", "kendall"]
 Level = Literal["nominal", "ordinal", "interval", "ratio"]
 METHODS: tuple[str, ...] = ("pearson", "spearman", "kendall")
 LEVELS: tuple[str, ...] = ("nominal", "ordinal", "interval", "ratio")
+
+# Resampling item by item is done exactly up to this many items (or units); above it, each statistic uses a
+# form whose memory and time grow linearly (analytic, or a bootstrap over counts); see docs/statistics.md.
+EXACT_RESAMPLE_MAX = 5000
+# At most this many resample-by-item indices are held at once (8 MB of int64).
+CHUNK_CELLS = 1_000_000
+
+
+def resample_chunks(n_boot: int, n: int) -> list[int]:
+    """Row counts of successive blocks of resamples, each at most CHUNK_CELLS cells (at least one row)."""
+    rows = max(1, CHUNK_CELLS // max(n, 1))
+    return [min(rows, n_boot - start) for start in range(0, n_boot, rows)]
 
 
 def as_float(values, name: str) -> np.ndarray:

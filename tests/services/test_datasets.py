@@ -528,15 +528,21 @@ def test_delete_dataset_and_refusal_while_a_batch_uses_it(engine):
         ds.dataset_stats(engine, saved.id)
 
 
-def test_an_import_over_the_upload_limit_is_refused_by_the_service_with_the_reason(tmp_path):
+def test_an_import_over_the_upload_limit_is_refused_by_the_service_with_the_reason(tmp_path, monkeypatch):
     from db.engine import make_engine
-    from services.text import MAX_UPLOAD_MB
+
+    MAX_UPLOAD_MB = 20
+    monkeypatch.setenv("MAX_UPLOAD_MB", str(MAX_UPLOAD_MB))  # the setting, small enough for a test file
 
     engine = make_engine(f"sqlite:///{tmp_path}/big.db")
     row = json.dumps({"reference": "The council met.", "candidate": "The council met.", "score": 1}) + "\n"
     big = (row * (MAX_UPLOAD_MB * 1024 * 1024 // len(row) + 2)).encode()
     mapping = ColumnMapping(reference="reference", candidate="candidate", human_score="score")
-    with pytest.raises(InputError, match=rf"big\.jsonl is 20\.0 MB; the limit is {MAX_UPLOAD_MB} MB\. Split it"):
+    with pytest.raises(
+        InputError,
+        match=rf"big\.jsonl is 20\.0 MB; the limit is {MAX_UPLOAD_MB} MB \(raise the MAX_UPLOAD_MB setting, in MB, "
+        r"to allow larger files\)\. Split it",
+    ):
         ds.import_file(engine, name="big.jsonl", data=big, fmt="jsonl", mapping=mapping)
     for read in (lambda: ds.read_dataset(big, "jsonl", mapping), lambda: ds.read_qags(big)):
         with pytest.raises(InputError, match=f"the limit is {MAX_UPLOAD_MB} MB"):

@@ -121,13 +121,18 @@ def test_the_api_key_reaches_the_server_and_nothing_else(tmp_path):
 
 
 # -- upload limits ------------------------------------------------------------------------------
-def test_uploads_over_the_size_limit_or_of_another_type_are_refused_with_the_reason():
+def test_uploads_over_the_size_limit_or_of_another_type_are_refused_with_the_reason(monkeypatch):
     import tomllib
 
-    from services.text import MAX_UPLOAD_MB, InputError, read_document
+    from services.config import Settings
+    from services.text import InputError, read_document
 
     config = tomllib.loads((Path(__file__).resolve().parents[2] / ".streamlit" / "config.toml").read_text())
-    assert config["server"]["maxUploadSize"] == MAX_UPLOAD_MB, "the browser's limit and the service's agree"
+    default = Settings.model_fields["max_upload_mb"].default
+    assert config["server"]["maxUploadSize"] == default, "the browser's limit and the service's agree"
+    assert default * 1024 * 1024 >= 100_000 * 2300, "the default holds 100,000 typical pairs"
+    MAX_UPLOAD_MB = 20
+    monkeypatch.setenv("MAX_UPLOAD_MB", str(MAX_UPLOAD_MB))
     big = b"The council met on Tuesday. " * (MAX_UPLOAD_MB * 1024 * 1024 // 28 + 1)
     with pytest.raises(InputError, match=rf"report\.txt is 20\.0 MB; the limit is {MAX_UPLOAD_MB} MB"):
         read_document("report.txt", big)

@@ -304,7 +304,17 @@ def test_per_document_correlation_averages_the_documents_that_vary():
 
 
 # -- classification ---------------------------------------------------------------------------------------
-def test_auroc_defaults_messages_and_the_stratified_bootstrap():
+def _delong_by_definition(pos, neg):
+    """DeLong et al. (1988) written out with the m x n matrix of psi: the reference for the fast form."""
+    pos, neg = np.asarray(pos, float), np.asarray(neg, float)
+    psi = (pos[:, None] > neg[None, :]) + 0.5 * (pos[:, None] == neg[None, :])
+    v10, v01 = psi.mean(axis=1), psi.mean(axis=0)
+    s10 = v10.var(ddof=1) if pos.size > 1 else 0.0
+    s01 = v01.var(ddof=1) if neg.size > 1 else 0.0
+    return psi.mean(), s10 / pos.size + s01 / neg.size
+
+
+def test_auroc_defaults_messages_and_delongs_interval():
     scores, labels = [0.9, 0.8, 0.4, 0.6, 0.3, 0.2], [1, 1, 1, 0, 0, 0]
     res = stats.auroc(scores, labels)
     assert res.auc == pytest.approx(8 / 9) and (res.n_pos, res.n_neg) == (3, 3)
@@ -313,21 +323,14 @@ def test_auroc_defaults_messages_and_the_stratified_bootstrap():
         stats.auroc(scores, labels, n_boot=0).ci_low is None
         and stats.auroc(scores, labels, n_boot=1).ci_low is not None
     )
-    big = np.random.default_rng(2).random(40)
-    big_labels = (big + np.random.default_rng(3).random(40) > 1).astype(int)
-    default = stats.auroc(big, big_labels)
-    for other in (stats.auroc(big, big_labels, n_boot=999), stats.auroc(big, big_labels, seed=1)):
-        assert (default.ci_low, default.ci_high) != (other.ci_low, other.ci_high)
+    # AUC 8/9: V10 = (1, 1, 2/3), V01 = (2/3, 1, 1), so var = 2 * (1/27) / 3 and the interval is cut at 1
+    auc, var = _delong_by_definition([0.9, 0.8, 0.4], [0.6, 0.3, 0.2])
+    assert var == pytest.approx(2 / 81)
+    assert res.ci_low == pytest.approx(8 / 9 - 1.959963984540054 * np.sqrt(2 / 81)) and res.ci_high == 1.0
+    narrow = stats.auroc(scores, labels, ci=0.5)
+    assert narrow.ci_low == pytest.approx(8 / 9 - 0.6744897501960817 * np.sqrt(2 / 81))
     with pytest.raises(ValueError, match="^scores must be numbers"):
         stats.auroc(["a"], [1])
-    rng = np.random.default_rng(0)
-    pos, neg = np.array([0.9, 0.8, 0.4]), np.array([0.6, 0.3, 0.2])
-    pb, nb = pos[rng.integers(0, 3, size=(1000, 3))], neg[rng.integers(0, 3, size=(1000, 3))]
-    boots = [
-        ((p[:, None] > n[None, :]).sum() + 0.5 * (p[:, None] == n[None, :]).sum()) / 9
-        for p, n in zip(pb, nb, strict=True)
-    ]
-    assert (res.ci_low, res.ci_high) == pytest.approx(tuple(np.percentile(boots, [2.5, 97.5])))
     assert stats.auroc([0.5, 0.5], [1, 0], n_boot=0).auc == 0.5  # a tie counts a half
     one = stats.auroc([0.1, 0.2], [1, 1])
     assert (
@@ -340,7 +343,19 @@ def test_auroc_defaults_messages_and_the_stratified_bootstrap():
         stats.auroc([0.1, 0.2], [1])
     with pytest.raises(ValueError, match="^labels must be 0 or 1 \\(or NaN for missing\\), got 2$"):
         stats.auroc([0.1, 0.2], [1, 2])
-    assert classification._auc_from_ranks(np.array([3.0, 4.0, 1.0, 2.0]), np.array([1, 1, 0, 0], bool), 2, 2) == 1.0
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_fast_delong_equals_the_definition(seed):
+    """Sun & Xu's midrank form against the m x n definition, ties included, one-item classes included."""
+    rng = np.random.default_rng(seed)
+    m, n = int(rng.integers(1, 30)), int(rng.integers(1, 30))
+    pos, neg = rng.integers(0, 6, m) / 5.0 + 0.1, rng.integers(0, 6, n) / 5.0  # many ties
+    assert classification.delong(pos, neg) == pytest.approx(_delong_by_definition(pos, neg))
+    res = stats.auroc(np.concatenate([pos, neg]), np.r_[np.ones(m), np.zeros(n)], ci=0.9)
+    auc, var = _delong_by_definition(pos, neg)
+    half = 1.6448536269514722 * np.sqrt(var)
+    assert (res.ci_low, res.ci_high) == pytest.approx((max(0.0, auc - half), min(1.0, auc + half)))
 
 
 def test_classification_counts_messages_and_both_positive_classes():

@@ -143,16 +143,22 @@ class _Tok(NamedTuple):  # a tuple: an article has thousands, and a frozen datac
     stem: str
 
 
+@functools.lru_cache(maxsize=65536)
+def _word_forms(word: str) -> tuple[str, str, str]:
+    """A word's lowercase, base and stem, worked out once per distinct word."""
+    base = _base(word)
+    return word.lower().replace("’", "'"), base, _stem(base)
+
+
 def _tokens(text: str) -> list[_Tok]:
     out = []
     for m in _TOKEN.finditer(text):
         t = m.group(0)
-        if m.group("num"):
-            out.append(_Tok(m.start(), m.end(), t, True, t, t, t))
+        start, end = m.span()
+        if m.lastgroup == "num":  # the two alternatives are exclusive: the one that matched is the last group
+            out.append(_Tok(start, end, t, True, t, t, t))
         else:
-            low = t.lower().replace("’", "'")
-            base = _base(t)
-            out.append(_Tok(m.start(), m.end(), t, False, low, base, _stem(base)))
+            out.append(_Tok(start, end, t, False, *_word_forms(t)))
     return out
 
 
@@ -231,6 +237,11 @@ def _is_name(toks: list[_Tok], i: int) -> bool:
     return nxt is not None and not nxt.is_num and nxt.text[0].isupper() and nxt.lower not in _STOPWORDS
 
 
+# Every word _parse_number or _date_key can read as a number or a date (tokens hold no full stop, so a month
+# is looked up as it is)
+_SPECIAL_WORDS = frozenset(_TENS) | frozenset(_UNITS) | frozenset(_SCALE_WORDS) | frozenset(_MONTHS) | _WEEKDAYS
+
+
 def _units(text: str, toks: list[_Tok] | None = None) -> list[_Unit]:
     """The sentence's numbers (with their scale), dates, names and content words, in order."""
     toks = _tokens(text) if toks is None else toks
@@ -238,6 +249,14 @@ def _units(text: str, toks: list[_Tok] | None = None) -> list[_Unit]:
     i = 0
     while i < len(toks):
         t = toks[i]
+        if not t.is_num and t.lower not in _SPECIAL_WORDS:
+            # neither a number word nor a date word (what _parse_number and _date_key look for): skip both
+            if t.text[0].isupper() and _is_name(toks, i):  # a name is capitalised: most words stop at the test
+                out.append(_Unit(t.start, t.end, i, i, "name", frozenset({t.base})))
+            elif t.lower not in _STOPWORDS and len(t.lower) > 1:
+                out.append(_Unit(t.start, t.end, i, i, "word", frozenset({t.base, "~" + t.stem})))
+            i += 1
+            continue
         parsed = _parse_number(toks, i, text)
         if parsed is not None:
             last, keys = parsed
@@ -297,7 +316,7 @@ def _negated(toks: list[_Tok], units: list[_Unit], text: str) -> frozenset[str]:
     """
     out = set()
     for i, t in enumerate(toks):
-        if not _is_negation(t):
+        if t.lower not in _NEGATIONS and not t.lower.endswith("n't"):  # _is_negation, inline: it runs per token
             continue
         nxt = toks[i + 1] if i + 1 < len(toks) else None
         if t.lower == "no" and (nxt is None or nxt.is_num or text[t.end : nxt.start].strip()):
@@ -311,7 +330,9 @@ def _negated(toks: list[_Tok], units: list[_Unit], text: str) -> frozenset[str]:
 def _unit_key(u: _Unit) -> str:
     """One key per unit for overlap counting: the stem for words, a value for numbers, the base for names."""
     if u.kind == "word":
-        return next(k for k in u.keys if k.startswith("~"))
+        for k in u.keys:
+            if k.startswith("~"):
+                return k
     return min(u.keys)
 
 

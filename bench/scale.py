@@ -1,0 +1,236 @@
+"""Scale figures: CPU seconds and peak memory of each step at 1k, 10k, 50k and 100k items.
+
+The data is synthetic and made here: 300-word references (15 sentences of 20 words from a 3,000-word
+vocabulary) and candidates of 3-5 sentences, with a human score and label that follow the candidate's share
+of words taken from its reference. Each step runs in a child process of its own, which reports its CPU time
+(user + system, its own and its children's) and peak resident memory (ru_maxrss): both hold on a loaded
+machine, unlike wall times.
+
+Steps:
+  stats     every interval of a batch's meta-evaluation: Pearson, Spearman, Kendall and AUROC of the score
+            against the human score and label, balanced accuracy at the threshold, Krippendorff's alpha over
+            the sentences' votes (3 workers, 4 sentences an item) and the model against the majority (1,000
+            resamples, as the pages ask for)
+  import    the Datasets page's import of the JSONL file into a fresh SQLite database
+  evaluate  `cli.py evaluate --method evidence` on the file (a child process; its CPU counted)
+  batch     a batch against bench/latency_server.py (50 ms, quoting judge) at 64 in flight: client CPU per
+            item and wall time over the ideal (calls x latency / 64)
+
+Run: .venv/bin/python bench/scale.py [--sizes 1000,10000,50000,100000] [--steps stats,import,evaluate,batch]
+     [--batch-size N] (the batch step runs on at most N items, default 2,000)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+VOCAB_SIZE, REF_SENTENCES, WORDS_PER_SENTENCE = 3000, 15, 20
+
+
+def _vocabulary(rng: random.Random) -> list[str]:
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    return ["".join(rng.choice(letters) for _ in range(rng.randint(3, 9))) for _ in range(VOCAB_SIZE)]
+
+
+def _sentence(rng: random.Random, words: list[str], n: int) -> str:
+    return " ".join(rng.choice(words) for _ in range(n)).capitalize() + "."
+
+
+def pair(i: int, vocab: list[str]) -> dict:
+    """One synthetic item: a 300-word reference and a 3-5 sentence candidate, with human judgements."""
+    rng = random.Random(i)
+    ref = [_sentence(rng, vocab, WORDS_PER_SENTENCE) for _ in range(REF_SENTENCES)]
+    k = rng.randint(3, 5)
+    faithful = rng.random()
+    cand = []
+    for _ in range(k):
+        src = rng.choice(ref)[:-1].split()
+        start = rng.randrange(0, len(src) - 10)
+        words = [w if rng.random() < faithful else rng.choice(vocab) for w in src[start : start + rng.randint(8, 14)]]
+        cand.append(" ".join(words).capitalize() + ".")
+    score = min(1.0, max(0.0, faithful + rng.gauss(0, 0.15)))
+    return {
+        "id": f"s{i}",
+        "reference": " ".join(ref),
+        "candidate": " ".join(cand),
+        "human_score": round(score, 3),
+        "label": int(score > 0.5),
+    }
+
+
+def write_file(path: Path, n: int) -> None:
+    vocab = _vocabulary(random.Random(0))
+    with path.open("w", encoding="utf-8") as f:
+        for i in range(n):
+            f.write(json.dumps(pair(i, vocab)) + "\n")
+
+
+# -- the steps (each in a child process) ---------------------------------------------------------------------
+def step_stats(n: int, tmp: Path) -> dict:
+    import numpy as np
+    import pandas as pd
+
+    from services import stats
+    from services.metaeval.summary import correlations
+
+    rng = np.random.default_rng(0)
+    human = rng.random(n)
+    score = np.clip(human + rng.normal(0, 0.3, n), 0, 1).round(2)  # DCR scores take few distinct values
+    label = (human > 0.5).astype(int)
+    df = pd.DataFrame({"score": score, "human_score": human, "human_label": label, "document_id": np.arange(n)})
+    truth = rng.integers(0, 2, 4 * n)
+    votes = np.where(rng.random((3, 4 * n)) < 0.85, truth, 1 - truth).astype(float)
+    model = np.where(rng.random(4 * n) < 0.8, truth, 1 - truth).astype(float)
+    majority = (votes.sum(axis=0) >= 2).astype(float)
+    t = time.process_time()
+    corr = correlations(df, seed=0, n_boot=1000)
+    ba = stats.balanced_accuracy_interval(score, label, 0.5, n_boot=1000, seed=0)
+    among = stats.krippendorff_alpha(votes, "nominal", n_boot=1000, seed=0)
+    vs = stats.krippendorff_alpha(np.vstack([model, majority]), "nominal", n_boot=1000, seed=0)
+    cpu = time.process_time() - t
+    assert corr.auroc.ci_low is not None and ba[0] is not None and among.ci_low is not None and vs.ci_low is not None
+    return {"cpu_s": cpu}
+
+
+def step_import(n: int, tmp: Path) -> dict:
+    from db.engine import make_engine
+    from services import datasets
+
+    path = tmp / f"pairs-{n}.jsonl"
+    engine = make_engine(f"sqlite:///{tmp}/import-{n}.db")
+    t = time.process_time()
+    data = path.read_bytes()
+    mapping = datasets.ColumnMapping(**datasets.default_mapping(datasets.sniff_columns(data[:65536], "jsonl")))
+    saved, _ = datasets.import_file(engine, name=f"scale-{n}", data=data, fmt="jsonl", mapping=mapping)
+    cpu = time.process_time() - t
+    engine.dispose()
+    assert saved.created
+    return {"cpu_s": cpu, "file_mb": path.stat().st_size / 1e6}
+
+
+def step_evaluate(n: int, tmp: Path) -> dict:
+    path, out = tmp / f"pairs-{n}.jsonl", tmp / f"evidence-{n}.jsonl"
+    env = os.environ | {"DATABASE_URL": f"sqlite:///{tmp}/evaluate-{n}.db", "DATA_DIR": str(tmp / "data")}
+    cmd = [sys.executable, str(ROOT / "cli.py"), "evaluate", "--method", "evidence"]
+    subprocess.run([*cmd, "--input", str(path), "--output", str(out)], env=env, check=True, cwd=ROOT,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    with out.open(encoding="utf-8") as f:
+        rows = sum(1 for _ in f)
+    assert rows == n, rows
+    return {}
+
+
+def step_batch(n: int, tmp: Path) -> dict:
+    from sqlmodel import Session
+
+    from bench.batch_throughput import free_port, start_server
+    from db.engine import make_engine
+    from db.models import Dataset, DatasetItem, Document
+    from services import dcr
+    from services.config import BackendConfig
+    from services.jobs import batches
+    from services.text import split_sentences
+
+    latency, in_flight = 0.05, 64
+    engine = make_engine(f"sqlite:///{tmp}/batch-{n}.db")
+    with Session(engine) as session, (tmp / f"pairs-{n}.jsonl").open(encoding="utf-8") as f:
+        ds = Dataset(name=f"scale-{n}", format="jsonl", sha256=f"scale-{n}", n_items=n)
+        session.add(ds)
+        session.flush()
+        for i, line in enumerate(f):
+            row = json.loads(line)
+            doc = Document(sha256=f"scale-doc-{i}", text=row["reference"])
+            session.add(doc)
+            session.flush()
+            sents = split_sentences(row["candidate"])
+            session.add(DatasetItem(dataset_id=ds.id, idx=i, external_id=row["id"], reference_id=doc.id,
+                                    candidate=row["candidate"], sentences=sents))  # fmt: skip
+        session.commit()
+        dataset_id = ds.id
+    port = free_port()
+    os.environ["LATENCY_QUOTE"] = "1"
+    server = start_server(port, latency)
+    try:
+        backend = BackendConfig(kind="openai", base_url=f"http://127.0.0.1:{port}/v1", model="latency-model",
+                                concurrency=in_flight, max_retries=0, timeout=30)  # fmt: skip
+        bid = batches.create_batch(engine, dataset_id=dataset_id, backend=backend, cfg=dcr.DCRConfig(amc="rule"),
+                                   concurrency=in_flight)  # fmt: skip
+        t, w = time.process_time(), time.perf_counter()
+        if os.environ.get("SCALE_PROFILE"):
+            import cProfile
+
+            cProfile.runctx("batches.process_batch(engine, bid, backend=backend)", globals(), locals(),
+                            os.environ["SCALE_PROFILE"])  # fmt: skip
+        else:
+            batches.process_batch(engine, bid, backend=backend)
+        cpu, wall = time.process_time() - t, time.perf_counter() - w
+        p = batches.progress(engine, bid)
+    finally:
+        server.terminate()
+        server.wait()
+    assert p is not None and p.done == n, p
+    ideal = p.calls * latency / in_flight
+    return {"cpu_s": cpu, "ms_per_item": cpu / n * 1000, "of_ideal": ideal / wall, "calls": p.calls}
+
+
+STEPS = {"stats": step_stats, "import": step_import, "evaluate": step_evaluate, "batch": step_batch}
+
+
+def child(step: str, n: int, tmp: Path) -> None:
+    out = STEPS[step](n, tmp)
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    out.setdefault("cpu_s", me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime)
+    out["process_cpu_s"] = me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+    out["peak_mb"] = max(me.ru_maxrss, kids.ru_maxrss) / 1024  # Linux: KiB
+    print(json.dumps(out))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="1000,10000,50000,100000")
+    ap.add_argument("--steps", default="stats,import,evaluate,batch")
+    ap.add_argument("--batch-size", type=int, default=2000, help="the batch step's largest size")
+    ap.add_argument("--evaluate-size", type=int, default=10000, help="the evaluate step's largest size")
+    ap.add_argument("--child", nargs=3, metavar=("STEP", "N", "TMP"), help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        child(args.child[0], int(args.child[1]), Path(args.child[2]))
+        return
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print("| step | items | CPU s | peak MB | other |")
+    print("|---|---|---|---|---|")
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        for n in (int(s) for s in args.sizes.split(",")):
+            write_file(tmp / f"pairs-{n}.jsonl", n)
+            for step in args.steps.split(","):
+                if (step == "batch" and n > args.batch_size) or (step == "evaluate" and n > args.evaluate_size):
+                    continue
+                res = subprocess.run([sys.executable, __file__, "--child", step, str(n), str(tmp)],
+                                     capture_output=True, text=True, cwd=ROOT)  # fmt: skip
+                if res.returncode:
+                    print(f"| {step} | {n:,} | failed: {res.stderr.strip().splitlines()[-1:]} | | |")
+                    continue
+                r = json.loads(res.stdout.strip().splitlines()[-1])
+                other = {k: round(v, 3) for k, v in r.items() if k not in ("cpu_s", "peak_mb", "process_cpu_s")}
+                extra = ", ".join(f"{k} {v}" for k, v in other.items())
+                if step == "evaluate":
+                    extra = f"{r['cpu_s'] / n * 1000:.2f} ms a document"
+                print(f"| {step} | {n:,} | {r['cpu_s']:.2f} | {r['peak_mb']:.0f} | {extra} |", flush=True)
+            (tmp / f"pairs-{n}.jsonl").unlink()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,127 @@
+"""The intervals' large-n forms give the numbers of the resample-by-item bootstrap they replace (within Monte
+Carlo error), and hold memory linear in n."""
+
+from __future__ import annotations
+
+import importlib
+import tracemalloc
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from services import stats
+
+# the modules, not the functions of the same name that services.stats exports
+agreement = importlib.import_module("services.stats.agreement")
+classification = importlib.import_module("services.stats.classification")
+correlation = importlib.import_module("services.stats.correlation")
+
+
+def _stratified_boot_auc(pos, neg, n_boot, seed, ci=0.95):
+    """The interval auroc() gave before DeLong: a stratified percentile bootstrap, one resample at a time."""
+    rng = np.random.default_rng(seed)
+    boots = []
+    for _ in range(n_boot):
+        p, q = pos[rng.integers(0, pos.size, pos.size)], neg[rng.integers(0, neg.size, neg.size)]
+        r = sps.rankdata(np.concatenate([p, q]))
+        boots.append((r[: p.size].sum() - p.size * (p.size + 1) / 2) / (p.size * neg.size))
+    tail = (1 - ci) / 2 * 100
+    return np.percentile(boots, [tail, 100 - tail])
+
+
+def _close(got, want, half_width, frac):
+    """Both ends within `frac` of the interval's half width: Monte Carlo error of 1000-2000 resamples."""
+    assert got[0] == pytest.approx(want[0], abs=frac * half_width)
+    assert got[1] == pytest.approx(want[1], abs=frac * half_width)
+
+
+@pytest.mark.parametrize("shift", [0.3, 1.0])
+def test_delong_interval_matches_the_stratified_bootstrap(shift):
+    rng = np.random.default_rng(11)
+    pos, neg = rng.normal(shift, 1, 300), rng.normal(0, 1, 500)
+    pos = np.round(pos, 1)  # ties between classes too
+    res = stats.auroc(np.r_[pos, neg], np.r_[np.ones(300), np.zeros(500)])
+    want = _stratified_boot_auc(pos, neg, 2000, 3)
+    _close((res.ci_low, res.ci_high), want, (want[1] - want[0]) / 2, 0.12)
+
+
+def test_balanced_accuracy_by_cell_counts_matches_resampling_items(monkeypatch):
+    rng = np.random.default_rng(4)
+    n = 6000
+    labels = rng.integers(0, 2, n)
+    scores = np.where(rng.random(n) < 0.8, labels, 1 - labels).astype(float)
+    fast = stats.balanced_accuracy_interval(scores, labels, 0.5, n_boot=1000, seed=1)
+    monkeypatch.setattr(classification, "EXACT_RESAMPLE_MAX", 10**9)
+    exact = stats.balanced_accuracy_interval(scores, labels, 0.5, n_boot=1000, seed=1)
+    assert fast != exact  # two different draws ...
+    _close(fast, exact, (exact[1] - exact[0]) / 2, 0.15)  # ... of the same distribution
+
+
+@pytest.mark.parametrize("method", stats.METHODS)
+def test_jackknife_interval_matches_the_percentile_bootstrap(method, monkeypatch):
+    rng = np.random.default_rng(8)
+    n = 3000
+    x = rng.exponential(size=n)  # skewed, so a normal-theory formula would not do
+    y = x + rng.normal(0, 1.5, n) + 0.5 * rng.standard_t(3, n)
+    boot = stats.correlation(x, y, method, n_boot=1000, seed=2)
+    monkeypatch.setattr(correlation, "EXACT_RESAMPLE_MAX", 1000)
+    jack = stats.correlation(x, y, method, n_boot=1000, seed=2)
+    assert jack.r == boot.r and jack.ci_low != boot.ci_low
+    _close((jack.ci_low, jack.ci_high), (boot.ci_low, boot.ci_high), (boot.ci_high - boot.ci_low) / 2, 0.2)
+
+
+def test_alpha_over_distinct_units_matches_resampling_units(monkeypatch):
+    rng = np.random.default_rng(5)
+    truth = rng.integers(0, 2, 6000)
+    votes = np.where(rng.random((3, 6000)) < 0.85, truth, 1 - truth).astype(float)
+    votes[2, rng.random(6000) < 0.3] = np.nan  # two or three raters a unit
+    fast = stats.krippendorff_alpha(votes, "nominal", n_boot=600, seed=3)
+    monkeypatch.setattr(agreement, "EXACT_RESAMPLE_MAX", 10**9)
+    exact = stats.krippendorff_alpha(votes, "nominal", n_boot=600, seed=3)
+    assert fast.alpha == exact.alpha and fast.ci_low != exact.ci_low
+    _close((fast.ci_low, fast.ci_high), (exact.ci_low, exact.ci_high), (exact.ci_high - exact.ci_low) / 2, 0.2)
+
+
+def test_blocks_of_resamples_give_the_numbers_of_one_draw(monkeypatch):
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=300)
+    y = x + rng.normal(size=300)
+    whole = stats.correlation(x, y, "spearman", n_boot=200, seed=4)
+    monkeypatch.setattr(correlation, "resample_chunks", lambda n_boot, n: [7] * (n_boot // 7) + [n_boot % 7])
+    assert stats.correlation(x, y, "spearman", n_boot=200, seed=4) == whole
+
+
+def _peak_mb(fn) -> float:
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1] / 1e6
+    finally:
+        tracemalloc.stop()
+
+
+def test_intervals_at_fifty_thousand_items_hold_memory_linear_in_n():
+    """The resample-by-item forms held 1000 x n arrays (400 MB each at n = 50,000); now a few n-long arrays."""
+    rng = np.random.default_rng(0)
+    n = 50_000
+    x = rng.random(n)
+    y = x + rng.normal(0, 0.5, n)
+    labels = (y > 0.5).astype(int)
+    votes = np.where(rng.random((3, n)) < 0.9, labels, 1 - labels).astype(float)
+    assert _peak_mb(lambda: stats.auroc(x, labels)) < 20
+    assert _peak_mb(lambda: stats.balanced_accuracy_interval(x, labels, 0.5)) < 20
+    assert _peak_mb(lambda: stats.correlation(x, y, "spearman")) < 40
+    assert _peak_mb(lambda: stats.krippendorff_alpha(votes, "nominal")) < 40
+
+
+@pytest.mark.parametrize("method", stats.METHODS)
+def test_each_leave_group_out_value_is_the_correlation_of_the_rest(method):
+    """The fast forms (group sums for Pearson, midranks corrected for Spearman) against scipy on the rest."""
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 8, 200).astype(float)  # ties on both sides
+    y = x + rng.integers(-3, 4, 200)
+    group = rng.permutation(200) % 7
+    fn = {"pearson": sps.pearsonr, "spearman": sps.spearmanr, "kendall": sps.kendalltau}[method]
+    want = [fn(x[group != k], y[group != k]).statistic for k in range(7)]
+    assert correlation._leave_group_out(x, y, method, group, 7) == pytest.approx(want, rel=1e-12)
