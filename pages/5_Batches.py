@@ -3,15 +3,15 @@
 import pandas as pd
 import streamlit as st
 
-from components.batch_views import render_disagreements, render_failed_answers
-from services.figures.nli import ALL_METHOD_LABELS
-from components.report import render_report_download
+from components.batch_views import page_picker, render_disagreements, render_failed_answers
+from components.report import render_built_download, render_report_download
 from components.ui import batch_worker, demo_notice, engine, page_setup, render_backend_line
 from services import estimates
 from services.datasets import list_datasets
 from services.dcr import CONVERTER_LABELS, TASK_LABELS, DCRConfig
 from services.errors import InputError
 from services.export import frame_csv
+from services.figures.nli import ALL_METHOD_LABELS
 from services.jobs import batches
 from services.jobs import queue as jobs
 from services.nli import paradigms as nli
@@ -251,19 +251,27 @@ def live(batch_id: int) -> None:
 shown_status = {b.id: b.status for b in all_batches}
 live(bid)
 
-items = batches.items_frame(eng, bid)
-if not items.empty:
-    failed = items[items["status"] == "failed"]
-    if not failed.empty:
-        with st.expander(f"Failed items ({len(failed)})", icon=":material/error:"):
+# The item tables read one page from the database at a time: a 50,000-item batch is never loaded whole.
+counts = batches.progress(eng, bid)
+if counts is not None and counts.total:
+    if counts.failed:
+        with st.expander(f"Failed items ({counts.failed:,})", icon=":material/error:"):
+            offset, size = page_picker(counts.failed, key=f"ba_failed_page_{bid}")
+            failed = batches.items_frame(eng, bid, status="failed", limit=size, offset=offset)
             st.dataframe(failed[["item", "external_id", "error"]], hide_index=True, width="stretch", placeholder="—")
             render_failed_answers(batches.failed_items(eng, bid), key=f"ba_raw_{bid}")
     method = next((x.method for x in all_batches if x.id == bid), "")
-    shown_items = render_disagreements(bid, method, items, key=f"ba_flagged_{bid}")
-    filtered = len(shown_items) < len(items)
+    flagged_ids = render_disagreements(bid, method, counts.done, key=f"ba_flagged_{bid}")
+    filtered = flagged_ids is not None
+    n_shown = len(flagged_ids) if filtered else counts.total
     with st.expander(
-        f"Items ({len(shown_items)} flagged)" if filtered else "Items", icon=":material/list:", expanded=filtered
+        f"Items ({n_shown:,} flagged)" if filtered else "Items", icon=":material/list:", expanded=filtered
     ):
+        offset, size = page_picker(n_shown, key=f"ba_items_page_{bid}_{int(filtered)}")
+        if filtered:
+            shown_items = batches.items_frame(eng, bid, item_ids=flagged_ids[offset : offset + size])
+        else:
+            shown_items = batches.items_frame(eng, bid, limit=size, offset=offset)
         st.dataframe(
             shown_items.drop(columns=["error"]),
             hide_index=True,
@@ -275,12 +283,14 @@ if not items.empty:
             },
         )
     c = st.container(horizontal=True)
-    c.download_button(
-        "Download items (CSV)",
-        frame_csv(items),
+    render_built_download(
+        "items (CSV)",
+        lambda: frame_csv(batches.items_frame(eng, bid)),
+        key=f"ba_items_csv_{bid}",
         file_name=f"batch-{bid}-items.csv",
         mime="text/csv",
-        icon=":material/download:",
+        help="Every item of the batch, one row each, with its state, scores, human judgments, usage and error.",
+        row=c,
     )
     render_report_download("batch", bid, key=f"ba_rep_{bid}")
     if st.button("Delete this batch", icon=":material/delete:", key="ba_delete"):
