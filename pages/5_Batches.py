@@ -183,7 +183,6 @@ def _fmt_s(s: float | None) -> str:
     return f"{s:.0f} s" if s < 120 else f"{s / 60:.1f} min"
 
 
-@st.fragment(run_every=1.5)
 def live(batch_id: int) -> None:
     p = batches.progress(eng, batch_id)
     if p is None:
@@ -249,7 +248,9 @@ def live(batch_id: int) -> None:
 
 
 shown_status = {b.id: b.status for b in all_batches}
-live(bid)
+# Polled while the batch can still change by itself; a finished one is drawn once (an open tab costs nothing).
+polling = shown_status.get(bid) in ("queued", "running")
+st.fragment(run_every=1.5 if polling else None)(live)(bid)
 
 # The item tables read one page from the database at a time: a 50,000-item batch is never loaded whole.
 counts = batches.progress(eng, bid)
