@@ -10,7 +10,8 @@ worker), and opens each page in headless Chromium in a new session:
 Per page it prints
   * first content: from navigation until the page's title is drawn;
   * settled: until the page last changed (its text, Streamlit's running indicator, a spinner), once nothing has
-    changed for QUIET_S seconds; a page still polling background work (bootstrap intervals) is not settled;
+    changed for QUIET_S seconds; a page still polling background work (the hourglass of bootstrap intervals
+    computing in the background) is not settled;
   * app CPU: CPU seconds of the app and its child processes (the bootstrap runs in a child) over that page;
   * peak RSS: the app's process tree, the most it held at once so far (sampled every 0.2 s).
 CPU seconds and memory hold on a loaded machine; the wall times do not (the line above the table gives the load).
@@ -38,7 +39,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 QUIET_S = 3.0  # a page is settled once nothing on it changed for this long
-PAGE_LIMIT_S = 180.0  # give up on a page that never settles
+PAGE_LIMIT_S = 300.0  # give up on a page that never settles
+PENDING_MARKS = ("hourglass_top", "Computing 95% intervals")  # components/metaeval_views.py poll()
 TICK = os.sysconf("SC_CLK_TCK")
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 
@@ -205,8 +207,10 @@ def drive(page, url: str, monitor: Monitor) -> dict[str, float]:
             }"""
         )
         sig = (hash(busy[0]), busy[1], busy[2], busy[3])
+        # Background work the page polls for (bootstrap intervals) shows an hourglass until it is in.
+        pending = any(mark in busy[0] for mark in PENDING_MARKS)
         now = time.perf_counter()
-        if sig != last_sig or busy[1] or busy[2] or busy[3]:
+        if sig != last_sig or busy[1] or busy[2] or busy[3] or pending:
             last_change, last_sig = now, sig
         elif now - last_change >= QUIET_S:
             break
@@ -225,7 +229,9 @@ PAGES = [
 ]
 
 
-def run_size(n: int, url: str, tmp: Path, boot: int | None, browser) -> list[tuple[str, dict[str, float]]]:
+def run_size(
+    n: int, url: str, tmp: Path, boot: int | None, browser, only: list[str] | None = None, dump: str | None = None
+) -> list[tuple[str, dict[str, float]]]:
     t = time.perf_counter()
     ids = seed(url, n)
     print(f"\n{n:,} items: seeded in {time.perf_counter() - t:.0f} s", flush=True)
@@ -239,8 +245,14 @@ def run_size(n: int, url: str, tmp: Path, boot: int | None, browser) -> list[tup
             drive(warm, f"{app}/{path}", monitor)
         ctx.close()
         for name, path in PAGES:
+            if only and name not in only:
+                continue
             ctx = browser.new_context(viewport={"width": 1400, "height": 1400})
-            r = drive(ctx.new_page(), f"{app}/{path.format(**ids)}", monitor)
+            page = ctx.new_page()
+            r = drive(page, f"{app}/{path.format(**ids)}", monitor)
+            if dump:
+                Path(dump).mkdir(parents=True, exist_ok=True)
+                Path(dump, f"{n}-{name}.txt").write_text(page.locator('[data-testid="stMain"]').inner_text())
             ctx.close()
             rows.append((name, r))
             print(
@@ -266,6 +278,8 @@ def main() -> None:
     ap.add_argument("sizes", nargs="*", type=int, default=[1000, 10_000, 50_000])
     ap.add_argument("--postgresql", action="store_true")
     ap.add_argument("--boot", type=int, default=None)
+    ap.add_argument("--pages", nargs="*", default=None, help="only these pages (names as printed)")
+    ap.add_argument("--dump", default=None, help="a folder to write each page's text into once settled")
     args = ap.parse_args()
     from playwright.sync_api import sync_playwright
 
@@ -285,14 +299,16 @@ def main() -> None:
                 stack.callback(stop_cluster)
             else:
                 url = f"sqlite:///{tmp}/scale.db"
-            table.append((n, run_size(n, url, tmp, args.boot, browser)))
+            table.append((n, run_size(n, url, tmp, args.boot, browser, args.pages, args.dump)))
         browser.close()
     print("\n| page | " + " | ".join(f"{n:,}: first / settled / CPU / peak RSS" for n, _ in table) + " |")
     print("|---|" + "---|" * len(table))
-    for i, (name, _) in enumerate(PAGES):
+    for name, _ in PAGES:
         cells = []
         for _, rows in table:
-            r = rows[i][1]
+            r = dict(rows).get(name)
+            if r is None:
+                continue
             cells.append(f"{r['first']:.1f} s / {r['settled']:.1f} s / {r['cpu']:.1f} s / {r['rss']:.0f} MB")
         print(f"| {name} | " + " | ".join(cells) + " |")
 
