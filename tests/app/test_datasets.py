@@ -28,7 +28,9 @@ def seed_dataset(name: str = "tiny") -> int:
     rows.append({"id": name, "article": "Other.", "summary": "Other text."})  # makes each name's file differ
     data = "\n".join(json.dumps(r) for r in rows).encode()
     mapping = datasets.ColumnMapping(**datasets.default_mapping(datasets.sniff_columns(data, "jsonl")))
-    saved, result = datasets.import_file(services.database.get_engine(), name=name, data=data, fmt="jsonl", mapping=mapping)
+    saved, result = datasets.import_file(
+        services.database.get_engine(), name=name, data=data, fmt="jsonl", mapping=mapping
+    )
     assert saved.created and result is not None and len(result.items) == 3
     return saved.id
 
