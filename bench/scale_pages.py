@@ -203,7 +203,8 @@ def drive(page, url: str, monitor: Monitor) -> dict[str, float]:
                 const status = document.querySelector('[data-testid="stStatusWidget"]');
                 const spin = document.querySelectorAll('[data-testid="stSpinner"], [data-testid="stSkeleton"]');
                 const stale = document.querySelectorAll('[data-stale="true"]');
-                return [main ? main.innerText : "", status ? status.innerText : "", spin.length, stale.length];
+                // the running indicator exists only while a script runs (it may hold no text: count it)
+                return [main ? main.innerText : "", status ? 1 : 0, spin.length, stale.length];
             }"""
         )
         sig = (hash(busy[0]), busy[1], busy[2], busy[3])
