@@ -165,9 +165,11 @@ def _cap(boot):
                 continue
 
             @functools.wraps(fn)
-            def capped(*a, _fn=fn, **kw):
-                kw["n_boot"] = min(int(kw.get("n_boot", boot)), boot)
-                return _fn(*a, **kw)
+            def capped(*a, _fn=fn, _sig=inspect.signature(fn), **kw):
+                bound = _sig.bind(*a, **kw)
+                bound.apply_defaults()
+                bound.arguments["n_boot"] = min(int(bound.arguments["n_boot"]), boot)
+                return _fn(*bound.args, **bound.kwargs)
 
             setattr(mod, name, capped)
             if getattr(pkg, name, None) is fn:
