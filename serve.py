@@ -12,6 +12,35 @@ from pathlib import Path
 from services.jobs.queue import ensure_worker
 
 ROOT = Path(__file__).resolve().parent
+# Imported once before the server listens, so no visitor waits for them: ppi_py alone (statsmodels, scipy.stats)
+# is 1.7 s of CPU, and the Judges, Meta-evaluation, ConsEval and DHP pages each paid for theirs on first visit.
+PRELOAD = (
+    "pandas",
+    "plotly.graph_objects",
+    "scipy.stats",
+    "ppi_py",
+    "services.judges",
+    "services.metaeval",
+    "services.conseval",
+    "services.dhp",
+    "services.reports",
+    "services.figures.metaeval",
+    "services.figures.conseval",
+    "services.figures.dhp",
+    "services.figures.judges",
+)
+
+
+def preload() -> None:
+    """Import what the pages need, in this thread, before any script thread runs (imports never race)."""
+    import importlib
+    import logging
+
+    for name in PRELOAD:
+        try:
+            importlib.import_module(name)
+        except Exception:  # a missing optional module must not stop the server: the page says what is wrong
+            logging.getLogger(__name__).exception("could not preload %s", name)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -20,6 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     from services.tables import upload_limit_mb
 
     ensure_worker()
+    preload()
     # the browser's uploader refuses what the services would refuse: the MAX_UPLOAD_MB setting for both
     limit = [f"--server.maxUploadSize={upload_limit_mb()}"]
     sys.argv = ["streamlit", "run", str(ROOT / "app.py"), *limit, *(sys.argv[1:] if argv is None else argv)]

@@ -36,6 +36,9 @@ def render_progress(done: int, failed: int, pending: int, total: int) -> None:
     st.caption(progress_line(done, failed, pending, total))
 
 
+PAGE_ROWS = 100  # rows of a paged item table: read from the database one page at a time
+
+
 def render_failed_answers(failed: list[FailedItem], *, key: str) -> None:
     """Pick a failed item and read why it failed and what the model answered, as written."""
     if not failed:
@@ -64,11 +67,12 @@ def _disagreements(batch_id: int, stamp: str) -> pd.DataFrame:
     )
 
 
-def render_disagreements(batch_id: int, method: str, items: pd.DataFrame, *, key: str) -> pd.DataFrame:
+def render_disagreements(batch_id: int, method: str, n_done: int, *, key: str) -> list[int] | None:
     """The judge-versus-evidence check of a batch's finished items: a toggle that filters the items to those with
-    a sentence the judge and the evidence disagree on, and the flagged sentences. Returns the items to show."""
-    if method == "evidence" or items.empty or not (items["status"] == "done").any():
-        return items
+    a sentence the judge and the evidence disagree on, and the flagged sentences. Returns the flagged items' ids
+    in order when the filter is on, else None (every item)."""
+    if method == "evidence" or not n_done:
+        return None
     on = st.toggle(
         "Only items where the judge and the evidence disagree",
         key=key,
@@ -77,9 +81,8 @@ def render_disagreements(batch_id: int, method: str, items: pd.DataFrame, *, key
         "does not support, or inconsistent one that the evidence supports.",
     )
     if not on:
-        return items
+        return None
     flagged = _disagreements(batch_id, metaeval.batch_stamp(engine(), batch_id))
-    n_done = int((items["status"] == "done").sum())
     n_items = flagged["item"].nunique() if not flagged.empty else 0
     st.caption(f"{len(flagged)} sentence(s) in {n_items} of {n_done} finished item(s) flagged.")
     if flagged.empty:
@@ -94,4 +97,18 @@ def render_disagreements(batch_id: int, method: str, items: pd.DataFrame, *, key
                 "why": st.column_config.TextColumn(width="large"),
             },
         )
-    return items[items["item"].isin(set(flagged["item"]))]
+    return sorted({int(i) for i in flagged["item"]})
+
+
+def page_picker(total: int, *, key: str, size: int = PAGE_ROWS) -> tuple[int, int]:
+    """A page number for a table of `total` rows read from the database a page at a time; returns (offset, limit).
+    Shown only when there is more than one page."""
+    pages = max(1, -(-total // size))
+    page = 1
+    if pages > 1:
+        page = int(
+            st.number_input(f"Page (of {pages:,})", 1, pages, 1, key=key, help=f"{size} rows a page, in dataset order")
+        )
+    offset = (page - 1) * size
+    st.caption(f"Rows {offset + 1:,}–{min(offset + size, total):,} of {total:,}" if total else "No rows.")
+    return offset, size

@@ -4,6 +4,8 @@ read-only view of a shared report."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from typing import Any
 from urllib.parse import urlsplit
 
 import pandas as pd
@@ -63,15 +65,51 @@ def report_html(kind: str, ref_id: int) -> str:
 
 
 def report_file(kind: str, ref_id: int) -> bytes:
-    """The report file's bytes, or a page saying why there is none (the subject was deleted meanwhile).
-
-    Built before the button is drawn, not on click: a button whose file is made on click ("deferred") loses it
-    when the page redraws around the click, and a second quick click then delivers nothing.
-    """
+    """The report file's bytes, or a page saying why there is none (the subject was deleted meanwhile)."""
     try:
         return report_html(kind, ref_id).encode("utf-8")
     except InputError as exc:
         return reports.message_html("No report", str(exc)).encode("utf-8")
+
+
+def render_built_download(
+    label: str,  # what is built, as in "Build report" and "Download report"
+    build: Callable[[], bytes],
+    *,
+    key: str,
+    file_name: str,
+    mime: str,
+    help: str | None = None,
+    row: Any = None,
+) -> None:
+    """A file built when asked for: a "Build" button, then a download button with the bytes built.
+
+    A large subject's file takes seconds to build (a 50,000-item batch's report), so no render builds it. The
+    bytes are kept in the session once built, so the download button that follows has its file in hand: a
+    button whose file is made on click ("deferred") loses it when the page redraws around the click.
+    """
+    slot = f"{key}_file"
+    row = row if row is not None else st.container(horizontal=True, vertical_alignment="center")
+    built = st.session_state.get(slot)
+    if built is None:
+        if row.button(f"Build {label}", icon=":material/build:", key=f"{key}_build", help=help):
+            with st.spinner(f"Building the {label}…"):
+                built = build()
+            st.session_state[slot] = built
+    if built is not None:
+        row.download_button(
+            f"Download {label}",
+            built,
+            file_name=file_name,
+            mime=mime,
+            icon=":material/download:",
+            key=f"{key}_dl",
+            on_click="ignore",
+            help=help,
+        )
+        if row.button("Build again", icon=":material/refresh:", key=f"{key}_rebuild", type="tertiary"):
+            st.session_state.pop(slot, None)
+            st.rerun()
 
 
 def survey_choices() -> dict[int, str]:
@@ -102,20 +140,19 @@ def share_url(token: str) -> str:
 
 
 def render_report_download(kind: str, ref_id: int, *, key: str | None = None) -> None:
-    """A "Download report" button (one self-contained HTML file) and "Create share link" (a read-only token)."""
+    """ "Build report", then "Download report" (one self-contained HTML file), and "Create share link" (a read-only
+    token)."""
     key = key or f"rep_{kind}_{ref_id}"
     row = st.container(horizontal=True, vertical_alignment="center")
-
-    row.download_button(
-        "Download report",
-        report_file(kind, ref_id),
+    render_built_download(
+        "report",
+        lambda: report_file(kind, ref_id),
+        key=key,
         file_name=f"{kind}-{ref_id}-report.html",
         mime="text/html",
-        icon=":material/summarize:",
-        key=f"{key}_dl",
-        on_click="ignore",
         help="One HTML file with the configuration, headline numbers with intervals, interactive charts, "
         "tables and worked examples. Opens offline in any browser; holds no API key.",
+        row=row,
     )
     if row.button(
         "Create share link",

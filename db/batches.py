@@ -453,30 +453,44 @@ def item_texts(*, conn: Connection, batch_id: int) -> list[Row]:
     )
 
 
-def item_table(*, conn: Connection, batch_id: int) -> list[Row]:
-    """One row per item in dataset order: the columns of the batch page's item table."""
-    return list(
-        conn.execute(
-            select(
-                BatchItem.item_id,
-                DatasetItem.external_id,
-                BatchItem.status,
-                BatchItem.score,
-                BatchItem.final_score,
-                DatasetItem.human_score,
-                DatasetItem.human_label,
-                BatchItem.n_sentences,
-                BatchItem.n_unknown,
-                BatchItem.n_rounds,
-                BatchItem.calls,
-                BatchItem.attempts,
-                BatchItem.error,
-            )
-            .join(DatasetItem, DatasetItem.id == BatchItem.item_id)
-            .where(BatchItem.batch_id == batch_id)
-            .order_by(DatasetItem.idx)
-        ).all()
+def item_table(
+    *,
+    conn: Connection,
+    batch_id: int,
+    limit: int | None = None,
+    offset: int = 0,
+    status: str | None = None,
+    item_ids: list[int] | None = None,
+) -> list[Row]:
+    """One row per item in dataset order: the columns of the batch page's item table; a page of them with
+    `limit`/`offset`, only those in `status` or among `item_ids` (dataset item ids) when given."""
+    q = (
+        select(
+            BatchItem.item_id,
+            DatasetItem.external_id,
+            BatchItem.status,
+            BatchItem.score,
+            BatchItem.final_score,
+            DatasetItem.human_score,
+            DatasetItem.human_label,
+            BatchItem.n_sentences,
+            BatchItem.n_unknown,
+            BatchItem.n_rounds,
+            BatchItem.calls,
+            BatchItem.attempts,
+            BatchItem.error,
+        )
+        .join(DatasetItem, DatasetItem.id == BatchItem.item_id)
+        .where(BatchItem.batch_id == batch_id)
+        .order_by(DatasetItem.idx)
     )
+    if status is not None:
+        q = q.where(BatchItem.status == status)
+    if item_ids is not None:
+        q = q.where(BatchItem.item_id.in_(item_ids))
+    if limit is not None:
+        q = q.limit(limit).offset(offset)
+    return list(conn.execute(q).all())
 
 
 def failed_results(*, conn: Connection, batch_id: int, limit: int) -> list[Row]:

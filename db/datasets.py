@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from sqlalchemy import func, insert, update
@@ -71,6 +72,24 @@ def dataset_item_rows(*, session: Session, dataset_id: int, limit: int | None = 
     if limit is not None:
         q = q.limit(limit)
     return list(session.exec(q).all())
+
+
+def sentence_count(*, session: Session, dataset_id: int) -> int:
+    """The number of candidate sentences over a dataset's items, counted by the database."""
+    n = session.exec(
+        select(func.sum(func.json_array_length(DatasetItem.sentences))).where(DatasetItem.dataset_id == dataset_id)
+    ).one()
+    return int(n or 0)
+
+
+def sentence_label_lists(*, session: Session, dataset_id: int, chunk: int = 2000) -> Iterator[Any]:
+    """The items' per-sentence labels, streamed `chunk` rows at a time (SQL NULLs left out by the database)."""
+    q = (
+        select(DatasetItem.sentence_labels)
+        .where(DatasetItem.dataset_id == dataset_id, DatasetItem.sentence_labels.is_not(None))
+        .execution_options(yield_per=chunk)
+    )
+    yield from session.exec(q)
 
 
 def dataset_aggregates(*, session: Session, dataset_id: int) -> dict[str, Any]:

@@ -7,6 +7,7 @@ import streamlit as st
 from components.report import (
     cached_report,
     dhp_run_choices,
+    render_built_download,
     render_report,
     render_report_download,
     report_file,
@@ -39,13 +40,12 @@ if token is not None:
         st.error(f"This report can no longer be built: {exc}", icon=":material/error:")
         st.stop()
     st.info("A read-only shared report.", icon=":material/visibility:")
-    st.download_button(
-        "Download as HTML",
-        report_file(share.kind, share.ref_id),
+    render_built_download(
+        "HTML file",
+        lambda: report_file(share.kind, share.ref_id),
+        key=f"rp_shared_{share.id}",
         file_name=rep.file_name,
         mime="text/html",
-        icon=":material/download:",
-        on_click="ignore",
     )
     render_report(rep)
     st.stop()
@@ -253,29 +253,47 @@ with tab_distill:
                 format_func=lambda i: f"dataset #{i}",
             )
         if picked:
-            try:
-                dset = distill.build(eng, picked, split=split, seed=int(seed), test_dataset_id=test_ds, answer=answer)
-            except InputError as exc:
-                st.warning(str(exc), icon=":material/warning:")
-            else:
+            # Built when asked for: the set reads every labelled item with its document, seconds at 50,000 items.
+            params = (tuple(picked), split, int(seed), test_ds, answer, fmt)
+            if st.session_state.get("rp_ds_built", {}).get("params") != params:
+                st.session_state.pop("rp_ds_built", None)
+            if st.button("Build training set", icon=":material/build:", key="rp_ds_build"):
+                try:
+                    with st.spinner("Building the training set…"):
+                        dset = distill.build(
+                            eng, picked, split=split, seed=int(seed), test_dataset_id=test_ds, answer=answer
+                        )
+                        st.session_state.rp_ds_built = {
+                            "params": params,
+                            "table7": dset.table7(),
+                            "stats": dset.stats,
+                            "notes": list(dset.notes),
+                            "zip": distill.zip_bytes(dset, fmt),
+                            "first": dset.train[0].line(fmt) if dset.train else None,
+                        }
+                except InputError as exc:
+                    st.warning(str(exc), icon=":material/warning:")
+            built = st.session_state.get("rp_ds_built")
+            if built:
                 st.markdown("**As in Table 7**")
-                st.dataframe(dset.table7(), hide_index=True)
-                s = dset.stats
+                st.dataframe(built["table7"], hide_index=True)
+                s = built["stats"]
                 st.caption(
                     f"{s.n_with_reasoning:,} of {s.n_train:,} training examples carry reasoning "
                     f"(from {s.n_train_items:,} items over {s.n_train_documents:,} documents); the test set has "
                     f"{s.n_test:,} items over {s.n_test_documents:,} other document(s). Length: mean words per summary."
                 )
-                for note in dset.notes:
+                for note in built["notes"]:
                     st.caption(f":material/info: {note}")
                 st.download_button(
                     "Download training set (zip)",
-                    distill.zip_bytes(dset, fmt),
+                    built["zip"],
                     file_name=f"distill-{split}-{fmt}-{answer}-seed{int(seed)}.zip",
                     mime="application/zip",
                     icon=":material/download:",
                     key="rp_ds_dl",
+                    on_click="ignore",
                 )
-                if dset.train:
+                if built["first"] is not None:
                     with st.expander("First training example"):
-                        st.json(dset.train[0].line(fmt))
+                        st.json(built["first"])

@@ -3,8 +3,8 @@
 import pandas as pd
 import streamlit as st
 
-from components.batch_views import render_disagreements, render_failed_answers, render_progress
-from components.report import render_report_download
+from components.batch_views import page_picker, render_disagreements, render_failed_answers, render_progress
+from components.report import render_built_download, render_report_download
 from components.ui import batch_worker, demo_notice, engine, page_setup, render_backend_line
 from services import estimates
 from services.datasets import list_datasets
@@ -184,7 +184,6 @@ def _fmt_s(s: float | None) -> str:
     return f"{s:.0f} s" if s < 120 else f"{s / 60:.1f} min"
 
 
-@st.fragment(run_every=1.5)
 def live(batch_id: int) -> None:
     p = batches.progress(eng, batch_id)
     if p is None:
@@ -258,21 +257,31 @@ def live(batch_id: int) -> None:
 
 
 shown_status = {b.id: b.status for b in all_batches}
-live(bid)
+# Polled while the batch can still change by itself; a finished one is drawn once (an open tab costs nothing).
+polling = shown_status.get(bid) in ("queued", "running")
+st.fragment(run_every=1.5 if polling else None)(live)(bid)
 
-items = batches.items_frame(eng, bid)
-if not items.empty:
-    failed = items[items["status"] == "failed"]
-    if not failed.empty:
-        with st.expander(f"Failed items ({len(failed)})", icon=":material/error:"):
+# The item tables read one page from the database at a time: a 50,000-item batch is never loaded whole.
+counts = batches.progress(eng, bid)
+if counts is not None and counts.total:
+    if counts.failed:
+        with st.expander(f"Failed items ({counts.failed:,})", icon=":material/error:"):
+            offset, size = page_picker(counts.failed, key=f"ba_failed_page_{bid}")
+            failed = batches.items_frame(eng, bid, status="failed", limit=size, offset=offset)
             st.dataframe(failed[["item", "external_id", "error"]], hide_index=True, width="stretch", placeholder="—")
             render_failed_answers(batches.failed_items(eng, bid), key=f"ba_raw_{bid}")
     method = next((x.method for x in all_batches if x.id == bid), "")
-    shown_items = render_disagreements(bid, method, items, key=f"ba_flagged_{bid}")
-    filtered = len(shown_items) < len(items)
+    flagged_ids = render_disagreements(bid, method, counts.done, key=f"ba_flagged_{bid}")
+    filtered = flagged_ids is not None
+    n_shown = len(flagged_ids) if filtered else counts.total
     with st.expander(
-        f"Items ({len(shown_items)} flagged)" if filtered else "Items", icon=":material/list:", expanded=filtered
+        f"Items ({n_shown:,} flagged)" if filtered else "Items", icon=":material/list:", expanded=filtered
     ):
+        offset, size = page_picker(n_shown, key=f"ba_items_page_{bid}_{int(filtered)}")
+        if filtered:
+            shown_items = batches.items_frame(eng, bid, item_ids=flagged_ids[offset : offset + size])
+        else:
+            shown_items = batches.items_frame(eng, bid, limit=size, offset=offset)
         st.dataframe(
             shown_items.drop(columns=["error"]),
             hide_index=True,
@@ -284,12 +293,14 @@ if not items.empty:
             },
         )
     c = st.container(horizontal=True)
-    c.download_button(
-        "Download items (CSV)",
-        frame_csv(items),
+    render_built_download(
+        "items (CSV)",
+        lambda: frame_csv(batches.items_frame(eng, bid)),
+        key=f"ba_items_csv_{bid}",
         file_name=f"batch-{bid}-items.csv",
         mime="text/csv",
-        icon=":material/download:",
+        help="Every item of the batch, one row each, with its state, scores, human judgments, usage and error.",
+        row=c,
     )
     render_report_download("batch", bid, key=f"ba_rep_{bid}")
     if st.button("Delete this batch", icon=":material/delete:", key="ba_delete"):

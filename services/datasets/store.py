@@ -187,10 +187,14 @@ def dataset_stats(engine: Engine, dataset_id: int) -> dict[str, Any]:
         if ds is None:
             raise InputError(f"Dataset #{dataset_id} does not exist (it was deleted?).")
         agg = db_datasets.dataset_aggregates(session=session, dataset_id=dataset_id)
-        rows = db_datasets.dataset_item_rows(session=session, dataset_id=dataset_id)
+        # Counted by the database and streamed: a 50,000-item dataset is never held whole for its figures.
+        n_sentences = db_datasets.sentence_count(session=session, dataset_id=dataset_id)
+        n_labelled = n_consistent = 0
+        for labels in db_datasets.sentence_label_lists(session=session, dataset_id=dataset_id):
+            for v in labels or []:
+                n_labelled += 1
+                n_consistent += majority_vote(v)
         label_kinds, n_rejected = list(ds.label_kinds), ds.n_rejected
-    n_sentences = sum(len(r[3] or []) for r in rows)
-    majorities = [majority_vote(v) for r in rows if r[6] for v in r[6]]
     return {
         "items": int(agg["items"]),
         "sentences": n_sentences,
@@ -203,8 +207,8 @@ def dataset_stats(engine: Engine, dataset_id: int) -> dict[str, Any]:
         "score_max": agg["score_max"],
         "labelled": int(agg["labelled"]),
         "share_consistent": float(agg["share_consistent"]) if agg["share_consistent"] is not None else None,
-        "sentences_labelled": len(majorities),
-        "sentence_share_consistent": sum(majorities) / len(majorities) if majorities else None,
+        "sentences_labelled": n_labelled,
+        "sentence_share_consistent": n_consistent / n_labelled if n_labelled else None,
     }
 
 

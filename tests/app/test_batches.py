@@ -259,3 +259,41 @@ def test_the_estimate_follows_a_change_of_evaluator_at_once(open_page, judge):
     assert not at.exception, at.exception
     (after,) = [c for c in texts(at.caption) if c.startswith("Estimate:")]
     assert "no model call" in after, after
+
+
+def test_the_item_tables_read_one_page_from_the_database(open_page, monkeypatch):
+    """A 50,000-item batch is never loaded whole: the Items and Failed items tables read a page of rows (in dataset
+    order) from the database, and the page picker reaches the last one."""
+    from db import batches as db_batches
+    from tests.metaeval_seed import Item, seed
+
+    C, X = "consistent", "inconsistent"
+    items = [Item([[C, X if i % 3 else C]], human_score=0.5, human_label=i % 2) for i in range(230)]
+    items += [Item([[C]], status="failed") for _ in range(3)]
+    _, bid = seed(services.database.get_engine(), items)
+    loaded: list[int] = []
+    real = db_batches.item_table
+
+    def counting(**kw):
+        rows = real(**kw)
+        loaded.append(len(rows))
+        return rows
+
+    monkeypatch.setattr(db_batches, "item_table", counting)
+    at = open_page(BATCHES, query={"batch": str(bid)})
+    assert not at.exception, at.exception
+    assert loaded and max(loaded) <= 100, loaded
+
+    def item_table():
+        return [d.value for d in at.dataframe if "final score" in d.value.columns][-1]
+
+    first = item_table()
+    assert len(first) == 100 and list(first["external_id"][:2]) == ["x0", "x1"]
+    assert any("Rows 1–100 of 233" in c for c in texts(at.caption)), texts(at.caption)
+    at.number_input(key=f"ba_items_page_{bid}_0").set_value(3).run()
+    assert not at.exception, at.exception
+    last = item_table()
+    assert list(last["external_id"]) == [f"x{i}" for i in range(200, 233)]
+    assert max(loaded) <= 100, loaded
+    failed = [d.value for d in at.dataframe if list(d.value.columns) == ["item", "external_id", "error"]]
+    assert [list(f["external_id"]) for f in failed] == [["x230", "x231", "x232"]]

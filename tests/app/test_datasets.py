@@ -28,7 +28,9 @@ def seed_dataset(name: str = "tiny") -> int:
     rows.append({"id": name, "article": "Other.", "summary": "Other text."})  # makes each name's file differ
     data = "\n".join(json.dumps(r) for r in rows).encode()
     mapping = datasets.ColumnMapping(**datasets.default_mapping(datasets.sniff_columns(data, "jsonl")))
-    saved, result = datasets.import_file(services.database.get_engine(), name=name, data=data, fmt="jsonl", mapping=mapping)
+    saved, result = datasets.import_file(
+        services.database.get_engine(), name=name, data=data, fmt="jsonl", mapping=mapping
+    )
     assert saved.created and result is not None and len(result.items) == 3
     return saved.id
 
@@ -128,3 +130,31 @@ def test_the_qags_button_is_hidden_without_the_file(open_page, monkeypatch, tmp_
     at = open_page(DATASETS)
     assert not at.exception
     assert not [b for b in at.button if b.label.startswith("Import the QAGS")]
+
+
+def test_an_open_dataset_reads_only_the_rows_it_shows(open_page, monkeypatch):
+    """The page lists the first 50 items and figures computed by the database (or streamed): it never loads the
+    whole dataset. The sentence share is the majority vote per labelled sentence (a tie is not consistent)."""
+    from db import datasets as db_datasets
+    from tests.metaeval_seed import Item, make_dataset
+
+    C = "consistent"
+    votes = [{"a": 1, "b": 1, "c": 0}, {"a": 0, "b": 1}, {"a": 0, "b": 0, "c": 1}]  # majorities 1, 0 (tie), 0
+    items = [Item([[C, C, C]], human_score=1.0, human_label=1, sentence_labels=votes) for _ in range(60)]
+    items += [Item([[C, C]], human_score=0.5, human_label=0) for _ in range(60)]  # two sentences, no labels
+    ds = make_dataset(services.database.get_engine(), items)
+    loaded: list[int] = []
+    real = db_datasets.dataset_item_rows
+
+    def counting(**kw):
+        rows = real(**kw)
+        loaded.append(len(rows))
+        return rows
+
+    monkeypatch.setattr(db_datasets, "dataset_item_rows", counting)
+    at = open_page(DATASETS, query={"dataset": str(ds)})
+    assert not at.exception, at.exception
+    assert loaded and max(loaded) <= 50, loaded
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Items"] == "120" and metrics["Sentences"] == f"{60 * 3 + 60 * 2:,}"
+    assert any("33% of 180 labelled sentences" in c for c in texts(at.caption)), texts(at.caption)

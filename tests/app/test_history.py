@@ -207,3 +207,29 @@ def test_history_shows_the_delivered_text_and_the_rejected_rewrite(open_page, ju
     assert "Score Ẑ" not in metrics  # the last round's 1.000 is not headlined: its text was not delivered
     assert any("Rejected by the reviewer" in c for c in texts(at.caption))
     assert any("1999" in c.value for c in at.code)
+
+
+def test_the_table_reads_only_the_newest_runs(open_page, monkeypatch):
+    """The table is one bounded query, newest first: with more runs than its limit, only the newest are read and
+    the page says where the older ones are."""
+    from db import runs as db_runs
+    from services.dcr import DCRConfig
+    from tests.app.helpers import CAND, REF
+
+    eng = services.database.get_engine()
+    ids = [runs.start_run(eng, BackendConfig(), REF, CAND, DCRConfig(method="evidence")) for _ in range(3)]
+    asked: list[tuple[int, int]] = []
+    real = db_runs.list_runs
+
+    def capped(*, session, limit):
+        rows = real(session=session, limit=min(limit, 2))
+        asked.append((limit, len(rows)))
+        return rows
+
+    monkeypatch.setattr(db_runs, "list_runs", capped)
+    monkeypatch.setattr(runs, "HISTORY_LIMIT", 2)
+    at = open_page(HISTORY)
+    assert not at.exception, at.exception
+    assert asked and all(n <= 2 for _, n in asked), asked
+    assert at.dataframe[0].value["run"].tolist() == ids[:0:-1]  # the two newest, newest first
+    assert any("Showing the newest 2 runs" in c for c in texts(at.caption)), texts(at.caption)

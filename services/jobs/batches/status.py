@@ -133,12 +133,23 @@ def list_batches(engine: Engine, limit: int = 200) -> list[BatchPublic]:
         return db_batches.list_batches(session=session, limit=limit)
 
 
-def items_frame(engine: Engine, batch_id: int) -> Any:
-    """One row per item: state, scores, human judgments, usage and error."""
+def items_frame(
+    engine: Engine,
+    batch_id: int,
+    *,
+    limit: int | None = None,
+    offset: int = 0,
+    status: str | None = None,
+    item_ids: list[int] | None = None,
+) -> Any:
+    """One row per item in dataset order: state, scores, human judgments, usage and error. A page of `limit` rows
+    from `offset`, and only the items in `status` or among `item_ids`, when given (the page shows a page)."""
     import pandas as pd
 
     with engine.connect() as conn:
-        rows = db_batches.item_table(conn=conn, batch_id=batch_id)
+        rows = db_batches.item_table(
+            conn=conn, batch_id=batch_id, limit=limit, offset=offset, status=status, item_ids=item_ids
+        )
     cols = [
         "item",
         "external_id",

@@ -1,0 +1,320 @@
+"""The pages at scale, in a real browser: time to first content, time until settled, the app's peak memory and CPU.
+
+For each size (default 1,000, 10,000 and 50,000 items) it seeds a new database with bulk inserts (the synthetic
+QAGS-like dataset of bench/pages_render.py: 5-sentence summaries with worker votes, a finished batch over it with
+its verdicts and an RAI round, and as many History runs), starts the app as users do (`python serve.py`, no
+worker), and opens each page in headless Chromium in a new session:
+
+  Datasets (?dataset=ID), Batches (?batch=ID), Meta-evaluation (?batch=ID), Judges, Reports, History.
+
+Per page it prints
+  * first content: from navigation until the page's title is drawn;
+  * settled: until the page last changed (its text, Streamlit's running indicator, a spinner), once nothing has
+    changed for QUIET_S seconds; a page still polling background work (the hourglass of bootstrap intervals
+    computing in the background) is not settled;
+  * app CPU: CPU seconds of the app and its child processes (the bootstrap runs in a child) over that page;
+  * peak RSS: the app's process tree, the most it held at once so far (sampled every 0.2 s).
+CPU seconds and memory hold on a loaded machine; the wall times do not (the line above the table gives the load).
+
+Run: .venv/bin/python bench/scale_pages.py [SIZES ...] [--postgresql] [--boot N]
+  --postgresql  seed and serve a throwaway PostgreSQL (tests/db/pg.py) instead of a SQLite file
+  --boot N      bootstrap resamples for the AUROC and other bootstrap intervals (default: the app's 1,000), to see
+                what the pages cost once the bootstrap is replaced by analytic intervals
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from contextlib import ExitStack
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+QUIET_S = 3.0  # a page is settled once nothing on it changed for this long
+PAGE_LIMIT_S = 300.0  # give up on a page that never settles
+PENDING_MARKS = ("hourglass_top", "Computing 95% intervals")  # components/metaeval_views.py poll()
+TICK = os.sysconf("SC_CLK_TCK")
+PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
+
+
+# -- the app's process tree, from /proc ---------------------------------------------------------------------
+def _stat(pid: int) -> list[str] | None:
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return raw[raw.rindex(")") + 2 :].split()  # fields from the state on (the name may hold spaces)
+
+
+def tree(root: int) -> list[int]:
+    """The root and every live descendant."""
+    parents: dict[int, list[int]] = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            f = _stat(int(d))
+            if f:
+                parents.setdefault(int(f[1]), []).append(int(d))
+    out, todo = [], [root]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo.extend(parents.get(p, []))
+    return out
+
+
+class Monitor:
+    """Samples the app's process tree: total RSS (its peak) and CPU seconds (live processes plus reaped children)."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.peak_rss = 0
+        self.gone_cpu: dict[int, float] = {}  # last CPU seen of each process, kept when it exits
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def sample(self) -> None:
+        rss = 0
+        for p in tree(self.pid):
+            f = _stat(p)
+            if not f:
+                continue
+            self.gone_cpu[p] = (int(f[11]) + int(f[12])) / TICK  # utime + stime
+            rss += int(f[21]) * PAGE_SIZE
+        self.peak_rss = max(self.peak_rss, rss)
+
+    def cpu(self) -> float:
+        self.sample()
+        return sum(self.gone_cpu.values())
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.sample()
+            time.sleep(0.2)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+# -- seeding -----------------------------------------------------------------------------------------------
+def seed(url: str, n: int) -> dict[str, int]:
+    """The dataset, a finished batch over it and n History runs (bench/pages_render.py's rows); returns the ids."""
+    import random
+
+    import pages_render as pr
+    from sqlalchemy import select
+
+    from db.models import Batch, utcnow
+    from services.database import get_engine
+
+    rng, now = random.Random(0), utcnow()
+    with get_engine(url).begin() as conn:
+        pr.seed_documents(conn, n, now)
+        ds_id, items, truth = pr.seed_dataset(conn, n, now, rng)
+        batch_id, _ = pr.seed_batch(conn, ds_id, items, truth, now, rng)
+        pr.seed_history(conn, n, now)
+        assert conn.execute(select(Batch.dataset_id).where(Batch.id == batch_id)).scalar_one() == ds_id
+    return {"dataset": ds_id, "batch": batch_id}
+
+
+# -- the app and the browser ---------------------------------------------------------------------------------
+def start_app(tmp: Path, url: str, boot: int | None) -> tuple[subprocess.Popen, str]:
+    from tests.support.browser import free_port, server_flags, wait_healthy
+
+    env = {k: v for k, v in os.environ.items() if not k.upper().startswith(("LLM_", "OPENAI_", "STREAMLIT_"))}
+    env.update(
+        DATABASE_URL=url,
+        CONSISTENCY_SPAWN_WORKER="0",
+        DATA_DIR=str(tmp / "data"),
+        CONSISTENCY_SECRETS_FILE=str(tmp / "no-secrets.toml"),
+        PYTHONPATH=str(ROOT),
+    )
+    if boot is not None:
+        env["BENCH_BOOT"] = str(boot)
+        env["PYTHONPATH"] = f"{boot_cap_dir(tmp)}{os.pathsep}{ROOT}"
+    port = free_port()
+    log = tmp / "streamlit.log"
+    cmd = [sys.executable, "serve.py", *server_flags(port)]
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+    app = f"http://127.0.0.1:{port}"
+    wait_healthy(app, proc, log, 120)
+    return proc, app
+
+
+CAP_BOOTSTRAP = """
+import functools, inspect, os
+
+
+def _cap(boot):
+    import services.stats as pkg
+
+    for mod_name in ("classification", "correlation", "agreement"):
+        mod = __import__(f"services.stats.{mod_name}", fromlist=["x"])
+        for name, fn in list(vars(mod).items()):
+            if not inspect.isfunction(fn) or "n_boot" not in inspect.signature(fn).parameters:
+                continue
+
+            @functools.wraps(fn)
+            def capped(*a, _fn=fn, _sig=inspect.signature(fn), **kw):
+                bound = _sig.bind(*a, **kw)
+                bound.apply_defaults()
+                bound.arguments["n_boot"] = min(int(bound.arguments["n_boot"]), boot)
+                return _fn(*bound.args, **bound.kwargs)
+
+            setattr(mod, name, capped)
+            if getattr(pkg, name, None) is fn:
+                setattr(pkg, name, capped)
+
+
+if os.environ.get("BENCH_BOOT"):
+    _cap(int(os.environ["BENCH_BOOT"]))
+"""
+
+
+def boot_cap_dir(tmp: Path) -> Path:
+    """A sitecustomize.py that caps every bootstrap's resamples at $BENCH_BOOT in each Python process of the app,
+    the child that computes intervals included (it is spawned: it imports the statistics afresh)."""
+    d = tmp / "boot-cap"
+    d.mkdir(exist_ok=True)
+    (d / "sitecustomize.py").write_text(CAP_BOOTSTRAP)
+    return d
+
+
+def drive(page, url: str, monitor: Monitor) -> dict[str, float]:
+    """Open one page in a new session; first content, settled, CPU over it and the tree's peak RSS so far."""
+    cpu0 = monitor.cpu()
+    t0 = time.perf_counter()
+    page.goto(url, wait_until="commit")
+    page.locator('[data-testid="stMain"] h1').first.wait_for(state="visible", timeout=PAGE_LIMIT_S * 1000)
+    first = time.perf_counter() - t0
+    last_change, last_sig = time.perf_counter(), None
+    while time.perf_counter() - t0 < PAGE_LIMIT_S:
+        busy = page.evaluate(
+            """() => {
+                const main = document.querySelector('[data-testid="stMain"]');
+                const status = document.querySelector('[data-testid="stStatusWidget"]');
+                const spin = document.querySelectorAll('[data-testid="stSpinner"], [data-testid="stSkeleton"]');
+                const stale = document.querySelectorAll('[data-stale="true"]');
+                // the running indicator exists only while a script runs (it may hold no text: count it)
+                return [main ? main.innerText : "", status ? 1 : 0, spin.length, stale.length];
+            }"""
+        )
+        sig = (hash(busy[0]), busy[1], busy[2], busy[3])
+        # Background work the page polls for (bootstrap intervals) shows an hourglass until it is in.
+        pending = any(mark in busy[0] for mark in PENDING_MARKS)
+        now = time.perf_counter()
+        if sig != last_sig or busy[1] or busy[2] or busy[3] or pending:
+            last_change, last_sig = now, sig
+        elif now - last_change >= QUIET_S:
+            break
+        time.sleep(0.15)
+    settled = last_change - t0
+    return {"first": first, "settled": settled, "cpu": monitor.cpu() - cpu0, "rss": monitor.peak_rss / 2**20}
+
+
+PAGES = [
+    ("Datasets", "Datasets?dataset={dataset}"),
+    ("Batches", "Batches?batch={batch}"),
+    ("Meta-evaluation", "Meta-evaluation?batch={batch}"),
+    ("Judges", "Judges"),
+    ("Reports", "Reports"),
+    ("History", "History"),
+]
+
+
+def run_size(
+    n: int, url: str, tmp: Path, boot: int | None, browser, only: list[str] | None = None, dump: str | None = None
+) -> list[tuple[str, dict[str, float]]]:
+    t = time.perf_counter()
+    ids = seed(url, n)
+    print(f"\n{n:,} items: seeded in {time.perf_counter() - t:.0f} s", flush=True)
+    proc, app = start_app(tmp, url, boot)
+    monitor = Monitor(proc.pid)
+    rows = []
+    try:
+        ctx = browser.new_context(viewport={"width": 1400, "height": 1400})
+        warm = ctx.new_page()
+        for path in ("", "Datasets"):  # the server's imports, once per process (no dataset open: no data read)
+            drive(warm, f"{app}/{path}", monitor)
+        ctx.close()
+        for name, path in PAGES:
+            if only and name not in only:
+                continue
+            ctx = browser.new_context(viewport={"width": 1400, "height": 1400})
+            page = ctx.new_page()
+            r = drive(page, f"{app}/{path.format(**ids)}", monitor)
+            if dump:
+                Path(dump).mkdir(parents=True, exist_ok=True)
+                Path(dump, f"{n}-{name}.txt").write_text(page.locator('[data-testid="stMain"]').inner_text())
+            ctx.close()
+            rows.append((name, r))
+            print(
+                f"  {name:<16} first content {r['first']:5.1f} s · settled {r['settled']:5.1f} s · app CPU "
+                f"{r['cpu']:5.1f} s · app peak RSS {r['rss']:6.0f} MB",
+                flush=True,
+            )
+    finally:
+        monitor.stop()
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    log = (tmp / "streamlit.log").read_text(errors="replace")
+    if "Traceback" in log:
+        print(f"  the app logged a traceback:\n{log[-3000:]}")
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("sizes", nargs="*", type=int, default=[1000, 10_000, 50_000])
+    ap.add_argument("--postgresql", action="store_true")
+    ap.add_argument("--boot", type=int, default=None)
+    ap.add_argument("--pages", nargs="*", default=None, help="only these pages (names as printed)")
+    ap.add_argument("--dump", default=None, help="a folder to write each page's text into once settled")
+    args = ap.parse_args()
+    from playwright.sync_api import sync_playwright
+
+    from tests.support.browser import CHROMIUM, CHROMIUM_ARGS
+
+    boot = args.boot or "the app's default"
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; bootstrap resamples: {boot}")
+    table = []
+    with ExitStack() as stack, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        for n in args.sizes:
+            tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="cs-scale-")))
+            if args.postgresql:
+                from tests.db.pg import cluster, stop_cluster
+
+                url = cluster().new_database("scale")
+                stack.callback(stop_cluster)
+            else:
+                url = f"sqlite:///{tmp}/scale.db"
+            table.append((n, run_size(n, url, tmp, args.boot, browser, args.pages, args.dump)))
+        browser.close()
+    print("\n| page | " + " | ".join(f"{n:,}: first / settled / CPU / peak RSS" for n, _ in table) + " |")
+    print("|---|" + "---|" * len(table))
+    for name, _ in PAGES:
+        cells = []
+        for _, rows in table:
+            r = dict(rows).get(name)
+            if r is None:
+                continue
+            cells.append(f"{r['first']:.1f} s / {r['settled']:.1f} s / {r['cpu']:.1f} s / {r['rss']:.0f} MB")
+        print(f"| {name} | " + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    main()

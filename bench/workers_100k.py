@@ -1,0 +1,230 @@
+"""A 100,000-item batch on PostgreSQL with 4 worker processes, while the pages are opened in Chromium.
+
+Starts a throwaway PostgreSQL (tests/db/pg.py), seeds the synthetic dataset of bench/pages_render.py (5-sentence
+summaries with worker votes) with bulk inserts, starts the latency server (bench/latency_server.py: an agreeable
+judge answering after LATENCY seconds), creates a DCE batch over the dataset (rule converter, no improvement
+rounds) and hands it to the workers: WORKERS processes of `python -m services.worker` (what `make worker` runs),
+which join it through the database. Meanwhile the app runs (`python serve.py`, no worker of its own) and a
+headless Chromium opens Batches, Meta-evaluation, Judges, Datasets, Reports and History in turn, each in a new
+session, timing first content and settled as bench/scale_pages.py does.
+
+At the end it checks that every item was done exactly once (done = n, no failure, no item attempted twice, as
+many model requests as items) and prints the wall time, items per second, the workers' CPU seconds, the app's
+peak RSS and CPU, and per page the median and worst first-content and settled times over the visits.
+
+Run: .venv/bin/python bench/workers_100k.py [--items 100000] [--workers 4] [--latency 0.05] [--in-flight 16]
+     [--sqlite]  (a SQLite file instead of PostgreSQL)
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import pages_render as pr  # noqa: E402  (sets a DATABASE_URL of its own: every call below names its URL)
+from scale_pages import Monitor, drive, start_app  # noqa: E402
+
+from bench.batch_throughput import free_port, start_server  # noqa: E402
+
+PAGES = [
+    ("Batches", "Batches?batch={batch}"),
+    ("Meta-evaluation", "Meta-evaluation?batch={batch}"),
+    ("Judges", "Judges"),
+    ("Datasets", "Datasets?dataset={dataset}"),
+    ("Reports", "Reports"),
+    ("History", "History"),
+]
+
+
+def seed(url: str, n: int) -> int:
+    """The dataset (documents, items with worker votes); returns its id."""
+    from db.models import utcnow
+    from services.database import get_engine
+
+    with get_engine(url).begin() as conn:
+        now = utcnow()
+        pr.seed_documents(conn, n, now)
+        ds_id, _, _ = pr.seed_dataset(conn, n, now, random.Random(0))
+    return ds_id
+
+
+def make_batch(url: str, ds_id: int, base_url: str, in_flight: int) -> int:
+    """A DCE batch over the dataset, handed to the workers (they join batches marked enqueued)."""
+    from db import batches as db_batches
+    from services.config import BackendConfig
+    from services.database import get_engine
+    from services.dcr import DCRConfig
+    from services.jobs import batches
+
+    engine = get_engine(url)
+    backend = BackendConfig(
+        kind="openai", base_url=base_url, model="latency-model", concurrency=in_flight, max_retries=2, timeout=60
+    )
+    bid = batches.create_batch(
+        engine, dataset_id=ds_id, backend=backend, cfg=DCRConfig(amc="rule", max_rounds=0), concurrency=in_flight
+    )
+    with engine.begin() as conn:
+        db_batches.set_enqueued(conn=conn, batch_ids=[bid])
+    return bid
+
+
+def start_workers(k: int, url: str, tmp: Path, base_url: str) -> list[subprocess.Popen]:
+    env = {key: v for key, v in os.environ.items() if not key.upper().startswith(("LLM_", "OPENAI_", "STREAMLIT_"))}
+    env.update(
+        DATABASE_URL=url,
+        DATA_DIR=str(tmp / "data"),
+        CONSISTENCY_SECRETS_FILE=str(tmp / "no-secrets.toml"),
+        LLM_BASE_URL=base_url,
+        LLM_MODEL="latency-model",
+        PYTHONPATH=str(ROOT),
+    )
+    procs = []
+    for w in range(k):
+        log = open(tmp / f"worker-{w}.log", "wb")
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, "-m", "services.worker", "--threads", "1"],
+                cwd=ROOT,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        )
+    return procs
+
+
+def check(url: str, bid: int, n: int) -> dict[str, int]:
+    """How the items ended: done, failed, attempted more than once, model requests."""
+    from sqlalchemy import func, select
+
+    from db.models import BatchItem
+    from services.database import get_engine
+
+    with get_engine(url).connect() as conn:
+        q = select(
+            func.count().filter(BatchItem.status == "done"),
+            func.count().filter(BatchItem.status == "failed"),
+            func.count().filter(BatchItem.attempts > 1),
+            func.coalesce(func.sum(BatchItem.calls), 0),
+            func.count(),
+        ).where(BatchItem.batch_id == bid)
+        done, failed, again, calls, total = conn.execute(q).one()
+    return {"items": total, "done": done, "failed": failed, "attempted twice": again, "model requests": calls}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--items", type=int, default=100_000)
+    ap.add_argument("--workers", type=int, default=4)
+    ap.add_argument("--latency", type=float, default=0.05)
+    ap.add_argument("--in-flight", type=int, default=16, help="requests each worker keeps open")
+    ap.add_argument("--sqlite", action="store_true")
+    args = ap.parse_args()
+    from playwright.sync_api import sync_playwright
+
+    from services.database import get_engine
+    from services.jobs import batches
+    from tests.support.browser import CHROMIUM, CHROMIUM_ARGS
+
+    tmp = Path(tempfile.mkdtemp(prefix="cs-workers-"))
+    if args.sqlite:
+        url = f"sqlite:///{tmp}/workers.db"
+    else:
+        from tests.db.pg import cluster
+
+        url = cluster().new_database("workers")
+    n = args.items
+    print(
+        f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; {'SQLite' if args.sqlite else 'PostgreSQL'}"
+    )
+    t = time.perf_counter()
+    ds_id = seed(url, n)
+    print(f"seeded {n:,} items in {time.perf_counter() - t:.0f} s", flush=True)
+    port = free_port()
+    server = start_server(port, args.latency)
+    base_url = f"http://127.0.0.1:{port}/v1"
+    bid = make_batch(url, ds_id, base_url, args.in_flight)
+    app, app_url = start_app(tmp, url, None)
+    app_mon = Monitor(app.pid)
+    with sync_playwright() as p:  # the server's imports, once per process, before the run
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        for path in ("", "Datasets"):
+            ctx = browser.new_context()
+            drive(ctx.new_page(), f"{app_url}/{path}", app_mon)
+            ctx.close()
+        browser.close()
+    workers = start_workers(args.workers, url, tmp, base_url)
+    mons = [Monitor(w.pid) for w in workers]
+    t0 = time.perf_counter()
+    visits: dict[str, list[dict[str, float]]] = {name: [] for name, _ in PAGES}
+    ids = {"batch": bid, "dataset": ds_id}
+    engine = get_engine(url)
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+            i = 0
+            while True:
+                prog = batches.progress(engine, bid)
+                left = prog.pending + prog.running
+                print(
+                    f"  {time.perf_counter() - t0:6.0f} s: {prog.done:,} done, {prog.failed:,} failed, {left:,} left",
+                    flush=True,
+                )
+                if not left:
+                    break
+                if any(w.poll() is not None for w in workers):
+                    raise RuntimeError("a worker exited: see its log in " + str(tmp))
+                name, path = PAGES[i % len(PAGES)]
+                i += 1
+                ctx = browser.new_context(viewport={"width": 1400, "height": 1400})
+                r = drive(ctx.new_page(), f"{app_url}/{path.format(**ids)}", app_mon)
+                ctx.close()
+                visits[name].append(r)
+                print(f"    {name}: first content {r['first']:.1f} s, settled {r['settled']:.1f} s", flush=True)
+            browser.close()
+        wall = time.perf_counter() - t0
+        worker_cpu = sum(m.cpu() for m in mons)
+    finally:
+        for m in [app_mon, *mons]:
+            m.stop()
+        for proc in [*workers, app, server]:
+            proc.terminate()
+        for proc in [*workers, app, server]:
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+    got = check(url, bid, n)
+    print(f"\n{n:,} items, {args.workers} workers x {args.in_flight} in flight, latency {args.latency * 1000:.0f} ms")
+    print("  " + ", ".join(f"{k} {v:,}" for k, v in got.items()))
+    once = got["done"] == n and not got["failed"] and not got["attempted twice"] and got["model requests"] == n
+    print(f"  every item exactly once: {'yes' if once else 'NO'}")
+    ideal = n * args.latency / (args.workers * args.in_flight)
+    print(
+        f"  wall {wall:.0f} s ({n / wall:.0f} items/s; ideal at this latency {ideal:.0f} s); workers' CPU "
+        f"{worker_cpu:.0f} s ({1000 * worker_cpu / n:.1f} ms an item); app peak RSS {app_mon.peak_rss / 2**20:.0f} MB"
+    )
+    print("  page visits during the run (median / worst): first content, settled")
+    for name, rs in visits.items():
+        if rs:
+            f = [r["first"] for r in rs]
+            s = [r["settled"] for r in rs]
+            print(
+                f"    {name:<16} {len(rs)} visits: {statistics.median(f):.1f} / {max(f):.1f} s, "
+                f"{statistics.median(s):.1f} / {max(s):.1f} s"
+            )
+
+
+if __name__ == "__main__":
+    main()
