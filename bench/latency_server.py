@@ -27,6 +27,8 @@ _CANDIDATE = re.compile(r"\n(?:Summary|Candidate|Response|Text)\n\n(.*?)\n\n", r
 def _candidate_sentences(prompt: str) -> list[str]:
     m = _CANDIDATE.search(prompt)
     return [s for s in re.split(r"(?<=[.!?])\s+", m.group(1).strip())] if m else []
+
+
 _first_seen = False
 
 

@@ -33,7 +33,6 @@ os.environ["DATA_DIR"] = TMP
 
 from sqlalchemy import Connection, insert, select  # noqa: E402
 
-from services.database import get_engine  # noqa: E402
 from db.models import (  # noqa: E402
     Batch,
     BatchItem,
@@ -45,6 +44,7 @@ from db.models import (  # noqa: E402
     SentenceRow,
     utcnow,
 )
+from services.database import get_engine  # noqa: E402
 
 N_SENT = 5
 WORKERS = [f"W{w:03d}" for w in range(300)]

@@ -144,9 +144,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from db.engine import get_session
-    from services.database import get_engine
     from services import dhp
     from services.config import backend_from_settings
+    from services.database import get_engine
     from services.dhp import survey as survey_service
     from services.export import frame_csv
 

@@ -53,8 +53,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 def run(args: argparse.Namespace) -> int:
     """Build the report; 2 for an unknown batch or an option out of range."""
-    from services.database import get_engine
     from services import metaeval
+    from services.database import get_engine
     from services.errors import InputError
 
     if not 0.0 <= args.threshold <= 1.0:

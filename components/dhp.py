@@ -11,10 +11,10 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from services.figures import dhp as figs
 from services import dhp
 from services.dhp.catalogue import TaskSpec
 from services.export import frame_csv
+from services.figures import dhp as figs
 from services.stats import AlphaResult
 from services.text import diff_html
 

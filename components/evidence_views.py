@@ -52,8 +52,8 @@ def render_checker_lead(model_ev: Evaluation, found: list[SentenceEvidence], nou
 def render_checker_calibration(found: list[SentenceEvidence]) -> None:
     """The checker's calibrated probability that the summary is consistent, and the reliability diagram of its
     probabilities in cross-validation (from the shipped calibration)."""
-    from services.figures.calibration import make_reliability_figure
     from services.dcr.evidence import calibration
+    from services.figures.calibration import make_reliability_figure
 
     if not found:
         return

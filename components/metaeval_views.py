@@ -1,4 +1,7 @@
-"""Meta-evaluation views: table and chart helpers with exports, and the cached loaders (figures: services.figures.metaeval)."""
+"""Meta-evaluation views: table and chart helpers with exports, and the cached loaders.
+
+The figures are services.figures.metaeval's.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +13,9 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from components import background
+from components.ui import engine
+from services import metaeval
+from services.export import frame_csv
 from services.figures.metaeval import (  # noqa: F401 - the views' public names
     BIN_LABELS,
     BIN_RANGES,
@@ -28,9 +34,6 @@ from services.figures.metaeval import (  # noqa: F401 - the views' public names
     pct,
     score_bins,
 )
-from components.ui import engine
-from services import metaeval
-from services.export import frame_csv
 
 PNG_NOTE = "Download any chart as PNG with the camera icon in its toolbar (top right of the chart)."
 CONFUSION_NOTE = (

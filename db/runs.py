@@ -37,7 +37,12 @@ def create_run(*, session: Session, data: RunCreate) -> Run:
 
 
 def save_round(
-    *, session: Session, run_id: int, round_row: dict[str, Any], sentences: list[dict[str, Any]], rewrites: list[dict[str, Any]]
+    *,
+    session: Session,
+    run_id: int,
+    round_row: dict[str, Any],
+    sentences: list[dict[str, Any]],
+    rewrites: list[dict[str, Any]],
 ) -> int:
     """Insert or replace round `round_row["idx"]` of a run with its sentences and rewrites (each a dict of the
     row's columns)."""

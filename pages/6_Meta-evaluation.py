@@ -7,10 +7,10 @@ import streamlit as st
 
 from components import background
 from components import metaeval_views as mv
-from services.figures import nli as nf
 from components.ui import engine, page_setup
 from services import annotations, baselines, metaeval
 from services.dcr import METHOD_LABELS
+from services.figures import nli as nf
 from services.jobs import batches
 from services.nli import paradigms as nli
 

@@ -13,8 +13,8 @@ from urllib.parse import urlsplit
 from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from services.errors import InputError
 from db.redact import redact_url
+from services.errors import InputError
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 SECRETS_FILE = PROJECT_ROOT / ".streamlit" / "secrets.toml"

@@ -38,6 +38,8 @@ def upload_limit_mb() -> int:
     from services.config import get_settings
 
     return get_settings().max_upload_mb
+
+
 _DELIMITERS = {"csv": ",", "tsv": "\t"}
 
 
@@ -51,9 +53,7 @@ _CHUNK = MB  # bytes read at a time from an input file
 
 def _too_big(name: str, size: int, advice: str) -> InputError:
     limit = upload_limit_mb()
-    return InputError(
-        f"{name} is {size / MB:.1f} MB; the limit is {limit} MB ({LIMIT_ADVICE}). {advice}".rstrip()
-    )
+    return InputError(f"{name} is {size / MB:.1f} MB; the limit is {limit} MB ({LIMIT_ADVICE}). {advice}".rstrip())
 
 
 def check_size(data: bytes, name: str, advice: str) -> None:

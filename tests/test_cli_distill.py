@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 
 import cli
-from services.database import get_engine
 from services import runs
 from services.config import BackendConfig
+from services.database import get_engine
 from services.dcr import DCRConfig
 from tests.app.helpers import CAND, REF
 from tests.fakes import toy_judge

@@ -7,9 +7,9 @@ import json
 import pytest
 
 import cli
-from services.database import get_engine
 from services import headless
 from services.config import BackendConfig
+from services.database import get_engine
 from services.dcr import DCRConfig, evidence
 from services.jobs import batches
 from tests.app.helpers import CAND, FIXED, REF

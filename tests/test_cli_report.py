@@ -9,9 +9,9 @@ import pytest
 from sqlmodel import Session, select
 
 import cli
-from services.database import get_engine
 from db.models import DatasetItem
 from services import datasets
+from services.database import get_engine
 from tests.metaeval_seed import Item, add_batch, seed
 from tests.support.metaeval import HAND, LABELLED
 from tests.support.qags import QAGS_FILE, qags_alpha

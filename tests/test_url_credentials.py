@@ -10,11 +10,11 @@ import pytest
 from pydantic import SecretStr
 
 import cli
-from services.database import get_engine
+from db.redact import is_secret_name, redact_url, url_secrets
 from services.config import BackendConfig, backend_from_record
+from services.database import get_engine
 from services.jobs import batches
 from services.llm import get_client
-from db.redact import is_secret_name, redact_url, url_secrets
 from tests.fakes import toy_judge
 from tests.support.batches import BAD, FIX, REF
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import openai
 
-from services.config import BackendConfig
 from db.redact import REDACTED, url_secrets
+from services.config import BackendConfig
 
 
 class BackendError(Exception):

@@ -11,11 +11,11 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from db import metaeval as db
+from db.redact import is_secret_name, redact_url
 from services.config import PROJECT_ROOT
 from services.dcr import METHOD_LABELS
 from services.metaeval.common import DEFAULT_BOOT, DEFAULT_SEED, DEFAULT_THRESHOLD
 from services.prompts import dcr as prompts
-from db.redact import is_secret_name, redact_url
 from services.text import InputError
 
 

@@ -6,6 +6,9 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
+from db import reports as db
+from db.engine import get_session
+from services import metaeval
 from services.figures.metaeval import (
     baselines_display,
     correlations_display,
@@ -15,9 +18,6 @@ from services.figures.metaeval import (
     make_share_figure,
 )
 from services.figures.nli import ALL_METHOD_LABELS
-from db import reports as db
-from db.engine import get_session
-from services import metaeval
 from services.reports.common import GOLD, N_EXAMPLES, as_float, ci_headline, stored_rounds_example
 from services.reports.model import Example, FigureSpec, Headline, Report, Table
 

@@ -7,9 +7,9 @@ from typing import Any
 
 import pandas as pd
 
+from db.redact import redact_url
 from services import metaeval
 from services.dcr import Round, delivered
-from db.redact import redact_url
 from services.reports.model import Example, ExampleRewrite, ExampleRound, ExampleSentence, Headline
 
 N_EXAMPLES = 3

@@ -7,11 +7,11 @@ from typing import Any
 import pandas as pd
 from sqlalchemy.engine import Engine
 
-from services.figures.conseval import make_ic_figure, make_matrix_figure, make_radar_figure, make_sc_figure
+from db.redact import redact_url
 from services import conseval, metaeval
 from services.errors import InputError
+from services.figures.conseval import make_ic_figure, make_matrix_figure, make_radar_figure, make_sc_figure
 from services.prompts import conseval as cprompts
-from db.redact import redact_url
 from services.reports.common import N_EXAMPLES, as_float
 from services.reports.model import Example, FigureSpec, Headline, Report, Table
 

@@ -8,11 +8,11 @@ from typing import Any
 import pandas as pd
 from sqlalchemy.engine import Engine
 
-from services.figures.dhp import make_discernment_figure, make_perturbation_figure, overall_frame
 from db.engine import get_session
 from services import dhp, metaeval
 from services.dhp import survey as sv
 from services.errors import InputError
+from services.figures.dhp import make_discernment_figure, make_perturbation_figure, overall_frame
 from services.reports.common import N_EXAMPLES, model_config, sha256
 from services.reports.model import Example, ExampleRewrite, ExampleRound, FigureSpec, Headline, Report, Table
 

@@ -8,14 +8,14 @@ from typing import Any
 import pandas as pd
 from sqlalchemy.engine import Engine
 
-from services.figures.nli import make_method_cost_figure
-from services.figures.report import make_method_accuracy_figure
 from db import reports as db
 from db.engine import get_session
+from db.redact import redact_url
 from services import metaeval, stats
 from services.errors import InputError
+from services.figures.nli import make_method_cost_figure
+from services.figures.report import make_method_accuracy_figure
 from services.jobs import batches as bsvc
-from db.redact import redact_url
 from services.reports.common import GOLD, N_EXAMPLES, verdict_text
 from services.reports.model import Example, FigureSpec, Headline, Report, Table
 

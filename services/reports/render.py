@@ -20,8 +20,8 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup, escape
 from plotly.offline import get_plotlyjs
 
-from services.config import get_settings
 from db.redact import REDACTED, is_secret_name, url_secrets
+from services.config import get_settings
 from services.reports.model import KIND_LABELS, Example, FigureSpec, Report, fmt_number
 from services.text import diff_html
 

@@ -6,11 +6,11 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
-from services.figures.dhp import make_weights_figure
 from db.engine import get_session
 from services import metaeval
 from services.dhp import survey as sv
 from services.errors import InputError
+from services.figures.dhp import make_weights_figure
 from services.reports.common import N_EXAMPLES
 from services.reports.model import Example, FigureSpec, Headline, Report, Table
 

@@ -107,7 +107,8 @@ def test_blind_mode_hides_the_verdict_until_the_annotator_answers(open_page):
     ds, items, bid, ada = seeded()
     at = as_ada(open_page, ada)
     assert not at.exception
-    assert an.queue_settings(services.database.get_engine(), ds) == an.QueueSettings(bid, True)  # until the lead sets it
+    eng = services.database.get_engine()
+    assert an.queue_settings(eng, ds) == an.QueueSettings(bid, True)  # until the lead sets it
     assert not at.toggle and not [s for s in at.selectbox if s.label == "Model verdicts from"], "the lead's settings"
     text = page_text(at)
     assert "It approved 47 million dollars." in text

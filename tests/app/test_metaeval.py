@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import streamlit as st
 
-import services.database
 import services.baselines
+import services.database
 from components import background
 from services import metaeval
 from tests.app.helpers import texts
@@ -153,7 +153,8 @@ def test_rounds_and_a_second_batch_for_figure3(open_page, no_embeddings):
     from tests.metaeval_seed import add_batch
 
     ds, bid = seed(
-        services.database.get_engine(), [Item(r.rounds, human_score=1.0, human_label=i % 2) for i, r in enumerate(ROUNDS)]
+        services.database.get_engine(),
+        [Item(r.rounds, human_score=1.0, human_label=i % 2) for i, r in enumerate(ROUNDS)],
     )
     para = add_batch(
         services.database.get_engine(),
@@ -254,7 +255,10 @@ def test_an_evidence_checker_batch_offers_no_rounds_and_no_row_without_amc(open_
 
     ds, _ = seed(services.database.get_engine(), HAND)
     eid = add_batch(
-        services.database.get_engine(), ds, [Item([[X if i % 2 else C]], flag=not i % 2) for i in range(8)], method="evidence"
+        services.database.get_engine(),
+        ds,
+        [Item([[X if i % 2 else C]], flag=not i % 2) for i in range(8)],
+        method="evidence",
     )
     at = open_tab(open_page, eid, "RAI")
     assert "evidence checker" in header(at) and "converter" not in header(at), "it has no converter"

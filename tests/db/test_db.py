@@ -14,10 +14,10 @@ from db import runs as db_runs
 from db.cache import SqlCache
 from db.engine import alembic_config, get_session, make_engine
 from db.models import Document, EvalRound, RunCreate
-from services.run_records import RunDetail, load_run, save_round, save_usage
 from services import dcr
 from services.dcr import Evaluation, ExtraReason, Rewrite, Round, SentenceVerdict
 from services.llm import CallRecord
+from services.run_records import RunDetail, load_run, save_round, save_usage
 
 REF = "The Eiffel Tower stands in Paris. It was completed in 1889."
 CAND = "The Eiffel Tower is in Paris. It was completed in 1999."

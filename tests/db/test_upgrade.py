@@ -14,11 +14,11 @@ from sqlalchemy import text
 from sqlmodel import SQLModel
 
 from db import runs as db_runs
-from services.run_records import load_run
 from db.cache import SqlCache
 from db.engine import alembic_config, get_session, make_engine, upgrade
 from db.models import RunCreate
 from services import dcr
+from services.run_records import load_run
 
 WHEN = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 REF = "The bridge opened in 1932. It is 503 metres long."

@@ -24,12 +24,12 @@ from sqlmodel import Session
 from db import runs as db_runs
 from db.engine import get_session, make_engine
 from db.models import Document, Run, RunCreate, SentenceLabel, SurveyVote, UsageEvent
-from services.run_records import save_usage
 from services import annotations
 from services.annotations import Target
 from services.dhp import survey
 from services.dhp.catalogue import TASKS
 from services.llm import CallRecord
+from services.run_records import save_usage
 from tests.annotation_seed import make_dataset
 from tests.db import pg
 

@@ -13,10 +13,10 @@ from sqlmodel import Session
 
 from db.engine import get_session
 from db.models import Dataset, ReportShareCreate
+from db.redact import REDACTED
 from services import reports, runs
 from services.config import BackendConfig
 from services.dcr import DCRConfig
-from db.redact import REDACTED
 from services.reports import build, render
 from services.reports import model as m
 from services.text import InputError

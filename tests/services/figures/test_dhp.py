@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from services.figures import dhp as figs
 from services import dhp
+from services.figures import dhp as figs
 
 
 def _line_at_one(fig) -> bool:
