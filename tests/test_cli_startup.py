@@ -138,7 +138,10 @@ def test_the_heads_read_from_the_files_are_alembics(tmp_path):
 def test_a_database_at_the_current_schema_opens_without_alembic(tmp_path):
     url = f"sqlite:///{tmp_path / 'made.db'}"
     env = os.environ | {"PYTHONPATH": str(ROOT), "DATABASE_URL": url}
-    check = "import sys; from db.engine import make_engine; make_engine().dispose(); print('alembic' in sys.modules)"
+    check = (
+        "import sys; from services.database import make_engine; make_engine().dispose(); "
+        "print('alembic' in sys.modules)"
+    )
     first = subprocess.run([sys.executable, "-c", check], cwd=ROOT, env=env, capture_output=True, text=True)
     again = subprocess.run([sys.executable, "-c", check], cwd=ROOT, env=env, capture_output=True, text=True)
     assert first.stdout.strip() == "True", first.stderr  # a new database: Alembic creates the schema

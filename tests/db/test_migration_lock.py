@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # Loads the engine module, says so, waits for the word to go, then opens (and upgrades) the database.
 GATED = """
 import sys
-from db.engine import make_engine
+from services.database import make_engine
 print("ready", flush=True)
 sys.stdin.readline()
 make_engine().dispose()
