@@ -20,6 +20,7 @@ from db.models import LLMCacheEntry
 from services.config import BackendConfig
 from services.llm import LLMClient, MemoryCache, ResponseCache, UsageLedger, get_client
 from tests.fakes import FakeOpenAIServer, Reply
+from tests.support.waiting import HEALTHY_TIMEOUT
 
 SCHEMA = {"type": "object", "properties": {"answer": {"type": "integer"}}, "required": ["answer"]}
 MSGS = [{"role": "user", "content": "What is six times seven? Answer in JSON."}]
@@ -111,7 +112,7 @@ def test_remembered_mode_is_per_model(fake, backend):
 
 
 def test_embedded_backend_starts_with_json_object_schema(fake):
-    client = get_client(BackendConfig(kind="embedded", max_retries=0, timeout=2.0), base_url=fake.base_url)
+    client = get_client(BackendConfig(kind="embedded", max_retries=0, timeout=HEALTHY_TIMEOUT), base_url=fake.base_url)
     fake.enqueue_json({"answer": 5})
     assert ask(client).value.answer == 5
     assert modes(fake) == ["json_object_schema"]

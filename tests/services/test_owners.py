@@ -12,6 +12,7 @@ from sqlalchemy import text
 from db.engine import make_engine
 from services import owners
 from services.config import BackendConfig
+from tests.support.waiting import WAIT_LIMIT
 
 PASSWORD = "correct horse battery staple"
 
@@ -114,13 +115,13 @@ def test_attempts_from_one_address_wait_one_after_another(engine):
 
     def held_sleep(_seconds: float) -> None:
         entered.set()
-        release.wait(10)
+        release.wait(WAIT_LIMIT)
 
     first = threading.Thread(
         target=owners.attempt_sign_in, args=(engine, "10.0.0.3", "g1", PASSWORD), kwargs={"sleep": held_sleep}
     )
     first.start()
-    assert entered.wait(10)
+    assert entered.wait(WAIT_LIMIT)
     second = threading.Thread(
         target=lambda: order.append(
             str(owners.attempt_sign_in(engine, "10.0.0.3", PASSWORD, PASSWORD, sleep=lambda _s: None))
@@ -130,8 +131,8 @@ def test_attempts_from_one_address_wait_one_after_another(engine):
     second.join(0.5)
     assert second.is_alive() and not order, "the second attempt waits for the first"
     release.set()
-    first.join(10)
-    second.join(10)
+    first.join(WAIT_LIMIT)
+    second.join(WAIT_LIMIT)
     assert order == ["True"]
 
 
