@@ -10,7 +10,7 @@ import pytest
 import services.embedded
 from services.embedded import EmbeddedModelError, ModelSpeed, measure_speed
 from tests.fakes import Reply
-from tests.support.waiting import MODEL_TIMEOUT_FLOOR, SAFETY, model_timeout
+from tests.support.waiting import MODEL_TIMEOUT_FLOOR, SAFETY, WAIT_LIMIT, model_timeout
 
 
 def test_each_rate_is_its_probes_tokens_over_its_wall_time(fake, monkeypatch):
@@ -41,7 +41,7 @@ def test_a_request_takes_the_answer_time_plus_reading_plus_writing():
 
 
 def test_a_server_that_never_answers_is_broken_not_slow(fake):
-    fake.enqueue_delay(30, then="OK")  # answers far past the limit
+    fake.enqueue_delay(WAIT_LIMIT, then="OK")  # answers only when the test ends
     with pytest.raises(EmbeddedModelError, match=r"gave no answer to a one-token request"):
         measure_speed(fake.base_url, timeout=0.2)
 
