@@ -4,6 +4,9 @@
    sample), with the rule converter and with the LLM converter, on a fresh database (cold cache).
 2. The model calls made when the same evaluation runs a second time (the cache: target 0).
 3. How often the rule and LLM converters agree on the bundled samples' reasons.
+4. The model's speed measured on this machine now (services.embedded.measure_speed: reading and writing tokens
+   per second), and each cold run's wall time against what that speed predicts for its tokens: the smoke test
+   (tests/smoke/test_embedded.py) waits SAFETY times the prediction, so this ratio must stay well below SAFETY.
 
 Run: .venv/bin/python bench/dcr_embedded.py   (or `make bench`)
 """
@@ -20,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from db.engine import make_engine
 from services import dcr, runs
 from services.config import BackendConfig
-from services.embedded import get_embedded_server
+from services.embedded import get_embedded_server, measure_speed
 from services.samples import load_samples
 from services.text import split_sentences
 
@@ -34,6 +37,9 @@ def main() -> None:
     t = time.perf_counter()
     get_embedded_server().ensure_started()
     print(f"embedded server start: {time.perf_counter() - t:.1f} s (once per app process, not counted below)")
+    t = time.perf_counter()
+    speed = measure_speed(get_embedded_server().base_url, timeout=600)
+    print(f"speed: {speed} (measured in {time.perf_counter() - t:.1f} s)")
 
     with tempfile.TemporaryDirectory() as tmp:
         for amc in ("rule", "llm"):
@@ -48,9 +54,13 @@ def main() -> None:
             warm = time.perf_counter() - t
             second = runs.load(engine, run2)
             assert first is not None and second is not None
+            u = first.usage
+            calls = max(1, u["calls"])
+            predicted = calls * speed.seconds_for(u["prompt_tokens"] / calls, u["completion_tokens"] / calls)
             print(
-                f"DCE+AMC ({amc} converter): cold {cold:.2f} s, {first.usage['calls']} call(s), "
-                f"{first.usage['prompt_tokens'] + first.usage['completion_tokens']} tokens | "
+                f"DCE+AMC ({amc} converter): cold {cold:.2f} s, {u['calls']} call(s), "
+                f"{u['prompt_tokens']} prompt + {u['completion_tokens']} completion tokens, "
+                f"{cold / predicted:.2f}x the time the measured speed predicts | "
                 f"second run: {warm:.2f} s, {second.usage['calls']} call(s), {second.usage['cache_hits']} cache hit(s)"
             )
 

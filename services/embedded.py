@@ -5,6 +5,7 @@ from __future__ import annotations
 import atexit
 import ctypes
 import importlib.util
+import json
 import logging
 import os
 import queue
@@ -16,6 +17,7 @@ import threading
 import time
 import urllib.request
 from concurrent.futures import Future
+from dataclasses import dataclass
 from pathlib import Path
 
 from services.config import EMBEDDED_MODEL_NAME, get_settings
@@ -205,3 +207,79 @@ def get_embedded_server() -> EmbeddedServer:
             _server = EmbeddedServer()
             atexit.register(_server.stop)
         return _server
+
+
+@dataclass(frozen=True)
+class ModelSpeed:
+    """How fast a model server read a prompt and wrote an answer on this machine, measured just now (wall time,
+    so it includes whatever else the machine was doing)."""
+
+    first_answer_s: float  # a one-token answer to a one-line question: the server answers at all
+    prompt_tokens_per_s: float
+    completion_tokens_per_s: float  # under a JSON schema, as the app asks
+
+    def seconds_for(self, prompt_tokens: float, completion_tokens: float) -> float:
+        """The wall time one request of this size takes at the measured speed."""
+        reading = prompt_tokens / self.prompt_tokens_per_s
+        return self.first_answer_s + reading + completion_tokens / self.completion_tokens_per_s
+
+    def __str__(self) -> str:
+        return (
+            f"one-token answer in {self.first_answer_s:.1f} s, reads {self.prompt_tokens_per_s:.0f} prompt tokens/s, "
+            f"writes {self.completion_tokens_per_s:.1f} tokens/s"
+        )
+
+
+# A prompt of about 200 tokens that shares no prefix with the app's prompts (the server reuses a cached prefix).
+_READING = " ".join(f"Crate {i} holds {i * 7 % 13} lamps and stands on shelf {i % 5}." for i in range(12))
+_WRITING_SCHEMA = {
+    "type": "object",
+    "properties": {"words": {"type": "array", "items": {"type": "string"}}},
+    "required": ["words"],
+}
+
+
+def _ask(base_url: str, body: dict, timeout: float) -> tuple[float, dict]:
+    """POST one chat completion; its wall seconds and its usage."""
+    request = urllib.request.Request(
+        f"{base_url.rstrip('/')}/chat/completions",
+        data=json.dumps({"model": EMBEDDED_MODEL_NAME, "temperature": 0.0, **body}).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    start = time.monotonic()
+    with urllib.request.urlopen(request, timeout=timeout) as r:
+        answer = json.load(r)
+    return time.monotonic() - start, answer.get("usage") or {}
+
+
+def measure_speed(base_url: str, *, timeout: float, completion_tokens: int = 64) -> ModelSpeed:
+    """Ask the server three small things: a one-token answer (does it answer at all), a ~200-token prompt with a
+    one-token answer (reading speed), and `completion_tokens` tokens of JSON (writing speed).
+
+    Raises EmbeddedModelError when it gives no answer within `timeout` seconds: broken, not slow."""
+
+    def ask(what: str, body: dict) -> tuple[float, dict]:
+        try:
+            return _ask(base_url, body, timeout)
+        except (OSError, ValueError) as exc:  # URLError, a timeout, a refused connection, a body that is not JSON
+            raise EmbeddedModelError(f"The model server at {base_url} gave no answer to {what} ({exc}).") from exc
+
+    first, _ = ask("a one-token request", {"messages": [{"role": "user", "content": "Say OK."}], "max_tokens": 1})
+    read_s, read = ask(
+        "a one-token answer to a 200-token prompt",
+        {"messages": [{"role": "user", "content": _READING + " Which shelf holds crate 3?"}], "max_tokens": 1},
+    )
+    write_s, written = ask(
+        f"a {completion_tokens}-token JSON answer",
+        {
+            "messages": [{"role": "user", "content": "List fifty English nouns as JSON."}],
+            "max_tokens": completion_tokens,
+            "response_format": {"type": "json_object", "schema": _WRITING_SCHEMA},
+        },
+    )
+    # Each rate divides by its whole request's time (setting up a schema, reading, writing): it errs on the slow side.
+    return ModelSpeed(
+        first_answer_s=first,
+        prompt_tokens_per_s=max(1, read.get("prompt_tokens") or 0) / read_s,
+        completion_tokens_per_s=max(1, written.get("completion_tokens") or 0) / write_s,
+    )

@@ -23,6 +23,7 @@ from services.llm import keys as llm_keys
 from tests.app.helpers import HOME, ROOT
 from tests.fakes import FakeOpenAIServer, answers_connection_check, toy_judge
 from tests.support import databases
+from tests.support.waiting import WAIT_LIMIT
 
 
 def _reset_engines() -> None:
@@ -102,7 +103,7 @@ def open_page() -> Callable[..., AppTest]:
     """Run the app at one page: `open_page(EVALUATE, query={"run": "1"})`; HOME (None) is app.py."""
 
     def _open(page: str | None = HOME, *, query: dict[str, str] | None = None) -> AppTest:
-        at = AppTest.from_file(ROOT / "app.py", default_timeout=30)
+        at = AppTest.from_file(ROOT / "app.py", default_timeout=WAIT_LIMIT)
         if query:
             at.query_params.update(query)
         if page:

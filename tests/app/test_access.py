@@ -13,6 +13,7 @@ from services import conseval as ce
 from tests.annotation_seed import make_dataset
 from tests.app.helpers import HISTORY, ROOT, SETTINGS
 from tests.support.conseval import seeded_study
+from tests.support.waiting import WAIT_LIMIT
 
 PASSWORD = "correct horse battery staple"
 RATE = "pages/9_Rate.py"
@@ -21,7 +22,7 @@ DATASETS = "pages/4_Datasets.py"
 
 
 def app(page: str | None = None, *, query: dict[str, str] | None = None, secrets: dict | None = None) -> AppTest:
-    at = AppTest.from_file(ROOT / "app.py", default_timeout=30)
+    at = AppTest.from_file(ROOT / "app.py", default_timeout=WAIT_LIMIT)
     for k, v in (secrets or {}).items():
         at.secrets[k] = v
     if query:

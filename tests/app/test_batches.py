@@ -9,6 +9,7 @@ from db.models import Dataset, DatasetItem, Document
 from services.jobs import batches
 from services.text import split_sentences
 from tests.app.helpers import CAND, FIXED, REF, click, texts
+from tests.support.waiting import HEALTHY_TIMEOUT
 
 BATCHES = "pages/5_Batches.py"
 
@@ -174,7 +175,9 @@ def test_items_where_the_judge_and_the_evidence_disagree_can_be_shown_alone(open
     fake.responder = toy_judge(bad="no such text", fix="")
     eng = services.database.get_engine()
     ds = seed_dataset(4)
-    backend = BackendConfig(kind="openai", base_url=fake.base_url, model="fake-model", max_retries=0, timeout=10)
+    backend = BackendConfig(
+        kind="openai", base_url=fake.base_url, model="fake-model", max_retries=0, timeout=HEALTHY_TIMEOUT
+    )
     bid = batches.create_batch(eng, dataset_id=ds, backend=backend, cfg=DCRConfig(max_rounds=0))
     batches.process_batch(eng, bid)
     at = open_page(BATCHES, query={"batch": str(bid)})

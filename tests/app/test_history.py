@@ -197,7 +197,7 @@ def test_history_flags_judge_and_evidence_disagreements_and_filters_to_them(open
 def test_history_shows_the_delivered_text_and_the_rejected_rewrite(open_page, judge):
     eng = services.database.get_engine()
     run_id = seed_run(judge)
-    backend = BackendConfig(kind="openai", base_url=judge.base_url, model="fake-model", timeout=10)
+    backend = BackendConfig(kind="openai", base_url=judge.base_url, model="fake-model", timeout=HEALTHY_TIMEOUT)
     runs.improve_run(eng, backend, run_id)
     assert runs.set_rewrite(eng, run_id, 0, 1, False)
     at = open_page(HISTORY, query={"run": str(run_id)})

@@ -7,6 +7,7 @@ import services.database
 from services import reports
 from tests.app.helpers import click, texts
 from tests.metaeval_seed import Item, seed
+from tests.support.waiting import WAIT_LIMIT
 
 REPORTS = "pages/12_Reports.py"
 C, X = "consistent", "inconsistent"
@@ -115,7 +116,7 @@ def test_every_kind_of_report_says_what_to_do_when_there_is_nothing_yet(open_pag
         "compare": "No comparisons of systems yet",
     }
     for kind, message in expected.items():
-        at = AppTest.from_file(ROOT / "app.py", default_timeout=30)
+        at = AppTest.from_file(ROOT / "app.py", default_timeout=WAIT_LIMIT)
         at.session_state["rp_kind"] = kind
         at.switch_page(REPORTS)
         at.run()

@@ -19,6 +19,7 @@ from services.prompts import distill as distill_prompts
 from services.prompts import nli as P
 from services.text import estimate_tokens
 from tests.conformance.paper import flat, paper
+from tests.support.waiting import HEALTHY_TIMEOUT
 
 DOC = (
     "Ollie asked Jane whether she was in Warsaw. Jane said she was just back in Warsaw. "
@@ -290,7 +291,7 @@ def test_table_5_recall_of_each_error_type_and_of_none(engine, fake):
     from tests.support.metaeval_methods import BAD, seed
 
     ds = seed(engine)  # 8 items: 4 consistent, 2 "number" and 2 "entity" errors
-    backend = BackendConfig(kind="openai", base_url=fake.base_url, model="m", max_retries=1, timeout=10)
+    backend = BackendConfig(kind="openai", base_url=fake.base_url, model="m", max_retries=1, timeout=HEALTHY_TIMEOUT)
     fake.responder = nli_judge(bad="the council")  # every summary judged inconsistent
     every = batches.create_batch(engine, dataset_id=ds, backend=backend, cfg=dcr.DCRConfig(method="sent-nli"))
     batches.process_batch(engine, every)

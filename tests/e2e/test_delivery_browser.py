@@ -42,7 +42,6 @@ from tests.support.browser import (
 pytestmark = BROWSER_MARKS
 expect = playwright_expect()
 SMALL = {"width": 1280, "height": 800}
-SLOW_MS = 120_000  # the evidence checker loads MiniLM on a page's first use
 
 
 @dataclass
@@ -105,7 +104,9 @@ def test_a_rejected_rewrite_is_reported_with_the_delivered_text_and_its_score(ap
     pg.goto(f"{app.url}/History?run={app.rejected_run}")
     # Round 0 judged the candidate as given (sentence 1 inconsistent: 0.750); round 1 (1.000) judged the rewrite
     # that was rejected, so it is not the delivered text's score.
-    expect(metric(pg, "Score Ẑ of the delivered text")).to_have_text("0.750", timeout=SLOW_MS)
+    expect(metric(pg, "Score Ẑ of the delivered text")).to_have_text(
+        "0.750",
+    )
     expect(main(pg).get_by_text(re.compile("Rejected by the reviewer")).first).to_be_visible()
     expect(main(pg).get_by_test_id("stCode").filter(has_text=BAD).first).to_be_visible()
     wait_idle(pg)
@@ -124,7 +125,9 @@ def test_a_rejected_rewrite_is_reported_with_the_delivered_text_and_its_score(ap
     link = main(pg).get_by_test_id("stCode").filter(has_text="/Reports?share=")
     expect(link).to_be_visible()
     pg.goto(link.inner_text().strip())
-    expect(metric(pg, "Score Ẑ of the delivered text")).to_have_text("0.750", timeout=SLOW_MS)
+    expect(metric(pg, "Score Ẑ of the delivered text")).to_have_text(
+        "0.750",
+    )
     expect(main(pg).get_by_text("after the last round")).to_have_count(0)
     expect(main(pg).get_by_text(re.compile("rejected or left out"))).to_be_visible()
     main(pg).get_by_test_id("stExpander").filter(has_text="The document, its sentence verdicts").locator(
@@ -139,8 +142,10 @@ def test_a_rejected_rewrite_is_reported_with_the_delivered_text_and_its_score(ap
 def test_rerun_failed_on_a_cancelled_batch_asks_only_the_failed_item_again(app: App, page):
     pg = page
     pg.goto(f"{app.url}/Batches?batch={app.batch_id}")
-    expect(main(pg).get_by_text(re.compile(r"status\s+cancelled"))).to_be_visible(timeout=SLOW_MS)
-    expect(metric(pg, "Failed")).to_have_text("1", timeout=SLOW_MS)
+    expect(main(pg).get_by_text(re.compile(r"status\s+cancelled"))).to_be_visible()
+    expect(metric(pg, "Failed")).to_have_text(
+        "1",
+    )
     pending = metric(pg, "Pending").inner_text()
     main(pg).get_by_test_id("stExpander").filter(has_text="Failed items").locator("summary").click()
     raw = main(pg).get_by_test_id("stCode").filter(has_text='"reason": []')
@@ -151,8 +156,10 @@ def test_rerun_failed_on_a_cancelled_batch_asks_only_the_failed_item_again(app: 
     app.state["bad_item_1"] = False
     sent = len(app.fake.requests)
     main(pg).get_by_role("button", name="Re-run 1 failed").click()
-    expect(metric(pg, "Failed")).to_have_text("0", timeout=SLOW_MS)  # the app's worker re-asked item 1
-    expect(main(pg).get_by_text(re.compile(r"status\s+cancelled"))).to_be_visible(timeout=SLOW_MS)
+    expect(metric(pg, "Failed")).to_have_text(
+        "0",
+    )  # the app's worker re-asked item 1
+    expect(main(pg).get_by_text(re.compile(r"status\s+cancelled"))).to_be_visible()
     expect(metric(pg, "Pending")).to_have_text(pending)  # the cancelled batch's other items did not run
     assert len(app.fake.requests) == sent + 1, "one request: the failed item, past its cached answer"
     wait_idle(pg)
@@ -164,7 +171,9 @@ def test_the_judge_and_the_evidence_disagreeing_is_flagged_and_filterable(app: A
     pg = page
     pg.goto(f"{app.url}/Evaluate?run={app.plain_run}")
     flag = main(pg).locator(".cs-flag")
-    expect(flag).to_have_count(1, timeout=SLOW_MS)  # "Tom Becker" chairs nothing in the article
+    expect(flag).to_have_count(
+        1,
+    )  # "Tom Becker" chairs nothing in the article
     expect(flag).to_contain_text("'Tom Becker' where it says 'Ana Ruiz'")
     expect(main(pg).locator(".cs-card")).to_have_count(4)
     main(pg).get_by_text(re.compile(r"Only the 1 sentence\(s\) where the judge and the evidence disagree")).click()

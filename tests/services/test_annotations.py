@@ -19,6 +19,7 @@ from services import datasets
 from services.annotations import Target
 from services.errors import InputError
 from tests.annotation_seed import add_batch, make_dataset
+from tests.support.waiting import WAIT_LIMIT
 
 SENTS = [
     ["The council met on Tuesday.", "It approved 47 million dollars."],
@@ -149,7 +150,7 @@ def test_two_annotators_labelling_the_same_sentence_at_once_are_both_stored(file
     def worker(annotator_id: int, label: int) -> None:
         try:
             for j in range(25):
-                barrier.wait(timeout=20)
+                barrier.wait(timeout=WAIT_LIMIT)
                 an.label_sentence(file_engine, annotator_id=annotator_id, target=target, sentence_idx=j, label=label)
         except BaseException as exc:
             errors.append(exc)
@@ -159,7 +160,8 @@ def test_two_annotators_labelling_the_same_sentence_at_once_are_both_stored(file
     for t in threads:
         t.start()
     for t in threads:
-        t.join(timeout=60)
+        t.join(timeout=WAIT_LIMIT)
+        assert not t.is_alive(), "a labelling thread never finished"
     assert not errors, errors
     labels = an.labels_for_item(file_engine, items[0])
     assert len(labels) == 50
@@ -174,7 +176,7 @@ def test_the_same_annotator_racing_with_itself_keeps_one_label(file_engine):
 
     def worker(label: int) -> None:
         try:
-            barrier.wait(timeout=20)
+            barrier.wait(timeout=WAIT_LIMIT)
             an.label_sentence(file_engine, annotator_id=ada, target=Target.item(items[0]), sentence_idx=0, label=label)
         except BaseException as exc:
             errors.append(exc)
@@ -183,7 +185,8 @@ def test_the_same_annotator_racing_with_itself_keeps_one_label(file_engine):
     for t in threads:
         t.start()
     for t in threads:
-        t.join(timeout=60)
+        t.join(timeout=WAIT_LIMIT)
+        assert not t.is_alive(), "a labelling thread never finished"
     assert not errors, errors
     assert len(an.labels_for_item(file_engine, items[0])) == 1
 

@@ -8,6 +8,7 @@ import pytest
 
 from services import estimates as es
 from services.config import BackendConfig
+from tests.support.waiting import HEALTHY_TIMEOUT
 
 NOW = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
 REMOTE = BackendConfig(kind="openai", base_url="http://models.example.org/v1", model="m", max_tokens=768)
@@ -101,7 +102,9 @@ def test_measured_reads_this_models_earlier_requests(engine):
     from tests.fakes import FakeOpenAIServer, toy_judge
 
     with FakeOpenAIServer(toy_judge(bad="47 million", fix="40 million")) as fake:
-        b = BackendConfig(kind="openai", base_url=fake.base_url, model="fake-model", max_retries=1, timeout=5)
+        b = BackendConfig(
+            kind="openai", base_url=fake.base_url, model="fake-model", max_retries=1, timeout=HEALTHY_TIMEOUT
+        )
         assert es.measured(engine, b).requests == 0
         runs.start_run(engine, b, "It cost 40 million.", "It cost 47 million.", DCRConfig(max_rounds=0))
         got = es.measured(engine, b)

@@ -20,6 +20,7 @@ from db.models import LLMCacheEntry
 from services.config import BackendConfig
 from services.llm import LLMClient, MemoryCache, ResponseCache, UsageLedger, get_client
 from tests.fakes import FakeOpenAIServer, Reply
+from tests.support.waiting import HEALTHY_TIMEOUT, WAIT_LIMIT
 
 SCHEMA = {"type": "object", "properties": {"answer": {"type": "integer"}}, "required": ["answer"]}
 MSGS = [{"role": "user", "content": "What is six times seven? Answer in JSON."}]
@@ -111,7 +112,7 @@ def test_remembered_mode_is_per_model(fake, backend):
 
 
 def test_embedded_backend_starts_with_json_object_schema(fake):
-    client = get_client(BackendConfig(kind="embedded", max_retries=0, timeout=2.0), base_url=fake.base_url)
+    client = get_client(BackendConfig(kind="embedded", max_retries=0, timeout=HEALTHY_TIMEOUT), base_url=fake.base_url)
     fake.enqueue_json({"answer": 5})
     assert ask(client).value.answer == 5
     assert modes(fake) == ["json_object_schema"]
@@ -274,8 +275,10 @@ def test_a_refusal_that_names_the_format_steps_down_at_once_and_repeated_500s_do
 
 def test_stall_past_timeout_is_a_timeout_error(fake, backend):
     client = get_client(backend.with_changes(timeout=0.5, max_retries=0))
-    fake.enqueue_delay(5, then={"answer": 1})
-    res = ask(client)  # the fake answers only after 5 s: an answer here would mean the timeout was ignored
+    # The fake answers only when the test ends (its wait ends early then): an answer would mean the timeout was
+    # ignored, and no pause of a loaded machine between the two can make the answer come first.
+    fake.enqueue_delay(WAIT_LIMIT, then={"answer": 1})
+    res = ask(client)
     assert res.value is None
     assert "timeout" in res.error.lower()
     assert not res.fatal

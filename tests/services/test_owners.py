@@ -12,6 +12,7 @@ from sqlalchemy import text
 from db.engine import make_engine
 from services import owners
 from services.config import BackendConfig
+from tests.support.waiting import WAIT_LIMIT
 
 PASSWORD = "correct horse battery staple"
 
@@ -111,13 +112,13 @@ def _held_wrong_attempt(engine, address: str):
 
     def held_sleep(_seconds: float) -> None:
         entered.set()
-        release.wait(10)
+        release.wait(WAIT_LIMIT)
 
     t = threading.Thread(
         target=owners.attempt_sign_in, args=(engine, address, "g1", PASSWORD), kwargs={"sleep": held_sleep}
     )
     t.start()
-    assert entered.wait(10), "the wrong attempt is held by its back-off"
+    assert entered.wait(WAIT_LIMIT), "the wrong attempt is held by its back-off"
     return t, release
 
 
@@ -132,7 +133,7 @@ def test_a_right_password_never_waits_behind_a_held_wrong_one_from_the_same_addr
         assert slept == [], "a right password is never delayed"
     finally:
         release.set()
-        first.join(10)
+        first.join(WAIT_LIMIT)
 
 
 def test_wrong_attempts_from_one_address_are_answered_one_after_another(engine):
@@ -148,8 +149,8 @@ def test_wrong_attempts_from_one_address_are_answered_one_after_another(engine):
     second.join(0.5)
     assert second.is_alive() and not answers, "the second wrong answer waits for the first"
     release.set()
-    first.join(10)
-    second.join(10)
+    first.join(WAIT_LIMIT)
+    second.join(WAIT_LIMIT)
     assert answers == [False]
 
 
@@ -165,7 +166,7 @@ def test_another_address_signs_in_at_once_whatever_one_address_failures(engine):
         assert first.is_alive() and slept == [], "the other address's right password did not wait"
     finally:
         release.set()
-        first.join(10)
+        first.join(WAIT_LIMIT)
 
 
 def test_an_address_with_too_many_attempts_in_flight_has_more_turned_away_unchecked(engine, monkeypatch):
@@ -181,7 +182,7 @@ def test_an_address_with_too_many_attempts_in_flight_has_more_turned_away_unchec
         assert checked == [], "nothing was checked"
     finally:
         release.set()
-        first.join(10)
+        first.join(WAIT_LIMIT)
     monkeypatch.undo()
     assert owners.attempt_sign_in(engine, "10.0.0.7", PASSWORD, PASSWORD), "the slot is free again"
 

@@ -13,7 +13,7 @@ import pytest
 
 from services.samples import load_samples
 from tests.fakes import FakeOpenAIServer
-from tests.support.waiting import WAIT_LIMIT
+from tests.support.waiting import HEALTHY_TIMEOUT, WAIT_LIMIT, WAIT_MS
 
 CHROMIUM = Path("/usr/bin/chromium")
 # Every browser test module: `pytestmark = BROWSER_MARKS`.
@@ -24,7 +24,10 @@ BROWSER_MARKS = [
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
 VIEWPORT = {"width": 1400, "height": 2400}  # Streamlit scrolls inside its own container: a tall window shows it all
-TIMEOUT_MS = 30_000
+# Playwright's limit on each step (an action, an `expect`): a step waits for its condition, and the limit only ends
+# a test that would otherwise hang. A page's script run that takes 3 s on a quiet machine can take 30 s and more at
+# load 20 on 2 cores, so it is the suite's one limit (TEST_WAIT_LIMIT; set it lower to see a failing step sooner).
+TIMEOUT_MS = WAIT_MS
 STOPPED_AT = "streamlit.log.stopped"  # beside the log: its size in bytes when running_app stopped the app
 # The one traceback a stopping app may print: a page still loading a model (MiniLM) when the interpreter exits
 # finds the thread pools it loads with shut down. Any other traceback, while serving or stopping, fails.
@@ -157,14 +160,14 @@ def running_app(root, tmp, **env_overrides: str):
 
 def serve(tmp: Path, database_url: str, *, fake: FakeOpenAIServer | None = None, **env: str):
     """The real app (running_app) on this database and, when given, this fake model endpoint (fake-model, one
-    retry, a 20 s timeout, unless env says otherwise); yields its URL. Once it has stopped: no traceback in its
+    retry, HEALTHY_TIMEOUT, unless env says otherwise); yields its URL. Once it has stopped: no traceback in its
     log, and no error in the fake's responder."""
     if fake is not None:
         env = {
             "LLM_BASE_URL": fake.base_url,
             "LLM_MODEL": "fake-model",
             "LLM_MAX_RETRIES": "1",
-            "LLM_TIMEOUT": "20",
+            "LLM_TIMEOUT": str(HEALTHY_TIMEOUT),
         } | env
     yield from running_app(ROOT, tmp, DATABASE_URL=database_url, **env)
     if fake is not None:
