@@ -114,7 +114,7 @@ def test_a_rejected_rewrite_is_reported_with_the_delivered_text_and_its_score(ap
     shot(pg, "delivery-history")
 
     main(pg).get_by_role("button", name="Build report").click()  # built when asked for, then downloaded
-    expect(main(pg).get_by_role("button", name="Download report")).to_be_visible(timeout=SLOW_MS)
+    expect(main(pg).get_by_role("button", name="Download report")).to_be_visible()
     with pg.expect_download() as dl:
         main(pg).get_by_role("button", name="Download report").click()
     html = Path(dl.value.path()).read_text(encoding="utf-8")
