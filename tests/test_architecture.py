@@ -159,3 +159,17 @@ def test_the_checks_see_an_upward_import_and_a_cycle() -> None:
     assert _floor("db.models") < _floor("services.llm") < _floor("components.ui") < _floor("pages.x")
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c", "a"]]
     assert _cycles({"a": {"b"}, "b": set(), "c": {"a", "b"}}) == []
+
+
+def test_every_module_of_the_lower_floors_imports() -> None:
+    """A name a module re-exports (and a lint fix may take for unused) is still there for its importers."""
+    import importlib
+
+    names = sorted(m for m in _import_graph() if m.split(".")[0] in ("db", "services", "components"))
+    failed = {}
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except Exception as exc:  # report every module that does not import, not only the first
+            failed[name] = f"{type(exc).__name__}: {exc}"
+    assert not failed, failed

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from services.dcr.results import CONSISTENT_AT as CONSISTENT_AT  # the threshold of full consistency, beside Eq. 3
+
 DEFAULT_THRESHOLD = 1.0
 # Figure 3's reading (Appendix C.3): high recall with low precision means more candidates wrongly marked consistent,
 # so "consistent" is the class precision, recall and F1 are about.
