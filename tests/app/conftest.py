@@ -1,7 +1,7 @@
 """AppTest fixtures: each test gets its own SQLite file, fresh engine caches and, when asked, the fake judge.
 
 AppTest runs the pages in this process, so the process-wide caches (`st.cache_resource` behind
-`components.ui.engine` and `db.engine._engines`) are cleared around every test; otherwise the
+`components.ui.engine`, `db.engine._engines` and every `st.cache_data`) are cleared around every test; otherwise the
 first test's database would serve all the others.
 """
 
@@ -14,6 +14,7 @@ from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
+import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 import components.ui
@@ -28,6 +29,7 @@ from tests.support.waiting import WAIT_LIMIT
 
 def _reset_engines() -> None:
     components.ui.engine.clear()
+    st.cache_data.clear()  # data cached by ids (a report of run 1) would cross from one test's database to the next
     with db.engine._lock:
         for eng in db.engine._engines.values():
             eng.dispose()

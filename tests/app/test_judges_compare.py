@@ -26,6 +26,9 @@ def test_compare_systems_shows_what_each_difference_shows(open_page):
     assert list(systems["system"]) == ["old", "new", "same"] and list(systems["labelled"]) == [50, 50, 50]
     diffs = next(t for t in tables if "a − b" in t.columns)
     assert list(diffs["paired on"]) == ["100 references"] * 3
+    (build,) = [b for b in at.button if b.key and b.key.startswith("jd_cmp_report_") and b.label == "Build report"]
+    build.click().run()  # the report is built when asked for, then downloaded
+    assert not at.exception, at.exception
     assert any(b.proto.label == "Download report" for b in at.get("download_button"))
 
     # Label next, per system: 3 items from each

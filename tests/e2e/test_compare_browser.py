@@ -79,7 +79,9 @@ def test_compare_systems_table_plot_report_and_share_link_signed_out(compare_app
     ARTIFACTS.mkdir(exist_ok=True)
     pg.screenshot(path=str(ARTIFACTS / "compare-01-systems.png"), full_page=True)
 
-    # The report downloads: the section's own button is the last "Download report" (the cards' comes first)
+    # The report is built when asked for, then downloads: the section's buttons are the last ones (the cards' first)
+    main(pg).get_by_role("button", name="Build report").last.click()
+    expect(main(pg).get_by_role("button", name="Download report").last).to_be_visible()
     with pg.expect_download() as dl:
         main(pg).get_by_role("button", name="Download report").last.click()
     assert dl.value.suggested_filename.startswith("compare-")
