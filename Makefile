@@ -84,6 +84,10 @@ bench: install-embeddings
 	$(BIN)/python bench/judges_qags.py
 	$(BIN)/python bench/cli_startup.py
 	$(BIN)/python bench/upload_bounds.py
+	$(BIN)/python bench/judges_coverage.py
+	$(BIN)/python bench/compare_coverage.py
+	$(BIN)/python bench/scale.py
+	$(BIN)/python bench/scale_pages.py 1000 10000 50000
 
 # Mutation testing of the papers' formulas (slow; not part of `make test`): the score per module, and what
 # survived. MUTATION_JOBS=2 processes by default; tools/mutation.py --report reprints the last scores.
