@@ -300,3 +300,29 @@ def disk_full_message(exc: BaseException) -> str:
     if path is None or path == data_dir:
         return f"the disk holding DATA_DIR ({data_dir}) is full: free space there"
     return f"the disk holding the database ({path}) is full: free space there"
+
+
+def judge_batch(args: argparse.Namespace, path: Path, backend):
+    """Import the file and run the judge of `args` (task, method, amc, window) over it as a batch, resumable and
+    cached, as `card` and `compare` do: (engine, the import's result, the batch), or an exit code."""
+    from services import dcr, headless, judges
+    from services.database import get_engine
+    from services.errors import InputError
+    from services.nli import paradigms as nli
+
+    cfg = dcr.DCRConfig(task=args.task, method=args.method, amc=args.amc, max_rounds=0)
+    engine = get_engine(concurrency=backend.concurrency)
+    try:
+        prep = headless.prepare(engine, path=path, backend=backend, cfg=cfg, window=args.window)
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    how = "no model call" if not cfg.uses_model else backend.label
+    window = f" · window {args.window}" if nli.is_nli(args.method) else ""
+    print(f"{prep.n_items} item(s) · {args.method}{window} · {how}", file=sys.stderr)
+    print(f"batch {prep.batch_id}" + (" resumed" if prep.resumed else ""), file=sys.stderr)
+    if not prep.resumed:
+        print_estimate(engine, prep.batch_id, backend)
+    if prep.pending and run_here(engine, prep.batch_id, backend, resume="run the same command again") == 130:
+        return 130
+    return engine, prep, judges.data.batches(engine, [prep.batch_id])[0]

@@ -105,12 +105,10 @@ def read_labels(path: Path) -> LabelFile:
 
 def run(args: argparse.Namespace) -> int:
     """Run the judge over the file as a batch, then write its card."""
-    from clitools.batch import print_estimate, run_here
-    from services import dcr, headless, judges
+    from clitools.batch import judge_batch
+    from services import judges
     from services.config import backend_from_settings
-    from services.database import get_engine
     from services.errors import InputError
-    from services.nli import paradigms as nli
 
     if not 0.0 < args.alpha < 1.0:
         print("error: --alpha must be between 0 and 1", file=sys.stderr)
@@ -141,22 +139,10 @@ def run(args: argparse.Namespace) -> int:
     default_in, default_out = judges.prices_of(backend)
     price_in = args.price_input if args.price_input is not None else default_in
     price_out = args.price_output if args.price_output is not None else default_out
-    cfg = dcr.DCRConfig(task=args.task, method=args.method, amc=args.amc, max_rounds=0)
-    engine = get_engine(concurrency=backend.concurrency)
-    try:
-        prep = headless.prepare(engine, path=path, backend=backend, cfg=cfg, window=args.window)
-    except InputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    how = "no model call" if not cfg.uses_model else backend.label
-    window = f" · window {args.window}" if nli.is_nli(args.method) else ""
-    print(f"{prep.n_items} item(s) · {args.method}{window} · {how}", file=sys.stderr)
-    print(f"batch {prep.batch_id}" + (" resumed" if prep.resumed else ""), file=sys.stderr)
-    if not prep.resumed:
-        print_estimate(engine, prep.batch_id, backend)
-    if prep.pending and run_here(engine, prep.batch_id, backend, resume="run the same command again") == 130:
-        return 130
-    batch = judges.data.batches(engine, [prep.batch_id])[0]
+    ran = judge_batch(args, path, backend)
+    if isinstance(ran, int):
+        return ran
+    engine, prep, batch = ran
     human = judges.human_frame(engine, batch.dataset_id, source="dataset")
     found = [labels.get(str(x), (None, None)) for x in human["external_id"]]
     human["label"] = [math.nan if lab is None else lab for lab, _ in found]

@@ -127,30 +127,17 @@ def _judge_scores(args: argparse.Namespace, path: Path) -> dict[str, tuple[float
     when it cannot run."""
     import numpy as np
 
-    from clitools.batch import run_here
-    from services import dcr, headless, judges
+    from clitools.batch import judge_batch
+    from services import judges
     from services.config import backend_from_settings
-    from services.database import get_engine
-    from services.errors import InputError
-    from services.nli import paradigms as nli
 
     backend = backend_from_settings()
     if args.concurrency:
         backend = backend.with_changes(concurrency=args.concurrency)
-    cfg = dcr.DCRConfig(task=args.task, method=args.method, amc=args.amc, max_rounds=0)
-    engine = get_engine(concurrency=backend.concurrency)
-    try:
-        prep = headless.prepare(engine, path=path, backend=backend, cfg=cfg, window=args.window)
-    except InputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    how = "no model call" if not cfg.uses_model else backend.label
-    window = f" · window {args.window}" if nli.is_nli(args.method) else ""
-    print(f"{prep.n_items} item(s) · {args.method}{window} · {how}", file=sys.stderr)
-    print(f"batch {prep.batch_id}" + (" resumed" if prep.resumed else ""), file=sys.stderr)
-    if prep.pending and run_here(engine, prep.batch_id, backend, resume="run the same command again") == 130:
-        return 130
-    batch = judges.data.batches(engine, [prep.batch_id])[0]
+    ran = judge_batch(args, path, backend)
+    if isinstance(ran, int):
+        return ran
+    engine, _, batch = ran
     human = judges.human_frame(engine, batch.dataset_id, source="dataset")
     judge = judges.judge_frame(engine, batch).merge(human[["item_id", "external_id"]], on="item_id")
     if not np.isfinite(judge["prediction"].to_numpy(float)).any():
