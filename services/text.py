@@ -12,6 +12,7 @@ from pathlib import Path
 
 import cydifflib
 import pysbd
+from pysbd.lang.english import English
 from pysbd.utils import TextSpan
 
 from services.errors import InputError
@@ -64,8 +65,53 @@ def _segmenter() -> pysbd.Segmenter:
     return seg
 
 
+# -- plain prose: the sentences pysbd gives, without running it -----------------------------------------
+# pysbd runs some 150 regular expressions over every paragraph (0.7 ms for a 4-sentence summary), each looking
+# for something that makes a period, a quote or a bracket not end a sentence, or a list item begin one. A
+# paragraph that has none of those things is split by pysbd at each ". " and nowhere else; `_is_plain` says
+# when a paragraph is such, and `_plain_sentences` splits it. The conditions, each closing off pysbd's rules:
+# - printable ASCII from letters, digits, spaces and , ; : % ' - and periods, starting with a letter or digit:
+#   no quotes, brackets, !, ?, ellipses, list markers "1)", special symbols or line breaks for its rules to see;
+# - an apostrophe only inside a word ("it's"), never "--" (pysbd keeps what lies between quotes or dashes);
+# - each period ends a word of two or more letters and is followed by a space and a capital, or ends the
+#   paragraph: no decimals, numbered lists "1.", initials "J.", single-letter or roman list items "a.", "v.",
+#   multi-period abbreviations "e.g.", file names, or a period before a lower-case word;
+# - the word before a period is none of pysbd's abbreviations ("Dr.", "Jan.", "no.", "Gen."), and there is no
+#   "Co. KG".
+# tests/services/test_text_plain.py holds this to pysbd itself on generated text and on the project's data.
+_PLAIN_CHARS = re.compile(r"[A-Za-z0-9][A-Za-z0-9 ,;:%'.-]*")
+_NOT_PLAIN = re.compile(r"--|(?<![A-Za-z])'|'(?![A-Za-z])|\.(?! [A-Z]|$)")
+_PERIOD_WORD = re.compile(r"(?:^| )([^ ]*)\.")
+# pysbd's own list of abbreviations: a word of letters is one when equal to it in any case. (Its dotted ones,
+# "e.g" or "d.phil", are looked for only where the text holds them literally, with a period inside a word.)
+_ABBREVIATIONS = frozenset(a.strip().lower() for a in English.Abbreviation.ABBREVIATIONS if a.strip().isalpha())
+_SENTENCE_END = re.compile(r"(?<=\.) ")
+
+
+def _is_plain(para: str) -> bool:
+    """Whether pysbd would split this paragraph (single-spaced, stripped) at each ". " and nowhere else."""
+    if not para.isascii() or not _PLAIN_CHARS.fullmatch(para) or _NOT_PLAIN.search(para):
+        return False
+    if "." not in para:
+        return True
+    if "Co. KG" in para:
+        return False
+    return all(len(w) >= 2 and w.isalpha() and w.lower() not in _ABBREVIATIONS for w in _PERIOD_WORD.findall(para))
+
+
+def _plain_sentences(para: str) -> list[str]:
+    return _SENTENCE_END.split(para)
+
+
+def _pysbd_sentences(para: str) -> list[str]:
+    return [s.strip() for s in _segmenter().segment(para) if s.strip()]
+
+
 def split_sentences(text: str) -> list[str]:
-    """Split text into sentences with pysbd (rule-based, handles abbreviations and decimals)."""
+    """Split text into sentences with pysbd (rule-based, handles abbreviations and decimals).
+
+    A paragraph of plain prose (see `_is_plain`) is split at each ". " directly: the sentences pysbd gives it.
+    """
     text = (text or "").strip()
     if not text:
         return []
@@ -73,7 +119,7 @@ def split_sentences(text: str) -> list[str]:
     for para in re.split(r"\n\s*\n", text):
         para = " ".join(para.split())
         if para:
-            out.extend(s.strip() for s in _segmenter().segment(para) if s.strip())
+            out.extend(_plain_sentences(para) if _is_plain(para) else _pysbd_sentences(para))
     return [s for s in out if re.search(r"\w", s)]
 
 
