@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         backend = backend_from_settings()
         check_base_url(backend.base_url)
-        data = tables.read_file(path, datasets.IMPORT_ADVICE)  # refused by its size before any database is made
+        tables.check_path(path, datasets.IMPORT_ADVICE)  # refused by its size before any database is made
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -106,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
         saved, result = datasets.import_file(
             engine,
             name=args.name or path.name,
-            data=data,
+            data=path,  # read from disk a chunk at a time
             fmt=args.format,
             mapping=mapping,
             task=args.task or "summarization",

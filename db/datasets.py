@@ -32,6 +32,12 @@ def add_dataset_items(*, session: Session, rows: list[dict[str, Any]]) -> None:
         session.execute(insert(DatasetItem), rows[i : i + 2000])
 
 
+def reference_count(*, session: Session, dataset_id: int) -> int:
+    """The number of distinct reference documents of a dataset's items."""
+    q = select(func.count(func.distinct(DatasetItem.reference_id))).where(DatasetItem.dataset_id == dataset_id)
+    return int(session.exec(q).one())
+
+
 def list_datasets(*, session: Session) -> list[DatasetPublic]:
     """Every dataset, newest first."""
     rows = session.exec(select(Dataset).order_by(col(Dataset.id).desc())).all()

@@ -2,6 +2,7 @@
 
 import time
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import streamlit as st
@@ -31,8 +32,9 @@ if param and param.isdigit() and st.session_state.ds_open != int(param):
     st.session_state.ds_open = int(param)
 
 
-def _import(name: str, data: bytes, fmt: str, mapping: datasets.ColumnMapping | None = None, task: str = "") -> None:
-    """Read and save a file; the outcome is shown by the next lines of the page (kept in session state)."""
+def _import(name: str, data: Any, fmt: str, mapping: datasets.ColumnMapping | None = None, task: str = "") -> None:
+    """Read and save a file (a path, or the uploader's file object, read where it is, a chunk at a time); the
+    outcome is shown by the next lines of the page (kept in session state)."""
     started = time.perf_counter()
     try:
         with st.spinner(f"Reading and importing {name}…"):
@@ -47,8 +49,8 @@ def _import(name: str, data: bytes, fmt: str, mapping: datasets.ColumnMapping | 
         "id": saved.id,
         "created": saved.created,
         "seconds": time.perf_counter() - started,
-        "n_items": len(result.items) if result else 0,
-        "n_rejected": len(result.rejected) if result else 0,
+        "n_items": result.n_items if result else 0,
+        "n_rejected": result.n_rejected if result else 0,
         "rejected": [{"row": r.row, "reason": r.reason} for r in result.rejected[:1000]] if result else [],
     }
     st.session_state.ds_open = saved.id
@@ -97,7 +99,7 @@ with st.container(border=True):
     if QAGS_SAMPLE.is_file():
         row = st.container(horizontal=True, vertical_alignment="center")
         if row.button("Import the QAGS-CNN/DM sample", icon=":material/download:"):
-            _import("QAGS-CNN/DM (MTurk)", QAGS_SAMPLE.read_bytes(), "qags")
+            _import("QAGS-CNN/DM (MTurk)", QAGS_SAMPLE, "qags")
             st.rerun()
         row.caption("CNN/DailyMail summaries, each sentence judged yes/no by three MTurk workers (Wang et al., 2020).")
     upload = st.file_uploader(
@@ -108,7 +110,7 @@ with st.container(border=True):
         help="QAGS or SummEval JSONL, PAWS/QQP TSV, or any JSONL/CSV/TSV with a reference and a candidate column.",
     )
     if upload is not None:
-        data = upload.getvalue()
+        data = upload.getvalue()  # the uploader's own bytes (not a copy); the preview reads only its first rows
         fid = upload.file_id
         formats = list(datasets.FORMAT_LABELS)
         guessed = datasets.guess_format(upload.name, data)
@@ -187,7 +189,7 @@ with st.container(border=True):
             disabled=existing is not None or not ready,
             key="ds_import",
         ):
-            _import(name or Path(upload.name).stem, data, fmt, mapping, task)
+            _import(name or Path(upload.name).stem, upload, fmt, mapping, task)
             st.rerun()  # redraw the form for the file now imported (its Import button disabled)
 
     last = st.session_state.ds_last

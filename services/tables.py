@@ -10,12 +10,15 @@ name; `read_frame` hands the rows on as a pandas DataFrame indexed by that line.
 
 from __future__ import annotations
 
+import codecs
 import csv
+import hashlib
 import io
 import json
-from collections.abc import Iterator
+import re
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, BinaryIO, Literal
 
 from services.errors import InputError
 
@@ -144,13 +147,21 @@ def json_records(text: str) -> Iterator[Record]:
             yield i, None, f"not valid JSON ({exc.msg} at column {exc.colno})"
 
 
-def delimited_records(text: str, delimiter: str, *, quoted: bool = True) -> tuple[list[str], Iterator[Record]]:
-    """The header and a record (starting line, {column: value}) for each data row of a CSV or TSV file."""
+def delimited_records(
+    text: str | Iterable[str], delimiter: str, *, quoted: bool = True
+) -> tuple[list[str], Iterator[Record]]:
+    """The header and a record (starting line, {column: value}) for each data row of a CSV or TSV file, from
+    its text or from its lines (as `stream_lines` gives them: a file read a line at a time)."""
     csv.field_size_limit(max(csv.field_size_limit(), 64 * 1024 * 1024))  # articles are longer than 128 kB
-    reader = csv.reader(
-        io.StringIO(text, newline=""), delimiter=delimiter, quoting=csv.QUOTE_MINIMAL if quoted else csv.QUOTE_NONE
-    )
-    first = text[: text.find("\n")] if "\n" in text else text
+    if isinstance(text, str):
+        first = text[: text.find("\n")] if "\n" in text else text
+        lines: Iterator[str] = iter(io.StringIO(text, newline=""))
+    else:
+        lines = iter(text)
+        head = next(lines, "")
+        first = head.rstrip("\r\n")
+        lines = _chain_one(head, lines)
+    reader = csv.reader(lines, delimiter=delimiter, quoting=csv.QUOTE_MINIMAL if quoted else csv.QUOTE_NONE)
     if not (quoted and '"' in first) and first.count(delimiter) >= MAX_COLUMNS:
         # refused from the first line's delimiters, before the csv module builds a field for each
         raise _too_many_columns(first.count(delimiter) + 1)
@@ -199,6 +210,120 @@ def check_columns(columns: list[str] | dict[str, object]) -> None:
     """InputError when the rows of a JSON table name more keys, together, than MAX_COLUMNS."""
     if len(columns) > MAX_COLUMNS:
         raise _too_many_columns(len(columns), "The rows name at least")
+
+
+def _chain_one(head: str, rest: Iterator[str]) -> Iterator[str]:
+    if head:
+        yield head
+    yield from rest
+
+
+# -- reading a file as a stream: a line at a time, never whole ----------------------------------------
+_BOM = codecs.BOM_UTF8
+_LINE_BREAK = re.compile(r"(?<=\r)(?!\n)")  # a lone carriage return ends a line too, as in newline="" mode
+
+
+def stream_size(stream: BinaryIO) -> int:
+    """The size in bytes of a seekable binary stream (a file, an upload), without reading it."""
+    size = stream.seek(0, io.SEEK_END)
+    stream.seek(0)
+    return size
+
+
+def check_stream(stream: BinaryIO, name: str, advice: str) -> int:
+    """The stream's size; InputError when it is over the upload limit, before anything is read."""
+    size = stream_size(stream)
+    if size > upload_limit_mb() * MB:
+        raise _too_big(name, size, advice)
+    return size
+
+
+def stream_digest(stream: BinaryIO, name: str = "The file", advice: str = "") -> str:
+    """The SHA-256 of a stream, read a chunk at a time; InputError when it holds no text but whitespace, or
+    when it grows past the upload limit while being read."""
+    digest = hashlib.sha256()
+    limit, size, blank = upload_limit_mb() * MB, 0, True
+    text = codecs.getincrementaldecoder("utf-8")(errors="replace")  # only to see whether any text is there
+    stream.seek(0)
+    first = True
+    while chunk := stream.read(_CHUNK):
+        digest.update(chunk)
+        size += len(chunk)
+        if size > limit:
+            raise _too_big(name, size, advice)
+        if blank:
+            blank = not text.decode(chunk[3:] if first and chunk.startswith(_BOM) else chunk).strip()
+        first = False
+    stream.seek(0)
+    if blank:
+        raise InputError("The file is empty.")
+    return digest.hexdigest()
+
+
+def stream_lines(stream: BinaryIO) -> Iterator[str]:
+    """The decoded lines of a UTF-8 file, a line at a time, split as csv's newline="" mode splits them (at
+    "\n", "\r\n" or a lone "\r"); a leading byte-order mark is dropped. InputError, naming the byte and the
+    line, at the first byte that is not UTF-8."""
+    for _line, _offset, text in _decoded_lines(stream):
+        if "\r" in text:
+            yield from (part for part in _LINE_BREAK.split(text) if part)
+        else:
+            yield text
+
+
+def _decoded_lines(stream: BinaryIO) -> Iterator[tuple[int, int, str]]:
+    """(line number, byte offset, text) of each "\n"-ended line of a UTF-8 stream."""
+    offset = 0
+    for number, raw in enumerate(iter(stream.readline, b""), 1):
+        skip = 3 if number == 1 and raw.startswith(_BOM) else 0
+        try:
+            text = raw[skip:].decode("utf-8")
+        except UnicodeDecodeError as exc:
+            at = offset + skip + exc.start
+            line = number + raw[: skip + exc.start].count(b"\n")
+            raise InputError(
+                f"The file is not UTF-8 text (byte {at:,}, on line {line:,}, cannot be read). "
+                "Save it as UTF-8 and upload it again."
+            ) from None
+        yield number, offset, text
+        offset += len(raw)
+
+
+def _is_json_document(stream: BinaryIO) -> bool:
+    """Whether the stream holds one JSON document (an array, or {"items": [...]}) rather than JSON lines."""
+    head = b""
+    while len(head.lstrip()) < 8 and (chunk := stream.read(_CHUNK)):
+        head += chunk
+    stream.seek(0)
+    text = head[3:] if head.startswith(_BOM) else head
+    return text.lstrip().startswith((b"[", b'{"items"'))
+
+
+def stream_json_records(stream: BinaryIO) -> Iterator[Record]:
+    """`json_records` of a file read a line at a time: a record for each line of a JSONL file. A JSON array
+    (or {"items": [...]}) is one document and is read whole, as json_records reads it."""
+    if _is_json_document(stream):
+        yield from json_records(decode(stream.read()))
+        return
+    for number, _offset, text in _decoded_lines(stream):
+        line = text.strip()
+        if not line:
+            continue
+        try:
+            yield number, json.loads(line), None
+        except json.JSONDecodeError as exc:
+            yield number, None, f"not valid JSON ({exc.msg} at column {exc.colno})"
+
+
+def stream_records(
+    stream: BinaryIO, fmt: TableFormat, *, quoted: bool = True
+) -> tuple[list[str] | None, Iterator[Record]]:
+    """`records` of a file read a line at a time (the header of a CSV or TSV is read at once)."""
+    if fmt in _DELIMITERS:
+        return delimited_records(stream_lines(stream), _DELIMITERS[fmt], quoted=quoted)
+    if fmt == "jsonl":
+        return None, stream_json_records(stream)
+    raise InputError(f"Unknown table format {fmt!r}; use jsonl, csv or tsv.")
 
 
 def records(text: str, fmt: TableFormat, *, quoted: bool = True) -> tuple[list[str] | None, Iterator[Record]]:

@@ -1,7 +1,8 @@
 """Datasets: import QAGS, SummEval, PAWS/QQP and generic JSONL/CSV files with human judgments; store them.
 
 items: what an imported item is and how judgments are parsed; readers: one reader per file format, with
-guessing and preview; store: saving a file once (by hash), listing, stats, items and deleting.
+guessing and preview, reading a whole file or a stream a line at a time; store: importing a file once (by
+hash) a chunk of rows at a time, listing, stats, items and deleting.
 """
 
 from services.datasets.items import (
@@ -10,6 +11,7 @@ from services.datasets.items import (
     ColumnMapping,
     ImportedItem,
     ImportResult,
+    ImportSummary,
     RejectedRow,
     has_kind,
     majority_vote,
@@ -25,6 +27,7 @@ from services.datasets.readers import (
     UPLOAD_TYPES,
     default_mapping,
     guess_format,
+    open_dataset,
     preview_rows,
     read_dataset,
     read_paws,
@@ -55,6 +58,7 @@ __all__ = [
     "GENERIC_FORMATS",
     "IMPORT_ADVICE",
     "ImportResult",
+    "ImportSummary",
     "ImportedItem",
     "LABEL_KINDS",
     "MAX_STORED_REJECTED",
@@ -73,6 +77,7 @@ __all__ = [
     "has_kind",
     "import_file",
     "list_datasets",
+    "open_dataset",
     "majority_vote",
     "parse_label",
     "parse_score",

@@ -50,6 +50,23 @@ class ImportResult:
     meta: dict[str, Any] = field(default_factory=dict)  # provenance, e.g. the column mapping or the variant
 
 
+MAX_STORED_REJECTED = 1000  # rejected rows stored with a dataset; all are counted
+
+
+@dataclass
+class ImportSummary:
+    """What an import read from a file, without its items (they went to the database a chunk at a time): the
+    counts, the rejected rows and the judgments present."""
+
+    format: str
+    task: str
+    n_items: int
+    n_rejected: int
+    rejected: list[RejectedRow]
+    label_kinds: list[str]
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
 @dataclass(frozen=True)
 class ColumnMapping:
     """Which columns (JSONL keys or CSV headers) hold what, for a generic file."""

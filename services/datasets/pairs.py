@@ -8,7 +8,7 @@ from pathlib import Path
 from sqlalchemy.engine import Engine
 
 from services import tables
-from services.datasets.items import IMPORT_ADVICE, ColumnMapping, ImportResult
+from services.datasets.items import IMPORT_ADVICE, ColumnMapping, ImportSummary
 from services.datasets.store import SavedDataset, import_file
 from services.errors import InputError
 
@@ -16,17 +16,17 @@ NAME_PREFIX = "cli: "
 COLUMNS = ColumnMapping(reference="reference", candidate="candidate", id="id")
 
 
-def import_pairs(engine: Engine, *, path: Path, task: str) -> tuple[SavedDataset, ImportResult | None]:
+def import_pairs(engine: Engine, *, path: Path, task: str) -> tuple[SavedDataset, ImportSummary | None]:
     """The file as a dataset, imported now or found by its hash (then with no import result).
 
     Raises InputError when the file cannot be used at all.
     """
-    data = tables.read_file(path, IMPORT_ADVICE)  # size checked before reading
+    tables.check_path(path, IMPORT_ADVICE)  # size checked before reading
     try:
         return import_file(
             engine,
             name=f"{NAME_PREFIX}{path.name}",
-            data=data,
+            data=path,  # read from disk a chunk at a time
             fmt=tables.format_of(path.name),
             mapping=COLUMNS,
             task=task,

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from services import tables
 from services.datasets.items import (
@@ -80,37 +82,74 @@ def _finish(item: ImportedItem) -> ImportedItem:
     return item
 
 
-def _collect(
-    records: Iterator[tables.Record],
-    make: Callable[[int, dict[str, Any]], ImportedItem],
-    *,
-    fmt: str,
-    task: str,
-    meta: dict[str, Any] | None = None,
-) -> ImportResult:
-    items: list[ImportedItem] = []
-    rejected: list[RejectedRow] = []
-    first_row: dict[str, int] = {}  # id -> the row that gave it first: batches, labels and cards key items by it
-    for row, value, error in records:
+@dataclass
+class Reading:
+    """A file opened by its reader: the format, task and provenance, and its rows, not yet read."""
+
+    format: str
+    task: str
+    records: Iterator[tables.Record]
+    make: Callable[[int, dict[str, Any]], ImportedItem]
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+# A whole file's decoded text, or a binary stream (a file, an upload) that is read a line at a time.
+Source = str | BinaryIO
+
+
+def _json_records(source: Source) -> Iterator[tables.Record]:
+    return tables.json_records(source) if isinstance(source, str) else tables.stream_json_records(source)
+
+
+def _table_records(source: Source, fmt: TableFormat, *, quoted: bool = True):
+    if isinstance(source, str):
+        return tables.records(source, fmt, quoted=quoted)
+    return tables.stream_records(source, fmt, quoted=quoted)
+
+
+def _id_key(external_id: str) -> str | bytes:
+    # every id is remembered until the end of the file: a long one by a 16-byte digest of it
+    return external_id if len(external_id) <= 64 else hashlib.blake2b(external_id.encode(), digest_size=16).digest()
+
+
+def scan(reading: Reading) -> Iterator[ImportedItem | RejectedRow]:
+    """Each row of the file in order: the item it gives, or the rejected row and why (a row reusing an earlier
+    row's id is rejected). Rows are read as they are asked for."""
+    first_row: dict[str | bytes, int] = {}  # id -> the row that gave it first: batches, labels, cards key items by it
+    for row, value, error in reading.records:
         try:
             if error:
                 raise _Reject(error)
             if not isinstance(value, dict):
                 raise _Reject("not a JSON object")
-            item = _finish(make(row, value))
-            seen = first_row.setdefault(item.external_id, row)
+            item = _finish(reading.make(row, value))
+            seen = first_row.setdefault(_id_key(item.external_id), row)
             if seen != row:
                 raise _Reject(f"id {item.external_id!r} repeats row {seen}; give each row its own id")
-            items.append(item)
+            yield item
         except _Reject as exc:
-            rejected.append(RejectedRow(row, str(exc)))
+            yield RejectedRow(row, str(exc))
+
+
+def no_valid_row(n_rejected: int, first: list[RejectedRow]) -> InputError:
+    """The refusal of a file that gave no item: it had no data row, or every row was rejected."""
+    if not n_rejected:
+        return InputError("The file has no data row.")
+    problems = "; ".join(f"row {r.row}: {r.reason}" for r in first[:3])
+    return InputError(f"No valid row in this file ({n_rejected:,} rejected). First problems: {problems}.")
+
+
+def _collect(reading: Reading) -> ImportResult:
+    items: list[ImportedItem] = []
+    rejected: list[RejectedRow] = []
+    for got in scan(reading):
+        (items if isinstance(got, ImportedItem) else rejected).append(got)  # type: ignore[arg-type]
     if not items:
-        if not rejected:
-            raise InputError("The file has no data row.")
-        first = "; ".join(f"row {r.row}: {r.reason}" for r in rejected[:3])
-        raise InputError(f"No valid row in this file ({len(rejected):,} rejected). First problems: {first}.")
+        raise no_valid_row(len(rejected), rejected)
     kinds = [k for k in LABEL_KINDS if any(has_kind(it, k) for it in items)]
-    return ImportResult(format=fmt, task=task, items=items, rejected=rejected, label_kinds=kinds, meta=meta or {})
+    return ImportResult(
+        format=reading.format, task=reading.task, items=items, rejected=rejected, label_kinds=kinds, meta=reading.meta
+    )
 
 
 # -- QAGS --------------------------------------------------------------------------------------
@@ -157,10 +196,13 @@ def _qags_item(row: int, obj: dict[str, Any]) -> ImportedItem:
     )
 
 
+def _qags(source: Source) -> Reading:
+    return Reading("qags", "summarization", _json_records(source), _qags_item)
+
+
 def read_qags(data: bytes) -> ImportResult:
     """QAGS JSONL (article + summary_sentences with MTurk yes/no votes); scores by majority vote."""
-    text = _decode(data)
-    return _collect(tables.json_records(text), _qags_item, fmt="qags", task="summarization")
+    return _collect(_qags(_decode(data)))
 
 
 # -- SummEval ----------------------------------------------------------------------------------
@@ -227,13 +269,17 @@ def _summeval_item(row: int, obj: dict[str, Any]) -> ImportedItem:
     )
 
 
+def _summeval(source: Source) -> Reading:
+    meta = {
+        "human_score": "(mean expert consistency - 1) / 4; human_label = all experts gave 5",
+        "score_range": [1, 5],  # the experts' scale: Summ-NLI's score mode asks on it (paper 003, 3.1)
+    }
+    return Reading("summeval", "summarization", _json_records(source), _summeval_item, meta)
+
+
 def read_summeval(data: bytes) -> ImportResult:
     """SummEval model_annotations JSONL (the paired file): mean expert consistency rescaled to [0, 1]."""
-    text = _decode(data)
-    result = _collect(tables.json_records(text), _summeval_item, fmt="summeval", task="summarization")
-    result.meta["human_score"] = "(mean expert consistency - 1) / 4; human_label = all experts gave 5"
-    result.meta["score_range"] = [1, 5]  # the experts' scale: Summ-NLI's score mode asks on it (paper 003, 3.1)
-    return result
+    return _collect(_summeval(_decode(data)))
 
 
 # -- PAWS / QQP --------------------------------------------------------------------------------
@@ -242,8 +288,11 @@ _PAWS = {"paws": ("sentence1", "sentence2", "label"), "qqp": ("question1", "ques
 
 def read_paws(data: bytes) -> ImportResult:
     """PAWS (id, sentence1, sentence2, label) or QQP (…, question1, question2, is_duplicate) TSV."""
-    text = _decode(data)
-    header, records = tables.delimited_records(text, "\t", quoted=False)
+    return _collect(_paws(_decode(data)))
+
+
+def _paws(source: Source) -> Reading:
+    header, records = _table_records(source, "tsv", quoted=False)
     variant = next((v for v, cols in _PAWS.items() if set(cols) <= set(header)), None)
     if variant is None:
         raise InputError(
@@ -270,7 +319,7 @@ def read_paws(data: bytes) -> ImportResult:
             extra=extra,
         )
 
-    return _collect(records, make, fmt="paws", task="semantic", meta={"variant": variant})
+    return Reading("paws", "semantic", records, make, {"variant": variant})
 
 
 # -- generic JSONL / CSV / TSV -----------------------------------------------------------------
@@ -353,12 +402,19 @@ def default_mapping(columns: list[str]) -> dict[str, str | None]:
 
 def read_table(data: bytes, fmt: TableFormat, mapping: ColumnMapping, *, task: str = "summarization") -> ImportResult:
     """A generic JSONL (or JSON array), CSV or TSV file, read through a column mapping."""
+    _check_mapping(mapping)
+    return _collect(_table(_decode(data), fmt, mapping, task))
+
+
+def _check_mapping(mapping: ColumnMapping) -> None:
     if not mapping.reference or not mapping.candidate:
         raise InputError("Choose the reference column and the candidate column.")
     if mapping.reference == mapping.candidate:
         raise InputError("The reference and the candidate must be different columns.")
-    text = _decode(data)
-    header, records = tables.records(text, fmt)
+
+
+def _table(source: Source, fmt: TableFormat, mapping: ColumnMapping, task: str) -> Reading:
+    header, records = _table_records(source, fmt)
     if header is not None:
         wanted = [
             c
@@ -414,7 +470,7 @@ def read_table(data: bytes, fmt: TableFormat, mapping: ColumnMapping, *, task: s
         )
 
     mapping_meta = {k: v for k, v in vars(mapping).items() if v}
-    return _collect(records, make, fmt=fmt, task=task, meta={"columns": mapping_meta})
+    return Reading(fmt, task, records, make, {"columns": mapping_meta})
 
 
 # -- guessing, preview, dispatch ---------------------------------------------------------------
@@ -474,15 +530,31 @@ def preview_rows(data: bytes, fmt: str, n: int = 5, width: int = 160) -> list[di
 def read_dataset(
     data: bytes, fmt: str, mapping: ColumnMapping | None = None, *, task: str = "summarization"
 ) -> ImportResult:
-    """Read a file in any supported format (generic formats need a mapping)."""
-    if fmt == "qags":
-        return read_qags(data)
-    if fmt == "summeval":
-        return read_summeval(data)
-    if fmt == "paws":
-        return read_paws(data)
+    """Read a whole file in any supported format (generic formats need a mapping)."""
+    _check_format(fmt, mapping)
+    return _collect(open_dataset(_decode(data), fmt, mapping, task=task))
+
+
+def _check_format(fmt: str, mapping: ColumnMapping | None) -> None:
+    if fmt not in FORMAT_LABELS:
+        raise InputError(f"Unknown format {fmt!r}; use one of {', '.join(FORMAT_LABELS)}.")
     if fmt in GENERIC_FORMATS:
         if mapping is None:
             raise InputError("A generic file needs a column mapping: which column is the reference, the candidate, …")
-        return read_table(data, fmt, mapping, task=task)  # type: ignore[arg-type]
-    raise InputError(f"Unknown format {fmt!r}; use one of {', '.join(FORMAT_LABELS)}.")
+        _check_mapping(mapping)
+
+
+def open_dataset(
+    source: Source, fmt: str, mapping: ColumnMapping | None = None, *, task: str = "summarization"
+) -> Reading:
+    """A file opened in its format, from its decoded text or from a binary stream read a line at a time (then
+    only a JSON array is read whole); its rows are read as `scan` asks for them. A CSV or TSV header is read
+    and checked here."""
+    _check_format(fmt, mapping)
+    if fmt == "qags":
+        return _qags(source)
+    if fmt == "summeval":
+        return _summeval(source)
+    if fmt == "paws":
+        return _paws(source)
+    return _table(source, fmt, mapping, task)  # type: ignore[arg-type]

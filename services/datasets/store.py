@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import logging
-from typing import TYPE_CHECKING, Any, NamedTuple
+import pickle
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any, BinaryIO, NamedTuple
 
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
@@ -13,19 +19,21 @@ from db import datasets as db_datasets
 from db.documents import get_or_create_documents
 from db.engine import get_session
 from db.models import Dataset, DatasetPublic
+from services import tables
 from services.datasets.items import (
     IMPORT_ADVICE,
     LABEL_KINDS,
+    MAX_STORED_REJECTED,
     ColumnMapping,
     ImportedItem,
     ImportResult,
+    ImportSummary,
     RejectedRow,
     has_kind,
     majority_vote,
 )
-from services.datasets.readers import read_dataset
+from services.datasets.readers import Reading, no_valid_row, open_dataset, scan
 from services.errors import InputError
-from services.tables import check_size
 from services.text import split_sentences
 
 if TYPE_CHECKING:
@@ -33,7 +41,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-MAX_STORED_REJECTED = 1000
+CHUNK_ROWS = 1000  # items read, checked, split and written at a time: an import holds one chunk, whatever the file
 
 
 class SavedDataset(NamedTuple):
@@ -44,26 +52,182 @@ class SavedDataset(NamedTuple):
 
 
 # -- storing and reading datasets --------------------------------------------------------------
-def file_sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
+# An import reads the file twice, a chunk at a time, and holds neither it nor its items whole: once for its
+# SHA-256 (a file imported before is found by it and not read again), then a chunk of rows at a time, each
+# row checked, its candidate split into sentences, the chunk written to a temporary file. Only when the whole
+# file has been read, and has given at least one item, is the dataset stored, in one transaction, a chunk of
+# items at a time: a refused file (bad rows only, a header that does not fit) or a failure while storing
+# leaves nothing behind, and a SQLite database is locked for the writing alone, not for the reading.
+Source = bytes | BinaryIO | Path
 
 
-def find_existing(engine: Engine, data: bytes, fmt: str) -> DatasetPublic | None:
+def file_sha256(data: bytes | BinaryIO) -> str:
+    """The SHA-256 of a file's bytes, or of a binary stream read in chunks (an upload is not copied)."""
+    if isinstance(data, bytes | bytearray | memoryview):
+        return hashlib.sha256(data).hexdigest()
+    data.seek(0)
+    digest = hashlib.file_digest(data, "sha256").hexdigest()
+    data.seek(0)
+    return digest
+
+
+def find_existing(engine: Engine, data: bytes | BinaryIO, fmt: str) -> DatasetPublic | None:
     """The dataset already imported from these bytes in this format, if any."""
+    return _find(engine, file_sha256(data), fmt)
+
+
+def _find(engine: Engine, digest: str, fmt: str) -> DatasetPublic | None:
     with get_session(engine) as session:
-        return db_datasets.find_dataset(session=session, sha256=file_sha256(data), format=fmt)
+        return db_datasets.find_dataset(session=session, sha256=digest, format=fmt)
 
 
-def _label_counts(items: list[ImportedItem]) -> dict[str, int]:
-    return {k: sum(has_kind(it, k) for it in items) for k in LABEL_KINDS}
+# One item as it is spooled and stored: external_id, reference, candidate, sentences, human_score, human_label,
+# sentence_labels, extra, system.
+_Row = tuple[Any, ...]
+
+
+def _row(it: ImportedItem) -> _Row:
+    sentences = it.sentences if it.sentences is not None else split_sentences(it.candidate)
+    return (
+        it.external_id,
+        it.reference,
+        it.candidate,
+        sentences,
+        it.human_score,
+        it.human_label,
+        it.sentence_labels,
+        it.extra,
+        it.system,
+    )
 
 
 def save_dataset(engine: Engine, *, name: str, data: bytes, result: ImportResult) -> SavedDataset:
-    """Store a dataset and its items in one transaction; a file imported before in this format is not re-imported."""
-    digest = file_sha256(data)
+    """Store a dataset read whole and its items in one transaction; a file imported before in this format is not
+    re-imported."""
+    items = result.items
+    rows = [_row(it) for it in items]
+    summary = ImportSummary(
+        format=result.format,
+        task=result.task,
+        n_items=len(items),
+        n_rejected=len(result.rejected),
+        rejected=result.rejected[:MAX_STORED_REJECTED],
+        label_kinds=list(result.label_kinds),
+        meta=result.meta,
+    )
+    counts = {k: sum(has_kind(it, k) for it in items) for k in LABEL_KINDS}
+    meta = {**result.meta, "label_counts": counts, "n_sentences": sum(len(r[3]) for r in rows)}
+    chunks = lambda: (rows[i : i + CHUNK_ROWS] for i in range(0, len(rows), CHUNK_ROWS))  # noqa: E731
+    return _store(engine, name=name, digest=file_sha256(data), summary=summary, meta=meta, chunks=chunks)
+
+
+def import_file(
+    engine: Engine,
+    *,
+    name: str,
+    data: Source,
+    fmt: str,
+    mapping: ColumnMapping | None = None,
+    task: str = "summarization",
+) -> tuple[SavedDataset, ImportSummary | None]:
+    """Read and save a file a chunk at a time: its bytes, a binary stream (an upload's file object, read where
+    it is) or a path (read from disk). A file imported before is neither read nor saved again (summary None).
+
+    Refusals (over the size limit, empty, not UTF-8, a header that does not fit, no valid row) come before
+    anything is stored."""
+    with _opened(data, name) as stream:
+        digest = tables.stream_digest(stream, name, IMPORT_ADVICE)
+        existing = _find(engine, digest, fmt)
+        if existing is not None:
+            return SavedDataset(existing.id, False), None
+        reading = open_dataset(stream, fmt, mapping, task=task)
+        with tempfile.TemporaryFile() as spool:
+            summary, meta = _spool(reading, spool)
+            saved = _store(engine, name=name, digest=digest, summary=summary, meta=meta, chunks=lambda: _unspool(spool))
+    return saved, summary
+
+
+@contextlib.contextmanager
+def _opened(data: Source, name: str) -> Iterator[BinaryIO]:
+    """The source as a seekable binary stream, its size checked against the limit before anything is read."""
+    if isinstance(data, Path):
+        tables.check_path(data, IMPORT_ADVICE)
+        with data.open("rb") as f:
+            yield f
+        return
+    stream: BinaryIO = io.BytesIO(data) if isinstance(data, bytes) else data  # BytesIO shares the bytes
+    tables.check_stream(stream, name, IMPORT_ADVICE)
+    try:
+        yield stream
+    finally:
+        stream.seek(0)
+
+
+def _spool(reading: Reading, spool: IO[bytes], chunk_rows: int = CHUNK_ROWS) -> tuple[ImportSummary, dict[str, Any]]:
+    """Read every row, writing the items to `spool` a chunk at a time; what was read, and the dataset's meta.
+    InputError when no row gave an item."""
+    n_items = n_rejected = n_sentences = 0
+    rejected: list[RejectedRow] = []
+    counts = dict.fromkeys(LABEL_KINDS, 0)
+    chunk: list[_Row] = []
+    for got in scan(reading):
+        if isinstance(got, RejectedRow):  # kept, all of them, for the page and the CLI to list (a row number
+            n_rejected += 1  # and a reason each); the dataset stores the first MAX_STORED_REJECTED
+            rejected.append(got)
+            continue
+        n_items += 1
+        for k in LABEL_KINDS:
+            counts[k] += has_kind(got, k)
+        row = _row(got)
+        n_sentences += len(row[3])
+        chunk.append(row)
+        if len(chunk) >= chunk_rows:
+            _write_chunk(spool, chunk)
+            chunk = []
+    if not n_items:
+        raise no_valid_row(n_rejected, rejected)
+    if chunk:
+        _write_chunk(spool, chunk)
+    summary = ImportSummary(
+        format=reading.format,
+        task=reading.task,
+        n_items=n_items,
+        n_rejected=n_rejected,
+        rejected=rejected,
+        label_kinds=[k for k in LABEL_KINDS if counts[k]],
+        meta=reading.meta,
+    )
+    return summary, {**reading.meta, "label_counts": counts, "n_sentences": n_sentences}
+
+
+def _write_chunk(spool: IO[bytes], rows: list[_Row]) -> None:
+    pickle.dump(rows, spool, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _unspool(spool: IO[bytes]) -> Iterator[list[_Row]]:
+    """The chunks written to the spool (our own temporary file), in order."""
+    spool.seek(0)
+    while True:
+        try:
+            yield pickle.load(spool)
+        except EOFError:
+            return
+
+
+def _store(
+    engine: Engine,
+    *,
+    name: str,
+    digest: str,
+    summary: ImportSummary,
+    meta: dict[str, Any],
+    chunks: Callable[[], Iterable[list[_Row]]],
+) -> SavedDataset:
+    """Store the dataset and its items, given a chunk at a time, in one transaction; retried once after a
+    document inserted meanwhile by another writer."""
     for attempt in range(2):
         try:
-            return _save(engine, name=name, digest=digest, result=result)
+            return _store_once(engine, name=name, digest=digest, summary=summary, meta=meta, chunks=chunks())
         except IntegrityError:  # a document inserted meanwhile by another writer: the retry finds it
             if attempt:
                 raise
@@ -71,56 +235,59 @@ def save_dataset(engine: Engine, *, name: str, data: bytes, result: ImportResult
     raise AssertionError("unreachable")
 
 
-def _save(engine: Engine, *, name: str, digest: str, result: ImportResult) -> SavedDataset:
-    items = result.items
-    sentences = [it.sentences if it.sentences is not None else split_sentences(it.candidate) for it in items]
+def _store_once(
+    engine: Engine,
+    *,
+    name: str,
+    digest: str,
+    summary: ImportSummary,
+    meta: dict[str, Any],
+    chunks: Iterable[list[_Row]],
+) -> SavedDataset:
     with get_session(engine) as session:
-        existing = db_datasets.find_dataset(session=session, sha256=digest, format=result.format)
+        existing = db_datasets.find_dataset(session=session, sha256=digest, format=summary.format)
         if existing is not None:
             return SavedDataset(existing.id, False)
-        ref_ids = get_or_create_documents(session=session, texts=[it.reference for it in items])
-        meta = {
-            **result.meta,
-            "label_counts": _label_counts(items),
-            "n_sentences": sum(map(len, sentences)),
-            "n_references": len(set(ref_ids)),
-        }
         dataset_id = db_datasets.add_dataset(
             session=session,
             data=Dataset(
                 name=(name.strip() or "dataset")[:200],
-                format=result.format,
-                task=result.task,
+                format=summary.format,
+                task=summary.task,
                 sha256=digest,
-                label_kinds=list(result.label_kinds),
+                label_kinds=list(summary.label_kinds),
                 meta=meta,
-                n_items=len(items),
-                n_rejected=len(result.rejected),
-                rejected=[{"row": r.row, "reason": r.reason} for r in result.rejected[:MAX_STORED_REJECTED]],
+                n_items=summary.n_items,
+                n_rejected=summary.n_rejected,
+                rejected=[{"row": r.row, "reason": r.reason} for r in summary.rejected[:MAX_STORED_REJECTED]],
             ),
         )
-        db_datasets.add_dataset_items(
-            session=session,
-            rows=[
-                {
-                    "dataset_id": dataset_id,
-                    "idx": i,
-                    "external_id": it.external_id[:200],
-                    "reference_id": ref_id,
-                    "candidate": it.candidate,
-                    "sentences": sents,
-                    "human_score": it.human_score,
-                    "human_label": it.human_label,
-                    "sentence_labels": it.sentence_labels,
-                    "extra": it.extra,
-                    "system": it.system,
-                }
-                for i, (it, ref_id, sents) in enumerate(zip(items, ref_ids, sentences, strict=True))
-            ],
-        )
-    log.info(
-        "imported dataset %s (%s): %d items, %d rejected", dataset_id, result.format, len(items), len(result.rejected)
-    )
+        idx = 0
+        for rows in chunks:
+            ref_ids = get_or_create_documents(session=session, texts=[r[1] for r in rows])
+            db_datasets.add_dataset_items(
+                session=session,
+                rows=[
+                    {
+                        "dataset_id": dataset_id,
+                        "idx": idx + i,
+                        "external_id": r[0][:200],
+                        "reference_id": ref_id,
+                        "candidate": r[2],
+                        "sentences": r[3],
+                        "human_score": r[4],
+                        "human_label": r[5],
+                        "sentence_labels": r[6],
+                        "extra": r[7],
+                        "system": r[8],
+                    }
+                    for i, (r, ref_id) in enumerate(zip(rows, ref_ids, strict=True))
+                ],
+            )
+            idx += len(rows)
+        n_references = db_datasets.reference_count(session=session, dataset_id=dataset_id)
+        db_datasets.set_meta(session=session, dataset_id=dataset_id, meta={**meta, "n_references": n_references})
+    log.info("imported dataset %s (%s): %d items, %d rejected", dataset_id, summary.format, idx, summary.n_rejected)
     return SavedDataset(dataset_id, True)
 
 
@@ -210,21 +377,3 @@ def dataset_stats(engine: Engine, dataset_id: int) -> dict[str, Any]:
         "sentences_labelled": n_labelled,
         "sentence_share_consistent": n_consistent / n_labelled if n_labelled else None,
     }
-
-
-def import_file(
-    engine: Engine,
-    *,
-    name: str,
-    data: bytes,
-    fmt: str,
-    mapping: ColumnMapping | None = None,
-    task: str = "summarization",
-) -> tuple[SavedDataset, ImportResult | None]:
-    """Read and save in one step; a file imported before is neither read nor saved again (result None)."""
-    check_size(data, name, IMPORT_ADVICE)
-    existing = find_existing(engine, data, fmt)
-    if existing is not None:
-        return SavedDataset(existing.id, False), None
-    result = read_dataset(data, fmt, mapping, task=task)
-    return save_dataset(engine, name=name, data=data, result=result), result

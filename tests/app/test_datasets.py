@@ -31,7 +31,7 @@ def seed_dataset(name: str = "tiny") -> int:
     saved, result = datasets.import_file(
         services.database.get_engine(), name=name, data=data, fmt="jsonl", mapping=mapping
     )
-    assert saved.created and result is not None and len(result.items) == 3
+    assert saved.created and result is not None and result.n_items == 3
     return saved.id
 
 
