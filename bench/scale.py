@@ -11,12 +11,15 @@ Steps:
             against the human score and label, balanced accuracy at the threshold, Krippendorff's alpha over
             the sentences' votes (3 workers, 4 sentences an item) and the model against the majority (1,000
             resamples, as the pages ask for)
-  import    the Datasets page's import of the JSONL file into a fresh SQLite database
+  import    the import of the JSONL file into a fresh SQLite database, read from disk (as `cli.py` and the
+            Datasets page's sample button read it)
+  upload    the same from the file's bytes in memory, as the Datasets page imports an upload (the uploader
+            holds the bytes; the import reads them where they are)
   evaluate  `cli.py evaluate --method evidence` on the file (a child process; its CPU counted)
   batch     a batch against bench/latency_server.py (50 ms, quoting judge) at 64 in flight: client CPU per
             item and wall time over the ideal (calls x latency / 64)
 
-Run: .venv/bin/python bench/scale.py [--sizes 1000,10000,50000,100000] [--steps stats,import,evaluate,batch]
+Run: .venv/bin/python bench/scale.py [--sizes 1000,10000,50000,100000] [--steps stats,import,upload,evaluate,batch]
      [--batch-size N] (the batch step runs on at most N items, default 2,000)
 """
 
@@ -105,18 +108,35 @@ def step_stats(n: int, tmp: Path) -> dict:
 
 
 def step_import(n: int, tmp: Path) -> dict:
+    """The import as the CLI runs it (and the Datasets page's sample button): the file read from disk."""
+    return _import(n, tmp, upload=False)
+
+
+def step_upload(n: int, tmp: Path) -> dict:
+    """The import as the Datasets page runs it on an upload: the file's bytes in memory (the uploader's copy,
+    here a BytesIO over them), read where they are."""
+    return _import(n, tmp, upload=True)
+
+
+def _import(n: int, tmp: Path, *, upload: bool) -> dict:
+    import io
+
     from db.engine import make_engine
     from services import datasets
 
     path = tmp / f"pairs-{n}.jsonl"
-    engine = make_engine(f"sqlite:///{tmp}/import-{n}.db")
+    db = tmp / f"import-{n}.db"
+    db.unlink(missing_ok=True)
+    engine = make_engine(f"sqlite:///{db}")
+    with path.open("rb") as f:
+        head = f.read(65536)
     t = time.process_time()
-    data = path.read_bytes()
-    mapping = datasets.ColumnMapping(**datasets.default_mapping(datasets.sniff_columns(data[:65536], "jsonl")))
-    saved, _ = datasets.import_file(engine, name=f"scale-{n}", data=data, fmt="jsonl", mapping=mapping)
+    mapping = datasets.ColumnMapping(**datasets.default_mapping(datasets.sniff_columns(head, "jsonl")))
+    source = io.BytesIO(path.read_bytes()) if upload else path
+    saved, summary = datasets.import_file(engine, name=f"scale-{n}", data=source, fmt="jsonl", mapping=mapping)
     cpu = time.process_time() - t
     engine.dispose()
-    assert saved.created
+    assert saved.created and summary is not None and summary.n_items == n, summary
     return {"cpu_s": cpu, "file_mb": path.stat().st_size / 1e6}
 
 
@@ -185,7 +205,13 @@ def step_batch(n: int, tmp: Path) -> dict:
     return {"cpu_s": cpu, "ms_per_item": cpu / n * 1000, "of_ideal": ideal / wall, "calls": p.calls}
 
 
-STEPS = {"stats": step_stats, "import": step_import, "evaluate": step_evaluate, "batch": step_batch}
+STEPS = {
+    "stats": step_stats,
+    "import": step_import,
+    "upload": step_upload,
+    "evaluate": step_evaluate,
+    "batch": step_batch,
+}
 
 
 def child(step: str, n: int, tmp: Path) -> None:

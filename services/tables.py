@@ -112,14 +112,18 @@ def decode(data: bytes | str, name: str | None = None, *, allow_empty: bool = Fa
         except UnicodeDecodeError as exc:
             if name:
                 raise InputError(f"{name}: not UTF-8 text") from None
-            line = data[: exc.start].count(b"\n") + 1
-            raise InputError(
-                f"The file is not UTF-8 text (byte {exc.start:,}, on line {line:,}, cannot be read). "
-                "Save it as UTF-8 and upload it again."
-            ) from None
+            at = exc.start + (len(_BOM) if data.startswith(_BOM) else 0)  # utf-8-sig counts after the mark
+            raise _not_utf8(at, data[:at].count(b"\n") + 1) from None
     if not allow_empty and not text.strip():
         raise InputError(f"{name}: the file is empty." if name else "The file is empty.")
     return text
+
+
+def _not_utf8(at: int, line: int) -> InputError:
+    return InputError(
+        f"The file is not UTF-8 text (byte {at:,}, on line {line:,}, cannot be read). "
+        "Save it as UTF-8 and upload it again."
+    )
 
 
 def json_records(text: str) -> Iterator[Record]:
@@ -239,25 +243,43 @@ def check_stream(stream: BinaryIO, name: str, advice: str) -> int:
 
 
 def stream_digest(stream: BinaryIO, name: str = "The file", advice: str = "") -> str:
-    """The SHA-256 of a stream, read a chunk at a time; InputError when it holds no text but whitespace, or
-    when it grows past the upload limit while being read."""
+    """The SHA-256 of a stream, read a chunk at a time, checking what `decode` checks of a whole file: InputError
+    when it is not UTF-8 (naming the byte and the line), holds nothing but whitespace, or grows past the upload
+    limit while being read."""
     digest = hashlib.sha256()
-    limit, size, blank = upload_limit_mb() * MB, 0, True
-    text = codecs.getincrementaldecoder("utf-8")(errors="replace")  # only to see whether any text is there
+    limit, size, lines, blank = upload_limit_mb() * MB, 0, 0, True
+    decoder = codecs.getincrementaldecoder("utf-8")()
     stream.seek(0)
-    first = True
-    while chunk := stream.read(_CHUNK):
+    head = stream.read(len(_BOM))  # a byte-order mark is no text (utf-8-sig drops it)
+    for chunk in _chunks(head, stream):
         digest.update(chunk)
+        skip = len(chunk) if size == 0 and chunk == _BOM else 0
+        pending = decoder.getstate()[0]  # the start of a character cut by the previous chunk (never a "\n")
+        try:
+            text = decoder.decode(chunk[skip:])
+        except UnicodeDecodeError as exc:
+            before = (pending + chunk)[: exc.start]
+            raise _not_utf8(size - len(pending) + exc.start, lines + before.count(b"\n") + 1) from None
+        blank = blank and not text.strip()
         size += len(chunk)
+        lines += chunk.count(b"\n")
         if size > limit:
             raise _too_big(name, size, advice)
-        if blank:
-            blank = not text.decode(chunk[3:] if first and chunk.startswith(_BOM) else chunk).strip()
-        first = False
+    try:
+        decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        raise _not_utf8(size - len(decoder.getstate()[0]), lines + 1) from None
     stream.seek(0)
     if blank:
         raise InputError("The file is empty.")
     return digest.hexdigest()
+
+
+def _chunks(head: bytes, stream: BinaryIO) -> Iterator[bytes]:
+    if head:
+        yield head
+    while chunk := stream.read(_CHUNK):
+        yield chunk
 
 
 def stream_lines(stream: BinaryIO) -> Iterator[str]:

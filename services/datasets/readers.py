@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import math
 from collections.abc import Callable, Iterator
@@ -323,15 +324,24 @@ def _paws(source: Source) -> Reading:
 
 
 # -- generic JSONL / CSV / TSV -----------------------------------------------------------------
+def _head(data: bytes) -> BinaryIO:
+    """The file as a stream, for a look at its first rows: only they are read (and decoded); its size and that
+    it holds any text are checked first. (An import reads the rest, and refuses a file that is not UTF-8.)"""
+    tables.check_size(data, "The file", IMPORT_ADVICE)
+    if not data[:65536].strip() and not data.decode("utf-8-sig", errors="replace").strip():
+        raise InputError("The file is empty.")
+    return io.BytesIO(data)  # shares the bytes: no copy
+
+
 def sniff_columns(data: bytes, fmt: TableFormat) -> list[str]:
     """The column names of a generic file: the CSV/TSV header, or the keys of the first JSONL objects."""
-    text = _decode(data)
+    stream = _head(data)
     if fmt in ("csv", "tsv"):
-        header, _ = tables.records(text, fmt)
+        header, _ = _table_records(stream, fmt)
         return header or []
     columns: dict[str, None] = {}
     seen = 0
-    for _row, value, error in tables.json_records(text):
+    for _row, value, error in _json_records(stream):
         if error is None and isinstance(value, dict):
             tables.check_columns(value)
             columns.update(dict.fromkeys(str(k) for k in value))
@@ -506,11 +516,11 @@ def guess_format(name: str, data: bytes) -> str:
 
 def preview_rows(data: bytes, fmt: str, n: int = 5, width: int = 160) -> list[dict[str, str]]:
     """The first n raw rows of a file, each value cut to `width` characters, for a look before importing."""
-    text = _decode(data)
+    stream = _head(data)
     if fmt in ("csv", "tsv", "paws"):
-        _, records = tables.records(text, "csv" if fmt == "csv" else "tsv", quoted=fmt != "paws")
+        _, records = _table_records(stream, "csv" if fmt == "csv" else "tsv", quoted=fmt != "paws")
     else:
-        records = tables.json_records(text)
+        records = _json_records(stream)
     out: list[dict[str, str]] = []
     for row, value, error in records:
         if error is None and isinstance(value, dict) and len(value) > tables.MAX_COLUMNS:

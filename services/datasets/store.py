@@ -163,9 +163,10 @@ def _opened(data: Source, name: str) -> Iterator[BinaryIO]:
         stream.seek(0)
 
 
-def _spool(reading: Reading, spool: IO[bytes], chunk_rows: int = CHUNK_ROWS) -> tuple[ImportSummary, dict[str, Any]]:
+def _spool(reading: Reading, spool: IO[bytes]) -> tuple[ImportSummary, dict[str, Any]]:
     """Read every row, writing the items to `spool` a chunk at a time; what was read, and the dataset's meta.
     InputError when no row gave an item."""
+    chunk_rows = CHUNK_ROWS
     n_items = n_rejected = n_sentences = 0
     rejected: list[RejectedRow] = []
     counts = dict.fromkeys(LABEL_KINDS, 0)
