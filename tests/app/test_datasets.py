@@ -158,3 +158,23 @@ def test_an_open_dataset_reads_only_the_rows_it_shows(open_page, monkeypatch):
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Items"] == "120" and metrics["Sentences"] == f"{60 * 3 + 60 * 2:,}"
     assert any("33% of 180 labelled sentences" in c for c in texts(at.caption)), texts(at.caption)
+
+
+def test_an_uploaded_file_is_imported_from_the_uploaders_file_object(open_page):
+    rows = [
+        {"id": f"u{i}", "article": ARTICLE, "summary": f"The tower is in Paris. Row {i} says it."} for i in range(5)
+    ]
+    rows.insert(2, {"id": "u0", "article": ARTICLE, "summary": "A repeated id."})
+    data = "\n".join(json.dumps(r) for r in rows).encode()
+    at = open_page(DATASETS)
+    at.file_uploader(key="ds_file").upload("pairs.jsonl", data, "application/jsonl").run()
+    assert not at.exception
+    at = at.button(key="ds_import").click().run()
+    assert not at.exception
+    assert any("Imported **5** item(s) from pairs" in w.value for w in at.warning), texts(at.warning)
+    assert any("**1** row(s) were rejected" in w.value for w in at.warning)
+    (saved,) = datasets.list_datasets(services.database.get_engine())
+    assert (saved.n_items, saved.n_rejected, saved.sha256) == (5, 1, datasets.file_sha256(data))
+    assert datasets.rejected_rows(services.database.get_engine(), saved.id) == [
+        datasets.RejectedRow(3, "id 'u0' repeats row 1; give each row its own id")
+    ]
