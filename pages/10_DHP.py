@@ -149,8 +149,14 @@ def texts_section() -> None:
     live_set(sid)
 
 
-@st.fragment(run_every=2.0)
 def set_status(sid: int) -> None:
+    """The set's status, polled only while its LLM-based perturbations are being written: a poll every 2 s of a
+    finished set kept the browser redrawing for as long as the page was open (it never settled)."""
+    known = set_by_id.get(sid)
+    st.fragment(_set_status, run_every=2.0 if known is not None and known.status == "generating" else None)(sid)
+
+
+def _set_status(sid: int) -> None:
     cur = dhp.find_set(engine(), sid)
     if cur is None:
         return
@@ -283,9 +289,20 @@ def benchmark_section() -> None:
     runs_live(sid)
 
 
-@st.fragment(run_every=2.0)
+ACTIVE = ("queued", "running")
+
+
 def runs_live(sid: int) -> None:
+    """The set's runs, polled only while one is waiting or running (see set_status)."""
+    active = any(r.status in ACTIVE for r in dhp.runs(engine(), sid))
+    st.session_state.dhp_runs_polled = active
+    st.fragment(_runs_live, run_every=2.0 if active else None)(sid)
+
+
+def _runs_live(sid: int) -> None:
     runs = dhp.runs(engine(), sid)
+    if st.session_state.get("dhp_runs_polled") and not any(r.status in ACTIVE for r in runs):
+        st.rerun(scope="app")  # every run has ended: draw them once more, and stop polling
     if not runs:
         st.caption("No run on this set yet.")
         return
@@ -310,7 +327,7 @@ def runs_live(sid: int) -> None:
         box.caption(line)
         if r.error:
             box.error(r.error)
-        if r.status in ("queued", "running") and head[1].button("Cancel", key=f"dhp_cancel_{r.id}"):
+        if r.status in ACTIVE and head[1].button("Cancel", key=f"dhp_cancel_{r.id}"):
             dhp.cancel_run(engine(), r.id)
             st.rerun()
 

@@ -6,7 +6,7 @@ import re
 
 import services.database
 from services import conseval as ce
-from tests.app.helpers import click, texts
+from tests.app.helpers import click, fragment_intervals, texts
 from tests.support.conseval import scorer, seeded_study
 
 CONSEVAL = "pages/8_ConsEval.py"
@@ -135,28 +135,13 @@ def test_the_methods_choice_is_wide_enough_for_its_chips(open_page):
     assert methods_col.weight == 2 * samples_col.weight
 
 
-def _fragment_intervals(monkeypatch) -> list:
-    """Record the run_every of each st.fragment the page declares."""
-    import streamlit
-
-    seen: list = []
-    real = streamlit.fragment
-
-    def recording(func=None, *, run_every=None):
-        seen.append(run_every)
-        return real(func, run_every=run_every)
-
-    monkeypatch.setattr(streamlit, "fragment", recording)
-    return seen
-
-
 def test_a_finished_study_is_not_polled_and_a_waiting_one_is(open_page, judge, monkeypatch):
     """Polling a finished study redrew its page every 2 s for as long as it was open, so it never settled."""
-    seen = _fragment_intervals(monkeypatch)
+    seen = fragment_intervals(monkeypatch)
     done = seeded_study(judge, n_items=2)
     at = open_page(CONSEVAL, query={"study": str(done)})
     assert not at.exception
-    assert seen and set(seen) == {None}, seen
+    assert seen["progress"] is None, seen
     eng = services.database.get_engine()
     waiting = ce.create_study(
         eng, ce.StudyConfig.from_dict(ce.get_study(eng, done).config), ce.sample_items(["Conciseness"], 2)
@@ -165,7 +150,7 @@ def test_a_finished_study_is_not_polled_and_a_waiting_one_is(open_page, judge, m
     at = open_page(CONSEVAL, query={"study": str(waiting)})
     assert not at.exception
     assert ce.get_study(eng, waiting).status == "queued"
-    assert set(seen) == {2.0}, seen
+    assert seen["progress"] == 2.0, seen
 
 
 def test_only_the_open_results_tab_is_drawn(open_page, judge):
