@@ -8,6 +8,7 @@ OpenAI-compatible server (kept running while the page is open, as in the tests):
             a rater, opened at ?study=ID (its Self-consistency tab; --tabs opens the other tabs too);
   DHP       a set of 8 summaries (typo:minor, reorder:major) benchmarked by judge-a and judge-b (r = 1), opened
             at ?view=Texts (the test's first visit) and ?view=Results;
+  Home      no data: the app's home page, the floor of any page in a new browser session;
   Judges    the QAGS-CNN file (/work/shared/data, read in place) with the evidence checker and a Summ-NLI judge
             over its first 60 items, and an annotator.
 
@@ -15,9 +16,10 @@ For each page and each way of starting the app (`serve.py`, as `make run` does; 
 browser tests did), a fresh server, then the page in headless Chromium in a new session: *cold* (the server's
 first visit to any page) and *warm* (a second new session), with scale_pages.py's definitions: first content (the
 title drawn), settled (nothing changed for 3 s, no running indicator, spinner or skeleton), the app's CPU seconds
-over the visit, the app's peak RSS so far.
+over the visit, the app's peak RSS so far, and Chromium's CPU seconds over the visit (all its processes: loading
+the page's scripts, drawing tables and Plotly figures).
 
-Run: .venv/bin/python bench/pages_small.py [--pages ConsEval DHP Judges] [--modes serve streamlit] [--tabs]
+Run: .venv/bin/python bench/pages_small.py [--pages ConsEval DHP Judges Home] [--modes serve streamlit] [--tabs]
      [--keep DIR]  (DIR/ConsEval.db etc.: the seeded databases, for bench/profile_page.py)
 """
 
@@ -35,7 +37,21 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from scale_pages import Monitor, drive  # noqa: E402
+from scale_pages import TICK, Monitor, _stat, drive, tree  # noqa: E402
+
+
+def browser_cpu() -> float:
+    """CPU seconds so far of this process's Chromium processes (the browser, its renderers and GPU process)."""
+    total = 0.0
+    for pid in tree(os.getpid()):
+        try:
+            name = Path(f"/proc/{pid}/comm").read_text().strip()
+        except OSError:
+            continue
+        f = _stat(pid) if name.startswith(("chrom", "headless")) else None
+        if f:
+            total += (int(f[11]) + int(f[12])) / TICK
+    return total
 
 
 # -- seeding, as the browser tests do ----------------------------------------------------------------------
@@ -127,6 +143,11 @@ def seed_judges(url: str, fake) -> str:
     return "Judges"
 
 
+def seed_nothing(url: str, fake) -> str:
+    """No data: the home page, for the floor every page pays (Streamlit's own scripts in a new browser session)."""
+    return ""
+
+
 def _fakes():
     from tests.nli_fakes import nli_judge
     from tests.support.conseval import scorer
@@ -135,6 +156,7 @@ def _fakes():
         "ConsEval": (scorer(noisy=True), seed_conseval),
         "DHP": (dhp_judge, seed_dhp),
         "Judges": (nli_judge(bad=" said"), seed_judges),
+        "Home": (lambda body: "OK", seed_nothing),
     }
 
 
@@ -216,15 +238,17 @@ def measure(name: str, mode: str, browser, tabs: bool, keep: Path | None) -> lis
                     for p in paths:
                         ctx = browser.new_context(viewport={"width": 1400, "height": 2400})
                         page = ctx.new_page()
+                        b0 = browser_cpu()
                         r = drive(page, f"{app}/{p}", monitor)
-                        r |= {"page": p, "mode": mode, "visit": visit}
+                        r |= {"page": p, "mode": mode, "visit": visit, "browser": browser_cpu() - b0}
                         if tabs and name == "ConsEval":
                             r["tabs"] = open_tabs(page, monitor)
                         ctx.close()
                         rows.append(r)
                         print(
                             f"  {p:<24} {mode:<9} {visit:<4}  first {r['first']:5.1f} s · settled {r['settled']:5.1f} s"
-                            f" · CPU {r['cpu']:5.2f} s · RSS {r['rss']:5.0f} MB · load {os.getloadavg()[0]:.1f}",
+                            f" · CPU {r['cpu']:5.2f} s · RSS {r['rss']:5.0f} MB · Chromium CPU {r['browser']:5.2f} s"
+                            f" · load {os.getloadavg()[0]:.1f}",
                             flush=True,
                         )
                         for tab, secs, cpu in r.get("tabs", []):
@@ -263,11 +287,14 @@ def main() -> None:
             for mode in args.modes:
                 table += measure(name, mode, browser, args.tabs, args.keep)
         browser.close()
-    print("\n| page | started by | visit | first | settled | app CPU | app peak RSS |\n|---|---|---|---|---|---|---|")
+    print(
+        "\n| page | started by | visit | first | settled | app CPU | app peak RSS | Chromium CPU |"
+        "\n|---|---|---|---|---|---|---|---|"
+    )
     for r in table:
         print(
             f"| {r['page']} | {r['mode']} | {r['visit']} | {r['first']:.1f} s | {r['settled']:.1f} s | "
-            f"{r['cpu']:.2f} s | {r['rss']:.0f} MB |"
+            f"{r['cpu']:.2f} s | {r['rss']:.0f} MB | {r['browser']:.2f} s |"
         )
 
 

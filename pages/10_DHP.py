@@ -333,6 +333,13 @@ def _runs_live(sid: int) -> None:
 
 
 # -- Results -------------------------------------------------------------------------------------------------
+@st.cache_data(show_spinner=False, max_entries=64, ttl=3600)
+def discernment(run_id: int, weights: str, stamp: tuple) -> dhp.DiscernmentResult | None:
+    """A run's D, kept until its scores change (`stamp`: status and counts): its Wilcoxon tests with ties are
+    permutation tests, most of this view's server time on every rerun."""
+    return dhp.discernment_of(engine(), run_id, json.loads(weights))
+
+
 def results_section() -> None:
     sid = pick_set()
     if sid is None:
@@ -373,13 +380,13 @@ def results_section() -> None:
         weights = sv.survey_weights(engine(), survey_id).weights
     results = []
     for rid in chosen:
+        run = next(r for r in runs if r.id == rid)
         try:
-            res = dhp.discernment_of(engine(), rid, weights)
+            res = discernment(rid, json.dumps(weights, sort_keys=True), (run.status, run.n_done, run.n_failed))
         except ValueError as exc:
             st.error(f"Run #{rid}: {exc}")
             continue
         if res is not None:
-            run = next(r for r in runs if r.id == rid)
             label = (
                 res.model if sum(r.model == run.model for r in runs if r.id in chosen) == 1 else f"{res.model} #{rid}"
             )

@@ -288,3 +288,23 @@ def test_finished_sets_and_runs_are_not_polled_and_work_under_way_is(open_page, 
     assert seen["_set_status"] == 2.0, seen
     # its texts not written yet are said to be so (they read NaN from the frame: no traceback)
     assert any("No perturbed text: not made yet" in w.value for w in at.warning), [w.value for w in at.warning]
+
+
+def test_results_are_worked_out_once_per_change_of_the_runs(open_page, judge, monkeypatch):
+    """Each D rests on Wilcoxon permutation tests: kept until the run's scores change, not redone per rerun."""
+    judge.responder = dhp_judge
+    sid = make_set(["typo:minor"])
+    eng = services.database.get_engine()
+    backend = BackendConfig(kind="openai", base_url=judge.base_url, model="judge-a", max_retries=0)
+    (rid,), _ = dhp.start_runs(eng, sid, [backend], repeats=1, seed=0)
+    assert process_run(eng, rid, backend=backend) == "done"
+    calls: list[int] = []
+    real = dhp.discernment_of
+    monkeypatch.setattr(dhp, "discernment_of", lambda e, run_id, w=None: calls.append(run_id) or real(e, run_id, w))
+    at = open_page(DHP, query={"view": "Results"})
+    assert not at.exception, at.exception
+    shown = [m.value for m in at.metric]
+    assert calls == [rid] and shown
+    at = open_page(DHP, query={"view": "Results"})  # a new session, the same run
+    assert not at.exception, at.exception
+    assert calls == [rid] and [m.value for m in at.metric] == shown
