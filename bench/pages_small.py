@@ -240,13 +240,14 @@ def measure(name: str, mode: str, browser, tabs: bool, keep: Path | None) -> lis
                         page = ctx.new_page()
                         b0 = browser_cpu()
                         r = drive(page, f"{app}/{p}", monitor)
-                        r |= {"page": p, "mode": mode, "visit": visit, "browser": browser_cpu() - b0}
+                        r |= {"page": p or "(home)", "mode": mode, "visit": visit, "browser": browser_cpu() - b0}
                         if tabs and name == "ConsEval":
                             r["tabs"] = open_tabs(page, monitor)
                         ctx.close()
                         rows.append(r)
                         print(
-                            f"  {p:<24} {mode:<9} {visit:<4}  first {r['first']:5.1f} s · settled {r['settled']:5.1f} s"
+                            f"  {r['page']:<24} {mode:<9} {visit:<4}  first {r['first']:5.1f} s"
+                            f" · settled {r['settled']:5.1f} s"
                             f" · CPU {r['cpu']:5.2f} s · RSS {r['rss']:5.0f} MB · Chromium CPU {r['browser']:5.2f} s"
                             f" · load {os.getloadavg()[0]:.1f}",
                             flush=True,
