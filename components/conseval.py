@@ -14,6 +14,7 @@ from services.estimates import calls_text
 from services.export import frame_csv
 from services.figures.conseval import make_ic_figure, make_matrix_figure, make_radar_figure, make_sc_figure
 
+RESULT_TABS = ["Self-consistency", "Inter-consistency", "Model × method", "Radar", "Humans", "Answers"]
 KIND_LABELS = {
     "SC": "Self-consistency",
     **ce.IC_LABELS,
@@ -109,102 +110,112 @@ def render_results(study: ce.ConsevalStudyPublic, ratings: pd.DataFrame) -> None
     if df.empty:
         st.info("No results yet: they appear when the study has finished.")
         return
-    tabs = st.tabs(["Self-consistency", "Inter-consistency", "Model × method", "Radar", "Humans", "Answers"])
+    # Only the open tab runs and is sent (a tab click reruns the page): every tab at once was five Plotly
+    # figures and a dozen tables for the browser to draw, most of them hidden.
+    tabs = st.tabs(RESULT_TABS, key="ce_tab", on_change="rerun")
     model_rows = df[~df["kind"].isin(["HUMAN", "HUMAN-MODEL"])]
-    with tabs[0]:
-        sc = model_rows[model_rows["kind"] == "SC"]
-        if sc.empty:
-            st.info("Self-consistency needs n ≥ 2 samples per item.")
-        else:
-            st.caption(
-                "Krippendorff's α across the n samples (temperature 1.0) of each item; interval level for "
-                "numeric scales, ordinal for Likert, nominal for binary. Whiskers: bootstrap 95% intervals "
-                "(resampling items). Hatched bars are undefined: the table says why."
-            )
-            model, variant = _pick(sc, "ce_sc")
-            d = sc[(sc["model"] == model) & (sc["variant"] == variant)]
-            st.plotly_chart(make_sc_figure(d), key="ce_sc_fig")
-            show_table(d)
-    with tabs[1]:
-        ic = model_rows[model_rows["kind"].isin(["IC1", "IC2", "IC3", "IC4", "GS"])]
-        if ic.empty:
-            st.info("Inter-consistency needs the scales of a case of Table 4 (e.g. 5-P and 5-P Likert).")
-        else:
-            st.caption(
-                "α between the scores the model gives on different scales, each mapped onto [0, 1] "
-                "(interval level), apart for each decoding as in Figure 3: the method's own row is the "
-                "greedy answers, '(sampled)' the answers at temperature 1.0 (units: item × sample), SCE "
-                "their mean. GS (greedy against a sampled answer on one scale) is an extra, not in the "
-                "paper."
-            )
-            with st.expander("Mappings onto [0, 1]"):
-                st.dataframe(
-                    pd.DataFrame([{"scale": k, "mapping": s.mapping} for k, s in ce.SCALES.items()]),
-                    hide_index=True,
-                    width="stretch",
+    if tabs[0].open:
+        with tabs[0]:
+            sc = model_rows[model_rows["kind"] == "SC"]
+            if sc.empty:
+                st.info("Self-consistency needs n ≥ 2 samples per item.")
+            else:
+                st.caption(
+                    "Krippendorff's α across the n samples (temperature 1.0) of each item; interval level for "
+                    "numeric scales, ordinal for Likert, nominal for binary. Whiskers: bootstrap 95% intervals "
+                    "(resampling items). Hatched bars are undefined: the table says why."
                 )
-            model, variant = _pick(ic, "ce_ic")
-            d = ic[(ic["model"] == model) & (ic["variant"] == variant)]
-            st.plotly_chart(make_ic_figure(d), key="ce_ic_fig")
-            show_table(d)
-    with tabs[2]:
-        crits = list(dict.fromkeys(model_rows["criterion"]))
-        crit = st.selectbox("Criterion", crits, key="ce_mx_crit")
-        matrix = ce.model_method_matrix(model_rows, crit)
-        if matrix.empty:
-            st.info("Nothing to show for this criterion.")
-        else:
-            st.caption(
-                "Each cell: the mean over definitions and scales (SC) or definitions (IC); accuracy is "
-                "Pearson r against each oracle on the 5-P scale, as Table 3. Columns marked Extra are not "
-                "the paper's: accuracy averaged over every scale, and GS. SC is blank for SCE rows, as in "
-                "Table 5. The intervals are in the other tabs."
-            )
-            st.plotly_chart(make_matrix_figure(matrix), key="ce_mx_fig")
-            st.dataframe(matrix.round(3), width="stretch", placeholder="—")
-    with tabs[3]:
-        radar = ce.radar_frame(model_rows)
-        if radar.empty:
-            st.info("No base-prompt results to draw.")
-        else:
-            if radar["criterion"].nunique() < 3:
-                st.caption("With fewer than three criteria the radar is a line or a point; the table has the numbers.")
-            st.plotly_chart(make_radar_figure(radar), key="ce_radar_fig")
-            shown = radar.round(3).astype(object).where(radar.notna(), "–")
-            st.dataframe(shown, hide_index=True, width="stretch")
-            if radar["Accuracy"].isna().all():
-                st.caption("Accuracy needs an oracle (a second endpoint, human ratings or imported scores).")
-    with tabs[4]:
-        hum = df[df["kind"].isin(["HUMAN", "HUMAN-MODEL"])]
-        if hum.empty:
-            st.info(
-                "No human ratings yet. Add raters below; their personal links open the Rate page. Then press "
-                "**Recompute results**."
-            )
-        else:
-            st.caption(
-                "α among the human raters, and between each model's greedy score (base prompt) and the "
-                "humans' consensus (mean, median or majority by the scale's level)."
-            )
-            show_table(hum)
-    with tabs[5]:
-        if ratings.empty:
-            st.info("No answers yet.")
-        else:
-            only_missing = st.toggle("Only unreadable or off-scale answers", key="ce_only_missing")
-            r = ratings[ratings["value"].isna()] if only_missing else ratings
-            st.caption(
-                f"{len(ratings):,} answers, {int(ratings['value'].isna().sum()):,} missing. Sample −1 is the "
-                "greedy answer. A missing value keeps the raw answer and the reason."
-            )
-            st.dataframe(r.head(2000), hide_index=True, width="stretch")
-            st.download_button(
-                "Download answers (CSV)",
-                frame_csv(ratings),
-                file_name=f"conseval-{study.id}.csv",
-                mime="text/csv",
-                icon=":material/download:",
-            )
+                model, variant = _pick(sc, "ce_sc")
+                d = sc[(sc["model"] == model) & (sc["variant"] == variant)]
+                st.plotly_chart(make_sc_figure(d), key="ce_sc_fig")
+                show_table(d)
+    if tabs[1].open:
+        with tabs[1]:
+            ic = model_rows[model_rows["kind"].isin(["IC1", "IC2", "IC3", "IC4", "GS"])]
+            if ic.empty:
+                st.info("Inter-consistency needs the scales of a case of Table 4 (e.g. 5-P and 5-P Likert).")
+            else:
+                st.caption(
+                    "α between the scores the model gives on different scales, each mapped onto [0, 1] "
+                    "(interval level), apart for each decoding as in Figure 3: the method's own row is the "
+                    "greedy answers, '(sampled)' the answers at temperature 1.0 (units: item × sample), SCE "
+                    "their mean. GS (greedy against a sampled answer on one scale) is an extra, not in the "
+                    "paper."
+                )
+                with st.expander("Mappings onto [0, 1]"):
+                    st.dataframe(
+                        pd.DataFrame([{"scale": k, "mapping": s.mapping} for k, s in ce.SCALES.items()]),
+                        hide_index=True,
+                        width="stretch",
+                    )
+                model, variant = _pick(ic, "ce_ic")
+                d = ic[(ic["model"] == model) & (ic["variant"] == variant)]
+                st.plotly_chart(make_ic_figure(d), key="ce_ic_fig")
+                show_table(d)
+    if tabs[2].open:
+        with tabs[2]:
+            crits = list(dict.fromkeys(model_rows["criterion"]))
+            crit = st.selectbox("Criterion", crits, key="ce_mx_crit")
+            matrix = ce.model_method_matrix(model_rows, crit)
+            if matrix.empty:
+                st.info("Nothing to show for this criterion.")
+            else:
+                st.caption(
+                    "Each cell: the mean over definitions and scales (SC) or definitions (IC); accuracy is "
+                    "Pearson r against each oracle on the 5-P scale, as Table 3. Columns marked Extra are not "
+                    "the paper's: accuracy averaged over every scale, and GS. SC is blank for SCE rows, as in "
+                    "Table 5. The intervals are in the other tabs."
+                )
+                st.plotly_chart(make_matrix_figure(matrix), key="ce_mx_fig")
+                st.dataframe(matrix.round(3), width="stretch", placeholder="—")
+    if tabs[3].open:
+        with tabs[3]:
+            radar = ce.radar_frame(model_rows)
+            if radar.empty:
+                st.info("No base-prompt results to draw.")
+            else:
+                if radar["criterion"].nunique() < 3:
+                    st.caption(
+                        "With fewer than three criteria the radar is a line or a point; the table has the numbers."
+                    )
+                st.plotly_chart(make_radar_figure(radar), key="ce_radar_fig")
+                shown = radar.round(3).astype(object).where(radar.notna(), "–")
+                st.dataframe(shown, hide_index=True, width="stretch")
+                if radar["Accuracy"].isna().all():
+                    st.caption("Accuracy needs an oracle (a second endpoint, human ratings or imported scores).")
+    if tabs[4].open:
+        with tabs[4]:
+            hum = df[df["kind"].isin(["HUMAN", "HUMAN-MODEL"])]
+            if hum.empty:
+                st.info(
+                    "No human ratings yet. Add raters below; their personal links open the Rate page. Then press "
+                    "**Recompute results**."
+                )
+            else:
+                st.caption(
+                    "α among the human raters, and between each model's greedy score (base prompt) and the "
+                    "humans' consensus (mean, median or majority by the scale's level)."
+                )
+                show_table(hum)
+    if tabs[5].open:
+        with tabs[5]:
+            if ratings.empty:
+                st.info("No answers yet.")
+            else:
+                only_missing = st.toggle("Only unreadable or off-scale answers", key="ce_only_missing")
+                r = ratings[ratings["value"].isna()] if only_missing else ratings
+                st.caption(
+                    f"{len(ratings):,} answers, {int(ratings['value'].isna().sum()):,} missing. Sample −1 is the "
+                    "greedy answer. A missing value keeps the raw answer and the reason."
+                )
+                st.dataframe(r.head(2000), hide_index=True, width="stretch")
+                st.download_button(
+                    "Download answers (CSV)",
+                    frame_csv(ratings),
+                    file_name=f"conseval-{study.id}.csv",
+                    mime="text/csv",
+                    icon=":material/download:",
+                )
     st.download_button(
         "Download results (CSV)",
         frame_csv(table(df)),

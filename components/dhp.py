@@ -23,7 +23,8 @@ LEVEL_NAMES = {"character": "Character", "word": "Word", "sentence": "Sentence",
 
 def render_diff(original: str, perturbed: str | None, *, detail: str = "", error: str | None = None) -> None:
     """The perturbed text as a word diff of its original: removed words struck through, added highlighted."""
-    if error or perturbed is None:
+    error = None if error is None or pd.isna(error) else error
+    if error or perturbed is None or pd.isna(perturbed):  # a text still being written reads NaN from its frame
         st.warning(f"No perturbed text: {error or 'not made yet'}", icon=":material/info:")
         return
     st.html(f'<div class="cs-text">{diff_html(original, perturbed)}</div>')

@@ -149,8 +149,14 @@ def texts_section() -> None:
     live_set(sid)
 
 
-@st.fragment(run_every=2.0)
 def set_status(sid: int) -> None:
+    """The set's status, polled only while its LLM-based perturbations are being written: a poll every 2 s of a
+    finished set kept the browser redrawing for as long as the page was open (it never settled)."""
+    known = set_by_id.get(sid)
+    st.fragment(_set_status, run_every=2.0 if known is not None and known.status == "generating" else None)(sid)
+
+
+def _set_status(sid: int) -> None:
     cur = dhp.find_set(engine(), sid)
     if cur is None:
         return
@@ -283,9 +289,20 @@ def benchmark_section() -> None:
     runs_live(sid)
 
 
-@st.fragment(run_every=2.0)
+ACTIVE = ("queued", "running")
+
+
 def runs_live(sid: int) -> None:
+    """The set's runs, polled only while one is waiting or running (see set_status)."""
+    active = any(r.status in ACTIVE for r in dhp.runs(engine(), sid))
+    st.session_state.dhp_runs_polled = active
+    st.fragment(_runs_live, run_every=2.0 if active else None)(sid)
+
+
+def _runs_live(sid: int) -> None:
     runs = dhp.runs(engine(), sid)
+    if st.session_state.get("dhp_runs_polled") and not any(r.status in ACTIVE for r in runs):
+        st.rerun(scope="app")  # every run has ended: draw them once more, and stop polling
     if not runs:
         st.caption("No run on this set yet.")
         return
@@ -310,12 +327,19 @@ def runs_live(sid: int) -> None:
         box.caption(line)
         if r.error:
             box.error(r.error)
-        if r.status in ("queued", "running") and head[1].button("Cancel", key=f"dhp_cancel_{r.id}"):
+        if r.status in ACTIVE and head[1].button("Cancel", key=f"dhp_cancel_{r.id}"):
             dhp.cancel_run(engine(), r.id)
             st.rerun()
 
 
 # -- Results -------------------------------------------------------------------------------------------------
+@st.cache_data(show_spinner=False, max_entries=64, ttl=3600)
+def discernment(run_id: int, weights: str, stamp: tuple) -> dhp.DiscernmentResult | None:
+    """A run's D, kept until its scores change (`stamp`: status and counts): its Wilcoxon tests with ties are
+    permutation tests, most of this view's server time on every rerun."""
+    return dhp.discernment_of(engine(), run_id, json.loads(weights))
+
+
 def results_section() -> None:
     sid = pick_set()
     if sid is None:
@@ -356,13 +380,13 @@ def results_section() -> None:
         weights = sv.survey_weights(engine(), survey_id).weights
     results = []
     for rid in chosen:
+        run = next(r for r in runs if r.id == rid)
         try:
-            res = dhp.discernment_of(engine(), rid, weights)
+            res = discernment(rid, json.dumps(weights, sort_keys=True), (run.status, run.n_done, run.n_failed))
         except ValueError as exc:
             st.error(f"Run #{rid}: {exc}")
             continue
         if res is not None:
-            run = next(r for r in runs if r.id == rid)
             label = (
                 res.model if sum(r.model == run.model for r in runs if r.id in chosen) == 1 else f"{res.model} #{rid}"
             )

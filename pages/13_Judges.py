@@ -109,8 +109,30 @@ with st.expander("Labels, interval level and prices", expanded=False):
 
 
 @st.cache_data(show_spinner="Computing the judge cards…", max_entries=16, ttl=600)
+def read_frames(refs: tuple, dataset_id: int, source: str, budget: int | None, seed: int, stamp: str, queued: tuple):
+    """The human frame and each judge's frame by its ref, read once per change of the judges' results or labels
+    (`stamp`) or of the queues (`queued`: sending items changes origins), for the cards and Label next both: at
+    50,000 items reading them on every rerun was most of the page's time."""
+    eng = engine()
+    refs_int = [r for r in refs if isinstance(r, int)]
+    frames: dict = {b.id: judges.judge_frame(eng, b) for b in judges.data.batches(eng, refs_int)}
+    frames |= {r: judges.column_frame(eng, dataset_id, r) for r in refs if isinstance(r, str)}
+    human = judges.human_frame(eng, dataset_id, source=source, budget=budget, seed=seed)  # type: ignore[arg-type]
+    return human, frames
+
+
+@st.cache_data(show_spinner="Computing the judge cards…", max_entries=16, ttl=600)
 def cards_for(
-    refs: tuple, dataset_id: int, source: str, budget: int | None, seed: int, alpha: float, prices: tuple, stamp: str
+    refs: tuple,
+    dataset_id: int,
+    source: str,
+    budget: int | None,
+    seed: int,
+    alpha: float,
+    prices: tuple,
+    stamp: str,
+    _human,
+    _frames: dict,
 ):
     return judges.build_cards(
         engine(),
@@ -121,10 +143,15 @@ def cards_for(
         seed=seed,
         alpha=alpha,
         prices=dict(prices),  # type: ignore[arg-type]
+        human=_human,
+        frames=_frames,
     )
 
 
+judges_stamp = judges.stamp(eng, ds_id, chosen)
+queued = judges.queued_items(eng, ds_id)
 try:
+    human_all, frames = read_frames(tuple(chosen), ds_id, source, budget, seed, judges_stamp, tuple(queued))
     cards = cards_for(
         tuple(chosen),
         ds_id,
@@ -133,7 +160,9 @@ try:
         seed,
         alpha,
         tuple(sorted(prices.items())),
-        judges.stamp(eng, ds_id, chosen),
+        judges_stamp,
+        human_all,
+        frames,
     )
 except InputError as exc:
     st.error(str(exc))
@@ -190,10 +219,8 @@ else:
 
 # -- label next ------------------------------------------------------------------------------------------
 st.subheader("Label next")
-judge_frames = [judges.judge_frame(eng, b) for b in judges.data.batches(eng, [r for r in chosen if isinstance(r, int)])]
-judge_frames += [judges.column_frame(eng, ds_id, r) for r in chosen if isinstance(r, str)]
-human = judges.human_frame(eng, ds_id, source=source, budget=budget, seed=seed)
-human = human[human["item_id"].isin(set().union(*(set(f["item_id"]) for f in judge_frames)))]
+judge_frames = list(frames.values())
+human = human_all[human_all["item_id"].isin(set().union(*(set(f["item_id"]) for f in judge_frames)))]
 n_free = int((human["label"].isna() & human["hscore"].isna()).sum())
 st.caption(
     f"{len(human) - n_free:,} of {len(human):,} items have a human judgment. Each label narrows the PPI interval; "
@@ -225,7 +252,7 @@ prop = judges.propose(
     judge_frames,
     k=k,
     strategy=strategy,
-    exclude=judges.queued_items(eng, ds_id),
+    exclude=queued,
     seed=seed,  # type: ignore[arg-type]
     per_system=per_system,
 )

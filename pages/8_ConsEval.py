@@ -238,7 +238,13 @@ st.query_params["study"] = str(st.session_state.ce_selected)
 sid = st.session_state.ce_selected
 
 
-@st.fragment(run_every=2.0)
+study = ce.get_study(eng, sid)
+ACTIVE = ("queued", "running")
+
+
+# Polls only while the study is waiting or running: a finished study's page has nothing to follow, and a poll
+# every 2 s kept the browser redrawing (and the server running the fragment) for as long as the tab was open.
+@st.fragment(run_every=2.0 if study is not None and study.status in ACTIVE else None)
 def progress() -> None:
     s = ce.get_study(eng, sid)
     if s is None:
@@ -254,14 +260,15 @@ def progress() -> None:
         ):
             ce.reopen(eng, sid)
             jobs.enqueue_conseval(sid)
+            st.rerun(scope="app")  # the whole page again, so the progress polls while the study runs
     prev = st.session_state.get("ce_seen")
     st.session_state.ce_seen = (sid, s.status)
-    if prev is not None and prev[0] == sid and prev[1] in ("queued", "running") and s.status != prev[1]:
+    if prev is not None and prev[0] == sid and prev[1] in ACTIVE and s.status != prev[1]:
         st.rerun()  # the study ended while the page was open: draw its results
 
 
 progress()
-study = ce.get_study(eng, sid)
+study = ce.get_study(eng, sid)  # again: the progress may have just seen it end
 cfg = ce.StudyConfig.from_dict(study.config)
 with st.expander("Configuration", icon=":material/settings:"):
     st.markdown(

@@ -14,6 +14,7 @@ valid for any prediction rule, and dropping such items could bias the estimate w
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -306,9 +307,13 @@ def build_cards(
     prices: dict[str, tuple[float | None, float | None]] | None = None,
     n_boot: int = 1000,
     with_links: bool = True,
+    human: pd.DataFrame | None = None,
+    frames: Mapping[int | str, pd.DataFrame] | None = None,
 ) -> list[JudgeCard]:
     """The cards of these judges over one dataset: batch ids (ints) and score columns (their stored names, with
-    `dataset_id`); prices by judge key (a batch's id as text), in USD per million input and output tokens."""
+    `dataset_id`); prices by judge key (a batch's id as text), in USD per million input and output tokens.
+    `human` (data.human_frame with these options) and `frames` (each judge's frame by its ref) when the caller
+    has read them already."""
     from services.errors import InputError
     from services.judges import columns
 
@@ -322,15 +327,19 @@ def build_cards(
     if not datasets:
         raise InputError("A score column needs its dataset.")
     (ds,) = datasets
-    human = data.human_frame(engine, ds, source=source, budget=budget, seed=seed)
+    if human is None:
+        human = data.human_frame(engine, ds, source=source, budget=budget, seed=seed)
+    frames = frames or {}
     cards = []
     for ref in refs:
         if isinstance(ref, int):
             b = found[ref]
-            info, frame = JudgeInfo.of_batch(b), data.judge_frame(engine, b)
+            info = JudgeInfo.of_batch(b)
+            frame = frames[ref] if ref in frames else data.judge_frame(engine, b)
             links = tuple(linked_results(engine, b.model)) if with_links and b.method != "evidence" else ()
         else:
-            info, frame, links = JudgeInfo.of_column(ref), columns.column_frame(engine, ds, ref), ()
+            frame = frames[ref] if ref in frames else columns.column_frame(engine, ds, ref)
+            info, links = JudgeInfo.of_column(ref), ()
         p_in, p_out = (prices or {}).get(info.key, (None, None))
         cards.append(
             card_from_frames(

@@ -116,11 +116,13 @@ def judge_frame(engine: Engine, batch: BatchPublic) -> pd.DataFrame:
     return df
 
 
-def annotator_truth(engine: Engine, dataset_id: int) -> pd.DataFrame:
+def annotator_truth(engine: Engine, dataset_id: int, *, sizes: dict[int, int] | None = None) -> pd.DataFrame:
     """Per item with a complete annotator verdict: label (majority, NaN on a tie), score (mean share of
-    consistent sentences) and how many annotators it rests on."""
+    consistent sentences) and how many annotators it rests on. `sizes`: item id -> its sentences, when the
+    caller has read them already."""
     with get_session(engine) as session:
-        sizes = {h.item_id: h.n_sentences for h in db.human_rows(session=session, dataset_id=dataset_id)}
+        if sizes is None:
+            sizes = {h.item_id: h.n_sentences for h in db.human_rows(session=session, dataset_id=dataset_id)}
         labels = db.annotator_labels(session=session, dataset_id=dataset_id)
     by_pair: dict[tuple[int, int], dict[int, int]] = defaultdict(dict)
     for item_id, annotator_id, sentence_idx, label in labels:
@@ -179,7 +181,7 @@ def human_frame(
     if budget is not None and source != "annotators":
         df.loc[df["source"] == "imported", "origin"] = "random"  # the kept ones are a random draw made here
     if source != "dataset":
-        ann = annotator_truth(engine, dataset_id).set_index("item_id")
+        ann = annotator_truth(engine, dataset_id, sizes={r.item_id: r.n_sentences for r in rows}).set_index("item_id")
         free = df["source"].to_numpy() == ""
         ids = df["item_id"].to_numpy()
         fill = free & np.isin(ids, ann.index.to_numpy())

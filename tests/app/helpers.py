@@ -50,3 +50,20 @@ def click(at: AppTest, label: str) -> AppTest:
     matches = [b for b in at.button if b.label == label]
     assert matches, f"no button {label!r}; buttons: {[b.label for b in at.button]}"
     return matches[0].click().run()
+
+
+def fragment_intervals(monkeypatch) -> dict:
+    """Record the run_every of each st.fragment the page makes, by its function's name (the last one made)."""
+    import streamlit
+
+    seen: dict = {}
+    real = streamlit.fragment
+
+    def recording(func=None, *, run_every=None):
+        if func is None:  # @st.fragment(run_every=...)
+            return lambda f: recording(f, run_every=run_every)
+        seen[func.__name__] = run_every
+        return real(func, run_every=run_every)
+
+    monkeypatch.setattr(streamlit, "fragment", recording)
+    return seen

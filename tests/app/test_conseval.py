@@ -6,7 +6,7 @@ import re
 
 import services.database
 from services import conseval as ce
-from tests.app.helpers import click, texts
+from tests.app.helpers import click, fragment_intervals, texts
 from tests.support.conseval import scorer, seeded_study
 
 CONSEVAL = "pages/8_ConsEval.py"
@@ -133,3 +133,45 @@ def test_the_methods_choice_is_wide_enough_for_its_chips(open_page):
     (methods_col,) = [c for c in at.columns if [m.label for m in c.multiselect] == ["Methods"]]
     (samples_col,) = [c for c in at.columns if [n.label for n in c.number_input] == ["Samples n"]]
     assert methods_col.weight == 2 * samples_col.weight
+
+
+def test_a_finished_study_is_not_polled_and_a_waiting_one_is(open_page, judge, monkeypatch):
+    """Polling a finished study redrew its page every 2 s for as long as it was open, so it never settled."""
+    seen = fragment_intervals(monkeypatch)
+    done = seeded_study(judge, n_items=2)
+    at = open_page(CONSEVAL, query={"study": str(done)})
+    assert not at.exception
+    assert seen["progress"] is None, seen
+    eng = services.database.get_engine()
+    waiting = ce.create_study(
+        eng, ce.StudyConfig.from_dict(ce.get_study(eng, done).config), ce.sample_items(["Conciseness"], 2)
+    )
+    seen.clear()
+    at = open_page(CONSEVAL, query={"study": str(waiting)})
+    assert not at.exception
+    assert ce.get_study(eng, waiting).status == "queued"
+    assert seen["progress"] == 2.0, seen
+
+
+def test_only_the_open_results_tab_is_drawn(open_page, judge):
+    """The other tabs run when opened: one figure and its tables for the browser, not five and a dozen."""
+    sid = seeded_study(judge, n_items=2)
+    at = open_page(CONSEVAL, query={"study": str(sid)})
+    assert not at.exception
+    assert [t.label for t in at.tabs][:6] == [
+        "Self-consistency",
+        "Inter-consistency",
+        "Model × method",
+        "Radar",
+        "Humans",
+        "Answers",
+    ]
+    keys = {w.key for w in at.selectbox} | {w.key for w in at.toggle}
+    assert "ce_sc_model" in keys
+    assert not keys & {"ce_ic_model", "ce_mx_crit", "ce_only_missing"}, keys
+    at.session_state["ce_tab"] = "Answers"
+    at = at.run()
+    assert not at.exception
+    assert "ce_only_missing" in {w.key for w in at.toggle}
+    assert "ce_sc_model" not in {w.key for w in at.selectbox}
+    assert any("answers," in c and "missing" in c for c in texts(at.caption))

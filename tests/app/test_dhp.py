@@ -7,10 +7,12 @@ import re
 import services.database
 from db.engine import get_session
 from services import dhp
+from services.config import BackendConfig
 from services.dhp import survey as sv
+from services.dhp.benchmark import process_run
 from services.dhp.catalogue import TASKS
 from services.dhp.perturb import Item
-from tests.app.helpers import click
+from tests.app.helpers import click, fragment_intervals
 from tests.fakes import last_user
 from tests.support.dhp import rated_text
 
@@ -254,3 +256,55 @@ def test_a_link_to_a_view_opens_it_in_a_session_that_has_been_here(open_page):
     assert at.session_state["dhp_view"] == "Expert survey"
     at.segmented_control(key="dhp_view").set_value("Texts").run()  # the picker still works under the link
     assert at.session_state["dhp_view"] == "Texts"
+
+
+def test_finished_sets_and_runs_are_not_polled_and_work_under_way_is(open_page, judge, monkeypatch):
+    """A poll every 2 s of a finished set or run kept the page redrawing for as long as it was open."""
+    judge.responder = dhp_judge
+    seen = fragment_intervals(monkeypatch)
+    sid = make_set(["typo:minor"])
+    eng = services.database.get_engine()
+    backend = BackendConfig(kind="openai", base_url=judge.base_url, model="judge-a", max_retries=0)
+    (rid,), _ = dhp.start_runs(eng, sid, [backend], repeats=1, seed=0)
+    assert process_run(eng, rid, backend=backend) == "done"
+    for view, fragment in (("Texts", "_set_status"), ("Benchmark", "_runs_live")):
+        seen.clear()
+        at = open_page(DHP, query={"view": view})
+        assert not at.exception, at.exception
+        assert fragment in seen and seen[fragment] is None, (view, seen)
+    dhp.start_runs(eng, sid, [backend.with_changes(model="judge-b")], repeats=1, seed=0)  # queued, not run
+    seen.clear()
+    at = open_page(DHP, query={"view": "Benchmark"})
+    assert not at.exception, at.exception
+    assert seen["_runs_live"] == 2.0, seen
+    with get_session(eng) as s:
+        only = ["fictional_entities:minor"]
+        llm = dhp.create_set(TASKS["summarization"], EXTRA, name="llm", seed=0, session=s, backend=backend, only=only)
+    assert dhp.find_set(eng, llm).status == "generating"
+    seen.clear()
+    at = open_page(DHP, query={"view": "Texts"})
+    at.selectbox(key="dhp_set").set_value(llm).run()
+    assert not at.exception, at.exception
+    assert seen["_set_status"] == 2.0, seen
+    # its texts not written yet are said to be so (they read NaN from the frame: no traceback)
+    assert any("No perturbed text: not made yet" in w.value for w in at.warning), [w.value for w in at.warning]
+
+
+def test_results_are_worked_out_once_per_change_of_the_runs(open_page, judge, monkeypatch):
+    """Each D rests on Wilcoxon permutation tests: kept until the run's scores change, not redone per rerun."""
+    judge.responder = dhp_judge
+    sid = make_set(["typo:minor"])
+    eng = services.database.get_engine()
+    backend = BackendConfig(kind="openai", base_url=judge.base_url, model="judge-a", max_retries=0)
+    (rid,), _ = dhp.start_runs(eng, sid, [backend], repeats=1, seed=0)
+    assert process_run(eng, rid, backend=backend) == "done"
+    calls: list[int] = []
+    real = dhp.discernment_of
+    monkeypatch.setattr(dhp, "discernment_of", lambda e, run_id, w=None: calls.append(run_id) or real(e, run_id, w))
+    at = open_page(DHP, query={"view": "Results"})
+    assert not at.exception, at.exception
+    shown = [m.value for m in at.metric]
+    assert calls == [rid] and shown
+    at = open_page(DHP, query={"view": "Results"})  # a new session, the same run
+    assert not at.exception, at.exception
+    assert calls == [rid] and [m.value for m in at.metric] == shown

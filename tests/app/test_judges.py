@@ -171,3 +171,40 @@ def test_the_grid_shows_no_raw_none_for_the_offline_checkers_cost(open_page):
     usd = grid.value["USD / 1k"]
     assert usd.isna().sum() == 1 and usd.notna().sum() == 1
     assert grid.proto.placeholder == "—"  # the grid draws a missing value as its placeholder, else as "None"
+
+
+def test_a_rerun_reads_the_judges_and_labels_once_per_change(open_page, monkeypatch):
+    """The cards and Label next share one read of each judge's verdicts and of the labels, kept until they
+    change: at 50,000 items reading them twice on every rerun was most of the page's time."""
+    from services.judges import data
+
+    eng, ds, truth, ids, ann = _setup()
+    reads: list[str] = []
+    for mod in (judges, data):
+        for name in ("judge_frame", "human_frame"):
+            real = getattr(data, name)
+            monkeypatch.setattr(mod, name, lambda *a, _n=name, _f=real, **k: reads.append(_n) or _f(*a, **k))
+    at = open_page(JUDGES)
+    assert not at.exception, at.exception
+    assert sorted(reads) == ["human_frame", "judge_frame", "judge_frame"]
+    at.number_input(key="jd_k").set_value(5)
+    at.run()
+    assert not at.exception, at.exception
+    assert len(reads) == 3, reads  # a rerun with the same judges and labels reads nothing again
+    item = _first_item(eng, ds)
+    annotations.label_sentence(eng, annotator_id=ann.id, target=Target.item(item), sentence_idx=0, label=1)
+    at.run()
+    assert not at.exception, at.exception
+    assert len(reads) == 6, reads  # a new label: read again, once
+    assert any(t.startswith("1 of 60 items have a human judgment") for t in texts(at.caption)), texts(at.caption)
+
+
+def _first_item(eng, ds: int) -> int:
+    from sqlmodel import Session, select
+
+    from db.models import DatasetItem
+
+    with Session(eng) as session:
+        return int(
+            session.exec(select(DatasetItem.id).where(DatasetItem.dataset_id == ds).order_by(DatasetItem.idx)).first()
+        )

@@ -2,7 +2,7 @@
 report share, an expert's survey, a ConsEval rater, an annotator) shows its own page with no sidebar, and
 History, Settings, Datasets and another study's URL are refused to it.
 
-The real app (`streamlit run app.py`) with STUDIO_PASSWORD set, on its own SQLite file seeded from here
+The real app (`python serve.py`) with STUDIO_PASSWORD set, on its own SQLite file seeded from here
 before it starts; the browser is the suite's shared one (tests/e2e/conftest.py).
 """
 

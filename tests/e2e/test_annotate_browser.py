@@ -1,6 +1,6 @@
 """The Annotate page in headless Chromium: blind mode never shows a verdict before the answer; shortcuts work.
 
-The pattern of test_browser.py: the real app (`streamlit run app.py`) in a subprocess on a free port, with its
+The pattern of test_browser.py: the real app (`python serve.py`) in a subprocess on a free port, with its
 own SQLite file, seeded from here before it starts (as cli.py would write it). The app is module-scoped; the
 browser is the suite's shared one (tests/e2e/conftest.py).
 """

@@ -1,4 +1,4 @@
-"""The real app in headless Chromium: `streamlit run app.py` against the fake OpenAI server (toy judge).
+"""The real app in headless Chromium: `python serve.py` against the fake OpenAI server (toy judge).
 
 Screenshots of each page of the main path, and of any failing test, go to test-artifacts/.
 """

@@ -1,6 +1,6 @@
 """ConsEval in headless Chromium: a finished study's results through a deep link, and a rater's personal link.
 
-The app runs as `streamlit run app.py` in a subprocess with its own SQLite file, seeded from here (as `cli.py
+The app runs as `python serve.py` in a subprocess with its own SQLite file, seeded from here (as `cli.py
 conseval` would write it) against the fake OpenAI server. Chromium runs on a thread of its own, so this module
 works beside the session-wide browser of test_browser.py.
 """

@@ -1,7 +1,7 @@
 """Layout at 1280 × 800 in headless Chromium: no button label cut short on History, DHP's table toolbar clear of
 the set dropdown, and Reports keeping its choice when the chosen "Report on" option is clicked again.
 
-The real app (`streamlit run app.py`), open on loopback, on a SQLite file seeded with a run, a batch and a DHP
+The real app (`python serve.py`), open on loopback, on a SQLite file seeded with a run, a batch and a DHP
 perturbation set before it starts.
 """
 

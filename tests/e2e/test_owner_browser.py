@@ -2,7 +2,7 @@
 the model they chose on Settings (never silently back on the embedded demo model), the Start batch form naming
 that model; signing out ends every tab; wrong passwords slow the next attempt but never refuse the right one.
 
-The real app (`streamlit run app.py`) with STUDIO_PASSWORD set and no endpoint in its environment, so a
+The real app (`python serve.py`) with STUDIO_PASSWORD set and no endpoint in its environment, so a
 session that lost the owner's choice would show the embedded model.
 """
 

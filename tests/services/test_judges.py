@@ -315,3 +315,25 @@ def json_like(opts):
     import json
 
     return json.loads(json.dumps(opts))
+
+
+def test_each_items_sentence_count_is_the_length_of_its_stored_list(engine):
+    """The database counts the sentences (json_array_length) instead of Python decoding every item's list:
+    the counts are the lists' lengths, an item with none counting as one (a whole-summary judgment)."""
+    from sqlmodel import Session, select
+
+    from db import judges as db_judges
+    from db.models import DatasetItem
+
+    ds = labelled_dataset(engine, 4)
+    sizes = [0, 1, 3, 12]
+    with Session(engine) as session:
+        items = session.exec(select(DatasetItem).where(DatasetItem.dataset_id == ds).order_by(DatasetItem.idx)).all()
+        for item, k in zip(items, sizes, strict=True):
+            item.sentences = [f'Sentence {j}, with a comma and "quotes".' for j in range(k)]
+            session.add(item)
+        session.commit()
+        stored = [len(i.sentences) for i in session.exec(select(DatasetItem).order_by(DatasetItem.idx)).all()]
+        rows = db_judges.human_rows(session=session, dataset_id=ds)
+    assert stored == sizes
+    assert [r.n_sentences for r in rows] == [max(1, len_) for len_ in stored] == [1, 1, 3, 12]

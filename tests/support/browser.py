@@ -128,7 +128,9 @@ def wait_healthy(url: str, proc, log, deadline_s: float = WAIT_LIMIT) -> None:
 
 
 def running_app(root, tmp, **env_overrides: str):
-    """Start the real app (`streamlit run app.py`) on a free port with a clean environment; yield its URL."""
+    """Start the real app as `make run` does (`python serve.py`: the worker and the pages' heavy imports before the
+    server listens, the upload limit of the settings) on a free port with a clean environment; yield its URL.
+    (`streamlit run app.py` made each module's first page pay for those imports, which users never do.)"""
     import os
     import subprocess
     import sys
@@ -141,7 +143,7 @@ def running_app(root, tmp, **env_overrides: str):
     env.update(DATA_DIR=str(tmp / "data"), CONSISTENCY_SECRETS_FILE=str(tmp / "no-secrets.toml"), **env_overrides)
     port = free_port()
     log = tmp / "streamlit.log"
-    cmd = [sys.executable, "-m", "streamlit", "run", "app.py", *server_flags(port)]
+    cmd = [sys.executable, "serve.py", *server_flags(port)]
     with open(log, "wb") as out:
         proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"

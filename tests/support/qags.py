@@ -9,7 +9,12 @@ from pathlib import Path
 import krippendorff
 import numpy as np
 
-QAGS_FILE = Path(__file__).resolve().parents[3] / "shared" / "data" / "qags_cnndm_mturk.jsonl"
+_QAGS = Path("shared") / "data" / "qags_cnndm_mturk.jsonl"
+# Beside the checkout (/work/main -> /work/shared), or further up for a worktree (/work/wt/NAME -> /work/shared).
+QAGS_FILE = next(
+    (p / _QAGS for p in Path(__file__).resolve().parents[3:] if (p / _QAGS).is_file()),
+    Path(__file__).resolve().parents[3] / _QAGS,
+)
 
 
 @cache
