@@ -9,9 +9,9 @@ worker), and opens each page in headless Chromium in a new session:
 
 Per page it prints
   * first content: from navigation until the page's title is drawn;
-  * settled: until the page last changed (its text, Streamlit's running indicator, a spinner), once nothing has
-    changed for QUIET_S seconds; a page still polling background work (the hourglass of bootstrap intervals
-    computing in the background) is not settled;
+  * settled: until the page last changed (its text, Streamlit's running indicator or the app's script state, a
+    spinner), once nothing has changed for QUIET_S seconds; a page still polling background work (the hourglass
+    of bootstrap intervals computing in the background) is not settled;
   * app CPU: CPU seconds of the app and its child processes (the bootstrap runs in a child) over that page;
   * peak RSS: the app's process tree, the most it held at once so far (sampled every 0.2 s).
 CPU seconds and memory hold on a loaded machine; the wall times do not (the line above the table gives the load).
@@ -205,8 +205,11 @@ def drive(page, url: str, monitor: Monitor) -> dict[str, float]:
                 const status = document.querySelector('[data-testid="stStatusWidget"]');
                 const spin = document.querySelectorAll('[data-testid="stSpinner"], [data-testid="stSkeleton"]');
                 const stale = document.querySelectorAll('[data-stale="true"]');
-                // the running indicator exists only while a script runs (it may hold no text: count it)
-                return [main ? main.innerText : "", status ? 1 : 0, spin.length, stale.length];
+                // the running indicator exists only while a script runs (it may hold no text: count it); it
+                // is not always drawn (the toolbar of a headless page), so the app's script state counts too
+                const app = document.querySelector('[data-testid="stApp"]');
+                const running = app && app.getAttribute("data-test-script-state") === "running" ? 1 : 0;
+                return [main ? main.innerText : "", status || running ? 1 : 0, spin.length, stale.length];
             }"""
         )
         sig = (hash(busy[0]), busy[1], busy[2], busy[3])
