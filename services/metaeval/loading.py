@@ -155,8 +155,8 @@ def load_batch(engine: Engine, batch_id: int, *, sentences: bool = True, sql_jso
 
     sentences=False reads the items only (scores, human judgments, rounds): enough for the summary level,
     Figure 3, the baselines and RAI, and several times faster on large batches (add_sentences reads the rest
-    later). On SQLite the JSON results are taken apart by the database (sql_json=None picks that by dialect);
-    elsewhere in Python. Both give the same data.
+    later). On SQLite and PostgreSQL the JSON results are taken apart by the database (sql_json=None picks that
+    by dialect); elsewhere in Python. Both give the same data.
     """
     started = datetime.now(UTC)
     with Session(engine) as session:
@@ -194,7 +194,7 @@ def add_sentences(engine: Engine, data: BatchData, *, sql_json: bool | None = No
 
 
 def _use_sql(engine: Engine, sql_json: bool | None) -> bool:
-    return engine.dialect.name == "sqlite" if sql_json is None else sql_json
+    return db.has_json_queries(engine.dialect.name) if sql_json is None else sql_json
 
 
 def _frame(rows: list[tuple], columns: list[str], dtype: str | None) -> pd.DataFrame:
