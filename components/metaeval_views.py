@@ -115,7 +115,7 @@ def load_full(batch_id: int, stamp: str) -> metaeval.BatchData:
 @st.cache_data(show_spinner=False, max_entries=8, ttl=3600)
 def baseline_values(batch_id: int, stamp: str, bstamp: str, _item_ids: tuple[int, ...]) -> pd.DataFrame:
     """Stored baseline values of the batch's finished items (`bstamp` changes when values are added)."""
-    return metaeval.cached_baselines(engine(), list(_item_ids))
+    return metaeval.cached_baselines(engine(), list(_item_ids), batch_id=batch_id)
 
 
 @st.cache_data(show_spinner=False, max_entries=16, ttl=3600)

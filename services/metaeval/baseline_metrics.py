@@ -32,11 +32,15 @@ EVIDENCE_METRIC = "evidence_lexical"
 
 
 # -- baselines (Tables 1-3) --------------------------------------------------------------------------
-def cached_baselines(engine: Engine, item_ids: Sequence[int]) -> pd.DataFrame:
-    """Stored baseline values: one row per item id (index), one column per metric (NaN when missing)."""
+def cached_baselines(engine: Engine, item_ids: Sequence[int], *, batch_id: int | None = None) -> pd.DataFrame:
+    """Stored baseline values: one row per item id (index), one column per metric (NaN when missing). With
+    `batch_id` (whose items include item_ids) the values are read by a join instead of a list of ids."""
     ids = [int(i) for i in item_ids]
     with Session(engine) as session:
-        rows = db.baseline_rows(session=session, item_ids=ids, metrics=list(BASELINE_METRICS))
+        if batch_id is not None:
+            rows = db.batch_baseline_rows(session=session, batch_id=batch_id, metrics=list(BASELINE_METRICS))
+        else:
+            rows = db.baseline_rows(session=session, item_ids=ids, metrics=list(BASELINE_METRICS))
     long = pd.DataFrame(rows, columns=["id", "item_id", "metric", "value"])
     # Two writers racing on the same item leave duplicates: the latest row wins.
     long = long.sort_values("id").drop_duplicates(["item_id", "metric"], keep="last")

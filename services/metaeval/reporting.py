@@ -92,7 +92,7 @@ def estimates_from_db(
         data = load_batch(engine, batch_id, sentences="agreement" in parts)
         values = None
         if "baselines" in parts:
-            values = cached_baselines(engine, data.done["item_id"].astype(int).tolist())
+            values = cached_baselines(engine, data.done["item_id"].astype(int).tolist(), batch_id=batch_id)
         return estimates(data, values, seed=seed, n_boot=n_boot, parts=parts)
     finally:
         engine.dispose()

@@ -76,7 +76,7 @@ def _frame(n: int, seed: int = 0) -> pd.DataFrame:
 @pytest.mark.parametrize(("n", "n_boot"), [(300, 200), (6000, 1000), (300, 0)])
 def test_the_baselines_model_row_taken_from_the_correlations_equals_the_one_computed_anew(n, n_boot):
     df = _frame(n)
-    values = pd.DataFrame({"rouge2": np.linspace(0, 1, n)}, index=df["item_id"])
+    values = pd.DataFrame({"rouge2_precision": np.linspace(0, 1, n)}, index=df["item_id"])
     corr = metaeval.correlations(df, seed=7, n_boot=n_boot)
     new = metaeval.baseline_table(df, values, model_label="m", seed=7, n_boot=n_boot, model=corr)
     old = metaeval.baseline_table(df, values, model_label="m", seed=7, n_boot=n_boot)
@@ -168,3 +168,28 @@ def test_the_data_says_when_it_was_read(engine):
     data = metaeval.load_batch(engine, bid, sentences=False)
     assert data.loaded_at is not None and before <= pd.Timestamp(data.loaded_at) <= pd.Timestamp.now(tz="UTC")
     assert metaeval.add_sentences(engine, data).loaded_at == data.loaded_at
+
+
+def test_a_batchs_baseline_values_read_by_a_join_equal_those_read_by_ids(engine):
+    from db import metaeval as db
+
+    _, bid = seed(engine, HAND)
+    data = metaeval.load_batch(engine, bid, sentences=False)
+    ids = data.done["item_id"].astype(int).tolist()
+    with Session(engine) as s:
+        db.add_baseline_values(
+            session=s,
+            rows=[
+                {"item_id": ids[0], "metric": "rouge2_precision", "value": 0.25},
+                {"item_id": ids[0], "metric": "rouge2_precision", "value": 0.5},  # a later duplicate wins
+                {"item_id": ids[2], "metric": "rougeL_precision", "value": 0.75},
+                {"item_id": ids[3], "metric": "not a metric", "value": 1.0},
+            ],
+        )
+        s.commit()
+    by_join = metaeval.cached_baselines(engine, ids[1:], batch_id=bid)
+    by_ids = metaeval.cached_baselines(engine, ids[1:])
+    pd.testing.assert_frame_equal(by_join, by_ids)
+    full = metaeval.cached_baselines(engine, ids, batch_id=bid)
+    assert full.loc[ids[0], "rouge2_precision"] == 0.5 and full.loc[ids[2], "rougeL_precision"] == 0.75
+    pd.testing.assert_frame_equal(full, metaeval.cached_baselines(engine, ids))
