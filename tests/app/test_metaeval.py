@@ -159,6 +159,22 @@ def test_a_running_batch_is_recomputed_at_most_every_refresh_period_and_says_as_
     assert "**6** of 6 items scored" in header(at)
 
 
+def test_the_summary_level_reads_no_sentences_and_computes_no_alpha(open_page, no_embeddings, monkeypatch):
+    import services.metaeval.reporting
+
+    _, bid = seed(services.database.get_engine(), LABELLED + HAND)
+
+    def not_on_this_tab(*a, **k):
+        raise AssertionError("not shown on the Summary level tab")
+
+    monkeypatch.setattr(metaeval, "add_sentences", not_on_this_tab)
+    monkeypatch.setattr(services.metaeval.reporting, "human_agreement", not_on_this_tab)
+    monkeypatch.setattr(services.metaeval.reporting, "baseline_table", not_on_this_tab)
+    at = open_tab(open_page, bid)  # open_tab asserts no exception
+    corr = at.dataframe[0].value
+    assert corr["value [95% CI]"].str.contains(r"\[").all()  # the intervals are there all the same
+
+
 def test_a_finished_batch_says_no_as_of(open_page, no_embeddings):
     _, bid = seed(services.database.get_engine(), HAND)
     at = open_tab(open_page, bid)
