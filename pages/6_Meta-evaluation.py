@@ -92,8 +92,9 @@ with st.expander("Statistics settings", icon=":material/tune:"):
         )
     )
     s[2].caption(
-        "Intervals are percentile bootstraps: pairs of items for correlations, each class apart for AUROC, "
-        "sentences for Krippendorff's alpha. Large batches get them from a background process."
+        "95% intervals: DeLong's for AUROC; up to 5,000 items percentile bootstraps (pairs of items for "
+        "correlations, sentences for Krippendorff's alpha), above that their linear forms. A slow bootstrap runs "
+        "in a background process."
     )
 
 # While a batch runs the stamp is taken again at most every mv.REFRESH_SECONDS: reruns reuse the cached figures.
