@@ -193,3 +193,43 @@ def test_a_batchs_baseline_values_read_by_a_join_equal_those_read_by_ids(engine)
     full = metaeval.cached_baselines(engine, ids, batch_id=bid)
     assert full.loc[ids[0], "rouge2_precision"] == 0.5 and full.loc[ids[2], "rougeL_precision"] == 0.75
     pd.testing.assert_frame_equal(full, metaeval.cached_baselines(engine, ids))
+
+
+def test_annotator_agreement_reads_the_results_of_labelled_items_only_with_the_same_outcome(engine, monkeypatch):
+    from db import annotations as queries
+    from services import annotations as an
+    from tests.services.test_annotations import hand_made
+
+    ds, items, bid = hand_made(engine)
+    seen: list[list[int] | None] = []
+    real = queries.done_results
+
+    def recording(*, session, batch_id, item_ids=None):
+        seen.append(None if item_ids is None else list(item_ids))
+        return real(session=session, batch_id=batch_id, item_ids=item_ids)
+
+    monkeypatch.setattr(queries, "done_results", recording)
+    new = an.agreement(engine, ds, batch_ids=[bid], n_boot=200)
+    new_rows = an.disagreements(engine, ds, batch_ids=[bid])
+    assert seen and all(ids is not None and set(ids) <= set(items) for ids in seen)
+    monkeypatch.setattr(
+        queries, "done_results", lambda *, session, batch_id, item_ids=None: real(session=session, batch_id=batch_id)
+    )  # every finished item, as before
+    old = an.agreement(engine, ds, batch_ids=[bid], n_boot=200)
+    assert new == old
+    pd.testing.assert_frame_equal(new_rows, an.disagreements(engine, ds, batch_ids=[bid]))
+
+
+def test_annotator_agreement_without_labels_reads_no_results(engine, monkeypatch):
+    from db import annotations as queries
+    from services import annotations as an
+
+    ds, bid = seed(engine, HAND)
+
+    def refuse(**kwargs):
+        raise AssertionError("no label: nothing to compare the batch with")
+
+    monkeypatch.setattr(queries, "done_results", refuse)
+    monkeypatch.setattr(queries, "sentence_counts", refuse)
+    res = an.agreement(engine, ds, batch_ids=[bid])
+    assert res["n_units"] == 0 and res["among_annotators"].alpha is None
