@@ -5,7 +5,8 @@ QAGS-like dataset of bench/pages_render.py: 5-sentence summaries with worker vot
 its verdicts and an RAI round, and as many History runs), starts the app as users do (`python serve.py`, no
 worker), and opens each page in headless Chromium in a new session:
 
-  Datasets (?dataset=ID), Batches (?batch=ID), Meta-evaluation (?batch=ID), Judges, Reports, History.
+  Datasets (?dataset=ID), Batches (?batch=ID), Meta-evaluation (?batch=ID, and its Human agreement tab, which reads
+  the sentences), Judges, Reports, History.
 
 Per page it prints
   * first content: from navigation until the page's title is drawn;
@@ -229,6 +230,7 @@ PAGES = [
     ("Datasets", "Datasets?dataset={dataset}"),
     ("Batches", "Batches?batch={batch}"),
     ("Meta-evaluation", "Meta-evaluation?batch={batch}"),
+    ("Meta-evaluation: Human agreement", "Meta-evaluation?batch={batch}&me_tab=Human+agreement"),
     ("Judges", "Judges"),
     ("Reports", "Reports"),
     ("History", "History"),
@@ -262,7 +264,7 @@ def run_size(
             ctx.close()
             rows.append((name, r))
             print(
-                f"  {name:<16} first content {r['first']:5.1f} s · settled {r['settled']:5.1f} s · app CPU "
+                f"  {name:<32} first content {r['first']:5.1f} s · settled {r['settled']:5.1f} s · app CPU "
                 f"{r['cpu']:5.1f} s · app peak RSS {r['rss']:6.0f} MB",
                 flush=True,
             )
