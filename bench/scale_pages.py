@@ -5,13 +5,14 @@ QAGS-like dataset of bench/pages_render.py: 5-sentence summaries with worker vot
 its verdicts and an RAI round, and as many History runs), starts the app as users do (`python serve.py`, no
 worker), and opens each page in headless Chromium in a new session:
 
-  Datasets (?dataset=ID), Batches (?batch=ID), Meta-evaluation (?batch=ID), Judges, Reports, History.
+  Datasets (?dataset=ID), Batches (?batch=ID), Meta-evaluation (?batch=ID, and its Human agreement tab, which reads
+  the sentences), Judges, Reports, History.
 
 Per page it prints
   * first content: from navigation until the page's title is drawn;
-  * settled: until the page last changed (its text, Streamlit's running indicator, a spinner), once nothing has
-    changed for QUIET_S seconds; a page still polling background work (the hourglass of bootstrap intervals
-    computing in the background) is not settled;
+  * settled: until the page last changed (its text, Streamlit's running indicator or the app's script state, a
+    spinner), once nothing has changed for QUIET_S seconds; a page still polling background work (the hourglass
+    of bootstrap intervals computing in the background) is not settled;
   * app CPU: CPU seconds of the app and its child processes (the bootstrap runs in a child) over that page;
   * peak RSS: the app's process tree, the most it held at once so far (sampled every 0.2 s).
 CPU seconds and memory hold on a loaded machine; the wall times do not (the line above the table gives the load).
@@ -205,8 +206,11 @@ def drive(page, url: str, monitor: Monitor) -> dict[str, float]:
                 const status = document.querySelector('[data-testid="stStatusWidget"]');
                 const spin = document.querySelectorAll('[data-testid="stSpinner"], [data-testid="stSkeleton"]');
                 const stale = document.querySelectorAll('[data-stale="true"]');
-                // the running indicator exists only while a script runs (it may hold no text: count it)
-                return [main ? main.innerText : "", status ? 1 : 0, spin.length, stale.length];
+                // the running indicator exists only while a script runs (it may hold no text: count it); it
+                // is not always drawn (the toolbar of a headless page), so the app's script state counts too
+                const app = document.querySelector('[data-testid="stApp"]');
+                const running = app && app.getAttribute("data-test-script-state") === "running" ? 1 : 0;
+                return [main ? main.innerText : "", status || running ? 1 : 0, spin.length, stale.length];
             }"""
         )
         sig = (hash(busy[0]), busy[1], busy[2], busy[3])
@@ -226,6 +230,7 @@ PAGES = [
     ("Datasets", "Datasets?dataset={dataset}"),
     ("Batches", "Batches?batch={batch}"),
     ("Meta-evaluation", "Meta-evaluation?batch={batch}"),
+    ("Meta-evaluation: Human agreement", "Meta-evaluation?batch={batch}&me_tab=Human+agreement"),
     ("Judges", "Judges"),
     ("Reports", "Reports"),
     ("History", "History"),
@@ -259,7 +264,7 @@ def run_size(
             ctx.close()
             rows.append((name, r))
             print(
-                f"  {name:<16} first content {r['first']:5.1f} s · settled {r['settled']:5.1f} s · app CPU "
+                f"  {name:<32} first content {r['first']:5.1f} s · settled {r['settled']:5.1f} s · app CPU "
                 f"{r['cpu']:5.1f} s · app peak RSS {r['rss']:6.0f} MB",
                 flush=True,
             )

@@ -13,7 +13,8 @@ many model requests as items) and prints the wall time, items per second, the wo
 peak RSS and CPU, and per page the median and worst first-content and settled times over the visits.
 
 Run: .venv/bin/python bench/workers_100k.py [--items 100000] [--workers 4] [--latency 0.05] [--in-flight 16]
-     [--sqlite]  (a SQLite file instead of PostgreSQL)
+     [--sqlite]  (a SQLite file instead of PostgreSQL) [--nice N]  (the workers at a lower priority, `nice -n N`)
+     [--pages Meta-evaluation ...]  (only these pages)
 """
 
 from __future__ import annotations
@@ -79,7 +80,7 @@ def make_batch(url: str, ds_id: int, base_url: str, in_flight: int) -> int:
     return bid
 
 
-def start_workers(k: int, url: str, tmp: Path, base_url: str) -> list[subprocess.Popen]:
+def start_workers(k: int, url: str, tmp: Path, base_url: str, nice: int = 0) -> list[subprocess.Popen]:
     env = {key: v for key, v in os.environ.items() if not key.upper().startswith(("LLM_", "OPENAI_", "STREAMLIT_"))}
     env.update(
         DATABASE_URL=url,
@@ -90,11 +91,12 @@ def start_workers(k: int, url: str, tmp: Path, base_url: str) -> list[subprocess
         PYTHONPATH=str(ROOT),
     )
     procs = []
+    prefix = ["nice", "-n", str(nice)] if nice else []
     for w in range(k):
         log = open(tmp / f"worker-{w}.log", "wb")
         procs.append(
             subprocess.Popen(
-                [sys.executable, "-m", "services.worker", "--threads", "1"],
+                [*prefix, sys.executable, "-m", "services.worker", "--threads", "1"],
                 cwd=ROOT,
                 env=env,
                 stdout=log,
@@ -130,7 +132,15 @@ def main() -> None:
     ap.add_argument("--latency", type=float, default=0.05)
     ap.add_argument("--in-flight", type=int, default=16, help="requests each worker keeps open")
     ap.add_argument("--sqlite", action="store_true")
+    ap.add_argument(
+        "--nice",
+        type=int,
+        default=0,
+        help="start the workers at this lower priority (nice -n N), as a deployment that keeps the app responsive",
+    )
+    ap.add_argument("--pages", nargs="*", default=None, help="only these pages (names as printed)")
     args = ap.parse_args()
+    pages = [(name, path) for name, path in PAGES if not args.pages or name in args.pages]
     from playwright.sync_api import sync_playwright
 
     from services.database import get_engine
@@ -164,10 +174,10 @@ def main() -> None:
             drive(ctx.new_page(), f"{app_url}/{path}", app_mon)
             ctx.close()
         browser.close()
-    workers = start_workers(args.workers, url, tmp, base_url)
+    workers = start_workers(args.workers, url, tmp, base_url, args.nice)
     mons = [Monitor(w.pid) for w in workers]
     t0 = time.perf_counter()
-    visits: dict[str, list[dict[str, float]]] = {name: [] for name, _ in PAGES}
+    visits: dict[str, list[dict[str, float]]] = {name: [] for name, _ in pages}
     ids = {"batch": bid, "dataset": ds_id}
     engine = get_engine(url)
     try:
@@ -185,13 +195,17 @@ def main() -> None:
                     break
                 if any(w.poll() is not None for w in workers):
                     raise RuntimeError("a worker exited: see its log in " + str(tmp))
-                name, path = PAGES[i % len(PAGES)]
+                name, path = pages[i % len(pages)]
                 i += 1
                 ctx = browser.new_context(viewport={"width": 1400, "height": 1400})
                 r = drive(ctx.new_page(), f"{app_url}/{path.format(**ids)}", app_mon)
                 ctx.close()
                 visits[name].append(r)
-                print(f"    {name}: first content {r['first']:.1f} s, settled {r['settled']:.1f} s", flush=True)
+                print(
+                    f"    {name}: first content {r['first']:.1f} s, settled {r['settled']:.1f} s, app CPU "
+                    f"{r['cpu']:.1f} s, load average {os.getloadavg()[0]:.1f}",
+                    flush=True,
+                )
             browser.close()
         wall = time.perf_counter() - t0
         worker_cpu = sum(m.cpu() for m in mons)
@@ -206,7 +220,9 @@ def main() -> None:
             except subprocess.TimeoutExpired:
                 proc.kill()
     got = check(url, bid, n)
-    print(f"\n{n:,} items, {args.workers} workers x {args.in_flight} in flight, latency {args.latency * 1000:.0f} ms")
+    nice = f", workers at nice {args.nice}" if args.nice else ""
+    latency = f"latency {args.latency * 1000:.0f} ms"
+    print(f"\n{n:,} items, {args.workers} workers x {args.in_flight} in flight, {latency}{nice}")
     print("  " + ", ".join(f"{k} {v:,}" for k, v in got.items()))
     once = got["done"] == n and not got["failed"] and not got["attempted twice"] and got["model requests"] == n
     print(f"  every item exactly once: {'yes' if once else 'NO'}")
@@ -215,14 +231,15 @@ def main() -> None:
         f"  wall {wall:.0f} s ({n / wall:.0f} items/s; ideal at this latency {ideal:.0f} s); workers' CPU "
         f"{worker_cpu:.0f} s ({1000 * worker_cpu / n:.1f} ms an item); app peak RSS {app_mon.peak_rss / 2**20:.0f} MB"
     )
-    print("  page visits during the run (median / worst): first content, settled")
+    print("  page visits during the run (median / worst): first content, settled, app CPU")
     for name, rs in visits.items():
         if rs:
             f = [r["first"] for r in rs]
             s = [r["settled"] for r in rs]
+            c = [r["cpu"] for r in rs]
             print(
                 f"    {name:<16} {len(rs)} visits: {statistics.median(f):.1f} / {max(f):.1f} s, "
-                f"{statistics.median(s):.1f} / {max(s):.1f} s"
+                f"{statistics.median(s):.1f} / {max(s):.1f} s, {statistics.median(c):.1f} / {max(c):.1f} s"
             )
 
 

@@ -115,7 +115,7 @@ def load_full(batch_id: int, stamp: str) -> metaeval.BatchData:
 @st.cache_data(show_spinner=False, max_entries=8, ttl=3600)
 def baseline_values(batch_id: int, stamp: str, bstamp: str, _item_ids: tuple[int, ...]) -> pd.DataFrame:
     """Stored baseline values of the batch's finished items (`bstamp` changes when values are added)."""
-    return metaeval.cached_baselines(engine(), list(_item_ids))
+    return metaeval.cached_baselines(engine(), list(_item_ids), batch_id=batch_id)
 
 
 @st.cache_data(show_spinner=False, max_entries=16, ttl=3600)
@@ -126,46 +126,92 @@ def estimates(
     seed: int,
     n_boot: int,
     full: bool,
+    parts: tuple[str, ...],
     _data: metaeval.BatchData,
     _values: pd.DataFrame,
 ) -> metaeval.Estimates:
-    """metaeval.estimates, computed in the page: points (n_boot=0) always, intervals for batches where that
-    is quick."""
-    return metaeval.estimates(_data, _values, seed=seed, n_boot=n_boot)
+    """metaeval.estimates of these parts, computed in the page: points (n_boot=0) always, intervals for
+    batches where that is quick."""
+    return metaeval.estimates(_data, _values, seed=seed, n_boot=n_boot, parts=parts)
 
 
 QUICK_SECONDS = 1.5  # bootstraps estimated below this run in the page; longer ones in the background
+REFRESH_SECONDS = 30.0  # while a batch runs, its figures are recomputed at most this often
+
+
+@st.cache_resource(show_spinner=False)
+def _throttle() -> metaeval.StampThrottle:
+    return metaeval.StampThrottle(REFRESH_SECONDS)
+
+
+def view_stamp(batch: Any) -> str:
+    """The stamp the batch's cached data and figures are keyed on: taken again at most every REFRESH_SECONDS
+    while the batch is queued or running (shared by every session of this server)."""
+    return _throttle().stamp(engine(), batch.id, running=batch.status in ("queued", "running"))
+
+
+def parts_for(open_tabs: Iterable[str]) -> tuple[str, ...]:
+    """The parts of the estimates the open tabs show (the others are not computed)."""
+    wanted = {"Summary level": "correlations", "Human agreement": "agreement", "Baselines": "baselines"}
+    return tuple(p for p in metaeval.PARTS if p in {wanted.get(t) for t in open_tabs})
 
 
 def interval_estimates(
-    data: metaeval.BatchData, values: pd.DataFrame, *, stamp: str, bstamp: str, seed: int, n_boot: int
-) -> tuple[metaeval.Estimates, str | None]:
-    """The estimates with bootstrap intervals when they are at hand, else the point estimates (without the
-    alphas when `data` has no sentences) and the key under which start_intervals computes the intervals in
-    the background; call that once the page is drawn."""
+    data: metaeval.BatchData,
+    values: pd.DataFrame,
+    *,
+    stamp: str,
+    bstamp: str,
+    seed: int,
+    n_boot: int,
+    parts: tuple[str, ...] = metaeval.PARTS,
+) -> tuple[metaeval.Estimates, list[str]]:
+    """The estimates of `parts` with bootstrap intervals when they are at hand, else their point estimates
+    (without the alphas when `data` has no sentences) and the keys under which start_intervals computes the
+    missing intervals in the background, one part each; call that once the page is drawn."""
     bid = data.batch.id
     n_baselines = int(values.notna().any().sum()) if len(values) else 0
     in_memory = engine().url.database in (None, "", ":memory:")  # a child process could not read it
-    if n_boot <= 0 or in_memory or metaeval.bootstrap_seconds(data, n_boot, n_baselines) < QUICK_SECONDS:
-        if not data.has_sentences and n_boot > 0:
+    quick = metaeval.bootstrap_seconds(data, n_boot, n_baselines, parts) < QUICK_SECONDS
+    if n_boot <= 0 or in_memory or quick:
+        if "agreement" in parts and not data.has_sentences and n_boot > 0:
             data = load_full(bid, stamp)
-        return estimates(bid, stamp, bstamp, seed, n_boot, data.has_sentences, data, values), None
-    key = f"me-ci:{bid}:{stamp}:{bstamp}:{seed}:{n_boot}"
-    task = background.get(key)
-    if task is not None and task.future.done() and not task.future.cancelled() and task.error() is None:
-        return task.future.result(), None
-    return estimates(bid, stamp, bstamp, seed, 0, data.has_sentences, data, values), key
+        return estimates(bid, stamp, bstamp, seed, n_boot, data.has_sentences, parts, data, values), []
+    found: dict[str, Any] = {}
+    pending = []
+    for part in parts:
+        key = f"me-ci:{bid}:{stamp}:{bstamp}:{seed}:{n_boot}:{part}"
+        task = background.get(key)
+        if task is not None and task.future.done() and not task.future.cancelled() and task.error() is None:
+            found[part] = getattr(task.future.result(), part)
+        else:
+            pending.append(key)
+    points = estimates(
+        bid, stamp, bstamp, seed, 0, data.has_sentences, tuple(p for p in parts if p not in found), data, values
+    )
+    if not pending:
+        return metaeval.Estimates(**{p: found.get(p) for p in metaeval.PARTS}, n_boot=n_boot, seed=seed), []
+    merged = {p: found.get(p, getattr(points, p)) for p in metaeval.PARTS}
+    return metaeval.Estimates(**merged, n_boot=0, seed=seed), pending
 
 
 def start_intervals(key: str, batch_id: int, *, seed: int, n_boot: int) -> background.Task:
-    """Compute the intervals in the background child process, which reads the batch itself (a failed
-    attempt is not repeated until the batch or the settings change)."""
+    """Compute one part's intervals (the key's last field) in the background child process, which reads the
+    batch itself (a failed attempt is not repeated until the batch or the settings change)."""
     task = background.get(key)
     if task is not None and task.future.done() and task.error() is not None:
         return task
+    part = key.rsplit(":", 1)[1]
     url = engine().url.render_as_string(hide_password=False)
     return background.submit_process(
-        key, metaeval.estimates_from_db, url, batch_id, seed=seed, n_boot=n_boot, group=f"me-ci:{batch_id}"
+        key,
+        metaeval.estimates_from_db,
+        url,
+        batch_id,
+        seed=seed,
+        n_boot=n_boot,
+        parts=(part,),
+        group=f"me-ci:{batch_id}:{part}",
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
-from sqlalchemy import func, insert
+from sqlalchemy import func, insert, text
 from sqlmodel import Session, col, select
 
 from db.models import BaselineScore, Batch, BatchItem, BatchPublic, Dataset, DatasetItem, DatasetPublic, Document
@@ -64,6 +64,50 @@ WHERE bi.batch_id = :b
 """,
 }
 
+# The same queries for PostgreSQL, whose JSON functions are also C: the results are not sent to Python whole. A
+# value that is not an array or an object (JSON null) yields no rows, as in SQLite.
+_POSTGRES_JSON: dict[str, str] = {
+    "flags": """
+SELECT bi.item_id, (bi.result -> 'rounds' -> 0 ->> 'model_is_consistent')::boolean,
+       CASE WHEN json_typeof(di.sentence_labels) = 'array' THEN json_array_length(di.sentence_labels) END
+FROM batch_item bi JOIN dataset_item di ON di.id = bi.item_id
+WHERE bi.batch_id = :b
+""",
+    "rounds": """
+SELECT bi.item_id, (r.k - 1)::int, (r.value ->> 'score')::float
+FROM batch_item bi,
+     json_array_elements(CASE WHEN json_typeof(bi.result -> 'rounds') = 'array' THEN bi.result -> 'rounds' END)
+       WITH ORDINALITY r(value, k)
+WHERE bi.batch_id = :b AND bi.n_rounds >= 3 AND r.k - 1 BETWEEN 1 AND bi.n_rounds - 2
+""",
+    "sentences": """
+SELECT bi.item_id, (s.k - 1)::int, s.value ->> 'verdict'
+FROM batch_item bi,
+     json_array_elements(CASE WHEN json_typeof(bi.result -> 'rounds' -> 0 -> 'sentences') = 'array'
+                         THEN bi.result -> 'rounds' -> 0 -> 'sentences' END) WITH ORDINALITY s(value, k)
+WHERE bi.batch_id = :b AND bi.status = 'done'
+ORDER BY bi.item_id, s.k
+""",
+    "votes": """
+SELECT bi.item_id, (l.k - 1)::int,
+       SUM(CASE v.value WHEN 'true' THEN 1 WHEN 'false' THEN 0 ELSE v.value::numeric END)::int, COUNT(*)::int
+FROM batch_item bi JOIN dataset_item di ON di.id = bi.item_id,
+     json_array_elements(CASE WHEN json_typeof(di.sentence_labels) = 'array' THEN di.sentence_labels END)
+       WITH ORDINALITY l(value, k),
+     json_each_text(CASE WHEN json_typeof(l.value) = 'object' THEN l.value END) v
+WHERE bi.batch_id = :b
+GROUP BY bi.item_id, l.k
+ORDER BY bi.item_id, l.k
+""",
+    "workers": """
+SELECT COUNT(DISTINCT v.key)
+FROM batch_item bi JOIN dataset_item di ON di.id = bi.item_id,
+     json_array_elements(CASE WHEN json_typeof(di.sentence_labels) = 'array' THEN di.sentence_labels END) l,
+     json_each_text(CASE WHEN json_typeof(l) = 'object' THEN l END) v
+WHERE bi.batch_id = :b
+""",
+}
+
 # Stored baseline values are read this many item ids at a time (the bound parameters of one IN list).
 _CHUNK = 5000
 
@@ -101,13 +145,15 @@ def batches_by_id(*, session: Session, batch_ids: Iterable[int]) -> dict[int, Ba
 
 
 def item_rows(*, session: Session, batch_id: int) -> list[tuple[Any, ...]]:
-    """The batch's items as ITEM_COLUMNS rows, in dataset order."""
-    return session.exec(  # type: ignore[return-value]
+    """The batch's items as ITEM_COLUMNS rows, in dataset order (plain tuples through Core: the ORM's row
+    layer costs more than the query at 50,000 items)."""
+    q = (
         select(*ITEM_COLUMNS)
         .join(DatasetItem, DatasetItem.id == BatchItem.item_id)
         .where(BatchItem.batch_id == batch_id)
         .order_by(DatasetItem.idx)
-    ).all()
+    )
+    return [tuple(r) for r in session.connection().execute(q)]
 
 
 def item_result_rows(*, session: Session, batch_id: int) -> list[tuple[Any, ...]]:
@@ -121,20 +167,27 @@ def item_result_rows(*, session: Session, batch_id: int) -> list[tuple[Any, ...]
 
 
 def sqlite_json_rows(*, session: Session, query: JsonQuery, batch_id: int) -> list[tuple[Any, ...]]:
-    """One of the SQLite JSON queries of a batch, as plain tuples from the DB-API cursor (the SQLAlchemy Row
-    layer costs more than the query here)."""
+    """One of the JSON queries of a batch, as plain tuples: on SQLite from the DB-API cursor (the SQLAlchemy Row
+    layer costs more than the query here), on PostgreSQL through SQLAlchemy."""
+    if session.get_bind().dialect.name == "postgresql":
+        return [tuple(r) for r in session.execute(text(_POSTGRES_JSON[query]), {"b": batch_id})]
     dbapi = session.connection().connection.dbapi_connection
     return dbapi.execute(_SQLITE_JSON[query], {"b": batch_id}).fetchall()  # type: ignore[union-attr]
 
 
+def has_json_queries(dialect: str) -> bool:
+    """Whether sqlite_json_rows has this database's queries."""
+    return dialect in ("sqlite", "postgresql")
+
+
 def reference_ids(*, session: Session, batch_id: int) -> dict[int, int]:
     """Each item's reference document id."""
-    rows = session.exec(
+    q = (
         select(BatchItem.item_id, DatasetItem.reference_id)
         .join(DatasetItem, DatasetItem.id == BatchItem.item_id)
         .where(BatchItem.batch_id == batch_id)
-    ).all()
-    return dict(rows)  # type: ignore[arg-type]
+    )
+    return dict(session.connection().execute(q).tuples().all())  # type: ignore[arg-type]
 
 
 def sentence_labels(*, session: Session, dataset_id: int) -> list[list[dict[str, int]] | None]:
@@ -185,6 +238,16 @@ def baseline_rows(
             ).all()  # type: ignore[arg-type]
         )
     return rows
+
+
+def batch_baseline_rows(*, session: Session, batch_id: int, metrics: Sequence[str]) -> list[tuple[Any, ...]]:
+    """baseline_rows of every item of a batch, by a join rather than a list of ids (no 50,000 bound values)."""
+    q = (
+        select(BaselineScore.id, BaselineScore.item_id, BaselineScore.metric, BaselineScore.value)
+        .join(BatchItem, BatchItem.item_id == BaselineScore.item_id)
+        .where(BatchItem.batch_id == batch_id, col(BaselineScore.metric).in_(list(metrics)))
+    )
+    return [tuple(r) for r in session.connection().execute(q)]
 
 
 def baseline_stamp(*, session: Session, dataset_id: int) -> str:

@@ -92,13 +92,15 @@ with st.expander("Statistics settings", icon=":material/tune:"):
         )
     )
     s[2].caption(
-        "Intervals are percentile bootstraps: pairs of items for correlations, each class apart for AUROC, "
-        "sentences for Krippendorff's alpha. Large batches get them from a background process."
+        "95% intervals: DeLong's for AUROC; up to 5,000 items percentile bootstraps (pairs of items for "
+        "correlations, sentences for Krippendorff's alpha), above that their linear forms. A slow bootstrap runs "
+        "in a background process."
     )
 
-stamp = metaeval.batch_stamp(eng, bid)
+# While a batch runs the stamp is taken again at most every mv.REFRESH_SECONDS: reruns reuse the cached figures.
+stamp = mv.view_stamp(batch)
 data = mv.load_data(bid, stamp)  # items only; the sentences are read when a tab needs them
-other = mv.load_data(other_id, metaeval.batch_stamp(eng, other_id)) if other_id is not None else None
+other = mv.load_data(other_id, mv.view_stamp(by_id[other_id])) if other_id is not None else None
 ds = data.dataset
 done = data.done
 item_ids = tuple(int(i) for i in done["item_id"])
@@ -117,6 +119,12 @@ st.markdown(
     unsafe_allow_html=True,
 )
 mv.show_notes(data.notes, kind="info")
+if batch.status in ("queued", "running") and data.loaded_at is not None:
+    st.caption(
+        f":material/schedule: As of {data.loaded_at:%H:%M:%S} UTC, {len(done):,} items done. While the batch "
+        f"runs the figures are recomputed at most every {mv.REFRESH_SECONDS:.0f} s: rerun the page (R) later "
+        "for newer ones."
+    )
 if done.empty:
     if batch.status in ("done", "cancelled"):
         st.info(
@@ -134,7 +142,6 @@ if done.empty:
     )
     st.stop()
 
-est, ci_key = mv.interval_estimates(data, values, stamp=stamp, bstamp=bstamp, seed=seed, n_boot=n_boot)
 ci_slot = st.container()  # filled at the end, once the page is drawn, if the intervals are still to come
 cls = metaeval.at_threshold(done, threshold)
 
@@ -146,6 +153,9 @@ def _full() -> metaeval.BatchData:
 
 TABS = ["Summary level", "Figure 3", "Methods", "Sentence level", "Baselines", "RAI", "Human agreement", "Export"]
 tab = dict(zip(TABS, st.tabs(TABS, key="me_tab", bind="query-params"), strict=True))
+# Only the open tab's statistics are computed (the correlations, the alphas or the baselines table).
+parts = mv.parts_for(t for t, container in tab.items() if container.open)
+est, ci_keys = mv.interval_estimates(data, values, stamp=stamp, bstamp=bstamp, seed=seed, n_boot=n_boot, parts=parts)
 
 # -- methods compared (Summ-NLI, Sent-NLI, QG-QA beside DCE) -------------------------------------------
 if tab["Methods"].open:
@@ -217,7 +227,7 @@ if tab["Methods"].open:
 # -- summary level -----------------------------------------------------------------------------
 if tab["Summary level"].open:
     with tab["Summary level"]:
-        corr = est.correlations
+        corr = est.correlations or metaeval.correlations(done, seed=seed, n_boot=0)  # asked for: never None
         st.subheader("Correlation with human scores (Tables 2-3)")
         mv.show_notes(corr.notes)
         if any(c.r is not None for c in corr.correlations) or corr.auroc.auc is not None:
@@ -372,7 +382,10 @@ if tab["Baselines"].open:
         if done["human_score"].isna().all() and done["human_label"].isna().all():
             st.info("These items have no human scores or labels: there is nothing to compare the baselines with.")
         else:
-            mv.show_table(mv.baselines_display(est.baselines), f"batch-{bid}-baselines.csv", "me_bl", raw=est.baselines)
+            bl_table = est.baselines
+            if bl_table is None:  # asked for by this tab: never None
+                bl_table = metaeval.baseline_table(data.items, values, seed=seed, n_boot=0)
+            mv.show_table(mv.baselines_display(bl_table), f"batch-{bid}-baselines.csv", "me_bl", raw=bl_table)
 
 # -- RAI ---------------------------------------------------------------------------------------
 if tab["RAI"].open:
@@ -504,14 +517,15 @@ if tab["Export"].open:
         def _report() -> str:
             """Every table as JSON, built when the button is clicked (on another thread: no Streamlit here)."""
             full = metaeval.load_batch(eng, bid)
+            every = metaeval.estimates(full, values, seed=seed, n_boot=est.n_boot)
             rep = metaeval.Report(
-                summary=metaeval.SummaryLevel(est.correlations, cls),
+                summary=metaeval.SummaryLevel(every.correlations, cls),
                 sentence=metaeval.sentence_level(data=full),
                 figure3=metaeval.figure3(data=data, other=other),
-                baselines=est.baselines,
+                baselines=every.baselines,
                 rai=metaeval.rai_table(data.items),
                 rounds=metaeval.rounds_of(data.items),
-                agreement=est.agreement or metaeval.human_agreement(data=full, seed=seed, n_boot=est.n_boot),
+                agreement=every.agreement,
                 notes=data.notes,
             )
             return metaeval.report_json(metaeval.report_dict(rep, batch_id=bid, settings=settings, bundle=bundle))
@@ -538,7 +552,7 @@ if tab["Export"].open:
         with st.expander("Bundle preview", icon=":material/data_object:"):
             st.json(bundle, expanded=2)
 
-if ci_key is not None:
+for ci_key in ci_keys:
     ci_task = mv.start_intervals(ci_key, bid, seed=seed, n_boot=n_boot)
     with ci_slot:
         if ci_task.error() is not None:

@@ -65,9 +65,16 @@ def _units(engine: Engine, dataset_id: int, batch_ids: list[int]) -> tuple[_Unit
             labels[unit][r.annotator] = int(r.label)
             text[unit] = r.sentence
             order[r.item_id] = (r.idx, r.external_id)
-        sizes = queries.sentence_counts(session=session, dataset_id=dataset_id)
         names = db_batches.batch_names(session=session, batch_ids=batch_ids)
-        results = {b: queries.done_results(session=session, batch_id=b) for b in batch_ids if b in names}
+        # Verdicts are looked up for labelled sentences only: the other items' results (every item's JSON on a
+        # large batch) are not read, nor anything when nobody has labelled yet.
+        labelled = sorted(order)
+        sizes = queries.sentence_counts(session=session, dataset_id=dataset_id) if labelled else {}
+        results = {
+            b: queries.done_results(session=session, batch_id=b, item_ids=labelled) if labelled else []
+            for b in batch_ids
+            if b in names
+        }
     return _Units(dict(labels), text, order, sizes), names, results
 
 

@@ -49,10 +49,11 @@ from services.metaeval.classification import (
     sentence_level,
 )
 from services.metaeval.common import CONSISTENT_AT, DEFAULT_BOOT, DEFAULT_SEED, DEFAULT_THRESHOLD, POSITIVE
-from services.metaeval.loading import BatchData, add_sentences, batch_frame, batch_stamp, load_batch
+from services.metaeval.loading import BatchData, StampThrottle, add_sentences, batch_frame, batch_stamp, load_batch
 from services.metaeval.methods import ERROR_TYPE_KEYS, LENGTH_BUCKETS, MethodComparison, compare_method_batches
 from services.metaeval.rai import RoundsResult, rai_table, rounds_of, rounds_table
 from services.metaeval.reporting import (
+    PARTS,
     Estimates,
     Report,
     bootstrap_seconds,
@@ -76,6 +77,7 @@ __all__ = [
     "DEFAULT_THRESHOLD",
     "POSITIVE",
     "BatchData",
+    "StampThrottle",
     "add_sentences",
     "batch_frame",
     "batch_stamp",
@@ -114,6 +116,7 @@ __all__ = [
     "bundle",
     "prompt_record",
     "public_params",
+    "PARTS",
     "Estimates",
     "Report",
     "bootstrap_seconds",

@@ -16,6 +16,7 @@ from db.engine import get_session
 from services import baselines as bl
 from services import stats
 from services.metaeval.common import DEFAULT_BOOT, DEFAULT_SEED, numeric
+from services.metaeval.summary import Correlations
 from services.text import InputError
 
 BASELINE_METRICS: dict[str, str] = {
@@ -31,11 +32,15 @@ EVIDENCE_METRIC = "evidence_lexical"
 
 
 # -- baselines (Tables 1-3) --------------------------------------------------------------------------
-def cached_baselines(engine: Engine, item_ids: Sequence[int]) -> pd.DataFrame:
-    """Stored baseline values: one row per item id (index), one column per metric (NaN when missing)."""
+def cached_baselines(engine: Engine, item_ids: Sequence[int], *, batch_id: int | None = None) -> pd.DataFrame:
+    """Stored baseline values: one row per item id (index), one column per metric (NaN when missing). With
+    `batch_id` (whose items include item_ids) the values are read by a join instead of a list of ids."""
     ids = [int(i) for i in item_ids]
     with Session(engine) as session:
-        rows = db.baseline_rows(session=session, item_ids=ids, metrics=list(BASELINE_METRICS))
+        if batch_id is not None:
+            rows = db.batch_baseline_rows(session=session, batch_id=batch_id, metrics=list(BASELINE_METRICS))
+        else:
+            rows = db.baseline_rows(session=session, item_ids=ids, metrics=list(BASELINE_METRICS))
     long = pd.DataFrame(rows, columns=["id", "item_id", "metric", "value"])
     # Two writers racing on the same item leave duplicates: the latest row wins.
     long = long.sort_values("id").drop_duplicates(["item_id", "metric"], keep="last")
@@ -159,6 +164,22 @@ def _metric_row(name: str, x: np.ndarray, hs: np.ndarray, hl: np.ndarray, *, see
     return row
 
 
+def _row_of(name: str, corr: Correlations) -> dict[str, Any]:
+    """_metric_row's row from correlations already computed on the same values (the model's score)."""
+    row: dict[str, Any] = {"metric": name, "n": corr.n_items}
+    notes = []
+    for c in corr.correlations:
+        row[c.method], row[f"{c.method}_ci_low"], row[f"{c.method}_ci_high"] = c.r, c.ci_low, c.ci_high
+        if c.note and c.method == "pearson":
+            notes.append(c.note)
+    a = corr.auroc
+    row["auroc"], row["auroc_ci_low"], row["auroc_ci_high"] = a.auc, a.ci_low, a.ci_high
+    if a.note:
+        notes.append(a.note)
+    row["note"] = " ".join(dict.fromkeys(notes))
+    return row
+
+
 TABLE_COLUMNS = [
     "metric",
     "n",
@@ -185,16 +206,23 @@ def baseline_table(
     model_label: str | None = "Model",
     seed: int = DEFAULT_SEED,
     n_boot: int = DEFAULT_BOOT,
+    model: Correlations | None = None,
 ) -> pd.DataFrame:
     """Tables 1-3 side by side: the model's score and each baseline against the same humans, same items.
 
     `df` is a batch_frame (its done items define the items; model_label=None leaves the model row out);
     `values` is cached_baselines for them. A baseline without any value is listed with n = 0 and a note.
+    `model`: summary.correlations of the same done items with the same seed and resamples, to take the model
+    row from instead of computing it again.
     """
     done = df[(df["status"] == "done") & df["score"].notna()].set_index("item_id")
     hs, hl = numeric(done["human_score"]), numeric(done["human_label"])
     rows = []
-    if model_label is not None:
+    if model_label is not None and model is not None:
+        if model.n_items != len(done) or model.seed != seed or model.n_boot != n_boot:
+            raise ValueError("model: correlations of other items or settings than this table's")
+        rows.append(_row_of(model_label, model))
+    elif model_label is not None:
         rows.append(_metric_row(model_label, numeric(done["score"]), hs, hl, seed=seed, n_boot=n_boot))
     v = values.reindex(done.index.astype(int))
     for metric, label in BASELINE_METRICS.items():

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 
 import numpy as np
 import pandas as pd
@@ -34,6 +37,7 @@ class BatchData:
     notes: tuple[str, ...] = ()
     has_sentences: bool = True  # False: loaded with sentences=False (items only; no verdicts or votes)
     label_counts: np.ndarray | None = None  # per item (in items' order): entries in its sentence labels
+    loaded_at: datetime | None = None  # when load_batch began reading (UTC): the figures are as of then
 
     @property
     def done(self) -> pd.DataFrame:
@@ -49,6 +53,35 @@ def batch_stamp(engine: Engine, batch_id: int) -> str:
     """Changes whenever the batch's results change (status, items finished, last write): a cache key."""
     with Session(engine) as session:
         return db.batch_stamp(session=session, batch_id=batch_id)
+
+
+class StampThrottle:
+    """The stamp to key a batch's cached figures on, taken again at most every `every` seconds while the batch
+    runs: each finished item changes batch_stamp, and recomputing a large batch's statistics on every rerun
+    would keep a page busy for as long as the batch runs. A batch that is not running gets its current stamp
+    (a finished batch's figures never change until it runs again). Safe across threads (one per server)."""
+
+    def __init__(self, every: float, clock: Callable[[], float] = time.monotonic, max_batches: int = 64) -> None:
+        self.every = every
+        self._clock = clock
+        self._max = max_batches
+        self._seen: dict[int, tuple[str, float]] = {}
+        self._lock = threading.Lock()
+
+    def stamp(self, engine: Engine, batch_id: int, *, running: bool) -> str:
+        """The batch's stamp: while `running`, the one taken less than `every` seconds ago when there is one."""
+        now = self._clock()
+        with self._lock:
+            seen = self._seen.get(batch_id)
+        if running and seen is not None and now - seen[1] < self.every:
+            return seen[0]
+        current = batch_stamp(engine, batch_id)
+        with self._lock:
+            self._seen.pop(batch_id, None)
+            self._seen[batch_id] = (current, now)
+            while len(self._seen) > self._max:
+                del self._seen[next(iter(self._seen))]
+        return current
 
 
 @dataclass
@@ -122,9 +155,10 @@ def load_batch(engine: Engine, batch_id: int, *, sentences: bool = True, sql_jso
 
     sentences=False reads the items only (scores, human judgments, rounds): enough for the summary level,
     Figure 3, the baselines and RAI, and several times faster on large batches (add_sentences reads the rest
-    later). On SQLite the JSON results are taken apart by the database (sql_json=None picks that by dialect);
-    elsewhere in Python. Both give the same data.
+    later). On SQLite and PostgreSQL the JSON results are taken apart by the database (sql_json=None picks that
+    by dialect); elsewhere in Python. Both give the same data.
     """
+    started = datetime.now(UTC)
     with Session(engine) as session:
         found = db.batch_with_dataset(session=session, batch_id=batch_id)
     if found is None:
@@ -132,9 +166,10 @@ def load_batch(engine: Engine, batch_id: int, *, sentences: bool = True, sql_jso
     batch, dataset = found
     if not _use_sql(engine, sql_json):
         raw = _read_python(engine, batch_id)
-        data = _with_documents(engine, batch_id, _assemble_items(batch, dataset, raw))
+        data = _with_documents(engine, batch_id, _assemble_items(batch, dataset, raw, started))
         return _assemble_sentences(data, raw) if sentences else data
-    data = _with_documents(engine, batch_id, _assemble_items(batch, dataset, _read_sql_items(engine, batch_id)))
+    items = _assemble_items(batch, dataset, _read_sql_items(engine, batch_id), started)
+    data = _with_documents(engine, batch_id, items)
     return add_sentences(engine, data, sql_json=True) if sentences else data
 
 
@@ -159,7 +194,7 @@ def add_sentences(engine: Engine, data: BatchData, *, sql_json: bool | None = No
 
 
 def _use_sql(engine: Engine, sql_json: bool | None) -> bool:
-    return engine.dialect.name == "sqlite" if sql_json is None else sql_json
+    return db.has_json_queries(engine.dialect.name) if sql_json is None else sql_json
 
 
 def _frame(rows: list[tuple], columns: list[str], dtype: str | None) -> pd.DataFrame:
@@ -171,7 +206,9 @@ def _frame(rows: list[tuple], columns: list[str], dtype: str | None) -> pd.DataF
     return pd.DataFrame({c: arr[:, k].astype(dtype) if dtype else arr[:, k] for k, c in enumerate(columns)})
 
 
-def _assemble_items(batch: BatchPublic, dataset: DatasetPublic | None, raw: _Raw) -> BatchData:
+def _assemble_items(
+    batch: BatchPublic, dataset: DatasetPublic | None, raw: _Raw, loaded_at: datetime | None = None
+) -> BatchData:
     cols = [
         "item_id",
         "external_id",
@@ -240,6 +277,7 @@ def _assemble_items(batch: BatchPublic, dataset: DatasetPublic | None, raw: _Raw
         notes=tuple(notes),
         has_sentences=False,
         label_counts=base["n_labels"].fillna(0).astype("int64").to_numpy(),
+        loaded_at=loaded_at,
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Collection
 from dataclasses import asdict, dataclass, field, is_dataclass
 from datetime import datetime
 from typing import Any
@@ -22,15 +23,20 @@ from services.metaeval.rai import RoundsResult, rai_table, rounds_of
 from services.metaeval.reproducibility import bundle
 from services.metaeval.selective import Selective, selective
 from services.metaeval.summary import Correlations, SummaryLevel, correlations, summary_level
+from services.stats.common import EXACT_RESAMPLE_MAX
+
+# The parts of Estimates, each needed by one tab of the page: Summary level, Human agreement, Baselines.
+PARTS: tuple[str, ...] = ("correlations", "agreement", "baselines")
 
 
 @dataclass(frozen=True)
 class Estimates:
-    """The parts of the report that carry bootstrap intervals (the slow part on large batches)."""
+    """The parts of the report that carry bootstrap intervals (the slow part on large batches); a part not
+    asked for (see `parts` of estimates) is None."""
 
-    correlations: Correlations
-    agreement: HumanAgreement | None  # None when the data was loaded without sentences
-    baselines: pd.DataFrame
+    correlations: Correlations | None
+    agreement: HumanAgreement | None  # None when the data was loaded without sentences, or not asked for
+    baselines: pd.DataFrame | None
     n_boot: int
     seed: int
 
@@ -41,44 +47,76 @@ def estimates(
     *,
     seed: int = DEFAULT_SEED,
     n_boot: int = DEFAULT_BOOT,
+    parts: Collection[str] = PARTS,
 ) -> Estimates:
     """Correlations, AUROC, both alphas (when the data has its sentences) and the baselines table, with
-    `n_boot` resamples (0: points only)."""
+    `n_boot` resamples (0: points only); only the `parts` asked for (PARTS), the others None. The baselines
+    table's model row is the correlations' (the same score, humans, seed and resamples)."""
+    unknown = set(parts) - set(PARTS)
+    if unknown:
+        raise ValueError(f"unknown parts {sorted(unknown)}; choose among {', '.join(PARTS)}")
     values = baseline_values if baseline_values is not None else pd.DataFrame(columns=list(BASELINE_METRICS))
+    corr = None
+    if "correlations" in parts or "baselines" in parts:
+        corr = correlations(data.done, seed=seed, n_boot=n_boot)
+    table = None
+    if "baselines" in parts:
+        table = baseline_table(
+            data.items, values, model_label=model_label(data.batch), seed=seed, n_boot=n_boot, model=corr
+        )
     return Estimates(
-        correlations=correlations(data.done, seed=seed, n_boot=n_boot),
-        agreement=human_agreement(data=data, seed=seed, n_boot=n_boot) if data.has_sentences else None,
-        baselines=baseline_table(data.items, values, model_label=model_label(data.batch), seed=seed, n_boot=n_boot),
+        correlations=corr if "correlations" in parts else None,
+        agreement=human_agreement(data=data, seed=seed, n_boot=n_boot)
+        if "agreement" in parts and data.has_sentences
+        else None,
+        baselines=table,
         n_boot=n_boot,
         seed=seed,
     )
 
 
 def estimates_from_db(
-    database_url: str, batch_id: int, *, seed: int = DEFAULT_SEED, n_boot: int = DEFAULT_BOOT
+    database_url: str,
+    batch_id: int,
+    *,
+    seed: int = DEFAULT_SEED,
+    n_boot: int = DEFAULT_BOOT,
+    parts: Collection[str] = PARTS,
 ) -> Estimates:
     """estimates() for a batch read from the database at this URL (for a child process: nothing to pickle
-    but the URL and the numbers)."""
+    but the URL and the numbers); the sentences are read only when `parts` has the agreement."""
     from db.engine import make_engine
 
     engine = make_engine(database_url, migrate=False)
     try:
-        data = load_batch(engine, batch_id)
-        values = cached_baselines(engine, data.done["item_id"].astype(int).tolist())
-        return estimates(data, values, seed=seed, n_boot=n_boot)
+        data = load_batch(engine, batch_id, sentences="agreement" in parts)
+        values = None
+        if "baselines" in parts:
+            values = cached_baselines(engine, data.done["item_id"].astype(int).tolist(), batch_id=batch_id)
+        return estimates(data, values, seed=seed, n_boot=n_boot, parts=parts)
     finally:
         engine.dispose()
 
 
-def bootstrap_seconds(data: BatchData, n_boot: int, n_baselines: int = 0) -> float:
-    """A rough CPU time for the bootstrap intervals of a batch (measured: 10,000 items and 1,000 resamples take
-    about 4 s per score column; 50,000 sentences about 3.5 s per alpha). Items-only data counts sentences."""
+def bootstrap_seconds(data: BatchData, n_boot: int, n_baselines: int = 0, parts: Collection[str] = PARTS) -> float:
+    """A rough CPU time for the bootstrap intervals of these parts of a batch. Up to EXACT_RESAMPLE_MAX items
+    (units) the resamples are drawn item by item (measured: 10,000 items and 1,000 resamples took about 4 s per
+    score column; 50,000 sentences about 3.5 s per alpha); above, the linear forms take a time that does not
+    grow with the resamples (measured at 50,000 items: 0.5 s for the three correlations and AUROC of one
+    column; 0.4 s for both alphas over 500,000 units). Items-only data counts sentences."""
+    if n_boot <= 0:
+        return 0.0
     items = len(data.done)
-    if data.has_sentences:
-        units = int(data.votes.shape[1]) + int((data.sentences["n_votes"] > 0).sum())
-    else:
-        units = 2 * int(data.items["n_sentences"].sum())
-    return n_boot / 1000 * (items * 4e-4 * (1 + n_baselines) + units * 7e-5)
+    columns = ("correlations" in parts) + ("baselines" in parts) * n_baselines
+    per_column = items * 1e-5 if items > EXACT_RESAMPLE_MAX else n_boot / 1000 * items * 4e-4
+    seconds = columns * per_column
+    if "agreement" in parts:
+        if data.has_sentences:
+            units = int(data.votes.shape[1]) + int((data.sentences["n_votes"] > 0).sum())
+        else:
+            units = 2 * int(data.items["n_sentences"].sum())
+        seconds += units * 1e-6 if units > 2 * EXACT_RESAMPLE_MAX else n_boot / 1000 * units * 7e-5
+    return seconds
 
 
 # -- the whole report ------------------------------------------------------------------------------------

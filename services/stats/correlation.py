@@ -92,7 +92,8 @@ def _leave_group_out(x: np.ndarray, y: np.ndarray, method: str, group: np.ndarra
 
     Pearson comes from per-group sums (O(n) for all groups). Spearman keeps the ranks of the whole sample and
     takes off, for each kept value, the removed values below it and half those equal to it: that is its
-    midrank among the kept values, so no re-ranking. Kendall calls scipy once a group (O(n log n) each).
+    midrank among the kept values, so no re-ranking. Kendall subtracts each group's contingency table from the
+    whole sample's when the values are few (_kendall_leave_group_out), else calls scipy once a group.
     """
     if method == "pearson":
         xc, yc = x - x.mean(), y - y.mean()  # centred first: the sums below then lose no precision
@@ -119,7 +120,44 @@ def _leave_group_out(x: np.ndarray, y: np.ndarray, method: str, group: np.ndarra
                 ranks.append((r - below_and_half[inv])[keep])
             out[k] = _pearson_of(*ranks)
         return out
+    by_tables = _kendall_leave_group_out(x, y, group, g)
+    if by_tables is not None:
+        return by_tables
     return np.array([_point(x[group != k], y[group != k], method) for k in range(g)])
+
+
+def _tau_b_of_tables(t: np.ndarray) -> np.ndarray:
+    """Kendall's tau-b of each contingency table in t (..., values of x, values of y), as scipy's kendalltau
+    computes it from the pairs: (concordant - discordant) / sqrt((n0 - ties in x) (n0 - ties in y)); NaN where
+    either side does not vary."""
+    after = np.cumsum(t[..., ::-1, :], axis=-2)[..., ::-1, :] - t  # pairs with a larger x
+    larger_y = np.cumsum(after[..., :, ::-1], axis=-1)[..., :, ::-1] - after  # ... and a larger y
+    smaller_y = np.cumsum(after, axis=-1) - after  # ... and a smaller y
+    s = (t * (larger_y - smaller_y)).sum(axis=(-2, -1))
+    n = t.sum(axis=(-2, -1))
+    rows, cols = t.sum(axis=-1), t.sum(axis=-2)
+    n0 = n * (n - 1) / 2.0
+    tx, ty = (rows * (rows - 1) / 2.0).sum(axis=-1), (cols * (cols - 1) / 2.0).sum(axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.clip(s / np.sqrt((n0 - tx) * (n0 - ty)), -1.0, 1.0)
+
+
+# The per-group contingency tables of _kendall_leave_group_out are built when they hold at most this many cells.
+KENDALL_TABLE_CELLS = 4_000_000
+
+
+def _kendall_leave_group_out(x: np.ndarray, y: np.ndarray, group: np.ndarray, g: int) -> np.ndarray | None:
+    """Kendall's tau-b without each group in turn, from contingency tables: the whole sample's table minus each
+    group's. Scores and human ratings take few distinct values, so the tables are small and this is O(n) plus
+    O(g x values of x x values of y); None when the tables would exceed KENDALL_TABLE_CELLS (continuous data)."""
+    ux, ix = np.unique(x, return_inverse=True)
+    uy, iy = np.unique(y, return_inverse=True)
+    cells = g * ux.size * uy.size
+    if cells > KENDALL_TABLE_CELLS:
+        return None
+    flat = (group * ux.size + ix) * uy.size + iy
+    per_group = np.bincount(flat, minlength=cells).reshape(g, ux.size, uy.size).astype(float)
+    return _tau_b_of_tables(per_group.sum(axis=0) - per_group)
 
 
 def _jackknife_interval(

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import pytest
 import streamlit as st
+from sqlalchemy import update
+from sqlmodel import Session
 
 import services.baselines
 import services.database
 from components import background
+from components import metaeval_views as mv
+from db.models import BatchItem
 from services import metaeval
 from tests.app.helpers import texts
 from tests.metaeval_seed import Item, seed
@@ -24,9 +28,11 @@ def _fresh_caches():
     """Cached frames and background tasks are per process: no test may see another's."""
     st.cache_data.clear()
     background._registry.clear()
+    mv._throttle.clear()
     yield
     st.cache_data.clear()
     background._registry.clear()
+    mv._throttle.clear()
 
 
 @pytest.fixture
@@ -134,6 +140,45 @@ def test_a_running_batch_shows_partial_results_with_a_note(open_page, no_embeddi
     at = open_tab(open_page, bid)
     assert any("still running" in i and "4 of 6" in i for i in texts(at.info))
     assert "**4** of 6 items scored" in header(at)
+
+
+def test_a_running_batch_is_recomputed_at_most_every_refresh_period_and_says_as_of_when(open_page, no_embeddings):
+    engine = services.database.get_engine()
+    items = [*HAND[:4], Item([[C, C]], status="pending"), Item([[C]], status="pending")]
+    _, bid = seed(engine, items, status="running")
+    at = open_tab(open_page, bid)
+    as_of = [c for c in texts(at.caption) if c.startswith(":material/schedule: As of")]
+    assert len(as_of) == 1 and "UTC, 4 items done" in as_of[0] and "every 30 s" in as_of[0]
+    with Session(engine) as s:
+        s.exec(update(BatchItem).where(BatchItem.batch_id == bid).values(status="done", score=1.0))
+        s.commit()
+    at = open_tab(open_page, bid)  # a new session within the period: the same figures, nothing read again
+    assert "**4** of 6 items scored" in header(at)
+    mv._throttle.clear()  # the period is over
+    at = open_tab(open_page, bid)
+    assert "**6** of 6 items scored" in header(at)
+
+
+def test_the_summary_level_reads_no_sentences_and_computes_no_alpha(open_page, no_embeddings, monkeypatch):
+    import services.metaeval.reporting
+
+    _, bid = seed(services.database.get_engine(), LABELLED + HAND)
+
+    def not_on_this_tab(*a, **k):
+        raise AssertionError("not shown on the Summary level tab")
+
+    monkeypatch.setattr(metaeval, "add_sentences", not_on_this_tab)
+    monkeypatch.setattr(services.metaeval.reporting, "human_agreement", not_on_this_tab)
+    monkeypatch.setattr(services.metaeval.reporting, "baseline_table", not_on_this_tab)
+    at = open_tab(open_page, bid)  # open_tab asserts no exception
+    corr = at.dataframe[0].value
+    assert corr["value [95% CI]"].str.contains(r"\[").all()  # the intervals are there all the same
+
+
+def test_a_finished_batch_says_no_as_of(open_page, no_embeddings):
+    _, bid = seed(services.database.get_engine(), HAND)
+    at = open_tab(open_page, bid)
+    assert not [c for c in texts(at.caption) if "As of" in c]
 
 
 def test_a_batch_with_nothing_finished_says_so(open_page):

@@ -39,9 +39,8 @@ def test_batch_frame_has_one_row_per_item_with_round_scores(engine):
     assert set(df["n_rounds"]) == {1}
 
 
-@pytest.mark.sqlite_only  # the JSON path is SQLite's own; PostgreSQL reads results through the Python path
 @pytest.mark.parametrize("items", [HAND, "ROUNDS", "LABELLED"])
-def test_sqlite_json_path_and_python_path_read_the_same(engine, items):
+def test_sql_json_path_and_python_path_read_the_same(engine, items):
     items = {"ROUNDS": ROUNDS, "LABELLED": LABELLED}.get(items, items) if isinstance(items, str) else items
     _, bid = seed(engine, [*items, Item([[C, C]], status="failed")])
     a = metaeval.load_batch(engine, bid, sql_json=True)
