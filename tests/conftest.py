@@ -107,7 +107,9 @@ def client(backend: BackendConfig) -> LLMClient:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """The controlling process records each test's duration, which orders the next run (tests/support/schedule.py)."""
+    """Each test's CPU seconds are measured where it runs; the controlling process keeps them with each test's
+    duration, which orders the next run (tests/support/schedule.py)."""
+    config.pluginmanager.register(schedule.CpuMeter(), "consistency-cpu")
     if not hasattr(config, "workerinput"):
         config.pluginmanager.register(schedule.DurationRecorder(), "consistency-durations")
 

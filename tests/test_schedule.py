@@ -3,6 +3,8 @@ that the longest groups are handed out first."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from types import SimpleNamespace
 
 import pytest
@@ -151,8 +153,31 @@ def test_the_scheduler_sends_each_group_whole_and_the_longest_first(root):
 def test_the_durations_of_a_run_are_each_tests_phases_added_and_merged_into_the_last_ones():
     recorder = schedule.DurationRecorder()
     for when, seconds in (("setup", 1.5), ("call", 2.0), ("teardown", 0.5)):
-        recorder.pytest_runtest_logreport(SimpleNamespace(nodeid="tests/t.py::a", when=when, duration=seconds))
-    recorder.pytest_runtest_logreport(SimpleNamespace(nodeid="tests/t.py::b", when="call", duration=0.25))
+        props = [(schedule.CPU_PROPERTY, 3.25)] if when == "teardown" else []
+        report = SimpleNamespace(nodeid="tests/t.py::a", when=when, duration=seconds, user_properties=props)
+        recorder.pytest_runtest_logreport(report)
+    recorder.pytest_runtest_logreport(
+        SimpleNamespace(nodeid="tests/t.py::b", when="call", duration=0.25, user_properties=[])
+    )
     cache = _Cache({schedule.DURATIONS_KEY: {"tests/t.py::a": 9.0, "tests/old.py::c": 7.0}})
     recorder.pytest_sessionfinish(SimpleNamespace(config=SimpleNamespace(cache=cache)))
     assert cache.stored[schedule.DURATIONS_KEY] == {"tests/t.py::a": 4.0, "tests/t.py::b": 0.25, "tests/old.py::c": 7.0}
+    assert cache.stored[schedule.CPU_KEY] == {"tests/t.py::a": 3.25}
+
+
+def test_a_tests_cpu_counts_the_children_it_reaped_and_goes_on_its_teardown_report():
+    meter = schedule.CpuMeter()
+    meter.pytest_runtest_logstart("tests/t.py::a", None)
+    burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.5: pass"
+    subprocess.run([sys.executable, "-c", burn], check=True)  # half a CPU second in a child, reaped
+
+    def report_of(when):
+        hook = meter.pytest_runtest_makereport(None, SimpleNamespace(when=when))
+        next(hook)
+        with pytest.raises(StopIteration) as done:
+            hook.send(SimpleNamespace(user_properties=[]))
+        return done.value.value
+
+    assert report_of("call").user_properties == []
+    ((name, cpu),) = report_of("teardown").user_properties
+    assert name == schedule.CPU_PROPERTY and cpu >= 0.5

@@ -14,7 +14,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+import pytest
+
 DURATIONS_KEY = "consistency/durations"  # node id -> seconds (setup, call and teardown) of its last run
+CPU_KEY = "consistency/cpu"  # node id -> CPU seconds of its last run: its process and the children it reaped
 # Priors, in seconds a test, for a test the cache has not timed (a fresh checkout): the browser suite's tests
 # share an app and a Chromium per module, the embedded model loads a real model, and a module that starts
 # processes (workers, the CLI, the app) waits for them; the rest take well under a second.
@@ -101,22 +104,59 @@ def make_scheduler(config, log):
     return SharedStartUpScheduling(config, log)
 
 
+def process_cpu_s() -> float:
+    """CPU seconds (user and system) of this process and of the children it has reaped."""
+    import resource
+
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+class CpuMeter:
+    """In the process that runs the tests: each test's CPU seconds, from the start of its setup to the end of its
+    teardown, put on its teardown report (`user_properties`, which pytest-xdist sends to the controller).
+
+    A child process counts once reaped: an app or a server a module shares counts on the test after which it
+    stopped, and the browser on the process's last test."""
+
+    def __init__(self) -> None:
+        self.start = 0.0
+
+    def pytest_runtest_logstart(self, nodeid, location) -> None:
+        self.start = process_cpu_s()
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        report = yield
+        if call.when == "teardown":
+            report.user_properties.append((CPU_PROPERTY, round(process_cpu_s() - self.start, 3)))
+        return report
+
+
+CPU_PROPERTY = "cpu_s"
+
+
 class DurationRecorder:
-    """Keeps each test's duration (all its phases) of this run, and merges them into the cache at the end.
+    """Keeps each test's duration (all its phases) and CPU seconds of this run, and merges them into the cache.
 
     Registered in the controlling process only (with `-n 0`, the one process), so each report counts once.
     """
 
     def __init__(self) -> None:
         self.seconds: dict[str, float] = {}
+        self.cpu: dict[str, float] = {}
 
     def pytest_runtest_logreport(self, report) -> None:
         self.seconds[report.nodeid] = self.seconds.get(report.nodeid, 0.0) + report.duration
+        for name, value in getattr(report, "user_properties", ()):
+            if name == CPU_PROPERTY:
+                self.cpu[report.nodeid] = value
 
     def pytest_sessionfinish(self, session) -> None:
         cache = getattr(session.config, "cache", None)
         if cache is None or not self.seconds:
             return
-        known = cache.get(DURATIONS_KEY, {})
-        known.update({k: round(v, 3) for k, v in self.seconds.items()})
-        cache.set(DURATIONS_KEY, known)
+        for key, new in ((DURATIONS_KEY, self.seconds), (CPU_KEY, self.cpu)):
+            known = cache.get(key, {})
+            known.update({k: round(v, 3) for k, v in new.items()})
+            cache.set(key, known)
