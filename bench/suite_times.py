@@ -31,12 +31,15 @@ def load(cache: Path, key: str) -> dict[str, float]:
     return json.loads(path.read_text()) if path.exists() else {}
 
 
-def simulate(groups: dict[str, list[str]], seconds: dict[str, float], workers: int) -> tuple[float, list[float]]:
-    """The run's wall time and each process's busy time: groups longest first, each to the first free process."""
+def simulate(
+    groups: dict[str, list[str]], seconds: dict[str, float], workers: int, *, by_size: bool = False
+) -> tuple[float, list[float]]:
+    """The run's wall time and each process's busy time: groups longest first (`by_size`: most tests first, as
+    pytest-xdist orders them), each to the first free process."""
     total = {g: sum(seconds.get(n, 0.0) for n in ids) for g, ids in groups.items()}
     free = [(0.0, w) for w in range(workers)]
     busy = [0.0] * workers
-    for g in sorted(groups, key=lambda g: -total[g]):
+    for g in sorted(groups, key=(lambda g: -len(groups[g])) if by_size else (lambda g: -total[g])):
         at, w = heapq.heappop(free)
         busy[w] += total[g]
         heapq.heappush(free, (at + total[g], w))
@@ -83,10 +86,17 @@ def main() -> None:
 
     longest = max(groups, key=lambda g: sum(wall[n] for n in groups[g]))
     print(f"\nthe longest group: {longest} ({sum(wall[n] for n in groups[longest]):.0f} s wall)")
+    # The schedule before each browser module was a group of its own: the browser suite one group, and the groups
+    # handed out by their number of tests.
+    before: dict[str, list[str]] = defaultdict(list)
+    for n in ids:
+        before["tests/e2e" if n.startswith("tests/e2e/") else shared_start_up(n, ROOT) or n].append(n)
     for label, seconds in (("recorded wall", wall), ("CPU seconds (a quiet machine)", cpu)):
-        end, busy = simulate(groups, seconds, args.workers)
-        strands = ", ".join(f"{b / 60:.1f}" for b in busy)
-        print(f"{args.workers} processes, each test's {label}: the run ends at {end / 60:.1f} min (busy {strands})")
+        for name, grouping, by_size in (("now", groups, False), ("before", before, True)):
+            end, busy = simulate(grouping, seconds, args.workers, by_size=by_size)
+            strands = ", ".join(f"{b / 60:.1f}" for b in busy)
+            what = f"{args.workers} processes, each test's {label}, schedule {name}"
+            print(f"{what}: ends at {end / 60:.1f} min (busy {strands})")
 
 
 if __name__ == "__main__":
