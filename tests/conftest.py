@@ -15,7 +15,7 @@ from db.engine import make_engine
 from services.config import BackendConfig, Settings
 from services.llm import LLMClient, get_client
 from tests.fakes import FakeOpenAIServer
-from tests.support import databases
+from tests.support import databases, schedule
 from tests.support.waiting import HEALTHY_TIMEOUT
 
 _ENV_NAMES = {name.upper() for name in Settings.model_fields} | {"OPENAI_API_KEY", "DATABASE_URL"}
@@ -106,40 +106,16 @@ def client(backend: BackendConfig) -> LLMClient:
     return get_client(backend)
 
 
-def shared_start_up(nodeid: str, root: Path) -> str | None:
-    """The group of a test that shares an expensive start-up with others, or None when it is independent.
-
-    The browser suite shares one Chromium per process and starts an app per module: one group. A module
-    with a module- or package-scoped fixture (a loaded model, a running server) is a group. Every other
-    test has its own temporary folder, database and ports.
-    """
-    path = nodeid.split("::", 1)[0]
-    if path.startswith("tests/e2e/"):
-        return "tests/e2e"
-    if path not in _scoped_modules:
-        try:
-            text = (root / path).read_text(encoding="utf-8")
-        except OSError:
-            text = ""
-        _scoped_modules[path] = any(f'scope="{s}"' in text for s in ("module", "package"))
-    return path if _scoped_modules[path] else None
-
-
-_scoped_modules: dict[str, bool] = {}
+def pytest_configure(config: pytest.Config) -> None:
+    """Each test's CPU seconds are measured where it runs; the controlling process keeps them with each test's
+    duration, which orders the next run (tests/support/schedule.py)."""
+    config.pluginmanager.register(schedule.CpuMeter(), "consistency-cpu")
+    if not hasattr(config, "workerinput"):
+        config.pluginmanager.register(schedule.DurationRecorder(), "consistency-durations")
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
-    """`--dist loadgroup`: independent tests are spread one by one, each shared start-up's tests go together.
-
-    (pytest-xdist's own loadgroup reads `xdist_group` marks through a node id that pytest 9 no longer lets it
-    change, so the grouping is made here, from the node ids.)
-    """
+    """`--dist loadgroup`: each shared start-up's tests go together, independent tests one by one, longest first."""
     if config.getvalue("dist") != "loadgroup":
         return None
-    from xdist.scheduler import LoadScopeScheduling
-
-    class SharedStartUpScheduling(LoadScopeScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            return shared_start_up(nodeid, config.rootpath) or nodeid
-
-    return SharedStartUpScheduling(config, log)
+    return schedule.make_scheduler(config, log)

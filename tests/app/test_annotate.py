@@ -9,6 +9,7 @@ from services import annotations as an
 from services.annotations import Target
 from tests.annotation_seed import add_batch, make_dataset
 from tests.app.helpers import click
+from tests.support.waiting import WAIT_LIMIT
 
 ANNOTATE = "pages/7_Annotate.py"
 SENTS = [["The council met on Tuesday.", "It approved 47 million dollars."], ["Work starts in March."]]
@@ -266,7 +267,7 @@ def test_the_labeller_works_for_run_rounds_with_unique_keys():
     with get_session(eng) as s:
         run_id = create_run(session=s, data=RunCreate(reference="Ref.", candidate="A. B.")).id
     ada = an.create_annotator(eng, "ada").id
-    at = AppTest.from_function(_two_rounds, args=(run_id, ada), default_timeout=30).run()
+    at = AppTest.from_function(_two_rounds, args=(run_id, ada), default_timeout=WAIT_LIMIT).run()
     assert not at.exception
     keys = [b.key for b in at.button]
     assert len(keys) == len(set(keys)) == 8 and all(k.startswith(f"ev_run{run_id}r") for k in keys)

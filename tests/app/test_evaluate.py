@@ -7,6 +7,7 @@ import pytest
 import services.database
 from services import runs
 from tests.app.helpers import CAND, EVALUATE, FIXED, REF, click, counts, seed_run, texts
+from tests.support.waiting import HEALTHY_TIMEOUT
 
 
 def evaluate(open_page, reference: str = REF, candidate: str = CAND):
@@ -541,7 +542,7 @@ def test_the_delivered_text_is_scored_inside_the_run_after_a_rejection(open_page
 
     eng = services.database.get_engine()
     run_id = seed_run(judge, candidate=TWICE)
-    backend = BackendConfig(kind="openai", base_url=judge.base_url, model="fake-model", timeout=10)
+    backend = BackendConfig(kind="openai", base_url=judge.base_url, model="fake-model", timeout=HEALTHY_TIMEOUT)
     runs.improve_run(eng, backend, run_id)
     assert runs.set_rewrite(eng, run_id, 0, 2, False)  # "It opened in 1999" stays; "completed in 1889" is kept
     at = open_page(EVALUATE, query={"run": str(run_id)})

@@ -38,7 +38,7 @@ pytestmark = BROWSER_MARKS
 expect = playwright_expect()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def live_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveApp]:
     """The fake judge in this process and the real app in a subprocess, on free ports, with its own database."""
     tmp = tmp_path_factory.mktemp("e2e")
