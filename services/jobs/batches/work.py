@@ -162,6 +162,8 @@ def _process_batch(
             c.sdk()  # build the HTTP clients before the threads start
     turn = itertools.count()
     limit = get_settings().max_input_chars
+    # read once: settings are looked up by comparing the whole environment, a cost per item at 10,000 items
+    embeddings = get_settings().evidence_embeddings_in_bulk if cfg.method == "evidence" else None
     leases = Leases(engine, wid)
     leases.beat()
     beat_every = heartbeat_period()
@@ -202,7 +204,7 @@ def _process_batch(
             if over:  # never sent: the same bound as a single run's, whatever path made the batch
                 out = {"status": "failed", "error": too_long(*over[0], limit)}
             else:
-                out = process_item(client, item, cfg, window=window, score_range=score_range)
+                out = process_item(client, item, cfg, window=window, score_range=score_range, embeddings=embeddings)
         except LeaseLost as exc:
             log.info("batch %s: %s; its result is dropped", batch_id, exc)
             leases.release([bid])
