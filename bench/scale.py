@@ -17,7 +17,9 @@ Steps:
             item and wall time over the ideal (calls x latency / 64)
 
 Run: .venv/bin/python bench/scale.py [--sizes 1000,10000,50000,100000] [--steps stats,import,evaluate,batch]
-     [--batch-size N] (the batch step runs on at most N items, default 2,000)
+     [--batch-size N] (the batch step runs on at most N items, default 2,000) [--latency 0.05,0.2,0.5,1]
+     [--in-flight 64]; SCALE_PROFILE=PATH writes the batch step's cProfile on thread CPU time to PATH.main (the
+     loop) and PATH.items (the item threads)
 """
 
 from __future__ import annotations
