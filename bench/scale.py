@@ -20,7 +20,9 @@ Steps:
             item and wall time over the ideal (calls x latency / 64)
 
 Run: .venv/bin/python bench/scale.py [--sizes 1000,10000,50000,100000] [--steps stats,import,upload,evaluate,batch]
-     [--batch-size N] (the batch step runs on at most N items, default 2,000)
+     [--batch-size N] (the batch step runs on at most N items, default 2,000) [--latency 0.05,0.2,0.5,1]
+     [--in-flight 64]; SCALE_PROFILE=PATH writes the batch step's cProfile on thread CPU time to PATH.main (the
+     loop) and PATH.items (the item threads)
 """
 
 from __future__ import annotations
@@ -163,8 +165,8 @@ def step_batch(n: int, tmp: Path) -> dict:
     from services.jobs import batches
     from services.text import split_sentences
 
-    latency, in_flight = 0.05, 64
-    engine = make_engine(f"sqlite:///{tmp}/batch-{n}.db")
+    latency, in_flight = float(os.environ.get("SCALE_LATENCY", "0.05")), int(os.environ.get("SCALE_IN_FLIGHT", "64"))
+    engine = make_engine(f"sqlite:///{tmp}/batch-{n}-{latency}.db")
     with Session(engine) as session, (tmp / f"pairs-{n}.jsonl").open(encoding="utf-8") as f:
         ds = Dataset(name=f"scale-{n}", format="jsonl", sha256=f"scale-{n}", n_items=n)
         session.add(ds)
@@ -187,22 +189,66 @@ def step_batch(n: int, tmp: Path) -> dict:
                                 concurrency=in_flight, max_retries=0, timeout=30)  # fmt: skip
         bid = batches.create_batch(engine, dataset_id=dataset_id, backend=backend, cfg=dcr.DCRConfig(amc="rule"),
                                    concurrency=in_flight)  # fmt: skip
-        t, w = time.process_time(), time.perf_counter()
-        if os.environ.get("SCALE_PROFILE"):
-            import cProfile
-
-            cProfile.runctx("batches.process_batch(engine, bid, backend=backend)", globals(), locals(),
-                            os.environ["SCALE_PROFILE"])  # fmt: skip
+        t, w, main = time.process_time(), time.perf_counter(), time.thread_time()
+        if os.environ.get("SCALE_PROFILE"):  # CPU by function: PATH.main (the loop), PATH.items (the threads)
+            _profiled(engine, bid, backend, os.environ["SCALE_PROFILE"])
         else:
             batches.process_batch(engine, bid, backend=backend)
-        cpu, wall = time.process_time() - t, time.perf_counter() - w
+        cpu, wall, main = time.process_time() - t, time.perf_counter() - w, time.thread_time() - main
         p = batches.progress(engine, bid)
+        server_cpu = _process_cpu(server.pid)  # the stand-in judge shares the cores (a real one would not)
     finally:
         server.terminate()
         server.wait()
-    assert p is not None and p.done == n, p
+    # every item settled, each with one call (a few synthetic items fail: see "failed")
+    assert p is not None and p.done + p.failed == n and p.calls == n, p
     ideal = p.calls * latency / in_flight
-    return {"cpu_s": cpu, "ms_per_item": cpu / n * 1000, "of_ideal": ideal / wall, "calls": p.calls}
+    return {
+        "cpu_s": cpu,
+        "ms_per_item": cpu / n * 1000,
+        "of_ideal": ideal / wall,
+        "calls": p.calls,
+        "failed": p.failed,
+        "main_thread_ms_per_item": main / n * 1000,
+        "server_ms_per_call": server_cpu / p.calls * 1000,
+        "latency_ms": latency * 1000,
+        "wall_s": wall,
+        "load": os.getloadavg()[0],
+    }
+
+
+def _process_cpu(pid: int) -> float:
+    """CPU seconds (user + system) a running process has used so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _profiled(engine, bid: int, backend, path: str) -> None:
+    """process_batch under cProfile on thread CPU time: the main thread's loop, and every item on its thread."""
+    import cProfile
+    import pstats
+    import threading
+
+    from services.jobs import batches
+    from services.jobs.batches import work
+
+    local, profiles, process_item = threading.local(), [], work.process_item
+
+    def profiled_item(*a, **kw):
+        prof = getattr(local, "prof", None)
+        if prof is None:
+            prof = local.prof = cProfile.Profile(time.thread_time)
+            profiles.append(prof)
+        return prof.runcall(process_item, *a, **kw)
+
+    work.process_item = profiled_item
+    main = cProfile.Profile(time.thread_time)
+    main.runcall(batches.process_batch, engine, bid, backend=backend)
+    main.dump_stats(f"{path}.main")
+    stats = pstats.Stats(profiles[0])
+    for prof in profiles[1:]:
+        stats.add(prof)
+    stats.dump_stats(f"{path}.items")
 
 
 STEPS = {
@@ -229,6 +275,8 @@ def main() -> None:
     ap.add_argument("--steps", default="stats,import,evaluate,batch")
     ap.add_argument("--batch-size", type=int, default=2000, help="the batch step's largest size")
     ap.add_argument("--evaluate-size", type=int, default=10000, help="the evaluate step's largest size")
+    ap.add_argument("--latency", default="0.05", help="the batch step's server latencies in seconds, comma-separated")
+    ap.add_argument("--in-flight", type=int, default=64, help="the batch step's requests in flight")
     ap.add_argument("--child", nargs=3, metavar=("STEP", "N", "TMP"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -241,11 +289,14 @@ def main() -> None:
         tmp = Path(tmp_name)
         for n in (int(s) for s in args.sizes.split(",")):
             write_file(tmp / f"pairs-{n}.jsonl", n)
-            for step in args.steps.split(","):
+            runs = [(step, lat) for step in args.steps.split(",")
+                    for lat in (args.latency.split(",") if step == "batch" else [""])]  # fmt: skip
+            for step, lat in runs:
                 if (step == "batch" and n > args.batch_size) or (step == "evaluate" and n > args.evaluate_size):
                     continue
+                env = os.environ | {"SCALE_LATENCY": lat or "0.05", "SCALE_IN_FLIGHT": str(args.in_flight)}
                 res = subprocess.run([sys.executable, __file__, "--child", step, str(n), str(tmp)],
-                                     capture_output=True, text=True, cwd=ROOT)  # fmt: skip
+                                     capture_output=True, text=True, cwd=ROOT, env=env)  # fmt: skip
                 if res.returncode:
                     print(f"| {step} | {n:,} | failed: {res.stderr.strip().splitlines()[-1:]} | | |")
                     continue

@@ -13,6 +13,7 @@ queue, and a rerun resumes).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -155,17 +156,28 @@ def _run(args: argparse.Namespace) -> int:
     if args.evidence and not interrupted:
         from services.dcr import evidence  # numpy and the checker load only when evidence is asked for
 
-        with evidence.bulk(args.embeddings or None):
-            lines = list(headless.output_lines(engine, prep, with_evidence=True))
+        bulk = evidence.bulk(args.embeddings or None)
+        lines = headless.output_lines(engine, prep, with_evidence=True)
     else:
-        lines = list(headless.output_lines(engine, prep))
+        bulk, lines = contextlib.nullcontext(), headless.output_lines(engine, prep)
     out_path = Path(args.output)
+    # Written as read from the database (a chunk at a time: memory does not grow with the file), into a file
+    # beside the output that takes its name once complete, so a run that stops half-way leaves no half file.
+    part = out_path.with_name(out_path.name + ".part")
+    failed = 0
+    errors: list[str] = []
     try:
         out_path.parent.mkdir(parents=True, exist_ok=True)
-        with out_path.open("w", encoding="utf-8") as out:
+        with bulk, part.open("w", encoding="utf-8") as out:
             for line in lines:
                 out.write(json.dumps(line, ensure_ascii=False) + "\n")
+                if line.get("error") and not (interrupted and str(line["error"]).startswith("not evaluated")):
+                    failed += 1
+                    if failed <= 20:
+                        errors.append(f"{line['id']}: {line['error']}")
+        os.replace(part, out_path)
     except OSError as exc:
+        part.unlink(missing_ok=True)
         why = f"the disk holding {out_path.resolve().parent} is full" if is_disk_full(exc) else f"{exc}"
         print(
             f"error: cannot write {out_path}: {why}; the results are kept: the same command again writes them "
@@ -173,12 +185,11 @@ def _run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
-    failed = 0
-    for line in lines:
-        if line.get("error") and not (interrupted and str(line["error"]).startswith("not evaluated")):
-            failed += 1
-            if failed <= 20:
-                print(f"{line['id']}: {line['error']}", file=sys.stderr)
+    except BaseException:
+        part.unlink(missing_ok=True)
+        raise
+    for message in errors:
+        print(message, file=sys.stderr)
     if failed > 20:
         print(f"... and {failed - 20} more with errors", file=sys.stderr)
     print(

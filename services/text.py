@@ -388,6 +388,8 @@ def similarity(a: str, b: str) -> float:
     na, nb = " ".join(a.lower().split()), " ".join(b.lower().split())
     if not na or not nb:
         return 0.0
+    if na == nb:  # a quote as written: the ratio of a string with itself is 1 (most of a judge's quotes)
+        return 1.0
     return cydifflib.SequenceMatcher(a=na, b=nb, autojunk=False).ratio()
 
 

@@ -94,3 +94,30 @@ def test_evaluate_aligns_lexically_unless_asked_for_embeddings(pairs, tmp_path, 
     lines = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     sims = [t["similarity"] for line in lines for s in line["sentences"] for t in s["evidence"]["top"]]
     assert sims and all((s is not None) == bool(flag) for s in sims)
+
+
+def test_evaluate_streams_its_output_and_leaves_no_half_file_when_it_stops(pairs, tmp_path, monkeypatch) -> None:
+    """The lines are written as they are read (not all held first); a run that fails after the first line
+    leaves neither a half-written output nor its part file, and the same command again writes it whole."""
+    from services import headless
+
+    out = tmp_path / "out.jsonl"
+    real = headless.output_lines
+    seen: list[bool] = []
+
+    def failing(*args, **kwargs):
+        for i, line in enumerate(real(*args, **kwargs)):
+            if i == 1:
+                seen.append((tmp_path / "out.jsonl.part").exists())  # written while read, not after
+                raise RuntimeError("the database went away")
+            yield line
+
+    monkeypatch.setattr(headless, "output_lines", failing)
+    argv = ["evaluate", "--input", str(pairs), "--output", str(out), "--method", "evidence"]
+    with pytest.raises(RuntimeError, match="went away"):
+        cli.main(argv)
+    assert seen == [True]
+    assert not out.exists() and not (tmp_path / "out.jsonl.part").exists()
+    monkeypatch.setattr(headless, "output_lines", real)
+    assert cli.main(argv) == 0
+    assert [json.loads(line)["id"] for line in out.read_text(encoding="utf-8").splitlines()] == ["a", "b"]

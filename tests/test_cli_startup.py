@@ -219,3 +219,38 @@ def test_evaluate_reports_a_file_it_cannot_read_once_with_no_traceback(tmp_path)
     out, err = _evaluate(tmp_path, "this is not JSON\n", "http://127.0.0.1:9/v1")
     assert out["code"] == 2, err
     assert err.count("error:") == 1 and "Traceback" not in err, err
+
+
+# As PROBE, for a command that leaves through os._exit (evaluate): the modules are printed on the way out.
+EXIT_PROBE = """
+import json, os, runpy, sys
+sys.argv = ["cli.py", *json.loads(sys.argv[1])]
+def leave(code):
+    print(json.dumps({"code": code, "modules": sorted(sys.modules)}), flush=True)
+    os.__dict__["_real_exit"](code)
+os.__dict__["_real_exit"] = os._exit
+os._exit = leave
+runpy.run_path("cli.py", run_name="__main__")
+"""
+
+
+def test_the_evidence_checker_starts_without_the_model_client_or_nltks_package(tmp_path):
+    """The checker calls no model and needs only nltk's stemmer: importing the OpenAI SDK (its typed models)
+    and nltk's package (scipy.stats, scikit-learn) was 2 of its 4 s of CPU at start-up, before any document."""
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text(
+        json.dumps({"id": "1", "reference": "The council met on Tuesday in Leeds.", "candidate": "The council met."})
+        + "\n",
+        encoding="utf-8",
+    )
+    out = tmp_path / "out.jsonl"
+    env = os.environ | {"PYTHONPATH": str(ROOT), "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite'}"}
+    args = ["evaluate", "--method", "evidence", "--input", str(pairs), "--output", str(out)]
+    proc = subprocess.run(
+        [sys.executable, "-c", EXIT_PROBE, json.dumps(args)], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert report["code"] == 0, proc.stdout + proc.stderr
+    assert json.loads(out.read_text(encoding="utf-8"))["sentences"][0]["verdict"] == "consistent"  # it did check
+    loaded = set(report["modules"])
+    assert not sorted(m for m in loaded if m.split(".")[0] in ("openai", "nltk", "scipy", "sklearn"))

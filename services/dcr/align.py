@@ -30,8 +30,11 @@ def _content_words(text: str) -> set[str]:
 
 def content_overlap(reason: str, sentence: str) -> float:
     """Share of the sentence's content words that a reason repeats (a reason that paraphrases its sentence)."""
-    words = _content_words(sentence)
-    return len(words & _content_words(reason)) / len(words) if words else 0.0
+    return _overlap(_content_words(reason), _content_words(sentence))
+
+
+def _overlap(reason_words: set[str], sentence_words: set[str]) -> float:
+    return len(sentence_words & reason_words) / len(sentence_words) if sentence_words else 0.0
 
 
 def is_paragraph_level(
@@ -74,9 +77,11 @@ def align(
             by_sentence[j] = i
         return by_sentence, whole
     gain = [[0.0] * k for _ in cand]
+    sentence_words = [_content_words(sent) for sent in sentences]  # each text's words once, not once a pair
     for a, i in enumerate(cand):
-        for j, sent in enumerate(sentences):
-            gain[a][j] = max(quoted[i][j], 0.8 * content_overlap(reasons[i], sent))
+        reason_words = _content_words(reasons[i])
+        for j, words in enumerate(sentence_words):
+            gain[a][j] = max(quoted[i][j], 0.8 * _overlap(reason_words, words))
             if len(cand) == k and a == j:
                 gain[a][j] += POSITION_BONUS
     pairs = _clear_best(gain) or _assignment(gain)

@@ -14,7 +14,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-import openai
 from pydantic import ValidationError
 
 from db.redact import redact_url, split_userinfo
@@ -24,6 +23,7 @@ from services.llm.cache import ResponseCache, cache_key
 from services.llm.errors import BackendError, describe_error, retry_after
 from services.llm.parsing import is_cut_off, loads_lenient, try_parse
 from services.llm.records import CallRecord, CallResult, UsageLedger
+from services.llm.sdk import openai
 
 log = logging.getLogger(__name__)
 

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import openai
-
 from db.redact import REDACTED, url_secrets
 from services.config import BackendConfig
+from services.llm.sdk import openai
 
 
 class BackendError(Exception):

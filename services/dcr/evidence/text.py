@@ -106,9 +106,46 @@ _SPACED_DECIMAL = re.compile(r"(?<=\d)\.\s(?=\d)")
 
 @functools.lru_cache(maxsize=1)
 def _stemmer() -> Any:
-    from nltk.stem.porter import PorterStemmer  # nltk comes with rouge-score; the stemmer needs no data
+    """NLTK's Porter stemmer (nltk comes with rouge-score; the stemmer needs no data), loaded without nltk's
+    package: `import nltk` first imports scipy.stats, scikit-learn and most of nltk (2 to 4 s of CPU, most of
+    `cli.py evaluate --method evidence`'s start-up), none of which the stemmer uses."""
+    return _porter_module().PorterStemmer()
 
-    return PorterStemmer()
+
+# The modules the stemmer needs besides its own; they import nothing else of nltk.
+_PORTER_NEEDS = ("nltk.redos", "nltk.termsec", "nltk.stem.api", "nltk.stem.porter")
+
+
+def _porter_module() -> Any:
+    """nltk.stem.porter, imported with bare stand-ins for the packages `nltk` and `nltk.stem` (their
+    `__init__` not run) when nltk is not imported yet; the stand-ins leave sys.modules afterwards, so a later
+    `import nltk` (rouge-score's) imports the real package. Under the import lock: no other thread sees them."""
+    import _imp
+    import importlib
+    import importlib.util
+    import sys
+    import types
+
+    _imp.acquire_lock()
+    try:
+        if "nltk" in sys.modules:  # nltk's package is loaded already: nothing to spare
+            return importlib.import_module("nltk.stem.porter")
+        spec = importlib.util.find_spec("nltk")  # locates the package without running it
+        if spec is None or not spec.submodule_search_locations:
+            raise ImportError("nltk is not installed (it comes with rouge-score: pip install -r requirements.txt)")
+        root = list(spec.submodule_search_locations)
+        stand_ins = {"nltk": root, "nltk.stem": [f"{p}/stem" for p in root]}
+        for name, path in stand_ins.items():
+            pkg = types.ModuleType(name)
+            pkg.__path__ = path
+            sys.modules[name] = pkg
+        try:
+            return importlib.import_module("nltk.stem.porter")
+        finally:
+            for name in (*stand_ins, *_PORTER_NEEDS):
+                sys.modules.pop(name, None)
+    finally:
+        _imp.release_lock()
 
 
 @functools.lru_cache(maxsize=65536)
@@ -175,6 +212,7 @@ class _Unit(NamedTuple):
     last: int
     kind: SpanKind
     keys: frozenset[str]  # what it is compared by (number values, the base form, the stem)
+    key: str  # the one key overlap counts it by (_unit_key), worked out when the unit is made
 
 
 def _parse_number(toks: list[_Tok], i: int, text: str) -> tuple[int, set[str]] | None:
@@ -252,24 +290,24 @@ def _units(text: str, toks: list[_Tok] | None = None) -> list[_Unit]:
         if not t.is_num and t.lower not in _SPECIAL_WORDS:
             # neither a number word nor a date word (what _parse_number and _date_key look for): skip both
             if t.text[0].isupper() and _is_name(toks, i):  # a name is capitalised: most words stop at the test
-                out.append(_Unit(t.start, t.end, i, i, "name", frozenset({t.base})))
+                out.append(_Unit(t.start, t.end, i, i, "name", frozenset({t.base}), t.base))
             elif t.lower not in _STOPWORDS and len(t.lower) > 1:
-                out.append(_Unit(t.start, t.end, i, i, "word", frozenset({t.base, "~" + t.stem})))
+                out.append(_Unit(t.start, t.end, i, i, "word", frozenset({t.base, (stem := "~" + t.stem)}), stem))
             i += 1
             continue
         parsed = _parse_number(toks, i, text)
         if parsed is not None:
             last, keys = parsed
-            out.append(_Unit(t.start, toks[last].end, i, last, "number", frozenset(keys)))
+            out.append(_Unit(t.start, toks[last].end, i, last, "number", frozenset(keys), min(keys)))
             i = last + 1
             continue
         date = _date_key(toks, i)
         if date is not None:
-            out.append(_Unit(t.start, t.end, i, i, "number", frozenset({date})))
+            out.append(_Unit(t.start, t.end, i, i, "number", frozenset({date}), date))
         elif _is_name(toks, i):
-            out.append(_Unit(t.start, t.end, i, i, "name", frozenset({t.base})))
+            out.append(_Unit(t.start, t.end, i, i, "name", frozenset({t.base}), t.base))
         elif not t.is_num and t.lower not in _STOPWORDS and len(t.lower) > 1:
-            out.append(_Unit(t.start, t.end, i, i, "word", frozenset({t.base, "~" + t.stem})))
+            out.append(_Unit(t.start, t.end, i, i, "word", frozenset({t.base, (stem := "~" + t.stem)}), stem))
         i += 1
     return out
 
@@ -328,12 +366,9 @@ def _negated(toks: list[_Tok], units: list[_Unit], text: str) -> frozenset[str]:
 
 
 def _unit_key(u: _Unit) -> str:
-    """One key per unit for overlap counting: the stem for words, a value for numbers, the base for names."""
-    if u.kind == "word":
-        for k in u.keys:
-            if k.startswith("~"):
-                return k
-    return min(u.keys)
+    """One key per unit for overlap counting: the stem for words, a value for numbers, the base for names
+    (worked out in `_units`)."""
+    return u.key
 
 
 @dataclass

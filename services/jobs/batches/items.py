@@ -137,14 +137,18 @@ def process_item(
     *,
     window: int = 1,
     score_range: tuple[float, float] | None = None,
+    embeddings: bool | None = None,
 ) -> dict[str, Any]:
-    """Algorithm 1 (or an NLI paradigm) on one item; returns the batch_item columns to write."""
+    """Algorithm 1 (or an NLI paradigm) on one item; returns the batch_item columns to write.
+
+    `embeddings`: whether the evidence checker aligns with MiniLM too (None: the EVIDENCE_EMBEDDINGS_IN_BULK
+    setting, read for the item; a batch reads it once for all its items)."""
     if nli.is_nli(cfg.method):
         return process_nli_item(client, item, cfg.method, window, score_range)
     if cfg.method == "evidence":
         from services.dcr import evidence
 
-        with evidence.bulk():  # lexical alignment unless EVIDENCE_EMBEDDINGS_IN_BULK
+        with evidence.bulk(embeddings):  # lexical alignment unless EVIDENCE_EMBEDDINGS_IN_BULK
             return _process_dcr_item(client, item, cfg)
     return _process_dcr_item(client, item, cfg)
 

@@ -14,7 +14,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -162,13 +162,20 @@ def _process_batch(
             c.sdk()  # build the HTTP clients before the threads start
     turn = itertools.count()
     limit = get_settings().max_input_chars
+    # read once: settings are looked up by comparing the whole environment, a cost per item at 10,000 items
+    embeddings = get_settings().evidence_embeddings_in_bulk if cfg.method == "evidence" else None
     leases = Leases(engine, wid)
     leases.beat()
     beat_every = heartbeat_period()
     results: queue.Queue[tuple[int, dict[str, Any]]] = queue.Queue()
+    finished: queue.Queue[None] = queue.Queue()  # one entry per item whose thread is done with it
     last_flush = last_beat = last_cancel_check = time.monotonic()
     cancelled = False
-    inflight: set[Future] = set()
+    # Items submitted and not finished. Waiting on the futures themselves (wait(FIRST_COMPLETED)) would hang a
+    # waiter on each of them at every turn of the loop and have every finishing thread notify it: at 64 in
+    # flight, more CPU than the loop's own work.
+    inflight: list[Future] = []
+    pending = 0
     stopping = threading.Event()  # set on a stop or a failed write: nothing more is sent
     held: list[dict[str, Any]] = []  # results not written yet (a failed write keeps them for the next)
 
@@ -178,6 +185,12 @@ def _process_batch(
         leases.check(bid)
 
     def run(item: ItemInput) -> None:
+        try:
+            work(item)
+        finally:
+            finished.put(None)  # the loop counts items in flight by these, not by waiting on their futures
+
+    def work(item: ItemInput) -> None:
         bid = item.batch_item_id
         attempt = leases.attempt(bid)
         # Every request for the item first checks that this worker still holds it.
@@ -191,7 +204,7 @@ def _process_batch(
             if over:  # never sent: the same bound as a single run's, whatever path made the batch
                 out = {"status": "failed", "error": too_long(*over[0], limit)}
             else:
-                out = process_item(client, item, cfg, window=window, score_range=score_range)
+                out = process_item(client, item, cfg, window=window, score_range=score_range, embeddings=embeddings)
         except LeaseLost as exc:
             log.info("batch %s: %s; its result is dropped", batch_id, exc)
             leases.release([bid])
@@ -234,6 +247,20 @@ def _process_batch(
             f.cancel()  # an item not started yet stays unsent
         wait(inflight, timeout=SHUTDOWN_DRAIN_SECONDS if _shutdown.is_set() else DRAIN_SECONDS)
 
+    def finished_items(timeout: float) -> int:
+        """How many items ended, waiting up to `timeout` for the first."""
+        try:
+            finished.get(timeout=timeout)
+        except queue.Empty:
+            return 0
+        n = 1
+        while True:
+            try:
+                finished.get_nowait()
+            except queue.Empty:
+                return n
+            n += 1
+
     pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix=f"batch{batch_id}")
     leaving = False
     try:
@@ -244,17 +271,18 @@ def _process_batch(
                 drain()
                 break
             # Keep between one and two rounds of work queued; claim in large chunks (few transactions).
-            if not cancelled and not exhausted and len(inflight) <= ahead:
-                ids = claim_leases(engine, batch_id, wid, ahead * 2 - len(inflight))
+            if not cancelled and not exhausted and pending <= ahead:
+                ids = claim_leases(engine, batch_id, wid, ahead * 2 - pending)
                 if not ids:
                     exhausted = True
                 leases.add(ids)
+                inflight = [f for f in inflight if not f.done()]
                 for item in load_inputs(engine, list(ids)):
-                    inflight.add(pool.submit(run, item))
-            if not inflight:
+                    inflight.append(pool.submit(run, item))
+                    pending += 1
+            if not pending:
                 break
-            done, inflight = wait(inflight, timeout=FLUSH_EVERY, return_when=FIRST_COMPLETED)
-            inflight = set(inflight)
+            pending -= finished_items(FLUSH_EVERY)
             now = time.monotonic()
             if now - last_flush >= FLUSH_EVERY:
                 flush()
