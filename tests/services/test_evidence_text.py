@@ -27,7 +27,7 @@ def corpus() -> list[str]:
     texts = [TEXT]
     if QAGS_FILE.is_file():  # the project's data where it is present (never committed)
         rows = [json.loads(line) for line in QAGS_FILE.read_text(encoding="utf-8").splitlines() if line.strip()]
-        texts += [r["article"] for r in rows] + [s["text"] for r in rows for s in r.get("summary_sentences", [])]
+        texts += [r["article"] for r in rows] + [s["sentence"] for r in rows for s in r.get("summary_sentences", [])]
     return texts
 
 
