@@ -95,6 +95,14 @@ def render_progress(study: ce.ConsevalStudyPublic, prices: BackendConfig | None 
         st.error(study.error)
 
 
+def _picked_figure(rows: pd.DataFrame, key: str, make_figure) -> None:
+    """The rows of the model and variant picked (`_pick`), drawn by `make_figure` and shown as a table."""
+    model, variant = _pick(rows, key)
+    d = rows[(rows["model"] == model) & (rows["variant"] == variant)]
+    st.plotly_chart(make_figure(d), key=f"{key}_fig")
+    show_table(d)
+
+
 def _pick(df: pd.DataFrame, key: str) -> tuple[str, str]:
     models = list(dict.fromkeys(df["model"]))
     variants = list(dict.fromkeys(df["variant"]))
@@ -125,10 +133,7 @@ def render_results(study: ce.ConsevalStudyPublic, ratings: pd.DataFrame) -> None
                     "numeric scales, ordinal for Likert, nominal for binary. Whiskers: bootstrap 95% intervals "
                     "(resampling items). Hatched bars are undefined: the table says why."
                 )
-                model, variant = _pick(sc, "ce_sc")
-                d = sc[(sc["model"] == model) & (sc["variant"] == variant)]
-                st.plotly_chart(make_sc_figure(d), key="ce_sc_fig")
-                show_table(d)
+                _picked_figure(sc, "ce_sc", make_sc_figure)
     if tabs[1].open:
         with tabs[1]:
             ic = model_rows[model_rows["kind"].isin(["IC1", "IC2", "IC3", "IC4", "GS"])]
@@ -148,10 +153,7 @@ def render_results(study: ce.ConsevalStudyPublic, ratings: pd.DataFrame) -> None
                         hide_index=True,
                         width="stretch",
                     )
-                model, variant = _pick(ic, "ce_ic")
-                d = ic[(ic["model"] == model) & (ic["variant"] == variant)]
-                st.plotly_chart(make_ic_figure(d), key="ce_ic_fig")
-                show_table(d)
+                _picked_figure(ic, "ce_ic", make_ic_figure)
     if tabs[2].open:
         with tabs[2]:
             crits = list(dict.fromkeys(model_rows["criterion"]))
