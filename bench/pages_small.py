@@ -14,10 +14,12 @@ OpenAI-compatible server (kept running while the page is open, as in the tests):
 
 For each page and each way of starting the app (`serve.py`, as `make run` does; `streamlit run app.py`, as the
 browser tests did), a fresh server, then the page in headless Chromium in a new session: *cold* (the server's
-first visit to any page) and *warm* (a second new session), with scale_pages.py's definitions: first content (the
-title drawn), settled (nothing changed for 3 s, no running indicator, spinner or skeleton), the app's CPU seconds
-over the visit, the app's peak RSS so far, and Chromium's CPU seconds over the visit (all its processes: loading
-the page's scripts, drawing tables and Plotly figures).
+first visit to any page), *warm* (a second new session in a new browser profile: Streamlit's scripts fetched and
+compiled again) and *revisit* (a new tab, so a new session, in the warm visit's browser profile: its HTTP cache holds
+Streamlit's content-hashed, immutable scripts, as a user's browser does from their second visit on), with
+scale_pages.py's definitions: first content (the title drawn), settled (nothing changed for 3 s, no running
+indicator, spinner or skeleton), the app's CPU seconds over the visit, the app's peak RSS so far, and Chromium's CPU
+seconds over the visit (all its processes: loading the page's scripts, drawing tables and Plotly figures).
 
 Run: .venv/bin/python bench/pages_small.py [--pages ConsEval DHP Judges Home] [--modes serve streamlit] [--tabs]
      [--keep DIR]  (DIR/ConsEval.db etc.: the seeded databases, for bench/profile_page.py)
@@ -234,16 +236,25 @@ def measure(name: str, mode: str, browser, tabs: bool, keep: Path | None) -> lis
             proc, app = start_app(tmp, url, mode, fake)
             monitor = Monitor(proc.pid)
             try:
-                for visit in ("cold", "warm"):
+                kept = None  # the "warm" visit's browser profile, kept for the revisit
+                for visit in ("cold", "warm", "revisit"):
                     for p in paths:
-                        ctx = browser.new_context(viewport={"width": 1400, "height": 2400})
+                        if visit == "revisit":
+                            ctx = kept
+                        else:
+                            ctx = browser.new_context(viewport={"width": 1400, "height": 2400})
+                            if visit == "warm" and kept is None:
+                                kept = ctx
                         page = ctx.new_page()
                         b0 = browser_cpu()
                         r = drive(page, f"{app}/{p}", monitor)
                         r |= {"page": p or "(home)", "mode": mode, "visit": visit, "browser": browser_cpu() - b0}
                         if tabs and name == "ConsEval":
                             r["tabs"] = open_tabs(page, monitor)
-                        ctx.close()
+                        if ctx is kept:
+                            page.close()  # the profile (its HTTP cache) stays for the revisit
+                        else:
+                            ctx.close()
                         rows.append(r)
                         print(
                             f"  {r['page']:<24} {mode:<9} {visit:<4}  first {r['first']:5.1f} s"
@@ -254,6 +265,8 @@ def measure(name: str, mode: str, browser, tabs: bool, keep: Path | None) -> lis
                         )
                         for tab, secs, cpu in r.get("tabs", []):
                             print(f"      tab {tab:<18} settled {secs:5.1f} s · app CPU {cpu:5.2f} s", flush=True)
+                if kept is not None:
+                    kept.close()
             finally:
                 monitor.stop()
                 proc.terminate()

@@ -248,7 +248,8 @@ def render_raters(raters: list[ce.RaterInfo], n_items: int, n_scales: int, on_re
         c[0].markdown(f"**{html.escape(r.name)}**" + ("" if r.active else " · :red[revoked]"))
         c[1].progress(min(1.0, r.n_rated / max(1, total)), text=f"{r.n_rated} of {total} ratings")
         if r.active:
-            c[2].code(rater_link(r.token), language=None)
+            # as inline code, not st.code: its highlighter bundle (1.5 MB) would be the slowest part of the page
+            c[2].markdown(f"`{rater_link(r.token)}`", help="Send this link to the rater; it opens the Rate page.")
             c[3].button("Revoke", key=f"ce_revoke_{r.id}", on_click=on_revoke, args=(r.id,), icon=":material/block:")
         else:
             c[2].caption("Link revoked; the ratings stay.")

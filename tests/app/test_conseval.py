@@ -73,7 +73,7 @@ def test_a_deep_link_shows_a_study_and_raters_are_managed(open_page, judge):
     assert not at.exception
     eng = services.database.get_engine()
     ada = ce.list_raters(eng, sid)[0]
-    assert any(f"Rate?token={ada.token}" in c.value for c in at.code)
+    assert any(f"Rate?token={ada.token}" in m.value for m in at.markdown)
     at.text_input(key="ce_rater_name").input("Ada")
     at = click(at, "Add rater")
     assert any("exists already" in e for e in texts(at.error))
@@ -85,7 +85,7 @@ def test_a_deep_link_shows_a_study_and_raters_are_managed(open_page, judge):
     at = at.button(key=f"ce_revoke_{ada.id}").click().run()
     assert not at.exception
     assert ce.rater_by_token(eng, ada.token) is None
-    assert not any(f"token={ada.token}" in c.value for c in at.code)
+    assert not any(f"token={ada.token}" in m.value for m in at.markdown)
 
 
 def test_deleting_a_study(open_page, judge):
