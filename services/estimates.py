@@ -338,21 +338,29 @@ def throughput(finished_at: Sequence[datetime], now: datetime, left: int, window
     """Items finished per second over the recent window (from the first finish in it to now, so a stall
     slows the rate down at once), and the time the `left` items take at that rate."""
     start = now - window
-    recent = sorted(t for t in finished_at if t >= start)
-    if len(recent) < ETA_MIN_FINISHED:
-        return Throughput(None, len(recent), window.total_seconds(), None)
-    span = max((now - recent[0]).total_seconds(), 1e-3)
-    rate = (len(recent) - 1) / span
+    recent = [t for t in finished_at if t >= start]
+    return window_throughput(len(recent), min(recent, default=None), now, left, window)
+
+
+def window_throughput(
+    n_recent: int, first: datetime | None, now: datetime, left: int, window: timedelta = ETA_WINDOW
+) -> Throughput:
+    """`throughput` from what it rests on: the items finished in the window and when the first of them did."""
+    if n_recent < ETA_MIN_FINISHED or first is None:
+        return Throughput(None, n_recent, window.total_seconds(), None)
+    span = max((now - first).total_seconds(), 1e-3)
+    rate = (n_recent - 1) / span
     if rate <= 0:
-        return Throughput(None, len(recent), span, None)
-    return Throughput(rate, len(recent), span, left / rate if left else 0.0)
+        return Throughput(None, n_recent, span, None)
+    return Throughput(rate, n_recent, span, left / rate if left else 0.0)
 
 
 def batch_throughput(engine: Engine, batch_id: int, left: int, now: datetime) -> Throughput:
     with Session(engine) as s:
-        times = db.recent_finishes(session=s, batch_id=batch_id, since=now - ETA_WINDOW)
-    aware = [t if t.tzinfo else t.replace(tzinfo=now.tzinfo) for t in times]
-    return throughput(aware, now, left)
+        n, first = db.recent_finishes(session=s, batch_id=batch_id, since=now - ETA_WINDOW)
+    if first is not None and first.tzinfo is None:
+        first = first.replace(tzinfo=now.tzinfo)
+    return window_throughput(n, first, now, left)
 
 
 def single_estimate(

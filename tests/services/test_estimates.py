@@ -134,6 +134,39 @@ def test_a_batchs_eta_reads_its_recent_finishes_from_the_database(engine):
     assert t.eta_s == pytest.approx(6.0, rel=0.01)
 
 
+def test_the_databases_count_of_the_window_gives_the_eta_the_finish_times_give(engine):
+    """The window is counted in SQL (a fast batch finishes tens of thousands of items in it): the same rate and ETA
+    as `throughput` over every item's finish time, with items before the window, failed ones and open ones."""
+    import random
+
+    from sqlmodel import Session, select
+
+    from db.models import BatchItem
+    from services.dcr import DCRConfig
+    from services.jobs import batches
+    from tests.annotation_seed import make_dataset
+
+    ds, _ = make_dataset(engine, [[f"Sentence {i}."] for i in range(40)], name="eta-sql")
+    bid = batches.create_batch(engine, dataset_id=ds, backend=BackendConfig(), cfg=DCRConfig(), concurrency=1)
+    now = datetime.now(UTC)
+    rng = random.Random(7)
+    finished = []
+    with Session(engine) as s:
+        for it in s.exec(select(BatchItem).where(BatchItem.batch_id == bid)).all():
+            it.status = rng.choice(["done", "done", "failed", "pending", "running"])
+            it.updated_at = now - timedelta(seconds=rng.uniform(0, 300))  # some before the 2-minute window
+            if it.status in ("done", "failed"):
+                finished.append(it.updated_at)
+            s.add(it)
+        s.commit()
+    want = es.throughput(finished, now, left=9)
+    got = es.batch_throughput(engine, bid, left=9, now=now)
+    assert 0 < got.n_recent < len(finished), "the draw has finishes on both sides of the window"
+    assert got.n_recent == want.n_recent
+    assert got.items_per_s == pytest.approx(want.items_per_s, rel=1e-6)
+    assert got.eta_s == pytest.approx(want.eta_s, rel=1e-6)
+
+
 def test_the_offline_evidence_checker_is_estimated_as_no_model_call():
     """Zero calls reads as 'no model call', not as a time still to be measured and a model's (lack of) charge."""
     e = es.document_estimate(REMOTE, es.Measured(0, None, None, None), [(400, 100, 1)], method="evidence")
