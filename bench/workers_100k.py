@@ -15,6 +15,7 @@ peak RSS and CPU, and per page the median and worst first-content and settled ti
 
 Run: .venv/bin/python bench/workers_100k.py [--items 100000] [--workers 4] [--latency 0.05] [--in-flight 16]
      [--sqlite]  (a SQLite file instead of PostgreSQL) [--nice N]  (the workers at a lower priority, `nice -n N`)
+     [--nice-db]  (PostgreSQL's backends serving the workers at that priority too)
      [--pages Meta-evaluation ...]  (only these pages)
 """
 
@@ -91,6 +92,7 @@ def start_workers(k: int, url: str, tmp: Path, base_url: str, nice: int = 0) -> 
         LLM_BASE_URL=base_url,
         LLM_MODEL="latency-model",
         PYTHONPATH=str(ROOT),
+        PGAPPNAME=WORKER_APP,  # libpq's application name: how --nice-db finds the workers' backends
     )
     procs = []
     prefix = ["nice", "-n", str(nice)] if nice else []
@@ -106,6 +108,38 @@ def start_workers(k: int, url: str, tmp: Path, base_url: str, nice: int = 0) -> 
             )
         )
     return procs
+
+
+WORKER_APP = "cs-bench-worker"
+
+
+def renice_worker_backends(url: str, nice: int):
+    """Every 2 s, PostgreSQL's backend processes serving the workers (by application name) get the workers'
+    priority; returns the event that stops it. The app's backends keep theirs."""
+    import threading
+
+    from sqlalchemy import create_engine, text
+
+    stop = threading.Event()
+
+    def loop() -> None:
+        engine = create_engine(url)
+        done: set[int] = set()
+        while not stop.wait(2.0):
+            with engine.connect() as conn:
+                pids = conn.execute(
+                    text("SELECT pid FROM pg_stat_activity WHERE application_name = :a"), {"a": WORKER_APP}
+                ).scalars()
+                for pid in set(pids) - done:
+                    try:
+                        os.setpriority(os.PRIO_PROCESS, pid, nice)
+                        done.add(pid)
+                    except OSError:
+                        pass
+        engine.dispose()
+
+    threading.Thread(target=loop, daemon=True).start()
+    return stop
 
 
 def check(url: str, bid: int, n: int) -> dict[str, int]:
@@ -139,6 +173,11 @@ def main() -> None:
         type=int,
         default=0,
         help="start the workers at this lower priority (nice -n N), as a deployment that keeps the app responsive",
+    )
+    ap.add_argument(
+        "--nice-db",
+        action="store_true",
+        help="PostgreSQL's backends serving the workers at the workers' priority too (as if on their own machine)",
     )
     ap.add_argument("--pages", nargs="*", default=None, help="only these pages (names as printed)")
     args = ap.parse_args()
@@ -178,6 +217,7 @@ def main() -> None:
         browser.close()
     workers = start_workers(args.workers, url, tmp, base_url, args.nice)
     mons = [Monitor(w.pid) for w in workers]
+    stop_renice = renice_worker_backends(url, args.nice) if args.nice_db and args.nice and not args.sqlite else None
     t0 = time.perf_counter()
     visits: dict[str, list[dict[str, float]]] = {name: [] for name, _ in pages}
     ids = {"batch": bid, "dataset": ds_id}
@@ -214,6 +254,8 @@ def main() -> None:
         wall = time.perf_counter() - t0
         worker_cpu = sum(m.cpu() for m in mons)
     finally:
+        if stop_renice is not None:
+            stop_renice.set()
         for m in [app_mon, *mons]:
             m.stop()
         for proc in [*workers, app, server]:
