@@ -244,7 +244,7 @@ def render_raters(raters: list[ce.RaterInfo], n_items: int, n_scales: int, on_re
         return
     total = n_items * n_scales
     for r in raters:
-        c = st.columns([2, 2, 5, 1.4], vertical_alignment="center")
+        c = st.columns([1.5, 1.8, 6.7, 1.3], vertical_alignment="center")  # the link on one line
         c[0].markdown(f"**{html.escape(r.name)}**" + ("" if r.active else " · :red[revoked]"))
         c[1].progress(min(1.0, r.n_rated / max(1, total)), text=f"{r.n_rated} of {total} ratings")
         if r.active:
