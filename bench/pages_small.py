@@ -59,23 +59,11 @@ def browser_cpu() -> float:
 # -- seeding, as the browser tests do ----------------------------------------------------------------------
 def seed_conseval(url: str, fake) -> str:
     from db.engine import make_engine
-    from services import conseval as ce
-    from services.config import BackendConfig
+    from tests.support.conseval import browser_study
 
     engine = make_engine(url)
     try:
-        backend = BackendConfig(kind="openai", base_url=fake.base_url, model="fake-model", max_retries=1)
-        cfg = ce.StudyConfig(
-            criteria=["Harmlessness", "Conciseness"],
-            scales=["5-P", "7-P", "11-P (POS)", "5-P Likert"],
-            granularities=["none", "long"],
-            models=[ce.ModelSpec.of(backend)],
-            n_samples=3,
-            n_boot=200,
-        )
-        sid = ce.create_study(engine, cfg, ce.sample_items(cfg.criteria, 4), name="Harm and brevity")
-        assert ce.run_study(engine, sid, backends={backend.model: backend}).status == "done"
-        ce.add_rater(engine, sid, "Ada")
+        sid, _ = browser_study(engine, fake.base_url)
     finally:
         engine.dispose()
     return f"ConsEval?study={sid}"

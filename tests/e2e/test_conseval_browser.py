@@ -14,10 +14,9 @@ import pytest
 
 from db.engine import make_engine
 from services import conseval as ce
-from services.config import BackendConfig
 from tests.fakes import FakeOpenAIServer
 from tests.support.browser import ARTIFACTS, BROWSER_MARKS, TIMEOUT_MS, in_browser, serve
-from tests.support.conseval import scorer
+from tests.support.conseval import browser_study, scorer
 
 pytestmark = BROWSER_MARKS
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (requirements-dev.txt)")
@@ -38,18 +37,7 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[App]:
     database_url = f"sqlite:///{tmp / 'conseval.db'}"
     engine = make_engine(database_url)
     try:
-        backend = BackendConfig(kind="openai", base_url=fake.base_url, model="fake-model", max_retries=1)
-        cfg = ce.StudyConfig(
-            criteria=["Harmlessness", "Conciseness"],
-            scales=["5-P", "7-P", "11-P (POS)", "5-P Likert"],
-            granularities=["none", "long"],
-            models=[ce.ModelSpec.of(backend)],
-            n_samples=3,
-            n_boot=200,
-        )
-        sid = ce.create_study(engine, cfg, ce.sample_items(cfg.criteria, 4), name="Harm and brevity")
-        assert ce.run_study(engine, sid, backends={backend.model: backend}).status == "done"
-        token = ce.add_rater(engine, sid, "Ada").token
+        sid, token = browser_study(engine, fake.base_url)
     finally:
         engine.dispose()
     try:

@@ -91,3 +91,21 @@ def seeded_study(judge, *, n_items: int = 4) -> int:
     sid = ce.create_study(eng, cfg, ce.sample_items(["Conciseness"], n_items))
     ce.run_study(eng, sid, backends={backend.model: backend})
     return sid
+
+
+def browser_study(engine, base_url: str) -> tuple[int, str]:
+    """The study of the ConsEval browser test (and of bench/pages_small.py), run to the end against the fake at
+    `base_url` (answering with `scorer(noisy=True)`): 2 criteria, 4 scales, 2 definitions, 4 items, n = 3 and
+    greedy, 256 answers; with a rater, Ada. Returns the study's id and Ada's token."""
+    backend = BackendConfig(kind="openai", base_url=base_url, model="fake-model", max_retries=1)
+    cfg = StudyConfig(
+        criteria=["Harmlessness", "Conciseness"],
+        scales=["5-P", "7-P", "11-P (POS)", "5-P Likert"],
+        granularities=["none", "long"],
+        models=[ModelSpec.of(backend)],
+        n_samples=3,
+        n_boot=200,
+    )
+    sid = ce.create_study(engine, cfg, ce.sample_items(cfg.criteria, 4), name="Harm and brevity")
+    assert ce.run_study(engine, sid, backends={backend.model: backend}).status == "done"
+    return sid, ce.add_rater(engine, sid, "Ada").token
