@@ -9,6 +9,7 @@ OpenAI-compatible server (kept running while the page is open, as in the tests):
   DHP       a set of 8 summaries (typo:minor, reorder:major) benchmarked by judge-a and judge-b (r = 1), opened
             at ?view=Texts (the test's first visit) and ?view=Results;
   Home      no data: the app's home page, the floor of any page in a new browser session;
+  Meta-evaluation  test_browser.py's batch: its hand-made dataset judged by DCE with the toy judge;
   Judges    the QAGS-CNN file (/work/shared/data, read in place) with the evidence checker and a Summ-NLI judge
             over its first 60 items, and an annotator.
 
@@ -21,8 +22,9 @@ scale_pages.py's definitions: first content (the title drawn), settled (nothing 
 indicator, spinner or skeleton), the app's CPU seconds over the visit, the app's peak RSS so far, and Chromium's CPU
 seconds over the visit (all its processes: loading the page's scripts, drawing tables and Plotly figures).
 
-Run: .venv/bin/python bench/pages_small.py [--pages ConsEval DHP Judges Home] [--modes serve streamlit] [--tabs]
-     [--keep DIR]  (DIR/ConsEval.db etc.: the seeded databases, for bench/profile_page.py)
+Run: .venv/bin/python bench/pages_small.py [--pages ConsEval DHP Judges Home Meta-evaluation]
+     [--modes serve streamlit] [--tabs] [--keep DIR]
+     (DIR/ConsEval.db etc.: the seeded databases, for bench/profile_page.py)
 """
 
 from __future__ import annotations
@@ -133,6 +135,33 @@ def seed_judges(url: str, fake) -> str:
     return "Judges"
 
 
+def metaeval_judge(body: dict):
+    from tests.e2e.test_browser import BAD, FIX
+    from tests.fakes import answers_connection_check, toy_judge
+
+    return answers_connection_check(toy_judge(bad=BAD, fix=FIX))(body)
+
+
+def seed_metaeval(url: str, fake) -> str:
+    """test_browser.py's batch: the hand-made dataset judged by DCE with the toy judge, then Meta-evaluation."""
+    from db.engine import make_engine
+    from services.config import BackendConfig
+    from services.dcr import DCRConfig
+    from services.jobs import batches
+    from tests.metaeval_seed import make_dataset
+    from tests.support.metaeval import HAND
+
+    engine = make_engine(url)
+    try:
+        ds = make_dataset(engine, HAND, name="e2e-batch")
+        backend = BackendConfig(kind="openai", base_url=fake.base_url, model="fake-model", max_retries=1)
+        bid = batches.create_batch(engine, dataset_id=ds, backend=backend, cfg=DCRConfig())
+        assert batches.process_batch(engine, bid).failed == 0
+    finally:
+        engine.dispose()
+    return f"Meta-evaluation?batch={bid}"
+
+
 def seed_nothing(url: str, fake) -> str:
     """No data: the home page, for the floor every page pays (Streamlit's own scripts in a new browser session)."""
     return ""
@@ -147,6 +176,7 @@ def _fakes():
         "DHP": (dhp_judge, seed_dhp),
         "Judges": (nli_judge(bad=" said"), seed_judges),
         "Home": (lambda body: "OK", seed_nothing),
+        "Meta-evaluation": (metaeval_judge, seed_metaeval),
     }
 
 
