@@ -242,11 +242,16 @@ def shot(pg, name: str) -> None:
     pg.screenshot(path=str(ARTIFACTS / f"{name}.png"))
 
 
+# The app while a script run is under way (headless pages do not always draw the running indicator).
+RUNNING = '[data-testid="stApp"][data-test-script-state="running"]'
+
+
 def wait_idle(pg) -> None:
     """Wait until the script run is over and every element has drawn (lazy-loaded elements show a skeleton)."""
     from playwright.sync_api import expect
 
     expect(pg.get_by_test_id("stStatusWidget")).to_have_count(0)
+    expect(pg.locator(RUNNING)).to_have_count(0)
     expect(pg.locator('[data-testid^="stSkeleton"]')).to_have_count(0)
 
 
