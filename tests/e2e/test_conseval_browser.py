@@ -15,7 +15,7 @@ import pytest
 from db.engine import make_engine
 from services import conseval as ce
 from tests.fakes import FakeOpenAIServer
-from tests.support.browser import ARTIFACTS, BROWSER_MARKS, RUNNING, TIMEOUT_MS, in_browser, serve
+from tests.support.browser import ARTIFACTS, BROWSER_MARKS, in_browser, serve, wait_idle
 from tests.support.conseval import browser_study, scorer
 
 pytestmark = BROWSER_MARKS
@@ -48,12 +48,8 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[App]:
 
 
 def _idle(page) -> None:
-    expect = sync_api.expect
-    expect(page.get_by_test_id("stStatusWidget")).to_have_count(0, timeout=TIMEOUT_MS)
-    # the running indicator is not always drawn in a headless page: the app's script state says it too
-    expect(page.locator(RUNNING)).to_have_count(0, timeout=TIMEOUT_MS)
-    expect(page.locator('[data-testid^="stSkeleton"]')).to_have_count(0, timeout=TIMEOUT_MS)
-    expect(page.get_by_test_id("stException")).to_have_count(0)
+    wait_idle(page)
+    sync_api.expect(page.get_by_test_id("stException")).to_have_count(0)
 
 
 def test_a_deep_link_shows_the_study_results_with_charts(app: App):
