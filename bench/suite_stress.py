@@ -1,0 +1,122 @@
+"""The whole test suite, run again and again on a busy machine: `make test` beside `stress-ng --cpu N`.
+
+Each run is `CI=true make test` in a clean worktree of REF (a detached checkout under --dir, sharing this
+checkout's virtual environment and, when present, `../shared`), so what is tested is what is committed, not
+this checkout's files. REF is resolved again before each run, so a branch that moves between runs is tested at
+its new commit; the table says which commit each run tested. The runs stop at the first failure (the run's log
+is kept), or after --runs. Between runs the load is kept up: stress-ng runs for the whole series.
+
+Prints, for each run: its commit, start and end (UTC), pytest's summary line, the wall time, and the 1-minute load
+average sampled every 30 s (mean and highest).
+Run: .venv/bin/python bench/suite_stress.py [--runs 5] [--cpu 4] [--ref main] [--dir /tmp/suite-stress]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SUMMARY = re.compile(r"=+ (.*(?:passed|failed|error).*) in ([\d.]+)s")
+
+
+def git(*args: str, cwd: Path = ROOT) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
+
+
+def now() -> str:
+    return datetime.now(UTC).strftime("%H:%M:%S")
+
+
+def checkout(ref: str, where: Path) -> str:
+    """A clean detached worktree of `ref` at `where` (made once, then moved to the ref's current commit)."""
+    commit = git("rev-parse", ref)
+    if not (where / ".git").exists():
+        where.parent.mkdir(parents=True, exist_ok=True)
+        git("worktree", "add", "--detach", str(where), commit)
+    else:
+        git("checkout", "--detach", "--force", commit, cwd=where)
+        git("clean", "-fdx", "-e", ".venv", "-e", ".pytest_cache", cwd=where)
+    venv = where / ".venv"
+    if not venv.exists():
+        venv.symlink_to(ROOT / ".venv")
+    shared = ROOT.parent / "shared"
+    if shared.exists() and not (where.parent / "shared").exists():
+        (where.parent / "shared").symlink_to(shared)
+    return commit
+
+
+class Load(threading.Thread):
+    """The 1-minute load average, sampled every `every` seconds until stopped."""
+
+    def __init__(self, every: float = 30.0) -> None:
+        super().__init__(daemon=True)
+        self.every, self.samples, self.stopped = every, [], threading.Event()
+
+    def run(self) -> None:
+        while not self.stopped.is_set():
+            self.samples.append(os.getloadavg()[0])
+            self.stopped.wait(self.every)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--cpu", type=int, default=4, help="stress-ng --cpu N (0: no stress-ng)")
+    ap.add_argument("--ref", default="HEAD")
+    ap.add_argument("--dir", type=Path, default=Path("/tmp/suite-stress/checkout"))
+    args = ap.parse_args()
+    if args.cpu and not shutil.which("stress-ng"):
+        sys.exit("stress-ng not found: install it (Debian: apt-get install stress-ng) or pass --cpu 0")
+    if not (ROOT / ".venv").exists():
+        sys.exit("no .venv in this checkout: run `make install-dev install-embeddings` first")
+    logs = args.dir.parent / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    stress = subprocess.Popen(["stress-ng", "--cpu", str(args.cpu), "--quiet"]) if args.cpu else None
+    print("| run | commit | when (UTC) | result | wall | load mean / max |", flush=True)
+    print("| --- | --- | --- | --- | --- | --- |", flush=True)
+    try:
+        for run in range(1, args.runs + 1):
+            commit = checkout(args.ref, args.dir)
+            log = logs / f"run{run}.log"
+            load, start, t0 = Load(), now(), time.monotonic()
+            load.start()
+            with log.open("w") as out:
+                rc = subprocess.run(
+                    ["make", "test"],
+                    cwd=args.dir,
+                    env={**os.environ, "CI": "true"},
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                ).returncode
+            load.stopped.set()
+            wall = time.monotonic() - t0
+            found = SUMMARY.findall(log.read_text(errors="replace"))
+            summary = (
+                f"{found[-1][0]} (pytest {float(found[-1][1]) / 60:.1f} min)" if found else f"exit {rc}, no summary"
+            )
+            mean = sum(load.samples) / max(len(load.samples), 1)
+            print(
+                f"| {run} | {commit[:7]} | {start}-{now()} | {summary} | {wall / 60:.1f} min "
+                f"| {mean:.1f} / {max(load.samples, default=0):.1f} |",
+                flush=True,
+            )
+            if rc != 0:
+                print(f"run {run} failed: its log is {log}", flush=True)
+                sys.exit(1)
+    finally:
+        if stress:
+            stress.terminate()
+            stress.wait()
+
+
+if __name__ == "__main__":
+    main()
