@@ -6,9 +6,13 @@ this checkout's files. REF is resolved again before each run, so a branch that m
 its new commit; the table says which commit each run tested. The runs stop at the first failure (the run's log
 is kept), or after --runs. Between runs the load is kept up: stress-ng runs for the whole series.
 
-Prints, for each run: its commit, start and end (UTC), pytest's summary line, the wall time, and the 1-minute load
-average sampled every 30 s (mean and highest).
+Prints, for each run: its commit, start and end (UTC), pytest's summary line, the wall time, the 1-minute load
+average sampled every 30 s (mean and highest), and the machine's CPU over the run from /proc/stat: core-seconds busy
+(stress-ng's included) and idle. With `--cpu 0` (a quiet machine) the idle core-seconds are what the suite leaves
+unused, and `--idle-minutes` prints, minute by minute, the share of the cores left idle: where the run waits
+rather than computes.
 Run: .venv/bin/python bench/suite_stress.py [--runs 5] [--cpu 4] [--ref main] [--dir /tmp/suite-stress]
+     [--idle-minutes] [--make-args 'TEST_WORKERS=3']
 """
 
 from __future__ import annotations
@@ -54,17 +58,46 @@ def checkout(ref: str, where: Path) -> str:
     return commit
 
 
-class Load(threading.Thread):
-    """The 1-minute load average, sampled every `every` seconds until stopped."""
+def cpu_ticks() -> tuple[int, int]:
+    """The machine's busy and idle clock ticks since boot (/proc/stat: idle and iowait count as idle)."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    idle = fields[3] + fields[4]
+    return sum(fields[:8]) - idle, idle
 
-    def __init__(self, every: float = 30.0) -> None:
+
+class Load(threading.Thread):
+    """The 1-minute load average every 30 s, and the machine's busy and idle ticks every `every` seconds."""
+
+    def __init__(self, every: float = 5.0) -> None:
         super().__init__(daemon=True)
-        self.every, self.samples, self.stopped = every, [], threading.Event()
+        self.every, self.samples, self.ticks, self.stopped = every, [], [], threading.Event()
 
     def run(self) -> None:
+        n = 0
         while not self.stopped.is_set():
-            self.samples.append(os.getloadavg()[0])
+            if n % round(30 / self.every) == 0:
+                self.samples.append(os.getloadavg()[0])
+            self.ticks.append((time.monotonic(), *cpu_ticks()))
+            n += 1
             self.stopped.wait(self.every)
+        self.ticks.append((time.monotonic(), *cpu_ticks()))
+
+    def core_seconds(self) -> tuple[float, float]:
+        """Busy and idle core-seconds over the run."""
+        hz = os.sysconf("SC_CLK_TCK")
+        (_, b0, i0), (_, b1, i1) = self.ticks[0], self.ticks[-1]
+        return (b1 - b0) / hz, (i1 - i0) / hz
+
+    def idle_by_minute(self) -> list[float]:
+        """The share of the cores' time left idle in each minute of the run."""
+        out, start = [], self.ticks[0]
+        for tick in self.ticks[1:]:
+            if tick[0] - start[0] >= 60 or tick is self.ticks[-1]:
+                busy, idle = tick[1] - start[1], tick[2] - start[2]
+                out.append(idle / max(busy + idle, 1))
+                start = tick
+        return out
 
 
 def main() -> None:
@@ -73,6 +106,8 @@ def main() -> None:
     ap.add_argument("--cpu", type=int, default=4, help="stress-ng --cpu N (0: no stress-ng)")
     ap.add_argument("--ref", default="HEAD")
     ap.add_argument("--dir", type=Path, default=Path("/tmp/suite-stress/checkout"))
+    ap.add_argument("--idle-minutes", action="store_true", help="print the idle share of each minute of each run")
+    ap.add_argument("--make-args", default="", help="more arguments for make, e.g. 'TEST_WORKERS=3'")
     args = ap.parse_args()
     if args.cpu and not shutil.which("stress-ng"):
         sys.exit("stress-ng not found: install it (Debian: apt-get install stress-ng) or pass --cpu 0")
@@ -81,8 +116,8 @@ def main() -> None:
     logs = args.dir.parent / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     stress = subprocess.Popen(["stress-ng", "--cpu", str(args.cpu), "--quiet"]) if args.cpu else None
-    print("| run | commit | when (UTC) | result | wall | load mean / max |", flush=True)
-    print("| --- | --- | --- | --- | --- | --- |", flush=True)
+    print("| run | commit | when (UTC) | result | wall | load mean / max | core-s busy / idle |", flush=True)
+    print("| --- | --- | --- | --- | --- | --- | --- |", flush=True)
     try:
         for run in range(1, args.runs + 1):
             commit = checkout(args.ref, args.dir)
@@ -91,7 +126,7 @@ def main() -> None:
             load.start()
             with log.open("w") as out:
                 rc = subprocess.run(
-                    ["make", "test"],
+                    ["make", "test", *args.make_args.split()],
                     cwd=args.dir,
                     env={**os.environ, "CI": "true"},
                     stdout=out,
@@ -104,11 +139,14 @@ def main() -> None:
                 f"{found[-1][0]} (pytest {float(found[-1][1]) / 60:.1f} min)" if found else f"exit {rc}, no summary"
             )
             mean = sum(load.samples) / max(len(load.samples), 1)
+            busy, idle = load.core_seconds()
             print(
                 f"| {run} | {commit[:7]} | {start}-{now()} | {summary} | {wall / 60:.1f} min "
-                f"| {mean:.1f} / {max(load.samples, default=0):.1f} |",
+                f"| {mean:.1f} / {max(load.samples, default=0):.1f} | {busy:,.0f} / {idle:,.0f} |",
                 flush=True,
             )
+            if args.idle_minutes:
+                print("idle share by minute: " + " ".join(f"{x:.2f}" for x in load.idle_by_minute()), flush=True)
             if rc != 0:
                 print(f"run {run} failed: its log is {log}", flush=True)
                 sys.exit(1)
