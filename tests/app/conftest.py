@@ -3,10 +3,15 @@
 AppTest runs the pages in this process, so the process-wide caches (`st.cache_resource` behind
 `components.ui.engine`, `db.engine._engines` and every `st.cache_data`) are cleared around every test; otherwise the
 first test's database would serve all the others.
+
+Each AppTest looks through every installed package's metadata for Streamlit components on its first run (about
+0.15 s of CPU, the largest cost of a short page test); the packages do not change during a run, so the look is
+made once per process and its result reused.
 """
 
 from __future__ import annotations
 
+import functools
 import shutil
 import socket
 from collections.abc import Callable, Iterator
@@ -15,6 +20,7 @@ from pathlib import Path
 
 import pytest
 import streamlit as st
+from streamlit.components.v2 import manifest_scanner
 from streamlit.testing.v1 import AppTest
 
 import components.ui
@@ -25,6 +31,16 @@ from tests.app.helpers import HOME, ROOT
 from tests.fakes import FakeOpenAIServer, answers_connection_check, toy_judge
 from tests.support import databases
 from tests.support.waiting import WAIT_LIMIT
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _components_scanned_once() -> Iterator[None]:
+    """The installed packages' Streamlit components, looked for once per process rather than by every AppTest."""
+    scan = manifest_scanner.scan_component_manifests
+    once = functools.cache(scan)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(manifest_scanner, "scan_component_manifests", lambda *a, **k: list(once(*a, **k)))
+        yield
 
 
 def _reset_engines() -> None:
