@@ -43,11 +43,14 @@ def summary_sentences(i: int) -> list[str]:
     return [f"Summary {i} sentence {j} says the council met." for j in range(4)]
 
 
-def start_server(port: int, latency: float = LATENCY, first_request_file: str | None = None) -> subprocess.Popen:
-    """The fixed-latency server on `port`, ready to answer."""
+def start_server(
+    port: int, latency: float = LATENCY, first_request_file: str | None = None, nice: int = 0
+) -> subprocess.Popen:
+    """The fixed-latency server on `port`, ready to answer; at a lower priority (`nice -n`) when `nice` is given."""
     extra = [first_request_file] if first_request_file else []
+    prefix = ["nice", "-n", str(nice)] if nice else []
     server = subprocess.Popen(
-        [sys.executable, str(ROOT / "bench" / "latency_server.py"), str(port), str(latency), *extra]
+        [*prefix, sys.executable, str(ROOT / "bench" / "latency_server.py"), str(port), str(latency), *extra]
     )
     for _ in range(100):
         try:

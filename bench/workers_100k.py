@@ -16,6 +16,7 @@ peak RSS and CPU, and per page the median and worst first-content and settled ti
 Run: .venv/bin/python bench/workers_100k.py [--items 100000] [--workers 4] [--latency 0.05] [--in-flight 16]
      [--sqlite]  (a SQLite file instead of PostgreSQL) [--nice N]  (the workers at a lower priority, `nice -n N`)
      [--nice-db]  (PostgreSQL's backends serving the workers at that priority too)
+     [--nice-server]  (the latency server, which stands for a model on another machine, at that priority too)
      [--pages Meta-evaluation ...]  (only these pages)
 """
 
@@ -179,6 +180,11 @@ def main() -> None:
         action="store_true",
         help="PostgreSQL's backends serving the workers at the workers' priority too (as if on their own machine)",
     )
+    ap.add_argument(
+        "--nice-server",
+        action="store_true",
+        help="the latency server at the workers' priority too (it stands for a model served on another machine)",
+    )
     ap.add_argument("--pages", nargs="*", default=None, help="only these pages (names as printed)")
     args = ap.parse_args()
     pages = [(name, path) for name, path in PAGES if not args.pages or name in args.pages]
@@ -203,7 +209,7 @@ def main() -> None:
     ds_id = seed(url, n)
     print(f"seeded {n:,} items in {time.perf_counter() - t:.0f} s", flush=True)
     port = free_port()
-    server = start_server(port, args.latency)
+    server = start_server(port, args.latency, nice=args.nice if args.nice_server else 0)
     base_url = f"http://127.0.0.1:{port}/v1"
     bid = make_batch(url, ds_id, base_url, args.in_flight)
     app, app_url = start_app(tmp, url, None)
@@ -267,6 +273,8 @@ def main() -> None:
                 proc.kill()
     got = check(url, bid, n)
     nice = f", workers at nice {args.nice}" if args.nice else ""
+    nice += " (their PostgreSQL backends too)" if args.nice and args.nice_db and not args.sqlite else ""
+    nice += " (the model server too)" if args.nice and args.nice_server else ""
     latency = f"latency {args.latency * 1000:.0f} ms"
     print(f"\n{n:,} items, {args.workers} workers x {args.in_flight} in flight, {latency}{nice}")
     print("  " + ", ".join(f"{k} {v:,}" for k, v in got.items()))
