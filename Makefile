@@ -5,7 +5,10 @@ BIN    := $(VENV)/bin
 PORT   ?= 8501
 # Test processes (pytest-xdist): one per CPU by default; tests sharing a start-up run on one (tests/conftest.py).
 TEST_WORKERS ?= auto
-PYTEST := $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
+# Compiled modules are written and reused (Python's default, which some machines turn off with
+# PYTHONDONTWRITEBYTECODE): the suite starts hundreds of Python processes (apps, workers, `cli.py`), and each
+# would otherwise compile the project's modules again, and each pytest process rewrite every test module again.
+PYTEST := PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
 # llama-cpp-python is built from source; a portable x86_64 build avoids CPU-specific (AMX) code paths.
 ifeq ($(shell uname -m),x86_64)
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON \
