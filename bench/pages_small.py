@@ -23,7 +23,9 @@ indicator, spinner or skeleton), the app's CPU seconds over the visit, the app's
 seconds over the visit (all its processes: loading the page's scripts, drawing tables and Plotly figures).
 
 Run: .venv/bin/python bench/pages_small.py [--pages ConsEval DHP Judges Home Meta-evaluation]
-     [--modes serve streamlit] [--tabs] [--keep DIR]
+     [--modes serve streamlit] [--tabs] [--keep DIR] [--chromium-args '--flag ...'] [--reduced-motion]
+     [--executable PATH]
+     (Chromium started with these flags beside the browser tests' own; each session asking for reduced motion)
      (DIR/ConsEval.db etc.: the seeded databases, for bench/profile_page.py)
 """
 
@@ -234,7 +236,9 @@ def open_tabs(page, monitor: Monitor) -> list[tuple[str, float, float]]:
     return out
 
 
-def measure(name: str, mode: str, browser, tabs: bool, keep: Path | None) -> list[dict]:
+def measure(
+    name: str, mode: str, browser, tabs: bool, keep: Path | None, context_options: dict | None = None
+) -> list[dict]:
     import shutil
 
     from tests.fakes import FakeOpenAIServer
@@ -260,7 +264,9 @@ def measure(name: str, mode: str, browser, tabs: bool, keep: Path | None) -> lis
                         if visit == "revisit":
                             ctx = kept
                         else:
-                            ctx = browser.new_context(viewport={"width": 1400, "height": 2400})
+                            ctx = browser.new_context(
+                                viewport={"width": 1400, "height": 2400}, **(context_options or {})
+                            )
                             if visit == "warm" and kept is None:
                                 kept = ctx
                         page = ctx.new_page()
@@ -306,6 +312,9 @@ def main() -> None:
     ap.add_argument("--modes", nargs="*", default=["serve", "streamlit"])
     ap.add_argument("--tabs", action="store_true", help="also open each further ConsEval tab")
     ap.add_argument("--keep", type=Path, default=None, help="a folder to copy each seeded database into")
+    ap.add_argument("--chromium-args", default="", help="more Chromium flags, beside the browser tests' own")
+    ap.add_argument("--executable", type=Path, default=None, help="another Chromium binary than the tests' own")
+    ap.add_argument("--reduced-motion", action="store_true", help="each session asks for reduced motion")
     args = ap.parse_args()
     from playwright.sync_api import sync_playwright
 
@@ -314,10 +323,13 @@ def main() -> None:
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     table = []
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        browser = p.chromium.launch(
+            executable_path=str(args.executable or CHROMIUM), args=[*CHROMIUM_ARGS, *args.chromium_args.split()]
+        )
+        options = {"reduced_motion": "reduce"} if args.reduced_motion else {}
         for name in args.pages:
             for mode in args.modes:
-                table += measure(name, mode, browser, args.tabs, args.keep)
+                table += measure(name, mode, browser, args.tabs, args.keep, options)
         browser.close()
     print(
         "\n| page | started by | visit | first | settled | app CPU | app peak RSS | Chromium CPU |"

@@ -11,8 +11,17 @@ average sampled every 30 s (mean and highest), and the machine's CPU over the ru
 (stress-ng's included) and idle. With `--cpu 0` (a quiet machine) the idle core-seconds are what the suite leaves
 unused, and `--idle-minutes` prints, minute by minute, the share of the cores left idle: where the run waits
 rather than computes.
+
+`--by-process` also samples every process on the machine (/proc/PID/stat every 0.3 s) and prints, after each run,
+the CPU seconds by kind of process: the pytest processes, the apps they start (serve.py), Chromium, PostgreSQL's
+backends, the workers, the embedded model, `cli.py`, other Python and everything else (the kernel's own threads
+included). A process is counted from its first sample to its last, so one that lives less than 0.3 s is missed.
+
+Before the first run it times a fixed piece of pure Python (ten million additions, best of five, in CPU seconds)
+and prints it: CPU seconds are comparable between runs on one machine, and this figure says how fast the machine
+was, so that runs on two machines can be compared.
 Run: .venv/bin/python bench/suite_stress.py [--runs 5] [--cpu 4] [--ref main] [--dir /tmp/suite-stress]
-     [--idle-minutes] [--make-args 'TEST_WORKERS=3']
+     [--idle-minutes] [--by-process] [--make-args 'TEST_WORKERS=3']
 """
 
 from __future__ import annotations
@@ -100,6 +109,89 @@ class Load(threading.Thread):
         return out
 
 
+def machine_speed() -> float:
+    """CPU seconds of ten million additions in pure Python, best of five: how fast this machine is now."""
+    best = float("inf")
+    for _ in range(5):
+        t = time.process_time()
+        total = 0
+        for i in range(10_000_000):
+            total += i
+        best = min(best, time.process_time() - t)
+    return best
+
+
+def process_kind(pid: int) -> str:
+    """What a process is, from its command line: the kinds the suite starts, or its own name."""
+    try:
+        argv = [a.decode(errors="replace") for a in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") if a]
+        comm = Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return "?"
+    line = " ".join(argv)
+    if "pytest" in line or "execnet" in line or "exec(eval(sys.stdin" in line:
+        return "pytest processes"
+    if "serve.py" in line or "streamlit run" in line:
+        return "the apps (serve.py, streamlit run)"
+    if "chrom" in comm or "chrom" in (argv[0] if argv else ""):
+        return "Chromium"
+    if comm.startswith("postgres") or (argv and argv[0].startswith("postgres")):
+        return "PostgreSQL"
+    if "services.worker" in line:
+        return "workers (services.worker)"
+    if "llama_cpp" in line:
+        return "the embedded model (llama_cpp.server)"
+    if "cli.py" in line:
+        return "cli.py"
+    if "playwright" in line and comm == "node":
+        return "Playwright's driver (node)"
+    if comm.startswith("python"):
+        return "other Python"
+    if comm.startswith("stress-ng"):
+        return "stress-ng"
+    return "other (kernel threads, make, pip, shells)"
+
+
+class ByProcess(threading.Thread):
+    """Every process's CPU seconds (utime + stime), sampled every 0.3 s, summed by kind at each process's end."""
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.stopped, self.totals = threading.Event(), {}
+        self.tick = os.sysconf("SC_CLK_TCK")
+
+    def _sample(self) -> dict[tuple[int, str], float]:
+        seen = {}
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            try:
+                stat = Path(f"/proc/{name}/stat").read_text()
+            except OSError:
+                continue
+            rest = stat[stat.rindex(")") + 2 :].split()
+            seen[(int(name), rest[19])] = (int(rest[11]) + int(rest[12])) / self.tick  # keyed by pid and start
+        return seen
+
+    def run(self) -> None:
+        kinds: dict[tuple[int, str], str] = {}
+        first = self._sample()  # what ran before the run is counted from here on
+        last = dict(first)
+        totals: dict[str, float] = {}
+        while not self.stopped.wait(0.3):
+            seen = self._sample()
+            for key in seen.keys() - kinds.keys():
+                kinds[key] = process_kind(key[0])
+            for key in last.keys() - seen.keys():  # ended since the last sample
+                kind = kinds.get(key) or process_kind(key[0])
+                totals[kind] = totals.get(kind, 0.0) + last[key] - first.get(key, 0.0)
+            last = seen
+        for key, cpu in last.items():
+            kind = kinds.get(key) or process_kind(key[0])
+            totals[kind] = totals.get(kind, 0.0) + cpu - first.get(key, 0.0)
+        self.totals = totals
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=5)
@@ -107,6 +199,7 @@ def main() -> None:
     ap.add_argument("--ref", default="HEAD")
     ap.add_argument("--dir", type=Path, default=Path("/tmp/suite-stress/checkout"))
     ap.add_argument("--idle-minutes", action="store_true", help="print the idle share of each minute of each run")
+    ap.add_argument("--by-process", action="store_true", help="print each run's CPU seconds by kind of process")
     ap.add_argument("--make-args", default="", help="more arguments for make, e.g. 'TEST_WORKERS=3'")
     args = ap.parse_args()
     if args.cpu and not shutil.which("stress-ng"):
@@ -115,6 +208,7 @@ def main() -> None:
         sys.exit("no .venv in this checkout: run `make install-dev install-embeddings` first")
     logs = args.dir.parent / "logs"
     logs.mkdir(parents=True, exist_ok=True)
+    print(f"machine speed: ten million additions in {machine_speed():.2f} CPU s (best of five)", flush=True)
     stress = subprocess.Popen(["stress-ng", "--cpu", str(args.cpu), "--quiet"]) if args.cpu else None
     print("| run | commit | when (UTC) | result | wall | load mean / max | core-s busy / idle |", flush=True)
     print("| --- | --- | --- | --- | --- | --- | --- |", flush=True)
@@ -124,6 +218,9 @@ def main() -> None:
             log = logs / f"run{run}.log"
             load, start, t0 = Load(), now(), time.monotonic()
             load.start()
+            procs = ByProcess() if args.by_process else None
+            if procs:
+                procs.start()
             with log.open("w") as out:
                 rc = subprocess.run(
                     ["make", "test", *args.make_args.split()],
@@ -133,6 +230,9 @@ def main() -> None:
                     stderr=subprocess.STDOUT,
                 ).returncode
             load.stopped.set()
+            if procs:
+                procs.stopped.set()
+                procs.join()
             wall = time.monotonic() - t0
             found = SUMMARY.findall(log.read_text(errors="replace"))
             summary = (
@@ -147,6 +247,11 @@ def main() -> None:
             )
             if args.idle_minutes:
                 print("idle share by minute: " + " ".join(f"{x:.2f}" for x in load.idle_by_minute()), flush=True)
+            if procs:
+                total = sum(procs.totals.values())
+                print(f"CPU seconds by kind of process ({total:,.0f} in all):", flush=True)
+                for kind, cpu in sorted(procs.totals.items(), key=lambda kv: -kv[1]):
+                    print(f"  {cpu:8,.0f}  {cpu / max(total, 1e-9):4.0%}  {kind}", flush=True)
             if rc != 0:
                 print(f"run {run} failed: its log is {log}", flush=True)
                 sys.exit(1)
