@@ -129,20 +129,22 @@ def process_kind(pid: int) -> str:
     except OSError:
         return "?"
     line = " ".join(argv)
-    if "pytest" in line or "execnet" in line or "exec(eval(sys.stdin" in line:
+    # pytest by its exact signatures (an xdist worker retitles itself "[pytest-xdist running] tests/..."), then
+    # what a process runs: a test's files under /tmp/pytest-of-... must not make its `cli.py` count as pytest
+    if line.startswith("[pytest-xdist") or "exec(eval(sys.stdin" in line or argv[1:3] == ["-m", "pytest"]:
         return "pytest processes"
     if "serve.py" in line or "streamlit run" in line:
         return "the apps (serve.py, streamlit run)"
-    if "chrom" in comm or "chrom" in (argv[0] if argv else ""):
-        return "Chromium"
-    if comm.startswith("postgres") or (argv and argv[0].startswith("postgres")):
-        return "PostgreSQL"
     if "services.worker" in line:
         return "workers (services.worker)"
     if "llama_cpp" in line:
         return "the embedded model (llama_cpp.server)"
     if "cli.py" in line:
         return "cli.py"
+    if "chrom" in comm or "chrom" in (argv[0] if argv else ""):
+        return "Chromium"
+    if comm.startswith("postgres") or (argv and argv[0].startswith("postgres")):
+        return "PostgreSQL"
     if "playwright" in line and comm == "node":
         return "Playwright's driver (node)"
     if comm.startswith("python"):
