@@ -15,7 +15,8 @@ peak RSS and CPU, and per page the median and worst first-content and settled ti
 
 Run: .venv/bin/python bench/workers_100k.py [--items 100000] [--workers 4] [--latency 0.05] [--in-flight 16]
      [--sqlite]  (a SQLite file instead of PostgreSQL) [--nice N]  (the workers at a lower priority, `nice -n N`)
-     [--nice-db]  (PostgreSQL's backends serving the workers at that priority too)
+     [--nice-db]  (PostgreSQL's backends serving the workers at that priority too: their nice and, where the
+     kernel groups processes by session, their session group's nice in /proc/PID/autogroup)
      [--nice-server]  (the latency server, which stands for a model on another machine, at that priority too)
      [--pages Meta-evaluation ...]  (only these pages)
 """
@@ -135,6 +136,13 @@ def renice_worker_backends(url: str, nice: int):
                     try:
                         os.setpriority(os.PRIO_PROCESS, pid, nice)
                         done.add(pid)
+                    except OSError:
+                        continue
+                    # Each backend is a session of its own (PostgreSQL calls setsid), so where the kernel groups
+                    # processes by session (sched_autogroup_enabled) its nice orders it only within its own
+                    # group: the group's weight is what competes with the app's, and it is set here.
+                    try:
+                        Path(f"/proc/{pid}/autogroup").write_text(str(nice))
                     except OSError:
                         pass
         engine.dispose()
