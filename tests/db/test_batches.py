@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from sqlmodel import Session
 
 from db import batches as db_batches
@@ -88,3 +89,36 @@ def test_same_configuration_matches_the_given_columns_newest_first(engine):
     assert [r[0] for r in rows] == [newer, older]
     assert other not in [r[0] for r in rows] and unnamed not in [r[0] for r in rows]
     assert [(r[1], r[2], r[3]) for r in rows] == [(2, 1, "g")] * 2
+
+
+def test_a_running_batchs_counts_read_indexes_not_its_rows(engine):
+    """The Batches page polls a running batch's counts every 1.5 s: both queries are answered from covering
+    indexes (SQLite's query plan says so), never by reading the rows with their results."""
+    if engine.dialect.name != "sqlite":
+        pytest.skip("the query plan read here is SQLite's")
+    from datetime import timedelta
+
+    from sqlalchemy import event
+
+    from db import estimates as db_estimates
+    from db.models import utcnow
+
+    bid = _batch(engine, 3)
+    seen: list[tuple[str, object]] = []
+
+    def keep(conn, cursor, statement, parameters, context, executemany):
+        seen.append((statement, parameters))
+
+    event.listen(engine, "before_cursor_execute", keep)
+    try:
+        with Session(engine) as session:
+            totals = db_batches.status_totals(session=session, batch_id=bid)
+            n, _ = db_estimates.recent_finishes(session=session, batch_id=bid, since=utcnow() - timedelta(minutes=2))
+    finally:
+        event.remove(engine, "before_cursor_execute", keep)
+    assert [(r[0], r[1]) for r in totals] == [("pending", 3)] and n == 0
+    assert len(seen) == 2
+    with engine.connect() as conn:
+        for statement, parameters in seen:
+            plan = " ".join(r[-1] for r in conn.exec_driver_sql("EXPLAIN QUERY PLAN " + statement, parameters))
+            assert "USING COVERING INDEX" in plan, (statement, plan)
