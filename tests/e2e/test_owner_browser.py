@@ -71,10 +71,19 @@ def signed_in_on(pg, title: str) -> None:
     expect(pg.get_by_test_id("stSidebar").get_by_text("Signed in with the studio password.")).to_be_visible()
 
 
+def pick_endpoint_backend(pg) -> None:
+    """Choose the endpoint backend and wait for the rerun it starts to end: until then the form's stale Save
+    button (from the embedded layout) is still on the page beside the new one."""
+    main(pg).get_by_text("OpenAI-compatible endpoint", exact=False).first.click()
+    expect(main(pg).get_by_role("textbox", name="Base URL")).to_be_visible()
+    wait_idle(pg)
+    expect(main(pg).get_by_role("button", name=re.compile("Save"))).to_have_count(1)
+
+
 def choose_endpoint(pg, app: OwnerApp, key: str = "") -> None:
     pg.goto(f"{app.url}/Settings")
     signed_in_on(pg, "Settings")
-    main(pg).get_by_text("OpenAI-compatible endpoint", exact=False).first.click()
+    pick_endpoint_backend(pg)
     main(pg).get_by_role("textbox", name="Base URL").fill(app.fake_url)
     main(pg).get_by_role("textbox", name="Model", exact=True).fill(MODEL)
     if key:
@@ -188,7 +197,7 @@ def test_before_a_batch_on_a_remote_model_the_form_estimates_calls_tokens_time_a
     pg.goto(f"{app.url}/Settings")
     sign_in(pg)
     signed_in_on(pg, "Settings")
-    main(pg).get_by_text("OpenAI-compatible endpoint", exact=False).first.click()
+    pick_endpoint_backend(pg)
     main(pg).get_by_role("spinbutton", name="Price per million input tokens (USD)").fill("2.5")
     main(pg).get_by_role("spinbutton", name="Price per million output tokens (USD)").fill("10")
     main(pg).get_by_role("textbox", name="Base URL").fill(app.fake_url)
