@@ -45,4 +45,4 @@ def engine(request: pytest.FixtureRequest) -> Iterator[Engine]:
     eng = make_engine(url)
     yield eng
     eng.dispose()
-    cluster.drop_database(url)
+    cluster.recycle_database(url)

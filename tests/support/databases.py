@@ -50,13 +50,14 @@ def sqlite_file_copy(template: Path, folder: Path) -> Engine:
 
 @contextmanager
 def postgres_database() -> Iterator[str]:
-    """The URL of a new PostgreSQL database at the current schema (a copy of the migrated template), dropped after."""
+    """The URL of a new PostgreSQL database at the current schema (a copy of the migrated template, or a used one
+    emptied again), emptied or dropped after (tests/db/pg.py)."""
     cluster = pg.cluster()
     url = cluster.new_database(migrated=True)
     try:
         yield url
     finally:
-        cluster.drop_database(url)
+        cluster.recycle_database(url)
 
 
 @contextmanager
