@@ -103,8 +103,10 @@ def test_benchmark_in_the_worker_then_results_with_the_threshold(dhp_app: DhpApp
     shot(pg, "41-dhp-benchmark")
 
     pg.goto(f"{dhp_app.url}/DHP?view=Results")
-    wait_idle(pg)
+    # wait_idle alone can pass before the run has drawn anything, and the page's text is read below: judge-a's
+    # results are drawn first, then the run goes on to judge-b's.
     expect(metric(pg, "judge-a: D_avg")).to_be_visible()
+    wait_idle(pg)
     # character and sentence levels only: D_avg is left empty with the reason; D_min and D_wilson_min are given
     assert metric(pg, "judge-a: D_avg").inner_text().strip() == "—"
     expect(main(pg).get_by_text("not comparable").first).to_be_visible()
