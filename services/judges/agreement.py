@@ -24,6 +24,7 @@ import numpy as np
 from scipy import stats as sps
 
 from services import stats
+from services.stats import binomial
 
 N_BOOT = 1000
 MIN_PER_CLASS = 5  # labelled items of each class before balanced accuracy, AUROC and kappa are shown
@@ -97,8 +98,8 @@ def balanced_accuracy(verdicts: np.ndarray, labels: np.ndarray, *, ci: float) ->
     ends = []
     for cls in (1, 0):
         hit = int(((verdicts == cls) & (labels == cls)).sum())
-        iv = sps.binomtest(hit, int((labels == cls).sum())).proportion_ci(confidence_level=each, method="exact")
-        ends.append((hit / (labels == cls).sum(), iv.low, iv.high))
+        lo, hi = binomial.clopper_pearson(hit, int((labels == cls).sum()), each)
+        ends.append((hit / (labels == cls).sum(), lo, hi))
     (r1, lo1, hi1), (r0, lo0, hi0) = ends
     return Metric(float((r1 + r0) / 2), n, float((lo1 + lo0) / 2), float((hi1 + hi0) / 2))
 

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
 from sqlalchemy.engine import Engine
 
 from db.models import BatchPublic
@@ -27,6 +26,7 @@ from services.judges import data
 from services.judges.agreement import Agreement, Metric, agreement
 from services.judges.estimate import RateEstimates, rates, with_known_values
 from services.judges.links import Linked, linked_results
+from services.stats import binomial
 
 NEUTRAL = 0.5
 
@@ -167,11 +167,11 @@ def judge_name(batch: BatchPublic) -> str:
 
 
 def _proportion(k: int, n: int, ci: float) -> Metric:
-    """k of n with a Wilson interval (scipy)."""
+    """k of n with a Wilson interval."""
     if n == 0:
         return Metric(None, 0, note="Nothing to count.")
-    iv = sps.binomtest(k, n).proportion_ci(confidence_level=ci, method="wilson")
-    return Metric(k / n, n, float(iv.low), float(iv.high))
+    lo, hi = binomial.wilson(k, n, ci)
+    return Metric(k / n, n, lo, hi)
 
 
 def card_from_frames(

@@ -36,6 +36,7 @@ import pandas as pd
 
 from services.errors import InputError
 from services.judges.estimate import MIN_LABELLED, Estimate, classical, ppi
+from services.stats import binomial
 
 NEUTRAL = 0.5  # the prediction of an item the judge could not score (as on the judge card)
 THRESHOLD = 0.5  # a score of 0.5 or more is the judge saying "consistent" (as for a score column)
@@ -239,14 +240,12 @@ def _rates(g: pd.DataFrame, alpha: float, pair_alpha: float) -> SystemRate:
 def for_difference(y: np.ndarray, yhat: np.ndarray, yhat_unlabelled: np.ndarray, *, alpha: float) -> Estimate:
     """The system's interval that the differences combine: PPI's, except where PPI rests on the labels alone
     (lambda 0) and they are 1/0: there the Wilson score interval (scipy), as Newcombe's hybrid score method
-    has it, which keeps its level near 0 and 1 where the normal one does not."""
+    has it, which keeps its level near 0 and 1 where the normal one does not (services/stats/binomial.py)."""
     e = ppi(y, yhat, yhat_unlabelled, alpha=alpha)
     if e.estimate is None or _lam(e) != 0.0 or not set(np.unique(y)) <= {0.0, 1.0}:
         return e
-    from scipy import stats as sps
-
-    iv = sps.binomtest(int(y.sum()), int(y.size)).proportion_ci(confidence_level=1 - alpha, method="wilson")
-    return Estimate(float(y.mean()), float(iv.low), float(iv.high), e.n, e.n_unlabelled, 0.0, e.note)
+    lo, hi = binomial.wilson(int(y.sum()), int(y.size), 1 - alpha)
+    return Estimate(float(y.mean()), lo, hi, e.n, e.n_unlabelled, 0.0, e.note)
 
 
 def _lam(e: Estimate) -> float:

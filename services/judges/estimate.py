@@ -33,6 +33,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy import stats as sps
 
+from services.stats import binomial
+
 MIN_LABELLED = 2
 MIN_CLASS = 15  # PPI's normal interval needs at least this many labelled items of each class (binary labels)
 
@@ -95,9 +97,8 @@ def is_binary(y: np.ndarray) -> bool:
 
 
 def clopper_pearson(k: int, n: int, *, alpha: float) -> tuple[float, float]:
-    """The exact binomial interval of k successes in n at level 1 - alpha (scipy's binomtest)."""
-    iv = sps.binomtest(int(k), int(n)).proportion_ci(confidence_level=1 - alpha, method="exact")
-    return float(iv.low), float(iv.high)
+    """The exact binomial interval of k successes in n at level 1 - alpha (services/stats/binomial.py)."""
+    return binomial.clopper_pearson(k, n, 1 - alpha)
 
 
 def classical(y: np.ndarray, *, alpha: float = 0.05) -> Estimate:

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
+from services.stats import binomial
 from services.stats.common import (
     EXACT_RESAMPLE_MAX,
     as_float,
@@ -114,8 +115,7 @@ class ClassificationResult:
 def _wilson(k: int, n: int) -> tuple[float | None, float | None]:
     if n == 0:
         return None, None
-    ci = sps.binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
-    return float(ci.low), float(ci.high)
+    return binomial.wilson(k, n, 0.95)
 
 
 def _ratio(num: int, den: int) -> float | None:

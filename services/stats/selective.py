@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
 
+from services.stats import binomial
 from services.stats.common import as_float, as_labels
 
 N_BINS = 10
@@ -62,8 +62,7 @@ def wilson(k: int, n: int) -> tuple[float | None, float | None]:
     """The Wilson 95% interval of k successes in n trials (None, None without trials)."""
     if n == 0:
         return None, None
-    ci = sps.binomtest(int(k), int(n)).proportion_ci(confidence_level=0.95, method="wilson")
-    return float(ci.low), float(ci.high)
+    return binomial.wilson(k, n, 0.95)
 
 
 def reliability(scores, labels, n_bins: int = N_BINS) -> ReliabilityResult:

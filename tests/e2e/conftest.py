@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.browser import CHROMIUM, CHROMIUM_ARGS, PHASE_REPORTS
+from tests.support.browser import CHROMIUM, CHROMIUM_ARGS, PHASE_REPORTS, playwright_expect
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -15,6 +15,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     report = yield
     item.stash.setdefault(PHASE_REPORTS, {})[report.when] = report
     return report
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _expect_timeout() -> None:
+    """Every module's `expect` waits the suite's time, also a module that runs alone and never asks for it."""
+    playwright_expect()
 
 
 @pytest.fixture(scope="session")
