@@ -6,22 +6,30 @@ first test's database would serve all the others.
 
 Each AppTest looks through every installed package's metadata for Streamlit components on its first run (about
 0.15 s of CPU, the largest cost of a short page test); the packages do not change during a run, so the look is
-made once per process and its result reused.
+made once per process and its result reused. So is each page script's compiled code: every AppTest starts with an
+empty script cache of its own, and compiling a page (Streamlit's "magic" pass over its syntax tree, then compile)
+was about a tenth of a page test's CPU.
 """
 
 from __future__ import annotations
 
 import functools
+import os
 import shutil
 import socket
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
 import streamlit as st
+from streamlit import config as st_config
 from streamlit.components.v2 import manifest_scanner
+from streamlit.runtime.scriptrunner.script_cache import ScriptCache
 from streamlit.testing.v1 import AppTest
+from streamlit.testing.v1 import app_test as st_app_test
+from streamlit.testing.v1 import local_script_runner as st_local_script_runner
 
 import components.ui
 import db.engine
@@ -31,6 +39,42 @@ from tests.app.helpers import HOME, ROOT
 from tests.fakes import FakeOpenAIServer, answers_connection_check, toy_judge
 from tests.support import databases
 from tests.support.waiting import WAIT_LIMIT
+
+
+class _SharedScriptCache(ScriptCache):
+    """One script cache for every AppTest of the process, keyed by the file's path, size and modification time
+    (and whether magic is on), so a script rewritten in place is compiled again."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._compiled: dict[tuple, object] = {}
+        self._compile_lock = threading.Lock()
+
+    def clear(self) -> None:
+        with self._compile_lock:
+            self._compiled.clear()
+
+    def get_bytecode(self, script_path: str):
+        path = os.path.abspath(script_path)
+        stat = os.stat(path)
+        key = (path, stat.st_size, stat.st_mtime_ns, bool(st_config.get_option("runner.magicEnabled")))
+        with self._compile_lock:
+            code = self._compiled.get(key)
+        if code is None:
+            code = ScriptCache().get_bytecode(path)  # Streamlit's own reading, magic and compiling
+            with self._compile_lock:
+                self._compiled[key] = code
+        return code
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _scripts_compiled_once() -> Iterator[None]:
+    """Each page script compiled once per process rather than by every AppTest."""
+    shared = _SharedScriptCache()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(st_app_test, "ScriptCache", lambda: shared)
+        mp.setattr(st_local_script_runner, "ScriptCache", lambda: shared)
+        yield
 
 
 @pytest.fixture(autouse=True, scope="session")
