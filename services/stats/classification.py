@@ -10,7 +10,6 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from services.stats import binomial
 from services.stats.common import (
     EXACT_RESAMPLE_MAX,
     as_float,
@@ -19,6 +18,7 @@ from services.stats.common import (
     percentile_ci,
     resample_chunks,
 )
+from services.stats.selective import wilson
 
 
 # -- AUROC -------------------------------------------------------------------------------------
@@ -105,17 +105,11 @@ class ClassificationResult:
 
     def precision_ci(self) -> tuple[float | None, float | None]:
         """The Wilson 95% interval of the precision: tp of the tp + fp items predicted positive."""
-        return _wilson(self.tp, self.tp + self.fp)
+        return wilson(self.tp, self.tp + self.fp)
 
     def recall_ci(self) -> tuple[float | None, float | None]:
         """The Wilson 95% interval of the recall: tp of the tp + fn positive items."""
-        return _wilson(self.tp, self.tp + self.fn)
-
-
-def _wilson(k: int, n: int) -> tuple[float | None, float | None]:
-    if n == 0:
-        return None, None
-    return binomial.wilson(k, n, 0.95)
+        return wilson(self.tp, self.tp + self.fn)
 
 
 def _ratio(num: int, den: int) -> float | None:

@@ -17,7 +17,6 @@ import functools
 import os
 import shutil
 import socket
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -45,25 +44,16 @@ class _SharedScriptCache(ScriptCache):
     """One script cache for every AppTest of the process, keyed by the file's path, size and modification time
     (and whether magic is on), so a script rewritten in place is compiled again."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        self._compiled: dict[tuple, object] = {}
-        self._compile_lock = threading.Lock()
-
-    def clear(self) -> None:
-        with self._compile_lock:
-            self._compiled.clear()
-
     def get_bytecode(self, script_path: str):
         path = os.path.abspath(script_path)
         stat = os.stat(path)
         key = (path, stat.st_size, stat.st_mtime_ns, bool(st_config.get_option("runner.magicEnabled")))
-        with self._compile_lock:
-            code = self._compiled.get(key)
+        with self._lock:
+            code = self._cache.get(key)
         if code is None:
             code = ScriptCache().get_bytecode(path)  # Streamlit's own reading, magic and compiling
-            with self._compile_lock:
-                self._compiled[key] = code
+            with self._lock:
+                self._cache[key] = code
         return code
 
 
