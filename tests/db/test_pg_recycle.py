@@ -25,6 +25,12 @@ def _rows(url: str) -> dict[str, int]:
         engine.dispose()
 
 
+def _oid(cluster: pg.Cluster, url: str) -> int:
+    with cluster._admin.connect() as conn:
+        name = make_url(url).database
+        return conn.execute(text("SELECT oid FROM pg_database WHERE datname = :n"), {"n": name}).scalar_one()
+
+
 def _exists(cluster: pg.Cluster, url: str) -> bool:
     with cluster._admin.connect() as conn:
         name = make_url(url).database
@@ -42,12 +48,14 @@ def test_a_used_database_comes_back_empty_with_ids_from_one_under_a_new_name():
     held = engine.connect()  # a connection the test left open: ended, not waited for
     held.execute(text("SELECT 1"))
     assert _rows(fresh)["public.dataset_item"] == 3
+    used = _oid(cluster, fresh)
 
     cluster.recycle_database(fresh)
     held.invalidate()  # its server process was ended: nothing to give back to the pool
     again = cluster.new_database(migrated=True)
     assert make_url(again).database != make_url(fresh).database  # no engine cache has seen this name
     assert not _exists(cluster, fresh)
+    assert _oid(cluster, again) == used  # the same database, emptied: not dropped for a new copy
     assert _rows(again) == expected
     engine2 = make_engine(again)
     dataset_id, item_ids = make_dataset(engine2, [["Four."]], name="third")
