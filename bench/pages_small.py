@@ -16,8 +16,10 @@ OpenAI-compatible server (kept running while the page is open, as in the tests):
 For each page and each way of starting the app (`serve.py`, as `make run` does; `streamlit run app.py`, as the
 browser tests did), a fresh server, then the page in headless Chromium in a new session: *cold* (the server's
 first visit to any page), *warm* (a second new session in a new browser profile: Streamlit's scripts fetched and
-compiled again) and *revisit* (a new tab, so a new session, in the warm visit's browser profile: its HTTP cache holds
-Streamlit's content-hashed, immutable scripts, as a user's browser does from their second visit on), with
+compiled again), *revisit* (a new tab, so a new session, in the warm visit's browser profile: its HTTP cache holds
+Streamlit's content-hashed, immutable scripts, as a user's browser does from their second visit on) and *sidebar*
+(in that profile, the home page opened, then the page reached by the sidebar's link within the same session, as a
+reader moves between pages: only the page's script runs and its elements are drawn), with
 scale_pages.py's definitions: first content (the title drawn), settled (nothing changed for 3 s, no running
 indicator, spinner or skeleton), the app's CPU seconds over the visit, the app's peak RSS so far, and Chromium's CPU
 seconds over the visit (all its processes: loading the page's scripts, drawing tables and Plotly figures).
@@ -207,6 +209,7 @@ def start_app(tmp: Path, url: str, mode: str, fake) -> tuple[subprocess.Popen, s
     return proc, f"http://127.0.0.1:{port}"
 
 
+TITLES = {"ConsEval": "ConsEval", "DHP": "DHP", "Judges": "Judges", "Meta-evaluation": "Meta-evaluation"}
 TABS = ["Inter-consistency", "Model × method", "Radar", "Humans", "Answers"]
 
 
@@ -289,6 +292,22 @@ def measure(
                         )
                         for tab, secs, cpu in r.get("tabs", []):
                             print(f"      tab {tab:<18} settled {secs:5.1f} s · app CPU {cpu:5.2f} s", flush=True)
+                if kept is not None and name in TITLES:
+                    # A reader moving on from the home page by the sidebar: the same session, Streamlit's scripts
+                    # already running, only the page's script and its elements new.
+                    page = kept.new_page()
+                    drive(page, app, monitor)
+                    b0 = browser_cpu()
+                    base = paths[0].split("?")[0]
+                    r = drive(page, base, monitor, title=TITLES[name])
+                    r |= {"page": base, "mode": mode, "visit": "sidebar", "browser": browser_cpu() - b0}
+                    rows.append(r)
+                    print(
+                        f"  {r['page']:<24} {mode:<9} sidebar  first {r['first']:5.1f} s"
+                        f" · settled {r['settled']:5.1f} s · CPU {r['cpu']:5.2f} s"
+                        f" · Chromium CPU {r['browser']:5.2f} s · load {os.getloadavg()[0]:.1f}",
+                        flush=True,
+                    )
                 if kept is not None:
                     kept.close()
             finally:

@@ -194,15 +194,23 @@ def boot_cap_dir(tmp: Path) -> Path:
     return d
 
 
-def drive(page, url: str, monitor: Monitor, *, until_drawn: bool = False) -> dict[str, float]:
+def drive(page, url: str, monitor: Monitor, *, until_drawn: bool = False, title: str | None = None) -> dict[str, float]:
     """Open one page in a new session; first content, drawn, settled, CPU over it and the tree's peak RSS so far.
 
     `until_drawn`: return once the page is drawn (a page polling a running batch may never stay still for
-    QUIET_S); its "settled" is then None."""
+    QUIET_S); its "settled" is then None. `title`: go there within the page's session instead, as a reader does,
+    by the sidebar's link whose address ends in `url`, and take first content as the title reading `title`
+    (Streamlit's own scripts stay loaded: only the page's script runs and its elements are drawn)."""
     cpu0 = monitor.cpu()
     t0 = time.perf_counter()
-    page.goto(url, wait_until="commit")
-    page.locator('[data-testid="stMain"] h1').first.wait_for(state="visible", timeout=PAGE_LIMIT_S * 1000)
+    if title is None:
+        page.goto(url, wait_until="commit")
+        page.locator('[data-testid="stMain"] h1').first.wait_for(state="visible", timeout=PAGE_LIMIT_S * 1000)
+    else:
+        page.locator(f'[data-testid="stSidebar"] a[href$="/{url}"]').click(timeout=PAGE_LIMIT_S * 1000)
+        page.locator('[data-testid="stMain"] h1').filter(has_text=title).first.wait_for(
+            state="visible", timeout=PAGE_LIMIT_S * 1000
+        )
     first = time.perf_counter() - t0
     last_change, last_sig = time.perf_counter(), None
     drawn = None

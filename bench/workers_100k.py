@@ -19,6 +19,8 @@ Run: .venv/bin/python bench/workers_100k.py [--items 100000] [--workers 4] [--la
      kernel groups processes by session, their session group's nice in /proc/PID/autogroup)
      [--nice-server]  (the latency server, which stands for a model on another machine, at that priority too)
      [--pages Meta-evaluation ...]  (only these pages)
+     [--in-session]  (one reader's tab: the first page opened in a new session, every later visit by the
+     sidebar's link within it, as a reader moves between pages; without it each visit is a new session)
 """
 
 from __future__ import annotations
@@ -194,6 +196,11 @@ def main() -> None:
         help="the latency server at the workers' priority too (it stands for a model served on another machine)",
     )
     ap.add_argument("--pages", nargs="*", default=None, help="only these pages (names as printed)")
+    ap.add_argument(
+        "--in-session",
+        action="store_true",
+        help="one reader's tab: the first page opened in a new session, every later one by the sidebar's link",
+    )
     args = ap.parse_args()
     pages = [(name, path) for name, path in PAGES if not args.pages or name in args.pages]
     from playwright.sync_api import sync_playwright
@@ -239,7 +246,7 @@ def main() -> None:
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-            i = 0
+            i, session = 0, None
             while True:
                 prog = batches.progress(engine, bid)
                 left = prog.pending + prog.running
@@ -253,10 +260,17 @@ def main() -> None:
                     raise RuntimeError("a worker exited: see its log in " + str(tmp))
                 name, path = pages[i % len(pages)]
                 i += 1
-                ctx = browser.new_context(viewport={"width": 1400, "height": 1400})
                 # Batches polls the running batch every 1.5 s: it is timed until drawn (complete, then still for 1 s)
-                r = drive(ctx.new_page(), f"{app_url}/{path.format(**ids)}", app_mon, until_drawn=name in POLLING)
-                ctx.close()
+                if args.in_session and session is not None and len(pages) > 1:
+                    r = drive(session, path.split("?")[0], app_mon, until_drawn=name in POLLING, title=name)
+                else:
+                    ctx = browser.new_context(viewport={"width": 1400, "height": 1400})
+                    page = ctx.new_page()
+                    r = drive(page, f"{app_url}/{path.format(**ids)}", app_mon, until_drawn=name in POLLING)
+                    if args.in_session:
+                        session = page  # the reader's one tab: every later visit is by the sidebar
+                    else:
+                        ctx.close()
                 visits[name].append(r)
                 settled = "polls" if r["settled"] is None else f"{r['settled']:.1f} s"
                 print(

@@ -63,3 +63,35 @@ def test_a_restarted_app_resumes_its_batches_without_a_page_being_opened(tmp_pat
         worker_log = (tmp_path / "data" / "worker.log").read_text(errors="replace")
         assert "joining batch" in worker_log or "enqueued" in worker_log
     engine.dispose()
+
+
+PRELOAD_PROBE = """
+import gc, sys, weakref
+import serve
+serve.preload()
+frozen, tracked = gc.get_freeze_count(), len(gc.get_objects())
+
+class Node:
+    pass
+
+a, b = Node(), Node()
+a.other, b.other = b, a  # a cycle made after the start, as a page's run makes them
+gone = []
+weakref.finalize(a, gone.append, "a")
+del a, b
+gc.collect()
+print(frozen, tracked, len(gone), all(m in sys.modules for m in serve.PRELOAD))
+"""
+
+
+def test_preloaded_modules_are_kept_out_of_each_collection_and_later_garbage_is_still_collected():
+    """Streamlit collects garbage fully after every script run: what the start imported is frozen once, so those
+    collections walk only what pages made since, and a cycle a page leaves is still freed."""
+    out = subprocess.run(
+        [sys.executable, "-c", PRELOAD_PROBE], cwd=ROOT, capture_output=True, text=True, timeout=WAIT_LIMIT, check=True
+    ).stdout.split()
+    frozen, tracked, freed, loaded = int(out[0]), int(out[1]), int(out[2]), out[3] == "True"
+    assert loaded
+    assert frozen > 100_000, "the preloaded modules' objects are frozen"
+    assert tracked < frozen / 10, "a collection after the start walks a small part of the heap"
+    assert freed == 1, "garbage made after the start is still collected"
