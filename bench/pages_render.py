@@ -63,7 +63,7 @@ def seed_documents(conn: Connection, n: int, now: datetime) -> None:
     conn.execute(
         insert(Document),
         [
-            {"sha256": f"ref-{i:06d}", "text": f"Article {i}. {article}", "n_chars": 1800, "created_at": now}
+            {"sha256": f"ref-{i:06d}", "text": (t := f"Article {i}. {article}"), "n_chars": len(t), "created_at": now}
             for i in range(n)
         ],
     )
@@ -72,8 +72,8 @@ def seed_documents(conn: Connection, n: int, now: datetime) -> None:
         [
             {
                 "sha256": f"cand-{i:06d}",
-                "text": f"Summary {i}. The council met. It approved a budget.",
-                "n_chars": 50,
+                "text": (t := f"Summary {i}. The council met. It approved a budget."),
+                "n_chars": len(t),
                 "created_at": now,
             }
             for i in range(n)

@@ -11,16 +11,21 @@ from db.models import Batch, BatchItem, DatasetItem, Document, Run, UsageEvent
 
 
 def dataset_sizes(*, session: Session, dataset_id: int, limit: int | None = None) -> list[tuple[int, int, int]]:
-    """Per item, in order: (reference characters, candidate characters, candidate sentences)."""
+    """Per item, in order: (reference characters, candidate characters, candidate sentences), each counted by
+    the database: the reference's length as stored with it, the sentences' JSON not sent to be parsed."""
     q = (
-        select(func.length(Document.text), func.length(DatasetItem.candidate), DatasetItem.sentences)
+        select(
+            Document.n_chars,
+            func.length(DatasetItem.candidate),
+            func.json_array_length(DatasetItem.sentences),
+        )
         .join(Document, Document.id == DatasetItem.reference_id)
         .where(DatasetItem.dataset_id == dataset_id)
         .order_by(DatasetItem.idx)
     )
     if limit:
         q = q.limit(limit)
-    return [(int(r or 0), int(c or 0), len(s or [])) for r, c, s in session.execute(q).all()]
+    return [(int(r or 0), int(c or 0), int(k or 0)) for r, c, k in session.execute(q).all()]
 
 
 def model_call_totals(*, session: Session, model: str, base_url: str | None) -> tuple[int, float, int, int]:
