@@ -275,7 +275,7 @@ def main() -> None:
                 settled = "polls" if r["settled"] is None else f"{r['settled']:.1f} s"
                 print(
                     f"    {name}: first content {r['first']:.1f} s, drawn {r['drawn']:.1f} s, settled {settled}, "
-                    f"app CPU {r['cpu']:.1f} s, load average {os.getloadavg()[0]:.1f}",
+                    f"app CPU {r['cpu']:.1f} s, app peak RSS {r['rss']:.0f} MB, load average {os.getloadavg()[0]:.1f}",
                     flush=True,
                 )
             browser.close()

@@ -13,6 +13,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from components import background
+from components.superseded import superseding
 from components.ui import engine
 from services import metaeval
 from services.export import frame_csv
@@ -100,26 +101,26 @@ def show_notes(notes: Sequence[str], *, kind: str = "caption") -> None:
 
 # -- cached data and background intervals ---------------------------------------------------------------
 @st.cache_data(show_spinner=False, max_entries=8, ttl=3600)
-def load_data(batch_id: int, stamp: str) -> metaeval.BatchData:
+def _load_data(batch_id: int, stamp: str) -> metaeval.BatchData:
     """A batch's items, read once per state of the batch (`stamp` changes when results change): what every
     tab but Sentence level and Human agreement needs, several times faster to read than the verdicts."""
     return metaeval.load_batch(engine(), batch_id, sentences=False)
 
 
 @st.cache_data(show_spinner=False, max_entries=4, ttl=3600)
-def load_full(batch_id: int, stamp: str) -> metaeval.BatchData:
+def _load_full(batch_id: int, stamp: str) -> metaeval.BatchData:
     """The batch with its round-0 sentence verdicts and human votes (the items come from load_data)."""
     return metaeval.add_sentences(engine(), load_data(batch_id, stamp))
 
 
 @st.cache_data(show_spinner=False, max_entries=8, ttl=3600)
-def baseline_values(batch_id: int, stamp: str, bstamp: str, _item_ids: tuple[int, ...]) -> pd.DataFrame:
+def _baseline_values(batch_id: int, stamp: str, bstamp: str, _item_ids: tuple[int, ...]) -> pd.DataFrame:
     """Stored baseline values of the batch's finished items (`bstamp` changes when values are added)."""
     return metaeval.cached_baselines(engine(), list(_item_ids), batch_id=batch_id)
 
 
 @st.cache_data(show_spinner=False, max_entries=16, ttl=3600)
-def estimates(
+def _estimates(
     batch_id: int,
     stamp: str,
     bstamp: str,
@@ -133,6 +134,13 @@ def estimates(
     """metaeval.estimates of these parts, computed in the page: points (n_boot=0) always, intervals for
     batches where that is quick."""
     return metaeval.estimates(_data, _values, seed=seed, n_boot=n_boot, parts=parts)
+
+
+# A batch's newer stamp replaces its entries (components/superseded.py): a running batch keeps one of each.
+load_data = superseding(_load_data, stamps=("stamp",))
+load_full = superseding(_load_full, stamps=("stamp",))
+baseline_values = superseding(_baseline_values, stamps=("stamp", "bstamp"))
+estimates = superseding(_estimates, stamps=("stamp", "bstamp"))
 
 
 QUICK_SECONDS = 1.5  # bootstraps estimated below this run in the page; longer ones in the background

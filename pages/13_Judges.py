@@ -5,6 +5,7 @@ import streamlit as st
 
 from components.judges import render_cards, render_comparison
 from components.report import render_report_download
+from components.superseded import superseding
 from components.ui import current_backend, engine, page_setup
 from services import annotations, datasets, judges
 from services.errors import InputError
@@ -151,8 +152,10 @@ def cards_for(
 judges_stamp = judges.stamp(eng, ds_id, chosen)
 queued = judges.queued_items(eng, ds_id)
 try:
-    human_all, frames = read_frames(tuple(chosen), ds_id, source, budget, seed, judges_stamp, tuple(queued))
-    cards = cards_for(
+    human_all, frames = superseding(read_frames, stamps=("stamp", "queued"))(
+        tuple(chosen), ds_id, source, budget, seed, judges_stamp, tuple(queued)
+    )
+    cards = superseding(cards_for, stamps=("stamp",))(
         tuple(chosen),
         ds_id,
         source,
@@ -207,7 +210,9 @@ else:
         )
 
     try:
-        comparison = comparison_for(cmp_ref, ds_id, source, budget, seed, alpha, judges.stamp(eng, ds_id, [cmp_ref]))
+        comparison = superseding(comparison_for, stamps=("stamp",))(
+            cmp_ref, ds_id, source, budget, seed, alpha, judges.stamp(eng, ds_id, [cmp_ref])
+        )
     except InputError as exc:
         st.error(str(exc))
     else:
