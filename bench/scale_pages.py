@@ -207,7 +207,8 @@ def drive(page, url: str, monitor: Monitor, *, until_drawn: bool = False, title:
         page.goto(url, wait_until="commit")
         page.locator('[data-testid="stMain"] h1').first.wait_for(state="visible", timeout=PAGE_LIMIT_S * 1000)
     else:
-        page.locator(f'[data-testid="stSidebar"] a[href$="/{url}"]').click(timeout=PAGE_LIMIT_S * 1000)
+        link = f'[data-testid="stSidebar"] a[href="{url}"], [data-testid="stSidebar"] a[href$="/{url}"]'
+        page.locator(link).first.click(timeout=PAGE_LIMIT_S * 1000)
         page.locator('[data-testid="stMain"] h1').filter(has_text=title).first.wait_for(
             state="visible", timeout=PAGE_LIMIT_S * 1000
         )
