@@ -36,6 +36,10 @@ def superseding(cached: Callable[..., R], *, stamps: tuple[str, ...]) -> Callabl
     def call(*args: Any) -> R:
         keyed = tuple(None if n.startswith("_") else a for n, a in zip(names, args, strict=False))
         group = (ident, tuple(a for n, a in zip(names, keyed, strict=False) if n not in stamps))
+        try:
+            hash(group)
+        except TypeError:  # an argument Streamlit hashes its own way (a list, a frame): no entry is replaced
+            return cached(*args)
         with _LOCK:
             before = _LATEST.get(group)
             _LATEST[group] = keyed

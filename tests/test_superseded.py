@@ -44,3 +44,9 @@ def test_a_newer_stamp_replaces_the_entry_of_the_same_batch_and_view_only():
 def test_a_stamp_that_is_not_a_parameter_is_refused():
     with pytest.raises(ValueError, match="no parameter when"):
         superseding(_read, stamps=("when",))
+
+
+def test_arguments_without_a_hash_are_cached_as_streamlit_caches_them():
+    assert read([1, 2], "a", "s1", None) == ([1, 2], "a", "s1")
+    assert read([1, 2], "a", "s1", None) == ([1, 2], "a", "s1")
+    assert computed == [([1, 2], "a", "s1")]

@@ -12,7 +12,7 @@ SENTENCES = [
     ["One."],
     ["Zürich's café opened — twice.", "It closed."],
     ["A.", "B.", "C.", "D.", "E."],
-    ["Quoted \"text\" [with] brackets, commas.", "{Braces} too."],
+    ['Quoted "text" [with] brackets, commas.', "{Braces} too."],
 ]
 
 
