@@ -239,6 +239,16 @@ def open_tabs(page, monitor: Monitor) -> list[tuple[str, float, float]]:
     return out
 
 
+def print_visit(r: dict) -> None:
+    print(
+        f"  {r['page']:<24} {r['mode']:<9} {r['visit']:<7}  first {r['first']:5.1f} s"
+        f" · settled {r['settled']:5.1f} s"
+        f" · CPU {r['cpu']:5.2f} s · RSS {r['rss']:5.0f} MB · Chromium CPU {r['browser']:5.2f} s"
+        f" · load {os.getloadavg()[0]:.1f}",
+        flush=True,
+    )
+
+
 def measure(
     name: str, mode: str, browser, tabs: bool, keep: Path | None, context_options: dict | None = None
 ) -> list[dict]:
@@ -283,13 +293,7 @@ def measure(
                         else:
                             ctx.close()
                         rows.append(r)
-                        print(
-                            f"  {r['page']:<24} {mode:<9} {visit:<4}  first {r['first']:5.1f} s"
-                            f" · settled {r['settled']:5.1f} s"
-                            f" · CPU {r['cpu']:5.2f} s · RSS {r['rss']:5.0f} MB · Chromium CPU {r['browser']:5.2f} s"
-                            f" · load {os.getloadavg()[0]:.1f}",
-                            flush=True,
-                        )
+                        print_visit(r)
                         for tab, secs, cpu in r.get("tabs", []):
                             print(f"      tab {tab:<18} settled {secs:5.1f} s · app CPU {cpu:5.2f} s", flush=True)
                 if kept is not None and name in TITLES:
@@ -302,12 +306,7 @@ def measure(
                     r = drive(page, base, monitor, title=TITLES[name])
                     r |= {"page": base, "mode": mode, "visit": "sidebar", "browser": browser_cpu() - b0}
                     rows.append(r)
-                    print(
-                        f"  {r['page']:<24} {mode:<9} sidebar  first {r['first']:5.1f} s"
-                        f" · settled {r['settled']:5.1f} s · CPU {r['cpu']:5.2f} s"
-                        f" · Chromium CPU {r['browser']:5.2f} s · load {os.getloadavg()[0]:.1f}",
-                        flush=True,
-                    )
+                    print_visit(r)
                 if kept is not None:
                     kept.close()
             finally:
