@@ -63,8 +63,12 @@ class _Registry:
 
     def _process_pool(self) -> ProcessPoolExecutor:
         # "spawn": a fork of a threaded server can inherit held locks; one worker keeps a core for the pages.
+        # One task per child: the child that computed a batch's intervals (its imports and the batch's arrays,
+        # some 200-400 MB) exits when done, and its idle replacement holds only an interpreter (about 15 MB).
         if self.procs is None or getattr(self.procs, "_broken", False):
-            self.procs = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
+            self.procs = ProcessPoolExecutor(
+                max_workers=1, mp_context=multiprocessing.get_context("spawn"), max_tasks_per_child=1
+            )
         return self.procs
 
     def submit_process(self, key: str, group: str, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Task:
