@@ -24,6 +24,9 @@ import streamlit as st
 log = logging.getLogger(__name__)
 
 MAX_TASKS = 32
+# The child process ends after this long without a task; one that keeps being used (a running batch's
+# intervals, recomputed every 30 s while its page is open) is kept, so it is not started again each time.
+IDLE_CHILD_SECONDS = 120.0
 
 
 @dataclass
@@ -58,18 +61,34 @@ class _Registry:
     def __init__(self) -> None:
         self.pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="cs-background")
         self.tasks: dict[str, Task] = {}
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()  # a future cancelled under it runs _process_done in this thread
         self.procs: ProcessPoolExecutor | None = None
+        self.procs_pending = 0  # process tasks submitted and not yet done
+        self.procs_last_done = 0.0
 
     def _process_pool(self) -> ProcessPoolExecutor:
         # "spawn": a fork of a threaded server can inherit held locks; one worker keeps a core for the pages.
-        # One task per child: the child that computed a batch's intervals (its imports and the batch's arrays,
-        # some 200-400 MB) exits when done, and its idle replacement holds only an interpreter (about 15 MB).
         if self.procs is None or getattr(self.procs, "_broken", False):
-            self.procs = ProcessPoolExecutor(
-                max_workers=1, mp_context=multiprocessing.get_context("spawn"), max_tasks_per_child=1
-            )
+            self.procs = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
         return self.procs
+
+    def _process_done(self, _future: Future) -> None:
+        with self.lock:
+            self.procs_pending -= 1
+            self.procs_last_done = time.monotonic()
+        timer = threading.Timer(IDLE_CHILD_SECONDS, self._retire_idle_child)
+        timer.daemon = True
+        timer.start()
+
+    def _retire_idle_child(self) -> None:
+        """End the child once it has had nothing to do for IDLE_CHILD_SECONDS: what it imported and the arrays
+        of the batch it last computed (200-400 MB) go with it; the next task starts a new one."""
+        with self.lock:
+            idle = time.monotonic() - self.procs_last_done
+            if self.procs is None or self.procs_pending or idle < IDLE_CHILD_SECONDS * 0.99:
+                return
+            procs, self.procs = self.procs, None
+        procs.shutdown(wait=False)
 
     def submit_process(self, key: str, group: str, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Task:
         with self.lock:
@@ -78,6 +97,8 @@ class _Registry:
                 return task
             self._cancel_group(group, key)
             task = Task(key=key, group=group, future=self._process_pool().submit(fn, *args, **kwargs))
+            self.procs_pending += 1
+            task.future.add_done_callback(self._process_done)
             self.tasks[key] = task
             self._evict()
             return task
