@@ -110,7 +110,7 @@ with st.expander("Labels, interval level and prices", expanded=False):
 
 
 @st.cache_data(show_spinner="Computing the judge cards…", max_entries=16, ttl=600)
-def read_frames(refs: tuple, dataset_id: int, source: str, budget: int | None, seed: int, stamp: str, queued: tuple):
+def _read_frames(refs: tuple, dataset_id: int, source: str, budget: int | None, seed: int, stamp: str, queued: tuple):
     """The human frame and each judge's frame by its ref, read once per change of the judges' results or labels
     (`stamp`) or of the queues (`queued`: sending items changes origins), for the cards and Label next both: at
     50,000 items reading them on every rerun was most of the page's time."""
@@ -123,7 +123,7 @@ def read_frames(refs: tuple, dataset_id: int, source: str, budget: int | None, s
 
 
 @st.cache_data(show_spinner="Computing the judge cards…", max_entries=16, ttl=600)
-def cards_for(
+def _cards_for(
     refs: tuple,
     dataset_id: int,
     source: str,
@@ -149,13 +149,15 @@ def cards_for(
     )
 
 
+# A newer stamp replaces the same choice's entry (components/superseded.py): a running batch keeps one of each.
+read_frames = superseding(_read_frames, stamps=("stamp", "queued"))
+cards_for = superseding(_cards_for, stamps=("stamp",))
+
 judges_stamp = judges.stamp(eng, ds_id, chosen)
 queued = judges.queued_items(eng, ds_id)
 try:
-    human_all, frames = superseding(read_frames, stamps=("stamp", "queued"))(
-        tuple(chosen), ds_id, source, budget, seed, judges_stamp, tuple(queued)
-    )
-    cards = superseding(cards_for, stamps=("stamp",))(
+    human_all, frames = read_frames(tuple(chosen), ds_id, source, budget, seed, judges_stamp, tuple(queued))
+    cards = cards_for(
         tuple(chosen),
         ds_id,
         source,
@@ -204,15 +206,14 @@ else:
     cmp_ref = st.selectbox("Judge", chosen, format_func=names.get, key="jd_cmp_judge")
 
     @st.cache_data(show_spinner="Comparing the systems…", max_entries=16, ttl=600)
-    def comparison_for(ref, dataset_id: int, source: str, budget: int | None, seed: int, alpha: float, stamp: str):
+    def _comparison_for(ref, dataset_id: int, source: str, budget: int | None, seed: int, alpha: float, stamp: str):
         return judges.systems.compare_dataset(
             engine(), dataset_id, ref, source=source, budget=budget, seed=seed, alpha=alpha
         )
 
+    comparison_for = superseding(_comparison_for, stamps=("stamp",))
     try:
-        comparison = superseding(comparison_for, stamps=("stamp",))(
-            cmp_ref, ds_id, source, budget, seed, alpha, judges.stamp(eng, ds_id, [cmp_ref])
-        )
+        comparison = comparison_for(cmp_ref, ds_id, source, budget, seed, alpha, judges.stamp(eng, ds_id, [cmp_ref]))
     except InputError as exc:
         st.error(str(exc))
     else:
