@@ -6,7 +6,9 @@ caches empty), then more runs in new AppTests (warm: st.cache_data filled). For 
 CPU seconds and the functions with the most cumulative time in the script thread.
 
 Run: DATABASE_URL=sqlite:////tmp/x.db .venv/bin/python bench/profile_page.py pages/13_Judges.py [key=value ...]
-     [--top 30] [--runs 2] [--preload]   (--preload: import serve.py's PRELOAD first, as `make run` does)
+     [--top 30] [--runs 2] [--preload] [--recompute]
+     --preload: import serve.py's PRELOAD first, as `make run` does
+     --recompute: empty st.cache_data before each later run, as a visit to a running batch whose stamp changed
 """
 
 from __future__ import annotations
@@ -45,6 +47,11 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=2)
     ap.add_argument("--timeout", type=float, default=600)
     ap.add_argument("--preload", action="store_true")
+    ap.add_argument(
+        "--recompute",
+        action="store_true",
+        help="empty st.cache_data before each later run: a visit to a running batch whose stamp has changed",
+    )
     args = ap.parse_args()
     os.environ.setdefault("CONSISTENCY_SPAWN_WORKER", "0")
     from streamlit.testing.v1 import AppTest
@@ -56,6 +63,10 @@ def main() -> None:
         serve.preload()
         print(f"preload: {time.process_time() - c0:.2f} s CPU")
     for i in range(args.runs):
+        if args.recompute and i:
+            import streamlit as st
+
+            st.cache_data.clear()
         at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=args.timeout)
         at.switch_page(args.page)
         for kv in args.params:
@@ -68,8 +79,9 @@ def main() -> None:
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
         threading.setprofile(None)
         errs = [e.value for e in at.exception]
+        kind = "cold" if i == 0 else "recomputed" if args.recompute else "warm"
         print(
-            f"\n== run {i + 1} ({'cold' if i == 0 else 'warm'}): process CPU {cpu:.2f} s · wall {wall:.2f} s "
+            f"\n== run {i + 1} ({kind}): process CPU {cpu:.2f} s · wall {wall:.2f} s "
             f"(load {os.getloadavg()[0]:.1f})" + (f" · exception {errs}" if errs else "")
         )
         out = io.StringIO()

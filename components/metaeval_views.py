@@ -100,11 +100,18 @@ def show_notes(notes: Sequence[str], *, kind: str = "caption") -> None:
 
 
 # -- cached data and background intervals ---------------------------------------------------------------
+@st.cache_resource(show_spinner=False)
+def running_batches() -> metaeval.RunningBatches:
+    """The server's last read of each running batch: a new read of one reads only what changed since."""
+    return metaeval.RunningBatches()
+
+
 @st.cache_data(show_spinner=False, max_entries=8, ttl=3600)
 def _load_data(batch_id: int, stamp: str) -> metaeval.BatchData:
     """A batch's items, read once per state of the batch (`stamp` changes when results change): what every
-    tab but Sentence level and Human agreement needs, several times faster to read than the verdicts."""
-    return metaeval.load_batch(engine(), batch_id, sentences=False)
+    tab but Sentence level and Human agreement needs, several times faster to read than the verdicts. A
+    running batch's items are read from the last read (only the items updated since: RunningBatches)."""
+    return running_batches().load(engine(), batch_id)
 
 
 @st.cache_data(show_spinner=False, max_entries=4, ttl=3600)

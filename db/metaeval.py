@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from datetime import datetime
 from typing import Any, Literal
 
-from sqlalchemy import func, insert, text
+from sqlalchemy import bindparam, column, func, insert, text
 from sqlmodel import Session, col, select
 
 from db.models import BaselineScore, Batch, BatchItem, BatchPublic, Dataset, DatasetItem, DatasetPublic, Document
@@ -107,6 +108,86 @@ FROM batch_item bi JOIN dataset_item di ON di.id = bi.item_id,
 WHERE bi.batch_id = :b
 """,
 }
+
+# What changed in a running batch since a time (services.metaeval.loading.RunningBatches): in one statement, so
+# from one snapshot, the count and newest update of its finished items, and each item updated since then, finished
+# or not (a re-run item goes back to pending with a new updated_at), with its round-0 model_is_consistent.
+# Listing every status lets the (batch_id, status, updated_at) index serve the range on updated_at.
+_CHANGES: dict[str, str] = {
+    "sqlite": """
+SELECT c.n, c.w, d.item_id, d.status, d.score, d.final_score, d.n_rounds, d.n_sentences, d.n_unknown, d.flag
+FROM (SELECT COUNT(*) AS n, MAX(updated_at) AS w FROM batch_item
+      WHERE batch_id = :b AND status IN ('done', 'failed')) AS c
+LEFT JOIN (SELECT item_id, status, score, final_score, n_rounds, n_sentences, n_unknown,
+                  json_extract(result, '$.rounds[0].model_is_consistent') AS flag
+           FROM batch_item
+           WHERE batch_id = :b AND status IN ('pending', 'running', 'done', 'failed') AND updated_at >= :since) AS d
+ON 1 = 1
+""",
+    "postgresql": """
+SELECT c.n, c.w, d.item_id, d.status, d.score, d.final_score, d.n_rounds, d.n_sentences, d.n_unknown, d.flag
+FROM (SELECT COUNT(*) AS n, MAX(updated_at) AS w FROM batch_item
+      WHERE batch_id = :b AND status IN ('done', 'failed')) AS c
+LEFT JOIN (SELECT item_id, status, score, final_score, n_rounds, n_sentences, n_unknown,
+                  (result -> 'rounds' -> 0 ->> 'model_is_consistent')::boolean AS flag
+           FROM batch_item
+           WHERE batch_id = :b AND status IN ('pending', 'running', 'done', 'failed') AND updated_at >= :since) AS d
+ON true
+""",
+}
+# The rounds between the first and the last of the items updated since a time (as the "rounds" query above).
+_ROUNDS_SINCE: dict[str, str] = {
+    "sqlite": """
+SELECT bi.item_id, CAST(r.key AS INTEGER), json_extract(r.value, '$.score')
+FROM batch_item bi, json_each(bi.result, '$.rounds') r
+WHERE bi.batch_id = :b AND bi.status IN ('pending', 'running', 'done', 'failed') AND bi.updated_at >= :since
+  AND bi.n_rounds >= 3 AND r.key BETWEEN 1 AND bi.n_rounds - 2
+""",
+    "postgresql": """
+SELECT bi.item_id, (r.k - 1)::int, (r.value ->> 'score')::float
+FROM batch_item bi,
+     json_array_elements(CASE WHEN json_typeof(bi.result -> 'rounds') = 'array' THEN bi.result -> 'rounds' END)
+       WITH ORDINALITY r(value, k)
+WHERE bi.batch_id = :b AND bi.status IN ('pending', 'running', 'done', 'failed') AND bi.updated_at >= :since
+  AND bi.n_rounds >= 3 AND r.k - 1 BETWEEN 1 AND bi.n_rounds - 2
+""",
+}
+
+
+def changes_since(
+    *, session: Session, batch_id: int, since: datetime
+) -> tuple[int, datetime | None, list[tuple[Any, ...]], list[tuple[int, int, float | None]]]:
+    """The batch's finished items (how many, the newest updated_at) and the items updated at or after `since`:
+    (item_id, status, score, final_score, n_rounds, n_sentences, n_unknown, round-0 model_is_consistent), with
+    the (item_id, round, score) of their rounds between the first and the last. The count and the items come
+    from one statement; the rounds from a second (an item it lists that the first did not is for the caller to
+    leave out)."""
+    dialect = session.get_bind().dialect.name
+    when = BatchItem.__table__.c.updated_at.type
+    q = text(_CHANGES[dialect]).bindparams(bindparam("since", type_=when)).columns(column("n"), column("w", when))
+    rows = session.execute(q, {"b": batch_id, "since": since}).all()
+    n, newest = int(rows[0][0] or 0), rows[0][1]
+    changed = [tuple(r[2:]) for r in rows if r[2] is not None]
+    rq = text(_ROUNDS_SINCE[dialect]).bindparams(bindparam("since", type_=when))
+    rounds = [tuple(r) for r in session.execute(rq, {"b": batch_id, "since": since})]
+    return n, newest, changed, rounds  # type: ignore[return-value]
+
+
+def finished_summary(*, session: Session, batch_id: int) -> tuple[int, datetime | None]:
+    """How many of the batch's items are finished and the newest updated_at among them."""
+    n, newest = session.execute(
+        select(func.count(), func.max(BatchItem.updated_at)).where(
+            BatchItem.batch_id == batch_id, col(BatchItem.status).in_(("done", "failed"))
+        )
+    ).one()
+    return int(n), newest
+
+
+def running_item_ids(*, session: Session, batch_id: int) -> list[int]:
+    """The item ids of the batch's running items."""
+    q = select(BatchItem.item_id).where(BatchItem.batch_id == batch_id, BatchItem.status == "running")
+    return [int(i) for i in session.connection().execute(q).scalars()]
+
 
 # Stored baseline values are read this many item ids at a time (the bound parameters of one IN list).
 _CHUNK = 5000

@@ -49,7 +49,15 @@ from services.metaeval.classification import (
     sentence_level,
 )
 from services.metaeval.common import CONSISTENT_AT, DEFAULT_BOOT, DEFAULT_SEED, DEFAULT_THRESHOLD, POSITIVE
-from services.metaeval.loading import BatchData, StampThrottle, add_sentences, batch_frame, batch_stamp, load_batch
+from services.metaeval.loading import (
+    BatchData,
+    RunningBatches,
+    StampThrottle,
+    add_sentences,
+    batch_frame,
+    batch_stamp,
+    load_batch,
+)
 from services.metaeval.methods import ERROR_TYPE_KEYS, LENGTH_BUCKETS, MethodComparison, compare_method_batches
 from services.metaeval.rai import RoundsResult, rai_table, rounds_of, rounds_table
 from services.metaeval.reporting import (
@@ -77,6 +85,7 @@ __all__ = [
     "DEFAULT_THRESHOLD",
     "POSITIVE",
     "BatchData",
+    "RunningBatches",
     "StampThrottle",
     "add_sentences",
     "batch_frame",

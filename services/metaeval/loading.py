@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pandas as pd
@@ -173,6 +173,157 @@ def load_batch(engine: Engine, batch_id: int, *, sentences: bool = True, sql_jso
     return add_sentences(engine, data, sql_json=True) if sentences else data
 
 
+class RunningBatches:
+    """Reads of running batches, each from the one before: only the items updated since are read again.
+
+    While a batch runs its page reads it again every so often (StampThrottle), and a whole read grows with the
+    batch: at 100,000 items about 2.5 s of the app's CPU on SQLite, and the database's as much again on
+    PostgreSQL. Finished items do not change until they are run again, and every write to an item sets its
+    updated_at (db/batches.py), so a read of a running batch takes the last read's items and replaces those
+    updated since its newest finish, less MARGIN for writes that commit late. The unfinished items' pending or
+    running comes from the running ones, read each time (a dead worker's items go back to pending without a
+    new updated_at).
+
+    Every such read is checked: the finished items it ends with must be as many as the database counts in the
+    same statement as the changes. When they are not (a write that committed more than MARGIN late, an item
+    set back by hand), or the batch is another (deleted, its id taken again), the batch is read whole. So a read
+    gives what load_batch(sentences=False) gives at that moment (tests/services/test_metaeval_running.py). A
+    batch that is not running is always read whole, and forgotten. Safe across threads; keeps the last read of
+    at most `max_batches` batches, in the server's memory (about 15 MB at 100,000 items)."""
+
+    MARGIN = timedelta(seconds=15)
+
+    def __init__(self, max_batches: int = 8) -> None:
+        self._max = max_batches
+        self._last: dict[tuple[str, int], tuple[BatchData, datetime]] = {}
+        self._lock = threading.Lock()
+        self.counts = {"whole": 0, "changes": 0, "mismatch": 0}  # reads of each kind (and failed checks)
+
+    def load(self, engine: Engine, batch_id: int) -> BatchData:
+        """The batch's items (as load_batch with sentences=False); InputError for an unknown id."""
+        key = (engine.url.render_as_string(hide_password=True), batch_id)
+        started = datetime.now(UTC)
+        with Session(engine) as session:
+            found = db.batch_with_dataset(session=session, batch_id=batch_id)
+        if found is None:
+            self._forget(key)
+            raise InputError(f"Batch {batch_id} does not exist.")
+        batch, dataset = found
+        if batch.status not in ("queued", "running") or not _use_sql(engine, None):
+            self._forget(key)
+            return load_batch(engine, batch_id, sentences=False)
+        with self._lock:
+            last = self._last.get(key)
+        data = None
+        if last is not None and _same_batch(last[0].batch, batch):
+            with Session(engine) as session:
+                running = db.running_item_ids(session=session, batch_id=batch_id)
+                n, newest, changed, rounds = db.changes_since(session=session, batch_id=batch_id, since=last[1])
+            data = _apply_changes(last[0], batch, dataset, changed, rounds, running, started)
+            if data is not None and int(data.items["status"].isin(("done", "failed")).sum()) != n:
+                data = None
+            self._count("changes" if data is not None else "mismatch")
+            since = newest - self.MARGIN if newest is not None else last[1]
+        if data is None:
+            with Session(engine) as session:
+                _n, newest = db.finished_summary(session=session, batch_id=batch_id)
+            data = load_batch(engine, batch_id, sentences=False)
+            self._count("whole")
+            since = newest - self.MARGIN if newest is not None else _EPOCH
+        with self._lock:
+            self._last.pop(key, None)
+            self._last[key] = (data, since)
+            while len(self._last) > self._max:
+                del self._last[next(iter(self._last))]
+        return data
+
+    def _forget(self, key: tuple[str, int]) -> None:
+        with self._lock:
+            self._last.pop(key, None)
+
+    def _count(self, kind: str) -> None:
+        with self._lock:
+            self.counts[kind] += 1
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _same_batch(a: BatchPublic, b: BatchPublic) -> bool:
+    return (a.id, a.created_at, a.dataset_id, a.n_items) == (b.id, b.created_at, b.dataset_id, b.n_items)
+
+
+_CHANGED = ["item_id", "status", "score", "final_score", "n_rounds", "n_sentences", "n_unknown", "flag"]
+
+
+def _apply_changes(
+    last: BatchData,
+    batch: BatchPublic,
+    dataset: DatasetPublic | None,
+    changed: list[tuple],
+    rounds: list[tuple],
+    running: list[int],
+    loaded_at: datetime,
+) -> BatchData | None:
+    """`last` with these items' new values (db.changes_since) and the running ones; None when an item is not
+    among the last read's (the batch's items changed: read it whole)."""
+    items = last.items
+    index = pd.Index(items["item_id"].to_numpy())
+    status = items["status"].to_numpy(dtype=object).copy()
+    finished = np.isin(status, ("done", "failed"))
+    status[~finished] = "pending"
+    run_pos = index.get_indexer(np.asarray(running, dtype=np.int64))
+    if (run_pos < 0).any():
+        return None
+    status[run_pos[~finished[run_pos]]] = "running"
+    cols = {c: items[c].to_numpy(copy=True) for c in ("score", "final_score", "n_rounds", "n_sentences", "n_unknown")}
+    flag = items["model_is_consistent"].array.copy()
+    round_cols = [c for c in items.columns if c.startswith("score_r")]
+    n = len(items)
+    pos = np.zeros(0, dtype=np.int64)
+    if changed:
+        ch = pd.DataFrame(changed, columns=_CHANGED)
+        pos = index.get_indexer(ch["item_id"].to_numpy(dtype=np.int64))
+        if (pos < 0).any():
+            return None
+        status[pos] = ch["status"].astype(str).to_numpy(dtype=object)
+        for c in ("score", "final_score"):
+            cols[c][pos] = pd.to_numeric(ch[c], errors="coerce").to_numpy(dtype=float)
+        for c in ("n_rounds", "n_sentences", "n_unknown"):
+            cols[c][pos] = ch[c].fillna(0).to_numpy(dtype=np.int64)
+        flag[pos] = pd.array(
+            [None if pd.isna(f) else bool(f) for f in ch["flag"].to_numpy(dtype=object)], dtype="boolean"
+        )
+    n_rounds = cols["n_rounds"]
+    max_rounds = int(n_rounds.max()) if n else 0
+    mat = np.full((n, max(max_rounds, 1)), np.nan)
+    keep = min(len(round_cols), max_rounds)
+    if keep:
+        mat[:, :keep] = items[round_cols[:keep]].to_numpy(dtype=float)
+    if len(pos):
+        mat[pos, :] = np.nan
+        sub = n_rounds[pos]
+        has = sub >= 1
+        mat[pos[has], 0] = cols["score"][pos[has]]
+        mat[pos[has], sub[has] - 1] = cols["final_score"][pos[has]]
+        if rounds:
+            r = pd.DataFrame(rounds, columns=["item_id", "round", "score"])
+            mine = r["item_id"].isin(set(int(i) for i in items["item_id"].to_numpy()[pos]))
+            r = r[mine]
+            mat[index.get_indexer(r["item_id"].to_numpy(dtype=np.int64)), r["round"].to_numpy(dtype=int)] = (
+                pd.to_numeric(r["score"]).to_numpy(dtype=float)
+            )
+    out = items.drop(columns=[*round_cols, "document_id"]).assign(
+        status=pd.Series(status, index=items.index).astype(str),
+        model_is_consistent=flag,
+        **cols,
+    )
+    for k in range(max_rounds):
+        out[f"score_r{k}"] = mat[:, k]
+    out["document_id"] = items["document_id"]
+    return replace(last, batch=batch, dataset=dataset, items=out, notes=_status_notes(batch, out), loaded_at=loaded_at)
+
+
 def _with_documents(engine: Engine, batch_id: int, data: BatchData) -> BatchData:
     """Each item's reference document id: summaries of one document are grouped for Table 2's correlation."""
     with Session(engine) as session:
@@ -253,18 +404,6 @@ def _assemble_items(
         )
     for k in range(max_rounds):
         items[f"score_r{k}"] = mat[:, k]
-    notes = []
-    if batch.status in ("queued", "running"):
-        finished = int(items["status"].isin(("done", "failed")).sum())
-        notes.append(
-            f"Batch #{batch.id} is still {batch.status}: {finished:,} of {n:,} items finished. These figures cover "
-            "the finished items only and will change."
-        )
-    elif batch.status == "cancelled":
-        notes.append(f"Batch #{batch.id} was cancelled: the figures cover the items it finished.")
-    n_failed = int((items["status"] == "failed").sum())
-    if n_failed:
-        notes.append(f"{n_failed:,} item(s) failed and are left out (re-run them on the Batches page).")
     return BatchData(
         batch=batch,
         dataset=dataset,
@@ -274,11 +413,27 @@ def _assemble_items(
         n_workers=0,
         n_vote_items=0,
         n_misaligned=0,
-        notes=tuple(notes),
+        notes=_status_notes(batch, items),
         has_sentences=False,
         label_counts=base["n_labels"].fillna(0).astype("int64").to_numpy(),
         loaded_at=loaded_at,
     )
+
+
+def _status_notes(batch: BatchPublic, items: pd.DataFrame) -> tuple[str, ...]:
+    notes = []
+    if batch.status in ("queued", "running"):
+        finished = int(items["status"].isin(("done", "failed")).sum())
+        notes.append(
+            f"Batch #{batch.id} is still {batch.status}: {finished:,} of {len(items):,} items finished. These "
+            "figures cover the finished items only and will change."
+        )
+    elif batch.status == "cancelled":
+        notes.append(f"Batch #{batch.id} was cancelled: the figures cover the items it finished.")
+    n_failed = int((items["status"] == "failed").sum())
+    if n_failed:
+        notes.append(f"{n_failed:,} item(s) failed and are left out (re-run them on the Batches page).")
+    return tuple(notes)
 
 
 _EMPTY_SENTENCES = pd.DataFrame(
