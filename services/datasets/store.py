@@ -348,6 +348,16 @@ def delete_dataset(engine: Engine, dataset_id: int) -> bool:
         return db_datasets.delete_dataset(session=session, dataset_id=dataset_id)
 
 
+def _label_totals(session: Any, dataset_id: int) -> tuple[int, int]:
+    """(labelled sentences, those with a consistent majority), streamed and counted here."""
+    n_labelled = n_consistent = 0
+    for labels in db_datasets.sentence_label_lists(session=session, dataset_id=dataset_id):
+        for v in labels or []:
+            n_labelled += 1
+            n_consistent += majority_vote(v)
+    return n_labelled, n_consistent
+
+
 def dataset_stats(engine: Engine, dataset_id: int) -> dict[str, Any]:
     """Items, sentences, label kinds, mean human score and the share labelled consistent."""
     with get_session(engine) as session:
@@ -357,11 +367,8 @@ def dataset_stats(engine: Engine, dataset_id: int) -> dict[str, Any]:
         agg = db_datasets.dataset_aggregates(session=session, dataset_id=dataset_id)
         # Counted by the database and streamed: a 50,000-item dataset is never held whole for its figures.
         n_sentences = db_datasets.sentence_count(session=session, dataset_id=dataset_id)
-        n_labelled = n_consistent = 0
-        for labels in db_datasets.sentence_label_lists(session=session, dataset_id=dataset_id):
-            for v in labels or []:
-                n_labelled += 1
-                n_consistent += majority_vote(v)
+        totals = db_datasets.sentence_label_totals(session=session, dataset_id=dataset_id)
+        n_labelled, n_consistent = totals if totals is not None else _label_totals(session, dataset_id)
         label_kinds, n_rejected = list(ds.label_kinds), ds.n_rejected
     return {
         "items": int(agg["items"]),

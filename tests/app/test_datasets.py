@@ -178,3 +178,25 @@ def test_an_uploaded_file_is_imported_from_the_uploaders_file_object(open_page):
     assert datasets.rejected_rows(services.database.get_engine(), saved.id) == [
         datasets.RejectedRow(3, "id 'u0' repeats row 1; give each row its own id")
     ]
+
+
+def test_a_datasets_figures_are_computed_once_not_at_every_visit(open_page, monkeypatch):
+    """A dataset never changes once imported: its figures (every item's sentence labels read) are computed at
+    the first visit and kept; another dataset gets its own."""
+    first, second = seed_dataset("one"), seed_dataset("two")
+    calls: list[int] = []
+    real = datasets.dataset_stats
+
+    def counting(engine, dataset_id):
+        calls.append(dataset_id)
+        return real(engine, dataset_id)
+
+    monkeypatch.setattr(datasets, "dataset_stats", counting)
+    for _ in range(2):
+        at = open_page(DATASETS, query={"dataset": str(first)})
+        assert not at.exception, at.exception
+        assert {m.label: m.value for m in at.metric}["Items"] == "3"
+    assert calls == [first]
+    at = open_page(DATASETS, query={"dataset": str(second)})
+    assert {m.label: m.value for m in at.metric}["Mean human score"] == "0.625"
+    assert calls == [first, second]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 from sqlmodel import select
 
@@ -574,3 +575,32 @@ def test_a_system_column_chosen_at_import_is_stored_and_counted(engine):
 def test_summeval_items_carry_their_model_as_system():
     r = ds.read_summeval(jsonl(summeval_row(), summeval_row(model_id="M8")))
     assert [it.system for it in r.items] == ["M11", "M8"]
+
+
+def test_the_databases_sentence_label_totals_equal_the_majority_vote_counted_in_python(engine):
+    """Labelled sentences and consistent majorities, counted by SQLite's or PostgreSQL's JSON functions, equal
+    services.datasets.items.majority_vote over every list (ties, one rater, empty votes, items without labels)."""
+    from db import datasets as db_datasets
+    from services.datasets import store
+    from tests.metaeval_seed import Item, make_dataset
+
+    rng = np.random.default_rng(11)
+    items = []
+    for i in range(120):
+        k = int(rng.integers(1, 5))
+        labels = None
+        if i % 6:
+            labels = [{f"w{r}": int(rng.integers(0, 2)) for r in range(int(rng.integers(0, 4)))} for _ in range(k)]
+        items.append(Item([["consistent"] * k], sentence_labels=labels))
+    ds_id = make_dataset(engine, items)
+    make_dataset(engine, [Item([["consistent"]], sentence_labels=[{"a": 1}])], name="other")  # not counted
+    expected = (
+        sum(len(it.sentence_labels or []) for it in items),
+        sum(ds.majority_vote(v) for it in items for v in it.sentence_labels or []),
+    )
+    assert expected[1] < expected[0]
+    with get_session(engine) as session:
+        assert db_datasets.sentence_label_totals(session=session, dataset_id=ds_id) == expected
+        assert store._label_totals(session, ds_id) == expected
+    stats = ds.dataset_stats(engine, ds_id)
+    assert (stats["sentences_labelled"], stats["sentence_share_consistent"]) == (expected[0], expected[1] / expected[0])
