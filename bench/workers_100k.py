@@ -294,6 +294,10 @@ def main() -> None:
             except subprocess.TimeoutExpired:
                 proc.kill()
     got = check(url, bid, n)
+    for log in sorted(tmp.glob("*.log")):
+        text = log.read_text(errors="replace")
+        if "Traceback" in text:
+            print(f"  {log.name} has a traceback:\n{text[-3000:]}")
     nice = f", workers at nice {args.nice}" if args.nice else ""
     nice += " (their PostgreSQL backends too)" if args.nice and args.nice_db and not args.sqlite else ""
     nice += " (the model server too)" if args.nice and args.nice_server else ""
