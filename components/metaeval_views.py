@@ -116,8 +116,9 @@ def _load_data(batch_id: int, stamp: str) -> metaeval.BatchData:
 
 @st.cache_data(show_spinner=False, max_entries=4, ttl=3600)
 def _load_full(batch_id: int, stamp: str) -> metaeval.BatchData:
-    """The batch with its round-0 sentence verdicts and human votes (the items come from load_data)."""
-    return metaeval.add_sentences(engine(), load_data(batch_id, stamp))
+    """The batch with its round-0 sentence verdicts and human votes (the items come from load_data; a running
+    batch's sentences from the last read, only those of the items changed since: RunningBatches)."""
+    return running_batches().with_sentences(engine(), load_data(batch_id, stamp))
 
 
 @st.cache_data(show_spinner=False, max_entries=8, ttl=3600)

@@ -173,6 +173,36 @@ def changes_since(
     return n, newest, changed, rounds  # type: ignore[return-value]
 
 
+# The round-0 sentence verdicts of some of a batch's done items (as the "sentences" query), and a row with a NULL
+# index for a done item without any: which of the items were done is in the answer too.
+_SENTENCES_OF: dict[str, str] = {
+    "sqlite": """
+SELECT bi.item_id, CAST(s.key AS INTEGER), json_extract(s.value, '$.verdict')
+FROM batch_item bi LEFT JOIN json_each(bi.result, '$.rounds[0].sentences') s
+WHERE bi.batch_id = :b AND bi.status = 'done' AND bi.item_id IN :ids
+""",
+    "postgresql": """
+SELECT bi.item_id, (s.k - 1)::int, s.value ->> 'verdict'
+FROM batch_item bi
+LEFT JOIN LATERAL json_array_elements(
+    CASE WHEN json_typeof(bi.result -> 'rounds' -> 0 -> 'sentences') = 'array'
+    THEN bi.result -> 'rounds' -> 0 -> 'sentences' END) WITH ORDINALITY s(value, k) ON true
+WHERE bi.batch_id = :b AND bi.status = 'done' AND bi.item_id IN :ids
+""",
+}
+
+
+def sentences_of(*, session: Session, batch_id: int, item_ids: Sequence[int]) -> list[tuple[int, int | None, Any]]:
+    """(item_id, sentence index, verdict) at round 0 of those of these items that are done; (item_id, None,
+    None) for a done item without sentences. Read _CHUNK ids at a time."""
+    q = text(_SENTENCES_OF[session.get_bind().dialect.name]).bindparams(bindparam("ids", expanding=True))
+    rows: list[tuple[int, int | None, Any]] = []
+    ids = list(item_ids)
+    for i in range(0, len(ids), _CHUNK):
+        rows.extend(tuple(r) for r in session.execute(q, {"b": batch_id, "ids": ids[i : i + _CHUNK]}))
+    return rows
+
+
 def finished_summary(*, session: Session, batch_id: int) -> tuple[int, datetime | None]:
     """How many of the batch's items are finished and the newest updated_at among them."""
     n, newest = session.execute(

@@ -97,8 +97,8 @@ class _Raw:
     base: list[tuple]  # item_id, external_id, status, score, final_score, human_score, human_label, n_rounds,
     # n_sentences, n_unknown, model_is_consistent (round 0), n_label_entries; in dataset order
     rounds: list[tuple[int, int, float | None]]  # (item_id, round, score) for rounds between the first and last
-    sentences: list[tuple[int, int, str]]  # (item_id, index, verdict) at round 0 of done items
-    votes: list[tuple[int, int, int, int]]  # (item_id, sentence index, yes votes, votes) of every batch item
+    sentences: list[tuple[int, int, str]] | pd.DataFrame  # (item_id, index, verdict) at round 0 of done items
+    votes: list[tuple[int, int, int, int]] | pd.DataFrame  # (item_id, sentence index, yes votes, votes), every item
     n_workers: int
 
 
@@ -201,9 +201,10 @@ class RunningBatches:
 
     def __init__(self, max_batches: int = 8) -> None:
         self._max = max_batches
-        self._last: dict[tuple[str, int], tuple[BatchData, datetime]] = {}
+        self._last: dict[tuple[str, int], _Last] = {}
         self._lock = threading.Lock()
-        self.counts = {"whole": 0, "changes": 0, "mismatch": 0}  # reads of each kind (and failed checks)
+        # reads of each kind (and failed checks); "sentences whole" and "sentences changes" for with_sentences
+        self.counts = dict.fromkeys(("whole", "changes", "mismatch", "sentences whole", "sentences changes"), 0)
 
     def load(self, engine: Engine, batch_id: int) -> BatchData:
         """The batch's items (as load_batch with sentences=False); InputError for an unknown id."""
@@ -220,25 +221,67 @@ class RunningBatches:
             return load_batch(engine, batch_id, sentences=False)
         with self._lock:
             last = self._last.get(key)
-        data = None
-        if last is not None and _same_batch(last[0].batch, batch):
+        data, same = None, last is not None and _same_batch(last.data.batch, batch)
+        if last is not None and same:
             with Session(engine) as session:
                 running = db.running_item_ids(session=session, batch_id=batch_id)
-                n, newest, changed, rounds = db.changes_since(session=session, batch_id=batch_id, since=last[1])
-            data = _apply_changes(last[0], batch, dataset, changed, rounds, running, started)
+                n, newest, changed, rounds = db.changes_since(session=session, batch_id=batch_id, since=last.since)
+            data = _apply_changes(last.data, batch, dataset, changed, rounds, running, started)
             if data is not None and int(data.items["status"].isin(("done", "failed")).sum()) != n:
                 data = None
             self._count("changes" if data is not None else "mismatch")
-            since = newest - self.MARGIN if newest is not None else last[1]
+            since = newest - self.MARGIN if newest is not None else last.since
+            if data is not None:  # the sentences read so far stay, with the items to read again
+                state = replace(last, data=data, since=since, dirty=last.dirty | {int(r[0]) for r in changed})
         if data is None:
             with Session(engine) as session:
                 _n, newest = db.finished_summary(session=session, batch_id=batch_id)
             data = load_batch(engine, batch_id, sentences=False)
             self._count("whole")
             since = newest - self.MARGIN if newest is not None else _EPOCH
+            kept = last if last is not None and same else None  # the votes never change: kept
+            state = _Last(data, since, votes=kept.votes if kept else None, n_workers=kept.n_workers if kept else 0)
         with self._lock:
-            _remember(self._last, key, (data, since), self._max)
+            _remember(self._last, key, state, self._max)
         return data
+
+    def with_sentences(self, engine: Engine, data: BatchData) -> BatchData:
+        """`data` (items from `load`) with its sentence verdicts and human votes, as add_sentences gives them.
+
+        For the batch's latest read by `load`, only the sentences of the items it changed since the sentences
+        were last read are read again; the human votes of a batch's items never change and are read once. The
+        items read again must be the ones `data` has done, or the sentences are read whole. Any other data is
+        read whole (add_sentences)."""
+        if data.has_sentences:
+            return data
+        key = (engine.url.render_as_string(hide_password=True), data.batch.id)
+        with self._lock:
+            last = self._last.get(key)
+        if last is None or last.data.loaded_at != data.loaded_at or not _use_sql(engine, None):
+            return add_sentences(engine, data)
+        votes, n_workers, sentences = last.votes, last.n_workers, last.sentences
+        if votes is None:
+            v, w = _parallel(engine, data.batch.id, ("votes", "workers"))
+            votes, n_workers = _votes_frame(v), int(w[0][0] or 0) if w else 0
+        done = data.items.loc[data.items["status"] == "done", "item_id"].to_numpy()
+        if sentences is not None and last.dirty:
+            with Session(engine) as session:
+                rows = db.sentences_of(session=session, batch_id=data.batch.id, item_ids=sorted(last.dirty))
+            if {int(r[0]) for r in rows} == last.dirty & {int(i) for i in done}:
+                new = _sentences_frame([r for r in rows if r[1] is not None])
+                sentences = pd.concat(
+                    [sentences[~sentences["item_id"].isin(last.dirty)], new], ignore_index=True
+                ).astype({"verdict": "category"})
+                self._count("sentences changes")
+            else:
+                sentences = None
+        if sentences is None:
+            sentences = _sentences_frame(_parallel(engine, data.batch.id, ("sentences",))[0])
+            self._count("sentences whole")
+        with self._lock:
+            if self._last.get(key) is last:  # no newer read meanwhile
+                self._last[key] = replace(last, sentences=sentences, votes=votes, n_workers=n_workers, dirty=set())
+        return _assemble_sentences(data, _Raw([], [], sentences, votes, n_workers))
 
     def _forget(self, key: tuple[str, int]) -> None:
         with self._lock:
@@ -250,6 +293,19 @@ class RunningBatches:
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class _Last:
+    """RunningBatches' last read of a batch: its items, where the next read starts, and the sentences read so
+    far (None: not yet) with the items changed since (`dirty`), and the human votes (read once)."""
+
+    data: BatchData
+    since: datetime
+    sentences: pd.DataFrame | None = None  # item_id, idx, verdict of the done items' round 0
+    dirty: frozenset[int] | set[int] = frozenset()
+    votes: pd.DataFrame | None = None  # item_id, idx, yes, total
+    n_workers: int = 0
 
 
 def _same_batch(a: BatchPublic, b: BatchPublic) -> bool:
@@ -450,13 +506,25 @@ _EMPTY_SENTENCES = pd.DataFrame(
 )
 
 
+def _votes_frame(rows: list[tuple]) -> pd.DataFrame:
+    return _frame(rows, ["item_id", "idx", "yes", "total"], "int64")
+
+
+def _sentences_frame(rows: list[tuple]) -> pd.DataFrame:
+    """item_id, idx, verdict (a category: three values over hundreds of thousands of rows)."""
+    sent = _frame(rows, ["item_id", "idx", "verdict"], None)
+    return sent.astype({"item_id": "int64", "idx": "int64", "verdict": "category"})
+
+
 def _assemble_sentences(data: BatchData, raw: _Raw) -> BatchData:
     items = data.items
     # Human votes per sentence: yes / total gives the majority (a tie has none) and, for alpha, the values.
-    votes = _frame(raw.votes, ["item_id", "idx", "yes", "total"], "int64")
-    sent = _frame(raw.sentences, ["item_id", "idx", "verdict"], None)
-    sent["verdict"] = sent["verdict"].fillna("unknown").astype(str)
-    sent = sent.astype({"item_id": "int64", "idx": "int64"})
+    votes = raw.votes if isinstance(raw.votes, pd.DataFrame) else _votes_frame(raw.votes)
+    sent = raw.sentences if isinstance(raw.sentences, pd.DataFrame) else _sentences_frame(raw.sentences)
+    sent = sent.assign(verdict=sent["verdict"].astype(object).fillna("unknown").astype(str))
+    # in the items' order, each item's sentences by index: the same rows whichever way they were read
+    at = pd.Index(items["item_id"].to_numpy()).get_indexer(sent["item_id"].to_numpy())
+    sent = sent.iloc[np.lexsort((sent["idx"].to_numpy(), at))].reset_index(drop=True)
     judged = sent.groupby("item_id").size()
     labels = pd.Series(data.label_counts, index=items["item_id"].to_numpy())
     done_ids = items.loc[items["status"] == "done", "item_id"].to_numpy()

@@ -88,13 +88,22 @@ class Run:
                 db_batches.fail_items(conn=conn, errors=errors)
 
 
-def _check(reader: metaeval.RunningBatches, engine, batch_id: int) -> metaeval.BatchData:
+def _check(reader: metaeval.RunningBatches, engine, batch_id: int, *, sentences: bool = True) -> metaeval.BatchData:
     got = reader.load(engine, batch_id)
-    whole = metaeval.load_batch(engine, batch_id, sentences=False)
+    whole = metaeval.load_batch(engine, batch_id, sentences=sentences)
     pd.testing.assert_frame_equal(got.items, whole.items, check_exact=True)
     assert got.notes == whole.notes
     assert got.batch == whole.batch
     np.testing.assert_array_equal(got.label_counts, whole.label_counts)
+    if sentences:  # and the sentence verdicts with the human votes, read from the last read too
+        full = reader.with_sentences(engine, got)
+        pd.testing.assert_frame_equal(full.sentences, whole.sentences, check_exact=True)
+        np.testing.assert_array_equal(full.votes, whole.votes)
+        assert (full.n_workers, full.n_vote_items, full.n_misaligned) == (
+            whole.n_workers,
+            whole.n_vote_items,
+            whole.n_misaligned,
+        )
     return got
 
 
@@ -142,6 +151,7 @@ def test_each_read_of_a_running_batch_equals_a_whole_read(engine, margin):
         _check(reader, engine, run.id)
     assert reader.counts["whole"] == 1, reader.counts  # every later read came from the one before
     assert reader.counts["mismatch"] == 0
+    assert reader.counts["sentences whole"] == 1 and reader.counts["sentences changes"] > 5, reader.counts
     with Session(engine) as s:  # finished: read whole, and the reader forgets it
         s.execute(update(Batch).where(Batch.id == run.id).values(status="done", finished_at=utcnow()))
         s.commit()
@@ -158,7 +168,7 @@ def test_a_write_behind_the_window_is_caught_and_the_batch_read_whole(engine):
     _check(reader, engine, run.id)
     run.write("a:1", run.claim("a:1", 5))
     _check(reader, engine, run.id)
-    assert reader.counts == {"whole": 1, "changes": 1, "mismatch": 0}
+    assert (reader.counts["whole"], reader.counts["changes"], reader.counts["mismatch"]) == (1, 1, 0)
     late = run.claim("b:1", 3)
     run.write("b:1", late)
     with Session(engine) as s:  # as if these writes had committed long after their updated_at
