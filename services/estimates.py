@@ -283,6 +283,12 @@ def document_estimate(
     return replace(est, largest_call_tokens=largest, n_refused=refused, max_chars=max_chars)
 
 
+def dataset_sizes(engine: Engine, dataset_id: int, *, limit: int | None = None) -> list[tuple[int, int, int]]:
+    """Per item, in order: reference characters, candidate characters, candidate sentences."""
+    with Session(engine) as s:
+        return db.dataset_sizes(session=s, dataset_id=dataset_id, limit=limit)
+
+
 def batch_estimate(
     engine: Engine,
     backend: BackendConfig,
@@ -295,10 +301,12 @@ def batch_estimate(
     concurrency: int = 1,
     item_limit: int | None = None,
     repeats: int = 1,
+    sizes: list[tuple[int, int, int]] | None = None,
 ) -> Estimate:
-    """Figures for a batch (or its repeats) over a stored dataset, before it starts."""
-    with Session(engine) as s:
-        sizes = db.dataset_sizes(session=s, dataset_id=dataset_id, limit=item_limit)
+    """Figures for a batch (or its repeats) over a stored dataset, before it starts. `sizes`: the dataset's
+    (dataset_sizes), when the caller has them (a dataset never changes once imported)."""
+    if sizes is None:
+        sizes = dataset_sizes(engine, dataset_id, limit=item_limit)
     return document_estimate(
         backend,
         measured(engine, backend),

@@ -300,3 +300,29 @@ def test_the_item_tables_read_one_page_from_the_database(open_page, monkeypatch)
     assert max(loaded) <= 100, loaded
     failed = [d.value for d in at.dataframe if list(d.value.columns) == ["item", "external_id", "error"]]
     assert [list(f["external_id"]) for f in failed] == [["x230", "x231", "x232"]]
+
+
+def test_the_estimate_reads_a_datasets_sizes_once_not_at_every_render(open_page, judge, monkeypatch):
+    """The start form's estimate needs every item's text sizes; a dataset never changes once imported, so they
+    are read at the first render and kept (an item limit is its own read)."""
+    from services import estimates
+
+    seed_dataset(4)
+    calls: list[int | None] = []
+    real = estimates.dataset_sizes
+
+    def counting(engine, dataset_id, *, limit=None):
+        calls.append(limit)
+        return real(engine, dataset_id, limit=limit)
+
+    monkeypatch.setattr(estimates, "dataset_sizes", counting)
+    at = open_page(BATCHES)
+    at.number_input(key="ba_repeats").set_value(2).run()
+    assert not at.exception, at.exception
+    (est,) = [c for c in texts(at.caption) if c.startswith("Estimate:")]
+    assert "**8 calls**" in est, est  # the sizes kept, the repeats applied to them
+    assert calls == [None], calls
+    (limit,) = [n for n in at.number_input if n.label == "Item limit"]
+    limit.set_value(2).run()
+    assert "**4 calls**" in next(c for c in texts(at.caption) if c.startswith("Estimate:"))
+    assert calls == [None, 2], calls
