@@ -159,11 +159,14 @@ def test_each_read_of_a_running_batch_equals_a_whole_read(engine, margin):
     assert reader.counts["whole"] == 1 and not reader._last
 
 
+def _running(engine, n: int, *, seed: int) -> tuple[Run, metaeval.RunningBatches]:
+    """A running batch of `n` items, nothing claimed yet, and a reader that has not read it."""
+    items = _items(n, seed=seed)
+    return Run(engine, make_dataset(engine, items), items), metaeval.RunningBatches()
+
+
 def test_a_write_behind_the_window_is_caught_and_the_batch_read_whole(engine):
-    items = _items(30, seed=5)
-    ds = make_dataset(engine, items)
-    run = Run(engine, ds, items)
-    reader = metaeval.RunningBatches()
+    run, reader = _running(engine, 30, seed=5)
     run.write("a:1", run.claim("a:1", 10))
     _check(reader, engine, run.id)
     run.write("a:1", run.claim("a:1", 5))
@@ -182,10 +185,7 @@ def test_a_write_behind_the_window_is_caught_and_the_batch_read_whole(engine):
 
 
 def test_another_batch_under_the_same_id_is_read_whole(engine):
-    items = _items(20, seed=8)
-    ds = make_dataset(engine, items)
-    run = Run(engine, ds, items)
-    reader = metaeval.RunningBatches()
+    run, reader = _running(engine, 20, seed=8)
     run.write("a:1", run.claim("a:1", 8))
     _check(reader, engine, run.id)
     with Session(engine) as s:  # the batch's row now says it was made at another time: not the batch read before
