@@ -27,7 +27,13 @@ from services.stats.classification import (
     classification,
 )
 from services.stats.common import LEVELS, METHODS, Level, Method
-from services.stats.correlation import CorrelationResult, GroupedCorrelation, correlation, per_group_correlation
+from services.stats.correlation import (
+    CorrelationResult,
+    GroupedCorrelation,
+    correlation,
+    per_group_correlation,
+    tabulated,
+)
 
 __all__ = [
     "LEVELS",
@@ -50,4 +56,5 @@ __all__ = [
     "majority",
     "per_group_correlation",
     "slot_matrix",
+    "tabulated",
 ]

@@ -11,7 +11,8 @@ from sqlalchemy import update
 from sqlmodel import Session
 
 from db.models import BatchItem
-from services import metaeval
+from services import metaeval, stats
+from services.metaeval.common import numeric
 from tests.metaeval_seed import Item, seed
 from tests.support.metaeval import HAND, LABELLED, C
 
@@ -125,6 +126,15 @@ def test_large_batches_are_estimated_by_the_linear_forms_not_by_the_resamples(en
         2 * metaeval.bootstrap_seconds(small, 1000, parts=("correlations",))
     )
     assert metaeval.bootstrap_seconds(large, 1000, parts=()) == 0.0
+    # few-valued scores (a share of five sentences against a majority of three) are counted into tables
+    thirds = big.head(4000).assign(human_score=lambda d: (d["human_score"] * 3).round() / 3, n_sentences=5)
+    few = metaeval.BatchData(**{**data.__dict__, "items": thirds})
+    assert stats.tabulated(numeric(few.done["score"]), numeric(few.done["human_score"]))
+    assert metaeval.bootstrap_seconds(few, 1000, parts=("correlations",)) < 1.5  # in the page, no child process
+    assert (
+        metaeval.bootstrap_seconds(few, 1000, parts=("correlations",))
+        < metaeval.bootstrap_seconds(small, 1000, parts=("correlations",)) / 5
+    )
 
 
 class Clock:

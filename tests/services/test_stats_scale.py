@@ -83,13 +83,67 @@ def test_alpha_over_distinct_units_matches_resampling_units(monkeypatch):
     _close((fast.ci_low, fast.ci_high), (exact.ci_low, exact.ci_high), (exact.ci_high - exact.ci_low) / 2, 0.2)
 
 
-def test_blocks_of_resamples_give_the_numbers_of_one_draw(monkeypatch):
+@pytest.mark.parametrize("digits", [None, 0])  # many values (each resample ranked), few (counted into tables)
+def test_blocks_of_resamples_give_the_numbers_of_one_draw(monkeypatch, digits):
     rng = np.random.default_rng(1)
     x = rng.normal(size=300)
     y = x + rng.normal(size=300)
+    if digits is not None:
+        x, y = np.round(x, digits), np.round(y, digits)
+    assert correlation.tabulated(x, y) == (digits is not None)
     whole = stats.correlation(x, y, "spearman", n_boot=200, seed=4)
     monkeypatch.setattr(correlation, "resample_chunks", lambda n_boot, n: [7] * (n_boot // 7) + [n_boot % 7])
     assert stats.correlation(x, y, "spearman", n_boot=200, seed=4) == whole
+
+
+def _scipy_statistic(x: np.ndarray, y: np.ndarray, method: str) -> float:
+    if np.ptp(x) == 0 or np.ptp(y) == 0:
+        return np.nan
+    return float({"pearson": sps.pearsonr, "spearman": sps.spearmanr, "kendall": sps.kendalltau}[method](x, y)[0])
+
+
+@pytest.mark.parametrize("method", stats.METHODS)
+@pytest.mark.parametrize(("n", "kx", "ky"), [(4, 2, 2), (40, 3, 5), (400, 6, 4), (2000, 21, 4)])
+def test_resamples_counted_into_tables_have_scipys_statistics(method, n, kx, ky):
+    """Few-valued scores: each resample's statistic, taken from its contingency table, is scipy's on the pairs
+    it draws, resample by resample (tiny samples draw constant sides too: NaN, as scipy's undefined value)."""
+    rng = np.random.default_rng(n + kx)
+    x = rng.integers(0, kx, n) / (kx - 1)
+    y = np.clip(np.round((x + rng.normal(0, 0.4, n)) * (ky - 1)), 0, ky - 1) / 3
+    assert correlation.tabulated(x, y)
+    n_boot = 300
+    got = correlation._boot_correlations(x, y, method, n_boot, seed=5)
+    idx = np.random.default_rng(5).integers(0, n, size=(n_boot, n))  # the draw: one block at these sizes
+    want = np.array([_scipy_statistic(x[i], y[i], method) for i in idx])
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    assert np.nanmax(np.abs(got - want)) < 1e-12 if np.isfinite(want).any() else True
+    if n == 4:
+        assert np.isnan(want).any()  # the constant resamples were exercised
+
+
+@pytest.mark.parametrize("method", stats.METHODS)
+def test_intervals_are_the_same_whether_or_not_resamples_are_tabulated(method, monkeypatch):
+    rng = np.random.default_rng(6)
+    human = rng.integers(0, 4, 1500) / 3  # a majority of three raters
+    judge = np.clip(np.round(human * 5 + rng.normal(0, 1.5, 1500)), 0, 5) / 5  # a share of five sentences
+    tables = stats.correlation(judge, human, method, n_boot=400, seed=9)
+    monkeypatch.setattr(correlation, "TABLE_CELLS_MIN", 0)
+    monkeypatch.setattr(correlation, "TABLE_CELLS_PER_PAIR", 0.0)
+    assert not correlation.tabulated(judge, human)
+    ranked = stats.correlation(judge, human, method, n_boot=400, seed=9)
+    assert tables.r == ranked.r and tables.n == ranked.n and tables.note == ranked.note
+    assert tables.ci_low == pytest.approx(ranked.ci_low, abs=1e-12)
+    assert tables.ci_high == pytest.approx(ranked.ci_high, abs=1e-12)
+
+
+def test_many_valued_scores_are_not_tabulated():
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=3000)
+    assert not correlation.tabulated(x, np.round(x, 1))  # about 70 by 3000 cells
+    assert correlation.tabulated(np.round(x), np.round(x, 1))  # about 8 by 70
+    # pairs with a missing side are left out, as correlation() leaves them out: their many values do not count
+    missing = np.full(3000, np.nan)
+    assert correlation.tabulated(np.r_[np.round(x), missing, x], np.r_[np.round(x, 1), x, missing])
 
 
 def _peak_mb(fn) -> float:
