@@ -83,33 +83,27 @@ def judge_frame(engine: Engine, batch: BatchPublic) -> pd.DataFrame:
     is_evidence = batch.method == "evidence"
     with get_session(engine) as session:
         rows = db.judge_items(session=session, batch_id=batch.id, with_result=is_evidence)
-    df = pd.DataFrame(
-        {
-            "item_id": [r.item_id for r in rows],
-            "status": [r.status for r in rows],
-            "score": [np.nan if r.score is None else float(r.score) for r in rows],
-            "n_sentences": [int(r.n_sentences or 0) for r in rows],
-            "n_unknown": [int(r.n_unknown or 0) for r in rows],
-            "calls": [int(r.calls or 0) for r in rows],
-            "cache_hits": [int(r.cache_hits or 0) for r in rows],
-            "prompt_tokens": [int(r.prompt_tokens or 0) for r in rows],
-            "completion_tokens": [int(r.completion_tokens or 0) for r in rows],
-            "latency_ms": [float(r.latency_ms or 0.0) for r in rows],
-        }
-    )
+    fields = list(db.JUDGE_ITEM_FIELDS)
+    df = pd.DataFrame(rows, columns=[*fields, "result"] if is_evidence else fields)
+    results = df.pop("result").tolist() if is_evidence else []
+    for name in ("score", "latency_ms"):
+        df[name] = df[name].astype(float)  # None -> NaN
+    for name in ("n_sentences", "n_unknown", "calls", "cache_hits", "prompt_tokens", "completion_tokens"):
+        df[name] = df[name].fillna(0).astype(int)
+    df["latency_ms"] = df["latency_ms"].fillna(0.0)
     done = (df["status"] == "done").to_numpy()
     score = df["score"].to_numpy(dtype=float)
     if is_evidence:
         # The checker scores every sentence, even one it abstains on: an item whose verdict is unknown (failed)
         # still has a prediction.
-        pred = np.array([_evidence_score(r.result) for r in rows], dtype=float)
+        pred = np.array([_evidence_score(r) for r in results], dtype=float)
         pred = np.where(np.isfinite(pred), pred, np.where(done, score, np.nan))
         has = np.isfinite(pred)
     else:
         pred, has = score, done
     df["prediction"] = np.where(has, np.clip(pred, 0.0, 1.0), np.nan)
     if is_evidence:
-        verdict = np.array([_evidence_verdict(r.result) for r in rows], dtype=float)
+        verdict = np.array([_evidence_verdict(r) for r in results], dtype=float)
     else:
         verdict = np.where(np.isfinite(score), (score >= CONSISTENT_AT).astype(float), np.nan)
     df["verdict"] = np.where(done & np.isfinite(verdict), verdict, np.nan)
