@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import math
+import random
 from datetime import UTC, datetime, timedelta
 
+import numpy as np
 import pytest
 
 from services import estimates as es
@@ -52,6 +55,42 @@ def test_no_eta_before_a_few_items_finished_in_the_window():
 )
 def test_calls_per_document(method, kw, calls):
     assert es.calls_per_document(method, n_sentences=5, **kw) == calls
+
+
+@pytest.mark.parametrize(
+    ("method", "kw"),
+    [
+        ("dce-amc", {"rounds": 2, "amc": "llm"}),
+        ("summ-nli", {}),
+        ("sent-nli", {"window": 3}),
+        ("qg-qa", {"window": 2}),
+        ("evidence", {}),
+    ],
+)
+@pytest.mark.parametrize("max_chars", [None, 3000])
+def test_an_estimate_over_many_documents_adds_up_each_documents_calls_and_tokens(method, kw, max_chars):
+    """Each document's calls and prompt tokens, one by one as the definition reads, summed: what the arrays give."""
+    rng = random.Random(7)
+    sizes = [(rng.randint(0, 6000), rng.randint(0, 900), rng.randint(0, 12)) for _ in range(3000)]
+    calls = tokens = largest = refused = 0
+    for ref, cand, n_sent in sizes:
+        if max_chars is not None and max(ref, cand) > max_chars:
+            refused += 1
+            continue
+        n = es.calls_per_document(method, n_sentences=n_sent, **kw)
+        per_call = math.ceil((ref + cand) / es.CHARS_PER_TOKEN) + es.TEMPLATE_TOKENS
+        calls, tokens = calls + n, tokens + n * per_call
+        largest = max(largest, per_call if n else 0)
+    e = es.document_estimate(REMOTE, es.Measured(0, None, None, None), sizes, method=method, max_chars=max_chars, **kw)
+    assert (e.calls, e.input_tokens, e.largest_call_tokens, e.n_refused) == (calls, tokens, largest, refused)
+    assert (refused > 0) == (max_chars is not None) and (calls > 0) == (method != "evidence")
+    per_doc = es.calls_per_document(method, n_sentences=np.array([s[2] for s in sizes]), **kw)
+    assert per_doc.tolist() == [es.calls_per_document(method, n_sentences=s[2], **kw) for s in sizes]
+
+
+def test_an_estimate_over_no_documents_is_zero():
+    e = es.document_estimate(REMOTE, es.Measured(0, None, None, None), [], method="dce-amc")
+    assert (e.calls, e.input_tokens, e.largest_call_tokens, e.n_refused) == (0, 0, 0, 0)
 
 
 def test_cost_needs_both_prices():
