@@ -58,6 +58,19 @@ def _stat(pid: int) -> list[str] | None:
     return raw[raw.rindex(")") + 2 :].split()  # fields from the state on (the name may hold spaces)
 
 
+def _name(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+def browser_monitor() -> Monitor:
+    """The CPU of the Chromium processes this script started: the browser's own share of a visit, which runs on
+    the same cores as the app here (a reader's browser would run on their machine)."""
+    return Monitor(os.getpid(), named="chrom")
+
+
 def tree(root: int) -> list[int]:
     """The root and every live descendant."""
     parents: dict[int, list[int]] = {}
@@ -75,10 +88,12 @@ def tree(root: int) -> list[int]:
 
 
 class Monitor:
-    """Samples the app's process tree: total RSS (its peak) and CPU seconds (live processes plus reaped children)."""
+    """Samples the app's process tree: total RSS (its peak) and CPU seconds (live processes plus reaped children).
+    `named`: only the processes of the tree whose name starts so (a browser's, among this script's children)."""
 
-    def __init__(self, pid: int) -> None:
+    def __init__(self, pid: int, named: str | None = None) -> None:
         self.pid = pid
+        self.named = named
         self.peak_rss = 0
         self.gone_cpu: dict[int, float] = {}  # last CPU seen of each process, kept when it exits
         self._stop = threading.Event()
@@ -89,7 +104,7 @@ class Monitor:
         rss = 0
         for p in tree(self.pid):
             f = _stat(p)
-            if not f:
+            if not f or self.named and not _name(p).startswith(self.named):
                 continue
             self.gone_cpu[p] = (int(f[11]) + int(f[12])) / TICK  # utime + stime
             rss += int(f[21]) * PAGE_SIZE
@@ -194,14 +209,24 @@ def boot_cap_dir(tmp: Path) -> Path:
     return d
 
 
-def drive(page, url: str, monitor: Monitor, *, until_drawn: bool = False, title: str | None = None) -> dict[str, float]:
+def drive(
+    page,
+    url: str,
+    monitor: Monitor,
+    *,
+    until_drawn: bool = False,
+    title: str | None = None,
+    browser: Monitor | None = None,
+) -> dict[str, float]:
     """Open one page in a new session; first content, drawn, settled, CPU over it and the tree's peak RSS so far.
 
     `until_drawn`: return once the page is drawn (a page polling a running batch may never stay still for
     QUIET_S); its "settled" is then None. `title`: go there within the page's session instead, as a reader does,
     by the sidebar's link whose address ends in `url`, and take first content as the title reading `title`
-    (Streamlit's own scripts stay loaded: only the page's script runs and its elements are drawn)."""
+    (Streamlit's own scripts stay loaded: only the page's script runs and its elements are drawn). `browser`: a
+    browser_monitor(), whose CPU over the visit comes back as "browser_cpu"."""
     cpu0 = monitor.cpu()
+    browser0 = browser.cpu() if browser is not None else 0.0
     t0 = time.perf_counter()
     if title is None:
         page.goto(url, wait_until="commit")
@@ -250,6 +275,7 @@ def drive(page, url: str, monitor: Monitor, *, until_drawn: bool = False, title:
         "settled": settled,
         "cpu": monitor.cpu() - cpu0,
         "rss": monitor.peak_rss / 2**20,
+        "browser_cpu": browser.cpu() - browser0 if browser is not None else float("nan"),
     }
 
 

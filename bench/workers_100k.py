@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import pages_render as pr  # noqa: E402  (sets a DATABASE_URL of its own: every call below names its URL)
-from scale_pages import Monitor, drive, start_app  # noqa: E402
+from scale_pages import Monitor, browser_monitor, drive, start_app  # noqa: E402
 
 from bench.batch_throughput import free_port, start_server  # noqa: E402
 
@@ -246,6 +246,7 @@ def main() -> None:
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+            browser_mon = browser_monitor()
             i, session = 0, None
             while True:
                 prog = batches.progress(engine, bid)
@@ -262,11 +263,19 @@ def main() -> None:
                 i += 1
                 # Batches polls the running batch every 1.5 s: it is timed until drawn (complete, then still for 1 s)
                 if args.in_session and session is not None and len(pages) > 1:
-                    r = drive(session, path.split("?")[0], app_mon, until_drawn=name in POLLING, title=name)
+                    r = drive(
+                        session,
+                        path.split("?")[0],
+                        app_mon,
+                        until_drawn=name in POLLING,
+                        title=name,
+                        browser=browser_mon,
+                    )
                 else:
                     ctx = browser.new_context(viewport={"width": 1400, "height": 1400})
                     page = ctx.new_page()
-                    r = drive(page, f"{app_url}/{path.format(**ids)}", app_mon, until_drawn=name in POLLING)
+                    address = f"{app_url}/{path.format(**ids)}"
+                    r = drive(page, address, app_mon, until_drawn=name in POLLING, browser=browser_mon)
                     if args.in_session:
                         session = page  # the reader's one tab: every later visit is by the sidebar
                     else:
@@ -275,9 +284,11 @@ def main() -> None:
                 settled = "polls" if r["settled"] is None else f"{r['settled']:.1f} s"
                 print(
                     f"    {name}: first content {r['first']:.1f} s, drawn {r['drawn']:.1f} s, settled {settled}, "
-                    f"app CPU {r['cpu']:.1f} s, app peak RSS {r['rss']:.0f} MB, load average {os.getloadavg()[0]:.1f}",
+                    f"app CPU {r['cpu']:.1f} s, browser CPU {r['browser_cpu']:.1f} s, app peak RSS {r['rss']:.0f} MB, "
+                    f"load average {os.getloadavg()[0]:.1f}",
                     flush=True,
                 )
+            browser_mon.stop()
             browser.close()
         wall = time.perf_counter() - t0
         worker_cpu = sum(m.cpu() for m in mons)
@@ -311,17 +322,19 @@ def main() -> None:
         f"  wall {wall:.0f} s ({n / wall:.0f} items/s; ideal at this latency {ideal:.0f} s); workers' CPU "
         f"{worker_cpu:.0f} s ({1000 * worker_cpu / n:.1f} ms an item); app peak RSS {app_mon.peak_rss / 2**20:.0f} MB"
     )
-    print("  page visits during the run (median / worst): first content, drawn, settled, app CPU")
+    print("  page visits during the run (median / worst): first content, drawn, settled, app CPU, browser CPU")
     for name, rs in visits.items():
         if rs:
             f = [r["first"] for r in rs]
             d = [r["drawn"] for r in rs]
             s = [r["settled"] for r in rs if r["settled"] is not None]
             c = [r["cpu"] for r in rs]
+            b = [r["browser_cpu"] for r in rs]
             settled = f"{statistics.median(s):.1f} / {max(s):.1f} s" if s else "polls (timed until drawn)"
             print(
                 f"    {name:<16} {len(rs)} visits: {statistics.median(f):.1f} / {max(f):.1f} s, "
-                f"{statistics.median(d):.1f} / {max(d):.1f} s, {settled}, {statistics.median(c):.1f} / {max(c):.1f} s"
+                f"{statistics.median(d):.1f} / {max(d):.1f} s, {settled}, {statistics.median(c):.1f} / {max(c):.1f} s, "
+                f"{statistics.median(b):.1f} / {max(b):.1f} s"
             )
 
 
