@@ -117,7 +117,7 @@ def test_resamples_counted_into_tables_have_scipys_statistics(method, n, kx, ky)
     want = np.array([_scipy_statistic(x[i], y[i], method) for i in idx])
     assert np.array_equal(np.isnan(got), np.isnan(want))
     assert np.nanmax(np.abs(got - want)) < 1e-12 if np.isfinite(want).any() else True
-    if n == 4:
+    if n <= 5:
         assert np.isnan(want).any()  # the constant resamples were exercised
 
 
@@ -134,6 +134,48 @@ def test_intervals_are_the_same_whether_or_not_resamples_are_tabulated(method, m
     assert tables.r == ranked.r and tables.n == ranked.n and tables.note == ranked.note
     assert tables.ci_low == pytest.approx(ranked.ci_low, abs=1e-12)
     assert tables.ci_high == pytest.approx(ranked.ci_high, abs=1e-12)
+
+
+@pytest.mark.parametrize("method", stats.METHODS)
+def test_a_resample_with_a_constant_side_has_no_statistic_even_when_its_mean_is_inexact(method):
+    """Three times 0.1 over three is not 0.1 in floating point: the deviations of a constant side come out tiny
+    but not 0, and the statistic is still undefined (NaN), not a ratio of rounding errors."""
+    x, y = np.array([0.0, 1.0, 2.0, 3.0]), np.array([0.1, 0.1, 0.1, 0.5])
+    assert (3 * 0.1) / 3 != 0.1 and correlation.tabulated(x, y)
+    idx = np.array([[0, 1, 2], [0, 1, 3], [3, 3, 3]])
+    got = correlation._Table.of(x, y).resampled(idx, method)
+    assert (
+        np.isnan(got[0])
+        and np.isnan(got[2])
+        and got[1] == pytest.approx(_scipy_statistic(x[idx[1]], y[idx[1]], method))
+    )
+
+
+def test_tables_in_several_blocks_give_every_resample(monkeypatch):
+    """More resamples than one block of tables holds: every one of them is computed, in order."""
+    rng = np.random.default_rng(4)
+    x, y = rng.integers(0, 6, 40) / 5, rng.integers(0, 4, 40) / 3
+    one = correlation._boot_correlations(x, y, "kendall", 300, seed=2)
+    monkeypatch.setattr(correlation, "CHUNK_CELLS", 1000)  # 24 cells a table: blocks of 41 resamples
+    assert np.array_equal(correlation._boot_correlations(x, y, "kendall", 300, seed=2), one, equal_nan=True)
+    monkeypatch.setattr(correlation, "TABLE_CELLS_MIN", 0)
+    monkeypatch.setattr(correlation, "TABLE_CELLS_PER_PAIR", 0.0)
+    ranked = correlation._boot_correlations(x, y, "kendall", 300, seed=2)  # scipy's, resample by resample
+    assert np.allclose(ranked, one, atol=1e-12, equal_nan=True)
+
+
+def test_few_valued_scores_are_resampled_through_their_tables(monkeypatch):
+    """The tables are the fast path: a few-valued sample takes it for every method, a many-valued one never."""
+    counted = []
+    real = correlation._Table.resampled
+    monkeypatch.setattr(correlation._Table, "resampled", lambda self, idx, m: counted.append(m) or real(self, idx, m))
+    rng = np.random.default_rng(3)
+    few = rng.integers(0, 5, 500) / 4
+    for method in stats.METHODS:
+        stats.correlation(few, np.round(few + rng.normal(0, 0.3, 500)), method, n_boot=50, seed=1)
+    assert counted == list(stats.METHODS)
+    stats.correlation(rng.normal(size=500), rng.normal(size=500), "kendall", n_boot=50, seed=1)
+    assert counted == list(stats.METHODS)
 
 
 def test_many_valued_scores_are_not_tabulated():
