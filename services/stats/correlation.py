@@ -100,7 +100,7 @@ class _Table:
         dx, dy = self.ux.size, self.uy.size
         k = dx * dy
         step = max(1, CHUNK_CELLS // k)
-        out = np.empty(idx.shape[0])
+        out = np.full(idx.shape[0], np.nan)  # a resample a wrong loop left out shows as NaN, not as old memory
         for start in range(0, idx.shape[0], step):
             sub = idx[start : start + step]
             rows = sub.shape[0]
