@@ -107,7 +107,7 @@ class _Table:
             flat = (np.arange(rows, dtype=np.int64)[:, None] * k + self.cell[sub]).ravel()
             t = np.bincount(flat, minlength=rows * k).reshape(rows, dx, dy).astype(float)
             if method == "kendall":
-                out[start : start + rows] = _table_kendall(t)
+                out[start : start + rows] = _tau_b_of_tables(t)
             elif method == "spearman":
                 out[start : start + rows] = _table_pearson(
                     t, _average_ranks(t.sum(axis=2)), _average_ranks(t.sum(axis=1))
@@ -122,24 +122,6 @@ def tabulated(x: np.ndarray, y: np.ndarray) -> bool:
     contingency tables: their scores take few values. Such intervals cost about a seventh of the others."""
     keep = np.isfinite(x) & np.isfinite(y)
     return _Table.of(x[keep], y[keep]) is not None
-
-
-def _table_kendall(t: np.ndarray) -> np.ndarray:
-    """Kendall's tau-b of each table in t (rows, dx, dy), as scipy.stats.kendalltau of the pairs it counts:
-    (concordant - discordant) / sqrt((n0 - x ties) (n0 - y ties)); NaN where a side is constant."""
-    at_least = t[:, ::-1, ::-1].cumsum(1).cumsum(2)[:, ::-1, ::-1]  # pairs with x index >= i and y index >= j
-    concordant = (t[:, :-1, :-1] * at_least[:, 1:, 1:]).sum(axis=(1, 2))
-    above_left = t[:, ::-1, :].cumsum(1)[:, ::-1, :].cumsum(2)  # x index >= i and y index <= j
-    discordant = (t[:, :-1, 1:] * above_left[:, 1:, :-1]).sum(axis=(1, 2))
-    rows, cols = t.sum(axis=2), t.sum(axis=1)
-    n = rows.sum(axis=1)
-    n0 = n * (n - 1) / 2
-    x_ties, y_ties = (rows * (rows - 1) / 2).sum(axis=1), (cols * (cols - 1) / 2).sum(axis=1)
-    den = (n0 - x_ties) * (n0 - y_ties)
-    out = np.full(n.shape, np.nan)
-    ok = den > 0
-    out[ok] = (concordant[ok] - discordant[ok]) / np.sqrt(den[ok])
-    return np.clip(out, -1.0, 1.0)
 
 
 def _table_pearson(t: np.ndarray, vx: np.ndarray, vy: np.ndarray) -> np.ndarray:

@@ -167,3 +167,56 @@ def test_a_resample_of_one_repeated_value_has_no_pearson_r_even_when_its_mean_is
     # mean([0.1] * 7) is not exactly 0.1: the centred values are float noise, not variation.
     r = _rowwise_pearson(np.full((1, 7), 0.1), np.array([[0.0, 1, 4, 9, 16, 25, 36]]))
     assert np.isnan(r).all(), r
+
+
+# -- the large-n forms' survivors of the 2026-11-29 run --------------------------------------------------------
+_classification = importlib.import_module("services.stats.classification")
+_binomial = importlib.import_module("services.stats.binomial")
+_common = importlib.import_module("services.stats.common")
+
+
+@pytest.mark.parametrize(
+    ("pos", "neg", "auc"),
+    [
+        # one positive: psi against the negatives 1, 1, 0; S10 of one value is 0, S01 = var(1, 1, 0) = 1/3
+        ([0.7], [0.1, 0.5, 0.9], 2 / 3),
+        # two positives: V10 = (2/3, 1/3), S10 = 1/18; V01 = (1, 1/2, 0), S01 = 1/4: 1/36 + 1/12
+        ([0.7, 0.2], [0.1, 0.5, 0.9], 1 / 2),
+        # one negative: V10 = (0, 0, 1), S10 = 1/3; S01 of one value is 0
+        ([0.1, 0.5, 0.9], [0.7], 1 / 3),
+        # two negatives: V10 = (0, 1/2, 1), S10 = 1/4; V01 = (1/3, 2/3), S01 = 1/18: 1/12 + 1/36
+        ([0.1, 0.5, 0.9], [0.7, 0.2], 1 / 2),
+    ],
+)
+def test_delongs_variance_by_hand_with_one_or_two_of_a_class(pos, neg, auc):
+    """DeLong, DeLong & Clarke-Pearson (1988): var = S10 / m + S01 / n, a class of one adding no variance of its
+    own (its sample variance is taken as 0, not undefined). Each case above comes to 1/9."""
+    got_auc, var = _classification.delong(np.array(pos), np.array(neg))
+    assert got_auc == pytest.approx(auc) and var == pytest.approx(1 / 9)
+
+
+def test_the_binomial_intervals_name_their_bad_input_and_default_to_95_percent():
+    for fn in (_binomial.wilson, _binomial.clopper_pearson):
+        assert fn(3, 10) == fn(3, 10, 0.95)
+        with pytest.raises(ValueError, match=r"^n must be at least 1 \(got 0\)$"):
+            fn(0, 0)
+        with pytest.raises(ValueError, match=r"^k must be between 0 and n = 5 \(got 6\)$"):
+            fn(6, 5)
+        for level in (0.0, 1.0, 1.5):
+            with pytest.raises(ValueError, match=r"^the level must be strictly between 0 and 1 \(got "):
+                fn(1, 5, level)
+
+
+def test_blocks_of_resamples_add_up_to_the_resamples_asked_for():
+    for n_boot, n in ((1000, 3000), (7, 1), (1, 10**7), (2500, 400)):
+        chunks = _common.resample_chunks(n_boot, n)
+        assert sum(chunks) == n_boot and all(c >= 1 for c in chunks)
+
+
+def test_above_5000_pairs_the_points_only_request_has_no_interval_and_the_seed_fixes_the_groups():
+    rng = np.random.default_rng(12)
+    x = rng.normal(size=6000)
+    y = x + rng.normal(size=6000)
+    assert stats.correlation(x, y, "pearson", n_boot=0).ci_low is None
+    first, again = (stats.correlation(x, y, "spearman", seed=4) for _ in range(2))
+    assert first.ci_low is not None and (first.ci_low, first.ci_high) == (again.ci_low, again.ci_high)
