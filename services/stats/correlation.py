@@ -38,17 +38,22 @@ class CorrelationResult:
     note: str | None = None
 
 
+def _r_of(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """Pearson's r = num / den of each resample, cut to [-1, 1]. A resample made of one repeated value has (near)
+    zero variance: its r is undefined (NaN), not 0."""
+    out = np.full(num.shape, np.nan)
+    ok = den > 1e-12 * np.maximum(1.0, np.abs(num))
+    out[ok] = num[ok] / den[ok]
+    return np.clip(out, -1.0, 1.0)
+
+
 def _rowwise_pearson(xb: np.ndarray, yb: np.ndarray) -> np.ndarray:
     """Pearson r of each row pair; NaN for a row where either side is constant."""
     xc = xb - xb.mean(axis=1, keepdims=True)
     yc = yb - yb.mean(axis=1, keepdims=True)
     num = (xc * yc).sum(axis=1)
     den = np.sqrt((xc * xc).sum(axis=1) * (yc * yc).sum(axis=1))
-    out = np.full(num.shape, np.nan)
-    # A resample made of one repeated value has (near) zero variance: its r is undefined, not 0.
-    ok = den > 1e-12 * np.maximum(1.0, np.abs(num))
-    out[ok] = num[ok] / den[ok]
-    return np.clip(out, -1.0, 1.0)
+    return _r_of(num, den)
 
 
 def _boot_block(x: np.ndarray, y: np.ndarray, idx: np.ndarray, method: str, table: _Table | None) -> np.ndarray:
@@ -133,10 +138,7 @@ def _table_pearson(t: np.ndarray, vx: np.ndarray, vy: np.ndarray) -> np.ndarray:
     ay = vy - (cols * vy).sum(axis=1, keepdims=True) / n
     num = np.einsum("bi,bij,bj->b", ax, t, ay)
     den = np.sqrt((rows * ax * ax).sum(axis=1) * (cols * ay * ay).sum(axis=1))
-    out = np.full(num.shape, np.nan)
-    ok = den > 1e-12 * np.maximum(1.0, np.abs(num))
-    out[ok] = num[ok] / den[ok]
-    return np.clip(out, -1.0, 1.0)
+    return _r_of(num, den)
 
 
 def _average_ranks(counts: np.ndarray) -> np.ndarray:
