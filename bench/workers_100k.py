@@ -6,12 +6,13 @@ judge answering after LATENCY seconds), creates a DCE batch over the dataset (ru
 rounds) and hands it to the workers: WORKERS processes of `python -m services.worker` (what `make worker` runs),
 which join it through the database. Meanwhile the app runs (`python serve.py`, no worker of its own) and a
 headless Chromium opens Batches, Meta-evaluation, Judges, Datasets, Reports and History in turn, each in a new
-session, timing first content, drawn and settled as bench/scale_pages.py does (Batches, which polls the running
-batch every 1.5 s, until drawn).
+session, timing first content, complete, drawn and settled as bench/scale_pages.py does (Batches, which polls the
+running batch every 1.5 s, until drawn: its complete is when its first run was over and drawn, its drawn when it
+was also still for a second between two polls).
 
 At the end it checks that every item was done exactly once (done = n, no failure, no item attempted twice, as
 many model requests as items) and prints the wall time, items per second, the workers' CPU seconds, the app's
-peak RSS and CPU, and per page the median and worst first-content and settled times over the visits.
+peak RSS and CPU, and per page the median and worst first-content, complete and settled times over the visits.
 
 Run: .venv/bin/python bench/workers_100k.py [--items 100000] [--workers 4] [--latency 0.05] [--in-flight 16]
      [--sqlite]  (a SQLite file instead of PostgreSQL) [--nice N]  (the workers at a lower priority, `nice -n N`)
@@ -283,7 +284,8 @@ def main() -> None:
                 visits[name].append(r)
                 settled = "polls" if r["settled"] is None else f"{r['settled']:.1f} s"
                 print(
-                    f"    {name}: first content {r['first']:.1f} s, drawn {r['drawn']:.1f} s, settled {settled}, "
+                    f"    {name}: first content {r['first']:.1f} s, complete {r['complete']:.1f} s, "
+                    f"drawn {r['drawn']:.1f} s, settled {settled}, "
                     f"app CPU {r['cpu']:.1f} s, browser CPU {r['browser_cpu']:.1f} s, app peak RSS {r['rss']:.0f} MB, "
                     f"load average {os.getloadavg()[0]:.1f}",
                     flush=True,
@@ -322,17 +324,21 @@ def main() -> None:
         f"  wall {wall:.0f} s ({n / wall:.0f} items/s; ideal at this latency {ideal:.0f} s); workers' CPU "
         f"{worker_cpu:.0f} s ({1000 * worker_cpu / n:.1f} ms an item); app peak RSS {app_mon.peak_rss / 2**20:.0f} MB"
     )
-    print("  page visits during the run (median / worst): first content, drawn, settled, app CPU, browser CPU")
+    print(
+        "  page visits during the run (median / worst): first content, complete, drawn, settled, app CPU, browser CPU"
+    )
     for name, rs in visits.items():
         if rs:
             f = [r["first"] for r in rs]
             d = [r["drawn"] for r in rs]
+            k = [r["complete"] for r in rs]
             s = [r["settled"] for r in rs if r["settled"] is not None]
             c = [r["cpu"] for r in rs]
             b = [r["browser_cpu"] for r in rs]
             settled = f"{statistics.median(s):.1f} / {max(s):.1f} s" if s else "polls (timed until drawn)"
             print(
                 f"    {name:<16} {len(rs)} visits: {statistics.median(f):.1f} / {max(f):.1f} s, "
+                f"{statistics.median(k):.1f} / {max(k):.1f} s, "
                 f"{statistics.median(d):.1f} / {max(d):.1f} s, {settled}, {statistics.median(c):.1f} / {max(c):.1f} s, "
                 f"{statistics.median(b):.1f} / {max(b):.1f} s"
             )
