@@ -100,16 +100,8 @@ EQUIVALENT: dict[str, str] = {
     "services.stats.agreement.x__weighted_alpha__mutmut_38": "astype(None) is float64",
     "services.stats.agreement.x__weighted_alpha__mutmut_53": "d_e = 0 only with d_o = 0: 0/0 is NaN, skipped",
     "services.stats.agreement.x__weighted_alpha__mutmut_54": "d_e = 0 only with d_o = 0: 0/0 is NaN, skipped",
-    "services.stats.agreement.x__boot_alpha__mutmut_6": "astype(None) is float64",
     "services.stats.classification.x_auroc__mutmut_23": "labels as float compare the same",
     "services.stats.classification.x_auroc__mutmut_41": "reached with a class empty: the sum is 0 iff both are",
-    "services.stats.classification.x_auroc__mutmut_64": "a float mask of ones and zeros selects the same",
-    "services.stats.classification.x_auroc__mutmut_66": "a float mask of ones and zeros selects the same",
-    "services.stats.classification.x_auroc__mutmut_68": "None written into a boolean array is False",
-    "services.stats.classification.x_auroc__mutmut_84": "n_boot = 0: a (0, n) draw, no replicate, no interval",
-    "services.stats.classification.x_auroc__mutmut_92": "integers(n) draws as integers(0, n)",
-    "services.stats.classification.x_auroc__mutmut_100": "integers(n) draws as integers(0, n)",
-    "services.stats.classification.x_balanced_accuracy_interval__mutmut_23": "labels as float compare the same",
     "services.dhp.statistics.x_normalise_weights__mutmut_12": "get(m) gives None, and `or 0.0` makes it 0",
     "services.dcr.align.x_align__mutmut_43": "similarity() is 0.0 when either text is blank",
     "services.conseval.analysis.x__accuracy_row__mutmut_10": "as_float reads None as NaN: the pair is left out",
@@ -216,16 +208,8 @@ EQUIVALENT: dict[str, str] = {
     "services.metaeval.classification.x_figure3__mutmut_90": "boolean + NA: via float64 or Float64, same",
     "services.metaeval.classification.x_figure3__mutmut_95": "o is set whenever other is given: `or` and `and` agree",
     "services.metaeval.classification.x_sentence_level__mutmut_57": "bools: astype(None) is float64, 1.0 and 0.0",
-    "services.stats.classification.x__wilson__mutmut_6": "0.95 is proportion_ci's default confidence_level",
-    "services.stats.selective.x_wilson__mutmut_6": "0.95 is proportion_ci's default confidence_level",
     "services.stats.classification.x_classification__mutmut_21": "0/1 labels as float64 compare the same",
     "services.stats.classification.x_classification__mutmut_23": "bools as float64 (astype(None)) compare the same",
-    "services.stats.classification.x_balanced_accuracy_interval__mutmut_21": "bools as float64 compare the same",
-    "services.stats.classification.x_balanced_accuracy_interval__mutmut_36": "integers(n) draws as integers(0, n)",
-    "services.stats.classification.x_balanced_accuracy_interval__mutmut_42": "errstate only silences numpy's warnings",
-    "services.stats.classification.x_balanced_accuracy_interval__mutmut_43": "errstate only silences numpy's warnings",
-    "services.stats.classification.x_balanced_accuracy_interval__mutmut_44": "errstate only silences numpy's warnings",
-    "services.stats.classification.x_balanced_accuracy_interval__mutmut_45": "errstate only silences numpy's warnings",
     "services.stats.correlation.x__boot_correlations__mutmut_23": "integers(n) draws as integers(0, n)",
     "services.stats.correlation.x__boot_block__mutmut_43": "None written into a float array is NaN",
     "services.stats.correlation.x__boot_block__mutmut_36": "kendalltau gives NaN itself when a side is constant",
@@ -253,10 +237,6 @@ EQUIVALENT: dict[str, str] = {
     "services.stats.correlation.x__r_of__mutmut_7": "den exactly at the noise bound: no data meets it",
     "services.stats.correlation.x__r_of__mutmut_8": "den is far from either bound",
     "services.stats.correlation.x_correlation__mutmut_68": "every value is the same and n >= 3: arr[1] is arr[0]",
-    "services.stats.correlation.x_correlation__mutmut_126": "n_bad is whole: n_bad > n // 10 iff n_bad > n / 10",
-    "services.stats.correlation.x_per_group_correlation__mutmut_53": "the mean of the groups' r: order-free",
-    "services.stats.correlation.x_per_group_correlation__mutmut_55": "the mean of the groups' r: order-free",
-    "services.stats.correlation.x_per_group_correlation__mutmut_58": "the mean of the groups' r: order-free",
     "services.stats.selective.x_reliability__mutmut_92": "harmless: 10 or 11 digits, both strip the float noise",
     "services.stats.selective.x_reliability__mutmut_100": "harmless: 10 or 11 digits, both strip the float noise",
     "services.stats.common.x_as_float__mutmut_8": "numpy reads any negative size as 'infer'",
@@ -279,6 +259,51 @@ EQUIVALENT: dict[str, str] = {
     "services.stats.agreement.x_alpha_from_long__mutmut_56": "factorize codes: int64, then float in to_numpy",
     "services.stats.agreement.x_alpha_from_long__mutmut_102": "a pivot of floats with NaN is float64 anyway",
     "services.stats.agreement.x_alpha_from_long__mutmut_91": "the one column left is value: the same matrix",
+    "services.stats.agreement.x__boot_alpha__mutmut_35": "astype(None) is float64",
+    "services.stats.agreement.x__boot_alpha__mutmut_5": "harmless: n = 5,000 units: counts drawn, same law",
+    "services.stats.classification.x__boot_balanced__mutmut_4": "harmless: n = 5,000: cells drawn, same law",
+    "services.stats.classification.x__boot_balanced__mutmut_14": "harmless: a 5th cell of p = 0, same law",
+    "services.stats.classification.x__boot_balanced__mutmut_22": "errstate only silences numpy's warnings",
+    "services.stats.classification.x__boot_balanced__mutmut_23": "errstate only silences numpy's warnings",
+    "services.stats.classification.x__boot_balanced__mutmut_24": "errstate only silences numpy's warnings",
+    "services.stats.classification.x__boot_balanced__mutmut_25": "errstate only silences numpy's warnings",
+    "services.stats.classification.x__boot_balanced__mutmut_57": "errstate only silences numpy's warnings",
+    "services.stats.classification.x__boot_balanced__mutmut_58": "errstate only silences numpy's warnings",
+    "services.stats.classification.x__boot_balanced__mutmut_59": "errstate only silences numpy's warnings",
+    "services.stats.classification.x__boot_balanced__mutmut_60": "errstate only silences numpy's warnings",
+    "services.stats.classification.x__boot_balanced__mutmut_52": "integers(n) draws as integers(0, n)",
+    "services.stats.classification.x_auroc__mutmut_1": "DeLong's interval reads n_boot only as n_boot > 0",
+    "services.stats.classification.x_auroc__mutmut_2": "the seed is not read: DeLong's interval draws nothing",
+    "services.stats.classification.x_delong__mutmut_22": "only v01's variance is read: shift- and sign-free",
+    "services.stats.classification.x_delong__mutmut_23": "only v01's variance is read: shift- and sign-free",
+    "services.stats.common.x_resample_chunks__mutmut_6": "n <= 5,000: 200+ rows a block",
+    "services.stats.common.x_resample_chunks__mutmut_12": "n = 1 only: smaller blocks of the same draws",
+    "services.stats.correlation.x__jackknife_interval__mutmut_23": "at most 2 of 100 leave-outs lack a value",
+    "services.stats.correlation.x__jackknife_interval__mutmut_24": "at most 2 of 100 leave-outs lack a value",
+    "services.stats.correlation.x__kendall_leave_group_out__mutmut_16": "the threshold only chooses the path",
+    "services.stats.correlation.x__kendall_leave_group_out__mutmut_23": "astype(None) is float64",
+    "services.stats.correlation.x__leave_group_out__mutmut_13": "every group holds pairs: g bins",
+    "services.stats.correlation.x__leave_group_out__mutmut_20": "errstate only silences numpy's warnings",
+    "services.stats.correlation.x__leave_group_out__mutmut_21": "errstate only silences numpy's warnings",
+    "services.stats.correlation.x__leave_group_out__mutmut_22": "errstate only silences numpy's warnings",
+    "services.stats.correlation.x__leave_group_out__mutmut_23": "errstate only silences numpy's warnings",
+    "services.stats.correlation.x__leave_group_out__mutmut_54": "only each group's members are read, not their order",
+    "services.stats.correlation.x__leave_group_out__mutmut_56": "only each group's members are read, not their order",
+    "services.stats.correlation.x__leave_group_out__mutmut_58": "only each group's members are read, not their order",
+    "services.stats.correlation.x__leave_group_out__mutmut_66": "one more start, never read",
+    "services.stats.correlation.x__leave_group_out__mutmut_78": "None written into a boolean array is False",
+    "services.stats.correlation.x__leave_group_out__mutmut_82": "astype(None) is float64",
+    "services.stats.correlation.x__leave_group_out__mutmut_95": "harmless: scipy's tau-b, same values",
+    "services.stats.correlation.x__pearson_of__mutmut_16": "ranks of over 5,000 pairs: den is 0 or far above 1",
+    "services.stats.correlation.x__pearson_of__mutmut_19": "float('NAN') is NaN",
+    "services.stats.correlation.x_correlation__mutmut_143": "n_bad is whole: n_bad > n // 10 iff n_bad > n / 10",
+    "services.stats.correlation.x_per_group_correlation__mutmut_52": "the mean of the groups' r: order-free",
+    "services.stats.correlation.x_per_group_correlation__mutmut_54": "the mean of the groups' r: order-free",
+    "services.stats.correlation.x_per_group_correlation__mutmut_57": "the mean of the groups' r: order-free",
+    "services.stats.correlation.x_per_group_correlation__mutmut_90": "the mean of the groups' r: order-free",
+    "services.stats.correlation.x_per_group_correlation__mutmut_92": "the mean of the groups' r: order-free",
+    "services.stats.correlation.x_per_group_correlation__mutmut_95": "the mean of the groups' r: order-free",
+    "services.stats.selective.x_wilson__mutmut_8": "0.95 is binomial.wilson's default level",
 }
 
 STATUS = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests", 36: "timeout", -24: "timeout"}
@@ -327,6 +352,7 @@ def report(by_module: dict[str, dict[str, str]], *, sampled: bool = False) -> bo
         + ("  95% interval" if sampled else "")
     )
     left_over: list[tuple[str, str]] = []
+    stale: list[tuple[str, str]] = []
     for module, statuses in by_module.items():
         killed = sum(1 for s in statuses.values() if s in ("killed", "timeout"))
         equivalent = [n for n, s in statuses.items() if s not in ("killed", "timeout") and n in EQUIVALENT]
@@ -340,11 +366,31 @@ def report(by_module: dict[str, dict[str, str]], *, sampled: bool = False) -> bo
             shown += f"  {low:.1%} to {high:.1%}"
         print(f"{module:52} {len(statuses):7} {killed:6} {len(equivalent):6} {len(left):5} {shown:>7}")
         left_over += [(n, statuses[n]) for n in sorted(left)]
+        stale += stale_entries(module, statuses, sampled=sampled)
     if left_over:
         print("\nNot killed and not known equivalent (`.venv/bin/mutmut show NAME` shows the change):")
         for name, status in left_over:
             print(f"  {name}  [{status}]")
+    if stale:
+        print("\nEquivalence entries that name a mutant the tests kill, or none of this run (the source changed:")
+        print("re-read each against `mutmut show` and remove or renumber it):")
+        for name, status in stale:
+            print(f"  {name}  [{status}]")
     return ok
+
+
+def stale_entries(module: str, statuses: dict[str, str], *, sampled: bool = False) -> list[tuple[str, str]]:
+    """EQUIVALENT's entries of this module that no longer name a surviving mutant: killed now, or (in a run of
+    every mutant) no such mutant. Either way the source moved under the entry, and a later mutant may take its
+    number."""
+    out = []
+    for name in sorted(EQUIVALENT):
+        if _module_of(name) != module:
+            continue
+        status = statuses.get(name, "no such mutant")
+        if status in ("killed", "timeout") or (status == "no such mutant" and not sampled):
+            out.append((name, status))
+    return out
 
 
 def main() -> int:

@@ -157,11 +157,6 @@ def _boot_correlations(x: np.ndarray, y: np.ndarray, method: str, n_boot: int, s
     return np.concatenate(blocks)
 
 
-def _point(x: np.ndarray, y: np.ndarray, method: str) -> float:
-    fn = {"pearson": sps.pearsonr, "spearman": sps.spearmanr, "kendall": sps.kendalltau}[method]
-    return float(fn(x, y).statistic)
-
-
 def _pearson_of(a: np.ndarray, b: np.ndarray) -> float:
     a, b = a - a.mean(), b - b.mean()
     den = float(np.sqrt((a * a).sum() * (b * b).sum()))
@@ -169,7 +164,7 @@ def _pearson_of(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def _leave_group_out(x: np.ndarray, y: np.ndarray, method: str, group: np.ndarray, g: int) -> np.ndarray:
-    """The correlation without each group in turn: r_(k) for k < g, each equal to `_point` on the rest.
+    """The correlation without each group in turn: r_(k) for k < g, each equal to scipy's on the rest.
 
     Pearson comes from per-group sums (O(n) for all groups). Spearman keeps the ranks of the whole sample and
     takes off, for each kept value, the removed values below it and half those equal to it: that is its
@@ -204,7 +199,7 @@ def _leave_group_out(x: np.ndarray, y: np.ndarray, method: str, group: np.ndarra
     by_tables = _kendall_leave_group_out(x, y, group, g)
     if by_tables is not None:
         return by_tables
-    return np.array([_point(x[group != k], y[group != k], method) for k in range(g)])
+    return np.array([sps.kendalltau(x[group != k], y[group != k]).statistic for k in range(g)])
 
 
 def _tau_b_of_tables(t: np.ndarray) -> np.ndarray:

@@ -4,10 +4,12 @@ defaults, messages of bad input, boundaries of the notes, and the ends of the ri
 from __future__ import annotations
 
 import importlib
+import warnings
 
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats as sps
 
 from services import stats
 from services.stats import selective
@@ -220,3 +222,112 @@ def test_above_5000_pairs_the_points_only_request_has_no_interval_and_the_seed_f
     assert stats.correlation(x, y, "pearson", n_boot=0).ci_low is None
     first, again = (stats.correlation(x, y, "spearman", seed=4) for _ in range(2))
     assert first.ci_low is not None and (first.ci_low, first.ci_high) == (again.ci_low, again.ci_high)
+
+
+@pytest.mark.parametrize("level", [0.9, 0.95, 0.99])
+def test_wilsons_interval_is_exactly_0_and_1_at_no_and_all_successes(level):
+    """At k = 0 the lower end is 0 and at k = n the upper is 1: the formula's center -+ delta lands a few 1e-17
+    off there in floating point (below 0, above 1), which an interval of a proportion must not."""
+    for n in range(1, 301):
+        assert _binomial.wilson(0, n, level)[0] == 0.0
+        assert _binomial.wilson(n, n, level)[1] == 1.0
+        for k in (0, 1, n // 2, n - 1, n):
+            low, high = _binomial.wilson(k, n, level)
+            assert 0.0 <= low <= k / n <= high <= 1.0
+
+
+def test_balanced_accuracy_above_5000_items_with_no_item_predicted_positive():
+    """Above 5,000 items the resamples are drawn as counts of the four (prediction, label) cells; with no item
+    predicted positive two cells are empty and every resample's balanced accuracy is (0 + 1) / 2."""
+    labels = np.arange(6000) % 2
+    scores = np.full(6000, 0.1)
+    assert stats.classification(scores, labels, 0.5).balanced_accuracy == 0.5
+    assert stats.balanced_accuracy_interval(scores, labels, 0.5) == (0.5, 0.5)
+
+
+def _jackknife_by_hand(x, y, fn, seed, level=0.95):
+    """The grouped jackknife of Efron & Tibshirani (1993, ch. 11) over the app's 100 groups (a seeded permutation
+    of the pairs, taken in turn): r_(k) = scipy's correlation without group k, se^2 = (g - 1) / g *
+    sum_k (r_(k) - mean)^2 over the g groups whose r_(k) is defined, and r -+ z se cut to [-1, 1]."""
+    group = np.random.default_rng(seed).permutation(x.size) % 100
+    r = fn(x, y).statistic
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sps.ConstantInputWarning)  # a group whose rest has a constant side
+        rk = np.array([fn(x[group != k], y[group != k]).statistic for k in range(100)])
+    rk = rk[np.isfinite(rk)]
+    g = rk.size
+    se = np.sqrt((g - 1) / g * ((rk - rk.mean()) ** 2).sum())
+    half = sps.norm.ppf(0.5 + level / 2) * se
+    return max(-1.0, r - half), min(1.0, r + half)
+
+
+@pytest.mark.parametrize(
+    ("method", "fn"), [("pearson", sps.pearsonr), ("spearman", sps.spearmanr), ("kendall", sps.kendalltau)]
+)
+def test_above_5000_pairs_the_interval_is_the_grouped_jackknifes_by_hand(method, fn):
+    rng = np.random.default_rng(21)
+    x = rng.integers(0, 6, 6000) / 5.0  # few values (Kendall's tables), tied on both sides
+    y = np.round(x + rng.normal(scale=0.4, size=6000), 1)
+    got = stats.correlation(x, y, method, seed=7, ci=0.9)
+    assert (got.ci_low, got.ci_high) == pytest.approx(_jackknife_by_hand(x, y, fn, 7, 0.9), rel=0, abs=1e-10)
+
+
+def test_above_5000_pairs_the_jackknife_interval_is_cut_to_minus_one_and_one():
+    """One far pair turns a near-perfect correlation negative; without the group that holds it r is near 1, so
+    the jackknife's standard error is large and r -+ z se reaches past both ends."""
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=6000)
+    y = x + rng.normal(scale=0.05, size=6000)
+    x[0], y[0] = 200.0, -200.0
+    got = stats.correlation(x, y, "pearson")
+    assert -1.0 < got.r < 0.0
+    assert (got.ci_low, got.ci_high) == (-1.0, 1.0)
+    assert _jackknife_by_hand(x, y, sps.pearsonr, 0) == (-1.0, 1.0)
+
+
+def test_kendalls_jackknife_with_an_empty_cell_at_the_tables_far_corner():
+    """Binary scores with no pair at (1, 1): each group's contingency table ends in an empty cell."""
+    rng = np.random.default_rng(8)
+    cell = rng.integers(0, 3, 6000)  # (0, 0), (0, 1), (1, 0)
+    x, y = (cell == 2).astype(float), (cell == 1).astype(float)
+    got = stats.correlation(x, y, "kendall", seed=2)
+    assert got.r < 0
+    assert (got.ci_low, got.ci_high) == pytest.approx(_jackknife_by_hand(x, y, sps.kendalltau, 2), abs=1e-10)
+
+
+def test_pearsons_jackknife_interval_does_not_move_with_the_scores_origin():
+    """r is shift-free, and so is its interval: scores around a million give the interval of the same scores
+    around zero (the per-group sums are taken of centred values, which keeps their precision)."""
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=6000)
+    y = x + rng.normal(size=6000)
+    near = stats.correlation(x, y, "pearson")
+    far = stats.correlation(x + 1e6, y - 1e6, "pearson")
+    assert far.r == pytest.approx(near.r, abs=1e-9)
+    assert (far.ci_low, far.ci_high) == pytest.approx((near.ci_low, near.ci_high), abs=1e-7)
+
+
+def test_spearmans_jackknife_when_one_side_varies_in_a_single_pair():
+    """Without the group of the one differing pair a side is constant: that group's correlation is undefined and
+    left out of the standard error, which the other 99 give."""
+    rng = np.random.default_rng(6)
+    x = np.zeros(6000)
+    x[17] = 1.0
+    y = rng.normal(size=6000)
+    got = stats.correlation(x, y, "spearman", seed=1)
+    assert got.ci_low is not None and got.ci_low <= got.r <= got.ci_high
+    group = np.random.default_rng(1).permutation(6000) % 100
+    assert np.ptp(x[group != group[17]]) == 0  # the case meant: one group's rest is constant
+    assert (got.ci_low, got.ci_high) == pytest.approx(_jackknife_by_hand(x, y, sps.spearmanr, 1), abs=1e-10)
+
+
+def test_the_interval_method_changes_above_5000_pairs_not_at_it():
+    """Up to 5,000 pairs the interval is a percentile bootstrap, which depends on how many resamples are drawn;
+    above, the jackknife, which takes any positive n_boot alike (1 included)."""
+    rng = np.random.default_rng(9)
+    x = rng.normal(size=5001)
+    y = x + rng.normal(size=5001)
+    at = [stats.correlation(x[:5000], y[:5000], n_boot=b) for b in (200, 300)]
+    assert (at[0].ci_low, at[0].ci_high) != (at[1].ci_low, at[1].ci_high)
+    above = [stats.correlation(x, y, n_boot=b) for b in (1, 300, 1000)]
+    assert len({(a.ci_low, a.ci_high) for a in above}) == 1
