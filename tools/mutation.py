@@ -304,6 +304,8 @@ EQUIVALENT: dict[str, str] = {
     "services.stats.correlation.x_per_group_correlation__mutmut_92": "the mean of the groups' r: order-free",
     "services.stats.correlation.x_per_group_correlation__mutmut_95": "the mean of the groups' r: order-free",
     "services.stats.selective.x_wilson__mutmut_8": "0.95 is binomial.wilson's default level",
+    "services.judges.estimate.x_rates__mutmut_24": "the card passes verdicts as a float array",
+    "services.judges.tables.x__metric__mutmut_2": "runs at import (MEASURES), before a mutant is chosen",
 }
 
 STATUS = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests", 36: "timeout", -24: "timeout"}

@@ -1,0 +1,92 @@
+"""Survivors of a sampled mutation run of services/judges, killed against what the functions promise: the level
+asked for, the counts an estimate reports, its JSON, the cost's JSON, the messages, whose results a card links
+to, and that the annotators-only view hides every imported label."""
+
+from __future__ import annotations
+
+import importlib
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from services.judges import data, estimate, links
+from services.judges.card import Cost
+from tests.support.judges import labelled_dataset
+
+agreement = importlib.import_module("services.judges.agreement")  # the package exports a function of that name
+
+
+def test_the_classical_rate_is_at_the_level_asked_for():
+    """Clopper-Pearson of the labels at 1 - alpha, as scipy's exact binomial interval gives it."""
+    y = np.array([1.0] * 9 + [0.0] * 31)
+    rng = np.random.default_rng(0)
+    got = estimate.rates(y, y * 0.8 + 0.1, rng.random(400), alpha=0.2).classical
+    want = sps.binomtest(9, 40).proportion_ci(0.8, method="exact")
+    assert (got.ci_low, got.ci_high) == pytest.approx((want.low, want.high), abs=1e-9)
+
+
+def test_a_fallback_to_the_labels_still_reports_the_unlabelled_items_and_lambda_0():
+    y = np.array([1.0] * 38 + [0.0] * 2)  # 2 inconsistent labels: too rare for PPI's level
+    got = estimate.ppi(y, y.copy(), np.ones(500))
+    assert (got.n, got.n_unlabelled, got.lam, got.method) == (40, 500, 0.0, "exact")
+    assert got.note.startswith("Only 2 of the 40 labels say inconsistent")
+    assert got.as_dict()["lambda"] == 0.0 and got.as_dict()["n_unlabelled"] == 500
+
+
+def test_equal_human_scores_fall_back_with_the_reason():
+    y = np.full(40, 0.6)  # scores, not labels, and all the same
+    got = estimate.ppi(y, np.linspace(0, 1, 40), np.full(300, 0.5))
+    assert got.estimate == pytest.approx(0.6) and got.ci_low is None and got.n_unlabelled == 300
+    assert got.note == "All 40 human scores are equal: there is no spread to build an interval from."
+
+
+def test_an_estimate_without_lambda_leaves_lambda_out_of_its_json():
+    plain = estimate.Estimate(0.3, 0.2, 0.4, 40, method="exact").as_dict()
+    assert "lambda" not in plain and "n_unlabelled" not in plain
+    tuned = estimate.Estimate(0.3, 0.25, 0.35, 40, 900, 0.7, method="ppi++").as_dict()
+    assert (tuned["lambda"], tuned["n_unlabelled"]) == (0.7, 900)
+
+
+def test_the_costs_json_names_its_tokens_and_seconds_to_the_millisecond():
+    cost = Cost(n_items=4, calls=8, cache_hits=1, prompt_tokens=1200, completion_tokens=340, seconds=12.34567)
+    got = cost.as_dict()
+    assert (got["prompt_tokens"], got["completion_tokens"], got["seconds"]) == (1200, 340, 12.346)
+
+
+def test_balanced_accuracy_says_what_it_needs():
+    m = agreement.balanced_accuracy(np.array([1, 1, 0]), np.array([1, 1, 0]), ci=0.95)
+    assert m.value is None and m.note.startswith("Balanced accuracy needs at least ")
+
+
+def test_the_dhp_link_is_this_models_finished_run(monkeypatch):
+    from services.dhp import benchmark
+
+    runs = [
+        SimpleNamespace(id=1, status="done", model="other-model"),
+        SimpleNamespace(id=2, status="running", model="judge-model"),
+        SimpleNamespace(id=3, status="done", model="judge-model"),
+    ]
+    monkeypatch.setattr(benchmark, "runs", lambda engine: runs)
+    monkeypatch.setattr(
+        benchmark, "discernment_of", lambda engine, rid: SimpleNamespace(d_avg=float(rid), perturbations=[0] * rid)
+    )
+    (link,) = links._dhp(None, "judge-model")
+    assert (link.ref_id, link.value, link.n) == (3, 3.0, 3)
+
+
+def test_a_conseval_study_without_rows_links_nothing(monkeypatch):
+    from services import conseval
+
+    study = SimpleNamespace(id=5, status="done", results={"summary": {}}, config={"models": []})
+    monkeypatch.setattr(conseval, "list_studies", lambda engine: [study])
+    assert links._conseval(None, "judge-model") == []
+
+
+def test_the_annotators_view_hides_every_imported_label(engine):
+    ds = labelled_dataset(engine, 30, n_labelled=20)
+    every = data.human_frame(engine, ds)
+    assert (every["source"] == "imported").sum() == 20
+    mine = data.human_frame(engine, ds, source="annotators")
+    assert (mine["source"] == "").all() and mine["label"].isna().all() and (mine["origin"] == "").all()
