@@ -90,3 +90,25 @@ def test_the_annotators_view_hides_every_imported_label(engine):
     assert (every["source"] == "imported").sum() == 20
     mine = data.human_frame(engine, ds, source="annotators")
     assert (mine["source"] == "").all() and mine["label"].isna().all() and (mine["origin"] == "").all()
+
+
+def test_lambda_0_asks_for_the_labels_alone():
+    y = np.array([1.0] * 25 + [0.0] * 15)
+    got = estimate.ppi(y, np.linspace(0, 1, 40), np.full(200, 0.9), lam=0)
+    want = sps.binomtest(25, 40).proportion_ci(0.95, method="exact")
+    assert (got.lam, got.n_unlabelled, got.method) == (0.0, 200, "exact")
+    assert (got.ci_low, got.ci_high) == pytest.approx((want.low, want.high), abs=1e-9)
+
+
+def test_a_score_column_is_read_over_its_own_dataset_and_finished_batches_are_candidates(engine):
+    from services import judges
+    from services.judges import panels, systems
+    from tests.support.judges import add_judge
+
+    ds = labelled_dataset(engine, 12, n_labelled=6)
+    rows = "".join(f'{{"id": "x{i}", "p": {i / 11}}}\n' for i in range(12))
+    col = judges.import_column(engine, ds, name="t", data=rows.encode(), filename="s.jsonl", score_column="p")
+    frame = systems.judge_items(engine, ds, col.name)
+    assert frame["score"].to_numpy() == pytest.approx([i / 11 for i in range(12)])
+    done = add_judge(engine, ds, [0.5] * 12)
+    assert [b.id for b in panels.candidate_batches(engine, ds)] == [done]
