@@ -306,6 +306,7 @@ EQUIVALENT: dict[str, str] = {
     "services.stats.selective.x_wilson__mutmut_8": "0.95 is binomial.wilson's default level",
     "services.judges.estimate.x_rates__mutmut_24": "the card passes verdicts as a float array",
     "services.judges.tables.x__metric__mutmut_2": "runs at import (MEASURES), before a mutant is chosen",
+    "services.judges.card.x_card_from_frames__mutmut_71": "a column of strings: to_numpy gives objects anyway",
 }
 
 STATUS = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests", 36: "timeout", -24: "timeout"}

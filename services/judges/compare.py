@@ -80,7 +80,7 @@ class Difference:
     ci_high: float | None
     significant: bool | None  # None: unknown (see sentence)
     n_shared: int  # references both systems summarize (0: independent samples)
-    correlation: float  # r used in MOVER
+    correlation: float | None  # r used in MOVER (None: no difference, so no r)
     sentence: str
 
     def as_dict(self) -> dict:
@@ -291,7 +291,7 @@ def compare(frame: pd.DataFrame, *, alpha: float = 0.05) -> Comparison:
                     None,
                     None,
                     0,
-                    0.0,
+                    None,
                     sentence(a.system, b.system, None, None, None, why),
                 )
             )
@@ -339,7 +339,17 @@ def differences_frame(c: Comparison) -> pd.DataFrame:
     """One row per pair: a, b, a minus b with its adjusted interval, whether significant, the sentence."""
     cols = ["a", "b", "difference", "low", "high", "significant", "shared references", "r", "what it shows"]
     rows = [
-        [d.a, d.b, d.estimate, d.ci_low, d.ci_high, d.significant, d.n_shared, round(d.correlation, 3), d.sentence]
+        [
+            d.a,
+            d.b,
+            d.estimate,
+            d.ci_low,
+            d.ci_high,
+            d.significant,
+            d.n_shared,
+            None if d.correlation is None else round(d.correlation, 3),
+            d.sentence,
+        ]
         for d in c.differences
     ]
     return pd.DataFrame(rows, columns=cols)

@@ -152,6 +152,10 @@ def test_a_system_with_too_few_labels_makes_its_differences_unknown():
     (d,) = c.differences
     assert d.significant is None and d.estimate is None
     assert "at least 2" in d.sentence and any("B has 1 labelled" in n for n in c.notes)
+    # no difference, so no correlation was used: the table shows none rather than r = 0
+    assert d.correlation is None and d.n_shared == 0
+    row = cmp.differences_frame(c).iloc[0]
+    assert row["r"] is None and row["difference"] is None
 
 
 @pytest.mark.parametrize(

@@ -112,3 +112,74 @@ def test_a_score_column_is_read_over_its_own_dataset_and_finished_batches_are_ca
     assert frame["score"].to_numpy() == pytest.approx([i / 11 for i in range(12)])
     done = add_judge(engine, ds, [0.5] * 12)
     assert [b.id for b in panels.candidate_batches(engine, ds)] == [done]
+
+
+def test_kappa_says_what_it_needs():
+    m = agreement._kappa(np.array([1, 1, 0]), np.array([1, 1, 0]), ci=0.95)
+    assert m.value is None and m.note.startswith("Kappa needs at least ")
+
+
+def test_four_repeated_ids_show_three_and_one_more(engine):
+    from services import judges
+    from services.errors import InputError
+
+    ds = labelled_dataset(engine, 12)
+    rows = "".join(f'{{"id": "x{i}", "p": 0.5}}\n' for i in (0, 1, 2, 3, 0, 1, 2, 3))
+    with pytest.raises(InputError, match=r"'x2' on rows 3, 7 \(and 1 more\)\. Give each item one row\.$"):
+        judges.import_column(engine, ds, name="t", data=rows.encode(), filename="s.jsonl", score_column="p")
+
+
+def test_ppi_plus_plus_reports_the_lambda_it_tuned():
+    rng = np.random.default_rng(2)
+    y = (rng.random(60) < 0.4).astype(float)
+    yhat = np.clip(y * 0.7 + rng.normal(0.15, 0.1, 60), 0, 1)
+    unl = np.clip(rng.normal(0.45, 0.3, 2000), 0, 1)
+    got = estimate.ppi(y, yhat, unl)
+    assert got.method == "ppi++" and got.lam is not None and 0.0 < got.lam <= 1.5
+    assert got.as_dict()["lambda"] == got.lam
+    # the point is mean(y) + lambda * (mean of the unlabelled predictions - mean of the labelled ones)
+    assert got.estimate == pytest.approx(y.mean() + got.lam * (unl.mean() - yhat.mean()), abs=1e-4)
+
+
+def test_a_conseval_study_links_the_models_self_and_inter_consistency(monkeypatch):
+    from services import conseval
+
+    rows = [
+        {"model": "A", "kind": "SC", "value": 0.81, "n": 30, "ci_low": 0.7, "ci_high": 0.9, "method": "base"},
+        {"model": "A", "kind": "IC1", "value": 0.62, "n": 28, "ci_low": 0.5, "ci_high": 0.75, "method": "base"},
+        {"model": "B", "kind": "SC", "value": 0.1, "n": 30, "ci_low": 0.0, "ci_high": 0.2, "method": "base"},
+    ]
+    study = SimpleNamespace(
+        id=9,
+        status="done",
+        results={"rows": rows},
+        config={"models": [{"label": "A", "model": "judge-model"}, {"label": "B", "model": "other"}]},
+    )
+    monkeypatch.setattr(conseval, "list_studies", lambda engine: [study])
+    got = links._conseval(None, "judge-model")
+    assert [(x.what, x.ref_id, x.value, x.n, x.ci_low, x.ci_high) for x in got] == [
+        ("ConsEval self-consistency alpha", 9, 0.81, 30, 0.7, 0.9),
+        ("ConsEval inter-consistency alpha", 9, 0.62, 28, 0.5, 0.75),
+    ]
+
+
+def test_a_comparison_with_a_label_budget_uses_that_many_labels(engine):
+    from services.judges import systems
+    from tests.support.systems import systems_dataset
+
+    ds, batch = systems_dataset(engine, {"old": 0.5, "new": 0.95}, n_refs=60, n_labelled=30)
+    full = systems.compare_dataset(engine, ds, batch)
+    some = systems.compare_dataset(engine, ds, batch, budget=20, seed=1)
+    assert sum(s.n_labelled for s in full.systems) == 60 and sum(s.n_labelled for s in some.systems) == 20
+
+
+def test_a_difference_where_ppi_leaves_lambda_to_ppi_py_uses_the_labels_score_interval():
+    """When the labelled and unlabelled predictions have the same mean, PPI++'s point does not depend on lambda
+    and none is read back; the difference then takes the labels' Wilson interval, as for lambda 0."""
+    from services.judges import compare
+    from services.stats import binomial
+
+    y = np.array([1.0, 0.0] * 20)
+    yhat = np.array([0.8, 0.2] * 20)  # informative, mean 0.5
+    got = compare.for_difference(y, yhat, np.full(100, 0.5), alpha=0.05)
+    assert (got.ci_low, got.ci_high) == binomial.wilson(20, 40, 0.95)
