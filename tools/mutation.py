@@ -305,6 +305,8 @@ EQUIVALENT: dict[str, str] = {
     "services.stats.correlation.x_per_group_correlation__mutmut_95": "the mean of the groups' r: order-free",
     "services.stats.selective.x_wilson__mutmut_8": "0.95 is binomial.wilson's default level",
     "services.judges.estimate.x_rates__mutmut_24": "the card passes verdicts as a float array",
+    "services.judges.estimate.x_rates__mutmut_22": "the card passes verdicts as a float array",
+    "services.judges.estimate.x_rates__mutmut_13": "the card passes predictions as a float array",
     "services.judges.tables.x__metric__mutmut_2": "runs at import (MEASURES), before a mutant is chosen",
     "services.judges.card.x_card_from_frames__mutmut_71": "a column of strings: to_numpy gives objects anyway",
 }

@@ -183,3 +183,48 @@ def test_a_difference_where_ppi_leaves_lambda_to_ppi_py_uses_the_labels_score_in
     yhat = np.array([0.8, 0.2] * 20)  # informative, mean 0.5
     got = compare.for_difference(y, yhat, np.full(100, 0.5), alpha=0.05)
     assert (got.ci_low, got.ci_high) == binomial.wilson(20, 40, 0.95)
+
+
+def test_newcombes_auroc_interval_ends_at_exactly_0_and_1_at_a_perfect_ranking():
+    lo, hi = agreement.auroc_interval(1.0, 10, 12, ci=0.95)
+    assert hi == 1.0 and 0.5 < lo < 1.0
+    lo, hi = agreement.auroc_interval(0.0, 10, 12, ci=0.95)
+    assert lo == 0.0 and 0.0 < hi < 0.5
+
+
+def test_an_agreement_numbers_json_keeps_its_note():
+    got = agreement.Metric(None, 3, note="AUROC needs more labels.").as_dict()
+    assert got == {"value": None, "ci": [None, None], "n": 3, "note": "AUROC needs more labels."}
+
+
+def test_a_column_name_may_take_the_whole_limit(engine):
+    from services import judges
+    from services.errors import InputError
+    from services.judges import columns
+
+    ds = labelled_dataset(engine, 4)
+    rows = "".join(f'{{"id": "x{i}", "p": 0.5}}\n' for i in range(4)).encode()
+    name = "n" * columns.MAX_NAME
+    got = judges.import_column(engine, ds, name=name, data=rows, filename="s.jsonl", score_column="p")
+    assert got.n_matched == 4
+    with pytest.raises(InputError):
+        judges.import_column(engine, ds, name=name + "n", data=rows, filename="s.jsonl", score_column="p")
+
+
+def test_a_conseval_study_that_has_not_finished_links_nothing(monkeypatch):
+    from services import conseval
+
+    row = {"model": "judge-model", "kind": "SC", "value": 0.8, "n": 30, "method": "base"}
+    study = SimpleNamespace(id=4, status="running", results={"rows": [row]}, config={"models": []})
+    monkeypatch.setattr(conseval, "list_studies", lambda engine: [study])
+    assert links._conseval(None, "judge-model") == []
+
+
+def test_label_next_strata_are_indexed_by_item_id(engine):
+    from services.judges import systems
+    from tests.support.systems import systems_dataset
+
+    ds, _ = systems_dataset(engine, {"old": 0.5, "new": 0.9}, n_refs=10, n_labelled=4)
+    frame = systems.item_systems(engine, ds)
+    got = systems.strata(engine, ds)
+    assert got.to_dict() == dict(zip(frame["item_id"], frame["system"], strict=True))
