@@ -74,23 +74,11 @@ test-fast: install-dev
 lint: install-dev
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
 
+# Every bench `python bench/run.py --list` marks [make bench]; each writes a record under bench/results/, and
+# bench/render.py regenerates docs/benchmarks.md from them.
 bench: install-embeddings
-	$(BIN)/python bench/dcr_embedded.py
-	$(BIN)/python bench/batch_throughput.py
-	$(BIN)/python bench/cli_throughput.py
-	$(BIN)/python bench/baselines_qags.py
-	$(BIN)/python bench/pages_render.py
-	$(BIN)/python bench/evidence_qags.py
-	$(BIN)/python bench/evidence_speed.py
-	$(BIN)/python bench/evidence_calibration.py
-	$(BIN)/python bench/judges_ppi.py
-	$(BIN)/python bench/judges_qags.py
-	$(BIN)/python bench/cli_startup.py
-	$(BIN)/python bench/upload_bounds.py
-	$(BIN)/python bench/judges_coverage.py
-	$(BIN)/python bench/compare_coverage.py
-	$(BIN)/python bench/scale.py
-	$(BIN)/python bench/scale_pages.py 1000 10000 50000
+	$(BIN)/python bench/run.py --all
+	$(BIN)/python bench/render.py
 
 # Mutation testing of the papers' formulas (slow; not part of `make test`): the score per module, and what
 # survived. MUTATION_JOBS=2 processes by default; tools/mutation.py --report reprints the last scores.

@@ -19,6 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from record import record, start
+
 from tests.support.compare_sim import SCENARIOS, run
 
 
@@ -27,11 +29,12 @@ def main() -> None:
     ap.add_argument("--draws", type=int, default=300)
     ap.add_argument("--alpha", type=float, default=0.05)
     args = ap.parse_args()
-    started = time.process_time()
+    started, began = time.process_time(), start()
     df = run(SCENARIOS, draws=args.draws, alpha=args.alpha)
     cpu = time.process_time() - started
     print(f"{args.draws} draws per scenario, alpha {args.alpha}; coverage of each interval (PPI and classical at")
     print(f"{1 - args.alpha:.0%}, differences at {1 - args.alpha:.0%} / 3 pairs, Bonferroni)\n")
+    rows = []
     print(f"| {'scenario':34} | rates | {'PPI':>16} | {'classical':>16} | {'differences':>17} | signif. |")
     print(f"|{'-' * 36}|-------|{'-' * 18}|{'-' * 18}|{'-' * 19}|---------|")
     for sc in SCENARIOS:
@@ -45,6 +48,16 @@ def main() -> None:
         print(
             f"| {sc.name:34} | {rates} | {cells[0]:>16} | {cells[1]:>16} | {cells[2]:>17} | "
             f"{diff.significant.mean():7.2f} |"
+        )
+        rows.append(
+            {
+                "scenario": sc.name,
+                "rates": rates,
+                "PPI": cells[0],
+                "classical": cells[1],
+                "differences": cells[2],
+                "significant": round(float(diff.significant.mean()), 2),
+            }
         )
     diff = df[df.kind == "difference"]
     unequal = diff[diff.truth != 0]
@@ -60,6 +73,15 @@ def main() -> None:
         f"significant where the rates are equal: {equal.significant.mean():.4f} of {len(equal)}"
     )
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    figures = {f"{kind} pooled coverage": float(df[df.kind == kind].covered.mean()) for kind in ("PPI", "classical")}
+    figures |= {
+        "differences pooled coverage": float(diff.covered.mean()),
+        "significant with the wrong sign (unequal pairs)": float(unequal.wrong_sign.mean()),
+        "significant where the rates are equal": float(equal.significant.mean()),
+        "CPU ms a comparison": cpu / (len(SCENARIOS) * args.draws) * 1000,
+        f"coverage by scenario ({args.draws} draws, alpha {args.alpha})": rows,
+    }
+    record("judges", "compare_coverage", figures, started=began)
     print(f"CPU {cpu:.1f} s ({cpu / (len(SCENARIOS) * args.draws) * 1000:.0f} ms a comparison); peak {peak:.0f} MB")
 
 

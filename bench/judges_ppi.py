@@ -19,6 +19,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from record import record, start
+
 from services.judges.estimate import classical, ppi
 
 
@@ -53,6 +55,8 @@ def main() -> None:
     ap.add_argument("--N", type=int, default=2000)
     ap.add_argument("--rate", type=float, default=0.4)
     a = ap.parse_args()
+    started = start()
+    rows = []
     for judge in ("informative", "noise"):
         t = time.perf_counter()
         r = simulate(judge, draws=a.draws, n=a.n, big_n=a.N, rate=a.rate)
@@ -61,6 +65,17 @@ def main() -> None:
             f"{r['classical_coverage']:.3f}; mean width PPI {r['ppi_width']:.4f}, classical {r['classical_width']:.4f} "
             f"(ratio {r['ppi_width'] / r['classical_width']:.3f}); {time.perf_counter() - t:.1f} s"
         )
+        rows.append(
+            {
+                "judge": judge,
+                "PPI coverage": r["ppi_coverage"],
+                "classical coverage": r["classical_coverage"],
+                "PPI width": r["ppi_width"],
+                "classical width": r["classical_width"],
+                "width ratio": r["ppi_width"] / r["classical_width"],
+            }
+        )
+    record("judges", "judges_ppi", {f"coverage and width, n={a.n} N={a.N} rate {a.rate}": rows}, started=started)
 
 
 if __name__ == "__main__":
