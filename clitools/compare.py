@@ -19,7 +19,7 @@ import math
 import sys
 from pathlib import Path
 
-from clitools import METHODS
+from clitools import METHODS, positive_int
 
 FIX_LABEL = 'give "label" as 1 (consistent) or 0 (inconsistent), or leave it out on unlabelled lines'
 
@@ -39,7 +39,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--task", choices=["summarization", "semantic"], default="summarization")
     p.add_argument("--window", type=int, default=1, help="sent-nli / qg-qa: summary sentences per window")
     p.add_argument("--amc", choices=["llm", "rule"], default="rule")
-    p.add_argument("--concurrency", type=int, default=None)
+    p.add_argument("--concurrency", type=positive_int, default=None, help="items in flight at once")
     p.set_defaults(func=run)
     return p
 

@@ -154,16 +154,25 @@ def render_report_download(kind: str, ref_id: int, *, key: str | None = None) ->
         "tables and worked examples. Opens offline in any browser; holds no API key.",
         row=row,
     )
+    title = f"{KIND_LABELS.get(kind, kind)} #{ref_id}"
     if row.button(
         "Create share link",
         icon=":material/link:",
         key=f"{key}_share",
         type="tertiary",
-        help="A read-only link to this report for people with access to the app.",
+        help="A read-only link to this report for people with access to the app: the one already made for it, "
+        "if it is not revoked.",
     ):
-        share = reports.new_share(engine(), kind, ref_id, title=f"{KIND_LABELS.get(kind, kind)} #{ref_id}")
-        st.session_state[f"{key}_token"] = share.token
+        st.session_state[f"{key}_token"] = reports.share_link(engine(), kind, ref_id, title=title).token
     token = st.session_state.get(f"{key}_token")
+    if token and row.button(
+        "New link",
+        icon=":material/add_link:",
+        key=f"{key}_share_new",
+        type="tertiary",
+        help="Another read-only link to the same report, to revoke apart from the first.",
+    ):
+        token = st.session_state[f"{key}_token"] = reports.new_share(engine(), kind, ref_id, title=title).token
     if token:
         st.caption("Read-only share link (revoke it on the **Reports** page):")
         st.code(share_url(token), language=None)

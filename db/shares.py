@@ -22,6 +22,17 @@ def share_by_token(*, session: Session, token: str) -> ReportSharePublic | None:
     return ReportSharePublic.model_validate(row) if row else None
 
 
+def active_share(*, session: Session, kind: str, ref_id: int) -> ReportSharePublic | None:
+    """The newest share of one report that is not revoked; None when there is none."""
+    q = (
+        select(ReportShare)
+        .where(ReportShare.kind == kind, ReportShare.ref_id == ref_id, col(ReportShare.revoked_at).is_(None))
+        .order_by(col(ReportShare.created_at).desc(), col(ReportShare.id).desc())
+    )
+    row = session.exec(q).first()
+    return ReportSharePublic.model_validate(row) if row else None
+
+
 def list_shares(*, session: Session, include_revoked: bool = True) -> list[ReportSharePublic]:
     """Shares, newest first."""
     q = select(ReportShare).order_by(col(ReportShare.created_at).desc())

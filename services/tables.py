@@ -126,6 +126,46 @@ def _not_utf8(at: int, line: int) -> InputError:
     )
 
 
+def json_problem(exc: json.JSONDecodeError) -> str:
+    """Why a line is not JSON, and the column where reading it stopped."""
+    # some of json's messages end in "at" ("Unterminated string starting at"): the column completes them
+    where = "" if exc.msg.endswith(" at") else " at"
+    return f"not valid JSON ({exc.msg}{where} column {exc.colno})"
+
+
+def too_many_fields(n: int) -> str:
+    """Why a JSON row with more keys than MAX_COLUMNS is refused (the row is rejected, like any bad row)."""
+    return f"{n:,} fields; the limit is {MAX_COLUMNS:,}"
+
+
+def is_too_many_fields(reason: str | None) -> bool:
+    """Whether a record's reason is `too_many_fields`."""
+    return bool(reason) and reason.endswith(f" fields; the limit is {MAX_COLUMNS:,}")
+
+
+def _bounded(line: int, value: Any) -> Record:
+    # a JSON row is a table's row: no more keys than a header may name columns
+    if isinstance(value, dict) and len(value) > MAX_COLUMNS:
+        return line, None, too_many_fields(len(value))
+    return line, value, None
+
+
+# A JSON line with more key ends than this (at any depth) is refused before it is parsed: parsing a million keys
+# takes a second and many times the line's size in memory; a row of a table has a handful.
+_PARSE_LIMIT = 100 * MAX_COLUMNS
+_KEY_END = re.compile(r'(?<!\\)"\s*:')  # a string's closing quote and a colon: a key (quotes in strings are escaped)
+
+
+def _json_line(number: int, line: str) -> Record:
+    if line.count(":") > _PARSE_LIMIT and (keys := sum(1 for _ in _KEY_END.finditer(line))) > _PARSE_LIMIT:
+        return number, None, too_many_fields(keys)
+    try:
+        value = json.loads(line)
+    except json.JSONDecodeError as exc:
+        return number, None, json_problem(exc)
+    return _bounded(number, value)
+
+
 def json_records(text: str) -> Iterator[Record]:
     """A record for each object of a JSON array (or {"items": [...]}), or for each line of a JSONL file."""
     head = text.lstrip()
@@ -138,17 +178,14 @@ def json_records(text: str) -> Iterator[Record]:
             whole = whole.get("items")
         if isinstance(whole, list):
             for i, value in enumerate(whole, 1):
-                yield i, value, None
+                yield _bounded(i, value)
             return
     # Split on "\n" only: JSON strings may hold U+2028 and other characters str.splitlines() breaks on.
     for i, line in enumerate(text.split("\n"), 1):
         line = line.strip()
         if not line:
             continue
-        try:
-            yield i, json.loads(line), None
-        except json.JSONDecodeError as exc:
-            yield i, None, f"not valid JSON ({exc.msg} at column {exc.colno})"
+        yield _json_line(i, line)
 
 
 def delimited_records(
@@ -331,10 +368,7 @@ def stream_json_records(stream: BinaryIO) -> Iterator[Record]:
         line = text.strip()
         if not line:
             continue
-        try:
-            yield number, json.loads(line), None
-        except json.JSONDecodeError as exc:
-            yield number, None, f"not valid JSON ({exc.msg} at column {exc.colno})"
+        yield _json_line(number, line)
 
 
 def stream_records(
@@ -375,8 +409,14 @@ def _strict(text: str, name: str, fmt: TableFormat) -> tuple[list[str], list[int
             raise InputError(f"{name}:{line}: {error}")
         lines.append(line)
         rows.append(value)
-    columns = header if header is not None else list(dict.fromkeys(k for r in rows for k in r))
-    return columns, lines, rows
+    if header is not None:
+        return header, lines, rows
+    columns: dict[str, None] = {}
+    for row in rows:
+        columns.update(dict.fromkeys(row))
+        if len(columns) > MAX_COLUMNS:
+            raise InputError(f"{name}: {_too_many_columns(len(columns), 'The rows name at least')}")
+    return list(columns), lines, rows
 
 
 def read_rows(data: bytes | str, name: str, *, fmt: TableFormat | None = None) -> list[dict[str, Any]]:

@@ -70,7 +70,7 @@ def test_card_refuses_a_non_finite_score_alike(tmp_path, capsys, value):
     assert code == 2 and "line 1: score must be a number in [0, 1]" in err
 
 
-@pytest.mark.parametrize("command", ["evaluate", "batch", "card", "conseval"])
+@pytest.mark.parametrize("command", ["evaluate", "batch", "card", "conseval", "compare"])
 @pytest.mark.parametrize("value", ["0", "-3", "two"])
 def test_concurrency_below_one_is_refused_with_a_message(tmp_path, capsys, command, value):
     path = _write(tmp_path, [{"id": "a", "reference": REF, "candidate": "It met."}])
@@ -78,6 +78,7 @@ def test_concurrency_below_one_is_refused_with_a_message(tmp_path, capsys, comma
         "evaluate": ["--input", str(path), "--output", str(tmp_path / "o.jsonl")],
         "batch": ["--dataset", str(path), "--format", "jsonl"],
         "card": ["--input", str(path), "--output", str(tmp_path / "c.json")],
+        "compare": ["--input", str(path), "--output", str(tmp_path / "c.json"), "--method", "evidence"],
         "conseval": [],  # the option is refused before the missing required ones are named
     }[command]
     with pytest.raises(SystemExit) as exc:

@@ -341,7 +341,9 @@ def sniff_columns(data: bytes, fmt: TableFormat) -> list[str]:
         return header or []
     columns: dict[str, None] = {}
     seen = 0
-    for _row, value, error in _json_records(stream):
+    for row, value, error in _json_records(stream):
+        if tables.is_too_many_fields(error):
+            raise InputError(f"Row {row} has {error}. Keep the columns to import and save the file again.")
         if error is None and isinstance(value, dict):
             tables.check_columns(value)
             columns.update(dict.fromkeys(str(k) for k in value))
@@ -523,9 +525,7 @@ def preview_rows(data: bytes, fmt: str, n: int = 5, width: int = 160) -> list[di
         records = _json_records(stream)
     out: list[dict[str, str]] = []
     for row, value, error in records:
-        if error is None and isinstance(value, dict) and len(value) > tables.MAX_COLUMNS:
-            out.append({"row": str(row), "problem": f"{len(value):,} fields; the limit is {tables.MAX_COLUMNS:,}"})
-        elif error is None and isinstance(value, dict):
+        if error is None and isinstance(value, dict):
             cells = {str(k): v if isinstance(v, str) else json.dumps(v, ensure_ascii=False) for k, v in value.items()}
             out.append(
                 {"row": str(row), **{k: v if len(v) <= width else v[: width - 1] + "…" for k, v in cells.items()}}

@@ -7,8 +7,6 @@ It costs nothing here: it was computed elsewhere.
 
 from __future__ import annotations
 
-import io
-import json
 import math
 from dataclasses import dataclass
 
@@ -18,6 +16,7 @@ from sqlalchemy.engine import Engine
 
 from db import judges as db
 from db.engine import get_session
+from services import tables
 from services.errors import InputError
 
 PREFIX = "column:"
@@ -66,14 +65,15 @@ def column_frame(engine: Engine, dataset_id: int, metric: str) -> pd.DataFrame:
 
 
 def _rows(data: bytes, filename: str) -> list[dict]:
-    text = data.decode("utf-8-sig", errors="replace")
-    if filename.lower().endswith((".csv", ".tsv")):
-        sep = "\t" if filename.lower().endswith(".tsv") else ","
-        return pd.read_csv(io.StringIO(text), sep=sep, dtype={"id": str}).to_dict("records")
-    stripped = text.strip()
-    if stripped.startswith("["):
-        return list(json.loads(stripped))
-    return [json.loads(line) for line in stripped.splitlines() if line.strip()]
+    # the one table reader: the upload limit, a bounded number of columns, the line of the first bad row
+    tables.check_size(data, filename, tables.IMPORT_ADVICE)
+    return tables.read_rows(data, filename)
+
+
+def _named(columns: list[str], shown: int = 5) -> str:
+    """A few of a file's columns, for a message (a file may have up to MAX_COLUMNS of them)."""
+    names = ", ".join(repr(c) for c in columns[:shown])
+    return names + (f" and {len(columns) - shown:,} more" if len(columns) > shown else "")
 
 
 def import_column(
@@ -83,14 +83,13 @@ def import_column(
     name = name.strip()
     if not name or len(name) > MAX_NAME:
         raise InputError(f"Give the column a name of 1 to {MAX_NAME} characters.")
-    try:
-        rows = _rows(data, filename)
-    except (ValueError, json.JSONDecodeError) as exc:
-        raise InputError(f"{filename} cannot be read as CSV or JSONL: {exc}") from None
-    if not rows or not all(isinstance(r, dict) for r in rows):
+    rows = _rows(data, filename)
+    if not rows:
         raise InputError(f"{filename} has no rows of named fields.")
     if id_column not in rows[0] or score_column not in rows[0]:
-        raise InputError(f"{filename} needs the columns {id_column!r} and {score_column!r}; it has {sorted(rows[0])}.")
+        raise InputError(
+            f"{filename} needs the columns {id_column!r} and {score_column!r}; it has {_named(list(rows[0]))}."
+        )
     with get_session(engine) as session:
         ids = db.external_ids(session=session, dataset_id=dataset_id)
     if not ids:

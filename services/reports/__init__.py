@@ -34,6 +34,7 @@ from services.reports.shares import (
     revoke,
     revoke_share,
     share_by_token,
+    share_link,
     share_problem,
     shares,
 )
@@ -74,6 +75,7 @@ __all__ = [
     "revoke_share",
     "scrub",
     "share_by_token",
+    "share_link",
     "share_problem",
     "shares",
     "to_html",

@@ -40,6 +40,13 @@ def new_share(engine: Engine, kind: str, ref_id: int, title: str = "") -> Report
         return create_share(session=session, data=ReportShareCreate(kind=kind, ref_id=ref_id, title=title[:200]))
 
 
+def share_link(engine: Engine, kind: str, ref_id: int, title: str = "") -> ReportSharePublic:
+    """The report's share link: the newest one not revoked, else a new one (pressing twice makes no duplicate)."""
+    with get_session(engine) as session:
+        found = db.active_share(session=session, kind=kind, ref_id=ref_id)
+    return found or new_share(engine, kind, ref_id, title)
+
+
 def find_share(engine: Engine, token: str) -> ReportSharePublic | None:
     with get_session(engine) as session:
         return share_by_token(session=session, token=token)

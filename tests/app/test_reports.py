@@ -53,9 +53,16 @@ def test_create_a_share_link_then_view_it_read_only_then_revoke_it(open_page):
     assert any(f"Batch #{bid}" in h.value for h in at.subheader)
     at = click(at, "Create share link")
     assert not at.exception, at.exception
+    at = click(at, "Create share link")  # a second press offers the same link
+    assert not at.exception, at.exception
     (share,) = reports.shares(eng)
     assert (share.kind, share.ref_id, share.revoked_at) == ("batch", bid, None)
     assert any(share.token in c.value for c in at.code)
+    at = click(at, "New link")  # another link to the same report, on purpose
+    assert not at.exception, at.exception
+    newer, older = reports.shares(eng)
+    assert older.token == share.token and newer.token != share.token and newer.ref_id == bid
+    assert any(newer.token in c.value for c in at.code)
 
     viewer = open_page(REPORTS, query={"share": share.token})
     assert not viewer.exception, viewer.exception

@@ -50,3 +50,85 @@ def test_json_rows_with_too_many_keys_are_refused_when_sniffed_and_flagged_in_th
         datasets.sniff_columns(data, "jsonl")
     rows = datasets.preview_rows(data, "jsonl")
     assert rows[0]["c0"] == "R." and rows[1] == {"row": "2", "problem": "1,005 fields; the limit is 1,000"}
+
+
+# -- every other reader of a table: the Judges page's score column, the dataset import, whole-table readers ----------
+def million_key_row(n: int = 1_000_000) -> str:
+    return "{" + ",".join(f'"k{i}":0' for i in range(n)) + "}"
+
+
+def test_a_score_column_of_a_million_columns_is_refused_by_the_header_with_a_short_message(engine):
+    from services import judges
+    from tests.support.judges import labelled_dataset
+
+    ds = labelled_dataset(engine, 3)
+    data = wide_csv(1_000_000)
+    with pytest.raises(InputError, match=r"1,000,000 columns; the limit is 1,000") as exc:
+        judges.import_column(engine, ds, name="wide", data=data, filename="s.csv", score_column="p")
+    assert len(str(exc.value)) < 400, "the message names no column list"
+
+
+def test_a_score_column_with_a_million_key_row_is_refused_with_its_line(engine):
+    from services import judges
+    from tests.support.judges import labelled_dataset
+
+    ds = labelled_dataset(engine, 3)
+    data = ('{"id": "x0", "p": 0.5}\n' + million_key_row() + "\n").encode()
+    with pytest.raises(InputError, match=r"s.jsonl:2: 1,000,\d{3} fields; the limit is 1,000") as exc:
+        judges.import_column(engine, ds, name="wide", data=data, filename="s.jsonl", score_column="p")
+    assert len(str(exc.value)) < 400
+
+
+def test_a_score_column_without_the_asked_columns_names_only_a_few_of_its_columns(engine):
+    from services import judges
+    from tests.support.judges import labelled_dataset
+
+    ds = labelled_dataset(engine, 3)
+    data = wide_csv(tables.MAX_COLUMNS)  # at the limit: read, but it has no "p"
+    with pytest.raises(InputError, match=r"needs the columns 'id' and 'p'; it has 'c0', .* and 995 more\.") as exc:
+        judges.import_column(engine, ds, name="wide", data=data, filename="s.csv", score_column="p")
+    assert "c999" not in str(exc.value)
+
+
+def test_a_score_column_over_the_upload_limit_is_refused_before_it_is_read(engine, monkeypatch):
+    from services import judges
+    from tests.support.judges import labelled_dataset
+
+    ds = labelled_dataset(engine, 3)
+    monkeypatch.setattr(tables, "upload_limit_mb", lambda: 1)
+    data = b"id,p\n" + b"x0,0.5\n" * 200_000  # 1.3 MB
+    with pytest.raises(InputError, match=r"the limit is 1 MB"):
+        judges.import_column(engine, ds, name="big", data=data, filename="s.csv", score_column="p")
+
+
+def test_the_dataset_import_rejects_a_million_key_row_as_sniffing_refuses_it(engine):
+    data = (json.dumps({"c0": "The council met.", "c1": "It met."}) + "\n" + million_key_row() + "\n").encode()
+    with pytest.raises(InputError, match=r"Row 2 has 1,000,\d{3} fields; the limit is 1,000"):
+        datasets.sniff_columns(data, "jsonl")
+    saved, summary = datasets.import_file(engine, name="wide.jsonl", data=data, fmt="jsonl", mapping=MAPPING)
+    assert summary.n_items == 1 and summary.n_rejected == 1
+    (why,) = [r.reason for r in summary.rejected]
+    assert why.startswith("1,000,") and why.endswith("fields; the limit is 1,000")
+
+
+def test_a_row_over_the_limit_is_rejected_and_at_the_limit_is_read():
+    at_limit = {f"k{i}": 0 for i in range(tables.MAX_COLUMNS)}
+    over = at_limit | {"one more": 0}
+    _, found = tables.records(json.dumps(at_limit) + "\n" + json.dumps(over) + "\n", "jsonl")
+    first, second = list(found)
+    assert first[1] == at_limit and second == (2, None, "1,001 fields; the limit is 1,000")
+
+
+def test_whole_table_readers_bound_the_columns_of_all_json_rows_together():
+    rows = "".join(json.dumps({f"k{j}_{i}": 0 for j in range(10)}) + "\n" for i in range(101))
+    with pytest.raises(InputError, match=r"t.jsonl: The rows name at least 1,0\d\d columns; the limit is 1,000"):
+        tables.read_rows(rows.encode(), "t.jsonl")
+
+
+def test_a_json_message_that_ends_in_at_reads_once():
+    _, found = tables.records('{"a": "no end\n', "jsonl")
+    ((_, _, why),) = list(found)
+    assert why == "not valid JSON (Unterminated string starting at column 7)"
+    _, found = tables.records('{"a" 1}\n', "jsonl")
+    ((_, _, why),) = list(found)
+    assert why == "not valid JSON (Expecting ':' delimiter at column 6)"

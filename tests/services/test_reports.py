@@ -170,10 +170,22 @@ def test_share_tokens_are_unguessable_revocable_and_explained(engine):
     assert revoked.revoked_at is not None and "revoked" in reports.share_problem(revoked)
     assert reports.find_share(engine, b.token).revoked_at is None  # the other link stays open
     assert "not valid" in reports.share_problem(reports.find_share(engine, "guess"))
+
     assert not reports.revoke(engine, 999)
     assert [s.id for s in reports.shares(engine, include_revoked=False)] == [b.id]
     with get_session(engine) as s, pytest.raises(InputError, match="Unknown report kind"):
         reports.create_share(session=s, data=ReportShareCreate(kind="bogus", ref_id=1))
+
+
+def test_a_reports_share_link_is_the_one_already_made_until_it_is_revoked(engine):
+    first = reports.share_link(engine, "batch", 1, title="Batch #1")
+    assert reports.share_link(engine, "batch", 1, title="Batch #1").token == first.token
+    assert len(reports.shares(engine)) == 1, "pressing again makes no duplicate"
+    other = reports.share_link(engine, "batch", 2, title="Batch #2")
+    assert other.token != first.token, "another report has its own link"
+    reports.revoke(engine, first.id)
+    fresh = reports.share_link(engine, "batch", 1, title="Batch #1")
+    assert fresh.token != first.token and fresh.revoked_at is None, "a revoked link is never offered again"
 
 
 def test_run_report_with_a_rejected_rewrite_states_the_delivered_text_and_no_undelivered_score(engine, improved_run):
