@@ -6,7 +6,7 @@ Lines are {"id", "system", "score", "label"?}: a judge's score in [0, 1] (1 = co
 any other tool, and label 1/0 on the labelled items; or {"id", "system", "reference", "candidate", "label"?}
 with --method to run a judge first (through the batch engine, as `cli.py card` does). Items of different
 systems with the same reference are paired. Writes {"systems": [{system, n, n_labelled, judge_rate,
-classical: {estimate, ci}, ppi: {estimate, ci}}], "differences": [{a, b, estimate, ci, significant}]}, a's
+classical: {estimate, ci}, ppi: {estimate, ci, basis}}], "differences": [{a, b, estimate, ci, significant}]}, a's
 rate minus b's, each difference's interval Bonferroni-adjusted over the pairs (services.judges.compare).
 Exit 0; 1 when the judge failed on every line; 2 with a one-line message on bad input; 130 when interrupted.
 """
@@ -194,7 +194,8 @@ def run(args: argparse.Namespace) -> int:
     for s in result.systems:
         p = s.ppi
         iv = "—" if p.estimate is None else f"{p.estimate:.3f} [{p.ci_low:.3f}, {p.ci_high:.3f}]"
-        print(f"{s.system}: {s.n_labelled} labelled of {s.n}; PPI {iv}", file=sys.stderr)
+        what = f"{p.basis} ({iv})" if p.labels_only else f"PPI {iv}"
+        print(f"{s.system}: {s.n_labelled} labelled of {s.n}; {what}", file=sys.stderr)
     level = f"{1 - result.pair_alpha:.1%}"
     print(f"differences at {level} each (Bonferroni over {result.n_pairs} pair(s)):", file=sys.stderr)
     for d in result.differences:

@@ -163,6 +163,7 @@ def render_comparison(c: compare.Comparison) -> None:
                 "judge's raw rate": [_pct(s.judge_rate) for s in c.systems],
                 "classical": [_rate(s.classical.estimate, s.classical.ci_low, s.classical.ci_high) for s in c.systems],
                 "PPI": [_rate(s.ppi.estimate, s.ppi.ci_low, s.ppi.ci_high) for s in c.systems],
+                "PPI column rests on": [s.ppi.basis or "—" for s in c.systems],
             }
         ),
         hide_index=True,

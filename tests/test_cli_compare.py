@@ -50,8 +50,8 @@ def test_compare_writes_each_system_and_each_difference(tmp_path, capsys):
     assert [s["system"] for s in got["systems"]] == ["old", "new", "mid"]
     for s in got["systems"]:
         assert set(s) == SYSTEM_KEYS and (s["n"], s["n_labelled"]) == (300, 60)
+        assert set(s["classical"]) == {"estimate", "ci"} and set(s["ppi"]) == {"estimate", "ci", "basis"}
         for kind in ("classical", "ppi"):
-            assert set(s[kind]) == {"estimate", "ci"}
             lo, hi = s[kind]["ci"]
             assert lo <= s[kind]["estimate"] <= hi
     assert [(d["a"], d["b"]) for d in got["differences"]] == [("old", "new"), ("old", "mid"), ("new", "mid")]
@@ -65,6 +65,12 @@ def test_compare_writes_each_system_and_each_difference(tmp_path, capsys):
     assert first["estimate"] == pytest.approx(old["ppi"]["estimate"] - new["ppi"]["estimate"])
     err = capsys.readouterr().err
     assert "new is more consistent than old by" in err and "Bonferroni over 3 pair(s)" in err
+    # new, at 95%, has fewer than 15 inconsistent labels among its 60: its "ppi" is its labels' own interval,
+    # and says so; old has both classes aplenty and an informative judge: prediction-powered.
+    assert new["ppi"]["basis"] == "labels only: fewer than 15 of each class"
+    assert new["ppi"]["estimate"] == new["classical"]["estimate"] and new["ppi"]["ci"] == new["classical"]["ci"]
+    assert old["ppi"]["basis"] == "prediction-powered: labels and the judge's scores"
+    assert "new: 60 labelled of 300; labels only: fewer than 15 of each class" in err
 
 
 @pytest.mark.parametrize(

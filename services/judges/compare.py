@@ -58,14 +58,19 @@ class SystemRate:
     adjusted: Estimate  # the PPI interval at the adjusted level, what the differences combine
 
     def as_dict(self) -> dict:
-        """{system, n, n_labelled, judge_rate, classical, ppi} as `cli.py compare` writes it."""
+        """{system, n, n_labelled, judge_rate, classical, ppi: {estimate, ci, basis}} as `cli.py compare` writes
+        it."""
         return {
             "system": self.system,
             "n": self.n,
             "n_labelled": self.n_labelled,
             "judge_rate": self.judge_rate,
             "classical": {"estimate": self.classical.estimate, "ci": [self.classical.ci_low, self.classical.ci_high]},
-            "ppi": {"estimate": self.ppi.estimate, "ci": [self.ppi.ci_low, self.ppi.ci_high]},
+            "ppi": {
+                "estimate": self.ppi.estimate,
+                "ci": [self.ppi.ci_low, self.ppi.ci_high],
+                "basis": self.ppi.basis or None,  # "labels only: ..." where PPI was not used
+            },
         }
 
 
@@ -245,7 +250,7 @@ def for_difference(y: np.ndarray, yhat: np.ndarray, yhat_unlabelled: np.ndarray,
     if e.estimate is None or _lam(e) != 0.0 or not set(np.unique(y)) <= {0.0, 1.0}:
         return e
     lo, hi = binomial.wilson(int(y.sum()), int(y.size), 1 - alpha)
-    return Estimate(float(y.mean()), lo, hi, e.n, e.n_unlabelled, 0.0, e.note)
+    return Estimate(float(y.mean()), lo, hi, e.n, e.n_unlabelled, 0.0, e.note, basis=e.basis)
 
 
 def _lam(e: Estimate) -> float:
@@ -315,7 +320,8 @@ def compare(frame: pd.DataFrame, *, alpha: float = 0.05) -> Comparison:
 
 
 def systems_frame(c: Comparison) -> pd.DataFrame:
-    """One row per system: n, n labelled, the judge's raw rate, classical and PPI with their intervals."""
+    """One row per system: n, n labelled, the judge's raw rate, classical and PPI with their intervals, and what
+    the PPI column rests on (the judge's scores with the labels, or the labels only and why)."""
     rows = []
     for s in c.systems:
         rows.append(
@@ -330,6 +336,7 @@ def systems_frame(c: Comparison) -> pd.DataFrame:
                 "PPI": s.ppi.estimate,
                 "PPI low": s.ppi.ci_low,
                 "PPI high": s.ppi.ci_high,
+                "PPI basis": s.ppi.basis,
             }
         )
     return pd.DataFrame(rows)

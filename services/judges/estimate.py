@@ -37,6 +37,15 @@ from services.stats import binomial
 
 MIN_LABELLED = 2
 MIN_CLASS = 15  # PPI's normal interval needs at least this many labelled items of each class (binary labels)
+# What a PPI estimate rests on, named wherever it is shown (page, report, share link, CLI JSON): the judge's scores
+# with the labels, or the labels alone with the reason PPI was not used.
+BASIS_PPI = "prediction-powered: labels and the judge's scores"
+LABELS_ONLY = "labels only"
+FEW_OF_A_CLASS = f"{LABELS_ONLY}: fewer than {MIN_CLASS} of each class"
+ALL_LABELLED = f"{LABELS_ONLY}: every item is labelled"
+NOT_INFORMATIVE = f"{LABELS_ONLY}: the judge's scores do not track the labels"
+EQUAL_SCORES = f"{LABELS_ONLY}: the human scores are all equal"
+LAMBDA_ZERO = f"{LABELS_ONLY}: lambda 0 asked for"
 
 
 @dataclass(frozen=True)
@@ -51,6 +60,12 @@ class Estimate:
     lam: float | None = None  # PPI's power-tuning parameter (None for the classical estimate)
     note: str | None = None
     method: str = ""  # how the interval was made: "exact" (Clopper-Pearson), "normal", "ppi++" (t critical value)
+    basis: str = ""  # for a PPI estimate, what the number rests on (BASIS_PPI, or "labels only: <why>")
+
+    @property
+    def labels_only(self) -> bool:
+        """A PPI estimate that fell back to the labelled items alone (lambda 0): the labels' own interval."""
+        return self.basis.startswith(LABELS_ONLY)
 
     @property
     def width(self) -> float | None:
@@ -65,6 +80,8 @@ class Estimate:
             out["method"] = self.method
         if self.lam is not None:
             out |= {"lambda": self.lam, "n_unlabelled": self.n_unlabelled}
+        if self.basis:
+            out["basis"] = self.basis
         if self.note:
             out["note"] = self.note
         return out
@@ -133,10 +150,11 @@ def informative(y: np.ndarray, yhat: np.ndarray, *, alpha: float) -> bool:
     return bool(np.isfinite(res.pvalue) and res.pvalue < alpha and res.statistic > 0)
 
 
-def _fallback(y: np.ndarray, big_n: int, alpha: float, note: str) -> Estimate:
-    """PPI with lambda 0: the classical estimate and interval, with the reason."""
+def _fallback(y: np.ndarray, big_n: int, alpha: float, note: str, basis: str) -> Estimate:
+    """PPI with lambda 0: the classical estimate and interval, with the reason and what it rests on."""
     c = classical(y, alpha=alpha)
-    return Estimate(c.estimate, c.ci_low, c.ci_high, c.n, big_n, 0.0, " ".join(filter(None, (note, c.note))), c.method)
+    note = " ".join(filter(None, (note, c.note)))
+    return Estimate(c.estimate, c.ci_low, c.ci_high, c.n, big_n, 0.0, note, c.method, basis)
 
 
 def ppi(
@@ -158,7 +176,7 @@ def ppi(
             None, None, None, n, big_n, note=f"An interval needs at least {MIN_LABELLED} labelled items; there are {n}."
         )
     if big_n == 0:
-        return _fallback(y, 0, alpha, "Every item is labelled: PPI is the classical mean.")
+        return _fallback(y, 0, alpha, "Every item is labelled: PPI is the classical mean.", ALL_LABELLED)
     if is_binary(y):
         k = int(y.sum())
         rare = min(k, n - k)
@@ -168,14 +186,14 @@ def ppi(
                 f"Only {rare} of the {n} labels say {which} (PPI needs at least {MIN_CLASS} of each to hold its "
                 "level): the interval is the labels' exact one."
             )
-            return _fallback(y, big_n, alpha, note)
+            return _fallback(y, big_n, alpha, note, FEW_OF_A_CLASS)
     elif np.ptp(y) == 0:
-        return _fallback(y, big_n, alpha, "")
+        return _fallback(y, big_n, alpha, "", EQUAL_SCORES)
     if lam == 0:
-        return _fallback(y, big_n, alpha, "")
+        return _fallback(y, big_n, alpha, "", LAMBDA_ZERO)
     if lam is None and not informative(y, yhat, alpha=alpha):
         note = "The judge's scores show no significant relation to the labels: PPI falls back to the labels alone."
-        return _fallback(y, big_n, alpha, note)
+        return _fallback(y, big_n, alpha, note, NOT_INFORMATIVE)
     point = float(np.squeeze(ppi_mean_pointestimate(y, yhat, unl, lam=lam)))
     if lam is None:  # PPI++: read back the lambda ppi_py picked (point = mean(y) + lambda * gap)
         gap = float(unl.mean() - yhat.mean())
@@ -194,7 +212,7 @@ def _finished(point: float, lo, hi, n: int, big_n: int, lam: float | None, alpha
     if not _finite(point, lo, hi):
         return Estimate(None, None, None, n, big_n, lam, "The estimate is not defined on these values.")
     half = (hi - lo) / 2.0 * float(sps.t.ppf(1 - alpha / 2, n - 1) / sps.norm.ppf(1 - alpha / 2))
-    return Estimate(point, _clip(point - half), _clip(point + half), n, big_n, lam, None, "ppi++")
+    return Estimate(point, _clip(point - half), _clip(point + half), n, big_n, lam, None, "ppi++", BASIS_PPI)
 
 
 def rates(
@@ -235,7 +253,7 @@ def with_known_values(e: Estimate, known: np.ndarray, n_total: int) -> Estimate:
     if rest <= 0:
         value = float(known.mean())
         note = f"Every one of the {n_total} items is labelled: the rate is the labels' mean, with no sampling error."
-        return Estimate(value, value, value, k, 0, None, note, "census")
+        return Estimate(value, value, value, k, 0, None, note, "census", ALL_LABELLED)
     if e.estimate is None:
         return e
     shift, scale = float(known.sum()) / n_total, rest / n_total

@@ -31,14 +31,14 @@ def build(engine: Engine, panel_id: int, **_: Any) -> Report:
     judge = _judge(engine, panel.batch_ids[0])
     headlines = [
         Headline(
-            label=f"{s.system}: PPI consistency rate",
+            label=f"{s.system}: {'consistency rate, labels only' if s.ppi.labels_only else 'PPI consistency rate'}",
             value=s.ppi.estimate,
             ci_low=s.ppi.ci_low,
             ci_high=s.ppi.ci_high,
             n=s.n_labelled,
             percent=True,
-            note=f"{s.n_labelled} labelled of {s.n} items; the judge alone says "
-            f"{'—' if s.judge_rate is None else f'{s.judge_rate:.1%}'}",
+            note=f"{s.ppi.basis + '; ' if s.ppi.basis else ''}{s.n_labelled} labelled of {s.n} items; the judge "
+            f"alone says {'—' if s.judge_rate is None else f'{s.judge_rate:.1%}'}",
         )
         for s in c.systems
     ]
@@ -50,6 +50,12 @@ def build(engine: Engine, panel_id: int, **_: Any) -> Report:
         "the two systems' intervals by MOVER (Zou and Donner 2008; Newcombe 1998), with the correlation of "
         "systems that summarize the same references.",
         *[d.sentence for d in c.differences],
+        *[
+            f"{s.system}'s rate rests on its labels only ({s.ppi.basis.split(': ', 1)[-1]}): PPI was not used, and "
+            "its PPI column is the labels' own rate and interval."
+            for s in c.systems
+            if s.ppi.labels_only
+        ],
         *c.notes,
     ]
     return Report(
@@ -74,5 +80,6 @@ def build(engine: Engine, panel_id: int, **_: Any) -> Report:
             Table.from_frame("Differences, a minus b (adjusted intervals)", diff.round(4)),
         ],
         notes=notes,
-        interval_note=f"Brackets: {level:.0%} interval of the prediction-powered estimate.",
+        interval_note=f"Brackets: {level:.0%} interval of the prediction-powered estimate, or of the labels alone "
+        "where a system's rate says labels only (PPI not used).",
     )

@@ -47,3 +47,27 @@ def test_a_dataset_without_systems_says_how_to_get_them(open_page):
     at = open_page(JUDGES)
     assert not at.exception, at.exception
     assert any("choose the **System** column" in t for t in texts(at.info))
+
+
+def test_a_rate_that_rests_on_the_labels_alone_says_so_on_the_page_and_in_its_shared_report(open_page):
+    """With 12 labels a system has fewer than 15 of each class: its PPI column is its labels' interval, named
+    "labels only: fewer than 15 of each class" in the section's table, the report's headline and its share link."""
+    from services import reports
+    from services.judges import systems
+
+    eng = get_engine()
+    ds, batch = systems_dataset(eng, {"old": 0.5, "new": 0.95}, n_refs=100, n_labelled=12)
+    at = open_page(JUDGES)
+    assert not at.exception, at.exception
+    systems_table = next(t.value for t in at.table if "PPI" in t.value.columns and "system" in t.value.columns)
+    assert list(systems_table["PPI column rests on"]) == ["labels only: fewer than 15 of each class"] * 2
+    share = reports.new_share(eng, "compare", systems.save_comparison(eng, ds, batch, alpha=0.05))
+    viewer = open_page("pages/12_Reports.py", query={"share": share.token})
+    assert not viewer.exception, viewer.exception
+    shown = " ".join(texts(viewer.markdown) + texts(viewer.caption) + [str(m.value) for m in viewer.metric])
+    shown += " ".join(str(m.label) for m in viewer.metric)
+    assert "old: consistency rate, labels only" in shown, shown
+    assert "old's rate rests on its labels only (fewer than 15 of each class)" in shown
+    table = next(t.value for t in viewer.table if "PPI basis" in t.value.columns)
+    assert list(table["PPI basis"]) == ["labels only: fewer than 15 of each class"] * 2
+    assert "old: PPI consistency rate" not in shown

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from sqlmodel import Session, select
 
+from db.models import DatasetItem
 from services import judges, reports
 from services.errors import InputError
 from services.judges import systems
@@ -49,6 +51,31 @@ def test_a_saved_comparison_builds_its_report(engine):
     judges_panel = judges.save_panel(engine, ds, [batch], {"source": "all"})
     with pytest.raises(InputError, match="does not exist"):
         reports.build(engine, "compare", judges_panel)
+
+
+def test_a_report_names_a_rate_that_rests_on_the_labels_alone(engine):
+    """Fewer than 15 labels of a class: PPI is not used, and the report's headline, note, table and JSON say
+    "labels only" with the reason rather than "PPI"; a system with PPI keeps its name."""
+    ds, batch = systems_dataset(engine, {"few": 0.5, "many": 0.5}, n_refs=120, n_labelled=60)
+    with Session(engine) as session:  # "few" keeps 12 labels
+        for item in session.exec(select(DatasetItem).where(DatasetItem.system == "few")):
+            if int(item.external_id.split("-")[1]) >= 12:
+                item.human_label = None
+                session.add(item)
+        session.commit()
+    rep = reports.build(engine, "compare", systems.save_comparison(engine, ds, batch, alpha=0.05))
+    few, many = rep.headlines
+    assert few.label == "few: consistency rate, labels only"
+    assert few.note.startswith("labels only: fewer than 15 of each class")
+    assert many.label == "many: PPI consistency rate"
+    table = rep.tables[0]
+    basis = table.columns.index("PPI basis")
+    assert [r[basis] for r in table.rows] == [
+        "labels only: fewer than 15 of each class",
+        "prediction-powered: labels and the judge's scores",
+    ]
+    assert "labels only" in rep.interval_note
+    assert "labels only: fewer than 15 of each class" in reports.to_html(rep)
 
 
 def test_label_next_draws_k_random_items_per_system(engine):
