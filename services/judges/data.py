@@ -44,37 +44,68 @@ ORIGIN_NAMES = {
 }
 
 
-def _evidence_score(result: dict | None) -> float | None:
-    """checker_score when the result has one (on the item or its first round), else the mean sentence support."""
-    if not result:
-        return None
-    rounds = result.get("rounds") or []
+def _number(v: object) -> float | None:
+    return float(v) if isinstance(v, int | float) else None
+
+
+def checker_parts(result: dict | None) -> tuple:
+    """The parts of an evidence checker's result the Judges page uses (db.judges.CHECKER_PARTS), from the
+    decoded result: what the database takes out itself on SQLite and PostgreSQL."""
+    rounds = (result or {}).get("rounds") or []
     first = rounds[0] if rounds else {}
-    for where in (result, first):
-        v = where.get("checker_score")
-        if isinstance(v, int | float):
+    top = _number((result or {}).get("checker_score"))
+    own = _number(first.get("checker_score"))
+    support = None
+    if top is None and own is None:
+        values = [
+            s["evidence"]["support"]
+            for s in first.get("sentences") or []
+            if isinstance(s.get("evidence"), dict) and isinstance(s["evidence"].get("support"), int | float)
+        ]
+        support = float(np.mean(values)) if values else None
+    if "model_is_consistent" not in first:
+        flag = None
+    else:
+        flag = -1 if first["model_is_consistent"] is None else int(bool(first["model_is_consistent"]))
+    return top, own, support, flag, _number(first.get("score"))
+
+
+def _evidence_score(parts: tuple) -> float:
+    """checker_score when the result has one (on the item or its first round), else the mean sentence support
+    (NaN: none)."""
+    top, own, support = parts[0], parts[1], parts[2]
+    for v in (top, own, support):
+        if v is not None and not pd.isna(v):
             return float(v)
-    support = [
-        s["evidence"]["support"]
-        for s in first.get("sentences") or []
-        if isinstance(s.get("evidence"), dict) and isinstance(s["evidence"].get("support"), int | float)
-    ]
-    return float(np.mean(support)) if support else None
+    return np.nan
 
 
-def _evidence_verdict(result: dict | None) -> float:
+def _evidence_verdict(parts: tuple) -> float:
     """The evidence checker's own summary verdict (1, 0, NaN when undecided): the first round's
     `model_is_consistent`, which can decide a summary with an undecided sentence; for a result stored before it
     had one, Eq. 3's score (1 when every sentence is consistent, NaN when a sentence was left unknown).
 
     Its batch item's `score` is the calibrated probability instead, which never reaches 1."""
-    rounds = (result or {}).get("rounds") or []
-    first = rounds[0] if rounds else {}
-    if "model_is_consistent" in first:
-        flag = first["model_is_consistent"]
-        return np.nan if flag is None else float(bool(flag))
-    v = first.get("score")
-    return float(float(v) >= CONSISTENT_AT) if isinstance(v, int | float) else np.nan
+    flag, score = parts[3], parts[4]
+    if flag is not None and not pd.isna(flag):
+        return np.nan if int(flag) < 0 else float(int(flag))
+    return float(float(score) >= CONSISTENT_AT) if score is not None and not pd.isna(score) else np.nan
+
+
+def _checker_columns(engine: Engine, batch_id: int, item_ids: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """The evidence checker's prediction and verdict of these items, from the parts of their stored results:
+    taken out by the database where it can (SQLite, PostgreSQL), else decoded here."""
+    with get_session(engine) as session:
+        if db.has_checker_parts(engine.dialect.name):
+            parts = db.checker_parts(session=session, batch_id=batch_id)
+        else:
+            rows = db.judge_items(session=session, batch_id=batch_id, with_result=True)
+            parts = {int(r[0]): checker_parts(r[-1]) for r in rows}
+    none = (None, None, None, None, None)
+    got = [parts.get(int(i), none) for i in item_ids]
+    pred = np.array([_evidence_score(p) for p in got], dtype=float)
+    verdict = np.array([_evidence_verdict(p) for p in got], dtype=float)
+    return pred, verdict
 
 
 def judge_frame(engine: Engine, batch: BatchPublic) -> pd.DataFrame:
@@ -82,10 +113,8 @@ def judge_frame(engine: Engine, batch: BatchPublic) -> pd.DataFrame:
     n_unknown and the cost columns."""
     is_evidence = batch.method == "evidence"
     with get_session(engine) as session:
-        rows = db.judge_items(session=session, batch_id=batch.id, with_result=is_evidence)
-    fields = list(db.JUDGE_ITEM_FIELDS)
-    df = pd.DataFrame(rows, columns=[*fields, "result"] if is_evidence else fields)
-    results = df.pop("result").tolist() if is_evidence else []
+        rows = db.judge_items(session=session, batch_id=batch.id)
+    df = pd.DataFrame(rows, columns=list(db.JUDGE_ITEM_FIELDS))
     for name in ("score", "latency_ms"):
         df[name] = df[name].astype(float)  # None -> NaN
     for name in ("n_sentences", "n_unknown", "calls", "cache_hits", "prompt_tokens", "completion_tokens"):
@@ -96,16 +125,13 @@ def judge_frame(engine: Engine, batch: BatchPublic) -> pd.DataFrame:
     if is_evidence:
         # The checker scores every sentence, even one it abstains on: an item whose verdict is unknown (failed)
         # still has a prediction.
-        pred = np.array([_evidence_score(r) for r in results], dtype=float)
+        pred, verdict = _checker_columns(engine, batch.id, df["item_id"].tolist())
         pred = np.where(np.isfinite(pred), pred, np.where(done, score, np.nan))
         has = np.isfinite(pred)
     else:
         pred, has = score, done
-    df["prediction"] = np.where(has, np.clip(pred, 0.0, 1.0), np.nan)
-    if is_evidence:
-        verdict = np.array([_evidence_verdict(r) for r in results], dtype=float)
-    else:
         verdict = np.where(np.isfinite(score), (score >= CONSISTENT_AT).astype(float), np.nan)
+    df["prediction"] = np.where(has, np.clip(pred, 0.0, 1.0), np.nan)
     df["verdict"] = np.where(done & np.isfinite(verdict), verdict, np.nan)
     return df
 
