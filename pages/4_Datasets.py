@@ -8,8 +8,9 @@ import pandas as pd
 import streamlit as st
 
 from components.ui import engine, page_setup
+from components.uploads import release_upload
 from services import datasets
-from services.config import PROJECT_ROOT
+from services.config import PROJECT_ROOT, get_settings
 from services.dcr import TASK_LABELS
 from services.errors import InputError
 
@@ -17,6 +18,7 @@ page_setup("Datasets", ":material/dataset:")
 eng = engine()
 
 QAGS_SAMPLE = PROJECT_ROOT.parent / "shared" / "data" / "qags_cnndm_mturk.jsonl"
+UPLOADS = get_settings().data_dir / "uploads"
 NONE = "(none)"
 KIND_LABELS = {
     "score": "a human score per item",
@@ -24,7 +26,14 @@ KIND_LABELS = {
     "sentence": "rater votes per sentence",
 }
 
-for key, default in {"ds_open": None, "ds_last": None, "ds_confirm_delete": None, "ds_flash": None}.items():
+for key, default in {
+    "ds_open": None,
+    "ds_last": None,
+    "ds_confirm_delete": None,
+    "ds_flash": None,
+    "ds_spool": None,  # the upload copied to a file of its own: datasets.SpooledUpload, with the uploader's file id
+    "ds_uploads": 0,  # uploads imported so far: a new uploader after each, so the old one's bytes are let go
+}.items():
     st.session_state.setdefault(key, default)
 
 param = st.query_params.get("dataset")
@@ -69,6 +78,26 @@ def _new_upload() -> None:
     st.session_state.ds_last = None  # the previous import's outcome is not about this file
 
 
+def _drop_spool() -> None:
+    spool = st.session_state.ds_spool
+    st.session_state.ds_spool = None
+    if spool is not None:
+        spool[1].path.unlink(missing_ok=True)
+
+
+def _spooled(upload: Any) -> datasets.SpooledUpload | None:
+    """The upload as a file of its own, copied once (not at every rerun); None when there is no upload."""
+    spool = st.session_state.ds_spool
+    if upload is None or (spool is not None and spool[0] != upload.file_id):
+        _drop_spool()
+    if upload is None:
+        return None
+    if st.session_state.ds_spool is None:
+        with st.spinner(f"Reading {upload.name}…"):
+            st.session_state.ds_spool = (upload.file_id, datasets.spool_upload(upload, upload.name, UPLOADS))
+    return st.session_state.ds_spool[1]
+
+
 def _open_changed() -> None:
     st.session_state.ds_confirm_delete = None
     if st.session_state.ds_open is None:
@@ -110,18 +139,26 @@ with st.container(border=True):
             _import("QAGS-CNN/DM (MTurk)", QAGS_SAMPLE, "qags")
             st.rerun()
         row.caption("CNN/DailyMail summaries, each sentence judged yes/no by three MTurk workers (Wang et al., 2020).")
+    n_uploads = st.session_state.ds_uploads
     upload = st.file_uploader(
         "Dataset file",
         type=list(datasets.UPLOAD_TYPES),
-        key="ds_file",
+        key="ds_file" if not n_uploads else f"ds_file_{n_uploads}",
         on_change=_new_upload,
         help="QAGS or SummEval JSONL, PAWS/QQP TSV, or any JSONL/CSV/TSV with a reference and a candidate column.",
     )
-    if upload is not None:
-        data = upload.getvalue()  # the uploader's own bytes (not a copy); the preview reads only its first rows
+    try:
+        spooled = _spooled(upload)
+    except InputError as exc:
+        st.error(str(exc), icon=":material/warning:")
+        spooled = None
+    if spooled is not None:
+        # Read from the spooled copy from here on: the preview its first rows, the import the whole, a chunk at
+        # a time; the uploader's bytes are let go once the file is imported (a new uploader).
         fid = upload.file_id
         formats = list(datasets.FORMAT_LABELS)
-        guessed = datasets.guess_format(upload.name, data)
+        with spooled.path.open("rb") as f:
+            guessed = datasets.guess_format(spooled.name, f)
         top = st.columns([3, 2])
         fmt = top[0].selectbox(
             "Format",
@@ -131,13 +168,14 @@ with st.container(border=True):
             key=f"ds_fmt_{fid}",
             help="Guessed from the file name and its first row.",
         )
-        name = top[1].text_input("Name", value=Path(upload.name).stem, max_chars=200, key=f"ds_name_{fid}")
+        name = top[1].text_input("Name", value=Path(spooled.name).stem, max_chars=200, key=f"ds_name_{fid}")
         mapping: datasets.ColumnMapping | None = None
         task = {"qags": "summarization", "summeval": "summarization", "paws": "semantic"}.get(fmt, "summarization")
         ready = True
         if fmt in datasets.GENERIC_FORMATS:
             try:
-                columns = datasets.sniff_columns(data, fmt)  # type: ignore[arg-type]
+                with spooled.path.open("rb") as f:
+                    columns = datasets.sniff_columns(f, fmt)  # type: ignore[arg-type]
             except InputError as exc:
                 st.error(str(exc), icon=":material/warning:")
                 columns, ready = [], False
@@ -178,11 +216,13 @@ with st.container(border=True):
             st.caption(f"Task: {TASK_LABELS.get(task, task)}")
         with st.expander("Preview of the first rows", expanded=True, icon=":material/table_view:"):
             try:
-                st.dataframe(pd.DataFrame(datasets.preview_rows(data, fmt)), hide_index=True, width="stretch")
+                with spooled.path.open("rb") as f:
+                    rows = datasets.preview_rows(f, fmt)
+                st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
             except InputError as exc:
                 st.error(str(exc), icon=":material/warning:")
                 ready = False
-        existing = datasets.find_existing(eng, data, fmt)
+        existing = datasets.find_imported(eng, spooled.sha256, fmt)
         just_imported = existing is not None and (st.session_state.ds_last or {}).get("id") == existing.id
         if existing is not None and not just_imported:
             st.info(
@@ -197,8 +237,13 @@ with st.container(border=True):
             disabled=existing is not None or not ready,
             key="ds_import",
         ):
-            _import(name or Path(upload.name).stem, upload, fmt, mapping, task)
-            st.rerun()  # redraw the form for the file now imported (its Import button disabled)
+            with spooled.path.open("rb") as f:
+                _import(name or Path(spooled.name).stem, f, fmt, mapping, task)
+            if "error" not in st.session_state.ds_last:  # imported: nothing keeps the file's bytes from now on
+                _drop_spool()
+                release_upload(upload)
+                st.session_state.ds_uploads += 1
+            st.rerun()
 
     last = st.session_state.ds_last
     if last and "error" in last:

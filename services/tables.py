@@ -59,6 +59,11 @@ def _too_big(name: str, size: int, advice: str) -> InputError:
     return InputError(f"{name} is {size / MB:.1f} MB; the limit is {limit} MB ({LIMIT_ADVICE}). {advice}".rstrip())
 
 
+def too_big(name: str, size: int, advice: str) -> InputError:
+    """The refusal of a file of `size` bytes, over the upload limit."""
+    return _too_big(name, size, advice)
+
+
 def check_size(data: bytes, name: str, advice: str) -> None:
     """InputError when `data` is over the one upload limit (the MAX_UPLOAD_MB setting), whoever sent it."""
     if len(data) > upload_limit_mb() * MB:

@@ -39,16 +39,19 @@ from services.datasets.readers import (
 from services.datasets.store import (
     MAX_STORED_REJECTED,
     SavedDataset,
+    SpooledUpload,
     dataset_items_frame,
     dataset_stats,
     delete_dataset,
     file_sha256,
     find_existing,
+    find_imported,
     get_dataset,
     import_file,
     list_datasets,
     rejected_rows,
     save_dataset,
+    spool_upload,
     system_counts,
 )
 
@@ -65,6 +68,7 @@ __all__ = [
     "RejectedRow",
     "SUMMEVAL_ASPECTS",
     "SavedDataset",
+    "SpooledUpload",
     "UPLOAD_TYPES",
     "dataset_items_frame",
     "dataset_stats",
@@ -72,6 +76,7 @@ __all__ = [
     "delete_dataset",
     "file_sha256",
     "find_existing",
+    "find_imported",
     "get_dataset",
     "guess_format",
     "has_kind",
@@ -92,5 +97,6 @@ __all__ = [
     "rejected_rows",
     "save_dataset",
     "sniff_columns",
+    "spool_upload",
     "system_counts",
 ]

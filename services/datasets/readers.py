@@ -324,16 +324,27 @@ def _paws(source: Source) -> Reading:
 
 
 # -- generic JSONL / CSV / TSV -----------------------------------------------------------------
-def _head(data: bytes) -> BinaryIO:
+def _head(data: bytes | BinaryIO) -> BinaryIO:
     """The file as a stream, for a look at its first rows: only they are read (and decoded); its size and that
-    it holds any text are checked first. (An import reads the rest, and refuses a file that is not UTF-8.)"""
+    it holds any text are checked first. (An import reads the rest, and refuses a file that is not UTF-8.) A
+    stream (an upload spooled to a file) is read from its start, a chunk at a time until some text is seen."""
+    if not isinstance(data, bytes | bytearray | memoryview):
+        tables.check_stream(data, "The file", IMPORT_ADVICE)
+        data.seek(0)
+        blank = True
+        while blank and (chunk := data.read(65536)):
+            blank = not chunk.decode("utf-8-sig", errors="replace").strip()
+        data.seek(0)
+        if blank:
+            raise InputError("The file is empty.")
+        return data
     tables.check_size(data, "The file", IMPORT_ADVICE)
     if not data[:65536].strip() and not data.decode("utf-8-sig", errors="replace").strip():
         raise InputError("The file is empty.")
     return io.BytesIO(data)  # shares the bytes: no copy
 
 
-def sniff_columns(data: bytes, fmt: TableFormat) -> list[str]:
+def sniff_columns(data: bytes | BinaryIO, fmt: TableFormat) -> list[str]:
     """The column names of a generic file: the CSV/TSV header, or the keys of the first JSONL objects."""
     stream = _head(data)
     if fmt in ("csv", "tsv"):
@@ -486,9 +497,16 @@ def _table(source: Source, fmt: TableFormat, mapping: ColumnMapping, task: str) 
 
 
 # -- guessing, preview, dispatch ---------------------------------------------------------------
-def guess_format(name: str, data: bytes) -> str:
-    """The likely format of an upload from its name and first row: qags, summeval, paws, jsonl, csv or tsv."""
+def guess_format(name: str, data: bytes | BinaryIO) -> str:
+    """The likely format of an upload from its name and first row: qags, summeval, paws, jsonl, csv or tsv.
+    From a stream (an upload spooled to a file) only its first 64 KiB are read, or the whole of a .json file
+    (one JSON document, which its import reads whole too)."""
     suffix = Path(name).suffix.lower().lstrip(".")
+    if not isinstance(data, bytes | bytearray | memoryview):
+        data.seek(0)
+        raw = data.read() if suffix == "json" else data.read(65536)
+        data.seek(0)
+        data = raw
     head = data[:65536].decode("utf-8-sig", errors="replace")
     if suffix == "tsv":
         first = head.split("\n", 1)[0].lower().split("\t")
@@ -516,7 +534,7 @@ def guess_format(name: str, data: bytes) -> str:
     return "jsonl" if suffix in ("jsonl", "json") else "csv"
 
 
-def preview_rows(data: bytes, fmt: str, n: int = 5, width: int = 160) -> list[dict[str, str]]:
+def preview_rows(data: bytes | BinaryIO, fmt: str, n: int = 5, width: int = 160) -> list[dict[str, str]]:
     """The first n raw rows of a file, each value cut to `width` characters, for a look before importing."""
     stream = _head(data)
     if fmt in ("csv", "tsv", "paws"):

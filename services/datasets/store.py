@@ -81,6 +81,47 @@ def _find(engine: Engine, digest: str, fmt: str) -> DatasetPublic | None:
         return db_datasets.find_dataset(session=session, sha256=digest, format=fmt)
 
 
+class SpooledUpload(NamedTuple):
+    """An upload copied to a file of its own (spool_upload): where, under which name, its SHA-256 and size."""
+
+    path: Path
+    name: str
+    sha256: str
+    size: int
+
+
+def spool_upload(stream: BinaryIO, name: str, directory: Path) -> SpooledUpload:
+    """Copy an upload (the uploader's file object) to a new file in `directory` a chunk at a time, hashing it
+    on the way: the one read of its bytes. The page reads that file from then on (its first rows for the
+    preview, the whole for the import) and needs the uploader's bytes no more. InputError when it is over the
+    upload limit (nothing is kept then)."""
+    tables.check_stream(stream, name, IMPORT_ADVICE)
+    directory.mkdir(parents=True, exist_ok=True)
+    digest, size, limit = hashlib.sha256(), 0, tables.upload_limit_mb() * tables.MB
+    fd, raw = tempfile.mkstemp(prefix="upload-", suffix=Path(name).suffix[:16], dir=directory)
+    path = Path(raw)
+    try:
+        with open(fd, "wb") as out:
+            stream.seek(0)
+            while chunk := stream.read(tables.MB):
+                digest.update(chunk)
+                size += len(chunk)
+                if size > limit:
+                    raise tables.too_big(name, size, IMPORT_ADVICE)
+                out.write(chunk)
+    except BaseException:
+        path.unlink(missing_ok=True)
+        raise
+    finally:
+        stream.seek(0)
+    return SpooledUpload(path, name, digest.hexdigest(), size)
+
+
+def find_imported(engine: Engine, sha256: str, fmt: str) -> DatasetPublic | None:
+    """The dataset already imported from a file with this SHA-256 in this format, if any."""
+    return _find(engine, sha256, fmt)
+
+
 # One item as it is spooled and stored: external_id, reference, candidate, sentences, human_score, human_label,
 # sentence_labels, extra, system.
 _Row = tuple[Any, ...]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 
@@ -200,3 +201,49 @@ def test_a_datasets_figures_are_computed_once_not_at_every_visit(open_page, monk
     at = open_page(DATASETS, query={"dataset": str(second)})
     assert {m.label: m.value for m in at.metric}["Mean human score"] == "0.625"
     assert calls == [first, second]
+
+
+def test_an_upload_is_copied_to_a_file_once_and_let_go_after_its_import(open_page, monkeypatch):
+    """The page reads the upload's bytes once, into a file of its own (not at every rerun, and never as one
+    bytes object), and once the file is imported neither that copy nor Streamlit's is kept."""
+    from streamlit.runtime.memory_uploaded_file_manager import MemoryUploadedFileManager
+    from streamlit.runtime.uploaded_file_manager import UploadedFile
+
+    from services.config import get_settings
+
+    whole: list[str] = []
+    real_getvalue = UploadedFile.getvalue
+
+    def getvalue(self):
+        caller = sys._getframe(1).f_code.co_filename
+        if not caller.startswith(str(PROJECT_ROOT / ".venv")) and "streamlit" not in caller:
+            whole.append(caller)  # the app, not Streamlit's own test harness, took the bytes whole
+        return real_getvalue(self)
+
+    monkeypatch.setattr(UploadedFile, "getvalue", getvalue)
+    spooled: list[str] = []
+    real_spool = datasets.spool_upload
+    monkeypatch.setattr(datasets, "spool_upload", lambda *a, **kw: spooled.append(a[1]) or real_spool(*a, **kw))
+    removed: list[str] = []
+    real_remove = MemoryUploadedFileManager.remove_file
+    monkeypatch.setattr(
+        MemoryUploadedFileManager,
+        "remove_file",
+        lambda self, session_id, file_id: removed.append(file_id) or real_remove(self, session_id, file_id),
+    )
+    rows = [{"id": f"u{i}", "article": ARTICLE, "summary": f"The tower is in Paris. Row {i}."} for i in range(4)]
+    data = "\n".join(json.dumps(r) for r in rows).encode()
+    at = open_page(DATASETS)
+    at.file_uploader(key="ds_file").upload("pairs.jsonl", data, "application/jsonl").run()
+    assert not at.exception, at.exception
+    at.run()  # a rerun (a widget changed) reads the copy, not the upload
+    assert spooled == ["pairs.jsonl"] and not whole, whole
+    uploads = get_settings().data_dir / "uploads"
+    (copy,) = uploads.iterdir()
+    assert copy.read_bytes() == data
+    at = at.button(key="ds_import").click().run()
+    assert not at.exception, at.exception
+    assert any("Imported **4** item(s) from pairs" in w.value for w in at.success), texts(at.success)
+    (saved,) = datasets.list_datasets(services.database.get_engine())
+    assert saved.sha256 == datasets.file_sha256(data)
+    assert not list(uploads.iterdir()) and len(removed) == 1

@@ -290,3 +290,34 @@ def test_the_chunked_check_of_a_file_refuses_it_as_the_whole_file_check_does(par
     finally:
         tables._CHUNK = old
     assert streamed == whole
+
+
+def test_an_upload_spooled_to_a_file_keeps_its_bytes_and_hash_and_reads_as_its_bytes(tmp_path, monkeypatch):
+    """spool_upload copies a stream a chunk at a time (smaller chunks than the file here) and hashes it on the
+    way; the preview, the columns and the guessed format read from the copy are those of the bytes."""
+    monkeypatch.setattr(tables, "MB", 1000)  # chunks of 1,000 bytes: the file below takes several
+    rows = [{"id": f"r{i}", "doc": "The tower is in Paris. " * 20, "claim": f"Row {i}."} for i in range(30)]
+    data = ("\n".join(json.dumps(r) for r in rows) + "\n").encode()
+    assert len(data) > 5000
+    monkeypatch.setattr(tables, "upload_limit_mb", lambda: 1000)
+    spooled = ds.spool_upload(io.BytesIO(data), "claims.jsonl", tmp_path / "uploads")
+    assert spooled.path.read_bytes() == data and spooled.size == len(data)
+    assert spooled.sha256 == ds.file_sha256(data) and spooled.name == "claims.jsonl"
+    with spooled.path.open("rb") as f:
+        assert ds.guess_format("claims.jsonl", f) == ds.guess_format("claims.jsonl", data) == "jsonl"
+        assert ds.sniff_columns(f, "jsonl") == ds.sniff_columns(data, "jsonl")
+        assert ds.preview_rows(f, "jsonl") == ds.preview_rows(data, "jsonl")
+
+
+def test_an_upload_over_the_limit_is_refused_while_spooled_and_leaves_no_file(tmp_path, monkeypatch):
+    monkeypatch.setattr(tables, "upload_limit_mb", lambda: 1)
+    big = io.BytesIO(b"x" * (tables.MB + 1))
+    with pytest.raises(InputError, match="limit"):
+        ds.spool_upload(big, "big.jsonl", tmp_path / "uploads")
+    assert not list((tmp_path / "uploads").glob("*"))
+
+
+def test_a_blank_spooled_upload_is_an_empty_file_to_the_preview(tmp_path):
+    spooled = ds.spool_upload(io.BytesIO(b" \n" * 40000), "blank.jsonl", tmp_path)
+    with spooled.path.open("rb") as f, pytest.raises(InputError, match="empty"):
+        ds.preview_rows(f, "jsonl")
