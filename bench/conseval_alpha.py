@@ -22,6 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import numpy as np
+from record import record, start
 
 from db.engine import make_engine
 from services import conseval as ce
@@ -29,12 +30,13 @@ from services import stats
 from services.config import BackendConfig
 
 
-def bench_alpha(repeats: int = 3) -> None:
+def bench_alpha(repeats: int = 3) -> list[dict]:
     rng = np.random.default_rng(0)
     truth = rng.integers(1, 6, size=1000)
     data = np.clip(truth[None, :] + rng.integers(-1, 2, size=(5, 1000)), 1, 5).astype(float)
     data[rng.random(data.shape) < 0.05] = np.nan  # 5% missing
     print("alpha on 1,000 units x 5 raters (values 1-5, 5% missing); best of", repeats)
+    rows = []
     for level in stats.LEVELS:
         times = {}
         for n_boot in (0, 1000):
@@ -49,9 +51,13 @@ def bench_alpha(repeats: int = 3) -> None:
             f"  {level:8} alpha {res.alpha:.3f} {ci}: point {times[0] * 1000:.1f} ms, "
             f"with 1,000 bootstrap resamples {times[1000] * 1000:.0f} ms"
         )
+        rows.append(
+            {"level": level, "alpha": res.alpha, "point ms": times[0] * 1000, "1,000 resamples ms": times[1000] * 1000}
+        )
+    return rows
 
 
-def bench_study(samples: int, definitions: list[str], scales: list[str], per_criterion: int, greedy: bool) -> None:
+def bench_study(samples: int, definitions: list[str], scales: list[str], per_criterion: int, greedy: bool) -> dict:
     from services.embedded import get_embedded_server
 
     backend = BackendConfig(kind="embedded", concurrency=2)
@@ -75,6 +81,7 @@ def bench_study(samples: int, definitions: list[str], scales: list[str], per_cri
         f"max_tokens "
         f"{cfg.max_tokens}, 2 in flight"
     )
+    figures: dict = {"study items": len(items)}
     with tempfile.TemporaryDirectory() as tmp:
         engine = make_engine(f"sqlite:///{tmp}/bench.db")
         for label in ("cold", "again (cached)"):
@@ -87,6 +94,11 @@ def bench_study(samples: int, definitions: list[str], scales: list[str], per_cri
                 f"  {label}: {st.status} in {wall:.1f} s · {st.n_done} answers · {st.calls} calls · "
                 f"{st.cache_hits} cache hits · {miss.get('missing', '?')} unreadable/off-scale"
             )
+            figures |= {
+                f"study {label}: wall s": wall,
+                f"study {label}: calls": st.calls,
+                f"study {label}: answers": st.n_done,
+            }
         df = ce.results_frame(st.results)
         for kind in ("SC", "IC1", "IC2", "IC3", "IC4", "GS"):
             d = df[(df.kind == kind) & (df["mode"].isin(["greedy", "sampled"]))]
@@ -101,6 +113,7 @@ def bench_study(samples: int, definitions: list[str], scales: list[str], per_cri
         for note, n in reasons.items():
             print(f"    undefined x{n}: {note}...")
     get_embedded_server().stop()
+    return figures
 
 
 def main() -> None:
@@ -112,11 +125,13 @@ def main() -> None:
     p.add_argument("--no-greedy", action="store_true", help="no greedy answer (no GS row): fewer calls")
     p.add_argument("--skip-study", action="store_true")
     args = p.parse_args()
-    bench_alpha()
+    began = start()
+    figures: dict = {"alpha on 1,000 units x 5 raters, best of 3": bench_alpha()}
     if not args.skip_study:
-        bench_study(
+        figures |= bench_study(
             args.samples, args.definitions.split(","), args.scales.split(","), args.per_criterion, not args.no_greedy
         )
+    record("conseval", "conseval_alpha", figures, started=began)
 
 
 if __name__ == "__main__":

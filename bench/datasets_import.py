@@ -19,6 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from record import record, start
+
 from db.engine import make_engine
 from services import datasets
 from services.config import PROJECT_ROOT
@@ -43,6 +45,7 @@ def synthetic(n: int = 10_000, n_articles: int = 2_000) -> bytes:
 
 
 def main() -> None:
+    began, figures = start(), {}
     with tempfile.TemporaryDirectory() as tmp:
         engine = make_engine(f"sqlite:///{tmp}/bench.db")
         if QAGS.is_file():
@@ -59,6 +62,13 @@ def main() -> None:
             print(f"  sentences consistent by majority: {s['sentence_share_consistent']:.3f}")
             print(f"  mean human score: {s['score_mean']:.3f}")
             print(f"  read {t_read:.3f} s, save {t_save:.3f} s")
+            figures |= {
+                "QAGS-CNN items": s["items"],
+                "QAGS-CNN sentences": s["sentences"],
+                "QAGS-CNN items consistent by majority": s["share_consistent"],
+                "QAGS-CNN read s": t_read,
+                "QAGS-CNN save s": t_save,
+            }
         else:
             print(f"QAGS-CNN: {QAGS} absent, skipped")
 
@@ -76,6 +86,12 @@ def main() -> None:
         print(f"synthetic: {len(result.items):,} items, {len(data) / 1e6:.1f} MB")
         print(f"  read {t_read:.2f} s (pysbd split), save {t_save:.2f} s, already imported: {t_again:.3f} s")
         assert saved.created and not again.created
+        figures |= {
+            f"synthetic JSONL of {len(result.items):,} items: read s": t_read,
+            "synthetic: save s": t_save,
+            "synthetic: found already imported s": t_again,
+        }
+        record("datasets", "datasets_import", figures, started=began)
         engine.dispose()
 
 

@@ -1,4 +1,4 @@
-"""Coverage and width of the rate intervals over the grid of issue 32: true rates 0.01 to 0.99, 10 to 500
+"""Coverage and width of the rate intervals over a grid: true rates 0.01 to 0.99, 10 to 500
 labelled items, an informative, a useless and an adversarial judge (services.judges.coverage).
 
     .venv/bin/python bench/judges_coverage.py [--draws 10000] [--N 2000] [--alpha 0.05]
@@ -21,6 +21,8 @@ from scipy import stats as sps
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from record import record, start
+
 from services.judges import coverage as cv
 
 
@@ -41,7 +43,7 @@ def main() -> None:
     ap.add_argument("--N", type=int, default=2000, help="unlabelled items per draw")
     ap.add_argument("--alpha", type=float, default=0.05)
     a = ap.parse_args()
-    t0 = time.process_time()
+    t0, began = time.process_time(), start()
     rows = cv.coverage(draws=a.draws, big_n=a.N, alpha=a.alpha, seed=1)
     cpu = time.process_time() - t0
     print(f"{a.draws} draws a cell, {a.N} unlabelled items, stated coverage {1 - a.alpha:.2f}; cell: classical / PPI")
@@ -59,6 +61,13 @@ def main() -> None:
         for kind in ("classical", "ppi"):
             w = min(mine, key=lambda r, k=kind: r[k])
             print(f"worst {kind}: {w[kind]:.4f} at rate {w['rate']:g}, n {w['n']}")
+    figures: dict = {}
+    for judge in cv.JUDGES:
+        mine = [r for r in rows if r["judge"] == judge]
+        for kind in ("classical", "ppi"):
+            w = min(mine, key=lambda r, k=kind: r[k])
+            figures[f"{judge} judge: worst {kind} coverage"] = f"{w[kind]:.4f} at rate {w['rate']:g}, n {w['n']}"
+    widths = []
     print("\nmean width (informative judge): exact | PPI | share of draws PPI used | Wilson | Wald")
     for n in (10, 50, 100, 500):
         for rate in (0.05, 0.5):
@@ -68,6 +77,20 @@ def main() -> None:
                 f"n {n:3d} rate {rate:4g}: {r['classical_width']:.3f} | {r['ppi_width']:.3f} | {r['ppi_used']:.2f} | "
                 f"{wil:.3f} | {wald:.3f}"
             )
+            widths.append(
+                {
+                    "n": n,
+                    "rate": rate,
+                    "exact": r["classical_width"],
+                    "PPI": r["ppi_width"],
+                    "share PPI used": r["ppi_used"],
+                    "Wilson": wil,
+                    "Wald": wald,
+                }
+            )
+    figures[f"mean width at {1 - a.alpha:.0%}, informative judge"] = widths
+    figures["CPU s"] = cpu
+    record("judges", "judges_coverage", figures, started=began)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"\nCPU {cpu:.1f} s for {len(rows)} cells; peak memory {peak:.0f} MB")
 

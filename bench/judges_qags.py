@@ -21,6 +21,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from record import record, start  # noqa: E402
+
 from db.engine import make_engine  # noqa: E402
 from services import datasets, judges  # noqa: E402
 from services.config import BackendConfig  # noqa: E402
@@ -36,6 +38,7 @@ def main() -> None:
     ap.add_argument("--labelled", type=int, default=50)
     ap.add_argument("--alpha", type=float, default=0.05)
     a = ap.parse_args()
+    began = start()
     with tempfile.TemporaryDirectory() as tmp:
         eng = make_engine(f"sqlite:///{tmp}/bench.db")
         saved, _ = datasets.import_file(eng, name="QAGS-CNN", data=QAGS.read_bytes(), fmt="qags")
@@ -45,7 +48,8 @@ def main() -> None:
         )
         t = time.perf_counter()
         batches.process_batch(eng, bid, backend=backend)
-        print(f"evidence checker over the QAGS-CNN summaries in {time.perf_counter() - t:.1f} s")
+        checker_s = time.perf_counter() - t
+        print(f"evidence checker over the QAGS-CNN summaries in {checker_s:.1f} s")
         batch = judges.data.batches(eng, [bid])[0]
         frame = judges.judge_frame(eng, batch)
         human = judges.human_frame(eng, saved.id)
@@ -83,6 +87,20 @@ def main() -> None:
         f"{np.mean(wc):.4f} (ratio {np.mean(wp) / np.mean(wc):.3f}); PPI narrower in "
         f"{np.mean(np.array(wp) < np.array(wc)):.1%} of draws"
     )
+    figures = {
+        "summaries": int(y_all.size),
+        "rate of all human labels": truth,
+        f"card with {card.n_labelled} labels: judge rate": r.judge_rate,
+        "card: classical interval": f"{r.classical.estimate:.3f} [{r.classical.ci_low:.3f}, {r.classical.ci_high:.3f}]",
+        "card: PPI interval": f"{r.ppi.estimate:.3f} [{r.ppi.ci_low:.3f}, {r.ppi.ci_high:.3f}]",
+        "card: AUROC": card.agreement.auroc.value,
+        "card: balanced accuracy": card.agreement.balanced_accuracy.value,
+        f"{a.draws} draws of {a.labelled} labels: PPI coverage": cover_p / a.draws,
+        f"{a.draws} draws of {a.labelled} labels: classical coverage": cover_c / a.draws,
+        "mean width PPI / classical": float(np.mean(wp) / np.mean(wc)),
+        "evidence checker over the summaries (wall s)": checker_s,
+    }
+    record("judges", "judges_qags", figures, started=began)
 
 
 if __name__ == "__main__":
