@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import evidence_cases
 import evidence_qags
+from record import record, start
 
 from services.dcr import evidence
 
@@ -57,6 +58,7 @@ def main(argv: list[str]) -> int:
     if not path.is_file():
         print(f"skipped: {path} not found (the QAGS-CNN/DM MTurk file from shared/data)")
         return 0
+    began, out = start(), {}
     docs = documents(path, n)
     n_sents = sum(len(s) for _, s in docs)
     print(
@@ -88,11 +90,14 @@ def main(argv: list[str]) -> int:
             extra = f"; {emb.embedded:,} distinct sentences embedded" if isinstance(emb, evidence.MiniLM) else ""
             undecided = sum(ev.model_is_consistent is None for ev in evaluations)
             extra += f"; {undecided / len(evaluations):.0%} of the documents undecided (calibrated, with abstention)"
+            out[f"{name}, {label}: s"] = s
+            out[f"{name}, {label}: documents/s"] = len(part) / s
             print(
                 f"{name}, {label}: {len(part) / s:.1f} documents/s, {s:.1f} s "
                 f"({1000 * s / len(part):.0f} s for 1,000){extra}"
             )
     print(f"load average after: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    record("evidence", "evidence_speed", out, argv=["bench/evidence_speed.py", *argv], started=began)
     return 0
 
 

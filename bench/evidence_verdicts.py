@@ -20,12 +20,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from evidence_qags import DEFAULT_PATH, load
+from record import record, start
 
 from services import stats
 from services.dcr import evidence
 
 
-def figures(found: list, labels: list[float]) -> None:
+def figures(found: list, labels: list[float]) -> dict:
     y = np.array(labels)
     keep = np.isfinite(y)
     verdict = np.array([se.verdict for se in found])
@@ -42,6 +43,11 @@ def figures(found: list, labels: list[float]) -> None:
     )
     rules = Counter((se.rule, se.verdict) for se, k in zip(found, keep, strict=True) if k)
     print("  decided by rule: " + ", ".join(f"{r}/{v} {n}" for (r, v), n in sorted(rules.items())))
+    return {
+        "balanced accuracy, unknown as inconsistent": f"{ba:.3f} [{lo:.3f}, {hi:.3f}], n {int(keep.sum())}",
+        "balanced accuracy, decided only": f"{ba2:.3f} [{lo2:.3f}, {hi2:.3f}], n {int(decided.sum())}",
+        "share of sentences decided": float(decided.sum() / keep.sum()),
+    }
 
 
 def main(argv: list[str]) -> int:
@@ -55,10 +61,12 @@ def main(argv: list[str]) -> int:
     if evidence.embeddings_available() and "--lexical-only" not in argv:
         modes.append(("MiniLM alignments", None))
     flat_labels = [v for row in labels for v in row]
+    began, out = start(), {}
     for name, emb in modes:
         found = [se for doc in evidence.analyse_many(list(zip(refs, sents, strict=True)), embedder=emb) for se in doc]
         print(f"{name}: {len(found)} sentences of {len(refs)} summaries")
-        figures(found, flat_labels)
+        out |= {f"{name}: {k}": v for k, v in figures(found, flat_labels).items()}
+    record("evidence", "evidence_verdicts", out, argv=["bench/evidence_verdicts.py", *argv], started=began)
     return 0
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from record import record, start
 from sqlalchemy import select
 
 from db.engine import make_engine
@@ -40,6 +41,7 @@ def main() -> None:
     ap.add_argument("--method", default="evidence", choices=["evidence", "dce-amc"])
     ap.add_argument("--rounds", type=int, default=0)
     args = ap.parse_args()
+    began = start()
     raw = Path(args.data).read_bytes()
     with tempfile.TemporaryDirectory() as tmp:
         engine = make_engine(f"sqlite:///{tmp}/qags.db")
@@ -53,7 +55,8 @@ def main() -> None:
         )
         t = time.perf_counter()
         batches.process_batch(engine, bid)
-        print(f"{args.method} batch over QAGS-CNN: {time.perf_counter() - t:.1f} s")
+        batch_s = time.perf_counter() - t
+        print(f"{args.method} batch over QAGS-CNN: {batch_s:.1f} s")
         data = metaeval.load_batch(engine, bid)
         items = data.items
         print(
@@ -90,6 +93,12 @@ def main() -> None:
         print(metaeval.rai_table(items).to_string(index=False))
         print("Figure 4:")
         print(metaeval.rounds_of(items).share.to_string(index=False))
+        figures: dict = {f"{args.method} batch over QAGS-CNN (wall s)": batch_s, "items": len(items)}
+        figures["Figure 3"] = f3[["evaluator", "n", "precision", "recall", "f1"]].to_dict("records")
+        figures["correlations"] = corr.frame()[["statistic", "n", "value"]].to_dict("records")
+        if c is not None:
+            figures |= {"sentence level: balanced accuracy": c.balanced_accuracy, "sentence level: F1": c.f1}
+        record("metaeval", "metaeval_qags", figures, started=began)
 
 
 if __name__ == "__main__":
