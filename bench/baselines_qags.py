@@ -21,6 +21,8 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from record import record, start
+
 from services import baselines, stats
 
 DEFAULT_PATH = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "qags_cnndm_mturk.jsonl"
@@ -62,6 +64,7 @@ def main(argv: list[str]) -> int:
     if not path.is_file():
         print(f"skipped: {path} not found (the QAGS-CNN/DM MTurk file from shared/data)")
         return 0
+    began = start()
     items, ratings = load(path)
     print(
         f"{path.name}: {len(items)} summaries, {ratings['unit'].nunique()} sentences, "
@@ -101,9 +104,11 @@ def main(argv: list[str]) -> int:
         print(f"embedding baseline skipped: {message}")
 
     print(f"\n{'metric':<18} {'Pearson r [95% CI]':>22} {'Spearman rho':>22} {'Kendall tau-b':>22}")
+    table = []
     for name, scores in columns.items():
         res = [stats.correlation(scores, human, m, n_boot=1000, seed=0) for m in stats.METHODS]
         print(f"{name:<18} " + " ".join(fmt(r) for r in res))
+        table.append({"metric": name} | {m: fmt(r).strip() for m, r in zip(stats.METHODS, res, strict=True)})
     print(
         f"\n(n = {len(human)} summaries; the paper's Table 3, QAGS-CNN: ROUGE-2 0.459/0.418/0.333, "
         "ROUGE-L 0.357/0.324/0.254, BERTScore 0.576/0.505/0.399)"
@@ -111,6 +116,11 @@ def main(argv: list[str]) -> int:
     print("\ntimings (235 pairs, CPU):")
     for name, secs in timings.items():
         print(f"  {name:<22} {secs:6.2f} s")
+    figures = {
+        "Krippendorff's alpha among the workers (nominal)": f"{a.alpha:.4f} [{a.ci_low:.4f}, {a.ci_high:.4f}]",
+        f"correlation with the human score, {len(human)} summaries": table,
+    } | {f"{name} s": secs for name, secs in timings.items()}
+    record("baselines", "baselines_qags", figures, argv=["bench/baselines_qags.py", *argv], started=began)
     return 0
 
 

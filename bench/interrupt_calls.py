@@ -21,6 +21,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from record import record, start  # noqa: E402
+
 from tests.fakes import FakeOpenAIServer, toy_judge  # noqa: E402
 from tests.support.batches import BAD, FIX, REF  # noqa: E402
 
@@ -32,6 +34,7 @@ def main() -> None:
     p.add_argument("--after", type=int, default=40, help="interrupt once this many requests have arrived")
     p.add_argument("--latency", type=float, default=0.5)
     a = p.parse_args()
+    began = start()
     answer = toy_judge(BAD, FIX)
     seen = {"n": 0}
     lock = threading.Lock()
@@ -69,6 +72,14 @@ def main() -> None:
         print(f"first run: exit {first.returncode}, {at_stop} calls, {written} results in its output file")
         print(f"resume: exit {second.returncode}; calls over both runs {seen['n']}, sent twice {seen['n'] - a.n}")
         print([x for x in err.splitlines() if x.startswith("interrupted")][:1])
+    figures = {
+        "items": a.n,
+        "calls before the interruption": at_stop,
+        "results written by the interrupted run": written,
+        "calls over both runs": seen["n"],
+        "calls sent twice": seen["n"] - a.n,
+    }
+    record("batches", "interrupt_calls", figures, started=began)
 
 
 if __name__ == "__main__":

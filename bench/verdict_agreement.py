@@ -19,6 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from record import record, start
+
 from services import dcr
 from services.config import backend_from_settings
 from services.llm import LLMClient, get_client
@@ -52,7 +54,7 @@ def main() -> None:
     backend = backend_from_settings()
     client = get_client(backend)
     print(f"{len(rows)} reasons · converter model: {backend.label}")
-    started = time.perf_counter()
+    began, started = start(), time.perf_counter()
     llm: list[int | None] = []
     for i in range(0, len(rows), args.chunk):
         llm += llm_marks(client, [r["reason"] for r in rows[i : i + args.chunk]])
@@ -72,11 +74,18 @@ def main() -> None:
         "rule vs LLM over every reason (unknown counts as a disagreement):",
         share(sum(rule[i] == llm[i] and rule[i] is not None for i in range(len(rows))), len(rows)),
     )
+    figures = {
+        "reasons": len(rows),
+        "converter model": backend.label,
+        "rule vs LLM, where both give a mark": share(sum(rule[i] == llm[i] for i in both), len(both)),
+    }
     for name, marks in (("rule", rule), ("LLM", llm)):
         right = sum(marks[i] == gold[i] for i in stated)
         flipped = sum(marks[i] is not None and marks[i] == -gold[i] for i in stated)  # type: ignore[operator]
         n = len(stated)
         print(f"{name}: matches the stated verdict {share(right, n)}; opposite sign {share(flipped, n)}")
+        figures |= {f"{name}: matches the stated verdict": share(right, n), f"{name}: opposite sign": share(flipped, n)}
+    record("dcr", "verdict_agreement", figures, started=began)
 
 
 if __name__ == "__main__":
