@@ -18,6 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from record import record, start  # noqa: E402
 from sqlmodel import Session  # noqa: E402
 
 from db.engine import make_engine  # noqa: E402
@@ -98,6 +99,7 @@ def main() -> None:
             max_retries=0,
             timeout=30,
         )
+        began, figures = start(), {}
         print(f"{n} documents, 4 sentences each; server latency {LATENCY * 1000:.0f} ms; {IN_FLIGHT} in flight")
         with tempfile.TemporaryDirectory() as tmp:
             for amc in ("rule", "llm"):
@@ -126,12 +128,16 @@ def main() -> None:
                         )
                         batches.process_batch(engine, bid2, backend=backend)
                         p2 = batches.progress(engine, bid2)
+                        figures[f"converter {amc}: calls a document"] = p.calls / n
+                        figures[f"converter {amc}: same batch again, calls"] = p2.calls
                         print(
                             f"  same batch again: {p2.calls} calls, {p2.cache_hits} cache hits, "
                             f"{time.perf_counter() - t:.2f} s"
                         )
                     engine.dispose()
                 print(f"converter {amc}: median ratio {statistics.median(ratios):.3f} over {REPEATS} runs")
+                figures[f"converter {amc}: wall over the ideal, median of {REPEATS}"] = statistics.median(ratios)
+        record("batches", "batch_throughput", figures, started=began)
     finally:
         server.terminate()
 

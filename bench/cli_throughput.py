@@ -23,6 +23,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from record import record, start  # noqa: E402
+
 from bench.batch_throughput import IN_FLIGHT, LATENCY, article, free_port, make_dataset, start_server  # noqa: E402
 from bench.batch_throughput import summary_sentences as sentences  # noqa: E402
 from db.engine import make_engine  # noqa: E402
@@ -114,7 +116,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--evidence", action="store_true", help="also time cli.py evaluate --evidence")
     args = ap.parse_args()
-    n = args.n
+    n, began, figures = args.n, start(), {}
     print(f"{n} documents, 4 sentences each; server latency {LATENCY * 1000:.0f} ms; {IN_FLIGHT} in flight")
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
@@ -138,6 +140,13 @@ def main() -> None:
                 f"converter {amc}, median of {args.repeats}: cli.py evaluate ratio {statistics.median(cli_ratios):.3f}"
                 f" (start-up {statistics.median(startups):.2f} s), batch ratio {statistics.median(batch_ratios):.3f}"
             )
+            figures |= {
+                f"converter {amc}: cli.py evaluate start-up s": statistics.median(startups),
+                f"converter {amc}: cli.py evaluate after the first request, over the ideal": statistics.median(
+                    cli_ratios
+                ),
+                f"converter {amc}: batch wall over the ideal": statistics.median(batch_ratios),
+            }
         if args.evidence:
             startup, rest, calls = cli_run(tmp, free_port(), pairs, "rule", "evidence", "--evidence")
             ideal = calls * LATENCY / IN_FLIGHT
@@ -150,6 +159,11 @@ def main() -> None:
             t = time.perf_counter()
             evidence.analyse_many([(article(i), sentences(i)) for i in range(n)], noun="article")
             print(f"the evidence checker alone on the same {n} documents: {time.perf_counter() - t:.2f} s")
+            figures |= {
+                "--evidence: after the first request, over the ideal": rest / ideal,
+                f"the evidence checker alone on {n} documents s": time.perf_counter() - t,
+            }
+    record("cli", "cli_throughput", figures, started=began)
 
 
 if __name__ == "__main__":

@@ -25,6 +25,8 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from record import record, start  # noqa: E402
+
 import cli  # noqa: E402
 
 N_DATASETS, N_PERTURBATIONS, N_METRICS, N_ITEMS, R = 6, 12, 4, 100, 5
@@ -51,6 +53,7 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--repeats", type=int, default=3, help="timed repetitions per dataset (default 3)")
     args = ap.parse_args()
+    began = start()
     with tempfile.TemporaryDirectory() as tmp:
         tmpd = Path(tmp)
         ew = {
@@ -113,6 +116,13 @@ def main() -> int:
             f"dataset 0: D_avg {res['D_avg']:.2f}, D_min {res['D_min']:.2f}, D_EW_avg {res['D_EW_avg']:.2f}, "
             f"D_EW_min {res['D_EW_min']:.2f}"
         )
+    figures = {
+        "score pairs": rows,
+        f"in process, all 6 datasets: median of {args.repeats} (s)": statistics.median(runs),
+        "fresh cli.py processes, all 6 datasets (s)": sum(cold),
+        "fresh cli.py process, median a dataset (s)": statistics.median(cold),
+    }
+    record("dhp", "dhp_stats", figures, started=began)
     return 0
 
 

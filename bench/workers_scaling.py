@@ -23,6 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from record import record, start  # noqa: E402
 from sqlmodel import Session, select  # noqa: E402
 
 from bench.batch_throughput import free_port, start_server  # noqa: E402
@@ -126,7 +127,7 @@ def main() -> None:
             f"{args.items} documents (1 call each), server latency {args.latency * 1000:.0f} ms, "
             f"{args.in_flight} requests in flight per worker, {os.cpu_count()} CPU core(s)"
         )
-        base = None
+        base, began, rows = None, start(), []
         with tempfile.TemporaryDirectory() as tmp:
             for n in args.workers:
                 url = args.database_url or f"sqlite:///{tmp}/workers-{n}.db"
@@ -139,6 +140,21 @@ def main() -> None:
                     f"{rate:6.1f} items/s, speed-up {rate / base:4.2f}x; wall with start-up {wall:6.2f} s; "
                     f"items per worker {sorted(share.values(), reverse=True)}"
                 )
+                rows.append(
+                    {
+                        "workers": n,
+                        "first claim to last result s": busy,
+                        "ideal s": ideal,
+                        "items/s": rate,
+                        "speed-up": rate / base,
+                        "wall with start-up s": wall,
+                    }
+                )
+        database = "PostgreSQL" if args.database_url else "SQLite"
+        label = (
+            f"{args.items} items, {args.latency * 1000:.0f} ms latency, {args.in_flight} in flight a worker, {database}"
+        )
+        record("batches", "workers_scaling", {label: rows}, started=began)
     finally:
         server.terminate()
 
