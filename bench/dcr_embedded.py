@@ -20,6 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from record import record, start
+
 from db.engine import make_engine
 from services import dcr, runs
 from services.config import BackendConfig
@@ -30,6 +32,7 @@ from services.text import split_sentences
 
 def main() -> None:
     backend = BackendConfig(kind="embedded")
+    began, figures = start(), {}
     sample = next(s for s in load_samples() if s.id == "harbour-bridge")
     n_words, n_sent = len(sample.reference.split()), len(split_sentences(sample.candidate))
     print(f"article: {n_words} words; summary: {n_sent} sentences; model: {backend.model}")
@@ -40,6 +43,7 @@ def main() -> None:
     t = time.perf_counter()
     speed = measure_speed(get_embedded_server().base_url, timeout=600)
     print(f"speed: {speed} (measured in {time.perf_counter() - t:.1f} s)")
+    figures["model speed on this machine"] = str(speed)
 
     with tempfile.TemporaryDirectory() as tmp:
         for amc in ("rule", "llm"):
@@ -63,6 +67,12 @@ def main() -> None:
                 f"{cold / predicted:.2f}x the time the measured speed predicts | "
                 f"second run: {warm:.2f} s, {second.usage['calls']} call(s), {second.usage['cache_hits']} cache hit(s)"
             )
+            figures |= {
+                f"DCE+AMC, {amc} converter: cold wall s": cold,
+                f"DCE+AMC, {amc} converter: calls": u["calls"],
+                f"DCE+AMC, {amc} converter: cold over the time the speed predicts": cold / predicted,
+                f"DCE+AMC, {amc} converter: calls of a second run": second.usage["calls"],
+            }
 
         agree = compared = 0
         for s in load_samples():
@@ -74,6 +84,8 @@ def main() -> None:
         share = f"{agree / compared:.0%}" if compared else "n/a"
         print(f"rule vs LLM converter on the bundled samples: agree on {agree} of {compared} reasons ({share})")
     get_embedded_server().stop()
+    figures["rule vs LLM converter on the bundled samples"] = f"{agree} of {compared} reasons ({share})"
+    record("dcr", "dcr_embedded", figures, started=began)
 
 
 if __name__ == "__main__":

