@@ -26,6 +26,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from record import record, start  # noqa: E402
+
 TMP = tempfile.mkdtemp(prefix="cs-bench-")
 os.environ["DATABASE_URL"] = f"sqlite:///{TMP}/bench.db"
 os.environ["CONSISTENCY_SPAWN_WORKER"] = "0"
@@ -400,6 +402,7 @@ def warm_up() -> None:
 
 def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 10_000
+    began, figures = start(), {}
     t = time.perf_counter()
     batch_id, counts = seed(n)
     print(f"seeded {', '.join(f'{v:,} {k}' for k, v in counts.items())} in {time.perf_counter() - t:.1f} s")
@@ -411,6 +414,7 @@ def main() -> None:
         f"Meta-evaluation (?batch={batch_id}): first render {first:.3f} s (nothing cached), "
         f"second render {second:.3f} s (a new session)"
     )
+    figures |= {f"Meta-evaluation, {n:,} items: first render s": first, "Meta-evaluation: second render s": second}
     from components import background
 
     pending = [t for t in background._registry().tasks.values() if not t.future.done()]
@@ -428,9 +432,12 @@ def main() -> None:
     for name in ("Sentence level", "Human agreement", "Figure 3", "Baselines", "RAI", "Export"):
         t_tab, _ = render("pages/6_Meta-evaluation.py", {**query, "me_tab": name})
         print(f"  tab {name!r} (deep link, first open): {t_tab:.3f} s")
+        figures[f"Meta-evaluation tab {name}, first open s"] = t_tab
     first, _ = render("pages/2_History.py")
     second, _ = render("pages/2_History.py")
     print(f"History ({n:,} runs): first render {first:.3f} s, second render {second:.3f} s")
+    figures |= {f"History, {n:,} runs: first render s": first, "History: second render s": second}
+    record("pages", "pages_render", figures, started=began)
 
 
 if __name__ == "__main__":

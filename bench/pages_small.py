@@ -45,6 +45,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+from record import record, start  # noqa: E402
 from scale_pages import TICK, Monitor, _stat, drive, tree  # noqa: E402
 
 
@@ -339,7 +340,7 @@ def main() -> None:
     from tests.support.browser import CHROMIUM, CHROMIUM_ARGS
 
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    table = []
+    table, began = [], start()
     with sync_playwright() as p:
         browser = p.chromium.launch(
             executable_path=str(args.executable or CHROMIUM), args=[*CHROMIUM_ARGS, *args.chromium_args.split()]
@@ -358,6 +359,20 @@ def main() -> None:
             f"| {r['page']} | {r['mode']} | {r['visit']} | {r['first']:.1f} s | {r['settled']:.1f} s | "
             f"{r['cpu']:.2f} s | {r['rss']:.0f} MB | {r['browser']:.2f} s |"
         )
+    rows = [
+        {
+            "page": r["page"],
+            "started by": r["mode"],
+            "visit": r["visit"],
+            "first content s": r["first"],
+            "settled s": r["settled"],
+            "app CPU s": r["cpu"],
+            "app peak RSS MB": r["rss"],
+            "Chromium CPU s": r["browser"],
+        }
+        for r in table
+    ]
+    record("pages", "pages_small", {"pages at the browser tests' sizes, headless Chromium": rows}, started=began)
 
 
 if __name__ == "__main__":

@@ -39,6 +39,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+from record import record, start  # noqa: E402
+
 QUIET_S = 3.0  # a page is settled once nothing on it changed for this long
 # A page that polls running work (Batches every 1.5 s) changes by design: it is *drawn* once it was complete, still
 # and idle for this long, between two polls (its text, no spinner or stale element, the script not running). It is
@@ -355,7 +357,7 @@ def main() -> None:
 
     boot = args.boot or "the app's default"
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; bootstrap resamples: {boot}")
-    table = []
+    table, began = [], start()
     with ExitStack() as stack, sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         for n in args.sizes:
@@ -379,6 +381,25 @@ def main() -> None:
                 continue
             cells.append(f"{r['first']:.1f} s / {r['settled']:.1f} s / {r['cpu']:.1f} s / {r['rss']:.0f} MB")
         print(f"| {name} | " + " | ".join(cells) + " |")
+    rows = [
+        {
+            "page": name,
+            "items": n,
+            "first content s": r["first"],
+            "settled s": r["settled"],
+            "app CPU s": r["cpu"],
+            "app peak RSS MB": r["rss"],
+        }
+        for n, size_rows in table
+        for name, r in size_rows
+    ]
+    database = "PostgreSQL" if args.postgresql else "SQLite"
+    label = f"pages in headless Chromium, {database}"
+    plots = [
+        {"table": label, "x": "items", "y": [y], "group": "page", "title": f"{y} against items"}
+        for y in ("settled s", "app CPU s")
+    ]
+    record("pages", "scale_pages", {label: rows}, started=began, plot=plots if len(table) > 1 else None)
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from pages_small import browser_cpu  # noqa: E402
+from record import record, start  # noqa: E402
 from scale_pages import Monitor, drive  # noqa: E402
 
 VARIANTS = ("title", "markdown", "table", "plotly", "all")
@@ -66,6 +67,7 @@ def main() -> None:
     args = ap.parse_args()
 
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    began, rows = start(), []
     with tempfile.TemporaryDirectory(prefix="cs-floor-") as tmp:
         page_file = Path(tmp) / "floor.py"
         page_file.write_text(PAGE)
@@ -100,6 +102,16 @@ def main() -> None:
                         page.close()
                         if how == "new":
                             context.close()
+                        rows.append(
+                            {
+                                "variant": kind,
+                                "visit": how,
+                                "first content s": r["first"],
+                                "settled s": r["settled"],
+                                "server CPU s": r["cpu"],
+                                "Chromium CPU s": chromium,
+                            }
+                        )
                         print(
                             f"  {kind:9} {how:8} first {r['first']:4.1f} s · settled {r['settled']:4.1f} s · "
                             f"server CPU {r['cpu']:4.2f} s · Chromium CPU {chromium:5.2f} s · "
@@ -110,6 +122,7 @@ def main() -> None:
         finally:
             proc.terminate()
             proc.wait(30)
+    record("pages", "streamlit_floor", {"a bare Streamlit page in headless Chromium": rows}, started=began)
 
 
 if __name__ == "__main__":

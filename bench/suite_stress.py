@@ -37,6 +37,8 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+import record as bench_record
+
 ROOT = Path(__file__).resolve().parent.parent
 SUMMARY = re.compile(r"=+ (.*(?:passed|failed|error).*) in ([\d.]+)s")
 
@@ -210,7 +212,9 @@ def main() -> None:
         sys.exit("no .venv in this checkout: run `make install-dev install-embeddings` first")
     logs = args.dir.parent / "logs"
     logs.mkdir(parents=True, exist_ok=True)
-    print(f"machine speed: ten million additions in {machine_speed():.2f} CPU s (best of five)", flush=True)
+    began, rows, failed = bench_record.start(), [], False
+    speed = machine_speed()
+    print(f"machine speed: ten million additions in {speed:.2f} CPU s (best of five)", flush=True)
     stress = subprocess.Popen(["stress-ng", "--cpu", str(args.cpu), "--quiet"]) if args.cpu else None
     print("| run | commit | when (UTC) | result | wall | load mean / max | core-s busy / idle |", flush=True)
     print("| --- | --- | --- | --- | --- | --- | --- |", flush=True)
@@ -247,6 +251,7 @@ def main() -> None:
                 f"| {mean:.1f} / {max(load.samples, default=0):.1f} | {busy:,.0f} / {idle:,.0f} |",
                 flush=True,
             )
+            rows.append({"run": run, "commit": commit[:7], "result": summary, "wall min": wall / 60, "load mean": mean})
             if args.idle_minutes:
                 print("idle share by minute: " + " ".join(f"{x:.2f}" for x in load.idle_by_minute()), flush=True)
             if procs:
@@ -256,11 +261,16 @@ def main() -> None:
                     print(f"  {cpu:8,.0f}  {cpu / max(total, 1e-9):4.0%}  {kind}", flush=True)
             if rc != 0:
                 print(f"run {run} failed: its log is {log}", flush=True)
-                sys.exit(1)
+                failed = True
+                break
     finally:
         if stress:
             stress.terminate()
             stress.wait()
+    figures = {"ten million additions, CPU s": speed, f"make test beside stress-ng --cpu {args.cpu}": rows}
+    bench_record.record("suite", "suite_stress", figures, started=began)
+    if failed:
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -41,6 +41,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import pages_render as pr  # noqa: E402  (sets a DATABASE_URL of its own: every call below names its URL)
+from record import record, start  # noqa: E402
 from scale_pages import Monitor, browser_monitor, drive, start_app  # noqa: E402
 
 from bench.batch_throughput import free_port, start_server  # noqa: E402
@@ -221,6 +222,7 @@ def main() -> None:
     print(
         f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; {'SQLite' if args.sqlite else 'PostgreSQL'}"
     )
+    began = start()
     t = time.perf_counter()
     ds_id = seed(url, n)
     print(f"seeded {n:,} items in {time.perf_counter() - t:.0f} s", flush=True)
@@ -327,8 +329,28 @@ def main() -> None:
     print(
         "  page visits during the run (median / worst): first content, complete, drawn, settled, app CPU, browser CPU"
     )
+    figures: dict = {
+        "items": n,
+        "every item exactly once": once,
+        "wall s": wall,
+        "items/s": n / wall,
+        "ideal wall s at this latency": ideal,
+        "workers' CPU ms an item": 1000 * worker_cpu / n,
+        "app peak RSS MB": app_mon.peak_rss / 2**20,
+    }
+    visit_rows = []
     for name, rs in visits.items():
         if rs:
+            visit_rows.append(
+                {
+                    "page": name,
+                    "visits": len(rs),
+                    "first content s (median)": statistics.median(r["first"] for r in rs),
+                    "complete s (median)": statistics.median(r["complete"] for r in rs),
+                    "drawn s (median)": statistics.median(r["drawn"] for r in rs),
+                    "app CPU s (median)": statistics.median(r["cpu"] for r in rs),
+                }
+            )
             f = [r["first"] for r in rs]
             d = [r["drawn"] for r in rs]
             k = [r["complete"] for r in rs]
@@ -342,6 +364,9 @@ def main() -> None:
                 f"{statistics.median(d):.1f} / {max(d):.1f} s, {settled}, {statistics.median(c):.1f} / {max(c):.1f} s, "
                 f"{statistics.median(b):.1f} / {max(b):.1f} s"
             )
+
+    figures["page visits during the run"] = visit_rows
+    record("batches", "workers_100k", figures, started=began)
 
 
 if __name__ == "__main__":

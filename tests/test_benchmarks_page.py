@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import sys
 from pathlib import Path
@@ -84,5 +85,18 @@ def test_the_page_shows_the_newest_record_and_the_check_notices_a_stale_page(tmp
 def test_every_script_in_bench_is_indexed_and_every_indexed_bench_exists() -> None:
     scripts = {p.name for p in (ROOT / "bench").glob("*.py")} - TOOLS
     indexed = [b.script for b in run.BENCHES]
-    assert sorted(indexed) == sorted(scripts)
+    assert sorted(indexed) == sorted(scripts), "list each bench in BENCHES of bench/run.py, with what it measures"
     assert {b.area for b in run.BENCHES} <= set(run.AREAS)
+
+
+def _calls_record(path: Path) -> bool:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return any(
+        isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "record"
+        for node in ast.walk(tree)
+    )
+
+
+@pytest.mark.parametrize("bench", [b for b in run.BENCHES if b.records], ids=lambda b: b.name)
+def test_every_bench_writes_a_record(bench: run.Bench) -> None:
+    assert _calls_record(ROOT / "bench" / bench.script), f"bench/{bench.script} writes no record (bench/record.py)"
