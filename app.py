@@ -2,8 +2,11 @@
 
 import streamlit as st
 
+from components import demo
 from components.ui import demo_notice, engine, page_setup
 from services import runs
+from services.demo import workspace
+from services.errors import InputError
 
 backend = page_setup("Home", ":material/home:")
 
@@ -15,6 +18,27 @@ st.markdown(
     "marks of ±1 and a score in [0, 1], and a Reason-Assisted Improver rewrites the inconsistent sentences."
 )
 demo_notice(backend)
+
+if workspace.enabled() and not demo.is_open():
+    with st.container(border=True, key="demo_offer"):
+        d1, d2 = st.columns([4, 1], vertical_alignment="center")
+        d1.markdown(
+            "**New here? Open the demo workspace.** A few hundred invented summaries from three systems, already "
+            "judged, labelled and compared, so every page has something to show. Offline and apart from your "
+            "data: its own database, left with one click."
+        )
+        d1.caption(
+            "Built once on first open (about half a minute of CPU, no network, no model), instant after that. Its "
+            "labels come from how the texts were made, so no number in it is a finding about real data."
+        )
+        if d2.button("Open the demo workspace", type="primary", icon=":material/science:", key="demo_open_button"):
+            with st.spinner("Building the demo workspace: import, batches, labels, studies (offline)…"):
+                try:
+                    demo.open_workspace()
+                except InputError as exc:
+                    st.error(str(exc))
+                else:
+                    st.rerun()
 
 c = st.columns(3)
 with c[0].container(border=True):

@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 import pandas as pd
 import streamlit as st
 
+from components import demo
 from components.ui import engine
 from services import metaeval, reports, runs
 from services.errors import InputError
@@ -136,7 +137,8 @@ def share_url(token: str) -> str:
     if url:
         parts = urlsplit(url)
         base = f"{parts.scheme}://{parts.netloc}{parts.path.rsplit('/', 1)[0]}"
-    return f"{base}/Reports?share={token}"
+    # A link made in the demo workspace opens it (the report lives in the workspace's database).
+    return f"{base}/Reports?share={token}" + ("&demo=1" if demo.is_open() else "")
 
 
 def render_report_download(kind: str, ref_id: int, *, key: str | None = None) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import streamlit as st
 from pydantic import SecretStr
 
-from components import access
+from components import access, demo
 from db.redact import split_userinfo
 from services import owners
 from services.config import EMBEDDED_MODEL_NAME, BackendConfig, backend_from_settings, get_settings
@@ -58,9 +58,16 @@ CSS = """
 
 
 @st.cache_resource(show_spinner=False)
-def engine():
-    """The app's database engine, created and migrated once per process."""
+def app_engine():
+    """The user's database engine, created and migrated once per process."""
     return get_engine()
+
+
+def engine():
+    """The database this browser session shows: the demo workspace's while it is open, else the user's."""
+    if demo.is_open():
+        return demo.engine()
+    return app_engine()
 
 
 def batch_worker():
@@ -69,6 +76,13 @@ def batch_worker():
     from services.jobs.queue import ensure_worker
 
     return ensure_worker()
+
+
+def _jobs_run_on(eng) -> None:
+    """Jobs this session starts go to the workers (None), or run in this process on `eng` (the demo)."""
+    from services.jobs.queue import run_here
+
+    run_here(eng)
 
 
 def restore_backend(eng) -> None:
@@ -134,7 +148,7 @@ def set_backend(backend: BackendConfig, typed_key: str | None) -> None:
     st.session_state.pop(NEEDS_KEY, None)
     typed = bool(st.session_state.get(API_KEY_KEY)) and not backend.is_embedded
     try:
-        owners.save_backend(engine(), access.owner_identity(), backend, typed_key=typed)
+        owners.save_backend(app_engine(), access.owner_identity(), backend, typed_key=typed)
     except Exception:  # kept for this session all the same; the next one starts on the defaults
         log.exception("the chosen backend could not be stored")
         st.warning("The database cannot be written: this choice lasts for this browser session only.")
@@ -197,7 +211,7 @@ def page_setup(title: str, icon: str, *, link: str | None = None) -> BackendConf
     batch_worker()
     st.html(CSS)
     try:
-        eng = engine()
+        eng = app_engine()  # sign-in and the stored backend are the user's, in the demo too
     except Exception:  # an unreadable database: the page says so where it reads it; the gate does without
         log.exception("the database cannot be opened")
         eng = None
@@ -205,6 +219,10 @@ def page_setup(title: str, icon: str, *, link: str | None = None) -> BackendConf
     if owner and eng is not None:
         restore_backend(eng)
     backend = current_backend()
+    demo.sync()
+    _jobs_run_on(demo.engine() if demo.is_open() else None)
+    if demo.is_open():
+        demo.render_banner()
     if not owner:
         return backend
     with st.sidebar:

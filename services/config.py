@@ -102,6 +102,9 @@ class Settings(BaseSettings):
     huey_url: str = ""
     # Start a worker beside the app; deployments that run their own workers set CONSISTENCY_SPAWN_WORKER=0.
     consistency_spawn_worker: bool = True
+    # Home's "Open the demo workspace" (services/demo): a database of its own in the data folder, built offline.
+    # A team deployment that wants no demo sets DEMO_WORKSPACE=0.
+    demo_workspace: bool = True
 
     @field_validator("studio_owners", mode="before")
     @classmethod

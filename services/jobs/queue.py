@@ -17,6 +17,7 @@ import threading
 
 from huey import RedisHuey, SqliteHuey
 from huey.api import Huey
+from sqlalchemy.engine import Engine
 
 from services.config import PROJECT_ROOT, get_settings
 
@@ -50,12 +51,27 @@ run_job.__module__ = "services.jobs"
 run_job = huey.task(retries=0)(run_job)
 
 
+_here = threading.local()
+
+
+def run_here(engine: Engine | None) -> None:
+    """Jobs submitted from this thread from now on run in this process, on `engine` (a database the workers do
+    not read, such as the demo workspace); None hands them to the workers again."""
+    _here.engine = engine
+
+
 def submit(kind: str, ident: int) -> None:
-    """Hand job `ident` of a registered kind to the workers."""
+    """Hand job `ident` of a registered kind to the workers (or run it here: see `run_here`)."""
     from services.database import get_engine
     from services.jobs import runner as jobrunner
 
     job = jobrunner.kind(kind)
+    here = getattr(_here, "engine", None)
+    if here is not None:
+        if job.on_enqueue is not None:
+            job.on_enqueue(here, ident)
+        threading.Thread(target=job.process, args=(here, ident), name=f"{kind}-{ident}-here", daemon=True).start()
+        return
     if job.on_enqueue is not None:
         job.on_enqueue(get_engine(), ident)
     run_job(kind, ident)
