@@ -76,7 +76,7 @@ def is_built() -> bool:
     return path().is_file() and tour_path().is_file()
 
 
-def ensure(*, size: Size = FULL) -> Tour:
+def ensure(*, size: Size | None = None) -> Tour:
     """The workspace's tour, building the workspace first when this version has none (InputError when the
     deployment turned the demo off)."""
     if not enabled():
@@ -84,7 +84,7 @@ def ensure(*, size: Size = FULL) -> Tour:
     with _lock:
         target = path()
         if not (target.is_file() and tour_path(target).is_file()):
-            make(target, size=size)
+            make(target, size=size or FULL)
         return Tour.from_json(tour_path(target).read_text(encoding="utf-8"))
 
 

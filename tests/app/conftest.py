@@ -1,8 +1,8 @@
 """AppTest fixtures: each test gets its own SQLite file, fresh engine caches and, when asked, the fake judge.
 
 AppTest runs the pages in this process, so the process-wide caches (`st.cache_resource` behind
-`components.ui.engine`, `db.engine._engines` and every `st.cache_data`) are cleared around every test; otherwise the
-first test's database would serve all the others.
+`components.ui.app_engine` and `components.demo`'s engine, `db.engine._engines` and every `st.cache_data`) are
+cleared around every test; otherwise the first test's database would serve all the others.
 
 Each AppTest looks through every installed package's metadata for Streamlit components on its first run (about
 0.15 s of CPU, the largest cost of a short page test); the packages do not change during a run, so the look is
@@ -30,6 +30,7 @@ from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1 import app_test as st_app_test
 from streamlit.testing.v1 import local_script_runner as st_local_script_runner
 
+import components.demo
 import components.ui
 import db.engine
 import services.embedded
@@ -78,7 +79,8 @@ def _components_scanned_once() -> Iterator[None]:
 
 
 def _reset_engines() -> None:
-    components.ui.engine.clear()
+    components.ui.app_engine.clear()
+    components.demo._engine.clear()
     st.cache_data.clear()  # data cached by ids (a report of run 1) would cross from one test's database to the next
     with db.engine._lock:
         for eng in db.engine._engines.values():
