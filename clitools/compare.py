@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 from clitools import METHODS, positive_int
+from services.formats import percent
 
 FIX_LABEL = 'give "label" as 1 (consistent) or 0 (inconsistent), or leave it out on unlabelled lines'
 
@@ -196,7 +197,7 @@ def run(args: argparse.Namespace) -> int:
         iv = "—" if p.estimate is None else f"{p.estimate:.3f} [{p.ci_low:.3f}, {p.ci_high:.3f}]"
         what = f"{p.basis} ({iv})" if p.labels_only else f"PPI {iv}"
         print(f"{s.system}: {s.n_labelled} labelled of {s.n}; {what}", file=sys.stderr)
-    level = f"{1 - result.pair_alpha:.1%}"
+    level = percent(1 - result.pair_alpha)
     print(f"differences at {level} each (Bonferroni over {result.n_pairs} pair(s)):", file=sys.stderr)
     for d in result.differences:
         print(f"  {d.sentence}", file=sys.stderr)

@@ -10,6 +10,7 @@ import streamlit as st
 
 from services.figures.compare import make_compare_figure
 from services.figures.judges import make_judges_rate_figure
+from services.formats import percent
 from services.judges import JudgeCard, compare, tables
 
 # The measures of the sortable grid, each with its short column name (the full name is its tooltip).
@@ -26,7 +27,7 @@ HEADLINE = {
 
 
 def _pct(x: float | None) -> str:
-    return "—" if x is None else f"{x:.1%}"
+    return "—" if x is None else percent(x)
 
 
 def explain(card: JudgeCard) -> str:
@@ -137,7 +138,7 @@ def render_cards(cards: Sequence[JudgeCard]) -> None:
 def _rate(value: float | None, low: float | None, high: float | None) -> str:
     if value is None:
         return "—"
-    return f"{value:.1%}" + (f" [{low:.1%}, {high:.1%}]" if low is not None and high is not None else "")
+    return percent(value) + (f" [{percent(low)}, {percent(high)}]" if low is not None and high is not None else "")
 
 
 def render_comparison(c: compare.Comparison) -> None:
@@ -147,7 +148,7 @@ def render_comparison(c: compare.Comparison) -> None:
     for d in c.differences:
         st.markdown(f"- {d.sentence}")
     st.caption(
-        f"Each system's interval is {level:.0%}; each difference's is {pair_level:.1%} (Bonferroni over "
+        f"Each system's interval is {level:.0%}; each difference's is {percent(pair_level)} (Bonferroni over "
         f"{c.n_pairs} pair(s)), so all of them hold together at least {level:.0%} of the time. Systems that "
         "summarize the same references are paired."
     )
@@ -168,7 +169,7 @@ def render_comparison(c: compare.Comparison) -> None:
         ),
         hide_index=True,
     )
-    st.markdown(f"**Differences, a minus b** ({pair_level:.1%} intervals, in points)")
+    st.markdown(f"**Differences, a minus b** ({percent(pair_level)} intervals, in points)")
     st.table(
         pd.DataFrame(
             {

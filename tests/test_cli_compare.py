@@ -168,3 +168,12 @@ def test_compare_runs_the_offline_judge_first_with_method(tmp_path, monkeypatch)
     assert all(0 <= s["judge_rate"] <= 1 for s in got["systems"])
     (d,) = got["differences"]
     assert set(d) == DIFF_KEYS and d["ci"][0] <= d["estimate"] <= d["ci"][1]
+
+
+def test_the_differences_level_is_printed_without_rounding_it_up(tmp_path, capsys):
+    """Nine systems make 36 pairs, each difference at 1 - 0.05/36 = 99.861%: printed "99.86%", since "99.9%"
+    would say an error rate of 0.1% where it is 0.139%."""
+    rows = _rows({f"s{k}": 0.5 + 0.05 * k for k in range(9)}, n=20, labelled=10)
+    path, out = _write(tmp_path, rows), tmp_path / "out.json"
+    assert cli.main(["compare", "--input", str(path), "--output", str(out)]) == 0
+    assert "differences at 99.86% each (Bonferroni over 36 pair(s)):" in capsys.readouterr().err

@@ -80,7 +80,24 @@ SCOPE: dict[str, list[str]] = {
         "services.nli.retrieval.*",
     ],
     "services/metaeval/classification.py": ["services.metaeval.classification.*"],
-    "services/judges": ["services.judges.*"],
+    # services/judges, one entry a file: a run of every mutant takes hours, so it is run and scored file by file.
+    **{
+        f"services/judges/{f}.py": [f"services.judges.{f}.*"]
+        for f in (
+            "agreement",
+            "card",
+            "columns",
+            "compare",
+            "coverage",
+            "data",
+            "estimate",
+            "label_next",
+            "links",
+            "panels",
+            "systems",
+            "tables",
+        )
+    },
     "services/dcr/evidence/calibration.py": ["services.dcr.evidence.calibration.*"],
 }
 

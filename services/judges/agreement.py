@@ -1,9 +1,10 @@
 """A judge's agreement with the human labels: balanced accuracy, AUROC, Cohen's kappa and Pearson's r, each
 with its n and an interval at the card's level.
 
-Balanced accuracy, AUROC and kappa need at least MIN_PER_CLASS labelled items of each class (for balanced
-accuracy and kappa, among the items the judge decided); below that they give no number and say so, since a
-handful of items can make any of them look perfect. Their intervals:
+Every measure needs at least MIN_PER_CLASS labelled items of each class (for balanced accuracy and kappa, among
+the items the judge decided; for Pearson's r against human scores, a score of 0.5 or more is of the consistent
+class); below that it gives no number and says so, since a handful of items can make any of them look perfect.
+Their intervals:
 - balanced accuracy (TPR + TNR) / 2: the exact (Clopper-Pearson) intervals of TPR and TNR, each at level
   sqrt(1 - alpha), averaged end by end. Given the labels, TPR and TNR are independent binomials, so both cover
   with probability 1 - alpha and then so does their mean: valid at every n, never of zero width.
@@ -12,11 +13,12 @@ handful of items can make any of them look perfect. Their intervals:
   inside [0, 1] and has width even at an AUROC of 1.
 - kappa: statsmodels' `cohens_kappa`, kappa +- z * its asymptotic standard error (Fleiss, Cohen and Everitt
   1969), z the normal quantile at the card's level.
-Pearson's interval is scipy's analytic one (Fisher's z).
+- Pearson's r: scipy's analytic interval (Fisher's z); none at r = +-1, where it has no width.
 """
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass
 
@@ -27,7 +29,8 @@ from services import stats
 from services.stats import binomial
 
 N_BOOT = 1000
-MIN_PER_CLASS = 5  # labelled items of each class before balanced accuracy, AUROC and kappa are shown
+MIN_PER_CLASS = 5  # labelled items of each class before any agreement measure is shown
+PERFECT_R = 1e-12  # |r| this close to 1 is a straight line in floating point
 
 
 @dataclass(frozen=True)
@@ -69,12 +72,21 @@ def _kappa(verdicts: np.ndarray, labels: np.ndarray, *, ci: float) -> Metric:
         warnings.simplefilter("ignore")
         res = cohens_kappa(table)
     value, se = float(res.kappa), float(res.std_kappa)
-    if not np.isfinite(value):
-        return Metric(None, n, note="Kappa is not defined: the judge and the people each give one class only.")
     if not np.isfinite(se) or se == 0:
-        return Metric(value, n, note="No interval: the judge or the people give one class only.")
+        return Metric(value, n, note=_no_kappa_interval(verdicts, labels))
     z = float(sps.norm.ppf(0.5 + ci / 2))
     return Metric(value, n, max(-1.0, value - z * se), min(1.0, value + z * se))
+
+
+def _no_kappa_interval(verdicts: np.ndarray, labels: np.ndarray) -> str:
+    """Why kappa has no interval: its asymptotic standard error is 0 (the people give both classes here)."""
+    if np.unique(verdicts).size == 1:
+        why = f"the judge gives one verdict only ({'consistent' if verdicts[0] == 1 else 'inconsistent'})"
+    elif bool(np.all(verdicts == labels)):
+        why = "the judge agrees with every label"
+    else:
+        why = "the judge disagrees with every label"
+    return f"No interval: {why}, where kappa's asymptotic standard error is 0."
 
 
 def _too_few(labels: np.ndarray, what: str, kind: str = "") -> str | None:
@@ -164,14 +176,19 @@ def agreement(
 
 
 def _pearson(x: np.ndarray, y: np.ndarray, *, ci: float) -> Metric:
+    """Pearson's r of the judge's scores x and the human judgments y (labels, or scores in [0, 1] read as of
+    the consistent class at 0.5 or more when counting the items of each class)."""
     n = int(x.size)
-    if n < 3:
-        return Metric(None, n, note="Pearson's r needs at least 3 labelled items.")
-    if np.ptp(x) == 0 or np.ptp(y) == 0:
-        side = "judge's scores" if np.ptp(x) == 0 else "human judgments"
-        return Metric(None, n, note=f"Pearson's r is not defined: the {side} are all the same.")
+    short = _too_few((y >= 0.5).astype(float), "Pearson's r")
+    if short:
+        return Metric(None, n, note=short)
+    if np.ptp(x) == 0:
+        return Metric(None, n, note="Pearson's r is not defined: the judge's scores are all the same.")
     res = sps.pearsonr(x, y)
-    interval = res.confidence_interval(confidence_level=ci) if n > 3 else None
-    if interval is None:
-        return Metric(float(res.statistic), n)
-    return Metric(float(res.statistic), n, float(interval.low), float(interval.high))
+    r = float(res.statistic)
+    if abs(r) > 1.0 - PERFECT_R:  # a straight line, up to rounding
+        return Metric(
+            math.copysign(1.0, r), n, note="No interval: r is 1 or -1 on these items, where Fisher's z has none."
+        )
+    interval = res.confidence_interval(confidence_level=ci)
+    return Metric(r, n, float(interval.low), float(interval.high))

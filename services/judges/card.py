@@ -110,7 +110,7 @@ class JudgeCard:
     n_labelled: int  # items with a human judgment of the target kind
     rates: RateEstimates
     agreement: Agreement
-    unknown_rate: Metric  # share of judged sentences left unknown
+    unknown_rate: Metric  # share of judged sentences left unknown (the sentences of items that did not fail)
     failure_rate: Metric  # share of items that failed
     cost: Cost
     linked: tuple[Linked, ...] = ()
@@ -236,7 +236,10 @@ def card_from_frames(
     if not has_labels:
         lab = np.where(np.isfinite(y_all), (y_all >= 0.5).astype(float), np.nan)
         if labelled.any():
-            notes.append("Balanced accuracy, AUROC and kappa read a human score of 0.5 or more as consistent.")
+            notes.append(
+                "Balanced accuracy, AUROC and kappa read a human score of 0.5 or more as consistent, and Pearson's r "
+                "counts the items of each class that way."
+            )
     hs = df["hscore"].to_numpy(dtype=float)
     agree = agreement(
         pred,
@@ -248,8 +251,11 @@ def card_from_frames(
         ci=ci,
     )
     finished = df["status"].isin(["done", "failed"])
-    n_sent = int(df.loc[finished, "n_sentences"].sum())
-    n_unk = int(df.loc[finished, "n_unknown"].sum())
+    # The unknown rate is over the sentences the judge judged: a failed item stores every sentence as unknown,
+    # and it counts once, in the failure rate.
+    judged = df["status"] == "done"
+    n_sent = int(df.loc[judged, "n_sentences"].sum())
+    n_unk = int(df.loc[judged, "n_unknown"].sum())
     n_failed = int((df["status"] == "failed").sum())
     n_abstained = int(((df["status"] == "done") & df["verdict"].isna()).sum())
     est = replace(est, n_abstained=n_abstained, n_failed=n_failed)

@@ -10,6 +10,7 @@ from sqlalchemy.engine import Engine
 
 from services.datasets.store import get_dataset
 from services.figures.compare import make_compare_figure
+from services.formats import percent
 from services.judges import LABEL_SOURCES, JudgeInfo, compare, systems
 from services.judges.card import judge_name
 from services.judges.data import batches
@@ -45,7 +46,7 @@ def build(engine: Engine, panel_id: int, **_: Any) -> Report:
     sysf = compare.systems_frame(c)
     diff = compare.differences_frame(c)
     notes = [
-        f"Each system's intervals are {level:.0%}. Each difference's is {pair_level:.1%} (Bonferroni over "
+        f"Each system's intervals are {level:.0%}. Each difference's is {percent(pair_level)} (Bonferroni over "
         f"{c.n_pairs} pair(s)), so that all of them hold together at least {level:.0%} of the time; it combines "
         "the two systems' intervals by MOVER (Zou and Donner 2008; Newcombe 1998), with the correlation of "
         "systems that summarize the same references.",

@@ -6,6 +6,8 @@ at another level, the unknown and failure rates' Wilson interval at alpha instea
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -27,6 +29,68 @@ def test_seven_perfect_items_give_no_number_but_say_why():
     for m in (a.balanced_accuracy, a.auroc, a.kappa):
         assert m.value is None and m.ci_low is None
         assert f"at least {MIN_PER_CLASS}" in m.note and "3 inconsistent" in m.note
+
+
+@pytest.mark.parametrize("n_pos", [3, 4])
+def test_pearson_says_too_few_below_the_same_minimum_as_the_other_measures(n_pos):
+    """The issue's card: Pearson's r 1.0 [1.0, 1.0] from 7 or 8 items, where balanced accuracy and kappa said
+    "too few". r needs MIN_PER_CLASS labelled items of each class too, with labels or with human scores."""
+    labels = np.r_[np.ones(n_pos), np.zeros(4)]
+    for target in (None, labels * 0.9):  # the labels, or human scores (0.9 consistent, 0 not)
+        a = agreement(labels, labels, labels, target)
+        assert a.pearson.value is None and a.pearson.ci_low is None and a.pearson.n == n_pos + 4
+        assert a.pearson.note == a.kappa.note.replace("Kappa", "Pearson's r").replace("decided ", "")
+
+
+def test_pearson_counts_a_human_score_of_one_half_as_consistent():
+    """Five human scores of exactly 0.5 are five consistent items: r is shown."""
+    hs = np.r_[np.full(5, 0.5), np.zeros(5)]
+    rng = np.random.default_rng(0)
+    scores = hs + rng.uniform(0, 0.1, 10)
+    m = agreement(scores, np.ones(10), (hs >= 0.5).astype(float), hs).pearson
+    res = sps.pearsonr(scores, hs)
+    iv = res.confidence_interval(0.95)
+    assert (m.value, m.ci_low, m.ci_high) == pytest.approx((res.statistic, iv.low, iv.high))
+
+
+def test_pearson_from_five_of_each_class_with_its_fisher_interval_and_none_at_r_1():
+    labels = np.r_[np.ones(5), np.zeros(5)]
+    scores = np.array([0.9, 0.8, 0.6, 0.7, 0.3, 0.2, 0.4, 0.1, 0.5, 0.35])
+    for ci in (0.95, 0.8):
+        m = agreement(scores, labels, labels, ci=ci).pearson
+        r = np.corrcoef(scores, labels)[0, 1]
+        z = sps.norm.ppf(0.5 + ci / 2)
+        lo, hi = np.tanh(np.arctanh(r) - z / np.sqrt(10 - 3)), np.tanh(np.arctanh(r) + z / np.sqrt(10 - 3))
+        assert (m.value, m.n, m.ci_low, m.ci_high) == pytest.approx((r, 10, lo, hi))
+    perfect = agreement(labels, labels, labels).pearson
+    assert perfect.value == 1.0 and perfect.ci_low is None and perfect.ci_high is None
+    assert perfect.note == "No interval: r is 1 or -1 on these items, where Fisher's z has none."
+    reversed_ = agreement(1 - labels, labels, labels).pearson
+    assert reversed_.value == -1.0 and reversed_.ci_low is None
+    flat = agreement(np.full(10, 0.7), labels, labels).pearson
+    assert flat.value is None and flat.note == "Pearson's r is not defined: the judge's scores are all the same."
+
+
+def test_kappas_note_says_why_there_is_no_interval():
+    """With both classes among the labels (the minimum sees to it), kappa's asymptotic standard error is 0 when
+    the judge agrees with every label, disagrees with every one, or gives one verdict only: the note says which,
+    not "one class only" of both sides."""
+    six, five = np.r_[np.ones(6), np.zeros(5)], np.r_[np.ones(5), np.zeros(5)]
+    cases = {
+        "the judge agrees with every label": (six, six),
+        "the judge disagrees with every label": (five, 1 - five),  # kappa -1: balanced classes
+        "the judge gives one verdict only (consistent)": (six, np.ones(11)),
+        "the judge gives one verdict only (inconsistent)": (six, np.zeros(11)),
+    }
+    for why, (labels, verdicts) in cases.items():
+        k = agreement(verdicts, verdicts, labels).kappa
+        with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
+            warnings.simplefilter("ignore")  # its standard error is the root of a variance of 0 or -1e-17
+            res = cohens_kappa(to_table(np.c_[labels, verdicts], bins=[0, 1, 2])[0])
+        assert k.value == pytest.approx(res.kappa) and k.ci_low is None and k.ci_high is None
+        assert k.note == f"No interval: {why}, where kappa's asymptotic standard error is 0."
+    k = agreement(1 - six, 1 - six, six).kappa  # disagreeing with every label, classes unequal: an interval
+    assert k.value < -0.9 and k.ci_low is not None and k.note is None
 
 
 def test_from_five_of_each_class_a_perfect_judge_gets_an_interval_with_width():
@@ -139,8 +203,25 @@ def test_unknown_and_failure_rates_have_wilson_intervals_at_the_cards_confidence
     fail, unk = card.failure_rate, card.unknown_rate
     assert (fail.value, fail.n) == (3 / 40, 40)
     assert (fail.ci_low, fail.ci_high) == pytest.approx(proportion_confint(3, 40, alpha=alpha, method="wilson"))
-    assert (unk.value, unk.n) == (6 / 160, 160)
-    assert (unk.ci_low, unk.ci_high) == pytest.approx(proportion_confint(6, 160, alpha=alpha, method="wilson"))
+    # the 37 items that did not fail have 148 sentences, 3 of them unknown (items 3, 4, 5)
+    assert (unk.value, unk.n) == (3 / 148, 148)
+    assert (unk.ci_low, unk.ci_high) == pytest.approx(proportion_confint(3, 148, alpha=alpha, method="wilson"))
+
+
+def test_the_unknown_rate_counts_judged_sentences_only():
+    """The issue's card: a failed item stores every sentence as unknown; counted, the unknown rate equals the
+    failure rate (0.35) when no judged sentence is unknown. It is over the sentences of the items judged."""
+    judge, human = _frames(40, failed=14, unknown=0)
+    judge["n_unknown"] = np.where(judge["status"] == "failed", judge["n_sentences"], 0)
+    card = card_from_frames(JudgeInfo("x", "x", "column", ""), judge, human)
+    assert card.failure_rate.value == pytest.approx(0.35)
+    assert (card.unknown_rate.value, card.unknown_rate.n) == (0.0, 26 * 4)
+    judge.loc[judge["item_id"] == 20, "n_unknown"] = 2  # a judged item with 2 of its 4 sentences unknown
+    card = card_from_frames(JudgeInfo("x", "x", "column", ""), judge, human)
+    assert (card.unknown_rate.value, card.unknown_rate.n) == (2 / 104, 104)
+    judge["status"] = np.where(judge["item_id"] >= 30, "pending", judge["status"])  # unfinished: not judged yet
+    card = card_from_frames(JudgeInfo("x", "x", "column", ""), judge, human)
+    assert (card.unknown_rate.value, card.unknown_rate.n) == (2 / 64, 64)
 
 
 def test_the_raw_rate_says_how_many_items_were_judged_abstained_and_failed():
