@@ -267,3 +267,31 @@ def test_table_2_rule_based_perturbations_do_what_table_2_says():
     assert (ks["translation"]["typo:minor"], ks["translation"]["typo:major"]) == (10, 50)
     summ = TASKS["summarization"]
     assert (summ.perturbation("reorder:minor").k, summ.perturbation("reorder:major").k) == (2, 0)  # 0: all
+
+
+def test_section_4_3_2_expert_weights_that_do_not_sum_to_1_are_normalised_first():
+    """Section 4.3.2: EW are vote shares, [0.4, 0.1, 0.5] from votes 4, 1 and 5; p_EW = 1 / sum_j (EW_j / p_j).
+    Weights given as the votes themselves (summing to 10), or as any multiple of them, give the same p_EW and
+    D_EW: used as they are, 10 / p_j in place of the shares would make p_EW ten times smaller."""
+    df = _frame(
+        {
+            "typo": (
+                "character",
+                {
+                    "Coherence": (GOOD, BAD),
+                    "Consistency": (GOOD, SAME),
+                    "Fluency": ([5, 4, 5, 4, 5, 4, 5, 4, 5, 4], BAD),
+                },
+            )
+        }
+    )
+    p = dhp.analyse(df).perturbations[0].p_by_metric()
+    want = 1 / (0.4 / p["Coherence"] + 0.1 / p["Consistency"] + 0.5 / p["Fluency"])
+    for votes in (
+        {"Coherence": 4, "Consistency": 1, "Fluency": 5},
+        {"Coherence": 0.8, "Consistency": 0.2, "Fluency": 1},
+    ):
+        r = dhp.analyse(df, weights={"typo": votes}).perturbations[0]
+        assert r.weights == pytest.approx({"Coherence": 0.4, "Consistency": 0.1, "Fluency": 0.5})
+        assert r.p_ew == pytest.approx(want) and r.d_ew == pytest.approx(_d(want))
+        assert dhp.harmonic_mean_p(p, votes) == pytest.approx(want)

@@ -228,3 +228,75 @@ def test_label_next_strata_are_indexed_by_item_id(engine):
     frame = systems.item_systems(engine, ds)
     got = systems.strata(engine, ds)
     assert got.to_dict() == dict(zip(frame["item_id"], frame["system"], strict=True))
+
+
+# -- the thresholds and limits met exactly ----------------------------------------------------------------------
+def test_a_score_column_of_exactly_one_half_says_consistent(engine):
+    """A column's verdict is "consistent" at 0.5 or more (docs/judges.md): 0.5 itself is consistent."""
+    from services import judges
+
+    ds = labelled_dataset(engine, 4)
+    rows = "".join(f'{{"id": "x{i}", "p": {p}}}\n' for i, p in enumerate([0.5, 0.4999, 0.5001, 0.0]))
+    col = judges.import_column(engine, ds, name="half", data=rows.encode(), filename="s.jsonl", score_column="p")
+    frame = judges.column_frame(engine, ds, col.name)
+    assert frame["verdict"].tolist() == [1.0, 0.0, 1.0, 0.0]
+
+
+def test_a_human_score_of_exactly_one_half_is_of_the_consistent_class_on_the_card():
+    """Without labels the card reads a human score of 0.5 or more as consistent: five scores of exactly 0.5 and
+    five of 0.2 are five of each class, enough for balanced accuracy (a judge that agrees: 1.0)."""
+    import pandas as pd
+
+    from services.judges.card import JudgeInfo, card_from_frames
+
+    ids = np.arange(10)
+    hs = np.r_[np.full(5, 0.5), np.full(5, 0.2)]
+    human = pd.DataFrame({"item_id": ids, "idx": ids, "external_id": ids.astype(str), "label": np.nan, "hscore": hs})
+    judge = pd.DataFrame(
+        {"item_id": ids, "status": "done", "score": hs, "n_sentences": 1, "n_unknown": 0, "calls": 1}
+        | {"cache_hits": 0, "prompt_tokens": 1, "completion_tokens": 1, "latency_ms": 1.0}
+    )
+    judge["prediction"], judge["verdict"] = hs, (ids < 5).astype(float)
+    ba = card_from_frames(JudgeInfo("x", "x", "column", ""), judge, human).agreement.balanced_accuracy
+    assert ba.value == 1.0 and ba.n == 10
+
+
+def test_a_systems_raw_rate_counts_a_score_of_exactly_one_half_as_consistent():
+    import pandas as pd
+
+    from services.judges import compare as cmp
+
+    frame = pd.DataFrame(
+        {
+            "system": ["a"] * 4 + ["b"] * 4,
+            "prediction": [0.5, 0.5, 0.5, 0.4, 0.5, 0.3, 0.2, 0.1],
+            "label": [1.0, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.0],
+        }
+    )
+    got = {s.system: s.judge_rate for s in cmp.compare(frame).systems}
+    assert got == {"a": 0.75, "b": 0.25}
+
+
+def test_a_difference_whose_interval_ends_at_exactly_0_is_not_a_difference_shown():
+    """Significant means the interval excludes 0: a limit of exactly 0 does not."""
+    from services.judges import compare as cmp
+
+    for lo, hi in ((-0.1, 0.0), (0.0, 0.1)):
+        assert cmp.sentence("A", "B", (lo + hi) / 2, lo, hi).startswith("No difference shown between A and B")
+    assert cmp.sentence("A", "B", -0.05, -0.1, -1e-9).startswith("B is more consistent than A")
+    assert cmp.sentence("A", "B", 0.05, 1e-9, 0.1).startswith("A is more consistent than B")
+
+
+@pytest.mark.parametrize(("limits", "significant"), [((-0.1, 0.0), False), ((0.0, 0.1), False), ((0.01, 0.1), True)])
+def test_the_comparisons_significant_flag_excludes_a_limit_of_exactly_0(monkeypatch, limits, significant):
+    import pandas as pd
+
+    from services.judges import compare as cmp
+
+    lo, hi = limits
+    monkeypatch.setattr(cmp, "mover", lambda a, b, r: ((lo + hi) / 2, lo, hi))
+    rng = np.random.default_rng(0)
+    y = (rng.random(60) < 0.5).astype(float)
+    frame = pd.DataFrame({"system": ["a"] * 30 + ["b"] * 30, "prediction": y * 0.6 + 0.2, "label": y})
+    (d,) = cmp.compare(frame).differences
+    assert d.significant is significant and d.sentence.startswith("No difference shown") is not significant
