@@ -14,7 +14,17 @@ from sqlalchemy.engine import Connection, Row
 from sqlmodel import Session
 
 from db.engine import insert_ignore
-from db.models import Batch, BatchItem, BatchOptions, BatchPublic, DatasetItem, Document, WorkerHeartbeat, utcnow
+from db.models import (
+    Batch,
+    BatchItem,
+    BatchOptions,
+    BatchPublic,
+    BatchUsage,
+    DatasetItem,
+    Document,
+    WorkerHeartbeat,
+    utcnow,
+)
 
 RESULT_COLUMNS = (
     "status",
@@ -32,15 +42,20 @@ RESULT_COLUMNS = (
     "latency_ms",
     "result",
 )
-COUNT_COLUMNS = (
-    "n_sentences",
-    "n_unknown",
-    "n_rounds",
-    "calls",
+COUNT_COLUMNS = ("n_sentences", "n_unknown", "n_rounds")
+# What an item's calls used: every attempt's adds to these (a re-run, a retry, an answer that could not be read
+# or one whose result was never written all cost something), so they are never replaced by a result.
+USAGE_COLUMNS = ("calls", "answered", "cache_hits", "prompt_tokens", "completion_tokens")
+CALL_FIELDS = (
+    "stage",
+    "prompt_version",
+    "cached",
+    "requests",
     "answered",
-    "cache_hits",
     "prompt_tokens",
     "completion_tokens",
+    "latency_ms",
+    "error",
 )
 
 
@@ -166,11 +181,38 @@ def claimable(*, session: Session, batch_id: int, retry_only: bool) -> int:
     return int(session.execute(q).scalar_one())
 
 
-def delete_batch(*, session: Session, batch_id: int) -> bool:
-    """Delete a batch with its items and options."""
+def mark_deleting(*, conn: Connection, batch_id: int) -> bool:
+    """Ask the workers to leave a batch at once, sending nothing more and writing no result (it is about to be
+    deleted); False when there is no such batch."""
+    return bool(
+        conn.execute(
+            update(Batch).where(Batch.id == batch_id).values(status="deleting", cancel_requested=True)
+        ).rowcount
+    )
+
+
+def stop_state(*, conn: Connection, batch_id: int) -> tuple[bool, bool]:
+    """(cancel requested, being deleted) of a batch; a batch that is gone is being deleted."""
+    row = conn.execute(select(Batch.cancel_requested, Batch.status).where(Batch.id == batch_id)).first()
+    if row is None:
+        return True, True
+    return bool(row[0]), row[1] == "deleting"
+
+
+def deleting(*, session: Session) -> list[int]:
+    """Batches waiting for their workers to let go of their items before they are deleted."""
+    return list(session.execute(select(Batch.id).where(Batch.status == "deleting")).scalars())
+
+
+def delete_batch(*, session: Session, batch_id: int, if_free: bool = False) -> bool:
+    """Delete a batch with its items, options and usage rows; with `if_free`, only once no worker holds any of its
+    items (False, nothing deleted, while one does)."""
     b = session.get(Batch, batch_id)
     if b is None:
         return False
+    if if_free and count_items(session=session, batch_id=batch_id, statuses=("running",)):
+        return False
+    session.execute(BatchUsage.__table__.delete().where(BatchUsage.batch_id == batch_id))
     session.execute(BatchItem.__table__.delete().where(BatchItem.batch_id == batch_id))
     session.execute(BatchOptions.__table__.delete().where(BatchOptions.batch_id == batch_id))
     session.delete(b)
@@ -180,7 +222,7 @@ def delete_batch(*, session: Session, batch_id: int) -> bool:
 def settle(*, session: Session, batch_id: int) -> None:
     """Mark the batch done or cancelled once no item is pending or running."""
     b = session.get(Batch, batch_id)
-    if b is None:
+    if b is None or b.status == "deleting":
         return
     left = count_items(session=session, batch_id=batch_id, statuses=("pending", "running"))
     running = count_items(session=session, batch_id=batch_id, statuses=("running",))
@@ -244,6 +286,12 @@ def heartbeat(*, conn: Connection, wid: str) -> None:
         )
 
 
+def heartbeats(*, conn: Connection, workers: list[str]) -> dict[str, datetime]:
+    """When each of these workers last beat (those with a heartbeat)."""
+    q = select(WorkerHeartbeat.id, WorkerHeartbeat.heartbeat_at).where(WorkerHeartbeat.id.in_(workers))
+    return {w: at for w, at in conn.execute(q).all()}
+
+
 def live_workers(*, session: Session, since: datetime) -> list[str]:
     """Workers whose heartbeat is newer than `since`."""
     return list(session.execute(select(WorkerHeartbeat.id).where(WorkerHeartbeat.heartbeat_at >= since)).scalars())
@@ -261,9 +309,11 @@ def release_items_of_dead_workers(*, session: Session, since: datetime) -> int:
     ).rowcount
 
 
-def claim_holders(*, conn: Connection, batch_id: int) -> list[str]:
-    """The workers that hold running items of a batch."""
-    q = select(BatchItem.worker).where(BatchItem.batch_id == batch_id, BatchItem.status == "running").distinct()
+def claim_holders(*, conn: Connection, batch_id: int | None) -> list[str]:
+    """The workers that hold running items of a batch (of any batch with None)."""
+    q = select(BatchItem.worker).where(BatchItem.status == "running").distinct()
+    if batch_id is not None:
+        q = q.where(BatchItem.batch_id == batch_id)
     return [w for w in conn.execute(q).scalars() if w]
 
 
@@ -276,6 +326,35 @@ def release_claims(*, conn: Connection, batch_id: int, workers: list[str]) -> in
         .where(BatchItem.batch_id == batch_id, BatchItem.status == "running", BatchItem.worker.in_(workers))
         .values(status="pending", worker=None, updated_at=utcnow())
     ).rowcount
+
+
+def release_claims_of(*, conn: Connection, workers: list[str]) -> list[int]:
+    """Return to the queue the running items, in any batch, of these workers; the batches they were in."""
+    if not workers:
+        return []
+    held = (BatchItem.status == "running", BatchItem.worker.in_(workers))
+    batch_ids = sorted(set(conn.execute(select(BatchItem.batch_id).where(*held).distinct()).scalars()))
+    conn.execute(update(BatchItem).where(*held).values(status="pending", worker=None, updated_at=utcnow()))
+    return batch_ids
+
+
+def needing_a_worker(*, session: Session, batch_ids: list[int]) -> list[int]:
+    """Of these batches, those handed to the workers, not asked to stop, with items pending and none running."""
+    if not batch_ids:
+        return []
+    running = select(BatchItem.batch_id).where(BatchItem.status == "running").distinct()
+    pending = select(BatchItem.batch_id).where(BatchItem.status == "pending").distinct()
+    return list(
+        session.execute(
+            select(Batch.id).where(
+                Batch.id.in_(batch_ids),
+                Batch.status.in_(("queued", "running")),
+                Batch.cancel_requested.is_(False),
+                Batch.id.not_in(running),
+                Batch.id.in_(pending),
+            )
+        ).scalars()
+    )
 
 
 def unattended(*, session: Session, since: datetime, enqueued_before: datetime) -> list[int]:
@@ -323,7 +402,10 @@ def claim_items(*, conn: Connection, batch_id: int, wid: str, limit: int) -> dic
     the candidates are locked with SKIP LOCKED, so racing workers pick different items.
     """
     mine = [BatchItem.batch_id == batch_id, BatchItem.status == "pending"]
-    if conn.execute(select(Batch.retry_only).where(Batch.id == batch_id)).scalar():
+    batch = conn.execute(select(Batch.retry_only, Batch.status).where(Batch.id == batch_id)).first()
+    if batch is None or batch.status == "deleting":
+        return {}  # going: nothing more is claimed
+    if batch.retry_only:
         mine.append(BatchItem.refresh.is_(True))  # "Re-run failed": only the failed items, never the rest
     q = select(BatchItem.id).where(*mine).order_by(BatchItem.id).limit(limit)
     if conn.dialect.name == "postgresql":
@@ -360,44 +442,123 @@ def holds(*, conn: Connection, batch_item_id: int, wid: str, attempt: int | None
 def write_results(*, conn: Connection, rows: list[dict[str, Any]], wid: str) -> list[dict[str, Any]]:
     """Write results of items `wid` still holds under the claim each was done for; returns the rows written.
 
-    An item taken over by another worker (its claim has another worker or attempt number) is left alone.
+    An item taken over by another worker (its claim has another worker or attempt number) is left alone, but
+    what its calls used is added to it all the same (`add_usage`): they were sent. A row with `usage_only`
+    carries no result (the item was stopped before it had one), only its calls.
     """
     now = utcnow()
     t = BatchItem.__table__
-    held = {
-        i: a
-        for i, a in conn.execute(
-            select(t.c.id, t.c.attempts).where(
-                t.c.id.in_([r["b_id"] for r in rows]), t.c.worker == wid, t.c.status == "running"
-            )
-        ).all()
-    }
-    mine = [r for r in rows if r["b_id"] in held and held[r["b_id"]] == r.get("attempt")]
-    if not mine:
-        return []
-    full = [
-        {c: r.get(c) for c in RESULT_COLUMNS}
-        | {"b_id": r["b_id"], "attempt": r["attempt"], "wid": wid, "updated_at": now}
-        for r in mine
-    ]
-    for r in full:
-        for c in COUNT_COLUMNS:
-            r[c] = r[c] or 0
-        r["latency_ms"] = r["latency_ms"] or 0.0
-    # The claim is in the WHERE clause as well: the check above and this write share one transaction, and
-    # the condition holds even where another writer slips in between.
-    stmt = (
-        update(t)
-        .where(
-            t.c.id == bindparam("b_id"),
-            t.c.worker == bindparam("wid"),
-            t.c.attempts == bindparam("attempt"),
-            t.c.status == "running",
-        )
-        .values({c: bindparam(c) for c in (*RESULT_COLUMNS, "updated_at")} | {"refresh": False})
+    results = [r for r in rows if not r.get("usage_only")]
+    held = (
+        {
+            i: a
+            for i, a in conn.execute(
+                select(t.c.id, t.c.attempts).where(
+                    t.c.id.in_([r["b_id"] for r in results]), t.c.worker == wid, t.c.status == "running"
+                )
+            ).all()
+        }
+        if results
+        else {}
     )
-    conn.execute(stmt, full)
+    mine = [r for r in results if r["b_id"] in held and held[r["b_id"]] == r.get("attempt")]
+    if mine:
+        columns = [c for c in RESULT_COLUMNS if c not in USAGE_COLUMNS]
+        full = [
+            {c: r.get(c) for c in columns} | {"b_id": r["b_id"], "attempt": r["attempt"], "wid": wid, "updated_at": now}
+            for r in mine
+        ]
+        for r in full:
+            for c in COUNT_COLUMNS:
+                r[c] = r[c] or 0
+            r["latency_ms"] = r["latency_ms"] or 0.0
+        # The claim is in the WHERE clause as well: the check above and this write share one transaction, and
+        # the condition holds even where another writer slips in between.
+        stmt = (
+            update(t)
+            .where(
+                t.c.id == bindparam("b_id"),
+                t.c.worker == bindparam("wid"),
+                t.c.attempts == bindparam("attempt"),
+                t.c.status == "running",
+            )
+            .values({c: bindparam(c) for c in (*columns, "updated_at")} | {"refresh": False})
+        )
+        conn.execute(stmt, full)
+    add_usage(conn=conn, rows=rows)
     return mine
+
+
+def write_set_aside(*, conn: Connection, rows: list[dict[str, Any]], wid: str) -> int:
+    """Write results a worker set aside when the disk was full (db.reserve.spill) to items still without one:
+    pending, or running under the claim of that worker (gone since). Their usage is added whatever happens
+    (`add_usage`). Returns how many results were written."""
+    t = BatchItem.__table__
+    results = [r for r in rows if not r.get("usage_only")]
+    n = 0
+    if results:
+        columns = [c for c in RESULT_COLUMNS if c not in USAGE_COLUMNS]
+        full = [{c: r.get(c) for c in columns} | {"b_id": r["b_id"], "wid": wid} for r in results]
+        for r in full:
+            for c in COUNT_COLUMNS:
+                r[c] = r[c] or 0
+            r["latency_ms"] = r["latency_ms"] or 0.0
+        stmt = (
+            update(t)
+            .where(
+                t.c.id == bindparam("b_id"),
+                or_(t.c.status == "pending", and_(t.c.status == "running", t.c.worker == bindparam("wid"))),
+            )
+            .values({c: bindparam(c) for c in columns} | {"refresh": False, "worker": None, "updated_at": utcnow()})
+        )
+        n = sum(conn.execute(stmt, r).rowcount for r in full)  # a few rows: those held in flight
+    add_usage(conn=conn, rows=rows)
+    return n
+
+
+def add_usage(*, conn: Connection, rows: list[dict[str, Any]]) -> None:
+    """Add what each row's calls used to its item's usage columns, and keep one `batch_usage` row per call
+    (a row's `call_records`: dicts of CALL_FIELDS); rows that made no call are skipped."""
+    used = [r for r in rows if r.get("calls") or r.get("cache_hits") or r.get("call_records")]
+    if not used:
+        return
+    t = BatchItem.__table__
+    # answered stays NULL on an item written before it was counted: its earlier calls' answers are unknown.
+    conn.execute(
+        update(t)
+        .where(t.c.id == bindparam("b_id"))
+        .values({c: getattr(t.c, c) + bindparam(f"add_{c}") for c in USAGE_COLUMNS}),
+        [{"b_id": r["b_id"]} | {f"add_{c}": int(r.get(c) or 0) for c in USAGE_COLUMNS} for r in used],
+    )
+    ids = {r["b_id"] for r in used}
+    batch_of = dict(conn.execute(select(t.c.id, t.c.batch_id).where(t.c.id.in_(sorted(ids)))).all())
+    now = utcnow()
+    calls = [
+        {f: c.get(f) for f in CALL_FIELDS}
+        | {"batch_id": batch_of[r["b_id"]], "batch_item_id": r["b_id"], "attempt": r.get("attempt"), "created_at": now}
+        for r in used
+        if r["b_id"] in batch_of  # an item deleted meanwhile (its batch was deleted): nothing to add to
+        for c in r.get("call_records") or []
+    ]
+    if calls:
+        conn.execute(BatchUsage.__table__.insert(), calls)
+
+
+def call_totals(*, conn: Connection, batch_id: int) -> dict[str, int]:
+    """A batch's usage summed over its `batch_usage` rows: one per call made, whatever became of the answer."""
+    u = BatchUsage.__table__.c
+    row = conn.execute(
+        select(
+            func.count(),
+            func.coalesce(func.sum(u.requests), 0),
+            func.coalesce(func.sum(u.answered), 0),
+            func.count().filter(u.cached.is_(True)),
+            func.coalesce(func.sum(u.prompt_tokens), 0),
+            func.coalesce(func.sum(u.completion_tokens), 0),
+        ).where(u.batch_id == batch_id)
+    ).one()
+    keys = ("records", "calls", "answered", "cache_hits", "prompt_tokens", "completion_tokens")
+    return {k: int(v) for k, v in zip(keys, row, strict=True)}
 
 
 def fail_items(*, conn: Connection, errors: list[dict[str, Any]]) -> None:

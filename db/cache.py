@@ -81,12 +81,8 @@ class BufferedSqlCache(SqlCache):
 
     def write(self, conn: Connection, taken: tuple[list[dict[str, Any]], set[str]]) -> None:
         """Write answers taken from the buffer in the caller's transaction."""
-        rows, replace = taken
-        keep = [r for r in rows if r["key"] not in replace]
-        if keep:
-            _insert(conn, keep)
-        if len(keep) < len(rows):
-            _insert(conn, [r for r in rows if r["key"] in replace], replace=True)
+        rows, _ = taken
+        store(conn, taken)
         with self._lock:
             self._known.update(r["key"] for r in rows)
 
@@ -101,6 +97,17 @@ class BufferedSqlCache(SqlCache):
     def __len__(self) -> int:
         with self._lock:
             return len(self._pending)
+
+
+def store(conn: Connection, taken: tuple[list[dict[str, Any]], set[str]]) -> None:
+    """Write answers taken from a cache's buffer (`BufferedSqlCache.take`), in the caller's transaction: an
+    entry stored meanwhile is kept, unless its key is among those asked again to replace it."""
+    rows, replace = taken
+    keep = [r for r in rows if r["key"] not in replace]
+    if keep:
+        _insert(conn, keep)
+    if len(keep) < len(rows):
+        _insert(conn, [r for r in rows if r["key"] in replace], replace=True)
 
 
 def _row(key: str, model: str, prompt_version: str, payload: dict[str, Any]) -> dict[str, Any]:

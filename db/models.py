@@ -299,6 +299,29 @@ class BatchItem(SQLModel, table=True):
     updated_at: datetime = Field(default_factory=utcnow)
 
 
+class BatchUsage(SQLModel, table=True):
+    """One model call made for a batch item, whatever became of its answer: a failed attempt, a retry, an
+    answer that could not be read, an item taken over or stopped before its result was written. The batch's
+    totals (its items' usage columns, which add every attempt's) equal the sum of these rows."""
+
+    __tablename__ = "batch_usage"
+
+    id: int | None = Field(default=None, primary_key=True)
+    batch_id: int = Field(index=True)  # no foreign key: a deleted batch's rows go with it (db.batches)
+    batch_item_id: int
+    attempt: int | None = None  # the claim the call was made under
+    stage: str = Field(default="", max_length=40)
+    prompt_version: str = Field(default="", max_length=100)
+    cached: bool = False
+    requests: int = 0
+    answered: int | None = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_ms: float = 0.0
+    error: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    created_at: datetime = Field(default_factory=utcnow)
+
+
 class WorkerHeartbeat(SQLModel, table=True):
     """A worker that is alive (or was): items it claimed return to the queue when it goes quiet."""
 

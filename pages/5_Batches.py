@@ -241,6 +241,11 @@ def live(batch_id: int) -> None:
     m[6].metric("Tokens", f"{p.tokens:,}")
     if b.status in ("done", "cancelled"):
         st.caption(p.spent(backend).summary())
+    if b.status == "deleting":
+        st.info(
+            "Deleting: its workers are stopping (nothing more is sent, and the answers in flight write no result). "
+            "The batch goes as soon as they have let go of its items."
+        )
     if b.status in ("queued", "running") and not batches.live_workers(eng):
         st.info("Waiting for a worker. The app starts one; it resumes unfinished items within a minute.")
     a = st.container(horizontal=True)
@@ -269,7 +274,7 @@ def live(batch_id: int) -> None:
 
 shown_status = {b.id: b.status for b in all_batches}
 # Polled while the batch can still change by itself; a finished one is drawn once (an open tab costs nothing).
-polling = shown_status.get(bid) in ("queued", "running")
+polling = shown_status.get(bid) in ("queued", "running", "deleting")
 st.fragment(run_every=1.5 if polling else None)(live)(bid)
 
 # The item tables read one page from the database at a time: a 50,000-item batch is never loaded whole.
@@ -314,14 +319,26 @@ if counts is not None and counts.total:
         row=c,
     )
     render_report_download("batch", bid, key=f"ba_rep_{bid}")
-    if st.button("Delete this batch", icon=":material/delete:", key="ba_delete"):
+    going = shown_status.get(bid) == "deleting"
+    if not going and st.button("Delete this batch", icon=":material/delete:", key="ba_delete"):
         st.session_state.ba_confirm = bid
     if st.session_state.get("ba_confirm") == bid:
-        st.warning(f"Delete batch {bid} and its results? The dataset stays.")
+        busy = shown_status.get(bid) in ("queued", "running")
+        st.warning(
+            f"Delete batch {bid} and its results? The dataset stays."
+            + (
+                " Its workers stop first: nothing more is sent, and the answers in flight write no result."
+                if busy
+                else ""
+            )
+        )
         d = st.container(horizontal=True)
         if d.button("Delete", type="primary", key="ba_do_delete"):
-            batches.request_cancel(eng, bid)
-            batches.delete_batch(eng, bid)
+            with st.spinner("Stopping its workers, then deleting…" if busy else "Deleting…"):
+                gone = batches.delete_batch(eng, bid)
+            if gone is None:  # a worker still holds items: the batch shows "deleting" until it lets go
+                st.session_state.ba_confirm = None
+                st.rerun()
             st.session_state.ba_selected = None
             st.session_state.ba_confirm = None
             st.query_params.pop("batch", None)

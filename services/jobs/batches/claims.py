@@ -13,14 +13,14 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from db import batches as db_batches
 from db.models import utcnow
-from services.jobs.runner import stale_limit
+from services.jobs.runner import heartbeat_period, stale_limit
 
 log = logging.getLogger(__name__)
 
@@ -38,18 +38,37 @@ def live_workers(engine: Engine) -> list[str]:
 
 
 def recover(engine: Engine, *, stale_after: timedelta | None = None) -> list[int]:
-    """Return items claimed by dead workers to the queue; list batches that need a worker now."""
+    """Return items claimed by dead workers to the queue; list batches that need a worker now.
+
+    A worker is dead when its heartbeat is older than the stale limit, or at once when it ran on this machine
+    and its process is gone (`release_gone_here`). Batches being deleted whose workers have let go are
+    deleted here.
+    """
     stale_after = stale_limit() if stale_after is None else stale_after
     cutoff = utcnow() - stale_after
+    freed = release_gone_here(engine)
     with Session(engine) as session:
         n = db_batches.release_items_of_dead_workers(session=session, since=cutoff)
         if n:
             log.info("returned %d item(s) of dead workers to the queue", n)
         with_pending = db_batches.unattended(session=session, since=cutoff, enqueued_before=utcnow() - 3 * stale_after)
+        # A batch whose only workers died here has nobody on it now, though its items were touched just now.
+        alone = db_batches.needing_a_worker(session=session, batch_ids=freed)
+        with_pending += [b for b in alone if b not in with_pending]
         if with_pending:
             db_batches.set_enqueued(conn=session.connection(), batch_ids=with_pending)
+        going = db_batches.deleting(session=session)
         session.commit()
+    for batch_id in going:
+        with Session(engine) as session:
+            if db_batches.delete_batch(session=session, batch_id=batch_id, if_free=True):
+                log.info("batch %s deleted: its workers have let go", batch_id)
+            session.commit()
     return with_pending
+
+
+def _aware(at: datetime) -> datetime:
+    return at if at.tzinfo else at.replace(tzinfo=UTC)
 
 
 def release_own(engine: Engine, batch_id: int, wid: str) -> int:
@@ -71,6 +90,23 @@ def pid_running(pid: int) -> bool:
     return True
 
 
+def _gone_here(holders: list[str], *, active: Callable[[], set[int]] | None, batch_id: int | None) -> list[str]:
+    """Of these claim holders (host:pid), the processes of this machine that no longer run. This process counts
+    as gone for a batch it is not working on (`active`: the batches it works on); with no batch named, never."""
+    host, me = socket.gethostname(), os.getpid()
+    gone = []
+    for wid in holders:
+        h, _, pid = wid.rpartition(":")
+        if h != host or not pid.isdigit():
+            continue
+        if int(pid) == me:
+            if batch_id is not None and (active is None or batch_id not in active()):
+                gone.append(wid)
+        elif not pid_running(int(pid)):
+            gone.append(wid)
+    return gone
+
+
 def release_gone(engine: Engine, batch_id: int, *, active: Callable[[], set[int]] | None = None) -> int:
     """Return to the queue the items of a batch held by processes of this machine that no longer run.
 
@@ -79,25 +115,34 @@ def release_gone(engine: Engine, batch_id: int, *, active: Callable[[], set[int]
     when it is not working on the batch (`active`: the batches it is working on). Workers on other machines
     keep their items until their heartbeat goes stale (`recover`).
     """
-    host, me = socket.gethostname(), os.getpid()
     with engine.connect() as conn:
         holders = db_batches.claim_holders(conn=conn, batch_id=batch_id)
-    gone = []
-    for wid in holders:
-        h, _, pid = wid.rpartition(":")
-        if h != host or not pid.isdigit():
-            continue
-        if int(pid) == me:
-            if active is None or batch_id not in active():
-                gone.append(wid)
-        elif not pid_running(int(pid)):
-            gone.append(wid)
+    gone = _gone_here(holders, active=active, batch_id=batch_id)
     if not gone:
         return 0
     with engine.begin() as conn:
         n = db_batches.release_claims(conn=conn, batch_id=batch_id, workers=gone)
     log.info("batch %s: %d item(s) of processes that are gone (%s) back in the queue", batch_id, n, ", ".join(gone))
     return n
+
+
+def release_gone_here(engine: Engine) -> list[int]:
+    """Return to the queue the items, in any batch, of processes of this machine that no longer run (a worker
+    killed here is known dead at once: no need to wait for its heartbeat to go stale); the batches freed."""
+    with engine.connect() as conn:
+        holders = db_batches.claim_holders(conn=conn, batch_id=None)
+        gone = _gone_here(holders, active=None, batch_id=None)
+        # A process in another pid namespace under the same host name (containers on the host's network) looks
+        # gone from here, but it beats: only a worker silent for two heartbeats is taken to be dead.
+        quiet = utcnow() - timedelta(seconds=2 * heartbeat_period())
+        beats = db_batches.heartbeats(conn=conn, workers=gone) if gone else {}
+    gone = [w for w in gone if w not in beats or _aware(beats[w]) < quiet]
+    if not gone:
+        return []
+    with engine.begin() as conn:
+        freed = db_batches.release_claims_of(conn=conn, workers=gone)
+    log.info("%d batch(es): items of processes that are gone (%s) back in the queue", len(freed), ", ".join(gone))
+    return freed
 
 
 def joinable(engine: Engine) -> list[int]:

@@ -64,6 +64,31 @@ def round_record(rnd: dcr.Round) -> dict[str, Any]:
     }
 
 
+def call_records(records: list[CallRecord]) -> list[dict[str, Any]]:
+    """An item's calls as `batch_usage` rows (db.batches.CALL_FIELDS), with their totals on the item."""
+    return [
+        {
+            "stage": r.stage[:40],
+            "prompt_version": r.prompt_version[:100],
+            "cached": r.cached,
+            "requests": r.requests,
+            "answered": r.answered,
+            "prompt_tokens": r.prompt_tokens,
+            "completion_tokens": r.completion_tokens,
+            "latency_ms": r.latency_ms,
+            "error": r.error,
+        }
+        for r in records
+    ]
+
+
+def usage_of(records: list[CallRecord]) -> dict[str, Any]:
+    """The usage columns of an item (db.batches.USAGE_COLUMNS) and its calls, from its call records."""
+    usage = summarize_records(records)
+    keys = ("calls", "answered", "cache_hits", "prompt_tokens", "completion_tokens")
+    return {k: usage[k] for k in keys} | {"call_records": call_records(records)}
+
+
 RAW_LIMIT = 4000  # characters of each raw answer kept with a failed item
 
 
@@ -81,11 +106,17 @@ def raw_answers(records: list[CallRecord]) -> list[dict[str, Any]]:
 
 
 def process_nli_item(
-    client: LLMClient, item: ItemInput, method: str, window: int, score_range: tuple[float, float] | None = None
+    client: LLMClient,
+    item: ItemInput,
+    method: str,
+    window: int,
+    score_range: tuple[float, float] | None = None,
+    ledger: UsageLedger | None = None,
 ) -> dict[str, Any]:
     """Summ-NLI, Sent-NLI or QG-QA on one item; the result keeps a round 0 of per-sentence verdicts, so the
-    sentence-level meta-evaluation reads it like DCE's. `score_range`: Summ-NLI's score mode."""
-    ledger = UsageLedger()
+    sentence-level meta-evaluation reads it like DCE's. `score_range`: Summ-NLI's score mode; `ledger`: where
+    the item's calls are recorded (a new one if None)."""
+    ledger = UsageLedger() if ledger is None else ledger
     c = client.fork(ledger)
     summary = " ".join(item.sentences) if item.sentences else item.candidate
     started = time.perf_counter()
@@ -138,23 +169,25 @@ def process_item(
     window: int = 1,
     score_range: tuple[float, float] | None = None,
     embeddings: bool | None = None,
+    ledger: UsageLedger | None = None,
 ) -> dict[str, Any]:
     """Algorithm 1 (or an NLI paradigm) on one item; returns the batch_item columns to write.
 
     `embeddings`: whether the evidence checker aligns with MiniLM too (None: the EVIDENCE_EMBEDDINGS_IN_BULK
-    setting, read for the item; a batch reads it once for all its items)."""
+    setting, read for the item; a batch reads it once for all its items). `ledger`: where the item's calls are
+    recorded, so the caller still has them when the item stops half way (a new one if None)."""
+    ledger = UsageLedger() if ledger is None else ledger
     if nli.is_nli(cfg.method):
-        return process_nli_item(client, item, cfg.method, window, score_range)
+        return process_nli_item(client, item, cfg.method, window, score_range, ledger)
     if cfg.method == "evidence":
         from services.dcr import evidence
 
         with evidence.bulk(embeddings):  # lexical alignment unless EVIDENCE_EMBEDDINGS_IN_BULK
-            return _process_dcr_item(client, item, cfg)
-    return _process_dcr_item(client, item, cfg)
+            return _process_dcr_item(client, item, cfg, ledger)
+    return _process_dcr_item(client, item, cfg, ledger)
 
 
-def _process_dcr_item(client: LLMClient, item: ItemInput, cfg: dcr.DCRConfig) -> dict[str, Any]:
-    ledger = UsageLedger()
+def _process_dcr_item(client: LLMClient, item: ItemInput, cfg: dcr.DCRConfig, ledger: UsageLedger) -> dict[str, Any]:
     # fork() builds the HTTP client, which starts the embedded model: the evidence checker needs neither.
     c = client.fork(ledger) if cfg.uses_model else client
     sentences = item.sentences or split_sentences(item.candidate)

@@ -24,15 +24,16 @@ from sqlmodel import Session
 from db import batches as db_batches
 from db import reserve
 from db.cache import BufferedSqlCache
+from db.cache import store as store_cache
 from db.models import Batch, BatchPublic
 from services import dcr
 from services.config import BackendConfig, backend_from_record, check_base_url, get_settings
 from services.errors import InputError, is_disk_full
 from services.jobs.batches.claims import LeaseLost, Leases, claim_leases, release_own
-from services.jobs.batches.create import JOBS, eq3_of, summ_nli_range, too_long
-from services.jobs.batches.items import ItemInput, load_inputs, process_item
+from services.jobs.batches.create import eq3_of, finish_delete, stop_state, summ_nli_range, too_long
+from services.jobs.batches.items import ItemInput, load_inputs, process_item, usage_of
 from services.jobs.runner import heartbeat_period, worker_id
-from services.llm import get_client
+from services.llm import UsageLedger, get_client
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +44,11 @@ OFFLINE_AHEAD = 32  # items queued ahead of a batch that makes no model call (cl
 DRAIN_SECONDS = 10.0
 # A worker told to leave (SIGTERM, SIGINT) waits less: a service manager kills it soon after.
 SHUTDOWN_DRAIN_SECONDS = 2.0
+# The disk full with no reserve left: the held results are tried again this often, said in the log this often,
+# and set aside in a file off that disk after this long without room (the next run writes them).
+HELD_RETRY_EVERY = 2.0
+HELD_SAY_EVERY = 30.0
+HOLD_SECONDS = 300.0
 _shutdown = threading.Event()  # set once for the whole process: every batch it works on stops
 
 
@@ -154,6 +160,7 @@ def _process_batch(
                 check_base_url(e.base_url, name="The batch's base URL")
         db_batches.mark_running(session=session, batch=b)
         session.commit()
+    restore_set_aside(engine)  # answers an earlier run could not write on a full disk: written first
     cache = BufferedSqlCache(engine, backend.model)
     reserve.ensure(engine)  # room for the answers in flight, should the disk fill
     clients = [get_client(b, cache=cache, sample=sample) for b in endpoints]
@@ -171,6 +178,7 @@ def _process_batch(
     finished: queue.Queue[None] = queue.Queue()  # one entry per item whose thread is done with it
     last_flush = last_beat = last_cancel_check = time.monotonic()
     cancelled = False
+    deleting = False  # the batch is being deleted: nothing more is sent and no result is written
     # Items submitted and not finished. Waiting on the futures themselves (wait(FIRST_COMPLETED)) would hang a
     # waiter on each of them at every turn of the loop and have every finishing thread notify it: at 64 in
     # flight, more CPU than the loop's own work.
@@ -178,6 +186,9 @@ def _process_batch(
     pending = 0
     stopping = threading.Event()  # set on a stop or a failed write: nothing more is sent
     held: list[dict[str, Any]] = []  # results not written yet (a failed write keeps them for the next)
+    # The disk is full and no reserve is left: nothing more is claimed, and the results (with the answers in the
+    # cache's buffer) stay in memory, at most the items claimed, until a write goes through.
+    full: dict[str, Any] = {"since": None, "error": None, "said": float("-inf")}
 
     def before_send(bid: int) -> None:
         if stopping.is_set() or _shutdown.is_set() or (stop is not None and stop.is_set()):  # before the loop sees it
@@ -199,53 +210,125 @@ def _process_batch(
         client.refresh = item.refresh  # a re-run of a failed item asks again and replaces its cached answer
         texts = (("reference", item.reference), ("candidate", item.candidate))
         over = [(what, len(t)) for what, t in texts if len(t) > limit]
+        ledger = UsageLedger()  # every call the item makes, whatever becomes of its result
         try:
             leases.check(bid)
             if over:  # never sent: the same bound as a single run's, whatever path made the batch
                 out = {"status": "failed", "error": too_long(*over[0], limit)}
             else:
-                out = process_item(client, item, cfg, window=window, score_range=score_range, embeddings=embeddings)
+                out = process_item(
+                    client, item, cfg, window=window, score_range=score_range, embeddings=embeddings, ledger=ledger
+                )
         except LeaseLost as exc:
             log.info("batch %s: %s; its result is dropped", batch_id, exc)
             leases.release([bid])
+            if ledger.records:  # what it sent before it stopped was paid for: counted, with no result
+                results.put((bid, {"usage_only": True, "attempt": attempt} | usage_of(ledger.records)))
             return
         except Exception as exc:  # a bug or a server fault on one item must not stop the batch
             log.exception("batch %s item %s failed", batch_id, bid)
             out = {"status": "failed", "error": f"{type(exc).__name__}: {exc}"}
-        results.put((bid, out | {"attempt": attempt}))
+        results.put((bid, out | usage_of(ledger.records) | {"attempt": attempt}))
 
-    def flush() -> None:
+    def collect() -> None:
         while True:
             try:
                 bid, out = results.get_nowait()
             except queue.Empty:
                 break
             held.append({"b_id": bid, **out})
+        if deleting:  # the batch goes: its results are not written (the answers stay in the cache)
+            held[:] = []
+
+    def unwritten() -> int:
+        """Results and answers waiting to be written."""
+        collect()
+        return len(held) + len(cache)
+
+    def disk_full(exc: BaseException) -> bool:
+        """Whether `exc` is a full disk this batch holds its answers through (no reserve left to free)."""
+        if not is_disk_full(exc) or reserve.exists(engine):
+            return False
+        now = time.monotonic()
+        if full["since"] is None:
+            full["since"] = now
+            stats.notes.append("the disk was full: answers held in memory until there was room")
+        full["error"] = exc
+        if now - full["said"] >= HELD_SAY_EVERY:
+            full["said"] = now
+            log.warning(
+                "batch %s: the disk holding the database is full: %d result(s) and %d answer(s) held in memory, "
+                "nothing more claimed; they are written once there is room (free space there)",
+                batch_id,
+                len(held),
+                len(cache),
+            )
+        return True
+
+    def flush() -> bool:
+        """Write the results and answers in; False when the disk is full (everything kept for the next try)."""
+        collect()
         taken = cache.take()
         try:
             with engine.begin() as conn:
                 cache.write(conn, taken)
                 written = db_batches.write_results(conn=conn, rows=held, wid=wid) if held else []
-        except BaseException:
+        except BaseException as exc:
             cache.restore(taken)  # paid for: kept for the next write
+            if disk_full(exc):
+                return False
             raise
         rows, held[:] = list(held), []
+        if full["since"] is not None:
+            log.warning("batch %s: room again on the disk: %d held result(s) written", batch_id, len(rows))
+            full["since"] = None
         leases.release([r["b_id"] for r in rows])
-        if len(written) < len(rows):
-            log.info("batch %s: %d result(s) dropped, their items taken over", batch_id, len(rows) - len(written))
+        results_in = [r for r in rows if not r.get("usage_only")]
+        if len(written) < len(results_in):
+            log.info("batch %s: %d result(s) dropped, their items taken over", batch_id, len(results_in) - len(written))
         stats.processed += len(written)
         stats.failed += sum(r["status"] == "failed" for r in written)
         if written and on_progress:
             on_progress(len(written))
+        return True
 
-    def drain() -> None:
+    def set_aside() -> None:
+        """Leaving with results or answers the full disk would not take: put them in a file off that disk, for
+        the next run to write (db.reserve.spill); nothing paid for is dropped."""
+        if not unwritten():
+            return
+        taken = cache.take()
+        kept = {"wid": wid, "batch_id": batch_id, "cache": taken[0], "replace": sorted(taken[1]), "results": held}
+        path = reserve.spill(engine, kept)
+        if path is None:
+            log.error(
+                "batch %s: %d result(s) and %d answer(s) could not be written or set aside: no room anywhere",
+                batch_id,
+                len(held),
+                len(taken[0]),
+            )
+            cache.restore(taken)
+            return
+        log.warning(
+            "batch %s: %d result(s) and %d answer(s) set aside in %s; the next run writes them (free space on "
+            "the database's disk, then resume)",
+            batch_id,
+            len(held),
+            len(taken[0]),
+            path,
+        )
+        held[:] = []
+
+    def drain(timeout: float | None = None) -> None:
         """Send nothing more; wait, at most DRAIN_SECONDS, for the answers already asked for (once)."""
         if stopping.is_set():
             return
         stopping.set()
         for f in inflight:
             f.cancel()  # an item not started yet stays unsent
-        wait(inflight, timeout=SHUTDOWN_DRAIN_SECONDS if _shutdown.is_set() else DRAIN_SECONDS)
+        if timeout is None:
+            timeout = SHUTDOWN_DRAIN_SECONDS if _shutdown.is_set() else DRAIN_SECONDS
+        wait(inflight, timeout=timeout)
 
     def finished_items(timeout: float) -> int:
         """How many items ended, waiting up to `timeout` for the first."""
@@ -271,29 +354,46 @@ def _process_batch(
                 drain()
                 break
             # Keep between one and two rounds of work queued; claim in large chunks (few transactions).
-            if not cancelled and not exhausted and pending <= ahead:
-                ids = claim_leases(engine, batch_id, wid, ahead * 2 - pending)
-                if not ids:
-                    exhausted = True
-                leases.add(ids)
-                inflight = [f for f in inflight if not f.done()]
-                for item in load_inputs(engine, list(ids)):
-                    inflight.append(pool.submit(run, item))
-                    pending += 1
-            if not pending:
+            if not cancelled and not exhausted and full["since"] is None and pending <= ahead:
+                try:
+                    ids = claim_leases(engine, batch_id, wid, ahead * 2 - pending)
+                except Exception as exc:
+                    if not disk_full(exc):
+                        raise
+                    ids = None
+                if ids is not None:
+                    if not ids:
+                        exhausted = True
+                    leases.add(ids)
+                    inflight = [f for f in inflight if not f.done()]
+                    for item in load_inputs(engine, list(ids)):
+                        inflight.append(pool.submit(run, item))
+                        pending += 1
+            if not pending and (full["since"] is None or not unwritten()):
                 break
             pending -= finished_items(FLUSH_EVERY)
             now = time.monotonic()
-            if now - last_flush >= FLUSH_EVERY:
+            if now - last_flush >= (HELD_RETRY_EVERY if full["since"] is not None else FLUSH_EVERY):
                 flush()
                 last_flush = now
+                if full["since"] is not None and not pending and now - full["since"] >= HOLD_SECONDS:
+                    raise full["error"]  # no room for so long: set aside below, and the run stops saying so
             if now - last_beat >= beat_every:
-                leases.beat()
+                try:
+                    leases.beat()
+                except Exception as exc:
+                    if not disk_full(exc):
+                        raise
                 last_beat = now
             if now - last_cancel_check >= 1.0:
                 last_cancel_check = now
-                cancelled = JOBS.cancel_requested(engine, batch_id)
-        flush()
+                cancelled, deleting = stop_state(engine, batch_id)
+                if deleting:  # stop at once: nothing more sent, the answers in flight not waited for
+                    leaving = True
+                    drain(timeout=0)
+                    break
+        if not flush() and not deleting:
+            raise full["error"]  # stopped while the disk is full: what is held is set aside below
     except BaseException as exc:
         leaving = True
         drain()
@@ -302,6 +402,8 @@ def _process_batch(
                 flush()  # in the room the reserve kept: the answers paid for are written
             except Exception as again:
                 log.warning("batch %s: %d result(s) could not be written (%s)", batch_id, len(held), again)
+        if is_disk_full(exc):
+            set_aside()
         _give_back(engine, batch_id, wid, leases)  # every item not written can be claimed again
         raise
     finally:
@@ -309,10 +411,33 @@ def _process_batch(
         # their threads find the lease gone at their next request.
         pool.shutdown(wait=not leaving, cancel_futures=leaving)
     _give_back(engine, batch_id, wid, leases)
-    settle(engine, batch_id)
+    if deleting:
+        finish_delete(engine, batch_id)
+    else:
+        settle(engine, batch_id)
     stats.seconds = time.perf_counter() - t0
     log.info("batch %s: %s leaves it (%d item(s) written, %d failed)", batch_id, wid, stats.processed, stats.failed)
     return stats
+
+
+def restore_set_aside(engine: Engine) -> int:
+    """Write the results and answers runs set aside when the database's disk was full (db.reserve.spill); the
+    files written are removed, the others kept for the next run. Returns the results written."""
+    n = 0
+    for path in reserve.spilled(engine):
+        kept = reserve.read_spill(path)
+        if kept is None:
+            continue
+        try:
+            with engine.begin() as conn:
+                store_cache(conn, (kept.get("cache") or [], set(kept.get("replace") or [])))
+                n += db_batches.write_set_aside(conn=conn, rows=kept.get("results") or [], wid=kept.get("wid", ""))
+        except Exception as exc:
+            log.warning("the answers set aside in %s could not be written yet (%s)", path, exc)
+            continue
+        path.unlink(missing_ok=True)
+        log.warning("the answers set aside in %s are written (%d result(s))", path, n)
+    return n
 
 
 def _give_back(engine: Engine, batch_id: int, wid: str, leases: Leases) -> None:
