@@ -188,7 +188,7 @@ def _process_batch(
     held: list[dict[str, Any]] = []  # results not written yet (a failed write keeps them for the next)
     # The disk is full and no reserve is left: nothing more is claimed, and the results (with the answers in the
     # cache's buffer) stay in memory, at most the items claimed, until a write goes through.
-    full: dict[str, Any] = {"since": None, "error": None, "said": float("-inf")}
+    full: dict[str, Any] = {"since": None, "error": None, "said": float("-inf"), "counts": None}
 
     def before_send(bid: int) -> None:
         if stopping.is_set() or _shutdown.is_set() or (stop is not None and stop.is_set()):  # before the loop sees it
@@ -249,21 +249,28 @@ def _process_batch(
         """Whether `exc` is a full disk this batch holds its answers through (no reserve left to free)."""
         if not is_disk_full(exc) or reserve.exists(engine):
             return False
-        now = time.monotonic()
         if full["since"] is None:
-            full["since"] = now
+            full["since"] = time.monotonic()
             stats.notes.append("the disk was full: answers held in memory until there was room")
         full["error"] = exc
-        if now - full["said"] >= HELD_SAY_EVERY:
-            full["said"] = now
-            log.warning(
-                "batch %s: the disk holding the database is full: %d result(s) and %d answer(s) held in memory, "
-                "nothing more claimed; they are written once there is room (free space there)",
-                batch_id,
-                len(held),
-                len(cache),
-            )
         return True
+
+    def say_held() -> None:
+        """Say how much is held: when the disk fills, when the items in flight have all come in, and every
+        HELD_SAY_EVERY seconds after, if the count changed."""
+        now, counts = time.monotonic(), (len(held), len(cache))
+        if counts == full["counts"] and now - full["said"] < HELD_SAY_EVERY:
+            return
+        if full["said"] > full["since"] and now - full["said"] < HELD_SAY_EVERY and pending:
+            return
+        full["said"], full["counts"] = now, counts
+        log.warning(
+            "batch %s: the disk holding the database is full: %d finished item(s) and %d model answer(s) held in "
+            "memory%s; nothing more is claimed, and they are written as soon as there is room (free space there)",
+            batch_id,
+            *counts,
+            f", {pending} item(s) still in flight" if pending else "",
+        )
 
     def flush() -> bool:
         """Write the results and answers in; False when the disk is full (everything kept for the next try)."""
@@ -376,6 +383,8 @@ def _process_batch(
             if now - last_flush >= (HELD_RETRY_EVERY if full["since"] is not None else FLUSH_EVERY):
                 flush()
                 last_flush = now
+                if full["since"] is not None:
+                    say_held()
                 if full["since"] is not None and not pending and now - full["since"] >= HOLD_SECONDS:
                     raise full["error"]  # no room for so long: set aside below, and the run stops saying so
             if now - last_beat >= beat_every:
