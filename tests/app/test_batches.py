@@ -326,3 +326,33 @@ def test_the_estimate_reads_a_datasets_sizes_once_not_at_every_render(open_page,
     limit.set_value(2).run()
     assert "**4 calls**" in next(c for c in texts(at.caption) if c.startswith("Estimate:"))
     assert calls == [None, 2], calls
+
+
+def test_deleting_a_running_batch_says_its_workers_stop_first_and_shows_it_deleting(open_page, judge, monkeypatch):
+    from services.config import BackendConfig
+    from services.dcr import DCRConfig
+    from services.jobs.batches import work
+
+    monkeypatch.setattr(work, "DELETE_WAIT_SECONDS", 0.0)  # the worker below never lets go
+    seed_dataset(4)
+    eng = services.database.get_engine()
+    backend = BackendConfig(kind="openai", base_url=judge.base_url, model="fake-model", max_retries=0)
+    bid = batches.create_batch(eng, dataset_id=1, backend=backend, cfg=DCRConfig(max_rounds=0))
+    batches.heartbeat(eng, "elsewhere:1")
+    batches.claim(eng, bid, "elsewhere:1", 2)  # a live worker on another machine is on it
+    with Session(eng) as s:
+        from db.models import Batch
+
+        s.get(Batch, bid).status = "running"
+        s.commit()
+    at = open_page(BATCHES, query={"batch": str(bid)})
+    at = click(at, "Delete this batch")
+    assert any("Its workers stop first: nothing more is sent" in w for w in texts(at.warning))
+    at = at.button(key="ba_do_delete").click().run()
+    assert not at.exception, at.exception
+    assert batches.progress(eng, bid).batch.status == "deleting"
+    assert any("Deleting: its workers are stopping" in i for i in texts(at.info))
+    assert not any(b.label == "Delete this batch" for b in at.button)
+    batches.release_own(eng, bid, "elsewhere:1")  # the worker lets go; housekeeping finishes the delete
+    batches.recover(eng)
+    assert batches.progress(eng, bid) is None

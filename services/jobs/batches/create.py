@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import time
 import uuid
 from typing import Any
 
@@ -205,43 +204,3 @@ def reopen(engine: Engine, batch_id: int, *, failed_too: bool = False) -> int:
         n = db_batches.reopen(session=session, batch_id=batch_id, failed_too=failed_too)
         session.commit()
     return n - len(refuse_oversized(engine, batch_id))  # a limit lowered since, or a failed item over it re-run
-
-
-DELETE_WAIT_SECONDS = 10.0  # how long a delete waits for the workers of a running batch to let go
-
-
-def stop_state(engine: Engine, batch_id: int) -> tuple[bool, bool]:
-    """(cancel requested, being deleted) of a batch, which its workers read every second."""
-    with engine.connect() as conn:
-        return db_batches.stop_state(conn=conn, batch_id=batch_id)
-
-
-def finish_delete(engine: Engine, batch_id: int) -> bool:
-    """Delete a batch marked for deletion once no worker holds an item of it; True when it is gone."""
-    with Session(engine) as session:
-        if db_batches.get_batch(session=session, batch_id=batch_id) is None:
-            return True
-        deleted = db_batches.delete_batch(session=session, batch_id=batch_id, if_free=True)
-        session.commit()
-    return deleted
-
-
-def delete_batch(engine: Engine, batch_id: int, *, wait: float | None = None) -> bool | None:
-    """Delete a batch: first its workers stop (nothing more is sent, the items in flight write no result), then
-    it goes with its results. True once deleted; False when there is no such batch; None when a worker still
-    holds items after `wait` seconds (DELETE_WAIT_SECONDS): the batch shows as "deleting" and goes as soon as its
-    workers let go (the last one to leave deletes it, or the workers' housekeeping does)."""
-    from services.jobs.batches.claims import release_gone
-    from services.jobs.batches.work import active_batches
-
-    with engine.begin() as conn:
-        if not db_batches.mark_deleting(conn=conn, batch_id=batch_id):
-            return False
-    deadline = time.monotonic() + (DELETE_WAIT_SECONDS if wait is None else wait)
-    while True:
-        release_gone(engine, batch_id, active=active_batches)  # processes of this machine that are gone
-        if finish_delete(engine, batch_id):
-            return True
-        if time.monotonic() >= deadline:
-            return None
-        time.sleep(0.1)

@@ -29,8 +29,8 @@ from db.models import Batch, BatchPublic
 from services import dcr
 from services.config import BackendConfig, backend_from_record, check_base_url, get_settings
 from services.errors import InputError, is_disk_full
-from services.jobs.batches.claims import LeaseLost, Leases, claim_leases, release_own
-from services.jobs.batches.create import eq3_of, finish_delete, stop_state, summ_nli_range, too_long
+from services.jobs.batches.claims import LeaseLost, Leases, claim_leases, release_gone, release_own
+from services.jobs.batches.create import eq3_of, summ_nli_range, too_long
 from services.jobs.batches.items import ItemInput, load_inputs, process_item, usage_of
 from services.jobs.runner import heartbeat_period, worker_id
 from services.llm import UsageLedger, get_client
@@ -467,3 +467,40 @@ def settle(engine: Engine, batch_id: int) -> None:
     with Session(engine) as session:
         db_batches.settle(session=session, batch_id=batch_id)
         session.commit()
+
+
+DELETE_WAIT_SECONDS = 10.0  # how long a delete waits for the workers of a running batch to let go
+
+
+def stop_state(engine: Engine, batch_id: int) -> tuple[bool, bool]:
+    """(cancel requested, being deleted) of a batch, which its workers read every second."""
+    with engine.connect() as conn:
+        return db_batches.stop_state(conn=conn, batch_id=batch_id)
+
+
+def finish_delete(engine: Engine, batch_id: int) -> bool:
+    """Delete a batch marked for deletion once no worker holds an item of it; True when it is gone."""
+    with Session(engine) as session:
+        if db_batches.get_batch(session=session, batch_id=batch_id) is None:
+            return True
+        deleted = db_batches.delete_batch(session=session, batch_id=batch_id, if_free=True)
+        session.commit()
+    return deleted
+
+
+def delete_batch(engine: Engine, batch_id: int, *, wait: float | None = None) -> bool | None:
+    """Delete a batch: first its workers stop (nothing more is sent, the items in flight write no result), then
+    it goes with its results. True once deleted; False when there is no such batch; None when a worker still
+    holds items after `wait` seconds (DELETE_WAIT_SECONDS): the batch shows as "deleting" and goes as soon as its
+    workers let go (the last one to leave deletes it, or the workers' housekeeping does)."""
+    with engine.begin() as conn:
+        if not db_batches.mark_deleting(conn=conn, batch_id=batch_id):
+            return False
+    deadline = time.monotonic() + (DELETE_WAIT_SECONDS if wait is None else wait)
+    while True:
+        release_gone(engine, batch_id, active=active_batches)  # processes of this machine that are gone
+        if finish_delete(engine, batch_id):
+            return True
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(0.1)
