@@ -1,4 +1,5 @@
-"""Render docs/benchmarks.md (and its plots, docs/benchmarks/*.svg) from the newest record of each bench.
+"""Render docs/benchmarks.md (and its plots, docs/benchmarks/*.svg) from the newest record of each bench, and
+bench/README.md (what bench/ holds) from the index in bench/run.py.
 
     python bench/render.py            # write the page and its plots
     python bench/render.py --check    # exit 1 when they differ from what the records give
@@ -163,6 +164,28 @@ def _run_line(rec: dict[str, Any]) -> list[str]:
     return [c.replace("|", "\\|") for c in cells]
 
 
+def index_page(index: dict[str, Any]) -> str:
+    """bench/README.md: what bench/ holds, by area, from the index of bench/run.py."""
+    text = [
+        "# bench/",
+        "",
+        "What it holds: the benches that measure the product, grouped by area, each with what it measures; the",
+        "record helper (`record.py`), the renderer of [docs/benchmarks.md](../docs/benchmarks.md) (`render.py`) and",
+        "the index and runner (`run.py`, where this list comes from; `python bench/render.py` regenerates this",
+        "file). Run one bench with `python bench/run.py NAME [ARGS...]`, list them with `python bench/run.py --list`;",
+        "each writes a record under `bench/results/`. How to run and add benches:",
+        "[the development guide](../docs/development.md#benchmarks).",
+    ]
+    for info in index.values():
+        text += ["", f"## {info['title']}", "", info["about"], ""]
+        rows = [
+            [f"`{b['script']}`", b["what"] + ("" if b["records"] else " (no record: a helper or a tool)")]
+            for b in info["benches"]
+        ]
+        text += _table(["Bench", "What it measures"], rows)
+    return "\n".join(text) + "\n"
+
+
 def render(
     results: Path | None = None, index: dict[str, Any] | None = None, docs: Path | None = None
 ) -> dict[Path, str]:
@@ -223,6 +246,8 @@ def render(
         if missing:
             text += ["", "No record yet: " + ", ".join(f"`bench/{b['script']}`" for b in missing) + "."]
     out[page] = "\n".join(text) + "\n"
+    if index and docs is None:
+        out[ROOT / "bench" / "README.md"] = index_page(index)
     return out
 
 
@@ -265,7 +290,8 @@ def main(argv: list[str] | None = None) -> int:
             path.unlink()
     for path, text in expected.items():
         path.write_text(text, encoding="utf-8")
-    print(f"wrote {PAGE.relative_to(ROOT)} and {len(expected) - 1} plot(s) from {RESULTS.relative_to(ROOT)}")
+    plots = sum(p.suffix == ".svg" for p in expected)
+    print(f"wrote {PAGE.relative_to(ROOT)}, {plots} plot(s) and bench/README.md from {RESULTS.relative_to(ROOT)}")
     return 0
 
 

@@ -76,7 +76,6 @@ BENCHES = [
     Bench("baselines", "baselines_qags.py", "workers' alpha, ROUGE and MiniLM against the human score", make=True),
     Bench("nli", "nli_methods.py", "calls, tokens, seconds and balanced accuracy per method on the embedded model"),
     Bench("metaeval", "metaeval_qags.py", "Figure 3, correlations and Table 4 with the evidence checker"),
-    Bench("judges", "judges_ppi.py", "PPI against the classical interval: coverage and width", make=True),
     Bench("judges", "judges_coverage.py", "coverage and width over true rates 0.01-0.99 and 10-500 labels", make=True),
     Bench("judges", "judges_qags.py", "the evidence checker's judge card on QAGS-CNN with 50 labels", make=True),
     Bench("judges", "compare_coverage.py", "systems compared: interval coverage, wrong-sign calls", make=True),
