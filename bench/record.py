@@ -13,7 +13,8 @@ peak memory (`ru_maxrss`) and the figures. A run on the same commit and machine 
 
 Figures are a dict: a label (with its unit, "CPU s a dataset") to a number or a short text, or to a list of
 rows (dicts with the same keys), which the page shows as a table of its own. `plot` draws one of those tables:
-`{"table": "by items", "x": "items", "y": ["CPU s"], "group": "method"}` (group optional: one line per value).
+`{"table": "by items", "x": "items", "y": ["CPU s"], "group": "method"}` (group optional: one line per value;
+`"log_x": True` for a log scale of x, linear by default).
 """
 
 from __future__ import annotations

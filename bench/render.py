@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import html
 import math
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -83,7 +84,7 @@ def _ticks(low: float, high: float, n: int = 5) -> list[float]:
 
 
 def svg_plot(rec: dict[str, Any], spec: dict[str, Any]) -> str:
-    """A line chart of one table of a record: x against each y column (and each group), log x over decades."""
+    """A line chart of one table of a record: x against each y column (and each group); log x when asked."""
     rows = rec["figures"][spec["table"]]
     x, ys, group = spec["x"], list(spec.get("y") or []), spec.get("group")
     lines: dict[str, list[tuple[float, float]]] = {}
@@ -105,7 +106,7 @@ def svg_plot(rec: dict[str, Any], spec: dict[str, Any]) -> str:
     if not points:
         return "\n".join([*out, "</svg>", ""])
     xs = [p[0] for p in points]
-    log_x = min(xs) > 0 and max(xs) / min(xs) >= 100
+    log_x = bool(spec.get("log_x")) and min(xs) > 0  # linear by default: a straight line is linear growth
     fx = math.log10 if log_x else float
     x_low, x_high = fx(min(xs)), fx(max(xs))
     if x_high == x_low:
@@ -126,7 +127,11 @@ def svg_plot(rec: dict[str, Any], spec: dict[str, Any]) -> str:
     out.append("</g>")
     for t in y_ticks:
         out.append(f'<text x="{left - 6}" y="{py(t) + 4}" text-anchor="end">{html.escape(fmt(t))}</text>')
+    last = -1e9
     for v in sorted(set(xs)):
+        if px(v) - last < 48:  # too close to the label before it to be read
+            continue
+        last = px(v)
         out.append(f'<text x="{px(v)}" y="{top + ph + 18}" text-anchor="middle">{html.escape(fmt(v))}</text>')
     axis_x = f"{x} (log scale)" if log_x else x
     out.append(f'<text x="{left + pw / 2}" y="{h - 10}" text-anchor="middle">{html.escape(axis_x)}</text>')
@@ -245,7 +250,7 @@ def render(
         missing = [b for b in info.get("benches", []) if b["records"] and b["name"] not in recorded]
         if missing:
             text += ["", "No record yet: " + ", ".join(f"`bench/{b['script']}`" for b in missing) + "."]
-    out[page] = "\n".join(text) + "\n"
+    out[page] = re.sub(r"\n{3,}", "\n\n", "\n".join(text)) + "\n"
     if index and docs is None:
         out[ROOT / "bench" / "README.md"] = index_page(index)
     return out

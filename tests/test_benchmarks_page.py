@@ -60,7 +60,9 @@ def test_the_page_shows_the_newest_record_and_the_check_notices_a_stale_page(tmp
     body["date"] = "2000-01-01T00:00:00+00:00"
     old.rename(old.with_name("toy-0000000000-old.json")).write_text(json.dumps(body))
     _one_record(
-        results, {"coverage": 0.951, "by items": rows}, plot={"table": "by items", "x": "items", "y": ["CPU s"]}
+        results,
+        {"coverage": 0.951, "by items": rows},
+        plot={"table": "by items", "x": "items", "y": ["CPU s"], "log_x": True},
     )
     pages = render.render(results, index={}, docs=docs)
     page = pages[docs / "benchmarks.md"]
