@@ -115,7 +115,9 @@ def spill(engine: Engine, held: dict[str, Any]) -> Path | None:
         tmp = path.with_suffix(".part")
         try:
             where.mkdir(parents=True, exist_ok=True)
-            tmp.write_text(data, encoding="utf-8")
+            # The documents and the model's answers: readable by this user only, in a shared temporary directory
+            with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w", encoding="utf-8") as f:
+                f.write(data)
             tmp.replace(path)
             return path
         except OSError as exc:

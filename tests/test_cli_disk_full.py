@@ -151,3 +151,45 @@ def test_a_real_full_tmpfs_keeps_the_answers_in_flight(tmp_path, small_disk, hel
     filler.unlink()  # space freed
     _check_nothing_lost(held, url, out, pairs, capsys, code)
     assert (small_disk / "consistency.db.reserve").exists(), "the next run made the reserve again"
+
+
+@pytest.mark.skipif(not _can_mount(), reason="a real full disk needs root and mount (the simulated tests run)")
+def test_a_full_disk_with_no_room_for_a_reserve_loses_no_answer(tmp_path, small_disk, held, monkeypatch, capsys):
+    """An 8 MB disk had no room for the 8 MB reserve, and the answers in flight were dropped when the disk filled:
+    a later run asked for them again. Now they are held, set aside off the full disk, and written by the next run."""
+    from services.jobs.batches import work
+
+    monkeypatch.delenv("DATABASE_URL", raising=False)
+    monkeypatch.setenv("DATA_DIR", str(small_disk))
+    monkeypatch.setattr(reserve, "RESERVE_BYTES", 64 * 1024 * 1024)  # larger than the disk, at every size tried
+    monkeypatch.setattr(reserve, "SMALLEST_BYTES", 32 * 1024 * 1024)
+    elsewhere = tmp_path / "elsewhere"
+    monkeypatch.setattr(reserve, "spill_dirs", lambda: [elsewhere])
+    monkeypatch.setattr(work, "HELD_RETRY_EVERY", 0.05)
+    monkeypatch.setattr(work, "HOLD_SECONDS", 0.5)  # no room for that long: the run leaves, the answers set aside
+    url = f"sqlite:///{small_disk / 'consistency.db'}"
+    pairs, out = _pairs(tmp_path), tmp_path / "out.jsonl"
+    filler = small_disk / "filler"
+
+    def fill() -> None:
+        with filler.open("wb") as f:
+            try:
+                while True:
+                    f.write(b"\0" * 65536)
+                    f.flush()
+            except OSError as exc:
+                assert exc.errno == errno.ENOSPC
+
+    args = ["evaluate", "--input", str(pairs), "--output", str(out), "--concurrency", "3"]
+    code, _ = _run_until_held(held, args, fill)
+    err = capsys.readouterr().err
+    assert code == 1 and "is full: free space there" in err and "Traceback" not in err, err
+    assert not (small_disk / "consistency.db.reserve").exists(), "no reserve could be made"
+    assert len(list(elsewhere.glob("consistency-held-*.json"))) == 1, "the answers were set aside off the full disk"
+    answered = held.seen
+    assert answered < N
+    filler.unlink()  # space freed
+    assert cli.main(args) == 0
+    assert held.seen == N, "the answers set aside were written: none asked for twice"
+    assert _statuses(url) == {"done": N}
+    assert not list(elsewhere.glob("consistency-held-*.json"))
