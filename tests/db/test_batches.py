@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from sqlalchemy import update
 from sqlmodel import Session
 
 from db import batches as db_batches
@@ -122,3 +123,99 @@ def test_a_running_batchs_counts_read_indexes_not_its_rows(engine):
         for statement, parameters in seen:
             plan = " ".join(r[-1] for r in conn.exec_driver_sql("EXPLAIN QUERY PLAN " + statement, parameters))
             assert "USING COVERING INDEX" in plan, (statement, plan)
+
+
+def _claim(engine, bid: int, wid: str, n: int) -> dict[int, int]:
+    with engine.begin() as conn:
+        return db_batches.claim_items(conn=conn, batch_id=bid, wid=wid, limit=n)
+
+
+def _states(engine, bid: int) -> dict[int, tuple[str, str | None]]:
+    from sqlalchemy import select
+
+    from db.models import BatchItem
+
+    with engine.connect() as conn:
+        rows = conn.execute(select(BatchItem.id, BatchItem.status, BatchItem.worker).where(BatchItem.batch_id == bid))
+        return {i: (s, w) for i, s, w in rows}
+
+
+def test_a_batch_being_deleted_gives_no_claim_and_reads_as_stopping(engine):
+    bid = _batch(engine, 3)
+    with engine.begin() as conn:
+        assert db_batches.stop_state(conn=conn, batch_id=bid) == (False, False)
+        assert db_batches.mark_deleting(conn=conn, batch_id=bid)
+        assert not db_batches.mark_deleting(conn=conn, batch_id=bid + 1), "no such batch"
+        assert db_batches.stop_state(conn=conn, batch_id=bid) == (True, True)
+        assert db_batches.stop_state(conn=conn, batch_id=bid + 1) == (True, True), "a batch that is gone"
+    assert _claim(engine, bid, "a:1", 3) == {}
+    with Session(engine) as session:
+        assert db_batches.deleting(session=session) == [bid]
+        assert db_batches.delete_batch(session=session, batch_id=bid, if_free=True)
+        session.commit()
+
+
+def test_a_held_batch_is_deleted_only_once_its_items_are_let_go(engine):
+    bid = _batch(engine, 3)
+    _claim(engine, bid, "a:1", 2)
+    with Session(engine) as session:
+        assert not db_batches.delete_batch(session=session, batch_id=bid, if_free=True)
+    with engine.begin() as conn:
+        assert db_batches.release_claims(conn=conn, batch_id=bid, workers=["a:1"]) == 2
+    with Session(engine) as session:
+        assert db_batches.delete_batch(session=session, batch_id=bid, if_free=True)
+        session.commit()
+        assert db_batches.get_batch(session=session, batch_id=bid) is None
+
+
+def test_the_claims_of_gone_workers_are_released_in_every_batch(engine):
+    ds = make_dataset(engine, 3)
+    first, second, third = (_batch(engine, dataset_id=ds) for _ in range(3))
+    _claim(engine, first, "gone:1", 2)
+    _claim(engine, second, "gone:1", 1)
+    kept = _claim(engine, third, "alive:2", 1)
+    with engine.begin() as conn:
+        assert sorted(db_batches.claim_holders(conn=conn, batch_id=None)) == ["alive:2", "gone:1"]
+        assert db_batches.claim_holders(conn=conn, batch_id=third) == ["alive:2"]
+        assert db_batches.release_claims_of(conn=conn, workers=["gone:1"]) == [first, second]
+    assert {s for s, _ in _states(engine, first).values()} | {s for s, _ in _states(engine, second).values()} == {
+        "pending"
+    }
+    assert [_states(engine, third)[i] for i in kept] == [("running", "alive:2")]
+    with Session(engine) as session:
+        with session.begin():
+            session.execute(update(Batch).where(Batch.id == first).values(status="running"))
+        assert db_batches.needing_a_worker(session=session, batch_ids=[first, third]) == [first]
+
+
+def test_every_attempts_usage_adds_up_and_a_set_aside_result_goes_only_where_none_is(engine):
+    bid = _batch(engine, 3)
+    (a, b, c) = sorted(_states(engine, bid))
+    call = {"stage": "dce", "prompt_version": "v", "cached": False, "error": None, "latency_ms": 1.0}
+    one = call | {"requests": 2, "answered": 1, "prompt_tokens": 10, "completion_tokens": 3}
+    usage = {"calls": 2, "answered": 1, "cache_hits": 0, "prompt_tokens": 10, "completion_tokens": 3}
+    claimed = _claim(engine, bid, "a:1", 2)
+    with engine.begin() as conn:
+        # a: written under its claim; b: usage only (stopped half way); both attempts' calls counted
+        rows = [
+            {"b_id": a, "attempt": claimed[a], "status": "done", "score": 1.0, "call_records": [one]} | usage,
+            {"b_id": b, "attempt": claimed[b], "usage_only": True, "call_records": [one]} | usage,
+        ]
+        assert [r["b_id"] for r in db_batches.write_results(conn=conn, rows=rows, wid="a:1")] == [a]
+        db_batches.add_usage(conn=conn, rows=[{"b_id": a, "call_records": [one]} | usage])  # a re-run of a
+        totals = db_batches.call_totals(conn=conn, batch_id=bid)
+    assert (totals["records"], totals["calls"], totals["answered"], totals["prompt_tokens"]) == (3, 6, 3, 30)
+    with Session(engine) as session:
+        rows = {r[0]: r for r in db_batches.status_totals(session=session, batch_id=bid)}
+    assert sum(int(r[2]) for r in rows.values()) == 6 and sum(int(r[7]) for r in rows.values()) == 30
+    # Results set aside by a worker that is gone: written to its own claim (b) and to a pending item (c), never
+    # over a finished one (a).
+    with engine.begin() as conn:
+        back = [{"b_id": i, "status": "done", "score": 0.5} for i in (a, b, c)]
+        assert db_batches.write_set_aside(conn=conn, rows=back, wid="a:1") == 2
+    states = _states(engine, bid)
+    assert [states[i][0] for i in (a, b, c)] == ["done", "done", "done"]
+    with Session(engine) as session:
+        from db.models import BatchItem
+
+        assert session.get(BatchItem, a).score == 1.0 and session.get(BatchItem, c).score == 0.5
