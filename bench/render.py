@@ -183,10 +183,7 @@ def index_page(index: dict[str, Any]) -> str:
     ]
     for info in index.values():
         text += ["", f"## {info['title']}", "", info["about"], ""]
-        rows = [
-            [f"`{b['script']}`", b["what"] + ("" if b["records"] else " (no record: a helper or a tool)")]
-            for b in info["benches"]
-        ]
+        rows = [[f"`{b['script']}`", b["what"]] for b in info["benches"]]
         text += _table(["Bench", "What it measures"], rows)
     return "\n".join(text) + "\n"
 
