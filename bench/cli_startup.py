@@ -153,7 +153,11 @@ def main() -> None:
                 f"{amc} converter: first model request s, database made before": statistics.median(
                     [r["first"] for r in warm]
                 ),
+                f"{amc} converter: CPU s used by the first model request, database made before (load-proof)": (
+                    statistics.median([r["first_cpu"] for r in warm])
+                ),
                 f"{amc} converter: whole process s": statistics.median(wholes),
+                f"{amc} converter: whole process CPU s": statistics.median([r["whole_cpu"] for r in warm]),
                 f"{amc} converter: whole process, (median - 1 s) over the ideal (goal 1.3)": (
                     (statistics.median(wholes) - 1) / ideal
                 ),
