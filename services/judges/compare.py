@@ -13,12 +13,26 @@ adjusted level, [l, u] around its estimate p, is combined into
     U = (p_a - p_b) + sqrt((u_a - p_a)^2 + (p_b - l_b)^2 - 2 r (u_a - p_a)(p_b - l_b))
 
 so an interval that is valid and asymmetric near 0 or 1 (a score or exact interval) stays so for the
-difference. The system's interval used is its PPI one (which is the classical one when the judge is not
-informative). r is the correlation of the two estimates: 0 for systems over different references; where they
-summarize the same references (the pairing), the cluster-robust covariance of the two estimators' influence
-terms summed per reference (Zou and Donner's correction for dependent estimates; with labels only, and both
-systems labelled on the same references, it is Newcombe's paired case). A negative r is taken as 0 (a wider,
-safe interval).
+difference. The system's interval used is its PPI one; where PPI rests on the labels alone and they are 1/0,
+the exact (Clopper-Pearson) one, as Newcombe's method 10 has it. r is the correlation of the two estimates: 0
+for systems over different references; where they summarize the same references (the pairing), the
+cluster-robust covariance of the two estimators' influence terms summed per reference (Zou and Donner's
+correction for dependent estimates; with labels only, and both systems labelled on the same references, it is
+Newcombe's paired case), used as estimated, negative too, within [-0.99, 0.99].
+
+Few labels of a class: where either system has fewer than MIN_CLASS_DIFF labels of either class, MOVER's
+square-root combination under-covers (exact coverage 0.92 at 2 labels a system, 0.927 at 20 for rates near 0
+and 1 far apart), so the difference's set is every difference consistent with both systems' intervals, each at
+half the pair's level: [l_a - u_b, u_a - l_b], which holds by the union bound at every n (exact coverage of
+the whole rule >= 0.95 at every n from 2 labels: tests/services/test_judges_compare_edges.py).
+
+Two readings (`mode`):
+- "live" (the default): every interval is a confidence sequence (services/stats/sequential.py), valid at every
+  number of labels at once, however often it is read: the exact beta-binomial mixture for a rate from labels,
+  the asymptotic sequence for a prediction-powered rate; the differences combine them as above. A pair is
+  decided when its interval excludes 0, and its sentence says labelling the two can stop.
+- "planned": today's fixed-sample intervals, valid when read once, at the number of labels planned for them
+  (`budget`, labels a system); before the budget is reached the sentence says reading it early voids its level.
 
 A difference is significant when its interval excludes 0; its sentence claims only that ("B is more consistent
 than A by 6 points [2, 10]"), else "no difference shown". A system without an estimate (fewer than two
@@ -36,11 +50,28 @@ import pandas as pd
 
 from services.errors import InputError
 from services.judges.estimate import MIN_LABELLED, Estimate, classical, ppi
-from services.stats import binomial
+from services.stats import binomial, sequential
 
 NEUTRAL = 0.5  # the prediction of an item the judge could not score (as on the judge card)
 THRESHOLD = 0.5  # a score of 0.5 or more is the judge saying "consistent" (as for a score column)
 MAX_R = 0.99  # the estimated correlation is capped below 1: an interval never shrinks to a point
+MIN_CLASS_DIFF = 5  # below this many labels of either class, a difference combines its systems' limits whole
+MODES = ("live", "planned")
+READINGS = {
+    "live": {
+        "name": "live",
+        "meaning": "valid at every number of labels at once: read it as often as labels arrive, stop when decided",
+        "method": "confidence sequences: beta-binomial mixture (labels), asymptotic (prediction-powered)",
+        "citation": f"{sequential.BETA_BINOMIAL}; {sequential.ASYMPTOTIC}",
+    },
+    "planned": {
+        "name": "planned",
+        "meaning": "valid once, at the number of labels a system planned before labelling (the label budget)",
+        "method": "fixed-sample intervals: Clopper-Pearson (labels), PPI++ with Student's t (prediction-powered)",
+        "citation": "Clopper and Pearson 1934; Angelopoulos, Duchi and Zrnic 2023 (PPI++); Zou and Donner 2008 "
+        "(MOVER)",
+    },
+}
 COLUMNS = ("id", "system", "reference", "prediction", "verdict", "label")
 
 
@@ -56,11 +87,15 @@ class SystemRate:
     classical: Estimate
     ppi: Estimate
     adjusted: Estimate  # the PPI interval at the adjusted level, what the differences combine
+    reading: str = "planned"  # "live" (confidence sequences) or "planned" (fixed-sample intervals)
+    split: Estimate | None = None  # the interval at half the adjusted level (few labels of a class)
+    counts: tuple[int, int] = (0, 0)  # labels saying consistent, inconsistent (0, 0 for human scores)
 
     def as_dict(self) -> dict:
-        """{system, n, n_labelled, judge_rate, classical, ppi: {estimate, ci, basis}} as `cli.py compare` writes
-        it."""
+        """{reading, system, n, n_labelled, judge_rate, classical, ppi: {estimate, ci, basis}} as `cli.py compare`
+        writes it."""
         return {
+            "reading": self.reading,
             "system": self.system,
             "n": self.n,
             "n_labelled": self.n_labelled,
@@ -87,15 +122,21 @@ class Difference:
     n_shared: int  # references both systems summarize (0: independent samples)
     correlation: float | None  # r used in MOVER (None: no difference, so no r)
     sentence: str
+    reading: str = "planned"
+    decided: bool | None = None  # live: the interval excludes 0; planned: that, once the budget is reached
+    combined: str = "mover"  # "mover", or "whole" (each system's limits at half the level, few of a class)
 
     def as_dict(self) -> dict:
-        """{a, b, estimate, ci: [lo, hi], significant} as `cli.py compare` writes it."""
+        """{a, b, estimate, ci: [lo, hi], significant, decided, reading} as `cli.py compare` writes it."""
         return {
+            "reading": self.reading,
             "a": self.a,
             "b": self.b,
             "estimate": self.estimate,
             "ci": [self.ci_low, self.ci_high],
             "significant": self.significant,
+            "decided": self.decided,
+            "sentence": self.sentence,
         }
 
 
@@ -108,14 +149,30 @@ class Comparison:
     alpha: float  # the level of the systems' intervals is 1 - alpha
     pair_alpha: float  # each difference's: alpha / number of pairs (Bonferroni)
     notes: tuple[str, ...] = field(default_factory=tuple)
+    mode: str = "planned"
+    budget: int | None = None  # planned: labels a system planned before labelling
 
     @property
     def n_pairs(self) -> int:
         return len(self.differences)
 
+    def reading(self) -> dict:
+        """{name, meaning, method, citation, budget}: which reading the intervals are."""
+        return READINGS[self.mode] | {"budget": self.budget}
+
+    def decided_systems(self) -> set[str]:
+        """Systems every pair of which is decided: labelling them further changes no conclusion."""
+        out = set()
+        for s in self.systems:
+            mine = [d for d in self.differences if s.system in (d.a, d.b)]
+            if mine and all(d.decided for d in mine):
+                out.add(s.system)
+        return out
+
     def as_dict(self) -> dict:
-        """{"systems": [...], "differences": [...]}: `cli.py compare`'s output."""
+        """{"reading": {...}, "systems": [...], "differences": [...]}: `cli.py compare`'s output."""
         return {
+            "reading": self.reading(),
             "systems": [s.as_dict() for s in self.systems],
             "differences": [d.as_dict() for d in self.differences],
         }
@@ -153,7 +210,8 @@ def _influence(group: pd.DataFrame, lam: float, n_refs: int) -> tuple[np.ndarray
 
 def correlation(a: pd.DataFrame, b: pd.DataFrame, lam_a: float, lam_b: float) -> tuple[float, int]:
     """(r, shared references) between two systems' estimates: the cluster-robust (by reference) covariance of
-    their influence terms over its variances; 0 when they share no reference, negative r taken as 0."""
+    their influence terms over its variances (each over all its references); 0 when they share no reference;
+    negative r used as estimated, within [-MAX_R, MAX_R]."""
     n_refs = int(max(a["ref_code"].max(), b["ref_code"].max())) + 1
     (ia, has_a), (ib, has_b) = _influence(a, lam_a, n_refs), _influence(b, lam_b, n_refs)
     shared = int((has_a & has_b).sum())
@@ -161,7 +219,7 @@ def correlation(a: pd.DataFrame, b: pd.DataFrame, lam_a: float, lam_b: float) ->
     if shared == 0 or va <= 0 or vb <= 0:
         return 0.0, shared
     cov = float(ia[has_a & has_b] @ ib[has_a & has_b])
-    return float(min(MAX_R, max(0.0, cov / math.sqrt(va * vb)))), shared
+    return float(min(MAX_R, max(-MAX_R, cov / math.sqrt(va * vb)))), shared
 
 
 def _points(x: float, digits: int) -> str:
@@ -221,7 +279,7 @@ def _check(frame: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
-def _rates(g: pd.DataFrame, alpha: float, pair_alpha: float) -> SystemRate:
+def _rates(g: pd.DataFrame, alpha: float, pair_alpha: float, mode: str = "planned") -> SystemRate:
     y = g["label"].to_numpy(float)
     lab = np.isfinite(y)
     yl, yu = g["yhat"].to_numpy(float)[lab], g["yhat"].to_numpy(float)[~lab]
@@ -231,38 +289,145 @@ def _rates(g: pd.DataFrame, alpha: float, pair_alpha: float) -> SystemRate:
         pred = g["prediction"].to_numpy(float)
         judged = np.where(np.isfinite(pred), (pred >= THRESHOLD).astype(float), np.nan)
     judged = judged[np.isfinite(judged)]
+    yy = y[lab]
+    binary = yy.size > 0 and set(np.unique(yy)) <= {0.0, 1.0}
+    k = int(yy.sum()) if binary else 0
+    if mode == "live":
+        cl, pp = live_classical(yy, alpha=alpha), live_ppi(yy, yl, yu, alpha=alpha)
+        adj, split = live_ppi(yy, yl, yu, alpha=pair_alpha), live_ppi(yy, yl, yu, alpha=pair_alpha / 2)
+    else:
+        cl, pp = classical(yy, alpha=alpha), ppi(yy, yl, yu, alpha=alpha)
+        adj, split = for_difference(yy, yl, yu, alpha=pair_alpha), for_difference(yy, yl, yu, alpha=pair_alpha / 2)
     return SystemRate(
         system=str(g["system"].iloc[0]),
         n=len(g),
         n_labelled=int(lab.sum()),
         judge_rate=float(judged.mean()) if judged.size else None,
-        classical=classical(y[lab], alpha=alpha),
-        ppi=ppi(y[lab], yl, yu, alpha=alpha),
-        adjusted=for_difference(y[lab], yl, yu, alpha=pair_alpha),
+        classical=cl,
+        ppi=pp,
+        adjusted=adj,
+        reading=mode,
+        split=split,
+        counts=(k, int(yy.size) - k) if binary else (0, 0),
     )
 
 
 def for_difference(y: np.ndarray, yhat: np.ndarray, yhat_unlabelled: np.ndarray, *, alpha: float) -> Estimate:
     """The system's interval that the differences combine: PPI's, except where PPI rests on the labels alone
-    (lambda 0) and they are 1/0: there the Wilson score interval (scipy), as Newcombe's hybrid score method
-    has it, which keeps its level near 0 and 1 where the normal one does not (services/stats/binomial.py)."""
+    (lambda 0) and they are 1/0: there the exact Clopper-Pearson interval, as Newcombe's method 10 has it (the
+    Wilson score limits of his method 10's hybrid under-cover in MOVER at small n: 0.83-0.91 at n <= 20)."""
     e = ppi(y, yhat, yhat_unlabelled, alpha=alpha)
     if e.estimate is None or _lam(e) != 0.0 or not set(np.unique(y)) <= {0.0, 1.0}:
         return e
-    lo, hi = binomial.wilson(int(y.sum()), int(y.size), 1 - alpha)
-    return Estimate(float(y.mean()), lo, hi, e.n, e.n_unlabelled, 0.0, e.note, basis=e.basis)
+    lo, hi = binomial.clopper_pearson(int(y.sum()), int(y.size), 1 - alpha)
+    return Estimate(float(y.mean()), lo, hi, e.n, e.n_unlabelled, 0.0, e.note, "exact", e.basis)
+
+
+def _live_mean(y: np.ndarray, *, alpha: float) -> tuple[float, float]:
+    """(low, high) of a mean of values in [0, 1]: exact for 1/0 (beta-binomial mixture), else asymptotic."""
+    n = int(y.size)
+    if set(np.unique(y)) <= {0.0, 1.0}:
+        lo, hi = sequential.binary_cs(int(y.sum()), n, alpha=alpha)
+        return float(lo), float(hi)
+    half = float(sequential.critical_value(n, alpha=alpha)) * float(np.std(y, ddof=1)) / math.sqrt(n)
+    return max(0.0, float(y.mean()) - half), min(1.0, float(y.mean()) + half)
+
+
+def live_classical(y: np.ndarray, *, alpha: float) -> Estimate:
+    """The labels' rate with its confidence sequence (valid at every number of labels at once): the
+    beta-binomial mixture for 1/0 labels, the asymptotic sequence for human scores."""
+    c = classical(y, alpha=alpha)
+    if c.estimate is None or c.ci_low is None:
+        return c
+    lo, hi = _live_mean(np.asarray(y, float), alpha=alpha)
+    method = "beta-binomial mixture" if c.method == "exact" else "asymptotic"
+    return Estimate(c.estimate, lo, hi, c.n, c.n_unlabelled, c.lam, c.note, method, c.basis)
+
+
+def live_ppi(y: np.ndarray, yhat: np.ndarray, yhat_unlabelled: np.ndarray, *, alpha: float) -> Estimate:
+    """The prediction-powered rate with its confidence sequence: where PPI applies (the same rules as the
+    fixed-sample reading), the PPI++ estimate with the asymptotic sequence's critical value times its standard
+    error (Waudby-Smith et al. 2024, Theorem 2.2; for PPI, Kilian, Cortinovis and Caron 2025); where it falls back
+    to the labels alone, the labels' own sequence."""
+    e = ppi(y, yhat, yhat_unlabelled, alpha=alpha)
+    if e.estimate is None:
+        return e
+    lam = _lam(e)
+    y, yhat, unl = (np.asarray(a, float) for a in (y, yhat, yhat_unlabelled))
+    n = int(y.size)
+    if lam == 0.0 or e.lam is None and unl.size == 0:
+        if e.ci_low is None:
+            return e
+        lo, hi = _live_mean(y, alpha=alpha)
+        method = "beta-binomial mixture" if set(np.unique(y)) <= {0.0, 1.0} else "asymptotic"
+        return Estimate(e.estimate, lo, hi, e.n, e.n_unlabelled, e.lam, e.note, method, e.basis)
+    var = float(np.var(y - lam * yhat, ddof=1)) / n
+    if unl.size > 1:
+        var += lam**2 * float(np.var(unl, ddof=1)) / unl.size
+    half = float(sequential.critical_value(n, alpha=alpha)) * math.sqrt(var)
+    lo, hi = max(0.0, e.estimate - half), min(1.0, e.estimate + half)
+    return Estimate(e.estimate, lo, hi, e.n, e.n_unlabelled, e.lam, e.note, "asymptotic", e.basis)
 
 
 def _lam(e: Estimate) -> float:
     return 0.0 if e.lam is None or not math.isfinite(e.lam) else float(e.lam)
 
 
-def compare(frame: pd.DataFrame, *, alpha: float = 0.05) -> Comparison:
+def _few(s: SystemRate) -> bool:
+    """Whether a system's 1/0 labels have fewer than MIN_CLASS_DIFF of either class."""
+    k, m = s.counts
+    return k + m > 0 and min(k, m) < MIN_CLASS_DIFF
+
+
+def _difference(a: SystemRate, b: SystemRate, r: float) -> tuple[float, float, float, str]:
+    """(d, low, high, how): MOVER of the adjusted intervals, or, with few labels of a class, every difference
+    consistent with both systems' intervals at half the pair's level (valid by the union bound)."""
+    ea, eb = a.adjusted, b.adjusted
+    if (_few(a) or _few(b)) and a.split is not None and b.split is not None and a.split.ci_low is not None:
+        sa, sb = a.split, b.split
+        d = ea.estimate - eb.estimate
+        return d, max(-1.0, sa.ci_low - sb.ci_high), min(1.0, sa.ci_high - sb.ci_low), "whole"
+    d, lo, hi = mover((ea.estimate, ea.ci_low, ea.ci_high), (eb.estimate, eb.ci_low, eb.ci_high), r)
+    return d, lo, hi, "mover"
+
+
+def live_sentence(a: str, b: str, d: float, lo: float, hi: float) -> str:
+    """The live reading's sentence: decided (labelling the two can stop) or not yet."""
+    if lo > 0 or hi < 0:
+        return "You can stop labelling {} and {}: {} at any number of labels.".format(
+            a, b, sentence(a, b, d, lo, hi).rstrip(".")
+        )
+    return sentence(a, b, d, lo, hi).replace("No difference shown", "No difference shown yet").rstrip(".") + (
+        ", valid at any number of labels: keep labelling to decide."
+    )
+
+
+def _early(text: str, a: SystemRate, b: SystemRate, budget: int) -> str:
+    return (
+        f"{text} Planned for {budget} labels a system ({a.system} has {a.n_labelled}, {b.system} has "
+        f"{b.n_labelled}): reading this fixed-sample interval before then voids its level."
+    )
+
+
+def compare(
+    frame: pd.DataFrame, *, alpha: float = 0.05, mode: str = "live", budget: int | None = None
+) -> Comparison:
     """Systems compared from one row per item: system, prediction (the judge's score in [0, 1], NaN when it
     failed), label (1/0, NaN when unlabelled), and optionally reference (items of different systems with the
-    same reference are paired) and verdict (the judge's 1/0; else a prediction of 0.5 or more)."""
+    same reference are paired) and verdict (the judge's 1/0; else a prediction of 0.5 or more).
+
+    mode "live" (the default): confidence sequences, valid however often the comparison is read; "planned":
+    the fixed-sample intervals, valid read once at `budget` labels a system."""
     if not 0.0 < alpha < 1.0:
         raise InputError(f"alpha must be between 0 and 1, got {alpha}.")
+    if mode not in MODES:
+        raise InputError(f"The reading must be live or planned, got {mode!r}.")
+    if budget is not None and (mode != "planned" or int(budget) < MIN_LABELLED):
+        raise InputError(
+            f"A label budget goes with the planned reading and is at least {MIN_LABELLED} labels a system."
+            if mode == "planned"
+            else "A label budget goes with the planned reading; the live one needs none."
+        )
     df = _check(frame)
     names = [str(x) for x in pd.unique(df["system"])]
     if len(names) < 2:
@@ -272,7 +437,7 @@ def compare(frame: pd.DataFrame, *, alpha: float = 0.05) -> Comparison:
     n_pairs = len(names) * (len(names) - 1) // 2
     pair_alpha = alpha / n_pairs
     groups = {s: g for s, g in df.groupby("system", sort=False)}
-    systems = [_rates(groups[s], alpha, pair_alpha) for s in names]
+    systems = [_rates(groups[s], alpha, pair_alpha, mode) for s in names]
     notes = []
     for s in systems:
         if s.n_labelled < MIN_LABELLED:
@@ -298,25 +463,25 @@ def compare(frame: pd.DataFrame, *, alpha: float = 0.05) -> Comparison:
                     0,
                     None,
                     sentence(a.system, b.system, None, None, None, why),
+                    mode,
+                    None,
                 )
             )
             continue
         r, shared = correlation(groups[a.system], groups[b.system], _lam(ea), _lam(eb))
-        d, lo, hi = mover((ea.estimate, ea.ci_low, ea.ci_high), (eb.estimate, eb.ci_low, eb.ci_high), r)
-        diffs.append(
-            Difference(
-                a.system,
-                b.system,
-                d,
-                lo,
-                hi,
-                bool(lo > 0 or hi < 0),
-                shared,
-                r,
-                sentence(a.system, b.system, d, lo, hi),
-            )
-        )
-    return Comparison(tuple(systems), tuple(diffs), alpha, pair_alpha, tuple(notes))
+        d, lo, hi, how = _difference(a, b, r)
+        significant = bool(lo > 0 or hi < 0)
+        if mode == "live":
+            decided, text = significant, live_sentence(a.system, b.system, d, lo, hi)
+        else:
+            text = sentence(a.system, b.system, d, lo, hi)
+            reached = budget is None or min(a.n_labelled, b.n_labelled) >= int(budget)
+            decided = significant and reached
+            if not reached:
+                text = _early(text, a, b, int(budget))
+        diffs.append(Difference(a.system, b.system, d, lo, hi, significant, shared, r, text, mode, decided, how))
+    budget = None if budget is None else int(budget)
+    return Comparison(tuple(systems), tuple(diffs), alpha, pair_alpha, tuple(notes), mode, budget)
 
 
 def systems_frame(c: Comparison) -> pd.DataFrame:
@@ -344,7 +509,7 @@ def systems_frame(c: Comparison) -> pd.DataFrame:
 
 def differences_frame(c: Comparison) -> pd.DataFrame:
     """One row per pair: a, b, a minus b with its adjusted interval, whether significant, the sentence."""
-    cols = ["a", "b", "difference", "low", "high", "significant", "shared references", "r", "what it shows"]
+    cols = ["a", "b", "difference", "low", "high", "significant", "decided", "shared references", "r", "what it shows"]
     rows = [
         [
             d.a,
@@ -353,6 +518,7 @@ def differences_frame(c: Comparison) -> pd.DataFrame:
             d.ci_low,
             d.ci_high,
             d.significant,
+            d.decided,
             d.n_shared,
             None if d.correlation is None else round(d.correlation, 3),
             d.sentence,

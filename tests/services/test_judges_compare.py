@@ -84,7 +84,7 @@ def _labelled(rates: dict[str, float], n: int = 60, big_n: int = 2000, seed: int
 
 def test_each_pair_is_at_alpha_over_the_number_of_pairs():
     df = _labelled({"A": 0.5, "B": 0.8, "C": 0.9})
-    c = cmp.compare(df, alpha=0.06)
+    c = cmp.compare(df, alpha=0.06, mode="planned")
     assert c.n_pairs == 3 and c.pair_alpha == pytest.approx(0.02)
     a, b = (df[df.system == s] for s in ("A", "B"))
     ea = cmp.for_difference(
@@ -108,19 +108,38 @@ def test_each_pair_is_at_alpha_over_the_number_of_pairs():
     assert s.ppi.width < s.adjusted.width
 
 
-def test_where_the_judge_adds_nothing_the_difference_uses_wilson_limits():
-    """A useless judge: PPI falls back to the labels, and the difference combines Wilson score limits."""
+def _exact(k: int, n: int, level: float = 0.95) -> tuple[float, float, float]:
+    iv = sps.binomtest(k, n).proportion_ci(confidence_level=level, method="exact")
+    return k / n, iv.low, iv.high
+
+
+def _useless(ka: int, kb: int, n: int = 60) -> pd.DataFrame:
     rng = np.random.default_rng(0)
-    ya = np.r_[np.ones(57), np.zeros(3)]
-    yb = np.r_[np.ones(40), np.zeros(20)]
-    df = _frame(
+    ya = np.r_[np.ones(ka), np.zeros(n - ka)]
+    yb = np.r_[np.ones(kb), np.zeros(n - kb)]
+    return _frame(
         {
-            "A": (np.r_[ya, np.full(500, np.nan)], rng.random(560), np.arange(560)),
-            "B": (np.r_[yb, np.full(500, np.nan)], rng.random(560), np.arange(560) + 1000),
+            "A": (np.r_[ya, np.full(500, np.nan)], rng.random(n + 500), np.arange(n + 500)),
+            "B": (np.r_[yb, np.full(500, np.nan)], rng.random(n + 500), np.arange(n + 500) + 10_000),
         }
     )
-    d = cmp.compare(df, alpha=0.05).differences[0]
-    assert (d.ci_low, d.ci_high) == pytest.approx(cmp.mover(_wilson(57, 60), _wilson(40, 60))[1:])
+
+
+def test_where_the_judge_adds_nothing_the_difference_uses_exact_limits():
+    """A useless judge: PPI falls back to the labels, and the difference combines Clopper-Pearson limits in
+    MOVER (Newcombe's method 10)."""
+    d = cmp.compare(_useless(54, 40), alpha=0.05, mode="planned").differences[0]
+    assert d.combined == "mover"
+    assert (d.ci_low, d.ci_high) == pytest.approx(cmp.mover(_exact(54, 60), _exact(40, 60))[1:])
+
+
+def test_with_few_labels_of_a_class_the_difference_holds_both_systems_whole():
+    """3 of 60 labels say inconsistent: the difference is every difference consistent with both systems'
+    exact intervals at half the level, [l_a - u_b, u_a - l_b]."""
+    d = cmp.compare(_useless(57, 40), alpha=0.05, mode="planned").differences[0]
+    (_, la, ua), (_, lb, ub) = _exact(57, 60, 0.975), _exact(40, 60, 0.975)
+    assert d.combined == "whole"
+    assert (d.ci_low, d.ci_high) == pytest.approx((la - ub, ua - lb))
 
 
 def test_sentences_claim_only_what_the_interval_supports():
@@ -134,21 +153,25 @@ def test_sentences_claim_only_what_the_interval_supports():
 
 
 def test_a_significant_difference_is_found_and_named():
-    c = cmp.compare(_labelled({"old": 0.6, "new": 0.95}, n=100), alpha=0.05)
+    c = cmp.compare(_labelled({"old": 0.6, "new": 0.95}, n=100), alpha=0.05, mode="planned")
     (d,) = c.differences
     assert d.significant and d.ci_high < 0
     assert d.sentence.startswith("new is more consistent than old by")
     out = c.as_dict()
-    assert set(out) == {"systems", "differences"}
-    assert set(out["systems"][0]) == {"system", "n", "n_labelled", "judge_rate", "classical", "ppi"}
-    assert set(out["differences"][0]) == {"a", "b", "estimate", "ci", "significant"}
+    assert set(out) == {"reading", "systems", "differences"}
+    assert out["reading"]["name"] == "planned" and "Clopper" in out["reading"]["citation"]
+    assert set(out["systems"][0]) == {"reading", "system", "n", "n_labelled", "judge_rate", "classical", "ppi"}
+    assert set(out["differences"][0]) == {
+        "reading", "a", "b", "estimate", "ci", "significant", "decided", "sentence"
+    }
+    assert out["differences"][0]["decided"] is True  # read once, with no budget stated
 
 
 def test_a_system_with_too_few_labels_makes_its_differences_unknown():
     df = _labelled({"A": 0.5, "B": 0.5})
     df.loc[(df.system == "B") & df.label.notna(), "label"] = np.nan
     df.loc[df.index[df.system == "B"][0], "label"] = 1.0
-    c = cmp.compare(df)
+    c = cmp.compare(df, mode="planned")
     (d,) = c.differences
     assert d.significant is None and d.estimate is None
     assert "at least 2" in d.sentence and any("B has 1 labelled" in n for n in c.notes)
@@ -169,7 +192,7 @@ def test_a_system_with_too_few_labels_makes_its_differences_unknown():
 )
 def test_bad_input_is_refused_with_a_message(change, message):
     with pytest.raises(InputError, match=message):
-        cmp.compare(change(_labelled({"A": 0.5, "B": 0.7})))
+        cmp.compare(change(_labelled({"A": 0.5, "B": 0.7})), mode="planned")
 
 
 @pytest.fixture(scope="module")
@@ -196,11 +219,11 @@ def test_each_systems_interval_covers_its_true_rate(simulated):
     assert systems.groupby(["scenario", "kind", "what"]).covered.mean().min() >= 0.90
 
 
-def test_a_negative_correlation_counts_as_none_and_a_perfect_one_is_capped():
-    """r < 0 would widen nothing safely: it is taken as 0; r = 1 would shrink an interval to a point."""
+def test_a_negative_correlation_is_used_as_estimated_and_a_perfect_one_is_capped():
+    """r < 0 widens the interval as it should (taken as 0 it would narrow it); |r| = 1 is capped at 0.99."""
     y = np.r_[np.ones(30), np.zeros(30)]
     refs = np.arange(60)
     df = cmp._check(_frame({"A": (y, np.full(60, 0.5), refs), "B": (1 - y, np.full(60, 0.5), refs)}))
-    assert cmp.correlation(df[df.system == "A"], df[df.system == "B"], 0.0, 0.0) == (0.0, 60)
+    assert cmp.correlation(df[df.system == "A"], df[df.system == "B"], 0.0, 0.0) == (-cmp.MAX_R, 60)
     df = cmp._check(_frame({"A": (y, np.full(60, 0.5), refs), "B": (y, np.full(60, 0.5), refs)}))
     assert cmp.correlation(df[df.system == "A"], df[df.system == "B"], 0.0, 0.0) == (cmp.MAX_R, 60)

@@ -77,7 +77,9 @@ def draw(sc: Scenario, seed: int, *, n_range=(30, 100), big_n_range=(1000, 10000
     return pd.concat(frames, ignore_index=True)
 
 
-def run(scenarios=SCENARIOS, draws: int = 100, alpha: float = 0.05, seed0: int = 0) -> pd.DataFrame:
+def run(
+    scenarios=SCENARIOS, draws: int = 100, alpha: float = 0.05, seed0: int = 0, mode: str = "planned"
+) -> pd.DataFrame:
     """One row per (scenario, draw, system or pair): kind, what, truth, low, high, covered, significant, wrong sign."""
     from services.judges.compare import compare
 
@@ -85,7 +87,7 @@ def run(scenarios=SCENARIOS, draws: int = 100, alpha: float = 0.05, seed0: int =
     for sc in scenarios:
         truth = {f"S{k + 1}": r for k, r in enumerate(sc.rates)}
         for d in range(draws):
-            c = compare(draw(sc, seed0 + d), alpha=alpha)
+            c = compare(draw(sc, seed0 + d), alpha=alpha, mode=mode)
             for s in c.systems:
                 for kind, e in (("PPI", s.ppi), ("classical", s.classical)):
                     t = truth[s.system]
