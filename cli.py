@@ -9,6 +9,7 @@
     python cli.py alpha --input RATINGS.csv --level nominal|ordinal|interval|ratio
     python cli.py card --input LABELLED.jsonl --method METHOD [--alpha A] [--price-input USD] --output card.json
     python cli.py compare --input FILE.jsonl --output OUT.json [--alpha A] [--method METHOD]
+        [--mode live|planned] [--budget N] [--baseline SYSTEM --fail-if-worse]
 
 The backend comes from LLM_BASE_URL, LLM_API_KEY (or OPENAI_API_KEY) and LLM_MODEL (none set: the embedded
 model); the database from DATABASE_URL (default: data/consistency.db). `evaluate` runs the file as a batch

@@ -1,14 +1,23 @@
 """`cli.py compare`: are some systems (prompts, models, versions) more consistent than others, and how sure are we?
 
     python cli.py compare --input FILE.jsonl --output OUT.json [--alpha 0.05] [--method METHOD]
+        [--mode live|planned] [--budget N] [--baseline SYSTEM --fail-if-worse]
 
 Lines are {"id", "system", "score", "label"?}: a judge's score in [0, 1] (1 = consistent) from this app or
 any other tool, and label 1/0 on the labelled items; or {"id", "system", "reference", "candidate", "label"?}
 with --method to run a judge first (through the batch engine, as `cli.py card` does). Items of different
-systems with the same reference are paired. Writes {"systems": [{system, n, n_labelled, judge_rate,
-classical: {estimate, ci}, ppi: {estimate, ci, basis}}], "differences": [{a, b, estimate, ci, significant}]}, a's
-rate minus b's, each difference's interval Bonferroni-adjusted over the pairs (services.judges.compare).
-Exit 0; 1 when the judge failed on every line; 2 with a one-line message on bad input; 130 when interrupted.
+systems with the same reference are paired. Writes {"reading": {name, meaning, method, citation, budget},
+"systems": [{reading, system, n, n_labelled, judge_rate, classical: {estimate, ci}, ppi: {estimate, ci, basis}}],
+"differences": [{reading, a, b, estimate, ci, significant, decided, sentence}]}, a's rate minus b's, each
+difference's interval Bonferroni-adjusted over the pairs (services.judges.compare).
+
+--mode live (the default): confidence sequences, valid however often the comparison is run as labels arrive;
+a pair is decided when its interval excludes 0. --mode planned: fixed-sample intervals, valid once at the
+--budget labels a system planned before labelling (a pair is decided once both systems have the budget).
+--baseline SYSTEM --fail-if-worse: exit 1 when a system is decided worse than the baseline (a CI gate).
+
+Exit 0; 1 when the judge failed on every line, or with --fail-if-worse when a system is decided worse than the
+baseline; 2 with a one-line message on bad input; 130 when interrupted.
 """
 
 from __future__ import annotations
@@ -36,6 +45,19 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         choices=METHODS,
         default=None,
         help="run this judge over reference/candidate lines first (evidence: the offline checker, no model call)",
+    )
+    p.add_argument(
+        "--mode",
+        choices=["live", "planned"],
+        default="live",
+        help="live: valid at every number of labels (default); planned: valid once, at --budget labels a system",
+    )
+    p.add_argument("--budget", type=positive_int, default=None, help="planned: labels a system planned in advance")
+    p.add_argument("--baseline", default=None, help="the system the others are held against (with --fail-if-worse)")
+    p.add_argument(
+        "--fail-if-worse",
+        action="store_true",
+        help="exit 1 when a system is decided worse than --baseline, printing why (for CI)",
     )
     p.add_argument("--task", choices=["summarization", "semantic"], default="summarization")
     p.add_argument("--window", type=int, default=1, help="sent-nli / qg-qa: summary sentences per window")
@@ -158,6 +180,12 @@ def run(args: argparse.Namespace) -> int:
     if args.window < 1:
         print("error: --window must be 1 or more", file=sys.stderr)
         return 2
+    if args.budget is not None and args.mode != "planned":
+        print("error: --budget goes with --mode planned (the live reading needs no budget)", file=sys.stderr)
+        return 2
+    if args.fail_if_worse and not args.baseline:
+        print("error: --fail-if-worse needs --baseline SYSTEM, the system the others are held against", file=sys.stderr)
+        return 2
     path = Path(args.input)
     if not path.is_file():
         print(f"error: {path}: no such file", file=sys.stderr)
@@ -165,6 +193,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         rows = read_lines(path, with_method=args.method is not None)
         check_systems(rows)
+        if args.baseline is not None and args.baseline not in {r["system"] for r in rows}:
+            names = ", ".join(sorted({r["system"] for r in rows}))
+            raise BadLine(f'no system "{args.baseline}" for --baseline; the systems are {names}')
     except (BadLine, UnicodeDecodeError) as exc:
         print(f"error: {path}: {exc}", file=sys.stderr)
         return 2
@@ -185,7 +216,7 @@ def run(args: argparse.Namespace) -> int:
         frame["prediction"] = [p for p, _ in got]
         frame["verdict"] = [v for _, v in got]
     try:
-        result = compare(frame.drop(columns="score"), alpha=args.alpha)
+        result = compare(frame.drop(columns="score"), alpha=args.alpha, mode=args.mode, budget=args.budget)
     except InputError as exc:
         print(f"error: {path}: {exc}", file=sys.stderr)
         return 2
@@ -198,8 +229,30 @@ def run(args: argparse.Namespace) -> int:
         what = f"{p.basis} ({iv})" if p.labels_only else f"PPI {iv}"
         print(f"{s.system}: {s.n_labelled} labelled of {s.n}; {what}", file=sys.stderr)
     level = percent(1 - result.pair_alpha)
+    reading = result.reading()
+    print(f"reading: {reading['name']} ({reading['meaning']})", file=sys.stderr)
     print(f"differences at {level} each (Bonferroni over {result.n_pairs} pair(s)):", file=sys.stderr)
     for d in result.differences:
         print(f"  {d.sentence}", file=sys.stderr)
     print(f"wrote {out}", file=sys.stderr)
+    if args.baseline is not None:
+        worse = worse_than(result, args.baseline)
+        for d in worse:
+            print(f"worse than {args.baseline}: {d.sentence}", file=sys.stderr)
+        if not worse:
+            print(f"no system is decided worse than {args.baseline}", file=sys.stderr)
+        if worse and args.fail_if_worse:
+            return 1
     return 0
+
+
+def worse_than(result, baseline: str) -> list:
+    """The decided differences where a system is less consistent than the baseline."""
+    out = []
+    for d in result.differences:
+        if not d.decided or baseline not in (d.a, d.b) or d.estimate is None:
+            continue
+        baseline_minus_other = d.estimate if d.a == baseline else -d.estimate
+        if baseline_minus_other > 0:
+            out.append(d)
+    return out

@@ -152,6 +152,7 @@ def render_comparison(c: compare.Comparison) -> None:
         f"{c.n_pairs} pair(s)), so all of them hold together at least {level:.0%} of the time. Systems that "
         "summarize the same references are paired."
     )
+    st.caption(compare.reading_note(c))
     sysf, diff = compare.systems_frame(c), compare.differences_frame(c)
     st.plotly_chart(make_compare_figure(sysf, diff, level=level), key="jd_cmp_chart")
     st.markdown(f"**Systems** ({level:.0%} intervals)")
@@ -184,6 +185,7 @@ def render_comparison(c: compare.Comparison) -> None:
                 "shown": [
                     "unknown" if d.significant is None else "yes" if d.significant else "no" for d in c.differences
                 ],
+                "decided": ["yes" if d.decided else "no" for d in c.differences],
                 "paired on": [f"{d.n_shared:,} references" if d.n_shared else "—" for d in c.differences],
             }
         ),

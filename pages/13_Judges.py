@@ -198,6 +198,7 @@ render_report_download("judges", panel_id, key=f"jd_report_{panel_id}")
 
 # -- compare systems -------------------------------------------------------------------------------------
 st.subheader("Compare systems")
+comparison = None
 system_counts = judges.systems.systems_of(eng, ds_id)
 if len(system_counts) < 2:
     st.info(
@@ -211,28 +212,50 @@ else:
         + ", ".join(f"{name} ({n:,} items)" for name, n in system_counts.items())
         + ". Each system's rate by one judge, and every pair's difference with what it shows."
     )
-    cmp_ref = st.selectbox("Judge", chosen, format_func=names.get, key="jd_cmp_judge")
+    c1, c2, c3 = st.columns([2, 2, 1])
+    cmp_ref = c1.selectbox("Judge", chosen, format_func=names.get, key="jd_cmp_judge")
+    cmp_mode = c2.radio(
+        "Reading",
+        ["live", "planned"],
+        format_func={"live": "Live (valid at every look)", "planned": "Planned (fixed budget)"}.get,
+        key="jd_cmp_mode",
+        horizontal=True,
+        help="Live: read as often as labels arrive and stop when a pair is decided. Planned: state the labels a "
+        "system before labelling and read the fixed-sample intervals once, when they are reached.",
+    )
+    cmp_plan = None
+    if cmp_mode == "planned":
+        cmp_plan = int(c3.number_input("Labels a system", 2, 100_000, 150, step=10, key="jd_cmp_plan"))
 
     @st.cache_data(show_spinner="Comparing the systems…", max_entries=16, ttl=600)
-    def _comparison_for(ref, dataset_id: int, source: str, budget: int | None, seed: int, alpha: float, stamp: str):
+    def _comparison_for(
+        ref, dataset_id: int, source: str, budget: int | None, seed: int, alpha: float, mode: str, plan, stamp: str
+    ):
         return judges.systems.compare_dataset(
-            engine(), dataset_id, ref, source=source, budget=budget, seed=seed, alpha=alpha
+            engine(), dataset_id, ref, source=source, budget=budget, seed=seed, alpha=alpha, mode=mode, plan=plan
         )
 
     comparison_for = superseding(_comparison_for, stamps=("stamp",))
     try:
-        comparison = comparison_for(cmp_ref, ds_id, source, budget, seed, alpha, judges.stamp(eng, ds_id, [cmp_ref]))
+        comparison = comparison_for(
+            cmp_ref, ds_id, source, budget, seed, alpha, cmp_mode, cmp_plan, judges.stamp(eng, ds_id, [cmp_ref])
+        )
     except InputError as exc:
         st.error(str(exc))
     else:
         render_comparison(comparison)
+        points = st.number_input(
+            "Plan: a difference of (points)", 1, 50, 5, key="jd_cmp_points", help="Labels a system to tell it."
+        )
+        st.caption(judges.compare.planning(comparison, points / 100))
         cmp_id = judges.systems.save_comparison(
-            eng, ds_id, cmp_ref, source=source, budget=budget, seed=seed, alpha=alpha
+            eng, ds_id, cmp_ref, source=source, budget=budget, seed=seed, alpha=alpha, mode=cmp_mode, plan=cmp_plan
         )
         render_report_download("compare", cmp_id, key=f"jd_cmp_report_{cmp_id}")
 
 # -- label next ------------------------------------------------------------------------------------------
 st.subheader("Label next")
+done = comparison.decided_systems() if comparison is not None and comparison.mode == "live" else set()
 judge_frames = list(frames.values())
 human = human_all[human_all["item_id"].isin(set().union(*(set(f["item_id"]) for f in judge_frames)))]
 n_free = int((human["label"].isna() & human["hscore"].isna()).sum())
@@ -255,6 +278,12 @@ if (
     )
 ):
     per_system = judges.systems.strata(eng, ds_id)
+if per_system is not None and done:
+    st.caption(
+        "Not proposed any more: "
+        + ", ".join(sorted(done))
+        + " (each of its pairs is decided in the live comparison; more labels would change no conclusion)."
+    )
 people = annotations.list_annotators(eng)
 who = l3.multiselect(
     "Annotators", [a.id for a in people], format_func=lambda i: next(a.name for a in people if a.id == i), key="jd_who"
@@ -269,6 +298,7 @@ prop = judges.propose(
     exclude=queued,
     seed=seed,  # type: ignore[arg-type]
     per_system=per_system,
+    decided=done,
 )
 if strategy == "uncertain":
     st.warning(

@@ -13,8 +13,8 @@ import cli
 import services.embedded
 from tests.support.judges import QAGS_FILE
 
-SYSTEM_KEYS = {"system", "n", "n_labelled", "judge_rate", "classical", "ppi"}
-DIFF_KEYS = {"a", "b", "estimate", "ci", "significant"}
+SYSTEM_KEYS = {"reading", "system", "n", "n_labelled", "judge_rate", "classical", "ppi"}
+DIFF_KEYS = {"reading", "a", "b", "estimate", "ci", "significant", "decided", "sentence"}
 
 
 @pytest.fixture(autouse=True)
@@ -44,9 +44,10 @@ def _write(tmp_path, rows, name="in.jsonl"):
 
 def test_compare_writes_each_system_and_each_difference(tmp_path, capsys):
     path, out = _write(tmp_path, _rows({"old": 0.55, "new": 0.95, "mid": 0.75})), tmp_path / "out.json"
-    assert cli.main(["compare", "--input", str(path), "--output", str(out), "--alpha", "0.1"]) == 0
+    assert cli.main(["compare", "--input", str(path), "--output", str(out), "--alpha", "0.1", "--mode", "planned"]) == 0
     got = json.loads(out.read_text(encoding="utf-8"))
-    assert set(got) == {"systems", "differences"}
+    assert set(got) == {"reading", "systems", "differences"}
+    assert got["reading"]["name"] == "planned" and got["reading"]["budget"] is None
     assert [s["system"] for s in got["systems"]] == ["old", "new", "mid"]
     for s in got["systems"]:
         assert set(s) == SYSTEM_KEYS and (s["n"], s["n_labelled"]) == (300, 60)
@@ -177,3 +178,49 @@ def test_the_differences_level_is_printed_without_rounding_it_up(tmp_path, capsy
     path, out = _write(tmp_path, rows), tmp_path / "out.json"
     assert cli.main(["compare", "--input", str(path), "--output", str(out)]) == 0
     assert "differences at 99.86% each (Bonferroni over 36 pair(s)):" in capsys.readouterr().err
+
+
+def test_the_gate_fails_when_a_system_is_decided_worse_than_the_baseline(tmp_path, capsys):
+    path, out = _write(tmp_path, _rows({"old": 0.95, "new": 0.55}, labelled=120)), tmp_path / "out.json"
+    args = ["compare", "--input", str(path), "--output", str(out), "--baseline", "old", "--fail-if-worse"]
+    assert cli.main(args) == 1
+    got = json.loads(out.read_text(encoding="utf-8"))
+    assert got["reading"]["name"] == "live" and "Waudby-Smith" in got["reading"]["citation"]
+    assert got["differences"][0]["decided"] is True
+    err = capsys.readouterr().err
+    assert "worse than old: You can stop labelling old and new: old is more consistent than new by" in err
+    # the other way round, new is the baseline: nothing is worse than it
+    args[args.index("old")] = "new"
+    assert cli.main(args) == 0
+    assert "no system is decided worse than new" in capsys.readouterr().err
+
+
+def test_the_gate_passes_while_no_difference_is_decided(tmp_path, capsys):
+    path, out = _write(tmp_path, _rows({"old": 0.7, "new": 0.68}, labelled=40)), tmp_path / "out.json"
+    args = ["compare", "--input", str(path), "--output", str(out), "--baseline", "old", "--fail-if-worse"]
+    assert cli.main(args) == 0
+    assert "keep labelling" in capsys.readouterr().err
+
+
+def test_planned_with_a_budget_says_when_reading_early_voids_the_level(tmp_path, capsys):
+    path, out = _write(tmp_path, _rows({"old": 0.95, "new": 0.55}, labelled=60)), tmp_path / "out.json"
+    args = ["compare", "--input", str(path), "--output", str(out), "--mode", "planned", "--budget", "100"]
+    assert cli.main([*args, "--baseline", "old", "--fail-if-worse"]) == 0  # significant, but not decided yet
+    got = json.loads(out.read_text(encoding="utf-8"))
+    assert got["reading"]["name"] == "planned" and got["reading"]["budget"] == 100
+    assert got["differences"][0]["significant"] and not got["differences"][0]["decided"]
+    assert "voids its level" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--budget", "50"], "--budget goes with --mode planned"),
+        (["--fail-if-worse"], "--fail-if-worse needs --baseline"),
+        (["--baseline", "nobody"], 'no system "nobody" for --baseline'),
+    ],
+)
+def test_bad_reading_options_are_refused_with_a_message(tmp_path, capsys, extra, message):
+    path = _write(tmp_path, _rows({"old": 0.9, "new": 0.6}))
+    assert cli.main(["compare", "--input", str(path), "--output", str(tmp_path / "o.json"), *extra]) == 2
+    assert message in capsys.readouterr().err

@@ -68,8 +68,7 @@ READINGS = {
         "name": "planned",
         "meaning": "valid once, at the number of labels a system planned before labelling (the label budget)",
         "method": "fixed-sample intervals: Clopper-Pearson (labels), PPI++ with Student's t (prediction-powered)",
-        "citation": "Clopper and Pearson 1934; Angelopoulos, Duchi and Zrnic 2023 (PPI++); Zou and Donner 2008 "
-        "(MOVER)",
+        "citation": "Clopper and Pearson 1934; Angelopoulos, Duchi and Zrnic 2023 (PPI++); Zou and Donner 2008 (MOVER)",
     },
 }
 COLUMNS = ("id", "system", "reference", "prediction", "verdict", "label")
@@ -90,6 +89,7 @@ class SystemRate:
     reading: str = "planned"  # "live" (confidence sequences) or "planned" (fixed-sample intervals)
     split: Estimate | None = None  # the interval at half the adjusted level (few labels of a class)
     counts: tuple[int, int] = (0, 0)  # labels saying consistent, inconsistent (0, 0 for human scores)
+    variance_kept: float = 1.0  # PPI: about 1 - r^2 of the judge's predictions on the labels (1: labels alone)
 
     def as_dict(self) -> dict:
         """{reading, system, n, n_labelled, judge_rate, classical, ppi: {estimate, ci, basis}} as `cli.py compare`
@@ -309,7 +309,18 @@ def _rates(g: pd.DataFrame, alpha: float, pair_alpha: float, mode: str = "planne
         reading=mode,
         split=split,
         counts=(k, int(yy.size) - k) if binary else (0, 0),
+        variance_kept=_kept(yy, yl, pp),
     )
+
+
+def _kept(y: np.ndarray, yhat: np.ndarray, e: Estimate) -> float:
+    """The share of the labels' variance a prediction-powered estimate keeps, about 1 - r^2 of the judge's
+    predictions on the labelled items (PPI++ with its best lambda and many unlabelled items); 1 where PPI falls
+    back to the labels alone."""
+    if e.estimate is None or _lam(e) == 0.0 or y.size < 3 or np.ptp(y) == 0 or np.ptp(yhat) == 0:
+        return 1.0
+    r = float(np.corrcoef(y, yhat)[0, 1])
+    return float(min(1.0, max(0.05, 1.0 - r * r))) if math.isfinite(r) else 1.0
 
 
 def for_difference(y: np.ndarray, yhat: np.ndarray, yhat_unlabelled: np.ndarray, *, alpha: float) -> Estimate:
@@ -409,9 +420,7 @@ def _early(text: str, a: SystemRate, b: SystemRate, budget: int) -> str:
     )
 
 
-def compare(
-    frame: pd.DataFrame, *, alpha: float = 0.05, mode: str = "live", budget: int | None = None
-) -> Comparison:
+def compare(frame: pd.DataFrame, *, alpha: float = 0.05, mode: str = "live", budget: int | None = None) -> Comparison:
     """Systems compared from one row per item: system, prediction (the judge's score in [0, 1], NaN when it
     failed), label (1/0, NaN when unlabelled), and optionally reference (items of different systems with the
     same reference are paired) and verdict (the judge's 1/0; else a prediction of 0.5 or more).
@@ -482,6 +491,49 @@ def compare(
         diffs.append(Difference(a.system, b.system, d, lo, hi, significant, shared, r, text, mode, decided, how))
     budget = None if budget is None else int(budget)
     return Comparison(tuple(systems), tuple(diffs), alpha, pair_alpha, tuple(notes), mode, budget)
+
+
+def reading_note(c: Comparison) -> str:
+    """What the comparison's reading means, in words, for the page, the report and the share link."""
+    if c.mode == "live":
+        return (
+            "Live reading: every interval is a confidence sequence, valid at every number of labels at once, so it "
+            "can be read as often as labels arrive and labelling can stop as soon as a pair is decided (a price: "
+            "about 1.5 times the width of a fixed-sample interval near 150 labels a system). Methods: "
+            f"{READINGS['live']['method']} ({READINGS['live']['citation']})."
+        )
+    plan = f" ({c.budget} labels a system)" if c.budget else ""
+    return (
+        f"Planned reading: fixed-sample intervals, valid when read once, at the number of labels planned before "
+        f"labelling{plan}; reading them earlier, or again after more labels, and stopping when they look decided "
+        "voids their level (a difference is then claimed far more often than the level says)."
+    )
+
+
+def planning(c: Comparison, difference: float, *, power: float = 0.8) -> str:
+    """ "About N labels a system to tell a d-point difference at rate p", live and planned, at the pairs' level,
+    with the judge's measured agreement where PPI uses it."""
+    rates = [s.ppi.estimate for s in c.systems if s.ppi.estimate is not None]
+    rate = float(np.mean(rates)) if rates else 0.5
+    kept = float(np.median([s.variance_kept for s in c.systems])) if c.systems else 1.0
+    ns = {
+        live: sequential.labels_to_tell(
+            difference, rate, alpha=c.pair_alpha, live=live, variance_kept=kept, power=power
+        )
+        for live in (True, False)
+    }
+    text = {k: "more than 100,000" if v is None else f"{v:,}" for k, v in ns.items()}
+    judge = (
+        f", with the judge's measured agreement (prediction-powered rates keep about {kept:.0%} of the labels' "
+        "variance)"
+        if kept < 1.0
+        else " from labels alone (the judge adds nothing measurable yet)"
+    )
+    return (
+        f"About {text[True]} labels a system to tell a {100 * difference:g}-point difference at a rate of "
+        f"{rate:.0%} read live, {text[False]} planned (read once){judge}; {power:.0%} of the time, each pair at "
+        f"{1 - c.pair_alpha:.1%}."
+    )
 
 
 def systems_frame(c: Comparison) -> pd.DataFrame:

@@ -5,6 +5,8 @@ Two ways to choose:
   such a draw, so this keeps it valid; every new label narrows it (the width goes as 1/sqrt(n)).
   With `per_system` (item -> system), the draw is k items from each system's unlabelled items, so that every
   system of a comparison gets its own random labels (services.judges.compare needs at least two per system).
+  Systems in `decided` (every pair of theirs decided in the live comparison: Comparison.decided_systems) get
+  none: labelling them further changes no conclusion.
 - "uncertain": where the judges are least certain (prediction nearest 0.5) or disagree most (spread of their
   predictions). These labels teach the most about where the judges fail, and sharpen agreement figures, but
   they are not a random draw: each is recorded as such (`send(..., origin=...)`), and the cards count such
@@ -52,9 +54,11 @@ def propose(
     exclude: Sequence[int] = (),
     seed: int = 0,
     per_system: pd.Series | None = None,
+    decided: set[str] | frozenset[str] = frozenset(),
 ) -> Proposal:
     """Up to k unlabelled items (no human label or score) that the judges ran on, not among `exclude` (already
-    in someone's queue); with `per_system` (item_id -> system) and the random strategy, up to k per system."""
+    in someone's queue); with `per_system` (item_id -> system) and the random strategy, up to k per system,
+    none of a system in `decided`."""
     if k < 1:
         raise InputError("Propose at least one item.")
     if strategy not in STRATEGIES:
@@ -78,6 +82,8 @@ def propose(
         order = np.random.default_rng(seed).permutation(len(free))
         if per_system is not None:
             system = per_system.reindex(free["item_id"].to_numpy()).to_numpy(dtype=object)
+            if decided:
+                system = np.where(pd.Series(system).isin(list(decided)).to_numpy(), None, system)
             free["system"] = system
             drawn = pd.Series(system[order])
             rank = drawn.groupby(drawn.fillna("")).cumcount().to_numpy()

@@ -72,10 +72,13 @@ def compare_dataset(
     budget: int | None = None,
     seed: int = 0,
     alpha: float = 0.05,
+    mode: str = "live",
+    plan: int | None = None,
 ) -> Comparison:
-    """The dataset's systems compared by one judge (InputError when it has fewer than two systems)."""
+    """The dataset's systems compared by one judge (InputError when it has fewer than two systems); `budget`
+    keeps that many random labels (the labels source), `plan` is the planned reading's labels a system."""
     frame = comparison_frame(engine, dataset_id, ref, source=source, budget=budget, seed=seed)
-    return compare(frame, alpha=alpha)
+    return compare(frame, alpha=alpha, mode=mode, budget=plan if mode == "planned" else None)
 
 
 def strata(engine: Engine, dataset_id: int) -> pd.Series:
@@ -97,12 +100,16 @@ def save_comparison(
     budget: int | None = None,
     seed: int = 0,
     alpha: float = 0.05,
+    mode: str = "live",
+    plan: int | None = None,
 ) -> int:
     """The id of the saved comparison of the dataset's systems by this judge (what its report and share link
     are built from); the same choices give the same id."""
     from services.judges.panels import save_panel
 
-    options = {"view": VIEW, "source": source, "budget": budget, "seed": seed, "alpha": alpha}
+    options = {"view": VIEW, "source": source, "budget": budget, "seed": seed, "alpha": alpha, "mode": mode}
+    if mode == "planned" and plan is not None:
+        options["plan"] = int(plan)
     return save_panel(engine, dataset_id, [ref], options)
 
 
@@ -130,5 +137,7 @@ def compare_panel(engine: Engine, panel_id: int) -> tuple[Comparison, object]:
         budget=o.get("budget"),
         seed=int(o.get("seed", 0)),
         alpha=float(o.get("alpha", 0.05)),
+        mode=o.get("mode", "live"),
+        plan=o.get("plan"),
     )
     return c, panel

@@ -50,6 +50,7 @@ def build(engine: Engine, panel_id: int, **_: Any) -> Report:
         f"{c.n_pairs} pair(s)), so that all of them hold together at least {level:.0%} of the time; it combines "
         "the two systems' intervals by MOVER (Zou and Donner 2008; Newcombe 1998), with the correlation of "
         "systems that summarize the same references.",
+        compare.reading_note(c),
         *[d.sentence for d in c.differences],
         *[
             f"{s.system}'s rate rests on its labels only ({s.ppi.basis.split(': ', 1)[-1]}): PPI was not used, and "
@@ -71,6 +72,8 @@ def build(engine: Engine, panel_id: int, **_: Any) -> Report:
             "systems": [s.system for s in c.systems],
             "alpha": c.alpha,
             "alpha per pair": c.pair_alpha,
+            "reading": c.mode,
+            **({"labels a system planned": c.budget} if c.budget else {}),
             "labels": panel.options.get("source", "all"),
             **({"labels kept (budget)": panel.options["budget"]} if panel.options.get("budget") is not None else {}),
         },
@@ -82,5 +85,6 @@ def build(engine: Engine, panel_id: int, **_: Any) -> Report:
         ],
         notes=notes,
         interval_note=f"Brackets: {level:.0%} interval of the prediction-powered estimate, or of the labels alone "
-        "where a system's rate says labels only (PPI not used).",
+        "where a system's rate says labels only (PPI not used)"
+        + ("; valid at every number of labels (live)." if c.mode == "live" else "; read once (planned)."),
     )

@@ -17,6 +17,28 @@ def test_compare_systems_shows_what_each_difference_shows(open_page):
     at = open_page(JUDGES)
     assert not at.exception, at.exception
     assert at.selectbox(key="jd_cmp_judge").value == batch
+    # live by default: valid at every look, with when to stop
+    assert at.radio(key="jd_cmp_mode").value == "live"
+    lines = texts(at.markdown)
+    assert any(t.startswith("- You can stop labelling old and new: new is more consistent") for t in lines), lines
+    assert any(t.startswith("Live reading: every interval is a confidence sequence") for t in texts(at.caption))
+    assert any(
+        t.startswith("About ") and "labels a system to tell a 5-point difference" in t for t in texts(at.caption)
+    )
+    # Label next per system proposes nothing of a system whose pairs are all decided
+    at.number_input(key="jd_k").set_value(3)
+    at.toggle(key="jd_per_system").set_value(True)
+    at.run()
+    assert not at.exception, at.exception
+    done = [t for t in texts(at.caption) if t.startswith("Not proposed any more:")]
+    proposal = next(d.value for d in at.dataframe if "priority" in d.value.columns)
+    assert done and "new" in done[0] and "new" not in set(proposal["system"]), (done, proposal)
+    at.toggle(key="jd_per_system").set_value(False)
+
+    # planned: the fixed-sample intervals, read once at the budget
+    at.radio(key="jd_cmp_mode").set_value("planned").run()
+    at.number_input(key="jd_cmp_plan").set_value(50).run()
+    assert not at.exception, at.exception
     lines = texts(at.markdown)
     assert any(t.startswith("- new is more consistent than old by") for t in lines), lines
     assert any("No difference shown between old and same" in t for t in lines), lines

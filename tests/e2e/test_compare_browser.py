@@ -66,7 +66,7 @@ def test_compare_systems_table_plot_report_and_share_link_signed_out(compare_app
     no_exception(pg)
     expect(main(pg).get_by_role("heading", name="Compare systems")).to_be_visible()
     expect(main(pg).get_by_text(re.compile(r"new is more consistent than old by \d+ points")).first).to_be_visible()
-    expect(main(pg).get_by_text("No difference shown between old and same", exact=False).first).to_be_visible()
+    expect(main(pg).get_by_text("No difference shown yet between old and same", exact=False).first).to_be_visible()
     # The systems' table and the forest plot
     table = main(pg).get_by_test_id("stTable").filter(has_text=re.compile(r"judge's raw rate"))
     expect(table).to_be_visible()

@@ -161,9 +161,7 @@ def test_a_significant_difference_is_found_and_named():
     assert set(out) == {"reading", "systems", "differences"}
     assert out["reading"]["name"] == "planned" and "Clopper" in out["reading"]["citation"]
     assert set(out["systems"][0]) == {"reading", "system", "n", "n_labelled", "judge_rate", "classical", "ppi"}
-    assert set(out["differences"][0]) == {
-        "reading", "a", "b", "estimate", "ci", "significant", "decided", "sentence"
-    }
+    assert set(out["differences"][0]) == {"reading", "a", "b", "estimate", "ci", "significant", "decided", "sentence"}
     assert out["differences"][0]["decided"] is True  # read once, with no budget stated
 
 

@@ -173,16 +173,16 @@ def test_a_comparison_with_a_label_budget_uses_that_many_labels(engine):
     assert sum(s.n_labelled for s in full.systems) == 60 and sum(s.n_labelled for s in some.systems) == 20
 
 
-def test_a_difference_where_ppi_leaves_lambda_to_ppi_py_uses_the_labels_score_interval():
+def test_a_difference_where_ppi_leaves_lambda_to_ppi_py_uses_the_labels_exact_interval():
     """When the labelled and unlabelled predictions have the same mean, PPI++'s point does not depend on lambda
-    and none is read back; the difference then takes the labels' Wilson interval, as for lambda 0."""
+    and none is read back; the difference then takes the labels' exact interval, as for lambda 0."""
     from services.judges import compare
     from services.stats import binomial
 
     y = np.array([1.0, 0.0] * 20)
     yhat = np.array([0.8, 0.2] * 20)  # informative, mean 0.5
     got = compare.for_difference(y, yhat, np.full(100, 0.5), alpha=0.05)
-    assert (got.ci_low, got.ci_high) == binomial.wilson(20, 40, 0.95)
+    assert (got.ci_low, got.ci_high) == binomial.clopper_pearson(20, 40, 0.95)
 
 
 def test_newcombes_auroc_interval_ends_at_exactly_0_and_1_at_a_perfect_ranking():

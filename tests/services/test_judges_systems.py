@@ -20,7 +20,7 @@ def test_the_systems_of_a_dataset_are_compared_paired_by_reference(engine):
     assert systems.systems_of(engine, ds) == {"new": 150, "old": 150}
     frame = systems.comparison_frame(engine, ds, batch)
     assert len(frame) == 300 and frame["label"].notna().sum() == 120
-    c = systems.compare_dataset(engine, ds, batch, alpha=0.05)
+    c = systems.compare_dataset(engine, ds, batch, alpha=0.05, mode="planned")
     assert [(s.system, s.n, s.n_labelled) for s in c.systems] == [("old", 150, 60), ("new", 150, 60)]
     (d,) = c.differences
     assert d.n_shared == 150  # the same references
