@@ -79,6 +79,11 @@ BENCHES = [
     Bench("judges", "judges_coverage.py", "coverage and width over true rates 0.01-0.99 and 10-500 labels", make=True),
     Bench("judges", "judges_qags.py", "the evidence checker's judge card on QAGS-CNN with 50 labels", make=True),
     Bench("judges", "compare_coverage.py", "systems compared: interval coverage, wrong-sign calls", make=True),
+    Bench(
+        "judges",
+        "compare_sequential.py",
+        "live against planned: false claims when stopping early, coverage at every n, width, labels to decide",
+    ),
     Bench("conseval", "conseval_alpha.py", "alpha's time at 1,000 units; a study on the embedded model"),
     Bench("dhp", "dhp_stats.py", "`cli.py dhp stats` at 6 x 12 x 4 x 100, in process and cold"),
     Bench("datasets", "datasets_import.py", "import of QAGS and of 10,000 synthetic items"),
