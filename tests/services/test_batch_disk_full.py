@@ -145,3 +145,31 @@ def test_answers_held_when_the_run_must_leave_are_written_by_the_next_run(file_e
         assert len(fake.requests) == N, "no answer was asked for twice"
         assert p.calls == N, "the set-aside answers' usage counted once"
     assert not list(no_reserve.glob("consistency-held-*.json")), "written, then removed"
+
+
+def test_a_run_stopped_while_it_holds_answers_sets_them_aside(file_engine, no_reserve, monkeypatch):
+    """Ctrl-C in the CLI, SIGTERM to a worker: the held answers go off the full disk, the next run writes them."""
+    disk = FullDisk(monkeypatch, fill_at=4)
+    stop = threading.Event()
+    with FakeOpenAIServer(responder=disk) as fake:
+        ds = make_dataset(file_engine, N)
+        bid = batches.create_batch(file_engine, dataset_id=ds, backend=judge_backend(fake), cfg=EVAL, concurrency=3)
+        got: dict[str, BaseException] = {}
+
+        def run():
+            try:
+                batches.process_batch(file_engine, bid, stop=stop)
+            except BaseException as exc:
+                got["error"] = exc
+
+        t = threading.Thread(target=run)
+        t.start()
+        wait_until(lambda: disk.refusals() >= 2, "writes refused on the full disk")
+        stop.set()
+        t.join(WAIT_LIMIT)
+        assert is_disk_full(got["error"]), got
+        assert len(list(no_reserve.glob("consistency-held-*.json"))) == 1
+        disk.free()
+        batches.process_batch(file_engine, bid)
+        assert batches.progress(file_engine, bid).done == N
+        assert len(fake.requests) == N

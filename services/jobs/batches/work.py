@@ -411,7 +411,12 @@ def _process_batch(
                 flush()  # in the room the reserve kept: the answers paid for are written
             except Exception as again:
                 log.warning("batch %s: %d result(s) could not be written (%s)", batch_id, len(held), again)
-        if is_disk_full(exc):
+        if full["since"] is not None and not is_disk_full(exc):  # interrupted while holding: one last try
+            try:
+                flush()
+            except Exception as again:
+                log.warning("batch %s: the held results could not be written (%s)", batch_id, again)
+        if is_disk_full(exc) or full["since"] is not None:
             set_aside()
         _give_back(engine, batch_id, wid, leases)  # every item not written can be claimed again
         raise
