@@ -219,14 +219,15 @@ def _run_calls(engine, study_id, todo, ctx, client_for, concurrency, on_progress
         if fatal:
             return
         client = client_for(call.rater).fork(UsageLedger())  # its own ledger: this call's usage only
+        row = None
         try:
             row = _ask(client, ctx, call)
         except InputError as exc:
             fatal.append(exc)
-            return
-        u = client.ledger.summary()
+        u = client.ledger.summary()  # a call that ended the study was sent all the same: counted
         with lock:
-            buffer.append(row)
+            if row is not None:
+                buffer.append(row)
             for k in USAGE_KEYS:
                 usage[k] += u[k] or 0
 

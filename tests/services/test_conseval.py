@@ -640,3 +640,14 @@ def test_a_study_left_running_by_a_dead_worker_is_recovered_once(engine, fake, b
     assert ce.recover(engine) == [sid] and ce.recover(engine) == []
     st = ce.run_study(engine, sid, backends={"judge": backend})
     assert st.status == "done" and st.n_done == 9
+
+
+def test_a_study_stopped_by_a_refused_key_counts_the_requests_it_sent(engine, fake, backend):
+    """The call that ended the study was sent: its request is in the study's count, as the server saw it."""
+    cfg = config(backend, scales=["5-P"], granularities=["none"], n_samples=0)
+    sid = ce.create_study(engine, cfg, items(2))
+    for _ in range(50):
+        fake.enqueue_status(403, body={"error": {"message": "forbidden"}})
+    st = ce.run_study(engine, sid, backends={"judge": backend.with_changes(max_retries=0)})
+    assert st.status == "failed" and "refused access" in st.error
+    assert len(fake.requests) > 0 and st.calls == len(fake.requests)
