@@ -44,10 +44,19 @@ def _headers() -> Mapping[str, str]:
 
 
 def _client_key() -> str:
+    """The browser's address: the connection's, or the one a proxy the deployment trusts forwards."""
     try:
-        return st.context.ip_address or ""
+        peer = st.context.ip_address  # None on loopback
     except Exception:
-        return ""
+        peer = None
+    return auth.client_address(peer, _headers(), get_settings().trusted_proxy_list)
+
+
+def _browser_session() -> str | None:
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    return ctx.session_id if ctx is not None else None
 
 
 def _browser_cookie() -> str | None:
@@ -197,12 +206,8 @@ def _password_form(engine: Engine | None, password: str) -> None:
     if not submitted:
         return
     slowed = owners.sign_in_delay(engine, client) > 0
-    try:
-        with st.spinner("Checking…"):
-            ok = owners.attempt_sign_in(engine, client, typed, password)
-    except owners.TooManyAttempts as exc:
-        st.error(str(exc), icon=":material/hourglass_top:")
-        return
+    with st.spinner("Checking…"):
+        ok = owners.attempt_sign_in(engine, client, typed, password, session=_browser_session())
     if ok:
         st.session_state[COOKIE_KEY] = owners.new_owner_session(engine, password=password)
         st.session_state[OWNER_KEY] = Mode.PASSWORD.value

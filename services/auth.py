@@ -107,6 +107,35 @@ def _origin_host(value: str) -> str | None:
         return None
 
 
+def _in(address: str, networks: list[str]) -> bool:
+    try:
+        ip = ipaddress.ip_address(address.strip().strip("[]"))
+    except ValueError:
+        return False
+    for net in networks:
+        try:
+            if ip in ipaddress.ip_network(net.strip(), strict=False):
+                return True
+        except ValueError:
+            continue
+    return False
+
+
+def client_address(peer: str | None, headers: Mapping[str, str] | None, trusted: list[str]) -> str:
+    """The browser's address, for the sign-in back-off: the connection's (`peer`; None is this machine), or,
+    when that is a proxy the deployment trusts, the last address in X-Forwarded-For that is not one of them.
+    A forwarded address from anyone else is ignored: a client could write any."""
+    address = peer or "127.0.0.1"
+    if not trusted or not _in(address, trusted):
+        return peer or ""
+    h = {k.lower(): v for k, v in (headers or {}).items()}
+    hops = [a.strip() for a in h.get("x-forwarded-for", "").split(",") if a.strip()]
+    for hop in reversed(hops):  # each proxy appends the address it saw: read from the nearest one back
+        if not _in(hop, trusted):
+            return hop
+    return peer or ""
+
+
 def is_local_only(server_address: str | None, headers: Mapping[str, str] | None = None) -> bool:
     """Only this machine reaches the app: the server listens on loopback and the browser's request came
     straight from this machine (a reverse proxy in front sets forwarding headers or another origin)."""

@@ -98,6 +98,9 @@ class Settings(BaseSettings):
     # Accounts an OpenID Connect sign-in admits: emails or "@domain", comma-separated (or a list in
     # secrets.toml); empty admits every account the provider signs in.
     studio_owners: str = ""
+    # Reverse proxies whose X-Forwarded-For names the browser's address (IP addresses or networks, comma-
+    # separated; "127.0.0.1" for one on this machine): the sign-in back-off counts by that address. Empty: none.
+    trusted_proxies: str = ""
     # The job queue: a redis:// URL, else a SQLite file in the data folder (services/jobs/queue.py).
     huey_url: str = ""
     # Start a worker beside the app; deployments that run their own workers set CONSISTENCY_SPAWN_WORKER=0.
@@ -106,10 +109,15 @@ class Settings(BaseSettings):
     # A team deployment that wants no demo sets DEMO_WORKSPACE=0.
     demo_workspace: bool = True
 
-    @field_validator("studio_owners", mode="before")
+    @field_validator("studio_owners", "trusted_proxies", mode="before")
     @classmethod
     def _owners_list(cls, value: Any) -> Any:
         return ",".join(map(str, value)) if isinstance(value, list | tuple) else value
+
+    @property
+    def trusted_proxy_list(self) -> list[str]:
+        """TRUSTED_PROXIES as a list."""
+        return [p.strip() for p in self.trusted_proxies.split(",") if p.strip()]
 
     @classmethod
     def settings_customise_sources(

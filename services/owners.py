@@ -3,11 +3,13 @@
 - **Sign-in cookie** (password mode; OpenID Connect keeps its own login cookie). Its value is a random token
   and a signature keyed by the studio password: the database holds the token's hash with its expiry, so
   signing out (or its expiry) ends it at once in every tab, and changing the password ends them all.
-- **Back-off**: a password is checked at once; a right one signs in without waiting. A wrong one is counted
-  and its answer held back, longer after each of that address's recent failures (and after many failures from
-  everywhere), the wrong answers of one address one after another, so parallel guesses gain nothing; an
-  address with MAX_IN_FLIGHT attempts in flight has further ones turned away unchecked. Failures are counted in
-  the database, so a restart does not reset them.
+- **Back-off**: an attempt is never turned away. Checks pass one gate for every address together (10 at once,
+  then one a second), and its turns go to the browser sessions with the fewest recent wrong passwords first,
+  so the owner's right password is checked within a second however many wrong ones the same address sends;
+  a right one signs in at once. A wrong one is counted and its answer held back, longer after each of that
+  address's recent failures (and after many failures from everywhere); a session's attempts go one after
+  another. Failures are counted in the database, so a restart does not reset them. The address is the
+  browser's, or the one a proxy the deployment trusts (TRUSTED_PROXIES) forwards.
 - **Backend**: what the owner chose on Settings, stored per owner without any key; a key typed in the form
   must be typed again in a new session, and the app says so.
 """
@@ -16,10 +18,13 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import heapq
 import hmac
+import itertools
 import secrets
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime, timedelta
@@ -125,16 +130,60 @@ class Backoff:
 
 
 BACKOFF = Backoff()
-# Attempts of one address in flight at once; more are turned away unchecked. A person signs in from one form
-# (two tabs at most); parallel guesses get at most this many checks ahead of the back-off.
-MAX_IN_FLIGHT = 4
-_state = threading.Lock()  # guards the two tables below, never held while waiting or querying
+
+
+class CheckGate:
+    """The overall ceiling on password checks, for every address together: `burst` at once, then `per_second`.
+
+    An attempt over it waits its turn rather than being turned away, and the turns go to the browser sessions
+    with the fewest recent wrong passwords first (then to the earliest): a flood of wrong ones, whose sessions
+    have failed, never stands before a session that has not, so the owner's attempt waits at most one refill
+    (1 / per_second) whatever comes from the same address."""
+
+    def __init__(self, burst: int = 10, per_second: float = 1.0, clock: Callable[[], float] = time.monotonic):
+        self.burst, self.per_second, self._clock = burst, per_second, clock
+        self._cond = threading.Condition()
+        self._tokens, self._at = float(burst), clock()
+        self._queue: list[tuple[int, int]] = []  # waiting attempts: (their session's failures, arrival)
+        self._arrivals = itertools.count()
+
+    @property
+    def waiting(self) -> int:
+        """Attempts waiting for a check."""
+        with self._cond:
+            return len(self._queue)
+
+    def _refill(self) -> None:
+        now = self._clock()
+        self._tokens = min(float(self.burst), self._tokens + max(0.0, now - self._at) * self.per_second)
+        self._at = now
+
+    def admit(self, failures: int) -> None:
+        """Wait until this attempt may be checked: a check is free, and no waiting attempt goes before it."""
+        me = (failures, next(self._arrivals))
+        with self._cond:
+            heapq.heappush(self._queue, me)
+            try:
+                while True:
+                    self._refill()
+                    if self._queue[0] == me and self._tokens >= 1:
+                        self._tokens -= 1
+                        return
+                    first = self._queue[0] == me
+                    # the next check is free after this long; the clock may be a test's, so look again soon
+                    self._cond.wait(min((1 - self._tokens) / self.per_second, 0.05) if first else 0.05)
+            finally:
+                self._queue.remove(me)
+                heapq.heapify(self._queue)
+                self._cond.notify_all()
+
+
+GATE = CheckGate()
+_state = threading.Lock()  # guards the tables below, never held while waiting or querying
 _in_flight: dict[str, int] = {}
-_serial: dict[str, threading.Lock] = {}  # one per address with attempts in flight: its wrong answers wait in turn
-
-
-class TooManyAttempts(Exception):
-    """An address has MAX_IN_FLIGHT attempts in flight already: this one is not checked."""
+_serial: dict[str, threading.Lock] = {}  # one per browser session with attempts in flight: they go in turn
+_failures: OrderedDict[str, int] = OrderedDict()  # wrong passwords per browser session (the most recent ones)
+_KEEP_SESSIONS = 10_000
 
 
 def client_id(address: str | None) -> str:
@@ -160,38 +209,50 @@ def attempt_sign_in(
     typed: str,
     password: str,
     *,
+    session: str | None = None,
     policy: Backoff = BACKOFF,
+    gate: CheckGate | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> bool:
-    """Check a typed password at once: a right one signs in without waiting, whatever came before it from any
-    address; a wrong one is counted and its answer held back by the address's back-off, the wrong answers of
-    one address one after another (so parallel guesses do not share a wait). Raises TooManyAttempts, checking
-    nothing, when the address already has MAX_IN_FLIGHT attempts in flight."""
+    """Check a typed password: never turned away, it waits for the gate's next check (the owner's at most one
+    refill, however many wrong ones come from the same address). A right one signs in at once; a wrong one is
+    counted for its address and its browser session and its answer held back by the address's back-off.
+
+    A browser session's attempts go one after another (`session`, else the address stands for it), so one
+    session gets one check per held answer, and its failures put its next attempt behind the others'."""
+    gate = gate or GATE
     client = client_id(address)
+    line = f"session:{session}" if session else client
     with _state:
-        if _in_flight.get(client, 0) >= MAX_IN_FLIGHT:
-            raise TooManyAttempts(
-                "Too many sign-in attempts at once from this address; wait for their answers, then try again."
-            )
-        _in_flight[client] = _in_flight.get(client, 0) + 1
-        serial = _serial.setdefault(client, threading.Lock())
+        _in_flight[line] = _in_flight.get(line, 0) + 1
+        serial = _serial.setdefault(line, threading.Lock())
     try:
-        if password_matches(typed, password):
-            return True
         with serial:
+            with _state:
+                failures = _failures.get(line, 0)
+            gate.admit(failures)
+            if password_matches(typed, password):
+                with _state:
+                    _failures.pop(line, None)
+                return True
             wait = sign_in_delay(engine, address, policy=policy)
             now = _now()
             with get_session(engine) as s:
                 db.add_sign_in_failure(session=s, client=client, at=now)
                 db.purge_sign_in_failures(session=s, before=now - 4 * policy.window)
+            with _state:
+                _failures[line] = failures + 1
+                _failures.move_to_end(line)
+                while len(_failures) > _KEEP_SESSIONS:
+                    _failures.popitem(last=False)
             if wait > 0:
                 sleep(wait)
         return False
     finally:
         with _state:
-            _in_flight[client] -= 1
-            if not _in_flight[client]:
-                del _in_flight[client], _serial[client]
+            _in_flight[line] -= 1
+            if not _in_flight[line]:
+                del _in_flight[line], _serial[line]
 
 
 # -- the owner's backend ---------------------------------------------------------------------------------

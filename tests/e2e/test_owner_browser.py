@@ -175,6 +175,39 @@ def test_wrong_passwords_slow_the_next_attempt_but_the_right_one_gets_in(owner_a
     signed_in_on(pg, "Consistency Studio")
 
 
+def test_the_owner_signs_in_while_wrong_passwords_from_the_same_address_are_held(owner_app: OwnerApp, pg, browser):
+    """Every tab comes from 127.0.0.1, as every user behind one proxy comes from the proxy: four tabs' wrong
+    passwords are held by the back-off, and the owner's right one, in a fifth tab, signs in meanwhile."""
+    app = owner_app
+    pg.goto(app.url)
+    for _ in range(7):  # the address's failures: from here on a wrong answer is held for several seconds
+        sign_in(pg, "a wrong guess")
+        expect(main(pg).get_by_text(re.compile("Wrong password"))).to_be_visible()
+        wait_idle(pg)
+    contexts = [browser.new_context(viewport=VIEWPORT) for _ in range(4)]
+    try:
+        tabs = [c.new_page() for c in contexts]
+        for tab in tabs:
+            tab.goto(app.url)
+            expect(main(tab).get_by_role("heading", name="Sign in")).to_be_visible()
+        for tab in tabs:
+            sign_in(tab, "another wrong guess")
+        owner = browser.new_context(viewport=VIEWPORT)
+        contexts.append(owner)
+        mine = owner.new_page()
+        mine.goto(app.url)
+        sign_in(mine)
+        signed_in_on(mine, "Consistency Studio")
+        held = [t for t in tabs if main(t).get_by_text(re.compile("Wrong password")).count() == 0]
+        assert held, "the owner got in while wrong passwords were still held, not after them"
+        for tab in tabs:  # and the wrong ones are answered in the end, none turned away
+            expect(main(tab).get_by_text(re.compile("Wrong password"))).to_be_visible(timeout=60_000)
+            expect(main(tab).get_by_text(re.compile("Too many"))).to_have_count(0)
+    finally:
+        for c in contexts:
+            c.close()
+
+
 def test_the_app_fetches_nothing_from_other_hosts_so_it_works_offline(owner_app: OwnerApp, pg):
     """The tab icon was a Material icon, fetched from fonts.gstatic.com; it is a file shipped with the app."""
     from urllib.parse import urlsplit

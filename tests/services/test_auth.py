@@ -146,3 +146,15 @@ def test_an_empty_or_absurd_token_is_no_link():
     for token in ("", "   ", "t" * (auth.MAX_TOKEN + 1)):
         d = decide(page_link="rater", query={"token": token}, owner=False, held=None, mode=Mode.PASSWORD)
         assert d.show == "sign_in"
+
+
+# -- the address the sign-in back-off counts by ------------------------------------------------------------
+def test_a_forwarded_address_counts_only_from_a_trusted_proxy():
+    xff = {"X-Forwarded-For": "198.51.100.7, 10.0.0.2"}
+    assert auth.client_address("203.0.113.5", xff, []) == "203.0.113.5", "no proxy trusted: the connection's"
+    assert auth.client_address("203.0.113.5", xff, ["10.0.0.0/8"]) == "203.0.113.5", "a client writing a header"
+    assert auth.client_address("10.0.0.1", xff, ["10.0.0.0/8"]) == "198.51.100.7", "the nearest untrusted hop"
+    assert auth.client_address(None, xff, ["127.0.0.1"]) == "10.0.0.2", "a proxy on this machine: its last hop"
+    assert auth.client_address(None, {}, ["127.0.0.1"]) == "", "no header: the proxy's own connection"
+    assert auth.client_address("10.0.0.1", {"x-forwarded-for": "10.0.0.3"}, ["10.0.0.0/8"]) == "10.0.0.1"
+    assert auth.client_address("10.0.0.1", xff, ["not an address"]) == "10.0.0.1"

@@ -106,7 +106,32 @@ def test_failures_age_out_of_the_window(engine):
     assert owners.sign_in_delay(engine, "10.0.0.2", now=later) == 0
 
 
-def _held_wrong_attempt(engine, address: str):
+class Clock:
+    """A clock the test moves: the gate's refills happen only when it does."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture(autouse=True)
+def _roomy_gate(monkeypatch):
+    """The back-off tests check many passwords in a row: the overall ceiling is tested on its own below."""
+    monkeypatch.setattr(owners, "GATE", owners.CheckGate(burst=10_000))
+
+
+def _wait_until(condition, what: str) -> None:
+    done = threading.Event()
+    for _ in range(int(WAIT_LIMIT / 0.01)):
+        if condition():
+            return
+        done.wait(0.01)
+    raise AssertionError(what)
+
+
+def _held_wrong_attempt(engine, address: str, session: str):
     """Start a wrong attempt from `address` whose back-off wait is held until the returned event is set."""
     entered, release = threading.Event(), threading.Event()
 
@@ -115,7 +140,9 @@ def _held_wrong_attempt(engine, address: str):
         release.wait(WAIT_LIMIT)
 
     t = threading.Thread(
-        target=owners.attempt_sign_in, args=(engine, address, "g1", PASSWORD), kwargs={"sleep": held_sleep}
+        target=owners.attempt_sign_in,
+        args=(engine, address, "g1", PASSWORD),
+        kwargs={"sleep": held_sleep, "session": session},
     )
     t.start()
     assert entered.wait(WAIT_LIMIT), "the wrong attempt is held by its back-off"
@@ -124,26 +151,28 @@ def _held_wrong_attempt(engine, address: str):
 
 def test_a_right_password_never_waits_behind_a_held_wrong_one_from_the_same_address(engine):
     for _ in range(owners.BACKOFF.free):
-        owners.attempt_sign_in(engine, "10.0.0.3", "guess", PASSWORD, sleep=lambda _s: None)
-    first, release = _held_wrong_attempt(engine, "10.0.0.3")
+        owners.attempt_sign_in(engine, "10.0.0.3", "guess", PASSWORD, session="other", sleep=lambda _s: None)
+    first, release = _held_wrong_attempt(engine, "10.0.0.3", "other")
     slept: list[float] = []
     try:
-        assert owners.attempt_sign_in(engine, "10.0.0.3", PASSWORD, PASSWORD, sleep=slept.append)
+        assert owners.attempt_sign_in(engine, "10.0.0.3", PASSWORD, PASSWORD, session="owner", sleep=slept.append)
         assert first.is_alive(), "answered while the wrong attempt still waits"
-        assert slept == [], "a right password is never delayed"
+        assert slept == [], "a right password is never held back"
     finally:
         release.set()
         first.join(WAIT_LIMIT)
 
 
-def test_wrong_attempts_from_one_address_are_answered_one_after_another(engine):
-    """Parallel guesses cannot share one wait: the second wrong answer waits while the first is held."""
+def test_wrong_attempts_of_one_session_are_answered_one_after_another(engine):
+    """Parallel guesses from one browser session cannot share one wait: the second waits while the first is held."""
     for _ in range(owners.BACKOFF.free):
-        owners.attempt_sign_in(engine, "10.0.0.4", "guess", PASSWORD, sleep=lambda _s: None)
-    first, release = _held_wrong_attempt(engine, "10.0.0.4")
+        owners.attempt_sign_in(engine, "10.0.0.4", "guess", PASSWORD, session="s", sleep=lambda _s: None)
+    first, release = _held_wrong_attempt(engine, "10.0.0.4", "s")
     answers: list[bool] = []
     second = threading.Thread(
-        target=lambda: answers.append(owners.attempt_sign_in(engine, "10.0.0.4", "g2", PASSWORD, sleep=lambda _s: None))
+        target=lambda: answers.append(
+            owners.attempt_sign_in(engine, "10.0.0.4", "g2", PASSWORD, session="s", sleep=lambda _s: None)
+        )
     )
     second.start()
     second.join(0.5)
@@ -159,7 +188,7 @@ def test_another_address_signs_in_at_once_whatever_one_address_failures(engine):
     for _ in range(6):
         owners.attempt_sign_in(engine, "10.0.0.5", "guess", PASSWORD, policy=policy, sleep=lambda _s: None)
     assert owners.sign_in_delay(engine, "10.0.0.6", policy=policy) > 0, "everyone's wrong answers are slowed"
-    first, release = _held_wrong_attempt(engine, "10.0.0.5")
+    first, release = _held_wrong_attempt(engine, "10.0.0.5", "attacker")
     slept: list[float] = []
     try:
         assert owners.attempt_sign_in(engine, "10.0.0.6", PASSWORD, PASSWORD, policy=policy, sleep=slept.append)
@@ -169,22 +198,83 @@ def test_another_address_signs_in_at_once_whatever_one_address_failures(engine):
         first.join(WAIT_LIMIT)
 
 
-def test_an_address_with_too_many_attempts_in_flight_has_more_turned_away_unchecked(engine, monkeypatch):
-    monkeypatch.setattr(owners, "MAX_IN_FLIGHT", 1)
-    for _ in range(owners.BACKOFF.free):
-        owners.attempt_sign_in(engine, "10.0.0.7", "guess", PASSWORD, sleep=lambda _s: None)
-    first, release = _held_wrong_attempt(engine, "10.0.0.7")
-    checked: list[tuple[str, str]] = []
-    monkeypatch.setattr(owners, "password_matches", lambda *a: checked.append(a) or False)
+def _drain(clock: Clock, threads: list[threading.Thread]) -> None:
+    """Let every waiting attempt through: the clock moves on until each has been checked."""
+    pause = threading.Event()
+    for _ in range(int(WAIT_LIMIT / 0.01)):
+        if not any(t.is_alive() for t in threads):
+            return
+        clock.now += 10.0
+        pause.wait(0.01)
+
+
+def _flood(engine, gate, sessions: list[str], release: threading.Event, checked: list[str]) -> list[threading.Thread]:
+    """A wrong attempt from each session, all from one address, their answers held until `release`."""
+
+    def attempt(session: str) -> None:
+        owners.attempt_sign_in(
+            engine, "203.0.113.9", f"guess-{session}", PASSWORD, session=session, gate=gate,
+            sleep=lambda _s: release.wait(WAIT_LIMIT),
+        )  # fmt: skip
+
+    threads = [threading.Thread(target=attempt, args=(s,)) for s in sessions]
+    for t in threads:
+        t.start()
+    return threads
+
+
+def test_the_owner_signs_in_behind_a_flood_of_wrong_ones_from_the_same_address(file_engine, monkeypatch):
+    """One address (loopback, or a proxy every user comes through) floods wrong passwords from six sessions that
+    have failed before; the owner's right one, from the same address, is checked at the next free check, ahead of
+    every waiting wrong one, and never turned away."""
+    attackers = [f"attacker-{i}" for i in range(6)]
+    for session in attackers:  # each has failed once already
+        owners.attempt_sign_in(file_engine, "203.0.113.9", "guess", PASSWORD, session=session, sleep=lambda _s: None)
+    clock = Clock()
+    gate = owners.CheckGate(burst=2, per_second=1.0, clock=clock)
+    checked: list[str] = []
+    matches = owners.password_matches
+    monkeypatch.setattr(owners, "password_matches", lambda typed, pw: checked.append(typed) or matches(typed, pw))
+    release = threading.Event()
+    threads = _flood(file_engine, gate, attackers, release, checked)
     try:
-        with pytest.raises(owners.TooManyAttempts, match="Too many sign-in attempts at once"):
-            owners.attempt_sign_in(engine, "10.0.0.7", "g3", PASSWORD)
-        assert checked == [], "nothing was checked"
+        _wait_until(lambda: len(checked) == 2 and gate.waiting == 4, "two checked at once, four waiting")
+        answer: list[bool] = []
+        owner = threading.Thread(
+            target=lambda: answer.append(
+                owners.attempt_sign_in(file_engine, "203.0.113.9", PASSWORD, PASSWORD, session="owner", gate=gate)
+            )
+        )
+        owner.start()
+        _wait_until(lambda: gate.waiting == 5, "the owner waits for the next check")
+        clock.now += 1.0  # one check is free again
+        owner.join(WAIT_LIMIT)
+        assert answer == [True], "the owner signs in"
+        assert checked[2] == PASSWORD and len(checked) == 3, "ahead of the four waiting wrong ones"
+        assert not release.is_set() and gate.waiting == 4, "while the flood still waits and is held"
     finally:
         release.set()
-        first.join(WAIT_LIMIT)
-    monkeypatch.undo()
-    assert owners.attempt_sign_in(engine, "10.0.0.7", PASSWORD, PASSWORD), "the slot is free again"
+        _drain(clock, threads)
+
+
+def test_the_gate_bounds_the_checks_and_delays_the_rest_rather_than_refusing_them(file_engine, monkeypatch):
+    """The attacker's guess rate: `burst` checks at once, then `per_second`, whatever the number of sessions;
+    an attempt over the ceiling waits (it is checked later), none is turned away."""
+    clock = Clock()
+    gate = owners.CheckGate(burst=3, per_second=1.0, clock=clock)
+    checked: list[str] = []
+    monkeypatch.setattr(owners, "password_matches", lambda typed, pw: checked.append(typed) or False)
+    release = threading.Event()
+    release.set()  # answers are not held: only the gate slows these attempts
+    threads = _flood(file_engine, gate, [f"s{i}" for i in range(8)], release, checked)
+    try:
+        _wait_until(lambda: len(checked) == 3 and gate.waiting == 5, "three checked, five waiting")
+        clock.now += 2.0
+        _wait_until(lambda: len(checked) == 5 and gate.waiting == 3, "two more after two seconds")
+        assert len(checked) == 5
+    finally:
+        _drain(clock, threads)
+    assert len(checked) == 8 and not any(t.is_alive() for t in threads), "every attempt was checked in the end"
 
 
 # -- the stored backend -------------------------------------------------------------------------------------
