@@ -53,6 +53,20 @@ def test_a_saved_comparison_builds_its_report(engine):
         reports.build(engine, "compare", judges_panel)
 
 
+def test_a_saved_comparison_keeps_its_reading_and_its_report_names_it(engine):
+    ds, batch = systems_dataset(engine, {"a": 0.6, "b": 0.95}, n_refs=80, n_labelled=40)
+    live = systems.save_comparison(engine, ds, batch)
+    planned = systems.save_comparison(engine, ds, batch, mode="planned", plan=60)
+    assert live != planned
+    rep = reports.build(engine, "compare", live)
+    assert rep.configuration["reading"] == "live"
+    assert any(n.startswith("Live reading: every interval is a confidence sequence") for n in rep.notes)
+    rep = reports.build(engine, "compare", planned)
+    assert rep.configuration["reading"] == "planned" and rep.configuration["labels a system planned"] == 60
+    assert any(n.startswith("Planned reading:") for n in rep.notes)
+    assert any("Planned for 60 labels a system (a has 40, b has 40)" in n and "voids its level" in n for n in rep.notes)
+
+
 def test_a_report_names_a_rate_that_rests_on_the_labels_alone(engine):
     """Fewer than 15 labels of a class: PPI is not used, and the report's headline, note, table and JSON say
     "labels only" with the reason rather than "PPI"; a system with PPI keeps its name."""
@@ -91,3 +105,14 @@ def test_label_next_draws_k_random_items_per_system(engine):
     plain = judges.propose(human, frames, k=4, strategy="random", seed=1)
     assert len(plain.item_ids) == 4
     assert np.isin(prop.item_ids, strata.index).all()
+
+
+def test_label_next_proposes_nothing_of_a_system_whose_pairs_are_all_decided(engine):
+    ds, batch = systems_dataset(engine, {"old": 0.5, "new": 0.97, "same": 0.5}, n_refs=100, n_labelled=50)
+    c = systems.compare_dataset(engine, ds, batch)
+    assert c.mode == "live" and c.decided_systems() == {"new"}  # old - same is not decided
+    human = judges.human_frame(engine, ds)
+    frames = [judges.judge_frame(engine, judges.data.batches(engine, [batch])[0])]
+    strata = systems.strata(engine, ds)
+    prop = judges.propose(human, frames, k=3, strategy="random", per_system=strata, seed=1, decided=c.decided_systems())
+    assert sorted(prop.table["system"].value_counts().to_dict().items()) == [("old", 3), ("same", 3)]
