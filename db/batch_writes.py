@@ -28,6 +28,9 @@ RESULT_COLUMNS = (
     "completion_tokens",
     "latency_ms",
     "result",
+    "verdicts",
+    "consistent",
+    "checker_score",
 )
 COUNT_COLUMNS = ("n_sentences", "n_unknown", "n_rounds")
 # What an item's calls used: every attempt's adds to these (a re-run, a retry, an answer that could not be read

@@ -50,17 +50,19 @@ class HumanRow:
     human_label: int | None
 
 
-# What the Judges page needs of an evidence checker's stored result, taken out by the database (in C) rather than
-# by decoding every item's whole result in Python (7 KB an item: 2 GB of the app's memory at 50,000 items).
-# CHECKER_PARTS names them; services.judges.data turns them into a prediction and a verdict, and reads the same
-# parts from a decoded result where the database has no JSON functions:
+# What the Judges page needs of an evidence checker's stored result: read from the columns written with it
+# (services/result_columns.py; `verdicts` is NULL on a row written without them), else taken out of the result
+# by the database (in C), never by decoding every item's whole result in Python (7 KB an item: 2 GB of the app's
+# memory at 50,000 items). CHECKER_PARTS names them; services.judges.data turns them into a prediction and a
+# verdict, and reads the same parts from a decoded result where the database has no JSON functions:
 #   checker_score  the result's own checker_score (a number), else NULL
 #   round_checker  the first round's checker_score (a number), else NULL
 #   support        the mean of the first round's sentences' evidence.support (numbers), NULL when none has one;
 #                  read only when neither checker_score is there
 #   flag           the first round's model_is_consistent: 1 or 0 (its truth), -1 when it is JSON null, NULL
 #                  when the round has no such key
-#   round_score    the first round's score (a number), else NULL
+#   round_score    the first round's score (a number), else NULL; read only when there is no flag
+# From the columns, checker_score is the prediction already (the first of the three).
 # A JSON true or false where a number is expected counts as 1 or 0, as Python's isinstance(True, int) has it.
 CHECKER_PARTS = ("checker_score", "round_checker", "support", "flag", "round_score")
 
@@ -99,7 +101,12 @@ SELECT bi.item_id,
             WHEN 'object' THEN json_extract(bi.result, '$.rounds[0].model_is_consistent') != '{{}}' END,
        {_sqlite_num("bi.result", "$.rounds[0].score")}
 FROM batch_item bi
-WHERE bi.batch_id = :b
+WHERE bi.batch_id = :b AND bi.verdicts IS NULL
+UNION ALL
+SELECT bi.item_id, bi.checker_score, NULL, NULL, bi.consistent,
+       CASE WHEN bi.consistent IS NULL THEN {_sqlite_num("bi.result", "$.rounds[0].score")} END
+FROM batch_item bi
+WHERE bi.batch_id = :b AND bi.verdicts IS NOT NULL
 """,
     "postgresql": f"""
 SELECT bi.item_id,
@@ -119,7 +126,12 @@ SELECT bi.item_id,
             WHEN 'object' THEN CASE WHEN ({_R0} ->> 'model_is_consistent') != '{{}}' THEN 1 ELSE 0 END END,
        {_pg_num(_R0 + " -> 'score'")}
 FROM batch_item bi
-WHERE bi.batch_id = :b
+WHERE bi.batch_id = :b AND bi.verdicts IS NULL
+UNION ALL
+SELECT bi.item_id, bi.checker_score, NULL, NULL, bi.consistent,
+       CASE WHEN bi.consistent IS NULL THEN {_pg_num(_R0 + " -> 'score'")} END
+FROM batch_item bi
+WHERE bi.batch_id = :b AND bi.verdicts IS NOT NULL
 """,
 }
 

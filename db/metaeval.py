@@ -26,14 +26,18 @@ ITEM_COLUMNS = (
     BatchItem.n_unknown,
 )
 
-JsonQuery = Literal["flags", "rounds", "sentences", "votes", "workers"]
+JsonQuery = Literal["flags", "rounds", "sentences", "verdicts", "votes", "workers"]
 
 # SQLite parses the JSON in C: about four times faster than json.loads of whole results in Python. A sentence's
-# position in the round is its index (services.dcr.evaluate numbers them so).
+# position in the round is its index (services.dcr.evaluate numbers them so). A result written with its columns
+# (services/result_columns.py: `verdicts` not NULL) is not parsed at all: its round-0 flag and sentence verdicts
+# are read from them.
 _SQLITE_JSON: dict[str, str] = {
     # item_id, round 0's model_is_consistent, entries in the item's sentence labels
     "flags": """
-SELECT bi.item_id, json_extract(bi.result, '$.rounds[0].model_is_consistent'),
+SELECT bi.item_id,
+       CASE WHEN bi.verdicts IS NULL THEN json_extract(bi.result, '$.rounds[0].model_is_consistent')
+            WHEN bi.consistent >= 0 THEN bi.consistent END,
        json_array_length(di.sentence_labels)
 FROM batch_item bi JOIN dataset_item di ON di.id = bi.item_id
 WHERE bi.batch_id = :b
@@ -48,7 +52,12 @@ WHERE bi.batch_id = :b AND bi.n_rounds >= 3 AND r.key BETWEEN 1 AND bi.n_rounds 
     "sentences": """
 SELECT bi.item_id, CAST(s.key AS INTEGER), json_extract(s.value, '$.verdict')
 FROM batch_item bi, json_each(bi.result, '$.rounds[0].sentences') s
-WHERE bi.batch_id = :b AND bi.status = 'done'
+WHERE bi.batch_id = :b AND bi.status = 'done' AND bi.verdicts IS NULL
+""",
+    # item_id, round 0's sentence verdicts as letters (services/result_columns.py) of done items that have them
+    "verdicts": """
+SELECT bi.item_id, bi.verdicts FROM batch_item bi
+WHERE bi.batch_id = :b AND bi.status = 'done' AND bi.verdicts IS NOT NULL
 """,
     # item_id, sentence index, yes votes, votes of every batch item
     "votes": """
@@ -69,7 +78,9 @@ WHERE bi.batch_id = :b
 # value that is not an array or an object (JSON null) yields no rows, as in SQLite.
 _POSTGRES_JSON: dict[str, str] = {
     "flags": """
-SELECT bi.item_id, (bi.result -> 'rounds' -> 0 ->> 'model_is_consistent')::boolean,
+SELECT bi.item_id,
+       CASE WHEN bi.verdicts IS NULL THEN (bi.result -> 'rounds' -> 0 ->> 'model_is_consistent')::boolean
+            WHEN bi.consistent >= 0 THEN bi.consistent = 1 END,
        CASE WHEN json_typeof(di.sentence_labels) = 'array' THEN json_array_length(di.sentence_labels) END
 FROM batch_item bi JOIN dataset_item di ON di.id = bi.item_id
 WHERE bi.batch_id = :b
@@ -86,8 +97,12 @@ SELECT bi.item_id, (s.k - 1)::int, s.value ->> 'verdict'
 FROM batch_item bi,
      json_array_elements(CASE WHEN json_typeof(bi.result -> 'rounds' -> 0 -> 'sentences') = 'array'
                          THEN bi.result -> 'rounds' -> 0 -> 'sentences' END) WITH ORDINALITY s(value, k)
-WHERE bi.batch_id = :b AND bi.status = 'done'
+WHERE bi.batch_id = :b AND bi.status = 'done' AND bi.verdicts IS NULL
 ORDER BY bi.item_id, s.k
+""",
+    "verdicts": """
+SELECT bi.item_id, bi.verdicts FROM batch_item bi
+WHERE bi.batch_id = :b AND bi.status = 'done' AND bi.verdicts IS NOT NULL
 """,
     "votes": """
 SELECT bi.item_id, (l.k - 1)::int,

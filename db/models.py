@@ -6,7 +6,7 @@ import secrets
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, CheckConstraint, Column, Index, Text, UniqueConstraint, event
+from sqlalchemy import JSON, CheckConstraint, Column, Index, SmallInteger, Text, UniqueConstraint, event
 from sqlmodel import Field, SQLModel
 
 from db.redact import redact_url
@@ -296,6 +296,12 @@ class BatchItem(SQLModel, table=True):
     latency_ms: float = 0.0
     # Rounds with sentences, verdicts, reasons, marks and rewrites (the CLI's output record).
     result: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    # What the pages read of the result, written with it (services/result_columns.py): the first round's sentence
+    # verdicts (a letter each: c, i, u; NULL: not written with the result, read it from there), its
+    # model_is_consistent (1, 0, -1 undecided, NULL none) and the evidence checker's prediction.
+    verdicts: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    consistent: int | None = Field(default=None, sa_column=Column(SmallInteger, nullable=True))
+    checker_score: float | None = None
     updated_at: datetime = Field(default_factory=utcnow)
 
 

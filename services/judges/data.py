@@ -25,6 +25,7 @@ from db.engine import get_session
 from db.models import BatchPublic
 from services.dcr.results import CONSISTENT_AT
 from services.errors import InputError
+from services.result_columns import checker_parts, evidence_score, evidence_verdict
 
 LabelSource = Literal["all", "annotators", "dataset"]
 LABEL_SOURCES: dict[str, str] = {
@@ -44,54 +45,6 @@ ORIGIN_NAMES = {
 }
 
 
-def _number(v: object) -> float | None:
-    return float(v) if isinstance(v, int | float) else None
-
-
-def checker_parts(result: dict | None) -> tuple:
-    """The parts of an evidence checker's result the Judges page uses (db.judges.CHECKER_PARTS), from the
-    decoded result: what the database takes out itself on SQLite and PostgreSQL."""
-    rounds = (result or {}).get("rounds") or []
-    first = rounds[0] if rounds else {}
-    top = _number((result or {}).get("checker_score"))
-    own = _number(first.get("checker_score"))
-    support = None
-    if top is None and own is None:
-        values = [
-            s["evidence"]["support"]
-            for s in first.get("sentences") or []
-            if isinstance(s.get("evidence"), dict) and isinstance(s["evidence"].get("support"), int | float)
-        ]
-        support = float(np.mean(values)) if values else None
-    if "model_is_consistent" not in first:
-        flag = None
-    else:
-        flag = -1 if first["model_is_consistent"] is None else int(bool(first["model_is_consistent"]))
-    return top, own, support, flag, _number(first.get("score"))
-
-
-def _evidence_score(parts: tuple) -> float:
-    """checker_score when the result has one (on the item or its first round), else the mean sentence support
-    (NaN: none)."""
-    top, own, support = parts[0], parts[1], parts[2]
-    for v in (top, own, support):
-        if v is not None and not pd.isna(v):
-            return float(v)
-    return np.nan
-
-
-def _evidence_verdict(parts: tuple) -> float:
-    """The evidence checker's own summary verdict (1, 0, NaN when undecided): the first round's
-    `model_is_consistent`, which can decide a summary with an undecided sentence; for a result stored before it
-    had one, Eq. 3's score (1 when every sentence is consistent, NaN when a sentence was left unknown).
-
-    Its batch item's `score` is the calibrated probability instead, which never reaches 1."""
-    flag, score = parts[3], parts[4]
-    if flag is not None and not pd.isna(flag):
-        return np.nan if int(flag) < 0 else float(int(flag))
-    return float(float(score) >= CONSISTENT_AT) if score is not None and not pd.isna(score) else np.nan
-
-
 def _checker_columns(engine: Engine, batch_id: int, item_ids: list[int]) -> tuple[np.ndarray, np.ndarray]:
     """The evidence checker's prediction and verdict of these items, from the parts of their stored results:
     taken out by the database where it can (SQLite, PostgreSQL), else decoded here."""
@@ -103,8 +56,8 @@ def _checker_columns(engine: Engine, batch_id: int, item_ids: list[int]) -> tupl
             parts = {int(r[0]): checker_parts(r[-1]) for r in rows}
     none = (None, None, None, None, None)
     got = [parts.get(int(i), none) for i in item_ids]
-    pred = np.array([_evidence_score(p) for p in got], dtype=float)
-    verdict = np.array([_evidence_verdict(p) for p in got], dtype=float)
+    pred = np.array([evidence_score(p) for p in got], dtype=float)
+    verdict = np.array([evidence_verdict(p) for p in got], dtype=float)
     return pred, verdict
 
 

@@ -128,8 +128,31 @@ def _read_sql_items(engine: Engine, batch_id: int) -> _Raw:
 
 
 def _read_sql_sentences(engine: Engine, batch_id: int) -> _Raw:
-    sents, votes, workers = _parallel(engine, batch_id, ("sentences", "votes", "workers"))
-    return _Raw([], [], sents, votes, int(workers[0][0] or 0) if workers else 0)
+    sents, letters, votes, workers = _parallel(engine, batch_id, ("sentences", "verdicts", "votes", "workers"))
+    return _Raw([], [], _all_sentences(sents, letters), votes, int(workers[0][0] or 0) if workers else 0)
+
+
+def _all_sentences(rows: list[tuple], letters: list[tuple]) -> pd.DataFrame:
+    """The sentence verdicts read from the results (rows of the "sentences" query) and from the columns written
+    with them (rows of the "verdicts" query: a letter per sentence, in order), as one frame (_sentences_frame)."""
+    parsed = _sentences_frame(rows)
+    if not letters:
+        return parsed
+    ids = np.array([r[0] for r in letters], dtype=np.int64)
+    words = [r[1] or "" for r in letters]
+    sizes = np.fromiter((len(w) for w in words), dtype=np.int64, count=len(words))
+    flat = np.frombuffer("".join(words).encode("ascii", errors="replace"), dtype="S1")
+    starts = np.repeat(np.cumsum(sizes) - sizes, sizes)
+    codes = pd.Categorical.from_codes(
+        np.select([flat == b"c", flat == b"i"], [0, 1], 2), categories=["consistent", "inconsistent", "unknown"]
+    )
+    stored = pd.DataFrame(
+        {"item_id": np.repeat(ids, sizes), "idx": np.arange(len(flat), dtype=np.int64) - starts, "verdict": codes}
+    )
+    if parsed.empty:
+        return stored
+    both = pd.concat([parsed.astype({"verdict": object}), stored.astype({"verdict": object})], ignore_index=True)
+    return both.astype({"verdict": "category"})
 
 
 def _read_python(engine: Engine, batch_id: int) -> _Raw:
@@ -276,7 +299,7 @@ class RunningBatches:
             else:
                 sentences = None
         if sentences is None:
-            sentences = _sentences_frame(_parallel(engine, data.batch.id, ("sentences",))[0])
+            sentences = _all_sentences(*_parallel(engine, data.batch.id, ("sentences", "verdicts")))
             self._count("sentences whole")
         with self._lock:
             if self._last.get(key) is last:  # no newer read meanwhile

@@ -45,6 +45,8 @@ def test_a_batch_judges_every_item_and_records_scores_usage_and_results(file_eng
     assert [r.status for r in rows] == ["done"] * 6
     assert [r.score for r in rows] == [0.5, 1.0] * 3  # the sentence with 47 million is inconsistent
     assert all(r.calls == 1 and r.n_sentences == 2 and r.result["rounds"][0]["sentences"] for r in rows)
+    # what the pages read of each result is written next to it: round 0's verdicts, a letter per sentence
+    assert [r.verdicts for r in rows] == ["ic", "cc"] * 3 and [r.consistent for r in rows] == [0, 1] * 3
     p = batches.progress(file_engine, bid)
     assert p.batch.status == "done" and (p.done, p.failed, p.pending, p.calls) == (6, 0, 0, 6)
     assert len(judge.requests) == 6

@@ -26,7 +26,7 @@ from db import reserve
 from db.cache import BufferedSqlCache
 from db.cache import store as store_cache
 from db.models import Batch, BatchPublic
-from services import dcr
+from services import dcr, result_columns
 from services.config import BackendConfig, backend_from_record, check_base_url, get_settings
 from services.errors import InputError, is_disk_full
 from services.jobs.batches.claims import LeaseLost, Leases, claim_leases, release_gone, release_own
@@ -236,7 +236,8 @@ def _process_batch(
                 bid, out = results.get_nowait()
             except queue.Empty:
                 break
-            held.append({"b_id": bid, **out})
+            # what the pages read of the result, written next to it (services/result_columns.py)
+            held.append({"b_id": bid, **out, **result_columns.columns(out.get("result"))})
         if deleting:  # the batch goes: its results are not written (the answers stay in the cache)
             held[:] = []
 
