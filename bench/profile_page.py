@@ -39,6 +39,16 @@ def profiled_threads(profiles: list) -> None:
     threading.setprofile(hook)
 
 
+def _peak_mb() -> float:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+
+
+def _rss_mb() -> float:
+    return int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("page")
@@ -82,7 +92,8 @@ def main() -> None:
         kind = "cold" if i == 0 else "recomputed" if args.recompute else "warm"
         print(
             f"\n== run {i + 1} ({kind}): process CPU {cpu:.2f} s · wall {wall:.2f} s "
-            f"(load {os.getloadavg()[0]:.1f})" + (f" · exception {errs}" if errs else "")
+            f"(load {os.getloadavg()[0]:.1f}) · peak RSS so far {_peak_mb():.0f} MB · RSS now {_rss_mb():.0f} MB"
+            + (f" · exception {errs}" if errs else "")
         )
         out = io.StringIO()
         stats = None

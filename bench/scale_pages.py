@@ -1,12 +1,14 @@
 """The pages at scale, in a real browser: time to first content, time until settled, the app's peak memory and CPU.
 
 For each size (default 1,000, 10,000 and 50,000 items) it seeds a new database with bulk inserts (the synthetic
-QAGS-like dataset of bench/pages_render.py: 5-sentence summaries with worker votes, a finished batch over it with
-its verdicts and an RAI round, and as many History runs), starts the app as users do (`python serve.py`, no
-worker), and opens each page in headless Chromium in a new session:
+QAGS-like dataset of bench/pages_render.py: 5-sentence summaries with worker votes, a finished batch of each method
+over it: DCE with its verdicts and an RAI round, and, from bench/method_batches.py, the offline evidence checker
+and the three NLI paradigms, each item's result in its method's shape; and as many History runs), starts the app
+as users do (`python serve.py`, no worker), and opens each page in headless Chromium in a new session:
 
-  Datasets (?dataset=ID), Batches (?batch=ID), Meta-evaluation (?batch=ID, and its Human agreement tab, which reads
-  the sentences), Judges, Reports, History.
+  Datasets (?dataset=ID); for each method's batch Batches (?batch=ID), Meta-evaluation (?batch=ID, and its Human
+  agreement tab, which reads the sentences); Judges (its default judges: the evidence checker's batch, seeded last,
+  and the batch before it), Reports, History.
 
 Per page it prints
   * first content: from navigation until the page's title is drawn;
@@ -17,7 +19,8 @@ Per page it prints
   * peak RSS: the app's process tree, the most it held at once so far (sampled every 0.2 s).
 CPU seconds and memory hold on a loaded machine; the wall times do not (the line above the table gives the load).
 
-Run: .venv/bin/python bench/scale_pages.py [SIZES ...] [--postgresql] [--boot N]
+Run: .venv/bin/python bench/scale_pages.py [SIZES ...] [--postgresql] [--boot N] [--methods dce-amc evidence ...]
+     [--pages NAME ...] (names as printed, without the method)
   --postgresql  seed and serve a throwaway PostgreSQL (tests/db/pg.py) instead of a SQLite file
   --boot N      bootstrap resamples for the AUROC and other bootstrap intervals (default: the app's 1,000), to see
                 what the pages cost once the bootstrap is replaced by analytic intervals
@@ -39,6 +42,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+import method_batches as mb  # noqa: E402
 from record import record, start  # noqa: E402
 
 QUIET_S = 3.0  # a page is settled once nothing on it changed for this long
@@ -115,6 +119,10 @@ class Monitor:
             rss += int(f[21]) * PAGE_SIZE
         self.peak_rss = max(self.peak_rss, rss)
 
+    def rss_now(self) -> int:
+        """The tree's resident memory at this moment (bytes)."""
+        return sum(int(f[21]) * PAGE_SIZE for p in tree(self.pid) if (f := _stat(p)))
+
     def cpu(self) -> float:
         self.sample()
         return sum(self.gone_cpu.values())
@@ -130,8 +138,9 @@ class Monitor:
 
 
 # -- seeding -----------------------------------------------------------------------------------------------
-def seed(url: str, n: int) -> dict[str, int]:
-    """The dataset, a finished batch over it and n History runs (bench/pages_render.py's rows); returns the ids."""
+def seed(url: str, n: int, methods: tuple[str, ...] = mb.METHODS) -> dict[str, int]:
+    """The dataset, a finished batch of each method over it (the evidence checker's last, so the Judges page
+    shows it by default) and n History runs; returns the ids ("dataset", and each method's batch)."""
     import random
 
     import pages_render as pr
@@ -141,13 +150,21 @@ def seed(url: str, n: int) -> dict[str, int]:
     from services.database import get_engine
 
     rng, now = random.Random(0), utcnow()
+    ids: dict[str, int] = {}
     with get_engine(url).begin() as conn:
         pr.seed_documents(conn, n, now)
         ds_id, items, truth = pr.seed_dataset(conn, n, now, rng)
-        batch_id, _ = pr.seed_batch(conn, ds_id, items, truth, now, rng)
+        ids["dataset"] = ds_id
+        item_ids = list(range(1, n + 1))  # a new database: the dataset's items are 1..n, in order
+        for method in sorted(methods, key=lambda m: m == "evidence"):
+            if method == "dce-amc":
+                ids[method], _ = pr.seed_batch(conn, ds_id, items, truth, now, rng)
+            else:
+                ids[method] = mb.seed_method_batch(conn, method, ds_id, items, truth, item_ids, now, rng)
         pr.seed_history(conn, n, now)
-        assert conn.execute(select(Batch.dataset_id).where(Batch.id == batch_id)).scalar_one() == ds_id
-    return {"dataset": ds_id, "batch": batch_id}
+        for method in methods:
+            assert conn.execute(select(Batch.dataset_id).where(Batch.id == ids[method])).scalar_one() == ds_id
+    return ids
 
 
 # -- the app and the browser ---------------------------------------------------------------------------------
@@ -297,13 +314,32 @@ PAGES = [
     ("Reports", "Reports"),
     ("History", "History"),
 ]
+PER_METHOD = {"Batches", "Meta-evaluation", "Meta-evaluation: Human agreement"}  # visited for each method's batch
+
+
+def visits(ids: dict[str, int], methods: tuple[str, ...]) -> list[tuple[str, str]]:
+    """(name, path) of every visit: the pages about one batch once for each method's, the others once."""
+    out = []
+    for name, path in PAGES:
+        if name in PER_METHOD:
+            out += [(f"{name} [{m}]", path.format(batch=ids[m], **ids)) for m in methods]
+        else:
+            out.append((name, path.format(batch=ids[methods[0]], **ids)))
+    return out
 
 
 def run_size(
-    n: int, url: str, tmp: Path, boot: int | None, browser, only: list[str] | None = None, dump: str | None = None
+    n: int,
+    url: str,
+    tmp: Path,
+    boot: int | None,
+    browser,
+    only: list[str] | None = None,
+    dump: str | None = None,
+    methods: tuple[str, ...] = mb.METHODS,
 ) -> list[tuple[str, dict[str, float]]]:
     t = time.perf_counter()
-    ids = seed(url, n)
+    ids = seed(url, n, methods)
     print(f"\n{n:,} items: seeded in {time.perf_counter() - t:.0f} s", flush=True)
     proc, app = start_app(tmp, url, boot)
     monitor = Monitor(proc.pid)
@@ -314,20 +350,21 @@ def run_size(
         for path in ("", "Datasets"):  # the server's imports, once per process (no dataset open: no data read)
             drive(warm, f"{app}/{path}", monitor)
         ctx.close()
-        for name, path in PAGES:
-            if only and name not in only:
+        for name, path in visits(ids, methods):
+            if only and name.split(" [")[0] not in only:
                 continue
             ctx = browser.new_context(viewport={"width": 1400, "height": 1400})
             page = ctx.new_page()
-            r = drive(page, f"{app}/{path.format(**ids)}", monitor)
+            r = drive(page, f"{app}/{path}", monitor)
             if dump:
                 Path(dump).mkdir(parents=True, exist_ok=True)
                 Path(dump, f"{n}-{name}.txt").write_text(page.locator('[data-testid="stMain"]').inner_text())
             ctx.close()
+            r["after"] = monitor.rss_now() / 2**20  # the app once the page is settled and its tab closed
             rows.append((name, r))
             print(
-                f"  {name:<32} first content {r['first']:5.1f} s · settled {r['settled']:5.1f} s · app CPU "
-                f"{r['cpu']:5.1f} s · app peak RSS {r['rss']:6.0f} MB",
+                f"  {name:<45} first content {r['first']:5.1f} s · settled {r['settled']:5.1f} s · app CPU "
+                f"{r['cpu']:5.1f} s · app peak RSS {r['rss']:6.0f} MB · after {r['after']:6.0f} MB",
                 flush=True,
             )
     finally:
@@ -350,7 +387,9 @@ def main() -> None:
     ap.add_argument("--boot", type=int, default=None)
     ap.add_argument("--pages", nargs="*", default=None, help="only these pages (names as printed)")
     ap.add_argument("--dump", default=None, help="a folder to write each page's text into once settled")
+    ap.add_argument("--methods", nargs="*", default=list(mb.METHODS), choices=mb.METHODS, help="batches to seed")
     args = ap.parse_args()
+    methods = tuple(args.methods)
     from playwright.sync_api import sync_playwright
 
     from tests.support.browser import CHROMIUM, CHROMIUM_ARGS
@@ -369,17 +408,21 @@ def main() -> None:
                 stack.callback(stop_cluster)
             else:
                 url = f"sqlite:///{tmp}/scale.db"
-            table.append((n, run_size(n, url, tmp, args.boot, browser, args.pages, args.dump)))
+            table.append((n, run_size(n, url, tmp, args.boot, browser, args.pages, args.dump, methods)))
         browser.close()
-    print("\n| page | " + " | ".join(f"{n:,}: first / settled / CPU / peak RSS" for n, _ in table) + " |")
+    names = list(dict.fromkeys(name for _, rows in table for name, _ in rows))
+    print("\n| page | " + " | ".join(f"{n:,}: first / settled / CPU / peak RSS / after" for n, _ in table) + " |")
     print("|---|" + "---|" * len(table))
-    for name, _ in PAGES:
+    for name in names:
         cells = []
         for _, rows in table:
             r = dict(rows).get(name)
-            if r is None:
-                continue
-            cells.append(f"{r['first']:.1f} s / {r['settled']:.1f} s / {r['cpu']:.1f} s / {r['rss']:.0f} MB")
+            cells.append(
+                ""
+                if r is None
+                else f"{r['first']:.1f} s / {r['settled']:.1f} s / {r['cpu']:.1f} s / "
+                f"{r['rss']:.0f} MB / {r['after']:.0f} MB"
+            )
         print(f"| {name} | " + " | ".join(cells) + " |")
     rows = [
         {
@@ -389,6 +432,7 @@ def main() -> None:
             "settled s": r["settled"],
             "app CPU s": r["cpu"],
             "app peak RSS MB": r["rss"],
+            "app RSS after MB": r["after"],
         }
         for n, size_rows in table
         for name, r in size_rows
