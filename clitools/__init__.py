@@ -13,6 +13,7 @@ METHODS = ("dce-amc", "paragraph", "evidence", "summ-nli", "sent-nli", "qg-qa")
 LEVELS = ("nominal", "ordinal", "interval", "ratio")
 REPORT_KINDS = ("run", "batch", "nli", "conseval", "dhp", "survey", "judges", "compare")
 REPORT_THRESHOLD, REPORT_SEED, REPORT_BOOT = 1.0, 0, 1000
+REPORT_PROBABILITY_THRESHOLD = 0.5  # the evidence checker's own (services.metaeval.binary)
 DISTILL_SEED, DISTILL_TEST_SHARE = 0, 0.2
 CONSEVAL_ANSWER_FORMATS = ("plain", "structured")
 CONSEVAL_SPLITS = ("8:2", "leave-one-out")

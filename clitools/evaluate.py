@@ -74,6 +74,15 @@ def run(args: argparse.Namespace) -> int:
         return 1
 
 
+def _labels_kept(engine, batch_id: int) -> int:
+    """How many of the batch's dataset items carry a human label (from the rows' "label")."""
+    from services.datasets.store import get_dataset
+    from services.jobs import batches
+
+    ds = get_dataset(engine, batches.batch_public(engine, batch_id).dataset_id)
+    return int(((ds.meta if ds else {}).get("label_counts") or {}).get("binary", 0))
+
+
 def _run(args: argparse.Namespace) -> int:
     from services.config import backend_from_settings, check_base_url
     from services.errors import InputError
@@ -143,6 +152,13 @@ def _run(args: argparse.Namespace) -> int:
         print(f"note: {prep.note}", file=sys.stderr)
     unread = f"; {len(prep.rejected)} row(s) cannot be read" if prep.rejected else ""
     print(f"batch {prep.batch_id}" + (" resumed" if prep.resumed else "") + unread, file=sys.stderr)
+    labels = _labels_kept(engine, prep.batch_id)
+    if labels:
+        print(
+            f'{labels:,} label(s) kept from the rows\' "label" as the human labels: `cli.py report --run '
+            f"{prep.batch_id}` compares the scores with them",
+            file=sys.stderr,
+        )
     if not prep.resumed:
         print_estimate(engine, prep.batch_id, backend)
     started = time.perf_counter()

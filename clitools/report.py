@@ -15,7 +15,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from clitools import REPORT_BOOT, REPORT_KINDS, REPORT_SEED, REPORT_THRESHOLD
+from clitools import REPORT_BOOT, REPORT_KINDS, REPORT_PROBABILITY_THRESHOLD, REPORT_SEED, REPORT_THRESHOLD
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -31,8 +31,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument(
         "--threshold",
         type=float,
-        default=REPORT_THRESHOLD,
-        help="a score below it flags a summary as inconsistent (default 1.0: any inconsistent sentence)",
+        default=None,
+        help="a score below it flags a summary as inconsistent (default: the method's own, "
+        f"{REPORT_THRESHOLD:g} for DCE, paragraph and the NLI paradigms: any inconsistent sentence; "
+        f"{REPORT_PROBABILITY_THRESHOLD:g} for the evidence checker, whose score is a probability)",
     )
     p.add_argument("--seed", type=int, default=REPORT_SEED, help="bootstrap seed (default 0)")
     p.add_argument("--boot", type=int, default=REPORT_BOOT, help="bootstrap resamples (default 1000)")
@@ -57,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     from services.database import get_engine
     from services.errors import InputError
 
-    if not 0.0 <= args.threshold <= 1.0:
+    if args.threshold is not None and not 0.0 <= args.threshold <= 1.0:
         print("error: --threshold must be between 0 and 1", file=sys.stderr)
         return 2
     if args.boot < 0:
@@ -88,6 +90,8 @@ def run(args: argparse.Namespace) -> int:
     text = metaeval.report_json(rep)
     if args.output is None:
         print(text)
+        for line in binary_lines(rep["binary"]):
+            print(line, file=sys.stderr)
         return 0
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(text + "\n", encoding="utf-8")
@@ -97,7 +101,20 @@ def run(args: argparse.Namespace) -> int:
         f"wrote {args.output}: batch {args.run}, {rep['summary_level']['n_items']:,} items, human alpha {alpha}",
         file=sys.stderr,
     )
+    for line in binary_lines(rep["binary"]):
+        print(f"  {line}", file=sys.stderr)
     return 0
+
+
+def binary_lines(binary: dict) -> list[str]:
+    """The report's two balanced accuracies, each with its name and what it rests on."""
+    out = []
+    for m in (binary.get("score"), binary.get("verdicts")):
+        if m:
+            key = "balanced_accuracy" if "balanced_accuracy" in m else "value"
+            value = "—" if m[key] is None else f"{m[key]:.3f}"
+            out.append(f"{m['name']}: {value} ({m['rests_on']})")
+    return out
 
 
 def write_html(engine, args: argparse.Namespace) -> int:
@@ -106,7 +123,7 @@ def write_html(engine, args: argparse.Namespace) -> int:
     from services.reports import build, to_html
 
     options: dict = {}
-    if args.kind == "batch":
+    if args.kind == "batch":  # threshold None: the method's own
         options = {"threshold": args.threshold, "seed": args.seed, "n_boot": args.boot, "other_batch_id": args.compare}
     try:
         report = build(engine, args.kind, args.run, **options)
@@ -121,4 +138,7 @@ def write_html(engine, args: argparse.Namespace) -> int:
         f"{len(report.examples)} example(s), {size / 1e6:.1f} MB",
         file=sys.stderr,
     )
+    for h in report.headlines:
+        if h.label.startswith("Balanced accuracy"):
+            print(f"  {h.label}: {h.value_text()} ({h.note})", file=sys.stderr)
     return 0

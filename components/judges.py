@@ -12,11 +12,12 @@ from services.figures.compare import make_compare_figure
 from services.figures.judges import make_judges_rate_figure
 from services.formats import percent
 from services.judges import JudgeCard, compare, tables
+from services.judges.agreement import VERDICTS_NAME
 
 # The measures of the sortable grid, each with its short column name (the full name is its tooltip).
 CARDS_PER_ROW = 3  # the most cards a row holds at 1280 px with their metric's label whole
 HEADLINE = {
-    "Balanced accuracy": "bal. acc.",
+    VERDICTS_NAME: "bal. acc. (verdicts)",
     "AUROC": "AUROC",
     "Unknown rate (sentences)": "unknown",
     "Failure rate (items)": "failed",

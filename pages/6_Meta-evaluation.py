@@ -71,9 +71,9 @@ threshold = top[1].slider(
     "Threshold",
     0.0,
     1.0,
-    0.5 if batch.method == "evidence" else metaeval.DEFAULT_THRESHOLD,  # its score is a probability
+    metaeval.binary.default_threshold(batch.method),  # the report's and the CLI's default too
     0.05,
-    key="me_threshold",
+    key=f"me_threshold_{batch.method}",  # another method's batch starts at its own default
     help="A score at or above the threshold marks the summary consistent (the positive class); below, "
     "inconsistent. 1.0, the "
     "default, flags any summary with an inconsistent sentence, as the paper's Table 4 and Figure 3 do; 0.5 for "
@@ -143,7 +143,8 @@ if done.empty:
     st.stop()
 
 ci_slot = st.container()  # filled at the end, once the page is drawn, if the intervals are still to come
-cls = metaeval.at_threshold(done, threshold)
+score_m = metaeval.binary.score_measure(batch.method, data.items, threshold)
+cls = score_m.classification
 
 
 def _full() -> metaeval.BatchData:
@@ -161,8 +162,9 @@ est, ci_keys = mv.interval_estimates(data, values, stamp=stamp, bstamp=bstamp, s
 if tab["Methods"].open:
     with tab["Methods"]:
         st.caption(
-            "Every method run over this dataset, side by side: balanced accuracy at the threshold (the same "
-            "whichever class is positive), Pearson with the human score, accuracy by document and summary length "
+            "Every method run over this dataset, side by side: balanced accuracy of the score at each method's own "
+            "threshold (1.0, every unit consistent; 0.5 for the evidence checker's probability; the same whichever "
+            "class is positive), Pearson with the human score, accuracy by document and summary length "
             "(Figure 2 of the NLI paper), recall per error type (Table 5), the spread over repeated runs (Table 4) "
             "and the cost per document. Start repeated runs on the Batches page (Repeats)."
         )
@@ -173,7 +175,7 @@ if tab["Methods"].open:
         if not chosen:
             st.info("Choose at least one batch.")
         else:
-            cmp = metaeval.compare_method_batches(eng, sorted(chosen), threshold=threshold)
+            cmp = metaeval.compare_method_batches(eng, sorted(chosen))  # each at its method's own threshold
             mv.show_notes(cmp.notes)
             t = cmp.table
             show = t.drop(columns=["configuration", "repeat_group"]).assign(
@@ -246,7 +248,18 @@ if tab["Summary level"].open:
         if cls.n == 0:
             st.caption(":material/info: No binary human labels for these items: AUROC and the confusion need them.")
         else:
-            k = st.columns(5)
+            verdict_m = metaeval.binary.verdict_measure(batch.method, data.items)
+            b = st.columns(2)
+            b[0].metric(score_m.name, mv.fmt(score_m.value), help=f"Rests on: {score_m.rests_on}.")
+            vm = verdict_m.metric
+            b[1].metric(
+                verdict_m.name,
+                mv.fmt(verdict_m.value),
+                help=f"Rests on: {verdict_m.rests_on}. {mv.fmt_ci(vm.value, vm.ci_low, vm.ci_high)}"
+                + (f" {vm.note}" if vm.note else ""),
+            )
+            st.caption(f"{score_m.name}: {score_m.rests_on}. {verdict_m.name}: {verdict_m.rests_on}.")
+            k = st.columns(4)
             a = corr.auroc
             k[0].metric(
                 "AUROC",
@@ -254,19 +267,18 @@ if tab["Summary level"].open:
                 help=f"{mv.fmt_ci(a.auc, a.ci_low, a.ci_high)} · {a.n_neg:,} "
                 f"inconsistent, {a.n_pos:,} consistent (Table 1)",
             )
-            k[1].metric("Balanced accuracy", mv.fmt(cls.balanced_accuracy))
-            k[2].metric(
+            k[1].metric(
                 "Precision",
                 mv.fmt(cls.precision),
                 help="Of the summaries marked consistent, the share "
                 "humans call consistent (consistent is the positive class, as in Figure 3)",
             )
-            k[3].metric(
+            k[2].metric(
                 "Recall",
                 mv.fmt(cls.recall),
                 help="Of the summaries humans call consistent, the share marked consistent",
             )
-            k[4].metric("F1", mv.fmt(cls.f1))
+            k[3].metric("F1", mv.fmt(cls.f1))
             st.caption(
                 f"n = {cls.n:,} labelled items · precision {mv.fmt_ci(cls.precision, *cls.precision_ci())} "
                 f"(n = {cls.tp + cls.fp:,} marked consistent) · recall {mv.fmt_ci(cls.recall, *cls.recall_ci())} "
@@ -327,7 +339,7 @@ if tab["Sentence level"].open:
                 f"{sl.n_compared:,}",
                 help=f"{sl.n_labelled:,} labelled; {sl.n_unknown:,} unknown verdicts and {sl.n_ties:,} ties left out",
             )
-            k[1].metric("Balanced accuracy", mv.fmt(sc.balanced_accuracy))
+            k[1].metric("Balanced accuracy (sentences)", mv.fmt(sc.balanced_accuracy))
             k[2].metric("Precision", mv.fmt(sc.precision))
             k[3].metric("Recall", mv.fmt(sc.recall))
             k[4].metric("F1", mv.fmt(sc.f1))

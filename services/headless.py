@@ -100,7 +100,7 @@ def _unfinished(
     """The newest headless batch over this dataset with the same configuration, endpoint and model that has
     work left; else None and, when one differs only by its endpoint or its model, a note that names both."""
     is_nli = nli.is_nli(cfg.method)
-    recorded = method_config(backend, cfg.method, window) if is_nli else recorded_config(backend, cfg)
+    recorded = method_config(backend, cfg.method, window) if is_nli else recorded_config(backend, cfg, bulk=True)
     match = {
         "task": cfg.task,
         "criteria": cfg.criteria,

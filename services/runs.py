@@ -29,17 +29,21 @@ Progress = Callable[[str], None]
 PROMPT_OVERHEAD_TOKENS = 450
 
 
-def _evidence_model() -> str:
+def _evidence_model(bulk: bool = False) -> str:
     from services.dcr import evidence  # numpy and the checker load only for a run that uses it
 
+    if bulk:  # a batch aligns as its worker will: lexically, unless EVIDENCE_EMBEDDINGS_IN_BULK
+        with evidence.bulk():
+            return evidence.model_name()
     return evidence.model_name()
 
 
-def recorded_config(backend: BackendConfig, cfg: dcr.DCRConfig) -> dict:
-    """What a run or batch records of its backend and prompts (never the key)."""
+def recorded_config(backend: BackendConfig, cfg: dcr.DCRConfig, *, bulk: bool = False) -> dict:
+    """What a run or batch records of its backend and prompts (never the key); `bulk`: for a batch, whose
+    evidence checker aligns as bulk work does (services.dcr.evidence.bulk)."""
     return {
         "backend_kind": backend.kind,
-        "model": backend.model if cfg.uses_model else _evidence_model(),
+        "model": backend.model if cfg.uses_model else _evidence_model(bulk),
         "base_url": None if backend.is_embedded or not cfg.uses_model else backend.public_url,
         "params": {k: v for k, v in backend.public().items() if k not in ("base_url", "model", "kind")},
         "prompt_versions": cfg.prompt_versions(),

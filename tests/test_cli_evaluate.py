@@ -169,3 +169,38 @@ def test_the_embedded_model_is_not_started_for_a_document_longer_than_it_reads(t
     assert cli.main(["evaluate", "--input", path, "--output", str(out)]) == 1
     (line,) = read_lines(out)
     assert "more than the embedded model's" in line["error"] and line["usage"]["calls"] == 0
+
+
+def test_a_labelled_file_keeps_its_labels_for_the_report(env, tmp_path, capsys) -> None:
+    """A row's "label" is the dataset's human label (as `batch` and `card` keep it): `cli.py report` on the
+    batch compares with them instead of saying that no item has both a score and a label."""
+    rows = [
+        {"id": "x", "reference": REF, "candidate": CAND, "label": 0},
+        {"id": "y", "reference": REF, "candidate": OTHER, "label": "consistent"},
+        {"id": "z", "reference": REF, "candidate": OTHER},
+    ]
+    path, out = write_pairs(tmp_path / "labelled.jsonl", rows), tmp_path / "out.jsonl"
+    assert cli.main(["evaluate", "--input", path, "--output", str(out), "--method", "evidence"]) == 0
+    assert "2 label(s) kept" in capsys.readouterr().err
+    bid = read_lines(out)[0]["batch"]
+    report = tmp_path / "report.json"
+    assert cli.main(["report", "--run", str(bid), "--output", str(report), "--boot", "0"]) == 0
+    rep = json.loads(report.read_text(encoding="utf-8"))
+    assert rep["binary"]["score"]["n"] == 2 and rep["summary_level"]["classification"]["n"] == 2
+    assert "No item has both a score and a label" not in json.dumps(rep)
+
+
+def test_a_labelled_csv_keeps_its_labels_and_one_without_the_column_imports_as_before(env, tmp_path) -> None:
+    from services.datasets.pairs import import_pairs
+
+    with_label = tmp_path / "l.csv"
+    with_label.write_text(f"id,reference,candidate,label\na,{REF},{OTHER},1\nb,{REF},{OTHER},0\n", encoding="utf-8")
+    without = tmp_path / "n.csv"
+    without.write_text(f"id,reference,candidate\na,{REF},{OTHER}\n", encoding="utf-8")
+    from services.datasets.store import get_dataset
+
+    engine = get_engine()
+    saved, _ = import_pairs(engine, path=with_label, task="summarization")
+    assert get_dataset(engine, saved.id).meta["label_counts"]["binary"] == 2
+    saved, _ = import_pairs(engine, path=without, task="summarization")
+    assert not get_dataset(engine, saved.id).meta["label_counts"].get("binary")

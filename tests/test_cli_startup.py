@@ -102,6 +102,7 @@ def test_the_parser_defaults_are_the_services_own():
         metaeval.DEFAULT_SEED,
         metaeval.DEFAULT_BOOT,
     )
+    assert clitools.REPORT_PROBABILITY_THRESHOLD == metaeval.binary.default_threshold("evidence")
     assert (clitools.DISTILL_SEED, clitools.DISTILL_TEST_SHARE) == (distill.DEFAULT_SEED, distill.DEFAULT_TEST_SHARE)
     assert clitools.CONSEVAL_ANSWER_FORMATS == tuple(conseval.ANSWER_FORMATS)
     assert clitools.CONSEVAL_SPLITS == tuple(conseval.SPLITS)

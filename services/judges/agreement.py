@@ -31,6 +31,9 @@ from services.stats import binomial
 N_BOOT = 1000
 MIN_PER_CLASS = 5  # labelled items of each class before any agreement measure is shown
 PERFECT_R = 1e-12  # |r| this close to 1 is a straight line in floating point
+# The name of balanced_accuracy wherever it is shown (card, page, reports, CLI): it rests on the judge's own
+# verdicts, unlike the balanced accuracy of a thresholded score (services.metaeval.binary).
+VERDICTS_NAME = "Balanced accuracy of the verdicts"
 
 
 @dataclass(frozen=True)

@@ -53,10 +53,10 @@ def stamp(engine: Engine, dataset_id: int, refs: list[int] | list[int | str]) ->
     """Changes when the judges' results, the dataset's score columns or its annotator labels change: the
     cards' cache key."""
     from db import metaeval as db_metaeval
-    from services.metaeval import batch_stamp
 
     with get_session(engine) as session:
         parts = [db.labels_stamp(session=session, dataset_id=dataset_id)]
         if any(isinstance(r, str) for r in refs):
             parts.append(db_metaeval.baseline_stamp(session=session, dataset_id=dataset_id))
-    return "|".join([*parts, *(batch_stamp(engine, r) for r in refs if isinstance(r, int))])
+        parts += [db_metaeval.batch_stamp(session=session, batch_id=r) for r in refs if isinstance(r, int)]
+    return "|".join(parts)

@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 
 import pandas as pd
 
+from services.judges.agreement import VERDICTS_NAME
 from services.judges.card import JudgeCard
 
 BEST = "★"
@@ -46,7 +47,7 @@ def _per_1000(key: str) -> Reader:
 
 
 MEASURES: list[tuple[str, Reader, bool | None]] = [
-    ("Balanced accuracy", _metric("balanced_accuracy"), True),
+    (VERDICTS_NAME, _metric("balanced_accuracy"), True),  # the same measure as the batch's report and page
     ("AUROC", _metric("auroc"), True),
     ("Cohen's kappa", _metric("kappa"), True),
     ("Pearson r (human score)", _metric("pearson"), True),

@@ -24,6 +24,7 @@ view, sentence level, Figure 3), baseline_metrics, rai (Table 4, Figure 4), agre
 (the bundle), reporting (the whole report) and methods (paper 003's comparison of methods over one dataset).
 """
 
+from services.metaeval import binary
 from services.metaeval.agreement import HumanAgreement, alpha_frame, human_agreement
 from services.metaeval.baseline_metrics import (
     BASELINE_METRICS,
@@ -79,6 +80,7 @@ from services.metaeval.selective import Selective, selective
 from services.metaeval.summary import Correlations, SummaryLevel, correlations, summary_level
 
 __all__ = [
+    "binary",
     "CONSISTENT_AT",
     "DEFAULT_BOOT",
     "DEFAULT_SEED",

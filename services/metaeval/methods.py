@@ -14,8 +14,8 @@ from sqlmodel import Session
 from db import metaeval as db
 from db.models import BatchPublic
 from services import stats
+from services.metaeval.binary import resolve_threshold
 from services.metaeval.classification import at_threshold
-from services.metaeval.common import DEFAULT_THRESHOLD
 
 # -- methods compared over one dataset (paper 003: Tables 4-5, Figure 2, cost) -------------------------
 LENGTH_BUCKETS = 4
@@ -118,13 +118,14 @@ def compare_method_batches(
     engine: Engine,
     batch_ids: Sequence[int],
     *,
-    threshold: float = DEFAULT_THRESHOLD,
+    threshold: float | None = None,
     n_buckets: int = LENGTH_BUCKETS,
 ) -> MethodComparison:
     """Balanced accuracy, Pearson, length buckets, error-type recall, repeat spread and cost of several batches.
 
-    A score below `threshold` predicts "inconsistent" (the positive class); at 1.0, the default, a summary is
-    inconsistent when any sentence, window or question is, as the paradigms' Eqs. 2 and 4 say.
+    A score below the threshold predicts "inconsistent" (the positive class); `threshold` None, the default, is
+    each batch's method's own (services.metaeval.binary): 1.0, where a summary is inconsistent when any sentence,
+    window or question is, as the paradigms' Eqs. 2 and 4 say; 0.5 for the evidence checker's probability.
     """
     from services.jobs import batches as batch_service
 
@@ -145,8 +146,9 @@ def compare_method_batches(
         label = _batch_label(b, window, sample, grouped)
         items = _method_items(engine, bid)
         item_frames[bid] = items
+        t = resolve_threshold(b.method, threshold)
         done = items[(items["status"] == "done") & items["score"].notna()]
-        cls = at_threshold(done, threshold, positive=0) if len(done) else None  # 003: errors are what is found
+        cls = at_threshold(done, t, positive=0) if len(done) else None  # 003: errors are what is found
         hs = done[done["human_score"].notna()]
         pear = stats.correlation(hs["score"].to_numpy(float), hs["human_score"].to_numpy(float), "pearson", n_boot=0)
         n_docs = max(1, len(items[items["status"].isin(("done", "failed"))]))
@@ -157,6 +159,7 @@ def compare_method_batches(
                 "configuration": f"{b.method}|{window}|{b.amc}|{b.model}",
                 "repeat_group": group,
                 "n": len(done),
+                "threshold": t,
                 "balanced_accuracy": cls.balanced_accuracy if cls else None,
                 "recall": cls.recall if cls else None,
                 "pearson": pear.r,
@@ -169,7 +172,7 @@ def compare_method_batches(
         )
         labelled = done[done["human_label"].notna()].copy()
         if len(labelled):
-            labelled["correct"] = (labelled["score"] >= threshold).astype(int) == labelled["human_label"].astype(int)
+            labelled["correct"] = (labelled["score"] >= t).astype(int) == labelled["human_label"].astype(int)
             for kind, col in (("document length", "doc_words"), ("summary length", "summary_words")):
                 labelled["bucket"] = _buckets(labelled[col], n_buckets)
                 labelled["order"] = labelled.groupby("bucket")[col].transform("min")
@@ -195,7 +198,7 @@ def compare_method_batches(
                         "method": label,
                         "error_type": NO_ERROR,
                         "n": len(good),
-                        "recall": float((good["score"] >= threshold).mean()),
+                        "recall": float((good["score"] >= t).mean()),
                     }
                 )
             for etype in etypes:
@@ -206,7 +209,7 @@ def compare_method_batches(
                         "method": label,
                         "error_type": etype,
                         "n": len(g),
-                        "recall": float((g["score"] < threshold).mean()),
+                        "recall": float((g["score"] < t).mean()),
                     }
                 )
     table = pd.DataFrame(
@@ -217,6 +220,7 @@ def compare_method_batches(
             "configuration",
             "repeat_group",
             "n",
+            "threshold",
             "balanced_accuracy",
             "recall",
             "pearson",

@@ -17,8 +17,9 @@ from db.models import BatchPublic
 from services import stats
 from services.metaeval.agreement import HumanAgreement, human_agreement
 from services.metaeval.baseline_metrics import BASELINE_METRICS, baseline_table, cached_baselines, compute_baselines
+from services.metaeval.binary import ScoreMeasure, VerdictMeasure, resolve_threshold, score_measure, verdict_measure
 from services.metaeval.classification import Figure3, SentenceLevel, classification_frame, figure3, sentence_level
-from services.metaeval.common import DEFAULT_BOOT, DEFAULT_SEED, DEFAULT_THRESHOLD, numeric
+from services.metaeval.common import DEFAULT_BOOT, DEFAULT_SEED, numeric
 from services.metaeval.loading import BatchData, load_batch
 from services.metaeval.rai import RoundsResult, rai_table, rounds_of
 from services.metaeval.reproducibility import bundle
@@ -165,20 +166,27 @@ class Report:
     agreement: HumanAgreement
     notes: tuple[str, ...] = field(default_factory=tuple)
     selective: Selective | None = None  # risk-coverage and reliability of the scores
+    score_measure: ScoreMeasure | None = None  # balanced accuracy of the score at the threshold (binary.py)
+    verdicts: VerdictMeasure | None = None  # balanced accuracy of the judge's own verdicts (binary.py)
 
 
 def build_report(
     data: BatchData,
     *,
-    threshold: float = DEFAULT_THRESHOLD,
+    threshold: float | None = None,
     seed: int = DEFAULT_SEED,
     n_boot: int = DEFAULT_BOOT,
     baseline_values: pd.DataFrame | None = None,
     other: BatchData | None = None,
 ) -> Report:
-    """Every table from loaded data (no database access)."""
+    """Every table from loaded data (no database access); `threshold` None: the method's own
+    (binary.default_threshold)."""
     values = baseline_values if baseline_values is not None else pd.DataFrame(columns=list(BASELINE_METRICS))
+    method = data.batch.method
+    threshold = resolve_threshold(method, threshold)
     return Report(
+        score_measure=score_measure(method, data.items, threshold),
+        verdicts=verdict_measure(method, data.items),
         summary=summary_level(data.items, threshold=threshold, seed=seed, n_boot=n_boot),
         sentence=sentence_level(data=data),
         figure3=figure3(data=data, other=other),
@@ -203,15 +211,17 @@ def report(
     engine: Engine,
     batch_id: int,
     *,
-    threshold: float = DEFAULT_THRESHOLD,
+    threshold: float | None = None,
     seed: int = DEFAULT_SEED,
     n_boot: int = DEFAULT_BOOT,
     other_batch_id: int | None = None,
     compute_baselines_first: bool = False,
     with_embeddings: bool = False,
 ) -> dict[str, Any]:
-    """The meta-evaluation of a batch as JSON-serialisable data, with the reproducibility bundle."""
+    """The meta-evaluation of a batch as JSON-serialisable data, with the reproducibility bundle; `threshold`
+    None: the method's own (binary.default_threshold)."""
     data = load_batch(engine, batch_id)
+    threshold = resolve_threshold(data.batch.method, threshold)
     other = load_batch(engine, other_batch_id) if other_batch_id is not None else None
     ids = data.done["item_id"].astype(int).tolist()
     if compute_baselines_first and ids:
@@ -237,6 +247,10 @@ def report_dict(rep: Report, *, batch_id: int, settings: dict[str, Any], bundle:
             "batch_id": batch_id,
             "notes": list(rep.notes),
             "settings": {**settings, "positive_class": "consistent"},
+            "binary": {
+                "score": rep.score_measure.as_dict() if rep.score_measure else None,
+                "verdicts": rep.verdicts.as_dict() if rep.verdicts else None,
+            },
             "summary_level": {
                 "n_items": s.correlations.n_items,
                 "correlations": s.correlations.frame(),

@@ -125,7 +125,7 @@ def bundle(
         "meta_evaluation": {
             "threshold": threshold,
             "positive_class": "consistent",
-            "consistent_when": "score == 1 (Table 4, Figure 3)",
+            "consistent_when": "score == 1 (Table 4, Figure 3)" if threshold >= 1.0 else f"score >= {threshold:g}",
         },
         "dataset": None
         if dataset is None

@@ -40,15 +40,16 @@ def build(
     engine: Engine,
     batch_id: int,
     *,
-    threshold: float = metaeval.DEFAULT_THRESHOLD,
+    threshold: float | None = None,
     seed: int = metaeval.DEFAULT_SEED,
     n_boot: int = metaeval.DEFAULT_BOOT,
     other_batch_id: int | None = None,
     **_: Any,
 ) -> Report:
     """A batch and its meta-evaluation against people; with `other_batch_id`, Figure 3 compares it with that
-    batch on the same items."""
+    batch on the same items. `threshold` None: the method's own (services.metaeval.binary)."""
     data = metaeval.load_batch(engine, batch_id)
+    threshold = metaeval.binary.resolve_threshold(data.batch.method, threshold)
     bundle = metaeval.bundle(engine, batch_id, seed=seed, n_boot=n_boot, threshold=threshold)
     other = metaeval.load_batch(engine, other_batch_id) if other_batch_id is not None else None
     ids = data.done["item_id"].astype(int).tolist()
@@ -64,6 +65,8 @@ def build(
     corr = rep.summary.correlations.frame().set_index("statistic")
     row = lambda name: corr.loc[name] if name in corr.index else None  # noqa: E731
     c = rep.summary.classification
+    sm, vm = rep.score_measure, rep.verdicts
+    assert sm is not None and vm is not None  # build_report always measures both
     positive = "consistent" if c.positive == 1 else "inconsistent"
     h = rep.agreement.among_humans
     mv = rep.agreement.model_vs_majority
@@ -73,13 +76,16 @@ def build(
         ci_headline("Spearman ρ", row("spearman")),
         ci_headline("Kendall τ (b)", row("kendall")),
         ci_headline("AUROC against the human label", row("auroc")),
+        Headline(label=sm.name, value=sm.value, n=c.n, note=f"{sm.rests_on}; {positive} = positive class"),
+        Headline(label=f"F1 of the score at {sm.threshold:g} ({positive} = positive)", value=c.f1, n=c.n),
         Headline(
-            label=f"Balanced accuracy at score < {threshold:g}",
-            value=c.balanced_accuracy,
-            n=c.n,
-            note=f"{positive} = positive class",
+            label=vm.name,
+            value=vm.value,
+            ci_low=vm.metric.ci_low,
+            ci_high=vm.metric.ci_high,
+            n=vm.metric.n,
+            note=vm.rests_on + (f"; {vm.metric.note}" if vm.metric.note else ""),
         ),
-        Headline(label=f"F1 ({positive} = positive)", value=c.f1, n=c.n),
         Headline(
             label="Krippendorff's α among the human raters",
             value=h.alpha if h else None,
@@ -124,7 +130,7 @@ def build(
         figures.append(FigureSpec.of("Scores per round", make_histograms_figure(rep.rounds.scores)))
     tables = [
         Table.from_frame("Summary level: correlations and AUROC", correlations_display(corr.reset_index())),
-        Table.from_frame("Classification at the threshold", metaeval.classification_frame(c)),
+        Table.from_frame(f"Classification: {sm.name}", metaeval.classification_frame(c), sm.rests_on),
         Table.from_frame("Figure 3 table", rep.figure3.frame),
         Table.from_frame("Against local baselines on the same items (Tables 1-3)", baselines_display(rep.baselines)),
         Table.from_frame("RAI (Table 4)", rep.rai),

@@ -39,7 +39,7 @@ def build(
     *,
     seed: int = 0,
     n_boot: int = 1000,
-    threshold: float = metaeval.DEFAULT_THRESHOLD,
+    threshold: float | None = None,
     **_: Any,
 ) -> Report:
     """This batch beside every other finished batch over the same dataset (Summ-NLI, Sent-NLI, QG-QA, DCE...):
@@ -58,7 +58,7 @@ def build(
     compared = {int(r.batch): r for r in comparison.table.itertuples(index=False)}
     chosen = [b for b in chosen if b.id in compared]  # a batch deleted meanwhile is left out (with a note)
     data = {b.id: metaeval.load_batch(engine, b.id, sentences=False) for b in chosen}
-    rows = [_row(engine, b, compared[b.id], data[b.id], threshold, seed, n_boot) for b in chosen]
+    rows = [_row(engine, b, compared[b.id], data[b.id], float(compared[b.id].threshold), seed, n_boot) for b in chosen]
     df = pd.DataFrame(rows)
     ds = data[batch_id].dataset
     notes = list(comparison.notes)
@@ -130,7 +130,7 @@ def _row(
     }
 
 
-def _configuration(ds: Any, chosen: list, seed: int, n_boot: int, threshold: float) -> dict[str, Any]:
+def _configuration(ds: Any, chosen: list, seed: int, n_boot: int, threshold: float | None) -> dict[str, Any]:
     """The dataset, each batch's method, model and prompts, and how the statistics were computed."""
     return {
         "dataset": None if ds is None else {"id": ds.id, "name": ds.name, "sha256": ds.sha256, "format": ds.format},
@@ -148,8 +148,10 @@ def _configuration(ds: Any, chosen: list, seed: int, n_boot: int, threshold: flo
         "statistics": {
             "bootstrap_seed": seed,
             "bootstrap_resamples": n_boot,
-            "verdict": f"consistent when the score is at least {threshold:g} (every unit consistent: Eq. 2/4; "
-            "DCE: score 1)",
+            "verdict": f"consistent when the score is at least {threshold:g}"
+            if threshold is not None
+            else "consistent when the score is at least the method's own threshold: 1.0 (every unit consistent: "
+            "Eq. 2/4; DCE: score 1), 0.5 for the evidence checker's probability",
             "positive_class": "inconsistent (precision, recall, F1), as paper 003 reports recall",
         },
         "app": {"version": metaeval.app_version()},

@@ -84,7 +84,7 @@ def test_the_sortable_grid_keeps_one_row_a_judge_and_few_enough_columns_to_fit(o
     (grid,) = [d.value for d in at.dataframe if list(d.value.columns[:2]) == ["judge", "labelled"]]
     assert len(grid) == 2
     assert len(grid.columns) <= 9, list(grid.columns)
-    assert {"bal. acc.", "AUROC", "unknown", "failed", "PPI rate", "PPI width"} <= set(grid.columns)
+    assert {"bal. acc. (verdicts)", "AUROC", "unknown", "failed", "PPI rate", "PPI width"} <= set(grid.columns)
     (measures,) = at.table
     assert len(measures.value) == 16  # all of them, below the grid
 

@@ -339,3 +339,38 @@ def test_the_batch_choice_has_a_row_of_its_own(open_page, no_embeddings):
     at = open_tab(open_page, bid)
     assert "Batch" not in [sb.label for col in at.columns for sb in col.selectbox]
     assert at.selectbox(key="me_batch").value == bid
+
+
+@pytest.mark.parametrize("method", ["evidence", "dce-amc"])
+def test_the_page_the_card_and_the_shared_report_show_one_balanced_accuracy_each(open_page, no_embeddings, method):
+    """The evidence checker's score is a probability (its own threshold, 0.5) and its verdicts are withheld on
+    some items: two balanced accuracies that differ by design, each under its own name, with the same value on
+    the Meta-evaluation page, the Judges card and a report's share link; a DCE batch's two agree at 1.0."""
+    from services import reports
+    from services.judges.agreement import VERDICTS_NAME
+    from tests.support.methods import balanced_accuracy, seed_method
+
+    eng = services.database.get_engine()
+    s = seed_method(eng, method)
+    t = metaeval.binary.default_threshold(method)
+    want_score = f"{balanced_accuracy((s.scores >= t).astype(float), s.labels):.3f}"
+    want_verdicts = f"{balanced_accuracy(s.verdicts, s.labels):.3f}"
+    score_name = f"Balanced accuracy of the score at {t:g}"
+
+    at = open_tab(open_page, s.batch_id)
+    assert at.slider(key=f"me_threshold_{method}").value == t
+    m = metrics(at)
+    assert (m[score_name], m[VERDICTS_NAME]) == (want_score, want_verdicts), m
+    assert any(c.startswith(f"{score_name}: consistent when") and VERDICTS_NAME in c for c in texts(at.caption))
+
+    judges_page = open_page("pages/13_Judges.py")
+    assert not judges_page.exception, judges_page.exception
+    (grid,) = [d.value for d in judges_page.dataframe if list(d.value.columns[:2]) == ["judge", "labelled"]]
+    assert f"{grid['bal. acc. (verdicts)'].iloc[0]:.3f}" == want_verdicts
+
+    share = reports.new_share(eng, "batch", s.batch_id)
+    viewer = open_page("pages/12_Reports.py", query={"share": share.token})
+    assert not viewer.exception, viewer.exception
+    shared = metrics(viewer)
+    assert (shared[score_name], shared[VERDICTS_NAME]) == (want_score, want_verdicts), shared
+    assert not any(label.startswith("Balanced accuracy at") for label in shared)

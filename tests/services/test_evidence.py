@@ -515,3 +515,19 @@ def test_qags_article_27_dybala_is_supported_by_its_evidence() -> None:
     (se,) = evidence.analyse(article, [candidate])
     assert "13 league goals for palermo" in se.alignments[0].ref_text and se.alignments[0].similarity > 0.85
     assert se.verdict == "consistent", se.reason
+
+
+@pytest.mark.parametrize("setting", [False, True])
+def test_a_batch_of_the_checker_records_how_its_items_will_align(monkeypatch: pytest.MonkeyPatch, setting) -> None:
+    """A batch aligns lexically unless EVIDENCE_EMBEDDINGS_IN_BULK: its recorded model (what its report names)
+    says "lexical overlap" then, not "MiniLM embeddings + lexical overlap" for a batch whose similarities are
+    all null; a single run (the Evaluate page) embeds when it can."""
+    from services.runs import recorded_config
+
+    monkeypatch.setattr(evidence.minilm, "embeddings_available", lambda: True)
+    settings = type("S", (), {"evidence_embeddings_in_bulk": setting})
+    monkeypatch.setattr(evidence.minilm, "get_settings", lambda: settings)
+    cfg, backend = dcr.DCRConfig(method="evidence"), BackendConfig()
+    batch = recorded_config(backend, cfg, bulk=True)["model"]
+    assert batch == f"offline evidence checker ({'MiniLM embeddings + ' if setting else ''}lexical overlap)"
+    assert recorded_config(backend, cfg)["model"] == "offline evidence checker (MiniLM embeddings + lexical overlap)"

@@ -60,7 +60,7 @@ def test_best_values_are_marked(engine):
     noise = add_judge(engine, ds, [float(x) for x in np.random.default_rng(5).random(120)])
     cards = judges.build_cards(engine, [good, noise], n_boot=100)
     best = tables.best_cells(cards)
-    assert best["AUROC"] == {0} and best["Balanced accuracy"] == {0}
+    assert best["AUROC"] == {0} and best["Balanced accuracy of the verdicts"] == {0}
     row = tables.measures_frame(cards).set_index("measure").loc["AUROC"]
     assert row.iloc[0].startswith("★") and not row.iloc[1].startswith("★")
 

@@ -69,7 +69,7 @@ def create_batch(
             elif cfg.uses_model:
                 name += f" · {cfg.amc}"
             name += f" · repeat {sample + 1}" if repeat_group else ""
-        recorded = method_config(backend, cfg.method, window) if is_nli else recorded_config(backend, cfg)
+        recorded = method_config(backend, cfg.method, window) if is_nli else recorded_config(backend, cfg, bulk=True)
         if score_range is not None:
             recorded = {
                 **recorded,
