@@ -51,6 +51,7 @@ def sync() -> None:
     if st.query_params.get(PARAM) == "1" and not st.session_state.get(KEY):
         if workspace.enabled() and workspace.is_built():
             st.session_state[KEY] = True
+            st.cache_data.clear()  # as on opening it from Home
     if st.session_state.get(KEY) and not (workspace.enabled() and workspace.is_built()):
         st.session_state[KEY] = False
 
