@@ -132,9 +132,24 @@ def spilled(engine: Engine) -> list[Path]:
     for where in spill_dirs():
         try:
             found += where.glob(f"{SPILL_PREFIX}{_spill_key(engine)}-*.json")
+            # taken by a process that died while writing it to the database: free again
+            found += [p for p in where.glob(f"{SPILL_PREFIX}{_spill_key(engine)}-*.json.*") if _gone(p)]
         except OSError:
             continue
-    return sorted(found, key=lambda p: p.name.rsplit("-", 1)[-1])
+    return sorted(found, key=lambda p: p.name.split(".json")[0].rsplit("-", 1)[-1])
+
+
+def _gone(path: Path) -> bool:
+    pid = path.name.rsplit(".", 1)[-1]
+    if not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False
+    return False
 
 
 def read_spill(path: Path) -> dict[str, Any] | None:

@@ -173,3 +173,22 @@ def test_a_run_stopped_while_it_holds_answers_sets_them_aside(file_engine, no_re
         batches.process_batch(file_engine, bid)
         assert batches.progress(file_engine, bid).done == N
         assert len(fake.requests) == N
+
+
+def test_a_set_aside_file_is_taken_by_one_process_and_freed_if_that_one_dies(file_engine, no_reserve):
+    import os
+    import subprocess
+    import sys
+
+    path = reserve.spill(file_engine, {"wid": "w:1", "batch_id": 1, "cache": [], "replace": [], "results": []})
+    assert path is not None and path.stat().st_mode & 0o077 == 0, "readable by its user only"
+    assert reserve.spilled(file_engine) == [path]
+    mine = path.with_name(f"{path.name}.{os.getpid()}")
+    path.rename(mine)  # taken by a process that runs (this one): nobody else's
+    assert reserve.spilled(file_engine) == []
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    orphan = path.with_name(f"{path.name}.{int(dead.stdout)}")
+    mine.rename(orphan)  # taken by a process that died before writing it: free again
+    assert reserve.spilled(file_engine) == [orphan]
+    assert work.restore_set_aside(file_engine) == 0
+    assert reserve.spilled(file_engine) == [] and not list(no_reserve.iterdir())

@@ -10,6 +10,7 @@ import copy
 import functools
 import itertools
 import logging
+import os
 import queue
 import threading
 import time
@@ -440,17 +441,23 @@ def restore_set_aside(engine: Engine) -> int:
     files written are removed, the others kept for the next run. Returns the results written."""
     n = 0
     for path in reserve.spilled(engine):
-        kept = reserve.read_spill(path)
-        if kept is None:
-            continue
+        taken = path.with_name(f"{path.name.split('.json')[0]}.json.{os.getpid()}")
         try:
+            path.rename(taken)  # one process takes the file: its usage is added once
+        except OSError:
+            continue  # another process took it
+        kept = reserve.read_spill(taken)
+        try:
+            if kept is None:
+                raise ValueError("unreadable")
             with engine.begin() as conn:
                 store_cache(conn, (kept.get("cache") or [], set(kept.get("replace") or [])))
                 n += db_batches.write_set_aside(conn=conn, rows=kept.get("results") or [], wid=kept.get("wid", ""))
         except Exception as exc:
             log.warning("the answers set aside in %s could not be written yet (%s)", path, exc)
+            taken.rename(taken.with_name(taken.name.rsplit(".", 1)[0]))  # free for the next run
             continue
-        path.unlink(missing_ok=True)
+        taken.unlink(missing_ok=True)
         log.warning("the answers set aside in %s are written (%d result(s))", path, n)
     return n
 
