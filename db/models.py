@@ -6,7 +6,7 @@ import secrets
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, CheckConstraint, Column, Index, SmallInteger, Text, UniqueConstraint, event
+from sqlalchemy import JSON, CheckConstraint, Column, Index, SmallInteger, String, Text, UniqueConstraint, event
 from sqlmodel import Field, SQLModel
 
 from db.redact import redact_url
@@ -195,7 +195,11 @@ class DatasetItem(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     dataset_id: int = Field(foreign_key="dataset.id", index=True)
     idx: int = 0
-    external_id: str = Field(default="", max_length=200)
+    # Any length, kept whole: readers, cards and the CLI key items by it. TEXT on PostgreSQL; SQLite keeps the
+    # column's old declared length, which it never enforces (changing it would rebuild the table).
+    external_id: str = Field(
+        default="", sa_column=Column(String(200).with_variant(Text(), "postgresql"), nullable=False, default="")
+    )
     reference_id: int = Field(foreign_key="document.id", index=True)
     candidate: str = Field(sa_column=Column(Text, nullable=False))
     # The candidate's sentences, split once at import (or as the dataset gives them).

@@ -313,7 +313,7 @@ def _store_once(
                     {
                         "dataset_id": dataset_id,
                         "idx": idx + i,
-                        "external_id": r[0][:200],
+                        "external_id": r[0],
                         "reference_id": ref_id,
                         "candidate": r[2],
                         "sentences": r[3],

@@ -56,3 +56,23 @@ def test_a_label_file_that_labels_one_sentence_twice_keeps_the_first_and_rejects
     ada = an.annotator_by_name(engine, "ada")
     got = {(x.annotator_id, x.sentence_idx): x.label for x in an.labels_for_item(engine, items[0])}
     assert got[(ada.id, 0)] == 1
+
+
+def test_an_id_longer_than_200_characters_is_stored_whole_and_found_by_it(engine):
+    """The import kept 200 characters: two ids equal up to there became one, and a score column or label file
+    keyed by the whole id found nothing. Kept whole on SQLite and PostgreSQL (whose column had a length)."""
+    ids = ["x" * 200 + f"-{i:09d}" for i in range(3)]
+    rows = "".join(json.dumps({"id": i, "r": "The council met.", "c": "It met."}) + "\n" for i in ids)
+    saved, summary = datasets.import_file(
+        engine,
+        name="long.jsonl",
+        data=rows.encode(),
+        fmt="jsonl",
+        mapping=ColumnMapping(reference="r", candidate="c", id="id"),
+    )
+    assert summary.n_items == 3 and summary.n_rejected == 0
+    column = "".join(json.dumps({"id": i, "p": 0.25 * k}) + "\n" for k, i in enumerate(ids))
+    got = judges.import_column(
+        engine, saved.id, name="long", data=column.encode(), filename="s.jsonl", score_column="p"
+    )
+    assert (got.n_matched, got.n_unmatched) == (3, 0)
