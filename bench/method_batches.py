@@ -24,6 +24,7 @@ from typing import Any
 from sqlalchemy import Connection, insert
 
 from db.models import Batch, BatchItem
+from services import result_columns
 
 METHODS = ("dce-amc", "evidence", "summ-nli", "sent-nli", "qg-qa")
 TEMPLATES = 40  # evidence results computed for real; the other items reuse their shape with their own values
@@ -188,6 +189,7 @@ def seed_method_batch(
                 "completion_tokens": 0 if evidence else 120 * len(said),
                 "latency_ms": 3.0 if evidence else 900.0,
                 "result": result,
+                **result_columns.columns(result),  # as the batch worker writes them
                 "updated_at": now,
             }
         )

@@ -46,6 +46,7 @@ from db.models import (  # noqa: E402
     SentenceRow,
     utcnow,
 )
+from services import result_columns  # noqa: E402
 from services.database import get_engine  # noqa: E402
 
 N_SENT = 5
@@ -216,7 +217,8 @@ def seed_batch(
                 "prompt_tokens": 900,
                 "completion_tokens": 300,
                 "latency_ms": 800.0,
-                "result": {"rounds": rounds, "final_candidate": rounds[-1]["candidate"]},
+                "result": (result := {"rounds": rounds, "final_candidate": rounds[-1]["candidate"]}),
+                **result_columns.columns(result),  # as the batch worker writes them
                 "updated_at": now,
             }
         )
