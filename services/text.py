@@ -193,26 +193,32 @@ def read_document(name: str, data: bytes) -> str:
 
 
 # A PDF's text is at most max_input_chars (200,000 by default): a few hundred pages of prose. More pages than
-# MAX_PDF_PAGES is refused from the page tree's count, before any page is read; text is extracted page by page
+# MAX_PDF_PAGES is refused from the page tree's count, before any page is read, or while the tree is walked when
+# the count understates it; text is extracted page by page
 # and the reading stops at the first page past the character limit.
 MAX_PDF_PAGES = 1_000
 
 
 def _read_pdf(name: str, data: bytes) -> str:
-    from pypdf import PdfReader
-    from pypdf.errors import PdfReadError
+    from pypdf import PdfReader, apply_configuration
+    from pypdf.errors import LimitReachedError, PdfReadError
 
     from services.config import get_settings
 
     max_chars = get_settings().max_input_chars
     try:
-        reader = PdfReader(io.BytesIO(data))
-        declared = reader.trailer["/Root"]["/Pages"].get("/Count", 0)
-        if isinstance(declared, int) and declared > MAX_PDF_PAGES:
-            raise _too_many_pages(name, f"{declared:,}")
+        # The reader walks the whole page tree before the first page: a tree whose /Count understates it is
+        # stopped while it is walked, at MAX_PDF_PAGES pages with as many nodes between them.
+        # (pypdf counts both the pages and the /Pages nodes above them: twice the pages is room for any tree)
+        with apply_configuration(page_tree_maximum_entries=2 * MAX_PDF_PAGES):
+            reader = PdfReader(io.BytesIO(data))
+            declared = reader.trailer["/Root"]["/Pages"].get("/Count", 0)
+            if isinstance(declared, int) and declared > MAX_PDF_PAGES:
+                raise _too_many_pages(name, f"{declared:,}")
+            pages_of = list(reader.pages)
         pages: list[str] = []
         n_chars = 0
-        for k, page in enumerate(reader.pages, 1):  # a count that understates the tree is caught here
+        for k, page in enumerate(pages_of, 1):  # a count that understates the tree is caught here
             if k > MAX_PDF_PAGES:
                 raise _too_many_pages(name, f"more than {MAX_PDF_PAGES:,}")
             text = (page.extract_text() or "").strip()
@@ -226,6 +232,8 @@ def _read_pdf(name: str, data: bytes) -> str:
                 pages.append(text)
     except InputError:
         raise
+    except LimitReachedError:
+        raise _too_many_pages(name, f"more than {MAX_PDF_PAGES:,}") from None
     except PdfReadError as exc:
         raise InputError(f"{name} could not be read as a PDF ({_reason(exc)}).") from None
     except Exception as exc:  # a damaged file makes the parser fail in many ways; none is the user's to debug

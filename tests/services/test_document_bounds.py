@@ -59,11 +59,41 @@ def test_a_pdf_of_100000_pages_is_refused_before_a_page_is_read(extracted):
     assert extracted["n"] == 0
 
 
-def test_a_page_tree_that_understates_its_count_is_stopped_at_the_bound(extracted, monkeypatch):
+def test_a_page_tree_that_understates_its_count_is_stopped_at_the_bound_while_it_is_walked(extracted, monkeypatch):
     monkeypatch.setattr(text_module, "MAX_PDF_PAGES", 20)
     with pytest.raises(InputError, match="more than 20 pages"):
         read_document("liar.pdf", pages_pdf(300, count=1))
-    assert extracted["n"] == 20
+    assert extracted["n"] == 0, "refused while the tree was walked, before a page was read"
+
+
+def page_tree_pdf(levels: int = 7, fan: int = 8) -> bytes:
+    """A PDF of a few hundred bytes whose page tree says /Count 1, while each of its `levels` /Pages nodes names
+    the next one `fan` times: fan ** levels pages (2,097,152) to walk."""
+    objs = ["<< /Type /Catalog /Pages 2 0 R >>"]
+    for level in range(levels):
+        n = 2 + level
+        parent = f" /Parent {n - 1} 0 R" if level else ""
+        objs.append(f"<< /Type /Pages /Kids [{' '.join([f'{n + 1} 0 R'] * fan)}] /Count 1{parent} >>")
+    objs.append(f"<< /Type /Page /MediaBox [0 0 72 72] /Parent {1 + levels} 0 R >>")
+    out = b"%PDF-1.4\n"
+    offsets = []
+    for i, body in enumerate(objs, 1):
+        offsets.append(len(out))
+        out += f"{i} 0 obj\n{body}\nendobj\n".encode()
+    xref = len(out)
+    out += f"xref\n0 {len(objs) + 1}\n0000000000 65535 f \n".encode()
+    out += b"".join(f"{o:010d} 00000 n \n".encode() for o in offsets)
+    return out + f"trailer\n<< /Size {len(objs) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
+
+
+def test_a_small_pdf_whose_tree_names_millions_of_pages_is_refused_at_the_page_bound(extracted):
+    """The reader walked the whole tree first (to its own limit of 100,000 nodes) and the file was called
+    damaged; the walk stops at the bound, and the message says why."""
+    data = page_tree_pdf()
+    assert len(data) < 2_000
+    with pytest.raises(InputError, match=rf"has more than {MAX_PDF_PAGES:,} pages; the limit is {MAX_PDF_PAGES:,}"):
+        read_document("tree.pdf", data)
+    assert extracted["n"] == 0
 
 
 def test_reading_stops_at_the_first_page_past_the_character_limit(extracted, monkeypatch):
