@@ -87,6 +87,7 @@ BENCHES = [
     Bench("conseval", "conseval_alpha.py", "alpha's time at 1,000 units; a study on the embedded model"),
     Bench("dhp", "dhp_stats.py", "`cli.py dhp stats` at 6 x 12 x 4 x 100, in process and cold"),
     Bench("datasets", "datasets_import.py", "import of QAGS and of 10,000 synthetic items"),
+    Bench("datasets", "upload_memory.py", "the app's memory through an upload on the Datasets page, in Chromium"),
     Bench("datasets", "upload_bounds.py", "refusing zip bombs and oversize files; the worst accepted .docx", make=True),
     Bench("batches", "batch_throughput.py", "500 documents at 64 in flight against a 200 ms server", make=True),
     Bench("batches", "workers_scaling.py", "throughput with 1, 2 and 4 worker processes"),
@@ -98,6 +99,10 @@ BENCHES = [
     Bench("scale", "scale.py", "CPU seconds and peak memory of each step at 1k-100k items", make=True),
     Bench("pages", "pages_render.py", "Meta-evaluation and History pages at 10,000 items (AppTest)", make=True),
     Bench("pages", "scale_pages.py", "pages in Chromium at 1k-50k items", args=("1000", "10000", "50000"), make=True),
+    Bench("pages", "page_reads.py", "what the Judges and Meta-evaluation pages read of each method's batch, 1k-100k"),
+    Bench(
+        "pages", "method_batches.py", "(helper) finished batches of every method for the page benches", records=False
+    ),
     Bench("pages", "pages_small.py", "ConsEval, DHP and Judges pages at the browser tests' sizes, in Chromium"),
     Bench("pages", "streamlit_floor.py", "a bare Streamlit page in the same browser: the floor under any page"),
     Bench("pages", "owner_session.py", "what keeping the owner signed in costs a page run"),
