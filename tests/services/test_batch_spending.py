@@ -118,7 +118,7 @@ def test_a_deleted_running_batch_sends_nothing_more_and_writes_nothing(file_engi
         worker = threading.Thread(target=lambda: done.setdefault("stats", batches.process_batch(file_engine, bid)))
         worker.start()
         gate.wait_for(lambda g: len(g.held) == 3, "three requests in flight")
-        assert batches.delete_batch(file_engine, bid) is True
+        assert batches.delete_batch(file_engine, bid, wait=WAIT_LIMIT) is True  # once the worker let go
         sent = len(fake.requests)
         gate.open()  # the answers in flight arrive after the delete
         worker.join(WAIT_LIMIT)
