@@ -192,3 +192,18 @@ def test_a_set_aside_file_is_taken_by_one_process_and_freed_if_that_one_dies(fil
     assert reserve.spilled(file_engine) == [orphan]
     assert work.restore_set_aside(file_engine) == 0
     assert reserve.spilled(file_engine) == [] and not list(no_reserve.iterdir())
+
+
+def test_a_disk_full_before_any_answer_stops_the_run_saying_so(file_engine, no_reserve, monkeypatch):
+    disk = FullDisk(monkeypatch, fill_at=0)
+    with FakeOpenAIServer(responder=disk) as fake:
+        ds = make_dataset(file_engine, 4)
+        bid = batches.create_batch(file_engine, dataset_id=ds, backend=judge_backend(fake), cfg=EVAL)
+        batches.heartbeat(file_engine, "w:1")  # written while there was room
+        monkeypatch.setattr(db_batches, "heartbeat", lambda **kw: None)  # the heartbeat row needs no new page
+        disk.full = True
+        with pytest.raises(Exception) as stopped:
+            batches.process_batch(file_engine, bid)
+        assert is_disk_full(stopped.value)
+        assert not fake.requests and batches.progress(file_engine, bid).pending == 4
+        assert not no_reserve.exists(), "nothing to set aside"

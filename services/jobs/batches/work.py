@@ -378,8 +378,10 @@ def _process_batch(
                     for item in load_inputs(engine, list(ids)):
                         inflight.append(pool.submit(run, item))
                         pending += 1
-            if not pending and (full["since"] is None or not unwritten()):
+            if not pending and full["since"] is None:
                 break
+            if not pending and not unwritten():
+                raise full["error"]  # the disk is full and nothing is held: the run stops, saying so
             pending -= finished_items(FLUSH_EVERY)
             now = time.monotonic()
             if now - last_flush >= (HELD_RETRY_EVERY if full["since"] is not None else FLUSH_EVERY):
