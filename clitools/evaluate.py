@@ -126,7 +126,13 @@ def _run(args: argparse.Namespace) -> int:
     engine = get_engine(concurrency=backend.concurrency)
     try:
         prep = headless.prepare(
-            engine, path=Path(args.input), backend=backend, cfg=cfg, window=args.window, concurrency=backend.concurrency
+            engine,
+            path=Path(args.input),
+            backend=backend,
+            cfg=cfg,
+            window=args.window,
+            concurrency=backend.concurrency,
+            output=Path(args.output),
         )
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -193,7 +199,8 @@ def _run(args: argparse.Namespace) -> int:
                         errors.append(f"{line['id']}: {line['error']}")
         os.replace(part, out_path)
     except OSError as exc:
-        part.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # the folder itself may be what cannot be made
+            part.unlink(missing_ok=True)
         why = f"the disk holding {out_path.resolve().parent} is full" if is_disk_full(exc) else f"{exc}"
         print(
             f"error: cannot write {out_path}: {why}; the results are kept: the same command again writes them "

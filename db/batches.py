@@ -557,9 +557,17 @@ def output_rows(*, conn: Connection, batch_id: int, after_idx: int, limit: int) 
     )
 
 
-def same_configuration(*, conn: Connection, dataset_id: int, name_prefix: str, match: dict[str, Any]) -> list[Row]:
-    """Batches over a dataset named with `name_prefix`, queued, running or cancelled, whose columns equal
-    `match`, newest first: (id, window, sample, repeat group, params, base URL, model)."""
+def same_configuration(
+    *,
+    conn: Connection,
+    dataset_id: int,
+    name_prefix: str,
+    match: dict[str, Any],
+    statuses: tuple[str, ...] = ("queued", "running", "cancelled"),
+) -> list[Row]:
+    """Batches over a dataset named with `name_prefix`, in one of `statuses` (by default those with work left),
+    whose columns equal `match`, newest first: (id, window, sample, repeat group, params, base URL, model,
+    finished at)."""
     return list(
         conn.execute(
             select(
@@ -570,12 +578,13 @@ def same_configuration(*, conn: Connection, dataset_id: int, name_prefix: str, m
                 Batch.params,
                 Batch.base_url,
                 Batch.model,
+                Batch.finished_at,
             )
             .outerjoin(BatchOptions, BatchOptions.batch_id == Batch.id)
             .where(
                 Batch.dataset_id == dataset_id,
                 Batch.name.startswith(name_prefix),
-                Batch.status.in_(("queued", "running", "cancelled")),
+                Batch.status.in_(statuses),
                 *(getattr(Batch, column) == value for column, value in match.items()),
             )
             .order_by(Batch.id.desc())

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -48,14 +49,19 @@ def prepare(
     cfg: dcr.DCRConfig,
     window: int = 1,
     concurrency: int | None = None,
+    output: Path | None = None,
 ) -> Prepared:
-    """Import the file (rows with id, reference, candidate) and find or create its batch.
+    """Import the file (rows with id, reference, candidate) and find or create its batch: one of the same
+    configuration with work left, else (`output`) a finished one whose lines that file never received, else a
+    new one.
 
     Raises InputError when the file cannot be used at all; rows that cannot be read are listed in `rejected`.
     """
     saved, result = import_pairs(engine, path=path, task=cfg.task)
     rejected = result.rejected if result is not None else datasets.rejected_rows(engine, saved.id)
-    bid, note = _unfinished(engine, saved.id, backend, cfg, window)
+    bid, note, _ = _unfinished(engine, saved.id, backend, cfg, window)
+    if bid is None and output is not None:
+        bid = _unwritten(engine, saved.id, backend, cfg, window, output)
     resumed = bid is not None
     if bid is not None:
         # Items claimed by a run that is gone go back to the queue: at once for a process of this machine
@@ -94,11 +100,37 @@ def _refuse_what_the_embedded_model_cannot_read(engine: Engine, batch_id: int, b
             db_batches.fail_items(conn=conn, errors=refused)
 
 
+def _unwritten(
+    engine: Engine, dataset_id: int, backend: BackendConfig, cfg: dcr.DCRConfig, window: int, output: Path
+) -> int | None:
+    """The newest finished headless batch of this configuration when `output` never received its lines: the
+    file is missing, or older than the batch's finish (writing it failed). Its results are written again rather
+    than a new batch made from the cache."""
+    bid, _note, finished = _unfinished(engine, dataset_id, backend, cfg, window, statuses=("done",))
+    if bid is None:
+        return None
+    try:
+        written = output.stat().st_mtime
+    except OSError:
+        return bid
+    if finished is None:
+        return None
+    at = finished if finished.tzinfo else finished.replace(tzinfo=UTC)
+    return bid if at.timestamp() > written else None
+
+
 def _unfinished(
-    engine: Engine, dataset_id: int, backend: BackendConfig, cfg: dcr.DCRConfig, window: int
-) -> tuple[int | None, str | None]:
+    engine: Engine,
+    dataset_id: int,
+    backend: BackendConfig,
+    cfg: dcr.DCRConfig,
+    window: int,
+    *,
+    statuses: tuple[str, ...] = ("queued", "running", "cancelled"),
+) -> tuple[int | None, str | None, datetime | None]:
     """The newest headless batch over this dataset with the same configuration, endpoint and model that has
-    work left; else None and, when one differs only by its endpoint or its model, a note that names both."""
+    work left (or is in one of `statuses`), with its finish time; else None and, when one differs only by its
+    endpoint or its model, a note that names both."""
     is_nli = nli.is_nli(cfg.method)
     recorded = method_config(backend, cfg.method, window) if is_nli else recorded_config(backend, cfg, bulk=True)
     match = {
@@ -110,15 +142,17 @@ def _unfinished(
         "backend_kind": recorded["backend_kind"],
     }
     with engine.connect() as conn:
-        rows = db_batches.same_configuration(conn=conn, dataset_id=dataset_id, name_prefix=NAME_PREFIX, match=match)
+        rows = db_batches.same_configuration(
+            conn=conn, dataset_id=dataset_id, name_prefix=NAME_PREFIX, match=match, statuses=statuses
+        )
     other = None
-    for bid, w, sample, group, params, base_url, model in rows:
+    for bid, w, sample, group, params, base_url, model, finished in rows:
         same_eq3 = is_nli or batches.eq3_of(params) == batches.eq3_params(cfg)
         if (w or 1) != window or sample or group is not None or not same_eq3:
             continue
         same_url = _endpoint(base_url) == _endpoint(recorded["base_url"])
         if same_url and model == recorded["model"]:
-            return int(bid), None
+            return int(bid), None, finished
         if other is None and not same_url:
             other = (
                 f"batch {bid} over this file with the same settings used {base_url or 'the embedded model'}; "
@@ -131,7 +165,7 @@ def _unfinished(
                 f"run uses {recorded['model']!r}, so it starts a new batch (answers of two models are never mixed "
                 f"in one batch; LLM_MODEL={model} resumes batch {bid})"
             )
-    return None, other
+    return None, other, None
 
 
 def _endpoint(url: str | None) -> str | None:

@@ -204,3 +204,22 @@ def test_a_labelled_csv_keeps_its_labels_and_one_without_the_column_imports_as_b
     assert get_dataset(engine, saved.id).meta["label_counts"]["binary"] == 2
     saved, _ = import_pairs(engine, path=without, task="summarization")
     assert not get_dataset(engine, saved.id).meta["label_counts"].get("binary")
+
+
+def test_after_the_output_cannot_be_written_the_same_command_writes_that_batchs_results(env, pairs, tmp_path, capsys):
+    """The message says the results are kept and the same command again writes them: it writes the finished
+    batch's lines, and makes no new batch from the cache."""
+    blocker = tmp_path / "out"
+    blocker.write_text("a file where the output's folder should be", encoding="utf-8")
+    out = blocker / "o.jsonl"
+    assert cli.main(["evaluate", "--input", pairs, "--output", str(out), "--method", "evidence"]) == 1
+    err = capsys.readouterr().err
+    (first,) = [b.id for b in batches.list_batches(get_engine())]
+    assert f"cannot write {out}" in err and "the same command again writes them" in err and f"batch {first}" in err
+    blocker.unlink()
+    assert cli.main(["evaluate", "--input", pairs, "--output", str(out), "--method", "evidence"]) == 0
+    assert [line["batch"] for line in read_lines(out)] == [first, first]
+    assert [b.id for b in batches.list_batches(get_engine())] == [first], "no new batch"
+    # Written, the same command again starts a new batch (from the cache), as before.
+    assert cli.main(["evaluate", "--input", pairs, "--output", str(out), "--method", "evidence"]) == 0
+    assert read_lines(out)[0]["batch"] != first
