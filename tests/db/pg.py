@@ -13,8 +13,10 @@ import itertools
 import os
 import pwd
 import shutil
+import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -111,6 +113,7 @@ class Cluster:
         self._template_name: str | None = None
         self._template_state: tuple[str, dict[str, str]] | None = None  # its schema digest, its seeded tables' rows
         self._spare: list[str] = []  # used copies of the template, emptied again (recycle_database)
+        self._watchdog: subprocess.Popen | None = None
 
     @classmethod
     def start(cls) -> Cluster:
@@ -130,14 +133,19 @@ class Cluster:
             os.chown(root, user.pw_uid, user.pw_gid)
         run_as = {"user": user.pw_uid, "group": user.pw_gid} if user else {}
         env = {k: v for k, v in os.environ.items() if not k.startswith("PG")} | {"LC_ALL": "C"}
-        subprocess.run(
-            [str(bindir / "initdb"), "-D", str(datadir), "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync"],
-            check=True,
-            capture_output=True,
-            env=env,
-            cwd=root,
-            **run_as,
-        )
+        try:
+            subprocess.run(
+                [str(bindir / "initdb"), "-D", str(datadir), "-U", "postgres", "-A", "trust", "-E", "UTF8"]
+                + ["--no-sync"],
+                check=True,
+                capture_output=True,
+                env=env,
+                cwd=root,
+                **run_as,
+            )
+        except BaseException:
+            shutil.rmtree(root, ignore_errors=True)
+            raise
         port = _free_port()
         opts = f"-h 127.0.0.1 -p {port} -k {root} -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
         opts += " -c max_connections=200"
@@ -153,9 +161,11 @@ class Cluster:
             log = (root / "server.log").read_text(errors="replace") if (root / "server.log").exists() else ""
             shutil.rmtree(root, ignore_errors=True)
             raise RuntimeError(f"pg_ctl start failed: {proc.stderr.strip()} {log[-2000:]}")
-        return cls(
+        cluster = cls(
             f"postgresql+psycopg://postgres@127.0.0.1:{port}/postgres", datadir=datadir, bindir=bindir, user=user
         )
+        cluster._watchdog = _watch(datadir, bindir, user)
+        return cluster
 
     def new_database(self, prefix: str = "t", *, migrated: bool = False) -> str:
         """The URL of a new database: empty, or (`migrated`) one at the current schema holding what the migrations
@@ -272,21 +282,76 @@ class Cluster:
             conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
     def stop(self) -> None:
-        with self._admin.connect() as conn:
-            for name in [*self._spare, *([self._template_name] if self._template_name else [])]:
-                conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        self._spare.clear()
-        self._admin.dispose()
-        if self.datadir is None or self.bindir is None:
-            return
-        run_as = {"user": self._user.pw_uid, "group": self._user.pw_gid} if self._user else {}
+        """Drop the databases it handed out; a server it started is stopped and its folder removed, whatever
+        failed before (a server that is gone already, a connection refused)."""
+        try:
+            if self.datadir is None:  # a server someone else runs: only what the tests made is dropped
+                with self._admin.connect() as conn:
+                    for name in [*self._spare, *([self._template_name] if self._template_name else [])]:
+                        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        finally:
+            self._spare.clear()
+            self._admin.dispose()
+            if self.datadir is not None and self.bindir is not None:
+                _stop_server(self.datadir, self.bindir, self._user)
+                watchdog, self._watchdog = self._watchdog, None
+                if watchdog is not None:  # its pipe closes: it finds nothing left to do
+                    watchdog.stdin.close()
+                    watchdog.wait(timeout=30)
+
+
+def _stop_server(datadir: Path, bindir: Path, user: pwd.struct_passwd | None) -> None:
+    """Stop the server of `datadir` at once and remove its folder."""
+    run_as = {"user": user.pw_uid, "group": user.pw_gid} if user else {}
+    if datadir.exists():
         subprocess.run(
-            [str(self.bindir / "pg_ctl"), "-D", str(self.datadir), "-m", "immediate", "-w", "stop"],
+            [str(bindir / "pg_ctl"), "-D", str(datadir), "-m", "immediate", "-w", "stop"],
             capture_output=True,
-            cwd=self.datadir.parent,
+            cwd=datadir.parent,
             **run_as,
         )
-        shutil.rmtree(self.datadir.parent, ignore_errors=True)
+    shutil.rmtree(datadir.parent, ignore_errors=True)
+
+
+# A process of its own that outlives the tests' process only to stop its server: it waits for its standard
+# input to close (the tests' process ended, however: even killed), then stops the server and removes its folder.
+_WATCHDOG = """
+import os, shutil, subprocess, sys
+datadir, pg_ctl, uid, gid = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+sys.stdin.buffer.read()
+if os.path.isdir(datadir):
+    run_as = {"user": uid, "group": gid} if uid >= 0 else {}
+    subprocess.run([pg_ctl, "-D", datadir, "-m", "immediate", "-w", "stop"], capture_output=True, **run_as)
+shutil.rmtree(os.path.dirname(datadir), ignore_errors=True)
+"""
+
+
+def _watch(datadir: Path, bindir: Path, user: pwd.struct_passwd | None) -> subprocess.Popen:
+    ids = [str(user.pw_uid), str(user.pw_gid)] if user else ["-1", "-1"]
+    return subprocess.Popen(
+        [sys.executable, "-c", _WATCHDOG, str(datadir), str(bindir / "pg_ctl"), *ids],
+        stdin=subprocess.PIPE,
+        start_new_session=True,  # a Ctrl-C to the tests' process group does not end it first
+    )
+
+
+def _on_signal(signum: int, _frame) -> None:
+    """SIGTERM or SIGHUP: stop the server, then end as the signal would have."""
+    stop_cluster()
+    signal.signal(signum, _previous.get(signum, signal.SIG_DFL))
+    os.kill(os.getpid(), signum)
+
+
+_previous: dict[int, object] = {}
+
+
+def _stop_on_signals() -> None:
+    if threading.current_thread() is not threading.main_thread():
+        return  # handlers can be set from the main thread only (the watchdog still stops the server)
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        previous = signal.getsignal(signum)
+        if previous in (signal.SIG_DFL, None):  # a handler someone else set is left alone
+            _previous[signum] = signal.signal(signum, _on_signal)
 
 
 _cluster: Cluster | None = None
@@ -306,6 +371,7 @@ def cluster() -> Cluster:
                 else:
                     _cluster = Cluster.start()
                     atexit.register(stop_cluster)
+                    _stop_on_signals()
             except Exception as exc:
                 _failure = f"PostgreSQL unavailable: {exc}"
     if _cluster is None:
