@@ -1,8 +1,10 @@
 """Batch runs of DCR over a dataset: create, claim, process, resume, cancel, re-run failed items.
 
-create: a batch and its options, cancel, resume, delete; status: progress and the item table; claims:
-worker heartbeats, atomic claims with fencing, leases, recovery from dead workers; items: one item
-through DCR or an NLI paradigm; work: the loop that works on a batch, on any number of workers.
+create: a batch and its options, cancel, resume; status: progress and the item table; claims: worker
+heartbeats, atomic claims with fencing, leases, recovery from dead workers (at once for a process of this
+machine that is gone); items: one item through DCR or an NLI paradigm, every call's usage kept; work: the
+loop that works on a batch, on any number of workers, holding its answers through a full disk, and the
+delete that stops the workers first.
 """
 
 from services.jobs import runner as jobrunner
