@@ -29,6 +29,7 @@ import sys
 from pathlib import Path
 
 from clitools import METHODS, positive_int
+from services import tables
 from services.formats import percent
 
 FIX_LABEL = 'give "label" as 1 (consistent) or 0 (inconsistent), or leave it out on unlabelled lines'
@@ -86,10 +87,13 @@ def read_lines(path: Path, *, with_method: bool) -> list[dict]:
             if not text.strip():
                 continue
             where = f"line {k}"
+            keys = tables.too_many_keys(text)
             try:
-                row = json.loads(text)
+                row = json.loads(text) if keys is None else None
             except json.JSONDecodeError as exc:
                 raise BadLine(f"{where}: not JSON ({exc.msg}); write one JSON object per line") from None
+            if keys is not None or (isinstance(row, dict) and len(row) > tables.MAX_COLUMNS):
+                raise BadLine(f"{where}: {tables.too_many_fields(keys or len(row))}; keep the fields compare reads")
             if not isinstance(row, dict):
                 raise BadLine(f"{where}: not a JSON object; write one object per line, with id and system")
             rid = row.get("id")
@@ -187,8 +191,10 @@ def run(args: argparse.Namespace) -> int:
         print("error: --fail-if-worse needs --baseline SYSTEM, the system the others are held against", file=sys.stderr)
         return 2
     path = Path(args.input)
-    if not path.is_file():
-        print(f"error: {path}: no such file", file=sys.stderr)
+    try:
+        tables.check_path(path, tables.IMPORT_ADVICE)  # no such file, or over the upload limit
+    except tables.InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     try:
         rows = read_lines(path, with_method=args.method is not None)

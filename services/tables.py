@@ -161,8 +161,16 @@ _PARSE_LIMIT = 100 * MAX_COLUMNS
 _KEY_END = re.compile(r'(?<!\\)"\s*:')  # a string's closing quote and a colon: a key (quotes in strings are escaped)
 
 
-def _json_line(number: int, line: str) -> Record:
+def too_many_keys(line: str) -> int | None:
+    """The keys of a JSON line too long to be a row (more than _PARSE_LIMIT, at any depth), found without parsing
+    it; None for any other line."""
     if line.count(":") > _PARSE_LIMIT and (keys := sum(1 for _ in _KEY_END.finditer(line))) > _PARSE_LIMIT:
+        return keys
+    return None
+
+
+def _json_line(number: int, line: str) -> Record:
+    if (keys := too_many_keys(line)) is not None:
         return number, None, too_many_fields(keys)
     try:
         value = json.loads(line)

@@ -132,3 +132,14 @@ def test_a_json_message_that_ends_in_at_reads_once():
     _, found = tables.records('{"a" 1}\n', "jsonl")
     ((_, _, why),) = list(found)
     assert why == "not valid JSON (Expecting ':' delimiter at column 6)"
+
+
+def test_compare_refuses_a_million_key_line_naming_it(tmp_path, monkeypatch, capsys):
+    import cli
+
+    monkeypatch.setenv("DATABASE_URL", f"sqlite:///{tmp_path / 'cli.db'}")
+    path = tmp_path / "in.jsonl"
+    path.write_text(json.dumps({"id": "a", "system": "s", "score": 0.5}) + "\n" + million_key_row() + "\n")
+    assert cli.main(["compare", "--input", str(path), "--output", str(tmp_path / "o.json")]) == 2
+    err = capsys.readouterr().err
+    assert "line 2: 1,000,000 fields; the limit is 1,000" in err and len(err) < 400
