@@ -32,7 +32,7 @@ for key, default in {
     "ds_confirm_delete": None,
     "ds_flash": None,
     "ds_spool": None,  # the upload copied to a file of its own: datasets.SpooledUpload, with the uploader's file id
-    "ds_uploads": 0,  # uploads imported so far: a new uploader after each, so the old one's bytes are let go
+    "ds_uploads": 0,  # uploads copied so far: a new uploader after each, so the old one's bytes are let go
 }.items():
     st.session_state.setdefault(key, default)
 
@@ -85,17 +85,18 @@ def _drop_spool() -> None:
         spool[1].path.unlink(missing_ok=True)
 
 
-def _spooled(upload: Any) -> datasets.SpooledUpload | None:
-    """The upload as a file of its own, copied once (not at every rerun); None when there is no upload."""
-    spool = st.session_state.ds_spool
-    if upload is None or (spool is not None and spool[0] != upload.file_id):
-        _drop_spool()
-    if upload is None:
-        return None
-    if st.session_state.ds_spool is None:
+def _take_upload(upload: Any) -> None:
+    """Copy a new upload to a file of its own (read once, a chunk at a time), then let the uploader's bytes go:
+    Streamlit would keep them in the server's memory for as long as the session lasts. The page reads the copy
+    from then on; a new, empty uploader takes the next file."""
+    _drop_spool()
+    try:
         with st.spinner(f"Reading {upload.name}…"):
             st.session_state.ds_spool = (upload.file_id, datasets.spool_upload(upload, upload.name, UPLOADS))
-    return st.session_state.ds_spool[1]
+    except InputError as exc:
+        st.session_state.ds_last = {"name": upload.name, "error": str(exc)}
+    release_upload(upload)
+    st.session_state.ds_uploads += 1
 
 
 def _open_changed() -> None:
@@ -147,15 +148,16 @@ with st.container(border=True):
         on_change=_new_upload,
         help="QAGS or SummEval JSONL, PAWS/QQP TSV, or any JSONL/CSV/TSV with a reference and a candidate column.",
     )
-    try:
-        spooled = _spooled(upload)
-    except InputError as exc:
-        st.error(str(exc), icon=":material/warning:")
-        spooled = None
+    if upload is not None:
+        _take_upload(upload)
+        st.rerun()
+    spooled = st.session_state.ds_spool[1] if st.session_state.ds_spool else None
     if spooled is not None:
-        # Read from the spooled copy from here on: the preview its first rows, the import the whole, a chunk at
-        # a time; the uploader's bytes are let go once the file is imported (a new uploader).
-        fid = upload.file_id
+        # Read from the copy: the preview its first rows, the import the whole, a chunk at a time.
+        fid = st.session_state.ds_spool[0]
+        row = st.container(horizontal=True, vertical_alignment="center")
+        row.markdown(f"**{spooled.name}** · {spooled.size / 2**20:,.1f} MB")
+        row.button("Remove", icon=":material/close:", on_click=_drop_spool, key="ds_spool_drop")
         formats = list(datasets.FORMAT_LABELS)
         with spooled.path.open("rb") as f:
             guessed = datasets.guess_format(spooled.name, f)
@@ -239,10 +241,8 @@ with st.container(border=True):
         ):
             with spooled.path.open("rb") as f:
                 _import(name or Path(spooled.name).stem, f, fmt, mapping, task)
-            if "error" not in st.session_state.ds_last:  # imported: nothing keeps the file's bytes from now on
+            if "error" not in st.session_state.ds_last:  # imported: its copy goes too
                 _drop_spool()
-                release_upload(upload)
-                st.session_state.ds_uploads += 1
             st.rerun()
 
     last = st.session_state.ds_last

@@ -205,7 +205,7 @@ def test_a_datasets_figures_are_computed_once_not_at_every_visit(open_page, monk
 
 def test_an_upload_is_copied_to_a_file_once_and_let_go_after_its_import(open_page, monkeypatch):
     """The page reads the upload's bytes once, into a file of its own (not at every rerun, and never as one
-    bytes object), and once the file is imported neither that copy nor Streamlit's is kept."""
+    bytes object), lets Streamlit's copy go at once, and deletes its own once the file is imported."""
     from streamlit.runtime.memory_uploaded_file_manager import MemoryUploadedFileManager
     from streamlit.runtime.uploaded_file_manager import UploadedFile
 
@@ -241,6 +241,7 @@ def test_an_upload_is_copied_to_a_file_once_and_let_go_after_its_import(open_pag
     uploads = get_settings().data_dir / "uploads"
     (copy,) = uploads.iterdir()
     assert copy.read_bytes() == data
+    assert len(removed) == 1  # Streamlit's copy is let go as soon as the page has its own
     at = at.button(key="ds_import").click().run()
     assert not at.exception, at.exception
     assert any("Imported **4** item(s) from pairs" in w.value for w in at.success), texts(at.success)
