@@ -117,9 +117,9 @@ with tab_make:
         else:
             ref_id = st.selectbox("DHP run", list(dhp_runs), format_func=dhp_runs.get, key="rp_dhp")
     elif kind == "judges":
-        from services import judges
+        from services.judges import systems
 
-        panels = judges.list_panels(eng)
+        panels = systems.judge_panels(eng)  # comparisons of systems are listed under "Systems compared"
         if not panels:
             st.info("No judge comparisons yet: compare judges on the **Judges** page.")
         else:

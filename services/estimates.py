@@ -24,7 +24,7 @@ from db import estimates as db
 from services.config import BackendConfig, get_settings
 
 CHARS_PER_TOKEN = 4.0
-TEMPLATE_TOKENS = 350  # a DCR / NLI prompt's own instructions and examples, beside the texts it quotes
+TEMPLATE_TOKENS = 350  # a ConsEval / DHP prompt's own instructions, beside the texts it quotes (text_estimate)
 ASSUMED_ANSWER_TOKENS = 200  # an answer's length before this model has answered anything here
 ETA_WINDOW = timedelta(minutes=2)
 ETA_MIN_FINISHED = 3
@@ -231,6 +231,38 @@ def estimate(
 
 
 # -- what a method asks per document -----------------------------------------------------------------------
+_SLOT = re.compile(r"\{[\w ]+\}")  # a template's placeholders ("{candidate}", "{source text}"), not JSON braces
+
+
+def _own_tokens(*templates: str) -> int:
+    """A call's own prompt tokens: its templates with their placeholders taken out (the texts are counted apart)."""
+    return tokens_of(sum(len(_SLOT.sub("", t)) for t in templates))
+
+
+def template_tokens(method: str, *, amc: str = "rule", task: str = "summarization") -> int:
+    """The tokens a method's call carries besides the texts it quotes, measured on the method's own prompts
+    (services/prompts): DCE (with an LLM converter, the mean of its two calls), the paragraph evaluator,
+    Summ-NLI and Sent-NLI with their JSON answer lines, QG-QA the mean of its question and answer calls."""
+    from services.prompts import dcr as D
+    from services.prompts import nli as N
+
+    if method == "evidence":
+        return 0
+    if method == "paragraph":
+        return _own_tokens(D.PARAGRAPH_DCE.template)
+    if method == "summ-nli":
+        return _own_tokens(N.SUMM_NLI.template, N.JUDGEMENT_FORMAT.template)
+    if method == "sent-nli":
+        return _own_tokens(N.SENT_NLI.template, N.JUDGEMENT_FORMAT.template)
+    if method == "qg-qa":
+        return round(
+            (_own_tokens(N.QG.template, N.QG_FORMAT.template) + _own_tokens(N.QA.template, N.QA_FORMAT.template)) / 2
+        )
+    dce = {"semantic": D.SEMANTIC_DCE, "custom": D.CUSTOM_DCE}.get(task, D.SUMMARIZATION_DCE)
+    own = _own_tokens(dce.template)
+    return round((own + _own_tokens(D.AMC.template)) / 2) if amc == "llm" else own
+
+
 def calls_per_document(method: str, *, n_sentences: Any, window: int = 1, amc: str = "rule", rounds: int = 0) -> Any:
     """Model calls one document takes: DCE (+ an LLM converter) a round, an improver and a new judgement per
     improvement round; Summ-NLI one; Sent-NLI one a window; QG-QA two a window (questions, then answers);
@@ -275,7 +307,8 @@ def document_estimate(
         sent = np.maximum(ref_chars, cand_chars) <= max_chars
     n = calls_per_document(method, n_sentences=n_sent[sent], window=window, amc=amc, rounds=rounds)
     # tokens_of over the array: the same division and ceiling as math.ceil(chars / CHARS_PER_TOKEN)
-    per_call = np.ceil((ref_chars[sent] + cand_chars[sent]) / CHARS_PER_TOKEN).astype(np.int64) + TEMPLATE_TOKENS
+    own = template_tokens(method, amc=amc)  # each method's prompt measured, not one size for all
+    per_call = np.ceil((ref_chars[sent] + cand_chars[sent]) / CHARS_PER_TOKEN).astype(np.int64) + own
     calls = int(n.sum())
     input_tokens = int((n * per_call).sum())
     largest = int(np.max(np.where(n > 0, per_call, 0), initial=0))

@@ -110,3 +110,15 @@ def test_the_checker_notices_a_missing_file_function_test_and_target(tmp_path: P
 
 def test_the_readme_is_short() -> None:
     assert len((ROOT / "README.md").read_text(encoding="utf-8").splitlines()) <= 150
+
+
+def test_the_readme_names_the_buttons_as_the_pages_label_them():
+    """The first session's quoted button ("press ...") is a label the Evaluate page shows."""
+    import re
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    pressed = re.findall(r'press "([^"]+)"', readme)
+    assert pressed, "the README's first session names a button"
+    evaluate = (ROOT / "pages" / "1_Evaluate.py").read_text(encoding="utf-8")
+    for label in pressed:
+        assert f'"{label}"' in evaluate, label

@@ -120,6 +120,13 @@ def comparison_panels(engine: Engine) -> list:
     return [p for p in list_panels(engine) if p.options.get("view") == VIEW]
 
 
+def judge_panels(engine: Engine) -> list:
+    """Saved comparisons of judges side by side (not of systems), newest first."""
+    from services.judges.panels import list_panels
+
+    return [p for p in list_panels(engine) if p.options.get("view") != VIEW]
+
+
 def compare_panel(engine: Engine, panel_id: int) -> tuple[Comparison, object]:
     """The comparison a saved panel describes, with the panel; InputError when it is not one."""
     from services.errors import InputError

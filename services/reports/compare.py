@@ -71,7 +71,7 @@ def build(engine: Engine, panel_id: int, **_: Any) -> Report:
             "judge": judge,
             "systems": [s.system for s in c.systems],
             "alpha": c.alpha,
-            "alpha per pair": c.pair_alpha,
+            "alpha per pair": f"{c.alpha:g} / {c.n_pairs} pair(s) = {c.pair_alpha:.4g}",  # Bonferroni, read
             "reading": c.mode,
             **({"labels a system planned": c.budget} if c.budget else {}),
             "labels": panel.options.get("source", "all"),

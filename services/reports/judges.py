@@ -20,6 +20,8 @@ def build(engine: Engine, panel_id: int, **_: Any) -> Report:
     panel = judges.get_panel(engine, panel_id)
     if panel is None:
         raise InputError(f"Judge comparison {panel_id} does not exist.")
+    if panel.options.get("view") == "compare":  # services.judges.systems.VIEW
+        raise InputError(f"{panel_id} is a comparison of systems, not of judges: its report is of kind compare.")
     opts = panel.options
     prices = {str(k): tuple(v) for k, v in (opts.get("prices") or {}).items()}
     cards = judges.build_cards(
@@ -40,13 +42,14 @@ def build(engine: Engine, panel_id: int, **_: Any) -> Report:
         p = c.rates.ppi
         headlines.append(
             Headline(
-                label=f"{c.judge}: PPI consistency rate",
+                label=f"{c.judge}: {'consistency rate, labels only' if p.labels_only else 'PPI consistency rate'}",
                 value=p.estimate,
                 ci_low=p.ci_low,
                 ci_high=p.ci_high,
                 n=c.n_labelled,
                 percent=True,
-                note=f"{c.n_labelled} labelled of {c.n} items ({c.n_not_random} not a random draw); classical width "
+                note=f"{p.basis + '; ' if p.basis else ''}{c.n_labelled} labelled of {c.n} items "
+                f"({c.n_not_random} not a random draw); classical width "
                 f"{'—' if c.rates.classical.width is None else f'{c.rates.classical.width:.3f}'}, PPI width "
                 f"{'—' if p.width is None else f'{p.width:.3f}'}",
             )

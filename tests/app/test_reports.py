@@ -240,3 +240,28 @@ def test_no_page_builds_a_report_until_asked(open_page, monkeypatch):
         at.run()
         assert len(built) == 1, f"{page}: the built file is kept, not built again on the next render"
     assert judges.list_panels(eng), "the Judges page saved the comparison it reports on"
+
+
+def test_judges_compared_lists_only_judge_comparisons(open_page):
+    """A saved comparison of systems is listed under "Systems compared", not under "Judges compared"."""
+    from streamlit.testing.v1 import AppTest
+
+    from services import judges
+    from services.judges import systems
+    from tests.app.helpers import ROOT
+    from tests.support.systems import systems_dataset
+
+    eng = services.database.get_engine()
+    ds, batch = systems_dataset(eng, {"a": 0.5, "b": 0.9}, n_refs=40, n_labelled=20)
+    panel = judges.save_panel(eng, ds, [batch], {"source": "all"})
+    cmp = systems.save_comparison(eng, ds, batch, alpha=0.05)
+    shown = {}
+    for kind, key in (("judges", "rp_judges"), ("compare", "rp_compare")):
+        at = AppTest.from_file(ROOT / "app.py", default_timeout=WAIT_LIMIT)
+        at.session_state["rp_kind"] = kind
+        at.switch_page(REPORTS)
+        at.run()
+        assert not at.exception, (kind, at.exception)
+        shown[kind] = list(at.selectbox(key=key).options)
+    assert shown["judges"] == [f"#{panel} · dataset {ds} · batches {batch}"], shown
+    assert shown["compare"] == [f"#{cmp} · dataset {ds} · judge {batch}"], shown

@@ -78,7 +78,7 @@ def test_an_estimate_over_many_documents_adds_up_each_documents_calls_and_tokens
             refused += 1
             continue
         n = es.calls_per_document(method, n_sentences=n_sent, **kw)
-        per_call = math.ceil((ref + cand) / es.CHARS_PER_TOKEN) + es.TEMPLATE_TOKENS
+        per_call = math.ceil((ref + cand) / es.CHARS_PER_TOKEN) + es.template_tokens(method, amc=kw.get("amc", "rule"))
         calls, tokens = calls + n, tokens + n * per_call
         largest = max(largest, per_call if n else 0)
     e = es.document_estimate(REMOTE, es.Measured(0, None, None, None), sizes, method=method, max_chars=max_chars, **kw)
@@ -108,7 +108,7 @@ def test_a_batch_estimate_gives_calls_tokens_time_and_cost():
     sizes = [(4000, 400, 4)] * 10  # ten documents of 1,100 tokens of text each
     e = es.document_estimate(priced, m, sizes, method="dce-amc", concurrency=4)
     assert e.calls == 10
-    assert e.input_tokens == 10 * (1100 + es.TEMPLATE_TOKENS)
+    assert e.input_tokens == 10 * (1100 + es.template_tokens("dce-amc"))
     assert e.output_tokens == 10 * 100
     assert e.seconds == pytest.approx(10 * 2.0 / 4)
     assert e.cost_usd == pytest.approx((e.input_tokens * 1.0 + e.output_tokens * 2.0) / 1e6)
@@ -212,3 +212,27 @@ def test_the_offline_evidence_checker_is_estimated_as_no_model_call():
     assert e.calls == 0
     text = e.summary()
     assert "no model call" in text and "not measured" not in text and "price" not in text
+
+
+def test_each_method_counts_its_own_prompt():
+    """DCE, the paragraph evaluator and Summ-NLI make one call per document here, over the same texts: their
+    estimates differ by their prompts, each measured on the method's template (placeholders taken out)."""
+    import re
+
+    from services.prompts import dcr as D
+    from services.prompts import nli as N
+
+    def own(*templates):
+        return math.ceil(sum(len(re.sub(r"\{[\w ]+\}", "", t)) for t in templates) / es.CHARS_PER_TOKEN)
+
+    sizes = [(4000, 400, 4)] * 10
+    got = {
+        m: es.document_estimate(REMOTE, es.Measured(0, None, None, None), sizes, method=m).input_tokens
+        for m in ("dce-amc", "paragraph", "summ-nli")
+    }
+    assert got == {
+        "dce-amc": 10 * (1100 + own(D.SUMMARIZATION_DCE.template)),
+        "paragraph": 10 * (1100 + own(D.PARAGRAPH_DCE.template)),
+        "summ-nli": 10 * (1100 + own(N.SUMM_NLI.template, N.JUDGEMENT_FORMAT.template)),
+    }
+    assert len(set(got.values())) == 3

@@ -45,6 +45,7 @@ def test_a_saved_comparison_builds_its_report(engine):
     assert [t.title for t in rep.tables][1].startswith("Differences")
     assert len(rep.tables[1].rows) == 3
     assert any("Bonferroni over 3 pair(s)" in n for n in rep.notes)
+    assert rep.configuration["alpha per pair"] == "0.1 / 3 pair(s) = 0.03333"
     assert any(n.startswith(("No difference shown", "b is more", "c is more")) for n in rep.notes)
     html = reports.to_html(rep)
     assert "Systems compared" in html and "Differences, a minus b" in html
@@ -116,3 +117,15 @@ def test_label_next_proposes_nothing_of_a_system_whose_pairs_are_all_decided(eng
     strata = systems.strata(engine, ds)
     prop = judges.propose(human, frames, k=3, strategy="random", per_system=strata, seed=1, decided=c.decided_systems())
     assert sorted(prop.table["system"].value_counts().to_dict().items()) == [("old", 3), ("same", 3)]
+
+
+def test_a_judges_report_names_a_rate_on_the_labels_alone_and_refuses_a_systems_comparison(engine):
+    ds = labelled_dataset(engine, 60, n_labelled=20)  # 20 labels: fewer than 15 of a class
+    batch = add_judge(engine, ds, [0.8] * 60)
+    rep = reports.build(engine, "judges", judges.save_panel(engine, ds, [batch], {"source": "all"}))
+    (head,) = rep.headlines
+    assert head.label.endswith(": consistency rate, labels only") and "PPI consistency rate" not in head.label
+    assert head.note.startswith("labels only: fewer than 15 of each class")
+    sys_ds, sys_batch = systems_dataset(engine, {"a": 0.5, "b": 0.9}, n_refs=40, n_labelled=20)
+    with pytest.raises(InputError, match="comparison of systems"):
+        reports.build(engine, "judges", systems.save_comparison(engine, sys_ds, sys_batch))
