@@ -95,7 +95,9 @@ def svg_plot(rec: dict[str, Any], spec: dict[str, Any]) -> str:
             label = " ".join(str(p) for p in ((row.get(group),) if group else ()) + ((y,) if len(ys) > 1 else ()))
             lines.setdefault(label or y, []).append((float(row[x]), float(row[y])))
     points = [p for pts in lines.values() for p in pts]
-    w, h, left, right, top, bottom = 640, 360, 70, 170, 40, 50
+    longest = max((len(label) for label in lines), default=10)
+    left, right, top, bottom = 70, max(170, 50 + 7 * longest), 40, 50  # room for the legend's longest label
+    w, h = left + 400 + right, max(360, top + 18 * len(lines) + 20)  # and for one legend line a series
     title = spec.get("title") or f"{', '.join(ys)} against {x}"
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" '
@@ -139,14 +141,15 @@ def svg_plot(rec: dict[str, Any], spec: dict[str, Any]) -> str:
     out.append(f'<line x1="{left}" x2="{left + pw}" y1="{top + ph}" y2="{top + ph}" stroke="#333"/>')
     for i, (label, pts) in enumerate(lines.items()):
         colour = COLOURS[i % len(COLOURS)]
+        dash = ("", ' stroke-dasharray="6,3"', ' stroke-dasharray="2,3"')[i // len(COLOURS) % 3]
         pts = sorted(pts)
         path = " ".join(f"{px(a)},{py(b)}" for a, b in pts)
-        out.append(f'<polyline fill="none" stroke="{colour}" stroke-width="2" points="{path}"/>')
+        out.append(f'<polyline fill="none" stroke="{colour}" stroke-width="2"{dash} points="{path}"/>')
         out += [f'<circle cx="{px(a)}" cy="{py(b)}" r="3" fill="{colour}"/>' for a, b in pts]
         ly = top + 10 + 18 * i
         out.append(
             f'<line x1="{left + pw + 12}" x2="{left + pw + 32}" y1="{ly}" y2="{ly}" stroke="{colour}" '
-            'stroke-width="2"/>'
+            f'stroke-width="2"{dash}/>'
         )
         out.append(f'<text x="{left + pw + 38}" y="{ly + 4}">{html.escape(label)}</text>')
     out += ["</svg>", ""]
