@@ -72,9 +72,15 @@ if not names:
     st.info("No judge on this dataset yet: run one or more on the **Batches** page (or import a score column above).")
     st.page_link("pages/5_Batches.py", label="Go to Batches", icon=":material/dynamic_feed:")
     st.stop()
-chosen = st.multiselect(
-    "Judges (two or more to compare)", list(names), default=list(names)[:2], format_func=names.get, key="jd_judges"
-)
+# Each dataset keeps its own choice of judges (its first two by default): another dataset's judges are no option
+# here, and an empty picker would only say "Choose at least one judge".
+picked = st.session_state.setdefault("jd_judges_by_dataset", {})
+if st.session_state.get("jd_judges_dataset") != ds_id or "jd_judges" not in st.session_state:
+    kept = [j for j in picked.get(ds_id, []) if j in names]
+    st.session_state.jd_judges = kept or list(names)[:2]
+    st.session_state.jd_judges_dataset = ds_id
+chosen = st.multiselect("Judges (two or more to compare)", list(names), format_func=names.get, key="jd_judges")
+picked[ds_id] = list(chosen)
 if not chosen:
     st.info("Choose at least one judge.")
     st.stop()
@@ -213,7 +219,12 @@ else:
         + ". Each system's rate by one judge, and every pair's difference with what it shows."
     )
     c1, c2, c3 = st.columns([2, 2, 1])
-    cmp_ref = c1.selectbox("Judge", chosen, format_func=names.get, key="jd_cmp_judge")
+    default_ref, why_default = judges.most_judged(chosen, cards)
+    if st.session_state.get("jd_cmp_judge") not in chosen:  # first visit, or another dataset or set of judges
+        st.session_state.jd_cmp_judge = default_ref
+    cmp_ref = c1.selectbox("Judge", chosen, format_func=names.get, key="jd_cmp_judge", help=why_default)
+    if cmp_ref == default_ref:
+        c1.caption(why_default)
     cmp_mode = c2.radio(
         "Reading",
         ["live", "planned"],

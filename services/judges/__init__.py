@@ -12,7 +12,16 @@ systems (a dataset's systems, compared by one judge, and the saved comparison be
 
 from services.judges import compare, systems
 from services.judges.agreement import Agreement, Metric, agreement
-from services.judges.card import Cost, JudgeCard, JudgeInfo, build_cards, card_from_frames, judge_name, prices_of
+from services.judges.card import (
+    Cost,
+    JudgeCard,
+    JudgeInfo,
+    build_cards,
+    card_from_frames,
+    judge_name,
+    most_judged,
+    prices_of,
+)
 from services.judges.columns import ImportedColumn, column_frame, import_column, list_columns
 from services.judges.data import LABEL_SOURCES, LabelSource, annotator_truth, human_frame, judge_frame
 from services.judges.estimate import Estimate, RateEstimates, classical, ppi, rates
@@ -50,6 +59,7 @@ __all__ = [
     "linked_results",
     "list_columns",
     "list_panels",
+    "most_judged",
     "ppi",
     "prices_of",
     "propose",

@@ -14,7 +14,7 @@ valid for any prediction rule, and dropping such items could bias the estimate w
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -361,3 +361,19 @@ def build_cards(
             )
         )
     return cards
+
+
+def most_judged(refs: Sequence[int | str], cards: Sequence[JudgeCard]) -> tuple[int | str, str]:
+    """The judge (its ref) with the most judged items, the one a comparison of systems reads by default (a judge
+    that abstains on most items would leave most of its PPI to the labels), and why, in words; the first on a tie.
+    `cards` in the order of `refs` (build_cards keeps it)."""
+    if not refs:
+        raise ValueError("no judge to choose from")
+    counts = [c.rates.n_judged for c in cards]
+    k = max(range(len(refs)), key=lambda i: (counts[i], -i))
+    c = cards[k]
+    others = "; ".join(f"{o.judge}: {counts[i]:,}" for i, o in enumerate(cards) if i != k)
+    why = f"{c.judge} by default: it judged the most items ({counts[k]:,} of {c.n:,})" + (
+        f"; {others}." if others else "."
+    )
+    return refs[k], why

@@ -224,3 +224,23 @@ def _first_item(eng, ds: int) -> int:
         return int(
             session.exec(select(DatasetItem.id).where(DatasetItem.dataset_id == ds).order_by(DatasetItem.idx)).first()
         )
+
+
+def test_each_dataset_keeps_its_own_judges(open_page):
+    """Changing the dataset picks that dataset's judges (its first two), not an empty picker with "Choose at
+    least one judge"; going back finds the judges chosen there."""
+    eng = get_engine()
+    first = labelled_dataset(eng, 30, seed=1)
+    a = [add_judge(eng, first, [0.7] * 30, model=m) for m in ("a1", "a2", "a3")]
+    second = labelled_dataset(eng, 30, seed=2)
+    b = [add_judge(eng, second, [0.6] * 30, model=m) for m in ("b1", "b2")]
+    at = open_page(JUDGES)
+    assert not at.exception, at.exception
+    at.selectbox(key="jd_dataset").set_value(first).run()
+    at.multiselect(key="jd_judges").set_value([a[0]]).run()
+    at.selectbox(key="jd_dataset").set_value(second).run()
+    assert not at.exception, at.exception
+    assert sorted(at.multiselect(key="jd_judges").value) == sorted(b)
+    assert not any("Choose at least one judge" in t for t in texts(at.info))
+    at.selectbox(key="jd_dataset").set_value(first).run()
+    assert at.multiselect(key="jd_judges").value == [a[0]]

@@ -93,3 +93,21 @@ def test_a_rate_that_rests_on_the_labels_alone_says_so_on_the_page_and_in_its_sh
     table = next(t.value for t in viewer.table if "PPI basis" in t.value.columns)
     assert list(table["PPI basis"]) == ["labels only: fewer than 15 of each class"] * 2
     assert "old: PPI consistency rate" not in shown
+
+
+def test_the_compare_judge_is_the_one_that_judged_the_most_items_and_says_so(open_page):
+    """A judge that failed on 90% of the items (the newest, so listed first) is not the default: the judge with
+    the most judged items is, and the page says why."""
+    from tests.support.judges import add_judge
+
+    eng = get_engine()
+    ds, full = systems_dataset(eng, {"old": 0.5, "new": 0.9}, n_refs=60, n_labelled=30)
+    sparse = add_judge(eng, ds, [0.9 if i % 10 == 0 else None for i in range(120)], model="sparse")
+    at = open_page(JUDGES)
+    assert not at.exception, at.exception
+    assert at.multiselect(key="jd_judges").value[0] == sparse  # listed first
+    assert at.selectbox(key="jd_cmp_judge").value == full
+    assert any("by default: it judged the most items (120 of 120)" in c and ": 12" in c for c in texts(at.caption))
+    at.selectbox(key="jd_cmp_judge").set_value(sparse).run()  # a choice made is kept
+    assert not at.exception, at.exception
+    assert at.selectbox(key="jd_cmp_judge").value == sparse
