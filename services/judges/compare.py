@@ -6,7 +6,7 @@ their rates, a's minus b's, with an interval whose level is adjusted for the K(K
 each pair at alpha / m, so every interval holds together with probability at least 1 - alpha).
 
 The difference's interval is MOVER (the method of variance estimates recovery; Zou and Donner, Stat Med 2008;
-for proportions, Newcombe's hybrid score interval, Stat Med 1998): each system's own interval at the
+for proportions, Newcombe's method 10, Stat Med 1998, here with exact limits): each system's own interval at the
 adjusted level, [l, u] around its estimate p, is combined into
 
     L = (p_a - p_b) - sqrt((p_a - l_a)^2 + (u_b - p_b)^2 - 2 r (p_a - l_a)(u_b - p_b))
