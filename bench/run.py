@@ -107,6 +107,7 @@ BENCHES = [
     Bench("pages", "streamlit_floor.py", "a bare Streamlit page in the same browser: the floor under any page"),
     Bench("pages", "owner_session.py", "what keeping the owner signed in costs a page run"),
     Bench("pages", "sign_in_flood.py", "the owner's sign-in while wrong passwords flood from the same address"),
+    Bench("pages", "demo_build.py", "Home's demo workspace: CPU seconds and database size of building it"),
     Bench("pages", "profile_page.py", "(tool) cProfile of one page's script run", records=False),
     Bench("suite", "suite_times.py", "(tool) where the test suite's time went in its last run", records=False),
     Bench("suite", "suite_stress.py", "`make test` again and again beside stress-ng"),
