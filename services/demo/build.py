@@ -184,9 +184,14 @@ def _dhp(engine: Engine, base_url: str, size: Size, seed: int) -> tuple[int, lis
     return set_id, run_ids
 
 
-def _one_document(engine: Engine, rows: list[texts.Row]) -> int:
-    """The evidence checker on one document whose summary has an error by construction (for Evaluate)."""
-    row = next(r for r in rows if r.made.rule == "number")
+def _one_document(engine: Engine, dataset_id: int, rows: list[texts.Row], batch_id: int) -> int:
+    """The evidence checker on one document whose summary has a changed number (for Evaluate): one the batch's
+    checker called inconsistent when there is one, so the page shows it at work."""
+    (batch,) = judges.data.batches(engine, [batch_id])
+    found = judges.judge_frame(engine, batch).merge(judges.human_frame(engine, dataset_id), on="item_id")
+    caught = set(found.query("verdict == 0 and n_unknown == 0")["external_id"])
+    changed = [r for r in rows if r.made.rule == "number"]
+    row = next((r for r in changed if r.id in caught), changed[0])
     cfg = dcr.DCRConfig(method="evidence", max_rounds=0)
     return runs.start_run(engine, OFFLINE, row.reference, row.made.text, cfg, title=f"Demo document {row.id}")
 
@@ -203,7 +208,7 @@ def build(engine: Engine, *, size: Size = FULL, seed: int = 0) -> Tour:
     panel = judges.save_panel(engine, ds, judge_ids, options)
     cmp_id = judges.systems.save_comparison(engine, ds, bid, source="all", seed=seed, alpha=0.05)
     share = reports.new_share(engine, "compare", cmp_id, title="Demo: systems compared by the evidence checker")
-    run_id = _one_document(engine, rows)
+    run_id = _one_document(engine, ds, rows, bid)
     with raters.serving() as (url, _):
         sid = _conseval(engine, url, size)
         set_id, dhp_runs = _dhp(engine, url, size, seed)

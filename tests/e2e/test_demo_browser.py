@@ -38,15 +38,15 @@ STEPS = {
     "4. Evaluate one document": ("text", "offline evidence checker"),
     "5. Share the report": ("text", "A read-only shared report."),
 }
-# The other pages, by their sidebar link, and a text each must show from the workspace (in a data grid: the grid
-# draws on a canvas, and a hidden accessible table mirrors its cells).
+# The other pages, by their sidebar link, and a text each shows only with the workspace's data (in a data grid:
+# the grid draws on a canvas, and a hidden accessible table mirrors its cells).
 PAGES = {
-    "Datasets": "Demo: summaries of invented town news",
+    "Datasets": ("grid", "Demo: summaries of invented town news"),
     "Batches": ("grid", "Evidence checker"),
-    "Annotate": "Demo: summaries of invented town news",
+    "Annotate": "Blind mode",  # beside the workspace's batch, as the source of the model's verdicts
     "Meta-evaluation": "Binary: consistent when the score is at least 0.5",
-    "ConsEval": "Demo: a scripted brevity rule",
-    "DHP": "Demo: faithful summaries, degraded by rule",
+    "ConsEval": "Finished · ",  # the study, run to its end
+    "DHP": "Texts made per perturbation",
     "History": ("grid", "Evidence checker"),
 }
 
