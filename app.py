@@ -28,7 +28,7 @@ if workspace.enabled() and not demo.is_open():
             "data: its own database, left with one click."
         )
         d1.caption(
-            "Built once on first open (about half a minute of CPU, no network, no model), instant after that. Its "
+            "Built once on first open (about 15 s of CPU, no network, no model), instant after that. Its "
             "labels come from how the texts were made, so no number in it is a finding about real data."
         )
         if d2.button("Open the demo workspace", type="primary", icon=":material/science:", key="demo_open_button"):
