@@ -300,3 +300,87 @@ def test_the_comparisons_significant_flag_excludes_a_limit_of_exactly_0(monkeypa
     frame = pd.DataFrame({"system": ["a"] * 30 + ["b"] * 30, "prediction": y * 0.6 + 0.2, "label": y})
     (d,) = cmp.compare(frame).differences
     assert d.significant is significant and d.sentence.startswith("No difference shown") is not significant
+
+
+# -- agreement, every mutant run ---------------------------------------------------------------------------------
+def test_an_agreement_number_without_a_note_has_no_note_in_its_json():
+    assert agreement.Metric(0.8, 20, 0.6, 0.9).as_dict() == {"value": 0.8, "ci": [0.6, 0.9], "n": 20}
+
+
+def test_auroc_says_what_it_needs_and_over_how_many_items():
+    labels = np.r_[np.ones(4), np.zeros(6)]
+    m = agreement.agreement(labels * 0.8 + 0.1, labels, labels).auroc
+    assert (m.value, m.n) == (None, 10)
+    assert m.note == (
+        "AUROC needs at least 5 labelled items of each class; there are 4 consistent and 6 inconsistent. "
+        "Label more items to see it."
+    )
+
+
+def test_pearson_is_with_the_human_scores_when_there_are_some():
+    """Pearson's r is with the human score when there is one, else with the label (docs/judges.md)."""
+    labels = np.r_[np.ones(6), np.zeros(6)]
+    hs = np.array([0.9, 0.6, 0.8, 1.0, 0.7, 0.55, 0.1, 0.4, 0.0, 0.3, 0.2, 0.45])
+    scores = np.array([0.7, 0.9, 0.6, 0.8, 0.5, 0.65, 0.2, 0.1, 0.3, 0.35, 0.0, 0.4])
+    with_scores = agreement.agreement(scores, labels, labels, hs).pearson
+    with_labels = agreement.agreement(scores, labels, labels).pearson
+    assert with_scores.value == pytest.approx(sps.pearsonr(scores, hs).statistic)
+    assert with_labels.value == pytest.approx(sps.pearsonr(scores, labels).statistic)
+    assert with_scores.value != pytest.approx(with_labels.value)
+
+
+def test_agreement_reads_none_in_python_lists_as_missing():
+    """Items without a score, verdict, label or human score are left out of each number: None in a list too."""
+    labels = [1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, None]
+    scores = [0.9, 0.8, 0.7, 0.6, 0.4, 0.95, 0.1, 0.2, 0.3, 0.35, 0.6, 0.05, 0.5]
+    verdicts = [1, 1, 1, 1, 0, None, 0, 0, 0, 0, 1, 0, 1]
+    hs = [0.9, 0.8, 0.7, 0.9, 0.6, 1.0, 0.1, 0.0, 0.2, 0.3, 0.4, 0.1, None]
+    a = agreement.agreement(scores, verdicts, labels, hs)
+    want = agreement.agreement(
+        *(np.array([np.nan if x is None else x for x in v], float) for v in (scores, verdicts, labels, hs))
+    )
+    assert a == want and a.balanced_accuracy.n == 11 and a.auroc.n == 12 and a.pearson.n == 12
+
+
+def test_each_measure_below_the_minimum_says_what_it_needs_over_its_items():
+    """Balanced accuracy and kappa count the items the judge decided ("decided labelled items"), AUROC and
+    Pearson's r every labelled item with a score; each keeps its n."""
+    labels = np.r_[np.ones(4), np.zeros(6)]
+    a = agreement.agreement(labels * 0.8 + 0.1, labels, labels)
+    tail = "labelled items of each class; there are 4 consistent and 6 inconsistent. Label more items to see it."
+    assert a.balanced_accuracy.note == f"Balanced accuracy needs at least 5 decided {tail}"
+    assert a.kappa.note == f"Kappa needs at least 5 decided {tail}"
+    assert a.pearson.note == f"Pearson's r needs at least 5 {tail}"
+    assert [m.n for m in (a.balanced_accuracy, a.auroc, a.kappa, a.pearson)] == [10] * 4
+    assert all(m.value is None for m in (a.balanced_accuracy, a.auroc, a.kappa, a.pearson))
+
+
+def test_pearson_without_an_interval_keeps_its_n():
+    labels = np.r_[np.ones(5), np.zeros(6)]
+    assert agreement.agreement(labels, labels, labels).pearson.n == 11
+    assert agreement.agreement(np.full(11, 0.3), labels, labels).pearson.n == 11
+
+
+def test_kappas_interval_is_cut_to_minus_1_and_1():
+    """kappa lies in [-1, 1]: 5 + 5 items with one verdict wrong give kappa 0.8 whose kappa + z * ASE is above 1
+    (cut to 1); one verdict right of ten, -0.8 and a lower end cut to -1."""
+    from statsmodels.stats.inter_rater import cohens_kappa, to_table
+
+    labels = np.r_[np.ones(5), np.zeros(5)]
+    for verdicts, cut in ((np.r_[0, np.ones(4), np.zeros(5)], "high"), (np.r_[1, np.zeros(4), np.ones(5)], "low")):
+        k = agreement.agreement(verdicts, verdicts, labels).kappa
+        res = cohens_kappa(to_table(np.c_[labels, verdicts], bins=[0, 1, 2])[0])
+        z = sps.norm.ppf(0.975)
+        assert k.value == pytest.approx(0.8 if cut == "high" else -0.8) and k.n == 10
+        if cut == "high":
+            assert res.kappa + z * res.std_kappa > 1 and k.ci_high == 1.0
+            assert k.ci_low == pytest.approx(res.kappa - z * res.std_kappa)
+        else:
+            assert res.kappa - z * res.std_kappa < -1 and k.ci_low == -1.0
+            assert k.ci_high == pytest.approx(res.kappa + z * res.std_kappa)
+
+
+def test_kappa_without_an_interval_keeps_its_n():
+    labels = np.r_[np.ones(6), np.zeros(5)]
+    k = agreement.agreement(labels, labels, labels).kappa
+    assert (k.value, k.n, k.ci_low) == (1.0, 11, None)
