@@ -384,3 +384,115 @@ def test_kappa_without_an_interval_keeps_its_n():
     labels = np.r_[np.ones(6), np.zeros(5)]
     k = agreement.agreement(labels, labels, labels).kappa
     assert (k.value, k.n, k.ci_low) == (1.0, 11, None)
+
+
+# -- columns, every mutant run -----------------------------------------------------------------------------------
+def _import(engine, ds, rows: str, **kw):
+    from services import judges
+
+    args = {"name": "t", "data": rows.encode(), "filename": "s.jsonl", "score_column": "p"} | kw
+    return judges.import_column(engine, ds, **args)
+
+
+def test_a_score_column_has_the_shape_of_a_judges_frame(engine):
+    """column_frame is data.judge_frame's shape: float predictions and verdicts (NaN where there is no value),
+    integer counts of 0 (it costs nothing)."""
+    from services import judges
+
+    ds = labelled_dataset(engine, 3)
+    col = _import(engine, ds, '{"id": "x0", "p": 0.7}\n{"id": "x2", "p": 0.2}\n')
+    frame = judges.column_frame(engine, ds, col.name)
+    for name in ("prediction", "verdict", "score"):
+        assert frame[name].dtype == np.float64, name
+    assert np.isnan(frame["prediction"].iloc[1]) and np.isnan(frame["verdict"].iloc[1])
+    for name in ("n_sentences", "n_unknown", "calls", "cache_hits", "prompt_tokens", "completion_tokens"):
+        assert frame[name].dtype.kind == "i" and frame[name].tolist() == [0, 0, 0], name
+    assert frame["status"].tolist() == ["done", "failed", "done"]
+
+
+def test_a_stored_metric_outside_0_and_1_is_clipped_into_a_prediction(engine):
+    """A local metric stored for the dataset may lie outside [0, 1]; its prediction is clipped there."""
+    from db import judges as db
+    from db.engine import get_session
+    from services import judges
+
+    ds = labelled_dataset(engine, 3)
+    with get_session(engine) as session:
+        ids = list(db.external_ids(session=session, dataset_id=ds).values())
+        rows = [{"item_id": i, "metric": "rouge", "value": v} for i, v in zip(ids, (1.7, -0.4, 0.6), strict=True)]
+        db.replace_column(session=session, item_ids=ids, metric="rouge", rows=rows)
+    frame = judges.column_frame(engine, ds, "rouge")
+    assert frame["prediction"].tolist() == pytest.approx([1.0, 0.0, 0.6])
+
+
+def test_an_oversized_score_file_is_refused_with_its_name_and_what_to_do(engine, monkeypatch):
+    from services import tables
+    from services.errors import InputError
+
+    ds = labelled_dataset(engine, 3)
+    monkeypatch.setattr(tables, "upload_limit_mb", lambda: 0)
+    with pytest.raises(InputError, match=r"^s\.jsonl is 0\.0 MB; .*Split it into smaller files and import each\.$"):
+        _import(engine, ds, '{"id": "x0", "p": 0.7}\n')
+
+
+def test_a_score_columns_refusals_say_why(engine):
+    from services.errors import InputError
+    from services.judges.columns import MAX_NAME
+
+    ds = labelled_dataset(engine, 3)
+    with pytest.raises(InputError, match=rf"^Give the column a name of 1 to {MAX_NAME} characters\.$"):
+        _import(engine, ds, '{"id": "x0", "p": 0.7}\n', name="  ")
+    with pytest.raises(InputError, match=r"^s\.csv has no rows of named fields\.$"):
+        _import(engine, ds, "", filename="s.csv")
+    cols = ",".join(f"c{i}" for i in range(8))
+    with pytest.raises(InputError, match=r"it has 'c0', 'c1', 'c2', 'c3', 'c4' and 3 more\.$"):
+        _import(engine, ds, cols + "\n" + ",".join("1" * 8) + "\n", filename="s.csv")
+
+
+def test_a_dataset_without_items_takes_no_column(engine):
+    from sqlmodel import Session
+
+    from db.models import Dataset
+    from services.errors import InputError
+
+    with Session(engine) as session:
+        empty = Dataset(name="empty", format="jsonl", sha256="empty", n_items=0)
+        session.add(empty)
+        session.commit()
+        ds = empty.id
+    with pytest.raises(InputError, match=rf"^Dataset {ds} has no items\.$"):
+        _import(engine, ds, '{"id": "x0", "p": 0.7}\n')
+
+
+def test_repeated_ids_name_each_with_its_first_ten_rows_and_more_only_past_three(engine):
+    from services.errors import InputError
+
+    ds = labelled_dataset(engine, 12)
+    rows = "".join(f'{{"id": "x{i}", "p": 0.5}}\n' for i in (0, 1, 2, 0, 1, 2))
+    with pytest.raises(InputError, match=r"'x0' on rows 1, 4; 'x1' on rows 2, 5; 'x2' on rows 3, 6\. Give each"):
+        _import(engine, ds, rows)
+    rows = "".join('{"id": "x0", "p": 0.5}\n' for _ in range(12))
+    with pytest.raises(InputError, match=r"'x0' on rows 1, 2, 3, 4, 5, 6, 7, 8, 9, 10\. Give each item one row\.$"):
+        _import(engine, ds, rows)
+
+
+def test_an_imported_column_counts_its_rows_without_a_number(engine):
+    ds = labelled_dataset(engine, 4)
+    got = _import(engine, ds, '{"id": "x0", "p": 0.7}\n{"id": "x1", "p": null}\n{"id": "zz", "p": 0.1}\n')
+    assert (got.n_matched, got.n_unmatched, got.n_missing) == (1, 1, 1)
+    got = _import(engine, ds, '{"id": "x0", "p": 0.7}\n')
+    assert (got.n_matched, got.n_unmatched, got.n_missing) == (1, 0, 0)
+
+
+def test_a_csv_column_counts_every_unmatched_row_and_empty_cells_as_missing(engine):
+    ds = labelled_dataset(engine, 4)
+    got = _import(engine, ds, "id,p\nzz,0.1\nyy,0.2\nx0,\nx1,0.4\n", filename="s.csv")
+    assert (got.n_matched, got.n_unmatched, got.n_missing) == (1, 2, 1)
+
+
+def test_a_value_that_is_not_a_number_is_named_with_its_row(engine):
+    from services.errors import InputError
+
+    ds = labelled_dataset(engine, 4)
+    with pytest.raises(InputError, match=r"^Row 3: p = 'high' is not a number\.$"):
+        _import(engine, ds, "id,p\nx0,0.1\nx1,0.2\nx2,high\n", filename="s.csv")
