@@ -171,3 +171,30 @@ def test_a_second_open_reads_the_built_workspace_and_a_deployment_can_turn_it_of
     assert not workspace.enabled()
     with pytest.raises(InputError, match="turned off"):
         workspace.ensure(size=SMALL)
+
+
+def test_jobs_started_in_the_demo_run_here_on_its_database_and_never_reach_the_workers(monkeypatch):
+    import threading
+
+    from services.jobs import queue
+    from services.jobs import runner as jobrunner
+
+    seen: list[tuple[object, int]] = []
+    done = threading.Event()
+
+    def process(engine, ident):
+        seen.append((engine, ident))
+        done.set()
+
+    monkeypatch.setitem(jobrunner._kinds, "demo-probe", jobrunner.JobKind("demo-probe", process=process))
+    monkeypatch.setattr(queue, "run_job", lambda *a: (_ for _ in ()).throw(AssertionError("sent to the workers")))
+    demo_engine = object()
+    queue.run_here(demo_engine)
+    try:
+        queue.submit("demo-probe", 7)
+        assert done.wait(30)
+    finally:
+        queue.run_here(None)
+    assert seen == [(demo_engine, 7)]
+    with pytest.raises(AssertionError, match="sent to the workers"):
+        queue.submit("demo-probe", 8)  # once the demo is left, jobs go to the workers again
