@@ -97,11 +97,6 @@ def expected_calibration_error(scores, labels, n_bins: int = N_BINS) -> float | 
     return reliability(scores, labels, n_bins).ece
 
 
-def _balanced(pred: np.ndarray, y: np.ndarray) -> float | None:
-    recalls = [float(np.mean(pred[y == c] == c)) for c in (0, 1) if (y == c).any()]
-    return float(np.mean(recalls)) if len(recalls) == 2 else None
-
-
 def risk_coverage(scores, labels, center: float = 0.5) -> RiskCoverageResult:
     """Accuracy on the decided items as items are decided from the most confident (farthest from center) down.
 
@@ -118,11 +113,17 @@ def risk_coverage(scores, labels, center: float = 0.5) -> RiskCoverageResult:
     conf, pred, y = conf[order], pred[order], y[order]
     right = np.cumsum(pred == y)
     ends = np.flatnonzero(np.r_[conf[1:] != conf[:-1], True])  # the last item of each group of equal confidence
+    # Balanced accuracy of every prefix from running counts (the mean recall of the two classes, as _balanced
+    # gives it): a calibrated probability has a group per item, and recounting each prefix was O(n^2).
+    pos, neg = np.cumsum(y == 1), np.cumsum(y == 0)
+    tp, tn = np.cumsum((y == 1) & (pred == 1)), np.cumsum((y == 0) & (pred == 0))
     rows = []
     for e in ends:
         n = int(e + 1)
         low, high = wilson(int(right[e]), n)
-        rows.append((n / len(s), n, right[e] / n, low, high, _balanced(pred[:n], y[:n]), float(conf[e])))
+        both = pos[e] > 0 and neg[e] > 0
+        ba = float(np.mean([tn[e] / neg[e], tp[e] / pos[e]])) if both else None
+        rows.append((n / len(s), n, right[e] / n, low, high, ba, float(conf[e])))
     curve = pd.DataFrame(rows, columns=CURVE_COLUMNS)
     risk = 1.0 - curve["accuracy"].to_numpy()
     cov = curve["coverage"].to_numpy()

@@ -61,3 +61,22 @@ def test_reliability_bin_edges_read_as_tenths_in_the_csv() -> None:
     csv = r.bins[["lo", "hi"]].to_csv(index=False)
     assert "0000000" not in csv, csv
     assert list(r.bins["lo"]) == [k / 10 for k in range(10)]
+
+
+def test_each_points_balanced_accuracy_is_that_of_the_items_decided_so_far() -> None:
+    """The balanced accuracy of a point is the mean of the two classes' recalls over the items decided up to it
+    (none while one class is missing), recounted here point by point; scores with ties and with many values."""
+    rng = np.random.default_rng(3)
+    for scores in (rng.random(400), np.round(rng.random(400), 1)):
+        labels = (rng.random(400) < scores).astype(int)
+        labels[np.argsort(-np.abs(scores - 0.5))[:3]] = 1  # the first points see one class only
+        res = selective.risk_coverage(scores, labels)
+        order = np.argsort(-np.round(np.abs(scores - 0.5), 9), kind="stable")
+        pred, y = (scores >= 0.5).astype(int)[order], labels[order]
+        for n, got in zip(res.curve["n_decided"], res.curve["balanced_accuracy"], strict=True):
+            p, t = pred[:n], y[:n]
+            if (t == 0).any() and (t == 1).any():
+                want = ((p[t == 0] == 0).mean() + (p[t == 1] == 1).mean()) / 2
+                assert got == pytest.approx(want, abs=1e-12)
+            else:
+                assert got is None or np.isnan(got)
