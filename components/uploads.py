@@ -22,21 +22,3 @@ def release_upload(upload: Any) -> None:
         ctx.uploaded_file_mgr.remove_file(session_id=ctx.session_id, file_id=upload.file_id)
     else:  # another manager keeps files its own way
         log.debug("uploaded file manager %s: file %s left to it", type(ctx.uploaded_file_mgr).__name__, upload.file_id)
-
-
-def return_freed_memory() -> None:
-    """Hand the memory freed by an upload and its import back to the system: glibc keeps freed heap pages for
-    reuse, so the server's resident memory would stay at its peak for as long as it runs. Best effort: a no-op
-    where the C library has no malloc_trim."""
-    import ctypes
-    import ctypes.util
-    import gc
-
-    gc.collect()
-    name = ctypes.util.find_library("c")
-    try:
-        trim = ctypes.CDLL(name).malloc_trim if name else None
-    except (OSError, AttributeError):
-        trim = None
-    if trim is not None:
-        trim(0)

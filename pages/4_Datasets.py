@@ -8,7 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from components.ui import engine, page_setup
-from components.uploads import release_upload, return_freed_memory
+from components.uploads import release_upload
 from services import datasets
 from services.config import PROJECT_ROOT, get_settings
 from services.dcr import TASK_LABELS
@@ -243,7 +243,6 @@ with st.container(border=True):
                 _import(name or Path(spooled.name).stem, f, fmt, mapping, task)
             if "error" not in st.session_state.ds_last:  # imported: its copy goes too
                 _drop_spool()
-            return_freed_memory()
             st.rerun()
 
     last = st.session_state.ds_last
