@@ -496,3 +496,9 @@ def test_a_value_that_is_not_a_number_is_named_with_its_row(engine):
     ds = labelled_dataset(engine, 4)
     with pytest.raises(InputError, match=r"^Row 3: p = 'high' is not a number\.$"):
         _import(engine, ds, "id,p\nx0,0.1\nx1,0.2\nx2,high\n", filename="s.csv")
+
+
+def test_an_empty_string_or_null_is_a_missing_value_and_each_counts(engine):
+    ds = labelled_dataset(engine, 4)
+    got = _import(engine, ds, '{"id": "x0", "p": ""}\n{"id": "x1", "p": null}\n{"id": "x2", "p": 0.3}\n')
+    assert (got.n_matched, got.n_unmatched, got.n_missing) == (1, 0, 2)
