@@ -502,3 +502,11 @@ def test_an_empty_string_or_null_is_a_missing_value_and_each_counts(engine):
     ds = labelled_dataset(engine, 4)
     got = _import(engine, ds, '{"id": "x0", "p": ""}\n{"id": "x1", "p": null}\n{"id": "x2", "p": 0.3}\n')
     assert (got.n_matched, got.n_unmatched, got.n_missing) == (1, 0, 2)
+
+
+def test_a_file_of_five_columns_names_them_all_and_no_more(engine):
+    from services.errors import InputError
+
+    ds = labelled_dataset(engine, 3)
+    with pytest.raises(InputError, match=r"; it has 'c0', 'c1', 'c2', 'c3', 'c4'\.$"):
+        _import(engine, ds, "c0,c1,c2,c3,c4\n1,1,1,1,1\n", filename="s.csv")
