@@ -1,13 +1,16 @@
 """`cli.py card`: run a judge over a labelled file and write its judge card (the Judges page's numbers).
 
     python cli.py card --input FILE.jsonl --method METHOD [--window W] [--amc llm|rule] [--alpha 0.05]
-        [--price-input USD] [--price-output USD] [--seed S] --output card.json
+        [--mode live|planned] [--price-input USD] [--price-output USD] [--seed S] --output card.json
 
 Lines carry id, reference, candidate and optionally label (1 consistent, 0 inconsistent) or score (a human
 score in [0, 1]). The judge runs on every line through the batch engine (resumable: the same command again
 picks it up; answers are cached), then one JSON object is written: judge, n, n_labelled, judge_rate, ppi and
 classical ({estimate, ci: [lo, hi]}), agreement ({balanced_accuracy, auroc, kappa, pearson}, each
-{value, ci}), cost and the rest of the card. `--method evidence` runs offline.
+{value, ci}), cost and the rest of the card. `--method evidence` runs offline. The rates are read as --mode
+says, named in "reading" ({name, meaning, method, citation, budget}, as `cli.py compare` writes it): live (the
+default), confidence sequences valid at every number of labels at once; planned, fixed-sample intervals valid
+only when read once, at a number of labels fixed before labelling.
 Exit 0; 1 when every line failed; 2 with a message on bad input; 130 when interrupted.
 """
 
@@ -38,6 +41,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--window", type=int, default=1, help="sent-nli / qg-qa: summary sentences per window")
     p.add_argument("--amc", choices=["llm", "rule"], default="rule")
     p.add_argument("--alpha", type=float, default=0.05, help="interval level: 1 - alpha (default 0.05)")
+    p.add_argument(
+        "--mode",
+        choices=["live", "planned"],
+        default="live",
+        help="live: valid at every number of labels (default); planned: valid once, at labels fixed in advance",
+    )
     p.add_argument("--price-input", type=float, default=None, help="USD per million input tokens (model's default)")
     p.add_argument("--price-output", type=float, default=None, help="USD per million output tokens")
     p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap intervals")
@@ -154,7 +163,7 @@ def run(args: argparse.Namespace) -> int:
     refused = dict(read.refused)
     for r in prep.rejected:  # rows the import could not use (no sentence in the candidate, ...)
         refused.setdefault(r.row, r.reason)
-    shown = card.as_dict() | {
+    shown = card.as_dict(args.mode) | {
         "rows": read.n_rows,
         "refused": len(refused),
         "refused_rows": [{"line": k, "reason": v} for k, v in sorted(refused.items())],
@@ -163,6 +172,7 @@ def run(args: argparse.Namespace) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(shown, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     r = card.rates
+    classical, ppi = r.read(args.mode)
 
     def fmt(e) -> str:
         if e.estimate is None:
@@ -172,7 +182,8 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"{card.judge}: {card.n_labelled} labelled of {card.n} item(s) from {read.n_rows} row(s), "
         f"{len(refused)} refused; judge rate "
-        f"{'—' if r.judge_rate is None else f'{r.judge_rate:.3f}'}; classical {fmt(r.classical)}; PPI {fmt(r.ppi)}",
+        f"{'—' if r.judge_rate is None else f'{r.judge_rate:.3f}'}; classical {fmt(classical)}; PPI {fmt(ppi)} "
+        f"(reading: {args.mode}, {r.reading(args.mode)['meaning']})",
         file=sys.stderr,
     )
     for line, reason in sorted(refused.items())[:10]:

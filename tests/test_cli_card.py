@@ -76,10 +76,23 @@ def test_card_through_a_scripted_endpoint_with_prices_and_alpha(tmp_path, fake, 
     assert card["judge_rate"] == pytest.approx(40 / 60)
     assert (card["n_judged"], card["n_abstained"], card["n_failed"]) == (60, 0, 0)
     assert card["label_origins"] == {"imported": 48} and card["n_not_random"] == 0
-    assert card["ppi"]["estimate"] == pytest.approx(40 / 60, abs=0.02) and card["ppi"]["method"] == "ppi++"
-    assert card["ppi"]["width"] < card["classical"]["width"]
     assert card["cost"]["calls"] + card["cost"]["cache_hits"] >= 60  # equal candidates come from the cache
     assert card["cost"]["per_1000_documents"]["usd"] > 0
+    live = card  # the default reading: confidence sequences, named in the JSON
+    assert live["reading"]["name"] == "live" and "every number of labels" in live["reading"]["meaning"]
+    assert "Howard" in live["reading"]["citation"]
+    assert live["classical"]["method"] == "beta-binomial mixture"
+    assert cli.main([*args, "--mode", "planned"]) == 0
+    planned = json.loads(out.read_text(encoding="utf-8"))
+    assert planned["reading"]["name"] == "planned" and "once" in planned["reading"]["meaning"]
+    assert planned["ppi"]["estimate"] == pytest.approx(40 / 60, abs=0.02) and planned["ppi"]["method"] == "ppi++"
+    assert planned["ppi"]["width"] < planned["classical"]["width"]
+    for rate in ("classical", "ppi"):  # the same point; the live interval holds it and is wider at the same n
+        assert live[rate]["estimate"] == pytest.approx(planned[rate]["estimate"])
+        assert live[rate]["n"] == planned[rate]["n"] == 48
+        lo, hi = live[rate]["ci"]
+        assert lo <= planned[rate]["estimate"] <= hi
+        assert live[rate]["width"] > planned[rate]["width"]
 
 
 @pytest.mark.parametrize(
@@ -96,6 +109,16 @@ def test_bad_input_gives_a_message_and_exit_2(tmp_path, capsys, row, args, messa
     assert cli.main(["card", "--input", str(path), "--output", str(tmp_path / "c.json"), *args]) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+
+
+def test_an_unknown_reading_is_a_message_and_exit_2(tmp_path, capsys):
+    path = _write(tmp_path, [{"id": "a", "reference": "R.", "candidate": "C.", "label": 1}])
+    with pytest.raises(SystemExit) as exc:  # argparse refuses it before anything runs
+        cli.main(["card", "--input", str(path), "--output", str(tmp_path / "c.json"), "--mode", "often"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "--mode" in err and "live" in err and "planned" in err and "Traceback" not in err
+    assert not (tmp_path / "c.json").exists()
 
 
 def test_a_missing_file_is_a_message(tmp_path, capsys):

@@ -126,9 +126,12 @@ class JudgeCard:
     def alpha(self) -> float:
         return self.rates.alpha
 
-    def as_dict(self) -> dict:
-        """The card as JSON (what `cli.py card` writes)."""
+    def as_dict(self, mode: str = "live") -> dict:
+        """The card as JSON (what `cli.py card` writes): its rates in the reading asked for, "live" (confidence
+        sequences, the default) or "planned" (fixed-sample), named in "reading" as `cli.py compare` names its own."""
+        classical, ppi = self.rates.read(mode)
         return {
+            "reading": self.rates.reading(mode),
             "judge": self.judge,
             "batch": self.batch_id,
             "method": self.method,
@@ -144,8 +147,8 @@ class JudgeCard:
             "n_judged": self.rates.n_judged,
             "n_abstained": self.rates.n_abstained,
             "n_failed": self.rates.n_failed,
-            "ppi": self.rates.ppi.as_dict(),
-            "classical": self.rates.classical.as_dict(),
+            "ppi": ppi.as_dict(),
+            "classical": classical.as_dict(),
             "agreement": self.agreement.as_dict(),
             "unknown_rate": self.unknown_rate.as_dict(),
             "failure_rate": self.failure_rate.as_dict(),
@@ -185,8 +188,10 @@ def card_from_frames(
     seed: int = 0,
     n_boot: int = 1000,
     linked: tuple[Linked, ...] = (),
+    budget: int | None = None,
 ) -> JudgeCard:
-    """The card of one judge from its frame (data.judge_frame) and the dataset's (data.human_frame)."""
+    """The card of one judge from its frame (data.judge_frame) and the dataset's (data.human_frame); `budget`:
+    the labels kept, planned before labelling (it names the planned reading)."""
     info = judge_of if isinstance(judge_of, JudgeInfo) else JudgeInfo.of_batch(judge_of)
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"alpha must be between 0 and 1, got {alpha}")
@@ -219,6 +224,8 @@ def card_from_frames(
             est,
             classical=with_known_values(est.classical, known, len(df)),
             ppi=with_known_values(est.ppi, known, len(df)),
+            live_classical=with_known_values(est.live_classical, known, len(df)),  # type: ignore[arg-type]
+            live_ppi=with_known_values(est.live_ppi, known, len(df)),  # type: ignore[arg-type]
         )
         how = ", ".join(f"{origins[o]} {data.ORIGIN_NAMES[o]}" for o in origins if o not in data.RANDOM_ORIGINS)
         notes.append(
@@ -258,7 +265,7 @@ def card_from_frames(
     n_unk = int(df.loc[judged, "n_unknown"].sum())
     n_failed = int((df["status"] == "failed").sum())
     n_abstained = int(((df["status"] == "done") & df["verdict"].isna()).sum())
-    est = replace(est, n_abstained=n_abstained, n_failed=n_failed)
+    est = replace(est, n_abstained=n_abstained, n_failed=n_failed, budget=None if budget is None else int(budget))
     if int(finished.sum()) < len(df):
         notes.append(f"The batch has finished {int(finished.sum())} of {len(df)} items: the card will change.")
     if info.method == "column":
@@ -358,6 +365,7 @@ def build_cards(
                 seed=seed,
                 n_boot=n_boot,
                 linked=links,
+                budget=budget,
             )
         )
     return cards

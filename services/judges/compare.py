@@ -49,27 +49,27 @@ import numpy as np
 import pandas as pd
 
 from services.errors import InputError
-from services.judges.estimate import MIN_LABELLED, Estimate, classical, ppi
+from services.judges.estimate import (
+    MIN_LABELLED,
+    MODES,
+    Estimate,
+    classical,
+    live_classical,
+    live_ppi,
+    ppi,
+)
+from services.judges.estimate import READINGS as RATE_READINGS
+from services.judges.estimate import lam_of as _lam
 from services.stats import binomial, sequential
 
 NEUTRAL = 0.5  # the prediction of an item the judge could not score (as on the judge card)
 THRESHOLD = 0.5  # a score of 0.5 or more is the judge saying "consistent" (as for a score column)
 MAX_R = 0.99  # the estimated correlation is capped below 1: an interval never shrinks to a point
 MIN_CLASS_DIFF = 5  # below this many labels of either class, a difference combines its systems' limits whole
-MODES = ("live", "planned")
-READINGS = {
-    "live": {
-        "name": "live",
-        "meaning": "valid at every number of labels at once: read it as often as labels arrive, stop when decided",
-        "method": "confidence sequences: beta-binomial mixture (labels), asymptotic (prediction-powered)",
-        "citation": f"{sequential.BETA_BINOMIAL}; {sequential.ASYMPTOTIC}",
-    },
-    "planned": {
-        "name": "planned",
-        "meaning": "valid once, at the number of labels a system planned before labelling (the label budget)",
-        "method": "fixed-sample intervals: Clopper-Pearson (labels), PPI++ with Student's t (prediction-powered)",
-        "citation": "Clopper and Pearson 1934; Angelopoulos, Duchi and Zrnic 2023 (PPI++); Zou and Donner 2008 (MOVER)",
-    },
+READINGS = {  # a rate's two readings (services.judges.estimate), the differences' method named too
+    "live": RATE_READINGS["live"],
+    "planned": RATE_READINGS["planned"]
+    | {"citation": f"{RATE_READINGS['planned']['citation']}; Zou and Donner 2008 (MOVER)"},
 }
 COLUMNS = ("id", "system", "reference", "prediction", "verdict", "label")
 
@@ -332,56 +332,6 @@ def for_difference(y: np.ndarray, yhat: np.ndarray, yhat_unlabelled: np.ndarray,
         return e
     lo, hi = binomial.clopper_pearson(int(y.sum()), int(y.size), 1 - alpha)
     return Estimate(float(y.mean()), lo, hi, e.n, e.n_unlabelled, 0.0, e.note, "exact", e.basis)
-
-
-def _live_mean(y: np.ndarray, *, alpha: float) -> tuple[float, float]:
-    """(low, high) of a mean of values in [0, 1]: exact for 1/0 (beta-binomial mixture), else asymptotic."""
-    n = int(y.size)
-    if set(np.unique(y)) <= {0.0, 1.0}:
-        lo, hi = sequential.binary_cs(int(y.sum()), n, alpha=alpha)
-        return float(lo), float(hi)
-    half = float(sequential.critical_value(n, alpha=alpha)) * float(np.std(y, ddof=1)) / math.sqrt(n)
-    return max(0.0, float(y.mean()) - half), min(1.0, float(y.mean()) + half)
-
-
-def live_classical(y: np.ndarray, *, alpha: float) -> Estimate:
-    """The labels' rate with its confidence sequence (valid at every number of labels at once): the
-    beta-binomial mixture for 1/0 labels, the asymptotic sequence for human scores."""
-    c = classical(y, alpha=alpha)
-    if c.estimate is None or c.ci_low is None:
-        return c
-    lo, hi = _live_mean(np.asarray(y, float), alpha=alpha)
-    method = "beta-binomial mixture" if c.method == "exact" else "asymptotic"
-    return Estimate(c.estimate, lo, hi, c.n, c.n_unlabelled, c.lam, c.note, method, c.basis)
-
-
-def live_ppi(y: np.ndarray, yhat: np.ndarray, yhat_unlabelled: np.ndarray, *, alpha: float) -> Estimate:
-    """The prediction-powered rate with its confidence sequence: where PPI applies (the same rules as the
-    fixed-sample reading), the PPI++ estimate with the asymptotic sequence's critical value times its standard
-    error (Waudby-Smith et al. 2024, Theorem 2.2; for PPI, Kilian, Cortinovis and Caron 2025); where it falls back
-    to the labels alone, the labels' own sequence."""
-    e = ppi(y, yhat, yhat_unlabelled, alpha=alpha)
-    if e.estimate is None:
-        return e
-    lam = _lam(e)
-    y, yhat, unl = (np.asarray(a, float) for a in (y, yhat, yhat_unlabelled))
-    n = int(y.size)
-    if lam == 0.0 or e.lam is None and unl.size == 0:
-        if e.ci_low is None:
-            return e
-        lo, hi = _live_mean(y, alpha=alpha)
-        method = "beta-binomial mixture" if set(np.unique(y)) <= {0.0, 1.0} else "asymptotic"
-        return Estimate(e.estimate, lo, hi, e.n, e.n_unlabelled, e.lam, e.note, method, e.basis)
-    var = float(np.var(y - lam * yhat, ddof=1)) / n
-    if unl.size > 1:
-        var += lam**2 * float(np.var(unl, ddof=1)) / unl.size
-    half = float(sequential.critical_value(n, alpha=alpha)) * math.sqrt(var)
-    lo, hi = max(0.0, e.estimate - half), min(1.0, e.estimate + half)
-    return Estimate(e.estimate, lo, hi, e.n, e.n_unlabelled, e.lam, e.note, "asymptotic", e.basis)
-
-
-def _lam(e: Estimate) -> float:
-    return 0.0 if e.lam is None or not math.isfinite(e.lam) else float(e.lam)
 
 
 def _few(s: SystemRate) -> bool:

@@ -33,7 +33,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy import stats as sps
 
-from services.stats import binomial
+from services.errors import InputError
+from services.stats import binomial, sequential
 
 MIN_LABELLED = 2
 MIN_CLASS = 15  # PPI's normal interval needs at least this many labelled items of each class (binary labels)
@@ -46,6 +47,31 @@ ALL_LABELLED = f"{LABELS_ONLY}: every item is labelled"
 NOT_INFORMATIVE = f"{LABELS_ONLY}: the judge's scores do not track the labels"
 EQUAL_SCORES = f"{LABELS_ONLY}: the human scores are all equal"
 LAMBDA_ZERO = f"{LABELS_ONLY}: lambda 0 asked for"
+# Two readings of a rate (and of a comparison, services.judges.compare): live, a confidence sequence valid at every
+# number of labels at once (services/stats/sequential.py), and planned, the fixed-sample interval valid when read
+# once, at a number of labels fixed before labelling.
+MODES = ("live", "planned")
+READINGS = {
+    "live": {
+        "name": "live",
+        "meaning": "valid at every number of labels at once: read it as often as labels arrive, stop when decided",
+        "method": "confidence sequences: beta-binomial mixture (labels), asymptotic (prediction-powered)",
+        "citation": f"{sequential.BETA_BINOMIAL}; {sequential.ASYMPTOTIC}",
+    },
+    "planned": {
+        "name": "planned",
+        "meaning": "valid once, at the number of labels a system planned before labelling (the label budget)",
+        "method": "fixed-sample intervals: Clopper-Pearson (labels), PPI++ with Student's t (prediction-powered)",
+        "citation": "Clopper and Pearson 1934; Angelopoulos, Duchi and Zrnic 2023 (PPI++)",
+    },
+}
+
+
+def check_mode(mode: str) -> str:
+    """The reading asked for, or InputError naming the two there are."""
+    if mode not in MODES:
+        raise InputError(f"The reading must be live or planned, got {mode!r}.")
+    return mode
 
 
 @dataclass(frozen=True)
@@ -98,6 +124,21 @@ class RateEstimates:
     alpha: float
     n_abstained: int = 0  # items it finished without a verdict (a sentence left unknown)
     n_failed: int = 0  # items it could not score
+    # The live reading of the same two rates (confidence sequences, valid at every number of labels at once);
+    # `classical` and `ppi` above are the planned reading (fixed-sample, valid when read once).
+    live_classical: Estimate | None = None
+    live_ppi: Estimate | None = None
+    budget: int | None = None  # labels planned before labelling, where one was set
+
+    def read(self, mode: str = "live") -> tuple[Estimate, Estimate]:
+        """(classical, ppi) in the reading asked for: "live" (the default) or "planned"."""
+        if check_mode(mode) == "live" and self.live_classical is not None and self.live_ppi is not None:
+            return self.live_classical, self.live_ppi
+        return self.classical, self.ppi
+
+    def reading(self, mode: str = "live") -> dict:
+        """{name, meaning, method, citation, budget}: which reading `read(mode)` is (as `cli.py compare` writes)."""
+        return READINGS[check_mode(mode)] | {"budget": self.budget if mode == "planned" else None}
 
 
 def _clip(x: float) -> float:
@@ -215,6 +256,62 @@ def _finished(point: float, lo, hi, n: int, big_n: int, lam: float | None, alpha
     return Estimate(point, _clip(point - half), _clip(point + half), n, big_n, lam, None, "ppi++", BASIS_PPI)
 
 
+def lam_of(e: Estimate) -> float:
+    """An estimate's lambda as a number: 0 where it has none (the classical estimate) or it is not finite."""
+    return 0.0 if e.lam is None or not math.isfinite(e.lam) else float(e.lam)
+
+
+def live_mean(y: np.ndarray, *, alpha: float) -> tuple[float, float]:
+    """(low, high) of a mean of values in [0, 1]'s confidence sequence: exact for 1/0 (the beta-binomial
+    mixture, sequential.binary_cs), else the asymptotic sequence (sequential.critical_value)."""
+    y = np.asarray(y, float)
+    n = int(y.size)
+    if set(np.unique(y)) <= {0.0, 1.0}:
+        lo, hi = sequential.binary_cs(int(y.sum()), n, alpha=alpha)
+        return float(lo), float(hi)
+    half = float(sequential.critical_value(n, alpha=alpha)) * float(np.std(y, ddof=1)) / math.sqrt(n)
+    return max(0.0, float(y.mean()) - half), min(1.0, float(y.mean()) + half)
+
+
+def live_classical(y: np.ndarray, *, alpha: float, planned: Estimate | None = None) -> Estimate:
+    """The labels' rate with its confidence sequence (valid at every number of labels at once): the
+    beta-binomial mixture for 1/0 labels, the asymptotic sequence for human scores. `planned`: classical(y)
+    when the caller has it already."""
+    c = planned if planned is not None else classical(y, alpha=alpha)
+    if c.estimate is None or c.ci_low is None:
+        return c
+    lo, hi = live_mean(np.asarray(y, float), alpha=alpha)
+    method = "beta-binomial mixture" if c.method == "exact" else "asymptotic"
+    return Estimate(c.estimate, lo, hi, c.n, c.n_unlabelled, c.lam, c.note, method, c.basis)
+
+
+def live_ppi(
+    y: np.ndarray, yhat: np.ndarray, yhat_unlabelled: np.ndarray, *, alpha: float, planned: Estimate | None = None
+) -> Estimate:
+    """The prediction-powered rate with its confidence sequence: where PPI applies (the same rules as the
+    fixed-sample reading), the PPI++ estimate with the asymptotic sequence's critical value times its standard
+    error (Waudby-Smith et al. 2024, Theorem 2.2; for PPI, Kilian, Cortinovis and Caron 2025); where it falls back
+    to the labels alone, the labels' own sequence. `planned`: ppi(...) when the caller has it already."""
+    e = planned if planned is not None else ppi(y, yhat, yhat_unlabelled, alpha=alpha)
+    if e.estimate is None:
+        return e
+    lam = lam_of(e)
+    y, yhat, unl = (np.asarray(a, float) for a in (y, yhat, yhat_unlabelled))
+    n = int(y.size)
+    if lam == 0.0 or e.lam is None and unl.size == 0:
+        if e.ci_low is None:
+            return e
+        lo, hi = live_mean(y, alpha=alpha)
+        method = "beta-binomial mixture" if set(np.unique(y)) <= {0.0, 1.0} else "asymptotic"
+        return Estimate(e.estimate, lo, hi, e.n, e.n_unlabelled, e.lam, e.note, method, e.basis)
+    var = float(np.var(y - lam * yhat, ddof=1)) / n
+    if unl.size > 1:
+        var += lam**2 * float(np.var(unl, ddof=1)) / unl.size
+    half = float(sequential.critical_value(n, alpha=alpha)) * math.sqrt(var)
+    lo, hi = max(0.0, e.estimate - half), min(1.0, e.estimate + half)
+    return Estimate(e.estimate, lo, hi, e.n, e.n_unlabelled, e.lam, e.note, "asymptotic", e.basis)
+
+
 def rates(
     y: np.ndarray,
     yhat_labelled: np.ndarray,
@@ -223,18 +320,23 @@ def rates(
     verdicts: np.ndarray | None = None,
     alpha: float = 0.05,
 ) -> RateEstimates:
-    """Raw judge rate (mean verdict, else mean prediction, over every judged item), classical and PPI."""
+    """Raw judge rate (mean verdict, else mean prediction, over every judged item), classical and PPI, each in
+    both readings (planned: fixed-sample; live: a confidence sequence)."""
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"alpha must be between 0 and 1, got {alpha}")
     allhat = np.concatenate([np.asarray(yhat_labelled, float), np.asarray(yhat_unlabelled, float)])
     judged = np.asarray(verdicts, float) if verdicts is not None else allhat
     judged = judged[np.isfinite(judged)]
+    y = np.asarray(y, float)
+    c, p = classical(y, alpha=alpha), ppi(y, yhat_labelled, yhat_unlabelled, alpha=alpha)
     return RateEstimates(
         judge_rate=float(judged.mean()) if judged.size else None,
         n_judged=int(judged.size),
-        classical=classical(np.asarray(y, float), alpha=alpha),
-        ppi=ppi(y, yhat_labelled, yhat_unlabelled, alpha=alpha),
+        classical=c,
+        ppi=p,
         alpha=alpha,
+        live_classical=live_classical(y, alpha=alpha, planned=c),
+        live_ppi=live_ppi(y, yhat_labelled, yhat_unlabelled, alpha=alpha, planned=p),
     )
 
 
