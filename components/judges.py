@@ -13,6 +13,7 @@ from services.figures.judges import make_judges_rate_figure
 from services.formats import percent
 from services.judges import JudgeCard, compare, tables
 from services.judges.agreement import VERDICTS_NAME
+from services.judges.estimate import LIVE_NAME, planned_name
 
 # The measures of the sortable grid, each with its short column name (the full name is its tooltip).
 CARDS_PER_ROW = 3  # the most cards a row holds at 1280 px with their metric's label whole
@@ -32,9 +33,9 @@ def _pct(x: float | None) -> str:
 
 
 def explain(card: JudgeCard) -> str:
-    """What the PPI interval of a card means, in plain words."""
+    """What the PPI interval of a card means, in plain words (the live reading, valid at every look)."""
     r, level = card.rates, 1.0 - card.alpha
-    p, c = r.ppi, r.classical
+    c, p = r.read("live")
     if p.estimate is None:
         return f"No estimate yet for {card.judge}: {p.note or c.note or 'it needs labelled items.'}"
     what = "consistent items" if card.target == "label" else "the mean human score"
@@ -53,7 +54,7 @@ def explain(card: JudgeCard) -> str:
         )
     return (
         f"**{card.judge}**: the share of {what} in this dataset lies between **{_pct(p.ci_low)}** and "
-        f"**{_pct(p.ci_high)}** ({level:.0%} interval; estimate {_pct(p.estimate)}), resting on "
+        f"**{_pct(p.ci_high)}** ({level:.0%} {LIVE_NAME}; estimate {_pct(p.estimate)}), resting on "
         f"**{p.n} human label(s)** and the judge's verdicts on all {card.n:,} items.{narrower} The judge on its "
         f"own says {_pct(r.judge_rate)}."
         + (
@@ -76,12 +77,18 @@ def _highlight(df: pd.DataFrame, best: dict[str, set[int]]) -> pd.DataFrame:
 
 def _render_card(col, c: JudgeCard, level: float) -> None:
     with col.container(border=True):
-        p = c.rates.ppi
+        p, planned = c.rates.read("live")[1], c.rates.ppi
         st.markdown(f"**{c.judge}**")
-        ci = f"[{_pct(p.ci_low)}, {_pct(p.ci_high)}]" if p.ci_low is not None else "no interval"
         st.metric(f"PPI consistency rate ({level:.0%} CI)", _pct(p.estimate), help="Prediction-powered inference")
         chosen = f" · {c.n_not_random} label(s) not a random draw, counted as known" if c.n_not_random else ""
-        st.caption(f"{ci} · n = {p.n} labelled + {p.n_unlabelled:,} judged only{chosen}")
+        if p.ci_low is None:
+            st.caption(f"no interval · n = {p.n} labelled + {p.n_unlabelled:,} judged only{chosen}")
+            return
+        st.caption(
+            f"**[{_pct(p.ci_low)}, {_pct(p.ci_high)}]** {LIVE_NAME}  \n"
+            f"[{_pct(planned.ci_low)}, {_pct(planned.ci_high)}] {planned_name(c.rates.budget)}  \n"
+            f"n = {p.n} labelled + {p.n_unlabelled:,} judged only{chosen}"
+        )
 
 
 def render_cards(cards: Sequence[JudgeCard]) -> None:

@@ -66,6 +66,15 @@ READINGS = {
     },
 }
 
+LIVE_NAME = "live (valid at every look)"  # how the page and the report name the live reading
+
+
+def planned_name(budget: int | None) -> str:
+    """How the page and the report name the fixed-sample reading: planned at a budget, where one is set."""
+    if budget:
+        return f"planned (read once at {budget} labels)"
+    return "fixed-sample (valid only if read once at a number of labels fixed in advance)"
+
 
 def check_mode(mode: str) -> str:
     """The reading asked for, or InputError naming the two there are."""

@@ -12,6 +12,7 @@ from services.datasets.store import get_dataset
 from services.errors import InputError
 from services.figures.judges import make_judges_rate_figure
 from services.judges import tables
+from services.judges.estimate import LIVE_NAME, planned_name
 from services.reports.model import FigureSpec, Headline, Report, Table
 
 
@@ -39,7 +40,8 @@ def build(engine: Engine, panel_id: int, **_: Any) -> Report:
     ds_name = f"{ds.name} (dataset #{ds.id})" if ds else f"dataset #{panel.dataset_id}"
     headlines = []
     for c in cards:
-        p = c.rates.ppi
+        p, live = c.rates.ppi, c.rates.read("live")[1]
+        live_ci = "" if live.ci_low is None else f"; {LIVE_NAME}: [{live.ci_low:.3f}, {live.ci_high:.3f}]"
         headlines.append(
             Headline(
                 label=f"{c.judge}: {'consistency rate, labels only' if p.labels_only else 'PPI consistency rate'}",
@@ -51,7 +53,7 @@ def build(engine: Engine, panel_id: int, **_: Any) -> Report:
                 note=f"{p.basis + '; ' if p.basis else ''}{c.n_labelled} labelled of {c.n} items "
                 f"({c.n_not_random} not a random draw); classical width "
                 f"{'—' if c.rates.classical.width is None else f'{c.rates.classical.width:.3f}'}, PPI width "
-                f"{'—' if p.width is None else f'{p.width:.3f}'}",
+                f"{'—' if p.width is None else f'{p.width:.3f}'}{live_ci}",
             )
         )
     notes = [
@@ -91,5 +93,7 @@ def build(engine: Engine, panel_id: int, **_: Any) -> Report:
         tables=tabs,
         notes=notes,
         interval_note=f"Brackets: {level:.0%} interval of the prediction-powered estimate (PPI++ with Student's t "
-        "where each class has 15 random labels, else the labels' exact Clopper-Pearson interval).",
+        "where each class has 15 random labels, else the labels' exact Clopper-Pearson interval), in the "
+        f"{planned_name(cards[0].rates.budget)} reading; each headline's note adds the live one (a confidence "
+        "sequence, valid at every number of labels at once, however often the card is read as labels arrive).",
     )

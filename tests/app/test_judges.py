@@ -244,3 +244,27 @@ def test_each_dataset_keeps_its_own_judges(open_page):
     assert not any("Choose at least one judge" in t for t in texts(at.info))
     at.selectbox(key="jd_dataset").set_value(first).run()
     assert at.multiselect(key="jd_judges").value == [a[0]]
+
+
+def test_the_card_shows_the_live_interval_first_and_the_planned_one_named_beside_it(open_page):
+    import re
+
+    eng = get_engine()
+    ds = labelled_dataset(eng, 80, n_labelled=40)
+    truth = truth_of(eng, ds)
+    add_judge(eng, ds, [0.8 if t else 0.2 for t in truth])
+    at = open_page(JUDGES)
+    assert not at.exception, at.exception
+    (shown,) = [t for t in texts(at.caption) if "valid at every look" in t]
+    live_line, planned_line = shown.splitlines()[:2]
+    assert live_line.strip().endswith("live (valid at every look)")
+    assert "fixed-sample (valid only if read once at a number of labels fixed in advance)" in planned_line
+    (live,) = [tuple(map(float, re.findall(r"([\d.]+)%", line)[:2])) for line in (live_line,)]
+    planned = tuple(map(float, re.findall(r"([\d.]+)%", planned_line)[:2]))
+    assert live[0] <= planned[0] and planned[1] <= live[1] and live[1] - live[0] > planned[1] - planned[0]
+    assert any("live (valid at every look)" in t for t in texts(at.markdown))  # the plain-words sentence names it
+
+    at.toggle(key="jd_use_budget").set_value(True).run()
+    at.number_input(key="jd_budget").set_value(30).run()
+    assert not at.exception, at.exception
+    assert any("planned (read once at 30 labels)" in t for t in texts(at.caption)), texts(at.caption)

@@ -142,6 +142,13 @@ def test_a_saved_comparison_builds_a_report(engine):
     rep = reports.build(engine, "judges", pid)
     assert rep.kind == "judges" and len(rep.headlines) == 2 and rep.headlines[0].n == 30
     assert "90%" in rep.notes[0]
+    # The reading is named: the brackets are fixed-sample, each headline's note adds the live interval around them.
+    assert "fixed-sample (valid only if read once at a number of labels fixed in advance)" in rep.interval_note
+    for h in rep.headlines:
+        lo, hi = (float(x) for x in h.note.split("live (valid at every look): [")[1].rstrip("]").split(", "))
+        assert lo <= h.ci_low and h.ci_high <= hi and hi - lo > h.ci_high - h.ci_low
+    budgeted = judges.save_panel(engine, ds, ids, {"source": "all", "alpha": 0.1, "budget": 20})
+    assert "planned (read once at 20 labels)" in reports.build(engine, "judges", budgeted).interval_note
     assert rep.title == f"Judges compared on labelled-0 (dataset #{ds})" and "labelled-0" in rep.summary
     html = reports.to_html(rep)
     assert "PPI" in html and "★" in html
