@@ -510,3 +510,24 @@ def test_a_file_of_five_columns_names_them_all_and_no_more(engine):
     ds = labelled_dataset(engine, 3)
     with pytest.raises(InputError, match=r"; it has 'c0', 'c1', 'c2', 'c3', 'c4'\.$"):
         _import(engine, ds, "c0,c1,c2,c3,c4\n1,1,1,1,1\n", filename="s.csv")
+
+
+# -- Label next's refusals ---------------------------------------------------------------------------------------
+def test_label_next_refuses_with_a_message_that_says_what_to_do(engine):
+    from services import judges
+    from services.errors import InputError
+    from services.judges.label_next import STRATEGIES
+
+    ds = labelled_dataset(engine, 3, n_labelled=1)
+    human = judges.human_frame(engine, ds)
+    with pytest.raises(InputError, match=r"^Propose at least one item\.$"):
+        judges.propose(human, [], k=0)
+    judges.propose(human, [], k=1)  # one item is enough to ask for
+    with pytest.raises(InputError, match=rf"^Unknown strategy 'best'; one of {', '.join(STRATEGIES)}\.$"):
+        judges.propose(human, [], k=1, strategy="best")
+    with pytest.raises(InputError, match=r"^Choose at least one annotator\.$"):
+        judges.send(engine, ds, [1], [])
+    with pytest.raises(InputError, match=r"^There is no item to send\.$"):
+        judges.send(engine, ds, [], [1])
+    with pytest.raises(InputError, match=r"^Annotator\(s\) \[424242\] do not exist\.$"):
+        judges.send(engine, ds, [1], [424242])
