@@ -162,7 +162,7 @@ def render_comparison(c: compare.Comparison) -> None:
     )
     st.caption(compare.reading_note(c))
     sysf, diff = compare.systems_frame(c), compare.differences_frame(c)
-    st.plotly_chart(make_compare_figure(sysf, diff, level=level), key="jd_cmp_chart")
+    st.plotly_chart(make_compare_figure(sysf, diff, level=level, reading=c.mode), key="jd_cmp_chart")
     st.markdown(f"**Systems** ({level:.0%} intervals)")
     st.table(
         pd.DataFrame(

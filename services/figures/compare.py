@@ -48,17 +48,25 @@ def _kinds(systems: pd.DataFrame) -> list[tuple[str, str, pd.DataFrame]]:
     ]
 
 
-def make_compare_figure(systems: pd.DataFrame, differences: pd.DataFrame, *, level: float = 0.95) -> go.Figure:
+def make_compare_figure(
+    systems: pd.DataFrame, differences: pd.DataFrame, *, level: float = 0.95, reading: str = ""
+) -> go.Figure:
     """Left: each system's classical and PPI rate with its interval (compare.systems_frame); a PPI column that
     rests on the labels alone is its own trace, "PPI column: labels only", with the reason on hover. Right:
     each pair's difference (a minus b) with its adjusted interval and a line at 0 (compare.differences_frame);
-    a significant difference in green, the others grey. Rows are numbered 0, 1, ... top down, and labelled."""
+    a significant difference in green, the others grey. Rows are numbered 0, 1, ... top down, and labelled.
+    `reading` ("live" or "planned"), when given, names the intervals' reading in both titles."""
+    kind_of = {"live": "live, valid at every look", "planned": "fixed-sample, read once"}.get(reading, "")
+    named = f", {kind_of}" if kind_of else ""
     fig = make_subplots(
         rows=1,
         cols=2,
         column_widths=[0.5, 0.5],
         horizontal_spacing=0.18,
-        subplot_titles=(f"Consistency rate ({level:.0%} intervals)", "Difference a − b (adjusted intervals)"),
+        subplot_titles=(
+            f"Consistency rate ({level:.0%} intervals{named})",
+            f"Difference a − b (adjusted intervals{named})",
+        ),
     )
     names = systems["system"].astype(str).tolist()
     row = {name: k for k, name in enumerate(names)}

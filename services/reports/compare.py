@@ -78,7 +78,7 @@ def build(engine: Engine, panel_id: int, **_: Any) -> Report:
             **({"labels kept (budget)": panel.options["budget"]} if panel.options.get("budget") is not None else {}),
         },
         headlines=headlines,
-        figures=[FigureSpec.of("Systems compared", make_compare_figure(sysf, diff, level=level))],
+        figures=[FigureSpec.of("Systems compared", make_compare_figure(sysf, diff, level=level, reading=c.mode))],
         tables=[
             Table.from_frame("Systems (rates with their intervals)", sysf.round(4)),
             Table.from_frame("Differences, a minus b (adjusted intervals)", diff.round(4)),

@@ -131,3 +131,18 @@ def test_equal_rates_are_drawn_at_one_value():
     assert list(flat.x) == [0.113] and _row_label(fig, "yaxis2", flat.y[0]) == "bart − pegasus"
     alone = next(t for t in fig.data if t.name == "PPI column: labels only")
     assert "fewer than 15 of each class" in alone.customdata[0][1]
+
+
+@pytest.mark.parametrize(("mode", "words"), [("live", "live, valid at every look"), ("planned", "fixed-sample")])
+def test_the_forest_plot_names_the_reading_of_its_intervals(mode, words):
+    rng = np.random.default_rng(1)
+    parts = [
+        pd.DataFrame({"system": name, "label": (rng.random(40) < 0.7).astype(float), "prediction": rng.random(40)})
+        for name in ("a", "b")
+    ]
+    c = cmp.compare(pd.concat(parts, ignore_index=True), mode=mode)
+    fig = make_compare_figure(cmp.systems_frame(c), cmp.differences_frame(c), reading=c.mode)
+    titles = [a.text for a in fig.layout.annotations[:2]]
+    assert all(words in t for t in titles), titles
+    other = "fixed-sample" if mode == "live" else "live"
+    assert not any(other in t for t in titles)
