@@ -73,15 +73,8 @@ def write_results(*, conn: Connection, rows: list[dict[str, Any]], wid: str) -> 
     )
     mine = [r for r in results if r["b_id"] in held and held[r["b_id"]] == r.get("attempt")]
     if mine:
-        columns = [c for c in RESULT_COLUMNS if c not in USAGE_COLUMNS]
-        full = [
-            {c: r.get(c) for c in columns} | {"b_id": r["b_id"], "attempt": r["attempt"], "wid": wid, "updated_at": now}
-            for r in mine
-        ]
-        for r in full:
-            for c in COUNT_COLUMNS:
-                r[c] = r[c] or 0
-            r["latency_ms"] = r["latency_ms"] or 0.0
+        columns = _written_columns()
+        full = [_written_row(r, columns, attempt=r["attempt"], wid=wid, updated_at=now) for r in mine]
         # The claim is in the WHERE clause as well: the check above and this write share one transaction, and
         # the condition holds even where another writer slips in between.
         stmt = (
@@ -99,6 +92,21 @@ def write_results(*, conn: Connection, rows: list[dict[str, Any]], wid: str) -> 
     return mine
 
 
+def _written_columns() -> list[str]:
+    """The result columns a write sets (usage is added apart, per call: add_usage)."""
+    return [c for c in RESULT_COLUMNS if c not in USAGE_COLUMNS]
+
+
+def _written_row(r: dict[str, Any], columns: list[str], **extra: Any) -> dict[str, Any]:
+    """One item's parameters for a result write: its columns (counts and latency 0 where missing), its id, and
+    the statement's other parameters."""
+    row = {c: r.get(c) for c in columns} | {"b_id": r["b_id"]} | extra
+    for c in COUNT_COLUMNS:
+        row[c] = row[c] or 0
+    row["latency_ms"] = row["latency_ms"] or 0.0
+    return row
+
+
 def write_set_aside(*, conn: Connection, rows: list[dict[str, Any]], wid: str) -> int:
     """Write results a worker set aside when the disk was full (db.reserve.spill) to items still without one:
     pending, or running under the claim of that worker (gone since). Their usage is added whatever happens
@@ -107,12 +115,8 @@ def write_set_aside(*, conn: Connection, rows: list[dict[str, Any]], wid: str) -
     results = [r for r in rows if not r.get("usage_only")]
     n = 0
     if results:
-        columns = [c for c in RESULT_COLUMNS if c not in USAGE_COLUMNS]
-        full = [{c: r.get(c) for c in columns} | {"b_id": r["b_id"], "wid": wid} for r in results]
-        for r in full:
-            for c in COUNT_COLUMNS:
-                r[c] = r[c] or 0
-            r["latency_ms"] = r["latency_ms"] or 0.0
+        columns = _written_columns()
+        full = [_written_row(r, columns, wid=wid) for r in results]
         stmt = (
             update(t)
             .where(
